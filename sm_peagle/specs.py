@@ -1,0 +1,364 @@
+"""The deployment spec: what a user asks for, validated on the way in.
+
+Every model forbids unknown keys, so a typo in a YAML file is an error that names the
+key instead of a silently ignored setting (the same reason vLLM forbids unknown keys in
+its speculative config). Rules that need more than one field, or the catalog, live in
+`sm_peagle.plan_checks`; the rules here are the ones a single field can decide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .errors import SpecError
+
+__all__ = [
+    "Mode",
+    "SpeculativeSpec",
+    "DrafterSpec",
+    "ContainerSpec",
+    "EndpointSpec",
+    "NetworkSpec",
+    "DeploymentSpec",
+    "load_spec",
+    "spec_from_data",
+    "S3_URI_RE",
+    "AWS_NAME_RE",
+]
+
+# SageMaker endpoint / endpoint-config / variant names (botocore: EndpointName).
+AWS_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+# Bucket naming rules (3-63 chars, lower case, digits, dots, hyphens) + optional key.
+S3_URI_RE = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?:/(?P<key>.*))?$")
+CHANNEL_RE = re.compile(r"^[A-Za-z0-9.\-_]{1,64}$")
+ROLE_ARN_RE = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/[a-zA-Z_0-9+=,.@\-/]{1,512}$")
+REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$")
+ENGINE_ARG_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
+
+
+class Mode(StrEnum):
+    P_EAGLE = "p-eagle"
+    EAGLE3 = "eagle3"
+    BASELINE = "baseline"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_enum_values=False)
+
+
+def _check_s3_uri(value: str) -> str:
+    if not S3_URI_RE.match(value) or "//" in value[5:]:
+        raise ValueError(
+            f"malformed S3 URI {value!r}: expected s3://bucket/prefix/ with a valid bucket name"
+        )
+    return value
+
+
+class SpeculativeSpec(_Strict):
+    """How the target decodes: P-EAGLE, EAGLE-3, or no speculation at all."""
+
+    mode: Mode = Mode.P_EAGLE
+    num_speculative_tokens: int | None = Field(
+        default=None,
+        description="K, tokens proposed per step. Default: the catalog's value for the model.",
+    )
+    draft_tensor_parallel_size: int | None = Field(default=None, ge=1)
+    max_model_len: int | None = Field(default=None, ge=1)
+    quantization: str | None = None
+    enforce_eager: bool | None = None
+    disable_padded_drafter_batch: bool | None = None
+    disable_by_batch_size: int | None = Field(default=None, ge=1)
+
+    @field_validator("num_speculative_tokens")
+    @classmethod
+    def _k_positive(cls, k: int | None) -> int | None:
+        if k is not None and k < 1:
+            raise ValueError(f"K must be at least 1 (got {k})")
+        if k is not None and k > 128:
+            raise ValueError(f"K must be at most 128, vLLM's rejection-sampler limit (got {k})")
+        return k
+
+
+class DrafterSpec(_Strict):
+    """Where the drafter head comes from and the channel it is mounted under."""
+
+    source: str | None = Field(
+        default=None,
+        description="None = the catalog's head; s3://bucket/prefix/; or a local directory.",
+    )
+    channel: str = "eagle"
+    trained_k: int | None = Field(default=None, ge=1, description="K the head was trained for.")
+    recommended_k: int | None = Field(default=None, ge=1)
+    bucket: str | None = Field(default=None, description="Bucket to push a local head to.")
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        if v.startswith("s3:") or "://" in v:
+            _check_s3_uri(v)
+            if not v.endswith("/"):
+                raise ValueError(f"drafter S3 URI must be a prefix ending in '/' (got {v!r})")
+        return v
+
+    @field_validator("channel")
+    @classmethod
+    def _channel(cls, v: str) -> str:
+        if not CHANNEL_RE.match(v):
+            raise ValueError(
+                f"channel name {v!r} must be 1-64 characters of letters, digits, '.', '-' or '_'"
+            )
+        return v
+
+    @property
+    def is_s3(self) -> bool:
+        return bool(self.source and self.source.startswith("s3://"))
+
+    @property
+    def is_local(self) -> bool:
+        return bool(self.source) and not self.is_s3
+
+
+class ContainerSpec(_Strict):
+    """The serving container: an image, or a vLLM version to resolve the AWS DLC for."""
+
+    image: str | None = None
+    vllm_version: str | None = None
+    engine_args: dict[str, str | int | float | bool] = Field(
+        default_factory=dict,
+        description="Extra `vllm serve` flags: {max_model_len: 8192} -> SM_VLLM_MAX_MODEL_LEN.",
+    )
+    env: dict[str, str] = Field(default_factory=dict, description="Extra raw environment.")
+
+    @field_validator("vllm_version")
+    @classmethod
+    def _version(cls, v: str | None) -> str | None:
+        if v is not None:
+            from .vllm_versions import VllmVersion
+
+            VllmVersion(v)  # raises ValueError with a clear message
+        return v
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str | None) -> str | None:
+        if v is not None and (not v or any(c.isspace() for c in v) or ":" not in v):
+            raise ValueError(f"image {v!r} must be a full URI with a tag, e.g. <ecr>/vllm:0.18.0-…")
+        return v
+
+    @field_validator("engine_args")
+    @classmethod
+    def _engine_args(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key in v:
+            if not ENGINE_ARG_RE.match(key):
+                raise ValueError(
+                    f"engine arg {key!r} must look like a vllm flag name (max_model_len)"
+                )
+            if key.replace("-", "_") == "speculative_config":
+                raise ValueError(
+                    "set the speculative config through `speculative:`, not engine_args"
+                )
+        return v
+
+
+class EndpointSpec(_Strict):
+    """The SageMaker endpoint: names, instances, timeouts and host settings."""
+
+    name: str | None = None
+    instance_type: str | None = None
+    instance_count: int = Field(default=1, ge=1, le=100)
+    variant_name: str = "AllTraffic"
+    volume_size_gb: int | None = Field(default=None, ge=1, le=512)
+    model_data_download_timeout: int = Field(default=3600, ge=60, le=3600)
+    container_startup_health_check_timeout: int = Field(default=3600, ge=60, le=3600)
+    routing_strategy: Literal["LEAST_OUTSTANDING_REQUESTS", "RANDOM"] | None = None
+    inference_ami_version: str | None = None
+
+    @field_validator("name", "variant_name")
+    @classmethod
+    def _aws_name(cls, v: str | None) -> str | None:
+        if v is not None and not AWS_NAME_RE.match(v):
+            raise ValueError(
+                f"{v!r} is not a valid SageMaker name: 1-63 letters, digits and hyphens, "
+                "starting and ending with a letter or digit (no '_' or '.')"
+            )
+        return v
+
+    @field_validator("instance_type")
+    @classmethod
+    def _instance_type(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"ml\.[a-z0-9\-]+\.[a-z0-9]+", v):
+            raise ValueError(f"{v!r} is not an instance type of the form ml.<family>.<size>")
+        return v
+
+
+class NetworkSpec(_Strict):
+    """VPC placement, encryption and network isolation (on by default, as JumpStart does)."""
+
+    subnets: list[str] = Field(default_factory=list, max_length=16)
+    security_group_ids: list[str] = Field(default_factory=list, max_length=5)
+    kms_key_id: str | None = None
+    enable_network_isolation: bool = True
+
+    @field_validator("subnets")
+    @classmethod
+    def _subnets(cls, v: list[str]) -> list[str]:
+        for s in v:
+            if not re.fullmatch(r"subnet-[0-9a-f]{8,17}", s):
+                raise ValueError(f"{s!r} is not a subnet id (subnet-0123abcd…)")
+        return v
+
+    @field_validator("security_group_ids")
+    @classmethod
+    def _sgs(cls, v: list[str]) -> list[str]:
+        for s in v:
+            if not re.fullmatch(r"sg-[0-9a-f]{8,17}", s):
+                raise ValueError(f"{s!r} is not a security group id (sg-0123abcd…)")
+        return v
+
+    @field_validator("kms_key_id")
+    @classmethod
+    def _kms(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[a-zA-Z0-9:/_\-]{1,2048}", v):
+            raise ValueError(f"{v!r} is not a KMS key id, alias or ARN")
+        return v
+
+    @model_validator(mode="after")
+    def _vpc_pairs(self) -> NetworkSpec:
+        if bool(self.subnets) != bool(self.security_group_ids):
+            raise ValueError("subnets and security_group_ids must be given together")
+        return self
+
+
+class DeploymentSpec(_Strict):
+    """Everything peagle needs to plan one P-EAGLE (or EAGLE-3, or baseline) endpoint."""
+
+    model: str = Field(description="Catalog alias (peagle models) or a JumpStart model id.")
+    model_data: str | None = Field(
+        default=None,
+        description="s3://…/ prefix (uncompressed), s3://…/model.tar.gz, or hf://org/name.",
+    )
+    jumpstart_config: str | None = Field(
+        default=None, description="JumpStart inference config; default: the top-ranked one."
+    )
+    region: str | None = None
+    role: str | None = Field(default=None, description="SageMaker execution role ARN.")
+    speculative: SpeculativeSpec = Field(default_factory=SpeculativeSpec)
+    drafter: DrafterSpec = Field(default_factory=DrafterSpec)
+    container: ContainerSpec = Field(default_factory=ContainerSpec)
+    endpoint: EndpointSpec = Field(default_factory=EndpointSpec)
+    network: NetworkSpec = Field(default_factory=NetworkSpec)
+    tags: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\-]{0,127}", v):
+            raise ValueError(f"{v!r} is not a model alias or JumpStart model id")
+        return v
+
+    @field_validator("model_data")
+    @classmethod
+    def _model_data(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        if v.startswith("hf://"):
+            if not re.fullmatch(r"hf://[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+", v):
+                raise ValueError(f"{v!r} is not a Hugging Face id (hf://org/name)")
+            return v
+        _check_s3_uri(v)
+        if not (v.endswith("/") or v.endswith(".tar.gz")):
+            raise ValueError(f"model data {v!r} must be a prefix ending in '/' or a .tar.gz")
+        return v
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, v: str | None) -> str | None:
+        if v is not None and not REGION_RE.match(v):
+            raise ValueError(f"{v!r} is not an AWS region (e.g. us-east-1)")
+        return v
+
+    @field_validator("role")
+    @classmethod
+    def _role(cls, v: str | None) -> str | None:
+        if v is not None and not ROLE_ARN_RE.match(v):
+            raise ValueError(f"{v!r} is not an IAM role ARN (arn:aws:iam::123456789012:role/…)")
+        return v
+
+    def sha256(self) -> str:
+        """Stable hash of what was asked for; tagged on resources to detect drift."""
+        canon = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canon.encode()).hexdigest()
+
+
+def _format_validation_error(err: Any) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "spec"
+    msg = first["msg"]
+    if first["type"] == "extra_forbidden":
+        msg = f"unknown key {first['loc'][-1]!r} (not a field of this section; see `peagle schema`)"
+    elif msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    more = len(err.errors()) - 1
+    return f"{loc}: {msg}" + (f" (+{more} more)" if more else "")
+
+
+def spec_from_data(data: dict[str, Any]) -> DeploymentSpec:
+    """Validate a dict into a spec; raise SpecError naming the first bad field."""
+    from pydantic import ValidationError
+
+    try:
+        return DeploymentSpec.model_validate(data)
+    except ValidationError as e:
+        raise SpecError(_format_validation_error(e)) from None
+
+
+def load_spec(path: str | Path, overrides: dict[str, Any] | None = None) -> DeploymentSpec:
+    """Load a YAML or JSON spec file, apply dotted-path overrides, and validate."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise SpecError(f"cannot read spec file {str(p)!r}: {e.strerror}") from None
+    if p.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise SpecError(f"{p}: invalid JSON at line {e.lineno}: {e.msg}") from None
+    else:
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise SpecError(f"{p}: invalid YAML: {str(e).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{p}: a spec must be a mapping at the top level")
+    return spec_from_data(merge_overrides(data, overrides or {}))
+
+
+def merge_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Apply {"endpoint.instance_type": "ml.g7e.4xlarge"}-style overrides (None = unset)."""
+    out = json.loads(json.dumps(data))
+    for dotted, value in overrides.items():
+        if value is None:
+            continue
+        node = out
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise SpecError(f"{dotted}: cannot override inside a non-mapping")
+        node[leaf] = value
+    return out
