@@ -1,0 +1,201 @@
+"""Validate request dicts against botocore's own service model, offline and cheaply.
+
+botocore's ParamValidator checks types, required members and minimums but not patterns,
+enums or maximums, and loading the SageMaker model plus `botocore.validate` costs about
+190 ms, more than the whole `peagle plan` budget. So this module reads the same
+`service-2.json.gz` botocore ships (found without importing botocore), keeps the shapes
+reachable from the operations peagle sends, caches that slice on disk keyed by the
+file's path, size and mtime, and checks type, required, min/max, enum and pattern.
+The tests also run botocore's own ParamValidator on every plan, so both agree.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+__all__ = ["validate_request", "shape_enum", "OPERATIONS"]
+
+OPERATIONS: dict[str, tuple[str, ...]] = {
+    "sagemaker": (
+        "CreateModel",
+        "CreateEndpointConfig",
+        "CreateEndpoint",
+        "UpdateEndpoint",
+        "DeleteEndpoint",
+    ),
+    "application-autoscaling": ("RegisterScalableTarget", "PutScalingPolicy"),
+}
+# Shapes looked up by name (enums the catalog checks against).
+EXTRA_SHAPES = {"sagemaker": ("ProductionVariantInstanceType",)}
+
+
+def _service_file(service: str) -> Path:
+    spec = importlib.util.find_spec("botocore")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("botocore is not installed")
+    root = Path(list(spec.submodule_search_locations)[0]) / "data" / service
+    versions = sorted(p for p in root.iterdir() if p.is_dir())
+    for v in reversed(versions):
+        for name in ("service-2.json.gz", "service-2.json"):
+            if (v / name).exists():
+                return v / name
+    raise RuntimeError(f"botocore has no service model for {service}")
+
+
+def _reachable(shapes: dict, roots: list[str]) -> dict:
+    out: dict[str, Any] = {}
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if name in out or name not in shapes:
+            continue
+        shape = shapes[name]
+        out[name] = {
+            k: shape[k]
+            for k in (
+                "type",
+                "required",
+                "members",
+                "member",
+                "key",
+                "value",
+                "min",
+                "max",
+                "enum",
+                "pattern",
+            )
+            if k in shape
+        }
+        if "members" in shape:
+            out[name]["members"] = {m: {"shape": s["shape"]} for m, s in shape["members"].items()}
+            todo += [s["shape"] for s in shape["members"].values()]
+        for k in ("member", "key", "value"):
+            if k in shape:
+                out[name][k] = {"shape": shape[k]["shape"]}
+                todo.append(shape[k]["shape"])
+    return out
+
+
+@lru_cache(maxsize=4)
+def _model(service: str) -> dict:
+    src = _service_file(service)
+    st = src.stat()
+    from .catalog.jumpstart import cache_dir
+
+    cache = cache_dir() / "shapes" / f"{service}-{st.st_size}-{int(st.st_mtime)}.json"
+    try:
+        return json.loads(cache.read_text())
+    except (OSError, ValueError):
+        pass
+    raw = src.read_bytes()
+    full = json.loads(gzip.decompress(raw) if src.suffix == ".gz" else raw)
+    ops = {op: full["operations"][op]["input"]["shape"] for op in OPERATIONS[service]}
+    sliced = {
+        "operations": ops,
+        "shapes": _reachable(
+            full["shapes"], list(ops.values()) + list(EXTRA_SHAPES.get(service, ()))
+        ),
+    }
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(".tmp")
+        tmp.write_text(json.dumps(sliced))
+        tmp.replace(cache)
+    except OSError:
+        pass
+    return sliced
+
+
+def shape_enum(service: str, shape: str) -> frozenset[str]:
+    return frozenset(_model(service)["shapes"].get(shape, {}).get("enum", ()))
+
+
+@lru_cache(maxsize=256)
+def _regex(pattern: str) -> re.Pattern | None:
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None  # Java-only syntax (\p{…}); botocore does not check patterns either
+
+
+def _check(shapes: dict, shape_name: str, value: Any, path: str, errors: list[str]) -> None:
+    shape = shapes[shape_name]
+    kind = shape["type"]
+    if kind == "structure":
+        if not isinstance(value, dict):
+            errors.append(f"{path}: expected a mapping")
+            return
+        members = shape.get("members", {})
+        for req in shape.get("required", []):
+            if req not in value:
+                errors.append(f"{path}.{req}: required")
+        for k, v in value.items():
+            if k not in members:
+                errors.append(f"{path}.{k}: unknown parameter")
+            else:
+                _check(shapes, members[k]["shape"], v, f"{path}.{k}", errors)
+        return
+    if kind == "list":
+        if not isinstance(value, list):
+            errors.append(f"{path}: expected a list")
+            return
+        _bounds(shape, len(value), path, errors, "entries")
+        for i, item in enumerate(value):
+            _check(shapes, shape["member"]["shape"], item, f"{path}[{i}]", errors)
+        return
+    if kind == "map":
+        if not isinstance(value, dict):
+            errors.append(f"{path}: expected a mapping")
+            return
+        _bounds(shape, len(value), path, errors, "entries")
+        for k, v in value.items():
+            _check(shapes, shape["key"]["shape"], k, f"{path} key {k!r}", errors)
+            _check(shapes, shape["value"]["shape"], v, f"{path}.{k}", errors)
+        return
+    if kind == "string":
+        if not isinstance(value, str):
+            errors.append(f"{path}: expected a string")
+            return
+        _bounds(shape, len(value), path, errors, "characters")
+        if "enum" in shape and value not in shape["enum"]:
+            errors.append(f"{path}: {value!r} is not one of {len(shape['enum'])} allowed values")
+        rx = _regex(shape["pattern"]) if "pattern" in shape else None
+        # AWS applies these patterns to the whole value (Java `matches`), although many
+        # are written without a trailing `$`: 'a_b' fails ModelName's pattern in AWS.
+        if rx is not None and not rx.fullmatch(value):
+            errors.append(f"{path}: {value!r} does not match {shape['pattern']}")
+        return
+    if kind in ("integer", "long"):
+        if isinstance(value, bool) or not isinstance(value, int):
+            errors.append(f"{path}: expected an integer")
+            return
+        _bounds(shape, value, path, errors, "")
+        return
+    if kind in ("float", "double"):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            errors.append(f"{path}: expected a number")
+        return
+    if kind == "boolean" and not isinstance(value, bool):
+        errors.append(f"{path}: expected true or false")
+
+
+def _bounds(shape: dict, n: int, path: str, errors: list[str], unit: str) -> None:
+    suffix = f" {unit}" if unit else ""
+    if "min" in shape and n < shape["min"]:
+        errors.append(f"{path}: {n}{suffix} is below the minimum {shape['min']}")
+    if "max" in shape and n > shape["max"]:
+        errors.append(f"{path}: {n}{suffix} is above the maximum {shape['max']}")
+
+
+def validate_request(service: str, operation: str, params: dict) -> list[str]:
+    """Every way `params` breaks botocore's model for `operation` (empty = valid)."""
+    model = _model(service)
+    errors: list[str] = []
+    _check(model["shapes"], model["operations"][operation], params, operation, errors)
+    return errors

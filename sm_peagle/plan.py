@@ -1,0 +1,517 @@
+"""spec -> Plan: the exact SageMaker requests a deployment will send, and why.
+
+`plan()` is pure: no boto3, no network. Given the same spec (and the same JumpStart
+spec, when one is passed) it returns the same requests. `peagle plan`, `deploy
+--dry-run`, the IaC exports and the lifecycle all start from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import plan_checks as pc
+from .aws_shapes import shape_enum, validate_request
+from .catalog.instances import InstanceType
+from .catalog.jumpstart import JumpStartResolution, load_snapshot, resolve
+from .catalog.models import ModelEntry, find_model
+from .checks import Check, any_failed, failed, passed, warned
+from .errors import CheckFailed, SpecError
+from .specs import DeploymentSpec, Mode
+from .speculative import build_speculative_config, to_env_value
+from .version import __version__
+from .vllm_versions import NEWEST_CHECKED, VllmVersion, cuda_for_version, parse_image_tag
+
+__all__ = ["Plan", "plan", "PLACEHOLDER_ROLE", "DEFAULT_REGION", "DEFAULT_VLLM"]
+
+PLACEHOLDER_ROLE = "arn:aws:iam::000000000000:role/peagle-placeholder-execution-role"
+DEFAULT_REGION = "us-east-1"
+# JumpStart's own P-EAGLE config pins this version (GPT-OSS-20B, lmi-optimized).
+DEFAULT_VLLM = "0.18.0"
+DLC_ACCOUNT = "763104351884"
+SPEC_ENV = "SM_VLLM_SPECULATIVE_CONFIG"
+
+
+@dataclass
+class Plan:
+    spec: DeploymentSpec
+    region: str
+    names: dict[str, str]
+    create_model: dict[str, Any]
+    create_endpoint_config: dict[str, Any]
+    create_endpoint: dict[str, Any]
+    speculative_config: dict[str, Any] | None
+    checks: list[Check]
+    usd_per_hour: float | None
+    vllm_version: str
+    image: str
+    instance: InstanceType
+    model: ModelEntry | None
+    jumpstart: JumpStartResolution | None = None
+    drafter_push: dict[str, str] | None = None
+    spec_sha256: str = ""
+    autoscaling: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any_failed(self.checks)
+
+    def raise_for_failures(self) -> None:
+        if not self.ok:
+            raise CheckFailed(self.checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `peagle plan --json` document."""
+        return {
+            "create_model": self.create_model,
+            "create_endpoint_config": self.create_endpoint_config,
+            "create_endpoint": self.create_endpoint,
+            "speculative_config": self.speculative_config,
+            "checks": [
+                {
+                    "name": c.name,
+                    "status": c.status,
+                    "message": c.message,
+                    **({"fix": c.fix} if c.fix else {}),
+                }
+                for c in self.checks
+            ],
+            "estimate": {"usd_per_hour": self.usd_per_hour}
+            if self.usd_per_hour is not None
+            else None,
+            "region": self.region,
+            "names": self.names,
+            "vllm_version": self.vllm_version,
+            "mode": self.spec.speculative.mode.value,
+            "drafter_push": self.drafter_push,
+            "spec_sha256": self.spec_sha256,
+            "jumpstart": {
+                "model_id": self.jumpstart.model_id,
+                "version": self.jumpstart.version,
+                "config": self.jumpstart.config_name,
+                "source": self.jumpstart.source,
+            }
+            if self.jumpstart
+            else None,
+        }
+
+
+def _name_part(text: str) -> str:
+    return re.sub(r"-+", "-", re.sub(r"[^a-zA-Z0-9-]", "-", text)).strip("-").lower()
+
+
+def default_names(spec: DeploymentSpec, alias: str, sha: str) -> dict[str, str]:
+    endpoint = (
+        spec.endpoint.name or f"peagle-{_name_part(alias)[:36]}-{spec.speculative.mode.value}"
+    )
+    endpoint = endpoint[:63].rstrip("-")
+    base = endpoint[:45].rstrip("-")
+    return {
+        "endpoint": endpoint,
+        "endpoint_config": f"{base}-{sha[:8]}-cfg",
+        "model": f"{base}-{sha[:8]}-mdl",
+    }
+
+
+def _local_drafter_prefix(src: str, bucket: str) -> tuple[str, Check]:
+    """Content-addressed S3 prefix for a local head: names and sizes only (no hashing of
+    gigabytes here; `peagle drafter push` checksums every file)."""
+    root = Path(src).expanduser()
+    if not root.is_dir():
+        return "", failed(
+            "drafter.source",
+            f"local drafter directory {src!r} does not exist",
+            "pass an existing directory or an s3:// prefix",
+        )
+    digest = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and not p.name.startswith("."):
+            digest.update(f"{p.relative_to(root).as_posix()}\0{p.stat().st_size}\n".encode())
+    uri = f"s3://{bucket}/peagle/drafters/{digest.hexdigest()[:16]}/"
+    return uri, passed("drafter.source", f"{src} will be pushed to {uri} at deploy")
+
+
+def _resolve_image(
+    spec: DeploymentSpec, region: str, js: JumpStartResolution | None, checks: list[Check]
+) -> tuple[str, VllmVersion]:
+    field_ = "container.vllm_version"
+    explicit = VllmVersion(spec.container.vllm_version) if spec.container.vllm_version else None
+    if spec.container.image:
+        image = spec.container.image
+        parsed, _ = parse_image_tag(image)
+        if explicit and parsed and explicit != parsed:
+            raise SpecError(
+                f"{field_}: --vllm-version {explicit} contradicts image tag "
+                f"{image.rsplit(':', 1)[1]} (vLLM {parsed})"
+            )
+        version = explicit or parsed
+        if version is None:
+            raise SpecError(
+                f"{field_}: cannot tell which vLLM image {image} runs", remedy="pass --vllm-version"
+            )
+        checks.append(passed(field_, f"vLLM {version} ({'given' if explicit else 'image tag'})"))
+        return image, version
+    if explicit or not js:
+        version = explicit or VllmVersion(DEFAULT_VLLM)
+        dlc = cuda_for_version(version)
+        if dlc is None:
+            raise SpecError(
+                f"{field_}: no AWS vLLM DLC is known for vLLM {version}",
+                remedy="pass --image with your own image",
+            )
+        account = DLC_ACCOUNT
+        if js:  # JumpStart knows the DLC account of regions outside the common one
+            account = js.image_uri.split(".", 1)[0]
+        suffix = ".cn" if region.startswith("cn-") else ""
+        image = (
+            f"{account}.dkr.ecr.{region}.amazonaws.com{suffix}/vllm:{version}-gpu-py312-"
+            f"{dlc[0]}-{dlc[1]}-sagemaker"
+        )
+        how = "given" if explicit else "peagle default (JumpStart's pinned version)"
+        checks.append(passed(field_, f"vLLM {version} ({how}) -> AWS DLC"))
+        return image, version
+    parsed, _ = parse_image_tag(js.image_uri)
+    version = VllmVersion(js.vllm_version) if js.vllm_version else parsed
+    if version is None:
+        raise SpecError(
+            f"{field_}: JumpStart image {js.image_uri} is not a vLLM image",
+            remedy="pass --image and --vllm-version",
+        )
+    checks.append(passed(field_, f"vLLM {version} (JumpStart {js.config_name or 'default'})"))
+    return js.image_uri, version
+
+
+def _model_data(
+    spec: DeploymentSpec,
+    js: JumpStartResolution | None,
+    model: ModelEntry | None,
+    env: dict[str, str],
+    checks: list[Check],
+) -> dict[str, Any] | None:
+    md = spec.model_data
+    if md and md.startswith("hf://"):
+        env["HF_MODEL_ID"] = md[len("hf://") :]
+        if spec.network.enable_network_isolation:
+            checks.append(
+                failed(
+                    "network.enable_network_isolation",
+                    f"the container must download {md} from the Hugging Face Hub, which network "
+                    "isolation forbids",
+                    "pass --model-data s3://…/ or set network.enable_network_isolation: false",
+                )
+            )
+        return None
+    if md:
+        gz = md.endswith(".tar.gz")
+        checks.append(passed("model_data", md))
+        return {
+            "S3DataSource": {
+                "S3Uri": md,
+                "S3DataType": "S3Object" if gz else "S3Prefix",
+                "CompressionType": "Gzip" if gz else "None",
+            }
+        }
+    if js:
+        checks.append(
+            passed("model_data", f"JumpStart {js.model_data_source['S3DataSource']['S3Uri']}")
+        )
+        return js.model_data_source
+    name = model.jumpstart_id if model else spec.model
+    checks.append(
+        failed(
+            "model_data",
+            f"where {spec.model}'s weights live is not known offline"
+            + (
+                f" (JumpStart id {name}: its spec was not read)"
+                if name
+                else " (no JumpStart id known)"
+            ),
+            "pass --model-data s3://bucket/prefix/, or run with AWS credentials to resolve it live",
+        )
+    )
+    return None
+
+
+def plan(
+    spec: DeploymentSpec, *, jumpstart_spec: dict | None = None, jumpstart_source: str = "snapshot"
+) -> Plan:
+    """Build the plan. Raises SpecError when no requests can be built at all."""
+    checks: list[Check] = []
+    region = spec.region or DEFAULT_REGION
+    model = find_model(spec.model)
+    if jumpstart_spec is None and model and model.jumpstart_snapshot:
+        jumpstart_spec = load_snapshot(model.jumpstart_snapshot)
+    if model is None and jumpstart_spec is None:
+        raise SpecError(
+            f"model: unknown model {spec.model!r}",
+            remedy="see `peagle models`, or give a JumpStart id with AWS credentials",
+        )
+    checks.append(
+        passed("model", f"{model.alias} ({model.hf_id})" if model else f"JumpStart {spec.model}")
+    )
+
+    instance_type = (
+        spec.endpoint.instance_type
+        or (jumpstart_spec or {}).get("default_inference_instance_type")
+        or (model.default_instance if model else None)
+    )
+    inst, c = pc.check_instance(
+        instance_type, shape_enum("sagemaker", "ProductionVariantInstanceType")
+    )
+    checks.append(c)
+    if inst is None or c.status == "fail":  # nothing below means anything on a bad instance
+        raise CheckFailed(checks)
+
+    js = None
+    if jumpstart_spec is not None:
+        js = resolve(
+            jumpstart_spec,
+            region=region,
+            instance_type=inst.name,
+            config_name=spec.jumpstart_config,
+            source=jumpstart_source,
+        )
+    image, version = _resolve_image(spec, region, js, checks)
+    if version > NEWEST_CHECKED:
+        checks.append(
+            warned(
+                "container.vllm_version",
+                f"vLLM {version} is newer than the "
+                f"{NEWEST_CHECKED} peagle's key tables were checked against",
+            )
+        )
+    _, cuda = parse_image_tag(image)
+
+    engine = dict(spec.container.engine_args)
+    tp_override = engine.pop("tensor_parallel_size", None)
+    tp = int(tp_override) if tp_override is not None else inst.gpus
+    checks.append(pc.check_tensor_parallel(inst, tp, tp_override is not None))
+
+    env: dict[str, str] = dict(js.env) if js else {}
+    if model and (spec.model_data or js):
+        for k, v in model.extra_env.items():
+            env.setdefault(k, v)
+    model_data = _model_data(spec, js, model, env, checks)
+
+    mode = spec.speculative.mode
+    drafter = spec.drafter
+    sha = spec.sha256()
+    account = (spec.role or PLACEHOLDER_ROLE).split(":")[4]
+    extra_sources: list[dict[str, Any]] = []
+    drafter_push = None
+    catalog_head = model.drafter if (model and drafter.source is None) else None
+    if mode != Mode.BASELINE:
+        if drafter.is_s3:
+            uri = drafter.source
+            checks.append(passed("drafter.source", uri))
+        elif drafter.is_local:
+            bucket = drafter.bucket or f"sagemaker-{region}-{account}"
+            uri, c = _local_drafter_prefix(drafter.source, bucket)
+            checks.append(c)
+            drafter_push = {"source": drafter.source, "destination": uri}
+        elif js and js.additional_sources:
+            uri = js.additional_sources[0]["S3DataSource"]["S3Uri"]
+            checks.append(passed("drafter.source", f"JumpStart head {uri}"))
+        else:
+            uri = ""
+            head = f" ({catalog_head.hf_id})" if catalog_head else ""
+            checks.append(
+                failed(
+                    "drafter.source",
+                    f"no S3 location of {spec.model}'s drafter head{head} is known offline",
+                    "pass --drafter s3://bucket/prefix/ (upload with `peagle drafter push`)",
+                )
+            )
+        if uri:
+            extra_sources.append(
+                {
+                    "ChannelName": drafter.channel,
+                    "S3DataSource": {
+                        "S3Uri": uri,
+                        "S3DataType": "S3Prefix",
+                        "CompressionType": "None",
+                    },
+                }
+            )
+
+    default_k = model.default_k if model else 3
+    if js and SPEC_ENV in js.env:
+        import json
+
+        default_k = json.loads(js.env[SPEC_ENV]).get("num_speculative_tokens", default_k)
+    spec_result = build_speculative_config(
+        spec.speculative,
+        vllm_version=version,
+        channel=drafter.channel,
+        default_k=default_k,
+        trained_k=drafter.trained_k or (catalog_head.trained_k if catalog_head else None),
+        recommended_k=drafter.recommended_k
+        or (catalog_head.recommended_k if catalog_head else None),
+        target_tp=tp,
+    )
+    checks += spec_result.checks
+
+    env["SM_VLLM_TENSOR_PARALLEL_SIZE"] = str(tp)
+    for key, value in engine.items():
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        env["SM_VLLM_" + key.upper().replace("-", "_")] = text
+    if spec_result.config is not None:
+        env[SPEC_ENV] = to_env_value(spec_result.config)
+    else:
+        env.pop(SPEC_ENV, None)
+    if SPEC_ENV in spec.container.env:
+        checks.append(
+            failed(
+                f"container.env.{SPEC_ENV}",
+                "set by peagle from `speculative:`",
+                "remove it from container.env",
+            )
+        )
+    env.update({k: v for k, v in spec.container.env.items() if k != SPEC_ENV})
+    checks += pc.check_environment(env)
+
+    ami, c = pc.check_host_ami(
+        cuda,
+        spec.endpoint.inference_ami_version,
+        shape_enum("sagemaker", "ProductionVariantInferenceAmiVersion"),
+    )
+    checks.append(c)
+
+    max_len = int(env.get("SM_VLLM_MAX_MODEL_LEN", "8192"))
+    util = float(env.get("SM_VLLM_GPU_MEMORY_UTILIZATION", pc.DEFAULT_GPU_MEMORY_UTILIZATION))
+    head_bytes = catalog_head.bytes if catalog_head else None
+    checks.append(
+        pc.check_fit(
+            model,
+            inst,
+            tp,
+            drafter_bytes=head_bytes,
+            speculative=mode != Mode.BASELINE,
+            max_model_len=max_len,
+            gpu_memory_utilization=util,
+        )
+    )
+
+    ep = spec.endpoint
+    set_fields = ep.model_fields_set
+    if (ep.volume_size_gb is not None or spec.network.kms_key_id) and inst.local_nvme:
+        checks.append(
+            warned(
+                "endpoint.volume_size_gb",
+                f"{inst.name} has local NVMe storage; "
+                "SageMaker may reject VolumeSizeInGB / a storage KMS key for it",
+            )
+        )
+    if spec.role is None:
+        checks.append(
+            warned(
+                "role",
+                "no execution role given; the plan uses a placeholder ARN "
+                "and deploy will refuse it",
+                "pass --role or set PEAGLE_ROLE_ARN",
+            )
+        )
+
+    alias = model.alias if model else spec.model
+    names = default_names(spec, alias, sha)
+    tags = dict(spec.tags)
+    tags.update(
+        {
+            "peagle:managed": "true",
+            "peagle:deployment": names["endpoint"],
+            "peagle:spec-sha256": sha,
+            "peagle:version": __version__,
+        }
+    )
+    checks += pc.check_tags(tags)
+    tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
+
+    container: dict[str, Any] = {"Image": image, "Environment": env}
+    if model_data:
+        container["ModelDataSource"] = model_data
+    if extra_sources:
+        container["AdditionalModelDataSources"] = extra_sources
+    isolation = spec.network.enable_network_isolation
+    if js and "enable_network_isolation" not in spec.network.model_fields_set:
+        isolation = js.network_isolation or isolation
+    create_model: dict[str, Any] = {
+        "ModelName": names["model"],
+        "ExecutionRoleArn": spec.role or PLACEHOLDER_ROLE,
+        "PrimaryContainer": container,
+        "EnableNetworkIsolation": isolation,
+        "Tags": tag_list,
+    }
+    if spec.network.subnets:
+        create_model["VpcConfig"] = {
+            "Subnets": spec.network.subnets,
+            "SecurityGroupIds": spec.network.security_group_ids,
+        }
+
+    def timeout(name: str, js_value: int | None) -> int:
+        return js_value if (js_value and name not in set_fields) else getattr(ep, name)
+
+    variant: dict[str, Any] = {
+        "VariantName": ep.variant_name,
+        "ModelName": names["model"],
+        "InstanceType": inst.name,
+        "InitialInstanceCount": ep.instance_count,
+        "ContainerStartupHealthCheckTimeoutInSeconds": timeout(
+            "container_startup_health_check_timeout",
+            js.startup_health_check_timeout if js else None,
+        ),
+        "ModelDataDownloadTimeoutInSeconds": timeout(
+            "model_data_download_timeout", js.model_data_download_timeout if js else None
+        ),
+    }
+    if ep.volume_size_gb is not None:
+        variant["VolumeSizeInGB"] = ep.volume_size_gb
+    if ep.routing_strategy:
+        variant["RoutingConfig"] = {"RoutingStrategy": ep.routing_strategy}
+    if ami:
+        variant["InferenceAmiVersion"] = ami
+    create_config: dict[str, Any] = {
+        "EndpointConfigName": names["endpoint_config"],
+        "ProductionVariants": [variant],
+        "Tags": tag_list,
+    }
+    if spec.network.kms_key_id:
+        create_config["KmsKeyId"] = spec.network.kms_key_id
+    create_endpoint = {
+        "EndpointName": names["endpoint"],
+        "EndpointConfigName": names["endpoint_config"],
+        "Tags": tag_list,
+    }
+
+    shape_errors = (
+        validate_request("sagemaker", "CreateModel", create_model)
+        + validate_request("sagemaker", "CreateEndpointConfig", create_config)
+        + validate_request("sagemaker", "CreateEndpoint", create_endpoint)
+    )
+    checks.append(
+        failed("aws.request_shapes", "; ".join(shape_errors[:3]), "fix the field named above")
+        if shape_errors
+        else passed("aws.request_shapes", "all requests pass botocore's service model")
+    )
+
+    price = inst.usd_per_hour * ep.instance_count if inst.usd_per_hour is not None else None
+    return Plan(
+        spec=spec,
+        region=region,
+        names=names,
+        create_model=create_model,
+        create_endpoint_config=create_config,
+        create_endpoint=create_endpoint,
+        speculative_config=spec_result.config,
+        checks=checks,
+        usd_per_hour=price,
+        vllm_version=str(version),
+        image=image,
+        instance=inst,
+        model=model,
+        jumpstart=js,
+        drafter_push=drafter_push,
+        spec_sha256=sha,
+    )
