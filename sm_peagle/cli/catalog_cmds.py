@@ -1,0 +1,101 @@
+"""`peagle models`, `peagle instances`, `peagle schema`."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from .output import console, print_json, table
+from .spec_options import JsonOpt, RegionOpt
+
+
+def models(json_out: JsonOpt = False) -> None:
+    """List models with published P-EAGLE heads, and what is known about each."""
+    from ..catalog.models import MODELS
+
+    if json_out:
+        print_json([m.to_dict() for m in MODELS])
+        return
+    rows = []
+    for m in MODELS:
+        d = m.drafter
+        rows.append(
+            [
+                m.alias,
+                m.jumpstart_id or "unknown (resolved live)",
+                "confirmed"
+                if m.jumpstart_wiring_confirmed
+                else "needs --model-data/--drafter or AWS",
+                f"{m.total_params_b:g}B / {m.active_params_b:g}B" if m.total_params_b else None,
+                d.hf_id if d else "unknown",
+                f"{d.trained_k}/{d.recommended_k}" if d else None,
+                m.default_instance,
+            ]
+        )
+    console().print(
+        table(
+            "P-EAGLE-ready models",
+            [
+                "alias",
+                "JumpStart id",
+                "JumpStart wiring",
+                "params total/active",
+                "drafter head",
+                "K trained/recommended",
+                "default instance",
+            ],
+            rows,
+        )
+    )
+
+
+def instances(
+    json_out: JsonOpt = False,
+    live_prices: Annotated[
+        bool, typer.Option("--live-prices", help="Fill prices from the AWS Price List API.")
+    ] = False,
+    region: RegionOpt = None,
+) -> None:
+    """List GPU instance types peagle can deploy to, with GPU memory and $/h."""
+    from ..catalog.instances import INSTANCES
+
+    items = list(INSTANCES.values())
+    if live_prices:
+        from ..aws import AwsContext, resolve_region
+        from ..catalog.pricing import with_live_prices
+
+        region = resolve_region(region) or "us-east-1"
+        items = with_live_prices(items, region, AwsContext(region))
+    if json_out:
+        print_json([i.to_dict() for i in items])
+        return
+    rows = [
+        [
+            i.name,
+            i.gpus,
+            i.gpu,
+            f"{i.gpu_memory_gb:g}",
+            f"{i.total_gpu_memory_gb:g}",
+            i.vcpu,
+            i.ram_gib,
+            f"{i.usd_per_hour:.2f}" if i.usd_per_hour is not None else "unknown",
+            "Arm host: refused" if i.arm_host else "",
+        ]
+        for i in items
+    ]
+    console().print(
+        table(
+            "GPU instance types",
+            ["type", "GPUs", "GPU", "GB each", "GB total", "vCPU", "RAM GiB", "$/h", "note"],
+            rows,
+        )
+    )
+
+
+def schema() -> None:
+    """Print the JSON Schema of the deployment spec."""
+    from ..specs import DeploymentSpec
+
+    typer.echo(json.dumps(DeploymentSpec.model_json_schema(), indent=2))

@@ -1,0 +1,114 @@
+"""`peagle plan`: show the exact requests a deployment would send, and the checks."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from .output import STATUS_STYLE, console, print_json, table
+from .spec_options import (
+    DrafterOpt,
+    ImageOpt,
+    InstanceCountOpt,
+    InstanceTypeOpt,
+    JsonOpt,
+    KOpt,
+    ModelDataOpt,
+    ModeOpt,
+    NameOpt,
+    RegionOpt,
+    RoleOpt,
+    SpecFileOpt,
+    VllmVersionOpt,
+    build_spec,
+)
+
+
+def make_plan(spec: Any, *, allow_live: bool | None = None) -> Any:
+    """Resolve inputs (snapshot / cache / live JumpStart), then plan purely."""
+    from ..plan import plan
+    from ..resolve import resolve_inputs
+
+    inputs = resolve_inputs(spec, allow_live=allow_live)
+    return plan(
+        inputs.spec, jumpstart_spec=inputs.jumpstart_spec, jumpstart_source=inputs.jumpstart_source
+    )
+
+
+def render_plan(p: Any) -> None:
+    c = console()
+    js = p.jumpstart
+    c.print(f"[bold]Plan[/] {p.names['endpoint']}  ({p.region}, {p.spec.speculative.mode.value})")
+    c.print(f"  model          {p.create_model['ModelName']}")
+    c.print(f"  endpoint config {p.create_endpoint_config['EndpointConfigName']}")
+    c.print(f"  endpoint       {p.names['endpoint']}")
+    c.print(f"  image          {p.image}  (vLLM {p.vllm_version})")
+    v = p.create_endpoint_config["ProductionVariants"][0]
+    c.print(f"  instances      {v['InitialInstanceCount']} x {v['InstanceType']}")
+    if js:
+        c.print(f"  JumpStart      {js.model_id} v{js.version} [{js.config_name}] ({js.source})")
+    for src in p.create_model["PrimaryContainer"].get("AdditionalModelDataSources", []):
+        c.print(f"  drafter        {src['S3DataSource']['S3Uri']} -> channel {src['ChannelName']}")
+    if p.speculative_config:
+        import json
+
+        c.print(f"  speculative    {json.dumps(p.speculative_config)}")
+    else:
+        c.print("  speculative    none (baseline)")
+    price = f"${p.usd_per_hour:.2f}/h" if p.usd_per_hour is not None else "unknown"
+    c.print(f"  cost           {price} on-demand")
+    c.print(
+        table(
+            None,
+            ["check", "status", "detail"],
+            [
+                [
+                    ch.name,
+                    STATUS_STYLE[ch.status],
+                    ch.message + (f" -> {ch.fix}" if ch.fix and ch.status != "pass" else ""),
+                ]
+                for ch in p.checks
+            ],
+        )
+    )
+
+
+def plan_command(
+    model: Annotated[str | None, typer.Argument(help="Catalog alias or JumpStart id.")] = None,
+    spec_file: SpecFileOpt = None,
+    instance_type: InstanceTypeOpt = None,
+    instance_count: InstanceCountOpt = None,
+    mode: ModeOpt = None,
+    k: KOpt = None,
+    drafter: DrafterOpt = None,
+    model_data: ModelDataOpt = None,
+    image: ImageOpt = None,
+    vllm_version: VllmVersionOpt = None,
+    name: NameOpt = None,
+    role: RoleOpt = None,
+    region: RegionOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Validate a deployment and print the exact AWS requests, without creating anything."""
+    spec = build_spec(
+        model,
+        spec_file,
+        instance_type=instance_type,
+        instance_count=instance_count,
+        mode=mode,
+        k=k,
+        drafter=drafter,
+        model_data=model_data,
+        image=image,
+        vllm_version=vllm_version,
+        name=name,
+        role=role,
+        region=region,
+    )
+    p = make_plan(spec)
+    if json_out:
+        print_json(p.to_dict())
+    else:
+        render_plan(p)
+    p.raise_for_failures()
