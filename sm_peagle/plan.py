@@ -116,6 +116,34 @@ def default_names(spec: DeploymentSpec, alias: str, sha: str) -> dict[str, str]:
     }
 
 
+def _whole_number(value: Any, field_: str) -> int:
+    """An engine arg that must be an integer: 8 or "8", never 2.5, true or "abc"."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    raise SpecError(f"{field_}: {value!r} is not a whole number")
+
+
+def _env_number(spec: DeploymentSpec, env: dict[str, str], key: str, kind: type) -> Any:
+    """A numeric SM_VLLM_* setting as the container will read it: an int >= 1, or a float
+    in (0, 1]. Bad values raise SpecError naming where the user set them."""
+    field_ = f"container.env.{key}"
+    if key not in spec.container.env:
+        for arg in spec.container.engine_args:
+            if "SM_VLLM_" + arg.upper().replace("-", "_") == key:
+                field_ = f"container.engine_args.{arg}"
+    try:
+        value = kind(env[key].strip())
+    except ValueError:
+        value = None
+    if kind is int and (value is None or value < 1):
+        raise SpecError(f"{field_}: {env[key]!r} is not a positive whole number")
+    if kind is float and (value is None or not 0 < value <= 1):
+        raise SpecError(f"{field_}: {env[key]!r} is not a fraction between 0 and 1")
+    return value
+
+
 def _local_drafter_prefix(src: str, bucket: str) -> tuple[str, Check]:
     """Content-addressed S3 prefix for a local head: names and sizes only (no hashing of
     gigabytes here; `peagle drafter push` checksums every file)."""
@@ -287,7 +315,11 @@ def plan(
 
     engine = dict(spec.container.engine_args)
     tp_override = engine.pop("tensor_parallel_size", None)
-    tp = int(tp_override) if tp_override is not None else inst.gpus
+    tp = (
+        _whole_number(tp_override, "container.engine_args.tensor_parallel_size")
+        if tp_override is not None
+        else inst.gpus
+    )
     checks.append(pc.check_tensor_parallel(inst, tp, tp_override is not None))
 
     env: dict[str, str] = dict(js.env) if js else {}
@@ -353,6 +385,16 @@ def plan(
         target_tp=tp,
     )
     checks += spec_result.checks
+    if mode != Mode.BASELINE and drafter.is_local and Path(drafter.source).expanduser().is_dir():
+        # After the speculative config: the drafter's K rule needs the K actually planned.
+        checks += pc.check_local_drafter(
+            drafter.source,
+            model=model,
+            vllm_version=version,
+            mode=mode.value,
+            k=spec_result.k,
+            trained_k=drafter.trained_k,
+        )
 
     env["SM_VLLM_TENSOR_PARALLEL_SIZE"] = str(tp)
     for key, value in engine.items():
@@ -380,8 +422,16 @@ def plan(
     )
     checks.append(c)
 
-    max_len = int(env.get("SM_VLLM_MAX_MODEL_LEN", "8192"))
-    util = float(env.get("SM_VLLM_GPU_MEMORY_UTILIZATION", pc.DEFAULT_GPU_MEMORY_UTILIZATION))
+    max_len = (
+        _env_number(spec, env, "SM_VLLM_MAX_MODEL_LEN", int)
+        if "SM_VLLM_MAX_MODEL_LEN" in env
+        else 8192
+    )
+    util = (
+        _env_number(spec, env, "SM_VLLM_GPU_MEMORY_UTILIZATION", float)
+        if "SM_VLLM_GPU_MEMORY_UTILIZATION" in env
+        else pc.DEFAULT_GPU_MEMORY_UTILIZATION
+    )
     head_bytes = catalog_head.bytes if catalog_head else None
     checks.append(
         pc.check_fit(

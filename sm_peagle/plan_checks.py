@@ -6,7 +6,7 @@ from __future__ import annotations
 from .catalog.instances import INSTANCES, InstanceType, get_instance
 from .catalog.models import ModelEntry
 from .checks import Check, failed, passed, warned
-from .vllm_versions import CUDA13_AMI, needs_cuda13_ami
+from .vllm_versions import CUDA13_AMI, VllmVersion, needs_cuda13_ami
 
 GB = 1_000_000_000
 # CUDA context, activations and CUDA graphs per GPU: vLLM's profiling typically lands
@@ -196,3 +196,33 @@ def check_tags(tags: dict[str, str]) -> list[Check]:
             )
         )
     return out or [passed("tags", f"{len(tags)} tags")]
+
+
+def check_local_drafter(
+    source: str,
+    *,
+    model: ModelEntry | None,
+    vllm_version: VllmVersion,
+    mode: str,
+    k: int | None,
+    trained_k: int | None,
+) -> list[Check]:
+    """`peagle drafter check` on a local head at plan time, so a head vLLM would reject
+    (no mask_hidden, wrong fc shape, unread mask-token key) fails `plan` instead of the
+    endpoint after its download. Reads config.json and safetensors headers only; no AWS."""
+    from .drafter import check_drafter, inspect_drafter  # only plans with a local head pay
+    from .errors import SpecError
+
+    try:
+        inspection = inspect_drafter(source)
+    except SpecError as exc:  # unreadable directory: one check, not a crashed plan
+        return [failed("drafter.source", exc.message, exc.remedy)]
+    return check_drafter(
+        inspection,
+        target_hidden_size=model.hidden_size if model else None,
+        target_vocab_size=model.vocab_size if model else None,
+        vllm_version=vllm_version,
+        mode=mode,
+        k=k,
+        trained_k=trained_k,
+    )

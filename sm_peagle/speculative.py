@@ -105,7 +105,7 @@ def build_speculative_config(
                 "speculative.draft_tensor_parallel_size",
                 f"must be 1 or the target's tensor-parallel size {target_tp} "
                 f"(got {spec.draft_tensor_parallel_size})",
-                f"set it to 1 or {target_tp}",
+                "set it to 1" if target_tp == 1 else f"set it to 1 or {target_tp}",
             )
         )
 

@@ -27,6 +27,8 @@ class InstanceType:
     # Every type here carries local NVMe instance storage; SageMaker ties some options
     # (VolumeSizeInGB, KmsKeyId for storage) to EBS-only types.
     local_nvme: bool = True
+    # Why a live price lookup kept the catalog figure (or found none); None otherwise.
+    price_note: str | None = None
 
     @property
     def total_gpu_memory_gb(self) -> float:

@@ -37,6 +37,8 @@ def make_plan(spec: Any, *, allow_live: bool | None = None) -> Any:
 
 
 def render_plan(p: Any) -> None:
+    from rich.markup import escape
+
     c = console()
     js = p.jumpstart
     c.print(f"[bold]Plan[/] {p.names['endpoint']}  ({p.region}, {p.spec.speculative.mode.value})")
@@ -66,7 +68,10 @@ def render_plan(p: Any) -> None:
                 [
                     ch.name,
                     STATUS_STYLE[ch.status],
-                    ch.message + (f" -> {ch.fix}" if ch.fix and ch.status != "pass" else ""),
+                    # escape: messages quote shapes like [32, 8640], which rich eats as tags
+                    escape(
+                        ch.message + (f" -> {ch.fix}" if ch.fix and ch.status != "pass" else "")
+                    ),
                 ]
                 for ch in p.checks
             ],

@@ -1,0 +1,154 @@
+"""On-demand SageMaker hosting prices from the AWS Price List API.
+
+`peagle instances --live-prices` replaces the catalog's prices with what AWS publishes
+for the region. The Price List API lives in us-east-1 whatever region is priced; a
+SageMaker real-time hosting product is keyed by its usage type, `<REGION CODE>-Host:<type>`
+(e.g. `USE1-Host:ml.g6e.2xlarge`), and each PriceList entry is a JSON string whose
+`terms.OnDemand.*.priceDimensions.*.pricePerUnit.USD` is the hourly rate.
+
+Never invent a price: when the lookup fails (no credentials, AccessDenied, throttled,
+offline), when the region code is not known, or when AWS publishes no single hourly
+figure, the catalog price (possibly None = unknown) is kept and `price_note` says why.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+from .instances import InstanceType
+
+__all__ = ["REGION_CODES", "PRICING_REGION", "usage_type", "hourly_usd", "with_live_prices"]
+
+PRICING_REGION = "us-east-1"  # the Price List API endpoint peagle calls
+SERVICE_CODE = "AmazonSageMaker"
+
+# AWS billing usage-type prefixes. Only regions whose code is certain are listed; any
+# other region keeps catalog prices with a note instead of guessing a code.
+REGION_CODES: dict[str, str] = {
+    "us-east-1": "USE1",
+    "us-east-2": "USE2",
+    "us-west-1": "USW1",
+    "us-west-2": "USW2",
+    "eu-west-1": "EU",
+    "eu-west-2": "EUW2",
+    "eu-central-1": "EUC1",
+    "ap-northeast-1": "APN1",
+    "ap-southeast-1": "APS1",
+    "ap-southeast-2": "APS2",
+    "ap-south-1": "APS3",
+    "ca-central-1": "CAN1",
+}
+
+
+def usage_type(region: str, instance_type: str) -> str | None:
+    """`USE1-Host:ml.g7e.2xlarge` for real-time hosting, or None for an unknown region."""
+    code = REGION_CODES.get(region)
+    return f"{code}-Host:{instance_type}" if code else None
+
+
+def hourly_usd(price_list: list[Any]) -> set[float]:
+    """Every distinct non-zero on-demand USD hourly rate in a get_products PriceList."""
+    rates: set[float] = set()
+    for item in price_list:
+        try:
+            doc = json.loads(item) if isinstance(item, str) else item
+        except ValueError:
+            continue
+        on_demand = ((doc or {}).get("terms") or {}).get("OnDemand") or {}
+        for term in on_demand.values():
+            for dim in (term.get("priceDimensions") or {}).values():
+                usd = (dim.get("pricePerUnit") or {}).get("USD")
+                unit = str(dim.get("unit", "")).lower()
+                if usd is None or not unit.startswith(("hr", "hour")):
+                    continue
+                try:
+                    value = float(usd)
+                except ValueError:
+                    continue
+                if value > 0:
+                    rates.add(value)
+    return rates
+
+
+def _products(client: Any, usage: str) -> list[Any]:
+    kwargs: dict[str, Any] = {
+        "ServiceCode": SERVICE_CODE,
+        "Filters": [{"Type": "TERM_MATCH", "Field": "usagetype", "Value": usage}],
+        "FormatVersion": "aws_v1",
+        "MaxResults": 100,
+    }
+    out: list[Any] = []
+    while True:
+        page = client.get_products(**kwargs)
+        out += page.get("PriceList", [])
+        if not page.get("NextToken"):
+            return out
+        kwargs["NextToken"] = page["NextToken"]
+
+
+def _kept(inst: InstanceType, why: str) -> InstanceType:
+    kept = "catalog price kept" if inst.usd_per_hour is not None else "price unknown"
+    return replace(inst, price_note=f"{kept}: {why}")
+
+
+def _describe(err: Exception) -> str:
+    response = getattr(err, "response", None)
+    if isinstance(response, dict) and "Error" in response:
+        e = response["Error"]
+        return f"live price lookup failed ({e.get('Code', '?')}: {e.get('Message', '')})".strip()
+    return f"live price lookup failed ({err})"
+
+
+def with_live_prices(items: list[InstanceType], region: str, aws: Any) -> list[InstanceType]:
+    """`items` with `usd_per_hour` from the Price List API for `region` where AWS
+    publishes exactly one on-demand hourly rate; otherwise unchanged plus a `price_note`.
+
+    `aws` is an AwsContext (anything with `client(service, region=...)`). The first
+    failed call (no credentials, AccessDenied, network) stops the lookups: the same
+    failure would repeat for every type.
+    """
+    if region not in REGION_CODES:
+        why = f"no Price List region code known to peagle for {region}"
+        return [_kept(i, why) for i in items]
+
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from ..errors import PeagleError
+
+    failure: str | None = None
+    client: Any = None
+    out: list[InstanceType] = []
+    for inst in items:
+        if failure is None and client is None:
+            try:
+                client = aws.client("pricing", region=PRICING_REGION)
+            except (BotoCoreError, ClientError, PeagleError) as e:
+                failure = _describe(e)
+        if failure is not None:
+            out.append(_kept(inst, failure))
+            continue
+        usage = usage_type(region, inst.name)
+        try:
+            rates = hourly_usd(_products(client, usage))
+        except (BotoCoreError, ClientError) as e:
+            failure = _describe(e)
+            out.append(_kept(inst, failure))
+            continue
+        if len(rates) == 1:
+            (usd,) = rates
+            out.append(
+                replace(
+                    inst,
+                    usd_per_hour=usd,
+                    price_source=f"AWS Price List API, {usage}",
+                    price_note=None,
+                )
+            )
+        elif not rates:
+            out.append(_kept(inst, f"AWS publishes no on-demand price for {usage}"))
+        else:
+            listed = ", ".join(f"{r:g}" for r in sorted(rates))
+            out.append(_kept(inst, f"{len(rates)} different prices for {usage} ({listed})"))
+    return out
