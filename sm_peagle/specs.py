@@ -29,6 +29,8 @@ __all__ = [
     "DeploymentSpec",
     "load_spec",
     "spec_from_data",
+    "spec_from_options",
+    "OPTION_FIELDS",
     "S3_URI_RE",
     "AWS_NAME_RE",
 ]
@@ -362,3 +364,38 @@ def merge_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str
                 raise SpecError(f"{dotted}: cannot override inside a non-mapping")
         node[leaf] = value
     return out
+
+
+# Flat option names (CLI flags, SDK keyword arguments) -> dotted spec fields.
+OPTION_FIELDS: dict[str, str] = {
+    "model": "model",
+    "instance_type": "endpoint.instance_type",
+    "instance_count": "endpoint.instance_count",
+    "mode": "speculative.mode",
+    "k": "speculative.num_speculative_tokens",
+    "drafter": "drafter.source",
+    "model_data": "model_data",
+    "image": "container.image",
+    "vllm_version": "container.vllm_version",
+    "name": "endpoint.name",
+    "role": "role",
+    "region": "region",
+}
+
+
+def spec_from_options(
+    model: str | None = None, spec_file: str | Path | None = None, **options: Any
+) -> DeploymentSpec:
+    """A spec file (optional) overlaid with flat options such as k=7, mode="eagle3"."""
+    unknown = set(options) - set(OPTION_FIELDS)
+    if unknown:
+        raise SpecError(
+            f"unknown option(s) {sorted(unknown)}; known: {', '.join(sorted(OPTION_FIELDS))}"
+        )
+    overrides = {OPTION_FIELDS[k]: v for k, v in options.items()}
+    overrides["model"] = model
+    if spec_file is not None:
+        return load_spec(spec_file, overrides)
+    if model is None:
+        raise SpecError("model: give a MODEL argument or a spec file with -f")
+    return spec_from_data(merge_overrides({}, overrides))

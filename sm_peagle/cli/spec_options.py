@@ -39,42 +39,8 @@ RegionOpt = Annotated[str | None, typer.Option("--region", help="AWS region.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
 
 
-def build_spec(
-    model: str | None,
-    spec_file: Path | None,
-    *,
-    instance_type: str | None = None,
-    instance_count: int | None = None,
-    mode: str | None = None,
-    k: int | None = None,
-    drafter: str | None = None,
-    model_data: str | None = None,
-    image: str | None = None,
-    vllm_version: str | None = None,
-    name: str | None = None,
-    role: str | None = None,
-    region: str | None = None,
-) -> Any:
+def build_spec(model: str | None, spec_file: Path | None, **options: Any) -> Any:
     """Spec file (if any) overlaid with command-line options; SpecError on bad input."""
-    from ..errors import SpecError
-    from ..specs import load_spec, merge_overrides, spec_from_data
+    from ..specs import spec_from_options
 
-    overrides: dict[str, Any] = {
-        "model": model,
-        "endpoint.instance_type": instance_type,
-        "endpoint.instance_count": instance_count,
-        "speculative.mode": mode,
-        "speculative.num_speculative_tokens": k,
-        "drafter.source": drafter,
-        "model_data": model_data,
-        "container.image": image,
-        "container.vllm_version": vllm_version,
-        "endpoint.name": name,
-        "role": role,
-        "region": region,
-    }
-    if spec_file is not None:
-        return load_spec(spec_file, overrides)
-    if model is None:
-        raise SpecError("model: give a MODEL argument or a spec file with -f")
-    return spec_from_data(merge_overrides({}, overrides))
+    return spec_from_options(model, spec_file, **options)

@@ -1,0 +1,183 @@
+"""`peagle status`, `ls`, `logs`, `delete`, `gc`."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from .lifecycle_cmds import YesOpt, _lifecycle, confirm
+from .output import console, note, print_json, table
+from .spec_options import JsonOpt, RegionOpt
+
+NameArg = Annotated[str, typer.Argument(help="Endpoint name.")]
+
+
+def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = False) -> None:
+    """Status, instances, mode and K (read from the deployed model), image, age, $/h."""
+    from ..inventory import endpoint_status
+
+    lc = _lifecycle(region, json_out)
+    st = endpoint_status(lc.sm, name, aas=lc.aws.client("application-autoscaling"))
+    if json_out:
+        print_json(st)
+        return
+    price = f"${st['usd_per_hour']:.2f}/h" if st["usd_per_hour"] is not None else "unknown"
+    rows = [
+        ["status", st["status"]],
+        [
+            "instances",
+            f"{st['instance_count']} (desired {st['desired_instance_count']}) x "
+            f"{st['instance_type']}",
+        ],
+        ["mode", st["mode"] + (f", K={st['k']}" if st["k"] else "")],
+        ["image", st["image"]],
+        ["age", f"{st['age_seconds'] // 60} min"],
+        ["cost", price],
+    ]
+    if st.get("autoscaling"):
+        a = st["autoscaling"]
+        rows.append(["autoscaling", f"min {a['min']} / max {a['max']}"])
+    if st["failure_reason"]:
+        rows.append(["failure reason", st["failure_reason"]])
+    console().print(table(name, ["field", "value"], rows))
+
+
+def ls_command(
+    all_: Annotated[
+        bool, typer.Option("--all", help="Include endpoints not made by peagle.")
+    ] = False,
+    region: RegionOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List endpoints managed by peagle (by tag)."""
+    from ..inventory import list_endpoints
+
+    lc = _lifecycle(region, json_out)
+    rows = list_endpoints(lc.sm, include_unmanaged=all_)
+    if json_out:
+        print_json(rows)
+        return
+    if not rows:
+        typer.echo("no peagle endpoints" + ("" if all_ else " (--all shows every endpoint)"))
+        return
+    console().print(
+        table(
+            None,
+            ["endpoint", "status", "created", "peagle"],
+            [
+                [r["endpoint"], r["status"], r["created"][:19], "yes" if r["managed"] else "no"]
+                for r in rows
+            ],
+        )
+    )
+
+
+def logs_command(
+    name: NameArg,
+    since: Annotated[str, typer.Option("--since", help="How far back (10m, 2h).")] = "10m",
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep streaming.")] = False,
+    region: RegionOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Stream the endpoint's CloudWatch logs; SpecDecoding metrics lines are highlighted."""
+    from datetime import UTC, datetime
+
+    from ..endpoint_logs import fetch_log_events, follow_log_events, parse_spec_decoding
+    from ..waiter import parse_duration
+
+    lc = _lifecycle(region, json_out)
+    seconds = parse_duration(since)
+    events = (
+        follow_log_events(lc.aws, name, since=seconds)
+        if follow
+        else fetch_log_events(lc.aws, name, since=seconds)
+    )
+    out = console()
+    count = 0
+    for e in events:
+        count += 1
+        metrics = parse_spec_decoding(e["message"])
+        if json_out:  # JSON Lines: one event per line, so --follow can be piped
+            typer.echo(
+                json.dumps(
+                    {
+                        "timestamp": e["timestamp"],
+                        "stream": e.get("logStreamName"),
+                        "message": e["message"],
+                        "spec_decoding": metrics,
+                    }
+                )
+            )
+            continue
+        ts = datetime.fromtimestamp(e["timestamp"] / 1000, UTC).strftime("%H:%M:%S")
+        if metrics:
+            out.print(
+                f"[dim]{ts}[/] [bold magenta]{e['message']}[/]",
+                markup=True,
+                highlight=False,
+                soft_wrap=True,
+            )
+        else:
+            out.print(f"[dim]{ts}[/] {e['message']}", markup=True, highlight=False, soft_wrap=True)
+    if count == 0 and not json_out:
+        note(f"no log lines for {name} in the last {since}")
+
+
+def delete_command(
+    name: NameArg,
+    keep_model: Annotated[bool, typer.Option("--keep-model", help="Keep the model(s).")] = False,
+    yes: YesOpt = False,
+    region: RegionOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Delete the endpoint, then the config and models it actually uses. Idempotent."""
+    lc = _lifecycle(region, json_out)
+    confirm(f"Delete endpoint {name} and its config/models?", yes)
+    result = lc.delete(name, keep_model=keep_model)
+    if json_out:
+        print_json(result)
+    elif result.get("note"):
+        typer.echo(f"{name}: {result['note']}")
+    else:
+        typer.echo(f"deleted {len(result['deleted'])} resources: {', '.join(result['deleted'])}")
+
+
+def gc_command(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would go.")] = False,
+    min_age: Annotated[
+        str,
+        typer.Option(
+            "--min-age",
+            help="Skip resources younger than this (a deploy may be running elsewhere).",
+        ),
+    ] = "10m",
+    yes: YesOpt = False,
+    region: RegionOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Delete peagle-managed endpoint configs and models that no endpoint uses."""
+    from ..inventory import find_orphans
+    from ..waiter import parse_duration
+
+    lc = _lifecycle(region, json_out)
+    orphans = find_orphans(lc.sm, min_age_seconds=parse_duration(min_age))
+    names = orphans["endpoint_configs"] + orphans["models"]
+    deleted: list[str] = []
+    if names and not dry_run:
+        confirm(f"Delete {len(names)} orphaned resources?", yes)
+        for cfg in orphans["endpoint_configs"]:
+            lc._delete_and_confirm("endpoint_config", cfg)
+            deleted.append(cfg)
+        for m in orphans["models"]:
+            lc._delete_and_confirm("model", m)
+            deleted.append(m)
+    if json_out:
+        print_json({**orphans, "deleted": deleted, "dry_run": dry_run})
+    elif not names:
+        typer.echo("nothing to collect")
+    else:
+        verb = "would delete" if dry_run else "deleted"
+        for n in names:
+            typer.echo(f"{verb} {n}")

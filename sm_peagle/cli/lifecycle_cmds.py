@@ -1,0 +1,215 @@
+"""`peagle deploy` and `peagle update`: create or change an endpoint, and wait."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from .output import note, print_json
+from .spec_options import (
+    DrafterOpt,
+    ImageOpt,
+    InstanceCountOpt,
+    InstanceTypeOpt,
+    JsonOpt,
+    KOpt,
+    ModelDataOpt,
+    ModeOpt,
+    NameOpt,
+    RegionOpt,
+    RoleOpt,
+    SpecFileOpt,
+    VllmVersionOpt,
+    build_spec,
+)
+
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+TimeoutOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--timeout",
+        help="Give up waiting after this long (2h, 90m, 600s). "
+        "Default: download + health-check timeouts + 15m.",
+    ),
+]
+
+
+def confirm(question: str, yes: bool) -> None:
+    if yes:
+        return
+    from ..errors import SpecError
+
+    if not sys.stdin.isatty():
+        raise SpecError(f"{question} needs confirmation: pass --yes in non-interactive use")
+    if not typer.confirm(question, default=False):
+        raise typer.Exit(1)
+
+
+def report_failure(err: Any) -> None:
+    """FailureReason and the newest log lines, before the one-line error."""
+    reason = getattr(err, "failure_reason", None)
+    if reason:
+        note(f"FailureReason: {reason}")
+    lines = getattr(err, "log_lines", None) or []
+    if lines:
+        note("last log lines:")
+        for line in lines:
+            note(f"  {line}")
+
+
+def _lifecycle(region: str | None, json_out: bool) -> Any:
+    from ..aws import AwsContext
+    from ..lifecycle import Lifecycle
+    from .context import describe_target
+
+    aws = AwsContext(region)
+    aws.check_credentials()
+    note(describe_target(aws))
+    return Lifecycle(aws, say=note)
+
+
+def deploy_command(
+    model: Annotated[str | None, typer.Argument(help="Catalog alias or JumpStart id.")] = None,
+    spec_file: SpecFileOpt = None,
+    instance_type: InstanceTypeOpt = None,
+    instance_count: InstanceCountOpt = None,
+    mode: ModeOpt = None,
+    k: KOpt = None,
+    drafter: DrafterOpt = None,
+    model_data: ModelDataOpt = None,
+    image: ImageOpt = None,
+    vllm_version: VllmVersionOpt = None,
+    name: NameOpt = None,
+    role: RoleOpt = None,
+    region: RegionOpt = None,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait until InService.")] = True,
+    timeout: TimeoutOpt = None,
+    keep_on_failure: Annotated[
+        bool, typer.Option("--keep-on-failure", help="Keep resources of a failed deploy.")
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Plan only; create nothing.")] = False,
+    yes: YesOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Create the endpoint (model -> config -> endpoint), wait, and roll back on failure."""
+    from ..errors import DeploymentFailed
+    from ..waiter import parse_duration
+    from .live import wait_view
+    from .plan_cmd import make_plan, render_plan
+
+    spec = build_spec(
+        model,
+        spec_file,
+        instance_type=instance_type,
+        instance_count=instance_count,
+        mode=mode,
+        k=k,
+        drafter=drafter,
+        model_data=model_data,
+        image=image,
+        vllm_version=vllm_version,
+        name=name,
+        role=role,
+        region=region,
+    )
+    p = make_plan(spec)
+    if dry_run:
+        print_json(p.to_dict()) if json_out else render_plan(p)
+        p.raise_for_failures()
+        return
+    p.raise_for_failures()
+    seconds = parse_duration(timeout) if timeout else None
+    lc = _lifecycle(p.region, json_out)
+    price = f"${p.usd_per_hour:.2f}/h" if p.usd_per_hour is not None else "an unknown price"
+    v = p.create_endpoint_config["ProductionVariants"][0]
+    confirm(
+        f"Create {p.names['endpoint']} on {v['InitialInstanceCount']} x {v['InstanceType']} "
+        f"({price})?",
+        yes,
+    )
+    try:
+        with wait_view(quiet=json_out) as on_poll:
+            result = lc.apply(
+                p, wait=wait, timeout=seconds, keep_on_failure=keep_on_failure, on_poll=on_poll
+            )
+    except DeploymentFailed as e:
+        report_failure(e)
+        raise
+    doc = {
+        "endpoint": result.endpoint,
+        "status": result.status,
+        "created": [{"kind": k_, "name": n} for k_, n in result.created],
+        "elapsed_seconds": round(result.elapsed, 1),
+        "region": p.region,
+        "speculative_config": p.speculative_config,
+    }
+    if json_out:
+        print_json(doc)
+    else:
+        typer.echo(f"{result.endpoint} is {result.status} ({result.elapsed:.0f}s)")
+        typer.echo(
+            f"next: peagle status {result.endpoint}   |   peagle logs {result.endpoint}   |   "
+            f"peagle delete {result.endpoint} --yes"
+        )
+
+
+def update_command(
+    name: Annotated[str, typer.Argument(help="Endpoint name.")],
+    k: KOpt = None,
+    mode: ModeOpt = None,
+    instance_type: InstanceTypeOpt = None,
+    instance_count: InstanceCountOpt = None,
+    region: RegionOpt = None,
+    timeout: TimeoutOpt = None,
+    yes: YesOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Change K, mode or instances in place: new model + config, UpdateEndpoint, wait."""
+    from ..endpoint import deployed_spec, plan_for
+    from ..errors import DeploymentFailed
+    from ..waiter import parse_duration
+    from .live import wait_view
+
+    lc = _lifecycle(region, json_out)
+    current = deployed_spec(lc.sm, name)
+    overrides = {
+        key: val
+        for key, val in {
+            "k": k,
+            "mode": mode,
+            "instance_type": instance_type,
+            "instance_count": instance_count,
+        }.items()
+        if val is not None
+    }
+    p = plan_for(current, **overrides, name=name)
+    p.raise_for_failures()
+    confirm(
+        f"Update {name} ({', '.join(f'{a}={b}' for a, b in overrides.items()) or 'no change'})?",
+        yes,
+    )
+    try:
+        with wait_view(quiet=json_out) as on_poll:
+            result = lc.update(
+                p, timeout=parse_duration(timeout) if timeout else None, on_poll=on_poll
+            )
+    except DeploymentFailed as e:
+        report_failure(e)
+        raise
+    doc = {
+        "endpoint": name,
+        "status": result.status,
+        "endpoint_config": p.names["endpoint_config"],
+        "changed": bool(result.created),
+        "speculative_config": p.speculative_config,
+    }
+    if json_out:
+        print_json(doc)
+    else:
+        typer.echo(
+            f"{name} is {result.status} on {p.names['endpoint_config']}"
+            if result.created
+            else f"{name}: nothing to change"
+        )

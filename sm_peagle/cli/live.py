@@ -1,0 +1,55 @@
+"""How a wait looks: a rich live panel on a terminal, plain lines otherwise."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+def _fmt(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
+
+
+@contextmanager
+def wait_view(quiet: bool = False) -> Iterator[Callable[[Any], None]]:
+    """Yield an on_poll callback. Plain mode prints a line when something changes."""
+    if quiet:
+        yield lambda _s: None
+        return
+    if not sys.stderr.isatty():
+        last: list[tuple] = []
+
+        def plain(state: Any) -> None:
+            key = (state.status, state.variant_summary, state.log_line)
+            if not last or last[-1] != key:
+                last.append(key)
+                log = f" | {state.log_line[:120]}" if state.log_line else ""
+                sys.stderr.write(
+                    f"[{_fmt(state.elapsed)}] {state.endpoint} {state.status} "
+                    f"{state.variant_summary}{log}\n"
+                )
+                sys.stderr.flush()
+
+        yield plain
+        return
+
+    from rich.live import Live
+    from rich.table import Table
+
+    from .output import console
+
+    def render(state: Any) -> Table:
+        t = Table.grid(padding=(0, 2))
+        t.add_row("endpoint", state.endpoint)
+        t.add_row("status", f"[bold]{state.status}[/]")
+        t.add_row("elapsed", _fmt(state.elapsed))
+        t.add_row("variant", state.variant_summary or "-")
+        t.add_row("newest log", (state.log_line or "-")[:160])
+        return t
+
+    with Live(console=console(stderr=True), refresh_per_second=4, transient=False) as live:
+        yield lambda state: live.update(render(state))

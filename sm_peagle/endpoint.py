@@ -1,0 +1,186 @@
+"""The Python API: `sm_peagle.deploy(...)` and the `Endpoint` handle.
+
+The SDK is the product; the CLI is a skin over these calls.
+
+    with sm_peagle.deploy("gpt-oss-20b", k=5, role=ROLE) as ep:
+        print(ep.status()["status"])
+    # the endpoint, its config and model are deleted here, even on an exception
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .errors import NotFound, SpecError
+from .specs import DeploymentSpec, spec_from_data, spec_from_options
+
+__all__ = ["Endpoint", "deploy", "plan_for", "deployed_spec"]
+
+
+def _aws(region: str | None, aws: Any) -> Any:
+    if aws is not None:
+        return aws
+    from .aws import AwsContext
+
+    return AwsContext(region)
+
+
+def plan_for(spec_or_model: DeploymentSpec | str | dict | Path, **overrides: Any) -> Any:
+    """Resolve and plan, as `peagle plan` does. `spec_or_model`: a spec, a dict, a spec
+    file path, or a catalog alias / JumpStart id; `overrides`: k=, mode=, role=, …"""
+    from .plan import plan
+    from .resolve import resolve_inputs
+
+    if isinstance(spec_or_model, DeploymentSpec):
+        spec = spec_or_model
+        if overrides:
+            from .specs import merge_overrides
+
+            data = spec_or_model.model_dump(mode="json", exclude_unset=True)
+            spec = spec_from_data(merge_overrides(data, _dotted(overrides)))
+    elif isinstance(spec_or_model, dict):
+        from .specs import merge_overrides
+
+        spec = spec_from_data(merge_overrides(spec_or_model, _dotted(overrides)))
+    elif isinstance(spec_or_model, Path) or str(spec_or_model).endswith((".yaml", ".yml", ".json")):
+        spec = spec_from_options(None, spec_or_model, **overrides)
+    else:
+        spec = spec_from_options(str(spec_or_model), None, **overrides)
+    inputs = resolve_inputs(spec)
+    return plan(
+        inputs.spec, jumpstart_spec=inputs.jumpstart_spec, jumpstart_source=inputs.jumpstart_source
+    )
+
+
+def _dotted(overrides: dict[str, Any]) -> dict[str, Any]:
+    from .specs import OPTION_FIELDS
+
+    unknown = set(overrides) - set(OPTION_FIELDS)
+    if unknown:
+        raise SpecError(f"unknown option(s) {sorted(unknown)}")
+    return {OPTION_FIELDS[k]: v for k, v in overrides.items()}
+
+
+def deployed_spec(sm: Any, endpoint: str) -> DeploymentSpec:
+    """The spec an endpoint was deployed from, read back from its tags."""
+    from .spec_tags import decode_spec, tag_dict
+
+    try:
+        arn = sm.describe_endpoint(EndpointName=endpoint)["EndpointArn"]
+    except Exception as e:
+        if "Could not find" in str(e):
+            raise NotFound(
+                f"endpoint {endpoint} does not exist", remedy="see `peagle ls`"
+            ) from None
+        raise
+    data = decode_spec(tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", [])))
+    if data is None:
+        raise SpecError(
+            f"endpoint {endpoint} was not deployed by peagle (no spec tags)",
+            remedy="deploy it with peagle, or use `peagle apply -f spec.yaml`",
+        )
+    return spec_from_data(data)
+
+
+class Endpoint:
+    """A handle on one SageMaker endpoint."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        aws: Any = None,
+        region: str | None = None,
+        say: Callable[[str], None] | None = None,
+        plan: Any = None,
+    ) -> None:
+        self.name = name
+        self.aws = _aws(region, aws)
+        self.plan = plan
+        self._say = say or (lambda _m: None)
+
+    def __repr__(self) -> str:
+        return f"Endpoint({self.name!r})"
+
+    @classmethod
+    def attach(cls, name: str, *, region: str | None = None, aws: Any = None) -> Endpoint:
+        """A handle on an existing endpoint; NotFound if there is none."""
+        ep = cls(name, aws=aws, region=region)
+        ep.status()
+        return ep
+
+    def lifecycle(self, **kw: Any) -> Any:
+        from .lifecycle import Lifecycle
+
+        return Lifecycle(self.aws, say=self._say, **kw)
+
+    def status(self) -> dict[str, Any]:
+        from .inventory import endpoint_status
+
+        return endpoint_status(
+            self.aws.client("sagemaker"), self.name, aas=self.aws.client("application-autoscaling")
+        )
+
+    def wait(self, timeout: float = 8100, **kw: Any) -> dict[str, Any]:
+        from .waiter import wait_for_endpoint
+
+        return wait_for_endpoint(self.aws.client("sagemaker"), self.name, timeout=timeout, **kw)
+
+    def delete(self, *, keep_model: bool = False) -> dict[str, Any]:
+        return self.lifecycle().delete(self.name, keep_model=keep_model)
+
+    def spec(self) -> DeploymentSpec:
+        return deployed_spec(self.aws.client("sagemaker"), self.name)
+
+    def update(self, *, timeout: float | None = None, **overrides: Any) -> dict[str, Any]:
+        """Redeploy with changed options (k=, mode=, instance_type=, …) in place."""
+        current = self.spec()
+        new = plan_for(current, **{**overrides, "name": self.name})
+        result = self.lifecycle().update(new, timeout=timeout)
+        self.plan = new
+        return {
+            "endpoint": self.name,
+            "status": result.status,
+            "created": [n for _, n in result.created],
+        }
+
+    def logs(self, *, since: float = 600, follow: bool = False) -> Iterator[dict[str, Any]]:
+        from .endpoint_logs import fetch_log_events, follow_log_events
+
+        if follow:
+            return follow_log_events(self.aws, self.name, since=since)
+        return iter(fetch_log_events(self.aws, self.name, since=since))
+
+    def __enter__(self) -> Endpoint:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.delete()
+
+
+def deploy(
+    spec_or_model: DeploymentSpec | str | dict | Path,
+    *,
+    wait: bool = True,
+    timeout: float | None = None,
+    keep_on_failure: bool = False,
+    aws: Any = None,
+    say: Callable[[str], None] | None = None,
+    on_poll: Callable[[Any], None] | None = None,
+    **overrides: Any,
+) -> Endpoint:
+    """Plan, preflight, create and (by default) wait. Returns an Endpoint handle.
+
+    Raises PreflightFailed / QuotaExceeded (nothing created), DeploymentFailed /
+    DeploymentTimeout (everything rolled back unless keep_on_failure)."""
+    from .lifecycle import Lifecycle
+
+    p = plan_for(spec_or_model, **overrides)
+    p.raise_for_failures()
+    ctx = _aws(p.region, aws)
+    Lifecycle(ctx, say=say or (lambda _m: None)).apply(
+        p, wait=wait, timeout=timeout, keep_on_failure=keep_on_failure, on_poll=on_poll
+    )
+    return Endpoint(p.names["endpoint"], aws=ctx, say=say, plan=p)

@@ -1,0 +1,82 @@
+"""CloudWatch logs of an endpoint, and vLLM's SpecDecoding metrics lines in them.
+
+The acceptance length of a SageMaker endpoint can only be read here: vLLM logs
+`SpecDecoding metrics: Mean acceptance length: 3.41, ... Avg Draft acceptance rate:
+48.2%` every 10 s, and /metrics is not reachable through SageMaker.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+SPEC_LINE = re.compile(r"SpecDecoding metrics:")
+_ACCEPT_LEN = re.compile(r"Mean acceptance length:\s*([0-9.]+)")
+_ACCEPT_RATE = re.compile(r"Avg Draft acceptance rate:\s*([0-9.]+)%")
+
+
+def log_group(endpoint: str) -> str:
+    return f"/aws/sagemaker/Endpoints/{endpoint}"
+
+
+def parse_spec_decoding(line: str) -> dict[str, float] | None:
+    """{'mean_acceptance_length': 3.41, 'draft_acceptance_rate': 0.482} or None."""
+    if not SPEC_LINE.search(line):
+        return None
+    out: dict[str, float] = {}
+    if m := _ACCEPT_LEN.search(line):
+        out["mean_acceptance_length"] = float(m.group(1))
+    if m := _ACCEPT_RATE.search(line):
+        out["draft_acceptance_rate"] = round(float(m.group(1)) / 100, 6)
+    return out or None
+
+
+def fetch_log_events(
+    aws: Any,
+    endpoint: str,
+    *,
+    since: float,
+    until: float | None = None,
+    start_ms: int | None = None,
+) -> list[dict[str, Any]]:
+    """Events of every stream of the endpoint's group, oldest first. Empty if no group."""
+    from botocore.exceptions import ClientError
+
+    logs = aws.client("logs")
+    kwargs: dict[str, Any] = {
+        "logGroupName": log_group(endpoint),
+        "startTime": start_ms if start_ms is not None else int((time.time() - since) * 1000),
+    }
+    if until is not None:
+        kwargs["endTime"] = int(until * 1000)
+    events: list[dict[str, Any]] = []
+    try:
+        for page in logs.get_paginator("filter_log_events").paginate(**kwargs):
+            events += page.get("events", [])
+    except ClientError as e:
+        if e.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            return []
+        raise
+    events.sort(key=lambda e: (e["timestamp"], e.get("eventId", "")))
+    return events
+
+
+def follow_log_events(
+    aws: Any, endpoint: str, *, since: float, interval: float = 2.0, max_polls: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """Yield events as they arrive (like `tail -f`), never the same event twice."""
+    seen: set[str] = set()
+    start_ms = int((time.time() - since) * 1000)
+    polls = 0
+    while max_polls is None or polls < max_polls:
+        for e in fetch_log_events(aws, endpoint, since=since, start_ms=start_ms):
+            key = e.get("eventId") or f"{e['timestamp']}:{e['message']}"
+            if key not in seen:
+                seen.add(key)
+                yield e
+                start_ms = max(start_ms, e["timestamp"])
+        polls += 1
+        if max_polls is None or polls < max_polls:
+            time.sleep(interval)

@@ -1,0 +1,426 @@
+"""The only code that creates or deletes SageMaker resources.
+
+apply: preflight -> model -> endpoint config -> endpoint -> wait. On Failed, timeout,
+Ctrl-C or any error, everything this run created is deleted newest first and verified
+gone, unless the caller asked to keep it. Every resource is tagged peagle:managed so
+`peagle gc` can find what an interrupted rollback left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import DeploymentFailed, NotFound, PeagleError, QuotaExceeded
+from .plan import Plan
+from .spec_tags import encode_spec, tag_dict
+from .waiter import WaitState, default_timeout, wait_for_endpoint
+
+Say = Callable[[str], None]
+
+_KINDS = {
+    "endpoint": ("delete_endpoint", "describe_endpoint", "EndpointName"),
+    "endpoint_config": ("delete_endpoint_config", "describe_endpoint_config", "EndpointConfigName"),
+    "model": ("delete_model", "describe_model", "ModelName"),
+}
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def _not_found(e: Exception) -> bool:
+    return "Could not find" in str(e) or "does not exist" in str(e)
+
+
+@dataclass
+class DeployResult:
+    endpoint: str
+    status: str
+    created: list[tuple[str, str]]
+    elapsed: float
+    description: dict[str, Any] = field(default_factory=dict)
+
+
+def tagged_requests(plan: Plan) -> tuple[dict, dict, dict]:
+    """The plan's requests with the spec carried in tags (see spec_tags)."""
+    spec_tags = [
+        {"Key": k, "Value": v}
+        for k, v in encode_spec(plan.spec.model_dump(mode="json", exclude_defaults=True)).items()
+    ]
+    out = []
+    for req in (plan.create_model, plan.create_endpoint_config, plan.create_endpoint):
+        out.append({**req, "Tags": req["Tags"] + spec_tags})
+    return out[0], out[1], out[2]
+
+
+class Lifecycle:
+    """Create, wait, roll back, update and delete endpoints through one AwsContext."""
+
+    def __init__(
+        self,
+        aws: Any,
+        *,
+        say: Say = _quiet,
+        poll_initial: float | None = None,
+        poll_max: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.aws = aws
+        self.say = say
+        # PEAGLE_POLL_SECONDS lets the sandbox and tests poll fast without new CLI flags.
+        env_poll = os.environ.get("PEAGLE_POLL_SECONDS")
+        self.poll_initial = poll_initial or (float(env_poll) if env_poll else 5.0)
+        self.poll_max = max(poll_max if not env_poll else float(env_poll), self.poll_initial)
+        self.sleep = sleep
+
+    @property
+    def sm(self) -> Any:
+        return self.aws.client("sagemaker")
+
+    # -- create ---------------------------------------------------------------------
+    def apply(
+        self,
+        plan: Plan,
+        *,
+        wait: bool = True,
+        timeout: float | None = None,
+        keep_on_failure: bool = False,
+        preflight: bool = True,
+        on_poll: Callable[[WaitState], None] | None = None,
+    ) -> DeployResult:
+        plan.raise_for_failures()
+        if preflight:
+            from .preflight import run_preflight
+
+            for c in run_preflight(plan, self.aws):
+                if c.status == "warn":
+                    self.say(f"warning: {c.name}: {c.message}")
+        model_req, config_req, endpoint_req = tagged_requests(plan)
+        created: list[tuple[str, str]] = []
+        start = time.monotonic()
+        try:
+            if plan.drafter_push:
+                self._push_drafter(plan)
+            self.sm.create_model(**model_req)
+            created.append(("model", model_req["ModelName"]))
+            self.say(f"created model {model_req['ModelName']}")
+            self.sm.create_endpoint_config(**config_req)
+            created.append(("endpoint_config", config_req["EndpointConfigName"]))
+            self.say(f"created endpoint config {config_req['EndpointConfigName']}")
+            self._create_endpoint(endpoint_req)
+            created.append(("endpoint", endpoint_req["EndpointName"]))
+            self.say(f"created endpoint {endpoint_req['EndpointName']}")
+            desc: dict[str, Any] = {}
+            if wait:
+                desc = wait_for_endpoint(
+                    self.sm,
+                    plan.names["endpoint"],
+                    timeout=timeout or default_timeout(plan.create_endpoint_config),
+                    on_poll=on_poll,
+                    log_tail=lambda: self.newest_log_line(plan.names["endpoint"]),
+                    poll_initial=self.poll_initial,
+                    poll_max=self.poll_max,
+                    sleep=self.sleep,
+                )
+            status = desc.get("EndpointStatus", "Creating")
+            return DeployResult(
+                plan.names["endpoint"], status, created, time.monotonic() - start, desc
+            )
+        except (Exception, KeyboardInterrupt) as exc:
+            err = self._as_error(exc)
+            if isinstance(err, DeploymentFailed) and created and created[-1][0] == "endpoint":
+                err.log_lines = self.last_log_lines(plan.names["endpoint"])
+            if keep_on_failure:
+                self.say(
+                    f"kept for debugging: {', '.join(n for _, n in created)}; remove with "
+                    f"`peagle delete {plan.names['endpoint']} --yes` and `peagle gc --yes`"
+                )
+            else:
+                self.rollback(created)
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise err from None
+
+    def _push_drafter(self, plan: Plan) -> None:
+        from .drafter import push_drafter
+
+        push = plan.drafter_push
+        self.say(f"pushing drafter {push['source']} -> {push['destination']}")
+        push_drafter(push["source"], push["destination"], s3_client=self.aws.client("s3"))
+
+    def _create_endpoint(self, req: dict) -> None:
+        """CreateEndpoint reads the new config with eventual consistency: retry briefly."""
+        from botocore.exceptions import ClientError
+
+        for attempt in range(6):
+            try:
+                self.sm.create_endpoint(**req)
+                return
+            except ClientError as e:
+                retryable = "endpoint config" in str(e).lower() and _not_found(e)
+                if not retryable or attempt == 5:
+                    raise
+                self.sleep(min(2**attempt, 10))
+
+    def _as_error(self, exc: BaseException) -> PeagleError:
+        from botocore.exceptions import ClientError
+
+        if isinstance(exc, PeagleError):
+            return exc
+        if isinstance(exc, KeyboardInterrupt):
+            return DeploymentFailed("interrupted; rolled back")
+        if isinstance(exc, ClientError):
+            code = exc.response.get("Error", {}).get("Code", "")
+            msg = exc.response.get("Error", {}).get("Message", str(exc))
+            if code == "ResourceLimitExceeded":
+                return QuotaExceeded(
+                    f"SageMaker quota exceeded: {msg}",
+                    remedy="request an increase in Service Quotas for the "
+                    "instance type's 'for endpoint usage' quota",
+                )
+            return DeploymentFailed(f"{exc.operation_name} failed: {code}: {msg}")
+        return DeploymentFailed(f"{type(exc).__name__}: {exc}")
+
+    # -- delete ---------------------------------------------------------------------
+    def rollback(self, created: list[tuple[str, str]]) -> list[str]:
+        """Delete what this run created, newest first, and verify each is gone."""
+        left: list[str] = []
+        try:
+            for kind, name in reversed(created):
+                self.say(f"rolling back {kind.replace('_', ' ')} {name}")
+                try:
+                    self._delete_and_confirm(kind, name)
+                except Exception as e:  # keep going: the rest must still be removed
+                    left.append(name)
+                    self.say(f"could not delete {name}: {e}")
+        except KeyboardInterrupt:
+            self.say(
+                "rollback interrupted: run `peagle gc --yes` (and `peagle delete NAME "
+                "--yes` for an endpoint) to remove what is left"
+            )
+            raise
+        if left:
+            self.say(f"left behind: {', '.join(left)}; `peagle gc --yes` removes them")
+        return left
+
+    def _delete_and_confirm(self, kind: str, name: str, timeout: float = 900) -> bool:
+        """Delete and wait until describe says it is gone. False if it was already gone."""
+        from botocore.exceptions import ClientError
+
+        delete, describe, arg = _KINDS[kind]
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                getattr(self.sm, delete)(**{arg: name})
+                break
+            except ClientError as e:
+                if _not_found(e):
+                    return False
+                # An endpoint still being created or updated cannot be deleted yet.
+                if "in-progress" not in str(e).lower() or time.monotonic() > deadline:
+                    raise
+                self.sleep(self.poll_initial)
+        while time.monotonic() < deadline:
+            try:
+                getattr(self.sm, describe)(**{arg: name})
+            except ClientError as e:
+                if _not_found(e):
+                    return True
+                raise
+            self.sleep(self.poll_initial)
+        raise DeploymentFailed(f"{name} is still being deleted after {timeout:.0f}s")
+
+    def delete(self, endpoint: str, *, keep_model: bool = False) -> dict[str, Any]:
+        """Delete an endpoint, then the config and models it actually uses."""
+        from botocore.exceptions import ClientError
+
+        try:
+            desc = self.sm.describe_endpoint(EndpointName=endpoint)
+        except ClientError as e:
+            if _not_found(e):
+                return {"endpoint": endpoint, "deleted": [], "note": "already gone"}
+            raise
+        configs = [desc["EndpointConfigName"]]
+        pending = (desc.get("PendingDeploymentSummary") or {}).get("EndpointConfigName")
+        if pending:
+            configs.append(pending)
+        models: list[str] = []
+        for cfg in configs:
+            models += self._models_of(cfg)
+        self._deregister_autoscaling(endpoint, desc)
+        deleted = []
+        if self._delete_and_confirm("endpoint", endpoint):
+            deleted.append(endpoint)
+        for cfg in configs:
+            if self._delete_and_confirm("endpoint_config", cfg):
+                deleted.append(cfg)
+        if not keep_model:
+            for m in dict.fromkeys(models):
+                if self._delete_and_confirm("model", m):
+                    deleted.append(m)
+        for name in deleted:
+            self.say(f"deleted {name}")
+        return {
+            "endpoint": endpoint,
+            "deleted": deleted,
+            "kept_models": models if keep_model else [],
+        }
+
+    def _models_of(self, config: str) -> list[str]:
+        from botocore.exceptions import ClientError
+
+        try:
+            cfg = self.sm.describe_endpoint_config(EndpointConfigName=config)
+        except ClientError as e:
+            if _not_found(e):
+                return []
+            raise
+        names = []
+        for v in cfg.get("ProductionVariants", []):
+            if v.get("ModelName"):
+                names.append(v["ModelName"])
+            names += [
+                p["ModelNameOverride"]
+                for p in v.get("InstancePools", []) or []
+                if p.get("ModelNameOverride")
+            ]
+        return names
+
+    def _deregister_autoscaling(self, endpoint: str, desc: dict[str, Any]) -> None:
+        """Scaling targets must go before the endpoint, or they outlive it."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        aas = self.aws.client("application-autoscaling")
+        for v in desc.get("ProductionVariants", []):
+            rid = f"endpoint/{endpoint}/variant/{v['VariantName']}"
+            try:
+                found = aas.describe_scalable_targets(
+                    ServiceNamespace="sagemaker", ResourceIds=[rid]
+                )["ScalableTargets"]
+                if not found:
+                    continue
+                for pol in aas.describe_scaling_policies(
+                    ServiceNamespace="sagemaker", ResourceId=rid
+                )["ScalingPolicies"]:
+                    aas.delete_scaling_policy(
+                        PolicyName=pol["PolicyName"],
+                        ServiceNamespace="sagemaker",
+                        ResourceId=rid,
+                        ScalableDimension=pol["ScalableDimension"],
+                    )
+                aas.deregister_scalable_target(
+                    ServiceNamespace="sagemaker",
+                    ResourceId=rid,
+                    ScalableDimension="sagemaker:variant:DesiredInstanceCount",
+                )
+                self.say(f"deregistered autoscaling for {rid}")
+            except (ClientError, BotoCoreError) as e:
+                self.say(f"warning: autoscaling for {rid} not checked: {e}")
+
+    # -- logs -----------------------------------------------------------------------
+    def last_log_lines(self, endpoint: str, n: int = 20) -> list[str]:
+        from .endpoint_logs import fetch_log_events
+
+        try:
+            return [e["message"] for e in fetch_log_events(self.aws, endpoint, since=3 * 3600)][-n:]
+        except Exception:  # logs are a courtesy on the failure path; never mask the error
+            return []
+
+    def newest_log_line(self, endpoint: str) -> str | None:
+        lines = self.last_log_lines(endpoint, 1)
+        return lines[-1] if lines else None
+
+    # -- update ---------------------------------------------------------------------
+    def update(
+        self,
+        plan: Plan,
+        *,
+        timeout: float | None = None,
+        on_poll: Callable[[WaitState], None] | None = None,
+    ) -> DeployResult:
+        """New model + config, UpdateEndpoint, wait; old ones removed only after success.
+        On failure SageMaker keeps serving the old config; the new resources are removed."""
+        plan.raise_for_failures()
+        name = plan.names["endpoint"]
+        try:
+            current = self.sm.describe_endpoint(EndpointName=name)
+        except Exception as e:
+            if _not_found(e):
+                raise NotFound(
+                    f"endpoint {name} does not exist", remedy="deploy it first"
+                ) from None
+            raise
+        if current["EndpointStatus"] != "InService":
+            raise DeploymentFailed(
+                f"endpoint {name} is {current['EndpointStatus']}; only an "
+                "InService endpoint can be updated"
+            )
+        old_config = current["EndpointConfigName"]
+        if old_config == plan.names["endpoint_config"]:
+            return DeployResult(name, "InService", [], 0.0, current)
+        old_models = self._models_of(old_config)
+        model_req, config_req, _ = tagged_requests(plan)
+        created: list[tuple[str, str]] = []
+        start = time.monotonic()
+        try:
+            self.sm.create_model(**model_req)
+            created.append(("model", model_req["ModelName"]))
+            self.sm.create_endpoint_config(**config_req)
+            created.append(("endpoint_config", config_req["EndpointConfigName"]))
+            self.sm.update_endpoint(
+                EndpointName=name, EndpointConfigName=config_req["EndpointConfigName"]
+            )
+            self.say(f"updating {name}: {old_config} -> {config_req['EndpointConfigName']}")
+            desc = wait_for_endpoint(
+                self.sm,
+                name,
+                timeout=timeout or default_timeout(plan.create_endpoint_config),
+                on_poll=on_poll,
+                poll_initial=self.poll_initial,
+                poll_max=self.poll_max,
+                sleep=self.sleep,
+            )
+            if desc["EndpointConfigName"] != config_req["EndpointConfigName"]:
+                raise DeploymentFailed(
+                    f"update of {name} was rolled back by SageMaker: "
+                    f"{desc.get('FailureReason') or 'no reason given'}; still serving {old_config}",
+                    failure_reason=desc.get("FailureReason"),
+                )
+        except (Exception, KeyboardInterrupt) as exc:
+            err = self._as_error(exc)
+            self._wait_settled(name)
+            self.rollback(created)
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise err from None
+        self._retag_endpoint(current["EndpointArn"], config_req["Tags"])
+        for kind, old in [("endpoint_config", old_config)] + [("model", m) for m in old_models]:
+            self._delete_and_confirm(kind, old)
+            self.say(f"removed old {kind.replace('_', ' ')} {old}")
+        return DeployResult(name, "InService", created, time.monotonic() - start, desc)
+
+    def _wait_settled(self, name: str) -> None:
+        """Before removing a new config, let SageMaker finish rolling the update back."""
+        with contextlib.suppress(PeagleError):
+            wait_for_endpoint(
+                self.sm,
+                name,
+                timeout=900,
+                poll_initial=self.poll_initial,
+                poll_max=self.poll_max,
+                sleep=self.sleep,
+            )
+
+    def _retag_endpoint(self, arn: str, tags: list[dict[str, str]]) -> None:
+        """Point the endpoint's spec tags at the new spec. Delete first: AWS overwrites on
+        AddTags, but moto appends duplicates; deleting keeps both honest."""
+        current = tag_dict(self.sm.list_tags(ResourceArn=arn).get("Tags", []))
+        stale = [k for k in current if k.startswith("peagle:")]
+        if stale:
+            self.sm.delete_tags(ResourceArn=arn, TagKeys=stale)
+        self.sm.add_tags(ResourceArn=arn, Tags=[t for t in tags if t["Key"].startswith("peagle:")])

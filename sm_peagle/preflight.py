@@ -1,0 +1,186 @@
+"""Checks against AWS before anything is created: a failure here costs seconds and
+leaves nothing behind, instead of an hour-long failed deployment."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import unquote
+
+from .checks import Check, any_failed, failed, passed, warned
+from .errors import PreflightFailed, QuotaExceeded
+from .plan import PLACEHOLDER_ROLE, Plan
+
+_DENIED = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation")
+
+
+def _code(e: Exception) -> str:
+    return getattr(e, "response", {}).get("Error", {}).get("Code", "")
+
+
+def check_role(iam: Any, role_arn: str) -> Check:
+    from botocore.exceptions import ClientError
+
+    if role_arn == PLACEHOLDER_ROLE:
+        return failed(
+            "role",
+            "no execution role: the plan holds a placeholder ARN",
+            "pass --role arn:aws:iam::<account>:role/<name> or set PEAGLE_ROLE_ARN",
+        )
+    name = role_arn.split("/")[-1]
+    try:
+        role = iam.get_role(RoleName=name)["Role"]
+    except ClientError as e:
+        if _code(e) == "NoSuchEntity":
+            return failed(
+                "role",
+                f"role {role_arn} does not exist",
+                "create it (see `peagle iam-policy`) or pass another --role",
+            )
+        if _code(e) in _DENIED:
+            return warned("role", f"cannot read role {name} (iam:GetRole denied); not checked")
+        raise
+    doc = role.get("AssumeRolePolicyDocument") or {}
+    if isinstance(doc, str):
+        doc = json.loads(unquote(doc))
+    for stmt in doc.get("Statement", []):
+        principals = (stmt.get("Principal") or {}).get("Service", [])
+        principals = [principals] if isinstance(principals, str) else principals
+        if stmt.get("Effect") == "Allow" and "sagemaker.amazonaws.com" in principals:
+            return passed("role", f"{name} trusts sagemaker.amazonaws.com")
+    return failed(
+        "role",
+        f"role {name} does not trust sagemaker.amazonaws.com",
+        "add sagemaker.amazonaws.com to its trust policy",
+    )
+
+
+def _split(uri: str) -> tuple[str, str]:
+    bucket, _, key = uri[len("s3://") :].partition("/")
+    return bucket, key
+
+
+def check_s3_source(s3: Any, label: str, uri: str, data_type: str) -> Check:
+    """The prefix exists, is readable, and has no zero-byte 'folder' keys (which break
+    SageMaker's S3Prefix download)."""
+    from botocore.exceptions import ClientError
+
+    bucket, key = _split(uri)
+    try:
+        if data_type == "S3Object":
+            s3.head_object(Bucket=bucket, Key=key)
+            return passed(label, f"{uri} exists")
+        pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key)
+        count, folders = 0, []
+        for page in pages:
+            for obj in page.get("Contents", []):
+                count += 1
+                if obj["Key"].endswith("/"):
+                    folders.append(obj["Key"])
+    except ClientError as e:
+        code = _code(e)
+        if code in _DENIED or code == "403":
+            return warned(
+                label,
+                f"cannot list {uri} with your credentials; not checked "
+                "(SageMaker reads it with the execution role)",
+            )
+        if code in ("NoSuchBucket", "404", "NoSuchKey"):
+            return failed(label, f"{uri} does not exist ({code})", "check the S3 URI")
+        raise
+    if count == 0:
+        return failed(label, f"no objects under {uri}", "upload the files, or fix the prefix")
+    if folders:
+        return failed(
+            label,
+            f"zero-byte folder key {folders[0]} under {uri} breaks the SageMaker download",
+            "delete the folder keys (`aws s3 rm` each)",
+        )
+    return passed(label, f"{count} objects under {uri}")
+
+
+def check_names_free(sm: Any, plan: Plan) -> list[Check]:
+    from botocore.exceptions import ClientError
+
+    out = []
+    probes = [
+        ("endpoint", sm.describe_endpoint, "EndpointName", plan.names["endpoint"]),
+        (
+            "endpoint config",
+            sm.describe_endpoint_config,
+            "EndpointConfigName",
+            plan.names["endpoint_config"],
+        ),
+        ("model", sm.describe_model, "ModelName", plan.names["model"]),
+    ]
+    for kind, call, arg, name in probes:
+        try:
+            call(**{arg: name})
+        except ClientError as e:
+            if "Could not find" in str(e) or _code(e) == "ValidationException":
+                continue
+            raise
+        remedy = (
+            f"`peagle delete {name}` or pass --name"
+            if kind == "endpoint"
+            else "`peagle gc` removes leftovers of earlier runs"
+        )
+        out.append(failed("name", f"{kind} {name} already exists", remedy))
+    return out or [passed("name", f"{plan.names['endpoint']} is free")]
+
+
+def check_quota(quotas: Any, instance_type: str, count: int) -> Check:
+    """Endpoint quotas are per instance type and often 0 by default."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    wanted = f"{instance_type} for endpoint usage"
+    try:
+        for page in quotas.get_paginator("list_service_quotas").paginate(ServiceCode="sagemaker"):
+            for q in page.get("Quotas", []):
+                if q.get("QuotaName") == wanted:
+                    value = int(q.get("Value", 0))
+                    if value < count:
+                        return failed(
+                            "quota",
+                            f"quota '{wanted}' is {value}, the plan needs {count}",
+                            "request an increase in Service Quotas "
+                            f"(code {q.get('QuotaCode', '?')})",
+                        )
+                    return passed("quota", f"'{wanted}' = {value}")
+    except (ClientError, BotoCoreError, NotImplementedError) as e:
+        return warned(
+            "quota", f"cannot read Service Quotas ({_code(e) or type(e).__name__}); not checked"
+        )
+    return warned("quota", f"no quota named '{wanted}' visible; not checked")
+
+
+def run_preflight(plan: Plan, aws: Any) -> list[Check]:
+    """Run every preflight check; raise PreflightFailed (or QuotaExceeded) on a failure."""
+    checks = [check_role(aws.client("iam"), plan.create_model["ExecutionRoleArn"])]
+    if checks[0].status != "fail":
+        container = plan.create_model["PrimaryContainer"]
+        s3 = aws.client("s3")
+        if "ModelDataSource" in container:
+            src = container["ModelDataSource"]["S3DataSource"]
+            checks.append(check_s3_source(s3, "model_data", src["S3Uri"], src["S3DataType"]))
+        for extra in container.get("AdditionalModelDataSources", []):
+            src = extra["S3DataSource"]
+            if plan.drafter_push and src["S3Uri"] == plan.drafter_push["destination"]:
+                continue  # pushed by this deploy, after preflight
+            checks.append(check_s3_source(s3, "drafter.source", src["S3Uri"], src["S3DataType"]))
+        checks += check_names_free(aws.client("sagemaker"), plan)
+        variant = plan.create_endpoint_config["ProductionVariants"][0]
+        checks.append(
+            check_quota(
+                aws.client("service-quotas"),
+                variant["InstanceType"],
+                variant["InitialInstanceCount"],
+            )
+        )
+    if any_failed(checks):
+        bad = next(c for c in checks if c.status == "fail")
+        cls = QuotaExceeded if bad.name == "quota" else PreflightFailed
+        err = cls(f"preflight {bad.name}: {bad.message}; nothing was created", remedy=bad.fix)
+        err.checks = checks  # type: ignore[attr-defined]
+        raise err
+    return checks

@@ -1,0 +1,68 @@
+"""A moto world a real deployment would meet: a role SageMaker trusts, JumpStart's
+model and drafter prefixes, and a recorder of every SageMaker request sent."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+
+REGION = "us-east-1"
+ROLE_NAME = "peagle-exec"
+TRUST = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "sagemaker.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+        }
+    ],
+}
+JS_BUCKET = "jumpstart-cache-prod-us-east-1"
+MODEL_PREFIX = "openai-reasoning/openai-reasoning-gpt-oss-20b/artifacts/inference-prepack/v1.0.0/"
+HEAD_PREFIX = "lmi-eagle-heads/models/gpt-oss-20b-p-eagle/"
+
+
+@dataclass
+class World:
+    role_arn: str
+    requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def sent(self, operation: str) -> list[dict[str, Any]]:
+        return [params for op, params in self.requests if op == operation]
+
+
+def build_world(trust: dict | None = None) -> World:
+    iam = boto3.client("iam", region_name=REGION)
+    role = iam.create_role(RoleName=ROLE_NAME, AssumeRolePolicyDocument=json.dumps(trust or TRUST))
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket=JS_BUCKET)
+    for key in ("config.json", "model-00001-of-00002.safetensors"):
+        s3.put_object(Bucket=JS_BUCKET, Key=MODEL_PREFIX + key, Body=b"x" * 16)
+    for key in ("config.json", "model.safetensors"):
+        s3.put_object(Bucket=JS_BUCKET, Key=HEAD_PREFIX + key, Body=b"x" * 16)
+    return World(role["Role"]["Arn"])
+
+
+def record_requests(aws: Any, world: World) -> None:
+    """Record the parameters of every SageMaker call as botocore sends them."""
+    sm = aws.client("sagemaker")
+
+    def before(params: dict, model: Any, **_: Any) -> None:
+        world.requests.append((model.name, json.loads(json.dumps(params, default=str))))
+
+    sm.meta.events.register("provide-client-params.sagemaker.*", before)
+
+
+def sagemaker_inventory() -> dict[str, list[str]]:
+    sm = boto3.client("sagemaker", region_name=REGION)
+    return {
+        "models": [m["ModelName"] for m in sm.list_models()["Models"]],
+        "endpoint_configs": [
+            c["EndpointConfigName"] for c in sm.list_endpoint_configs()["EndpointConfigs"]
+        ],
+        "endpoints": [e["EndpointName"] for e in sm.list_endpoints()["Endpoints"]],
+    }
