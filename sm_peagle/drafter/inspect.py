@@ -345,9 +345,10 @@ class _S3Reader(_Reader):
         self.bucket, self.prefix = parse_s3_uri(uri)
         super().__init__(f"s3://{self.bucket}/{self.prefix}")
         if client is None:
-            import boto3  # lazy: importing boto3 costs ~0.3 s, most commands never need it
+            from sm_peagle.aws import AwsContext  # lazy: boto3 costs ~0.3 s to import
 
-            client = boto3.client("s3")
+            ctx = AwsContext()
+            client = ctx.client("s3", region=ctx.session.region_name or "us-east-1")
         self.client = client
         self.counter = counter if counter is not None else ByteCounter()
 

@@ -83,15 +83,12 @@ def default_transfer_config() -> Any:
 def make_push_client(region: str | None = None) -> Any:
     """An S3 client whose connection pool fits the parallel uploads (the default of 10 is
     smaller than files x parts in flight, which makes urllib3 discard connections)."""
-    import boto3
-    from botocore.config import Config
+    from sm_peagle.aws import AwsContext
 
     pool = _FILES_IN_PARALLEL * _concurrency() + 4
-    return boto3.client(
-        "s3",
-        region_name=region,
-        config=Config(max_pool_connections=pool, retries={"mode": "standard"}),
-    )
+    ctx = AwsContext(region, max_pool_connections=pool)
+    # S3 needs no region to be configured: botocore follows the bucket's region redirect.
+    return ctx.client("s3", region=ctx.session.region_name or "us-east-1")
 
 
 def push_drafter(
