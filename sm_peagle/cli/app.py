@@ -6,34 +6,75 @@ its body, so `peagle --help` and `peagle plan` never import boto3 or rich tables
 
 from __future__ import annotations
 
+import importlib
 import sys
+from typing import Any
 
 import typer
 
-from .catalog_cmds import instances, models, schema
-from .plan_cmd import plan_command
+# name -> (module, attribute). A sub-app (typer.Typer) is added as a group.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "models": ("catalog_cmds", "models"),
+    "instances": ("catalog_cmds", "instances"),
+    "schema": ("catalog_cmds", "schema"),
+    "plan": ("plan_cmd", "plan_command"),
+    "deploy": ("lifecycle_cmds", "deploy_command"),
+    "status": ("inventory_cmds", "status_command"),
+    "ls": ("inventory_cmds", "ls_command"),
+    "logs": ("inventory_cmds", "logs_command"),
+    "update": ("lifecycle_cmds", "update_command"),
+    "delete": ("inventory_cmds", "delete_command"),
+    "gc": ("inventory_cmds", "gc_command"),
+    "drafter": ("drafter_cmds", "drafter_app"),
+}
 
-app = typer.Typer(
-    name="peagle",
-    help="Deploy, verify, benchmark and cleanly remove P-EAGLE endpoints on SageMaker.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,  # plain click help: no rich import on --help
-    pretty_exceptions_enable=False,
-)
 
-app.command("models")(models)
-app.command("instances")(instances)
-app.command("schema")(schema)
-app.command("plan")(plan_command)
+def build_app(only: str | None = None) -> typer.Typer:
+    """The typer app; with `only`, just that command.
+
+    typer turns every parameter of every registered command into click objects (and,
+    since 0.2x, pydantic adapters) when it runs, which costs ~15-20 ms for the whole tree
+    on the `peagle plan` path. Registering only the command being run avoids that; the
+    root callback keeps the group shape so `peagle plan …` parses the same either way.
+    """
+    app = typer.Typer(
+        name="peagle",
+        help="Deploy, verify, benchmark and cleanly remove P-EAGLE endpoints on SageMaker.",
+        no_args_is_help=True,
+        add_completion=False,
+        rich_markup_mode=None,  # plain click help: no rich import on --help
+        pretty_exceptions_enable=False,
+    )
+
+    @app.callback()
+    def _root() -> None:
+        """Deploy, verify, benchmark and cleanly remove P-EAGLE endpoints on SageMaker."""
+
+    for name, (module, attr) in COMMANDS.items():
+        if only is not None and name != only:
+            continue
+        target = getattr(importlib.import_module(f".{module}", __package__), attr)
+        if isinstance(target, typer.Typer):
+            app.add_typer(target, name=name)
+        else:
+            app.command(name)(target)
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the full app, for tests and tools that import it
+        return build_app()
+    raise AttributeError(name)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turning known errors into one line and an exit code."""
     from ..errors import PeagleError
 
+    args = sys.argv[1:] if argv is None else list(argv)
+    only = args[0] if args and args[0] in COMMANDS else None
     try:
-        app(args=argv, standalone_mode=False)
+        build_app(only)(args=args, standalone_mode=False)
     except PeagleError as e:
         from .output import error
 
@@ -44,15 +85,23 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except typer.Exit as e:  # raised by typer for --help etc. in non-standalone mode
         return e.exit_code
+    except typer.Abort:
+        sys.stderr.write("aborted\n")
+        return 1
     except Exception as e:  # click usage errors and anything unexpected
-        import click
+        # typer >= 0.2x vendors click (typer._click), so `click.ClickException` no longer
+        # matches what it raises: recognise a usage error by its shape instead.
+        if callable(getattr(e, "format_message", None)) and isinstance(
+            getattr(e, "exit_code", None), int
+        ):
+            message = e.format_message()
+            if "\n" in message.strip():  # no arguments: the help text itself
+                e.show()
+            else:
+                from .output import error
 
-        if isinstance(e, click.exceptions.ClickException):
-            e.show()
+                error(message.strip())
             return e.exit_code
-        if isinstance(e, click.exceptions.Abort):
-            sys.stderr.write("aborted\n")
-            return 1
         raise
     return 0
 
