@@ -23,6 +23,7 @@ from .spec_options import (
     SpecFileOpt,
     VllmVersionOpt,
     build_spec,
+    spec_options,
 )
 
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
@@ -99,21 +100,7 @@ def deploy_command(
     from .live import wait_view
     from .plan_cmd import make_plan, render_plan
 
-    spec = build_spec(
-        model,
-        spec_file,
-        instance_type=instance_type,
-        instance_count=instance_count,
-        mode=mode,
-        k=k,
-        drafter=drafter,
-        model_data=model_data,
-        image=image,
-        vllm_version=vllm_version,
-        name=name,
-        role=role,
-        region=region,
-    )
+    spec = build_spec(model, spec_file, **spec_options(locals()))
     p = make_plan(spec)
     if dry_run:
         print_json(p.to_dict()) if json_out else render_plan(p)

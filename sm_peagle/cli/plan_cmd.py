@@ -22,6 +22,7 @@ from .spec_options import (
     SpecFileOpt,
     VllmVersionOpt,
     build_spec,
+    spec_options,
 )
 
 
@@ -96,21 +97,7 @@ def plan_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Validate a deployment and print the exact AWS requests, without creating anything."""
-    spec = build_spec(
-        model,
-        spec_file,
-        instance_type=instance_type,
-        instance_count=instance_count,
-        mode=mode,
-        k=k,
-        drafter=drafter,
-        model_data=model_data,
-        image=image,
-        vllm_version=vllm_version,
-        name=name,
-        role=role,
-        region=region,
-    )
+    spec = build_spec(model, spec_file, **spec_options(locals()))
     p = make_plan(spec)
     if json_out:
         print_json(p.to_dict())

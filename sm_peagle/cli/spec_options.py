@@ -44,3 +44,11 @@ def build_spec(model: str | None, spec_file: Path | None, **options: Any) -> Any
     from ..specs import spec_from_options
 
     return spec_from_options(model, spec_file, **options)
+
+
+def spec_options(values: dict[str, Any]) -> dict[str, Any]:
+    """The spec options among a command's parameters (its `locals()`), so every command
+    that takes the shared options maps them to the spec the same way."""
+    from ..specs import OPTION_FIELDS
+
+    return {k: v for k, v in values.items() if k in OPTION_FIELDS and k != "model"}
