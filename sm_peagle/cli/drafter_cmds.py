@@ -284,8 +284,11 @@ def _download_hf(repo_id: str, dest: str) -> str:
 
 def _push(src: str, dest: str, channel: str, region: str | None, json_out: bool) -> None:
     from ..drafter import make_push_client, push_drafter
+    from ..errors import SpecError
 
     root = Path(src).expanduser()
+    if not root.is_dir():
+        raise SpecError(f"drafter directory {src} does not exist or is not a directory")
     # Hidden files (e.g. the Hub's .cache/) are not pushed, so they are not counted.
     files = [
         p

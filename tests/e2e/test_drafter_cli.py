@@ -274,6 +274,12 @@ def test_push_bad_destination(tmp_path: Path, capsys) -> None:
     assert code == 2 and "bucket root" in err
     code, _, err = run(capsys, "drafter", "push", head)
     assert code == 2 and err.startswith("error: push needs SRC and an s3://")
+    code, _, err = run(capsys, "drafter", "push", tmp_path / "nope", DEST)
+    assert code == 2
+    assert (
+        err
+        == f"error: drafter directory {tmp_path / 'nope'} does not exist or is not a directory\n"
+    )
 
 
 def test_from_hf_without_huggingface_hub(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
