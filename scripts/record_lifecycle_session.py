@@ -21,6 +21,7 @@ import tempfile
 import boto3
 from moto.server import ThreadedMotoServer
 
+from sm_peagle.drafter.synthetic import synthetic_head
 from sm_peagle.testing.moto_sagemaker import SageMakerHarness
 
 REGION = "us-east-1"
@@ -66,12 +67,16 @@ def main() -> None:
         s3 = boto3.client("s3", endpoint_url=url)
         bucket = "jumpstart-cache-prod-us-east-1"
         s3.create_bucket(Bucket=bucket)
-        for key in (
-            "openai-reasoning/openai-reasoning-gpt-oss-20b/artifacts/inference-prepack/"
+        s3.put_object(
+            Bucket=bucket,
+            Key="openai-reasoning/openai-reasoning-gpt-oss-20b/artifacts/inference-prepack/"
             "v1.0.0/config.json",
-            "lmi-eagle-heads/models/gpt-oss-20b-p-eagle/config.json",
-        ):
-            s3.put_object(Bucket=bucket, Key=key, Body=b"{}")
+            Body=b"{}",
+        )
+        for key, body in synthetic_head(target_hidden=2880, target_vocab=201088).items():
+            s3.put_object(
+                Bucket=bucket, Key=f"lmi-eagle-heads/models/gpt-oss-20b-p-eagle/{key}", Body=body
+            )
         env["PEAGLE_ROLE_ARN"] = role
         name = "peagle-gpt-oss-20b-p-eagle"
         steps = [

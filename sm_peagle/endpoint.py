@@ -63,6 +63,18 @@ def _dotted(overrides: dict[str, Any]) -> dict[str, Any]:
     return {OPTION_FIELDS[k]: v for k, v in overrides.items()}
 
 
+def with_push_bucket(p: Any, aws: Any) -> Any:
+    """A local head is pushed to `sagemaker-<region>-<account>` unless a bucket is given;
+    the account is only known with credentials, so deploy re-plans with it here."""
+    if not p.drafter_push or p.spec.drafter.bucket:
+        return p
+    from .specs import merge_overrides
+
+    bucket = f"sagemaker-{p.region}-{aws.account_id()}"
+    data = p.spec.model_dump(mode="json", exclude_unset=True)
+    return plan_for(spec_from_data(merge_overrides(data, {"drafter.bucket": bucket})))
+
+
 def deployed_spec(sm: Any, endpoint: str) -> DeploymentSpec:
     """The spec an endpoint was deployed from, read back from its tags."""
     from .spec_tags import decode_spec, tag_dict
@@ -180,6 +192,7 @@ def deploy(
     p = plan_for(spec_or_model, **overrides)
     p.raise_for_failures()
     ctx = _aws(p.region, aws)
+    p = with_push_bucket(p, ctx)
     Lifecycle(ctx, say=say or (lambda _m: None)).apply(
         p, wait=wait, timeout=timeout, keep_on_failure=keep_on_failure, on_poll=on_poll
     )

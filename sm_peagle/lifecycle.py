@@ -147,11 +147,47 @@ class Lifecycle:
             raise err from None
 
     def _push_drafter(self, plan: Plan) -> None:
+        """Push a local head. Content-addressed, so it is kept on rollback and reused by
+        the next deploy of the same head (a second push uploads nothing)."""
         from .drafter import push_drafter
 
         push = plan.drafter_push
+        bucket = push["destination"][len("s3://") :].split("/", 1)[0]
+        self._ensure_private_bucket(bucket, plan.region)
         self.say(f"pushing drafter {push['source']} -> {push['destination']}")
         push_drafter(push["source"], push["destination"], s3_client=self.aws.client("s3"))
+
+    def _ensure_private_bucket(self, bucket: str, region: str) -> None:
+        """Create the bucket if missing, with public access blocked and SSE-S3 on."""
+        from botocore.exceptions import ClientError
+
+        s3 = self.aws.client("s3")
+        try:
+            s3.head_bucket(Bucket=bucket)
+            return
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket"):
+                raise
+        kwargs: dict[str, Any] = {"Bucket": bucket}
+        if region != "us-east-1":  # us-east-1 rejects an explicit LocationConstraint
+            kwargs["CreateBucketConfiguration"] = {"LocationConstraint": region}
+        s3.create_bucket(**kwargs)
+        s3.put_public_access_block(
+            Bucket=bucket,
+            PublicAccessBlockConfiguration={
+                "BlockPublicAcls": True,
+                "IgnorePublicAcls": True,
+                "BlockPublicPolicy": True,
+                "RestrictPublicBuckets": True,
+            },
+        )
+        s3.put_bucket_encryption(
+            Bucket=bucket,
+            ServerSideEncryptionConfiguration={
+                "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+            },
+        )
+        self.say(f"created bucket {bucket} (public access blocked, SSE-S3)")
 
     def _create_endpoint(self, req: dict) -> None:
         """CreateEndpoint reads the new config with eventual consistency: retry briefly."""

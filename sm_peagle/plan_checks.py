@@ -3,6 +3,8 @@ the spec field to change, so a failure message always says where to look."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .catalog.instances import INSTANCES, InstanceType, get_instance
 from .catalog.models import ModelEntry
 from .checks import Check, failed, passed, warned
@@ -198,7 +200,7 @@ def check_tags(tags: dict[str, str]) -> list[Check]:
     return out or [passed("tags", f"{len(tags)} tags")]
 
 
-def check_local_drafter(
+def check_drafter_source(
     source: str,
     *,
     model: ModelEntry | None,
@@ -206,17 +208,28 @@ def check_local_drafter(
     mode: str,
     k: int | None,
     trained_k: int | None,
+    s3_client: Any = None,
 ) -> list[Check]:
-    """`peagle drafter check` on a local head at plan time, so a head vLLM would reject
-    (no mask_hidden, wrong fc shape, unread mask-token key) fails `plan` instead of the
-    endpoint after its download. Reads config.json and safetensors headers only; no AWS."""
-    from .drafter import check_drafter, inspect_drafter  # only plans with a local head pay
+    """`peagle drafter check` on a head: a local dir at plan time, an s3:// prefix in
+    deploy preflight. A head vLLM would reject (no mask_hidden, wrong fc shape, an unread
+    mask-token key) then fails in seconds instead of after the endpoint's download.
+    Reads config.json and safetensors headers only (ranged GETs on S3)."""
+    from .drafter import check_drafter, inspect_drafter  # only plans with a head pay
     from .errors import SpecError
 
     try:
-        inspection = inspect_drafter(source)
-    except SpecError as exc:  # unreadable directory: one check, not a crashed plan
-        return [failed("drafter.source", exc.message, exc.remedy)]
+        inspection = inspect_drafter(source, s3_client=s3_client)
+    except SpecError as exc:  # unreadable source: one check, not a crash
+        text = exc.message
+        if "AccessDenied" in text or "Forbidden" in text or "403" in text:
+            return [
+                warned(
+                    "drafter.source",
+                    f"cannot read {source} with your credentials; "
+                    "head not checked (SageMaker reads it with the execution role)",
+                )
+            ]
+        return [failed("drafter.source", text, exc.remedy)]
     return check_drafter(
         inspection,
         target_hidden_size=model.hidden_size if model else None,

@@ -154,6 +154,26 @@ def check_quota(quotas: Any, instance_type: str, count: int) -> Check:
     return warned("quota", f"no quota named '{wanted}' visible; not checked")
 
 
+def check_remote_head(s3: Any, uri: str, plan: Plan) -> list[Check]:
+    """The drafter checks on an S3 head (a JumpStart head too), by ranged GETs of the
+    safetensors headers: a few KB per file, never the weights."""
+    from .plan_checks import check_drafter_source
+    from .vllm_versions import VllmVersion
+
+    spec = plan.spec
+    head = plan.model.drafter if (plan.model and spec.drafter.source is None) else None
+    config = plan.speculative_config or {}
+    return check_drafter_source(
+        uri,
+        model=plan.model,
+        vllm_version=VllmVersion(plan.vllm_version),
+        mode=spec.speculative.mode.value,
+        k=config.get("num_speculative_tokens"),
+        trained_k=spec.drafter.trained_k or (head.trained_k if head else None),
+        s3_client=s3,
+    )
+
+
 def run_preflight(plan: Plan, aws: Any) -> list[Check]:
     """Run every preflight check; raise PreflightFailed (or QuotaExceeded) on a failure."""
     checks = [check_role(aws.client("iam"), plan.create_model["ExecutionRoleArn"])]
@@ -166,8 +186,11 @@ def run_preflight(plan: Plan, aws: Any) -> list[Check]:
         for extra in container.get("AdditionalModelDataSources", []):
             src = extra["S3DataSource"]
             if plan.drafter_push and src["S3Uri"] == plan.drafter_push["destination"]:
-                continue  # pushed by this deploy, after preflight
-            checks.append(check_s3_source(s3, "drafter.source", src["S3Uri"], src["S3DataType"]))
+                continue  # a local head: checked by plan, pushed by this deploy
+            exists = check_s3_source(s3, "drafter.source", src["S3Uri"], src["S3DataType"])
+            checks.append(exists)
+            if exists.status == "pass":
+                checks += check_remote_head(s3, src["S3Uri"], plan)
         checks += check_names_free(aws.client("sagemaker"), plan)
         variant = plan.create_endpoint_config["ProductionVariants"][0]
         checks.append(

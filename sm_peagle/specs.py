@@ -374,6 +374,7 @@ OPTION_FIELDS: dict[str, str] = {
     "mode": "speculative.mode",
     "k": "speculative.num_speculative_tokens",
     "drafter": "drafter.source",
+    "bucket": "drafter.bucket",
     "model_data": "model_data",
     "image": "container.image",
     "vllm_version": "container.vllm_version",

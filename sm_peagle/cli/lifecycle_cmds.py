@@ -9,6 +9,7 @@ import typer
 
 from .output import note, print_json
 from .spec_options import (
+    BucketOpt,
     DrafterOpt,
     ImageOpt,
     InstanceCountOpt,
@@ -79,6 +80,7 @@ def deploy_command(
     mode: ModeOpt = None,
     k: KOpt = None,
     drafter: DrafterOpt = None,
+    bucket: BucketOpt = None,
     model_data: ModelDataOpt = None,
     image: ImageOpt = None,
     vllm_version: VllmVersionOpt = None,
@@ -95,6 +97,7 @@ def deploy_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Create the endpoint (model -> config -> endpoint), wait, and roll back on failure."""
+    from ..endpoint import with_push_bucket
     from ..errors import DeploymentFailed
     from ..waiter import parse_duration
     from .live import wait_view
@@ -109,6 +112,7 @@ def deploy_command(
     p.raise_for_failures()
     seconds = parse_duration(timeout) if timeout else None
     lc = _lifecycle(p.region, json_out)
+    p = with_push_bucket(p, lc.aws)
     price = f"${p.usd_per_hour:.2f}/h" if p.usd_per_hour is not None else "an unknown price"
     v = p.create_endpoint_config["ProductionVariants"][0]
     confirm(

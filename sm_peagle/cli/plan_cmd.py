@@ -8,6 +8,7 @@ import typer
 
 from .output import STATUS_STYLE, console, print_json, table
 from .spec_options import (
+    BucketOpt,
     DrafterOpt,
     ImageOpt,
     InstanceCountOpt,
@@ -88,6 +89,7 @@ def plan_command(
     mode: ModeOpt = None,
     k: KOpt = None,
     drafter: DrafterOpt = None,
+    bucket: BucketOpt = None,
     model_data: ModelDataOpt = None,
     image: ImageOpt = None,
     vllm_version: VllmVersionOpt = None,

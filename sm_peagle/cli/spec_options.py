@@ -21,6 +21,14 @@ KOpt = Annotated[int | None, typer.Option("-k", "--num-speculative-tokens", help
 DrafterOpt = Annotated[
     str | None, typer.Option("--drafter", help="Drafter head: s3://bucket/prefix/ or a dir.")
 ]
+BucketOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--bucket",
+        help="Bucket a local --drafter is pushed to at deploy "
+        "(default sagemaker-<region>-<account>).",
+    ),
+]
 ModelDataOpt = Annotated[
     str | None,
     typer.Option(

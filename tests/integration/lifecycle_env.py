@@ -9,6 +9,8 @@ from typing import Any
 
 import boto3
 
+from sm_peagle.drafter.synthetic import synthetic_head
+
 REGION = "us-east-1"
 ROLE_NAME = "peagle-exec"
 TRUST = {
@@ -35,15 +37,16 @@ class World:
         return [params for op, params in self.requests if op == operation]
 
 
-def build_world(trust: dict | None = None) -> World:
+def build_world(trust: dict | None = None, **head: Any) -> World:
     iam = boto3.client("iam", region_name=REGION)
     role = iam.create_role(RoleName=ROLE_NAME, AssumeRolePolicyDocument=json.dumps(trust or TRUST))
     s3 = boto3.client("s3", region_name=REGION)
     s3.create_bucket(Bucket=JS_BUCKET)
     for key in ("config.json", "model-00001-of-00002.safetensors"):
         s3.put_object(Bucket=JS_BUCKET, Key=MODEL_PREFIX + key, Body=b"x" * 16)
-    for key in ("config.json", "model.safetensors"):
-        s3.put_object(Bucket=JS_BUCKET, Key=HEAD_PREFIX + key, Body=b"x" * 16)
+    # A structurally real head: preflight reads its config.json and safetensors header.
+    for key, body in synthetic_head(target_hidden=2880, target_vocab=201088, **head).items():
+        s3.put_object(Bucket=JS_BUCKET, Key=HEAD_PREFIX + key, Body=body)
     return World(role["Role"]["Arn"])
 
 

@@ -401,3 +401,43 @@ def test_no_credentials_is_one_line(capsys, monkeypatch, tmp_path):
         "error: no AWS credentials found (fix: configure AWS (aws configure / "
         "AWS_PROFILE) or run with --sandbox)"
     )
+
+
+def test_broken_jumpstart_head_fails_preflight_by_reading_headers_only(
+    sagemaker_harness, capsys, monkeypatch
+):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    w = build_world(architecture="LlamaForCausalLM")  # not an EAGLE-3 head vLLM registers
+    monkeypatch.setenv("PEAGLE_ROLE_ARN", w.role_arn)
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    assert code == 1
+    assert "preflight drafter.architecture" in err and "LlamaForCausalLM" in err
+    assert sagemaker_inventory() == EMPTY
+
+
+def test_deploy_local_head_pushes_to_private_default_bucket(world, capsys, tmp_path):
+    from sm_peagle.drafter.synthetic import synthetic_head
+
+    head = tmp_path / "head"
+    head.mkdir()
+    for name, body in synthetic_head(target_hidden=2880, target_vocab=201088).items():
+        (head / name).write_bytes(body)
+    code, out, err = run(capsys, "deploy", "gpt-oss-20b", "--drafter", str(head), "--yes", "--json")
+    assert code == 0, err
+    bucket = "sagemaker-us-east-1-123456789012"  # moto's account, read through STS
+    s3 = boto3.client("s3", region_name=REGION)
+    pab = s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
+    assert all(pab.values()) and len(pab) == 4
+    rule = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"][0]
+    assert rule["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
+    (sent,) = world.sent("CreateModel")
+    (source,) = sent["PrimaryContainer"]["AdditionalModelDataSources"]
+    prefix = source["S3DataSource"]["S3Uri"]
+    assert prefix.startswith(f"s3://{bucket}/peagle/drafters/") and prefix.endswith("/")
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"])
+    key_prefix = prefix[len(f"s3://{bucket}/") :]
+    assert keys == [
+        key_prefix + n for n in ("config.json", "model.safetensors", "peagle-manifest.json")
+    ]
+    assert run(capsys, "delete", NAME, "--yes")[0] == 0
+    assert sagemaker_inventory() == EMPTY
