@@ -17,37 +17,12 @@ from tests.integration.lifecycle_env import (
     HEAD_PREFIX,
     JS_BUCKET,
     REGION,
-    World,
     build_world,
     sagemaker_inventory,
 )
 
 EMPTY = {"models": [], "endpoint_configs": [], "endpoints": []}
 NAME = "peagle-gpt-oss-20b-p-eagle"
-
-
-@pytest.fixture
-def world(sagemaker_harness: Any, monkeypatch: pytest.MonkeyPatch) -> World:
-    monkeypatch.setenv("PEAGLE_POLL_SECONDS", "0.01")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    w = build_world()
-    monkeypatch.setenv("PEAGLE_ROLE_ARN", w.role_arn)
-    # Record the requests of every client the CLI makes through the one AWS seam.
-    original = AwsContext.client
-
-    def client(self: AwsContext, service: str, region: str | None = None, **cfg: Any) -> Any:
-        c = original(self, service, region, **cfg)
-        if service == "sagemaker" and not getattr(c, "_recorded", False):
-            c._recorded = True
-
-            def before(params: dict, model: Any, **_: Any) -> None:
-                w.requests.append((model.name, json.loads(json.dumps(params, default=str))))
-
-            c.meta.events.register("provide-client-params.sagemaker.*", before)
-        return c
-
-    monkeypatch.setattr(AwsContext, "client", client)
-    return w
 
 
 def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:

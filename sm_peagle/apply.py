@@ -1,0 +1,107 @@
+"""Declarative deploys: make the endpoint match a spec file, idempotently.
+
+The deployed spec is read back from the endpoint's own tags (see spec_tags), so `apply`
+from CI on any machine compares what is live with what is in git:
+- no endpoint -> create it;
+- same `peagle:spec-sha256` -> nothing to do;
+- otherwise -> show the spec and request diff, then update in place (new model + config,
+  UpdateEndpoint; the old ones are removed only after success).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .plan import Plan
+
+# Parts of a request that differ by construction (hash-derived names, tags), not intent.
+_IGNORED = ("Tags", "ModelName", "EndpointConfigName")
+
+
+@dataclass(frozen=True)
+class Change:
+    path: str
+    old: Any
+    new: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "old": self.old, "new": self.new}
+
+
+@dataclass
+class ApplyPlan:
+    action: str  # "create" | "noop" | "update"
+    plan: Plan
+    spec_changes: list[Change] = field(default_factory=list)
+    request_changes: list[Change] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "endpoint": self.plan.names["endpoint"],
+            "action": self.action,
+            "spec_changes": [c.to_dict() for c in self.spec_changes],
+            "request_changes": [c.to_dict() for c in self.request_changes],
+        }
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}, "l": [x]} -> {"a.b": 1, "l[0]": x}; JSON strings stay strings."""
+    out: dict[str, Any] = {}
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out.update(flatten(v, f"{prefix}[{i}]"))
+    else:
+        out[prefix] = value
+    return out
+
+
+def diff(old: Any, new: Any) -> list[Change]:
+    a, b = flatten(old), flatten(new)
+    return [Change(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def request_view(p: Plan) -> dict[str, Any]:
+    """The requests with hash-derived names and tags left out."""
+
+    def strip(req: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in req.items() if k not in _IGNORED}
+        if "ProductionVariants" in out:
+            out["ProductionVariants"] = [
+                {k: v for k, v in variant.items() if k != "ModelName"}
+                for variant in out["ProductionVariants"]
+            ]
+        return out
+
+    return {
+        "create_model": strip(p.create_model),
+        "create_endpoint_config": strip(p.create_endpoint_config),
+    }
+
+
+def compare(new: Plan, aws: Any) -> ApplyPlan:
+    """What `apply` would do for `new`, read from the live endpoint (describe + tags)."""
+    from .endpoint import deployed_spec, plan_for
+    from .errors import NotFound
+    from .spec_tags import tag_dict
+
+    sm = aws.client("sagemaker")
+    name = new.names["endpoint"]
+    try:
+        current = deployed_spec(sm, name)
+    except NotFound:
+        return ApplyPlan("create", new)
+    arn = sm.describe_endpoint(EndpointName=name)["EndpointArn"]
+    live_sha = tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", [])).get("peagle:spec-sha256")
+    if live_sha == new.spec_sha256:
+        return ApplyPlan("noop", new)
+    old = plan_for(current)
+    return ApplyPlan(
+        "update",
+        new,
+        spec_changes=diff(current.model_dump(mode="json"), new.spec.model_dump(mode="json")),
+        request_changes=diff(request_view(old), request_view(new)),
+    )

@@ -1,0 +1,84 @@
+"""`peagle apply` and `peagle diff`: keep an endpoint equal to a spec file in git."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .lifecycle_cmds import TimeoutOpt, YesOpt, _lifecycle, confirm, report_failure
+from .output import note, print_json
+from .spec_options import JsonOpt
+
+SpecArg = Annotated[Path, typer.Option("--file", "-f", help="Deployment spec (YAML or JSON).")]
+
+
+def _compare(spec_file: Path, json_out: bool) -> tuple[Any, Any]:
+    from ..apply import compare
+    from ..endpoint import plan_for, with_push_bucket
+
+    p = plan_for(spec_file)
+    p.raise_for_failures()
+    lc = _lifecycle(p.region, json_out)
+    p = with_push_bucket(p, lc.aws)
+    return lc, compare(p, lc.aws)
+
+
+def _render(ap: Any) -> None:
+    name = ap.plan.names["endpoint"]
+    if ap.action == "create":
+        typer.echo(f"{name} does not exist: apply will create it")
+        return
+    if ap.action == "noop":
+        typer.echo(f"{name} is up to date (spec sha256 {ap.plan.spec_sha256[:12]})")
+        return
+    typer.echo(f"{name} differs from the spec; apply will update it in place:")
+    typer.echo("  spec:")
+    for c in ap.spec_changes:
+        typer.echo(f"    ~ {c.path}: {c.old!r} -> {c.new!r}")
+    typer.echo("  requests:")
+    for c in ap.request_changes:
+        typer.echo(f"    ~ {c.path}: {c.old!r} -> {c.new!r}")
+
+
+def diff_command(spec_file: SpecArg, json_out: JsonOpt = False) -> None:
+    """Show how the live endpoint differs from the spec file. Changes nothing."""
+    _, ap = _compare(spec_file, json_out)
+    print_json(ap.to_dict()) if json_out else _render(ap)
+
+
+def apply_command(
+    spec_file: SpecArg,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change.")] = False,
+    timeout: TimeoutOpt = None,
+    yes: YesOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Create the endpoint, update it in place, or do nothing: whatever makes it match."""
+    from ..errors import DeploymentFailed
+    from ..waiter import parse_duration
+    from .live import wait_view
+
+    lc, ap = _compare(spec_file, json_out)
+    if not json_out:
+        _render(ap)
+    if dry_run or ap.action == "noop":
+        if json_out:
+            print_json({**ap.to_dict(), "applied": False})
+        return
+    seconds = parse_duration(timeout) if timeout else None
+    confirm(f"{ap.action.capitalize()} {ap.plan.names['endpoint']}?", yes)
+    try:
+        with wait_view(quiet=json_out) as on_poll:
+            if ap.action == "create":
+                result = lc.apply(ap.plan, timeout=seconds, on_poll=on_poll)
+            else:
+                result = lc.update(ap.plan, timeout=seconds, on_poll=on_poll)
+    except DeploymentFailed as e:
+        report_failure(e)
+        raise
+    if json_out:
+        print_json({**ap.to_dict(), "applied": True, "status": result.status})
+    else:
+        note(f"{result.endpoint} is {result.status}")
