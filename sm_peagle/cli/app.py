@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "update": ("lifecycle_cmds", "update_command"),
     "delete": ("inventory_cmds", "delete_command"),
     "gc": ("inventory_cmds", "gc_command"),
+    "apply": ("apply_cmds", "apply_command"),
+    "diff": ("apply_cmds", "diff_command"),
     "drafter": ("drafter_cmds", "drafter_app"),
 }
 
