@@ -8,6 +8,7 @@ from typing import Any
 
 from .catalog.instances import get_instance
 from .errors import NotFound
+from .plan import variant_instance_types
 from .spec_tags import tag_dict
 
 MANAGED = "peagle:managed"
@@ -49,12 +50,14 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
     variant = cfg["ProductionVariants"][0]
     live = {v["VariantName"]: v for v in ep.get("ProductionVariants", []) or []}
     lv = live.get(variant["VariantName"], {})
-    inst = get_instance(variant["InstanceType"])
+    types = variant_instance_types(variant)
+    inst = get_instance(types[0])
     count = lv.get("CurrentInstanceCount", variant.get("InitialInstanceCount"))
     out.update(
         {
             "variant": variant["VariantName"],
-            "instance_type": variant["InstanceType"],
+            "instance_type": types[0],
+            "instance_pools": types if len(types) > 1 else None,
             "instance_count": count,
             "desired_instance_count": lv.get(
                 "DesiredInstanceCount", variant.get("InitialInstanceCount")

@@ -46,16 +46,19 @@ class DeployResult:
     description: dict[str, Any] = field(default_factory=dict)
 
 
-def tagged_requests(plan: Plan) -> tuple[dict, dict, dict]:
-    """The plan's requests with the spec carried in tags (see spec_tags)."""
+def tagged_requests(plan: Plan) -> tuple[list[dict], dict, dict]:
+    """The plan's requests with the spec carried in tags (see spec_tags): the models
+    (primary first, then one per fallback pool), the endpoint config, the endpoint."""
     spec_tags = [
         {"Key": k, "Value": v}
         for k, v in encode_spec(plan.spec.model_dump(mode="json", exclude_defaults=True)).items()
     ]
-    out = []
-    for req in (plan.create_model, plan.create_endpoint_config, plan.create_endpoint):
-        out.append({**req, "Tags": req["Tags"] + spec_tags})
-    return out[0], out[1], out[2]
+
+    def tagged(req: dict) -> dict:
+        return {**req, "Tags": req["Tags"] + spec_tags}
+
+    models = [tagged(m) for m in (plan.create_model, *plan.pool_models)]
+    return models, tagged(plan.create_endpoint_config), tagged(plan.create_endpoint)
 
 
 class Lifecycle:
@@ -100,15 +103,16 @@ class Lifecycle:
             for c in run_preflight(plan, self.aws):
                 if c.status == "warn":
                     self.say(f"warning: {c.name}: {c.message}")
-        model_req, config_req, endpoint_req = tagged_requests(plan)
+        model_reqs, config_req, endpoint_req = tagged_requests(plan)
         created: list[tuple[str, str]] = []
         start = time.monotonic()
         try:
             if plan.drafter_push:
                 self._push_drafter(plan)
-            self.sm.create_model(**model_req)
-            created.append(("model", model_req["ModelName"]))
-            self.say(f"created model {model_req['ModelName']}")
+            for model_req in model_reqs:
+                self.sm.create_model(**model_req)
+                created.append(("model", model_req["ModelName"]))
+                self.say(f"created model {model_req['ModelName']}")
             self.sm.create_endpoint_config(**config_req)
             created.append(("endpoint_config", config_req["EndpointConfigName"]))
             self.say(f"created endpoint config {config_req['EndpointConfigName']}")
@@ -127,6 +131,14 @@ class Lifecycle:
                     poll_max=self.poll_max,
                     sleep=self.sleep,
                 )
+            if plan.autoscaling:
+                if wait:
+                    self._register_autoscaling(plan, created)
+                else:
+                    self.say(
+                        "warning: autoscaling is registered once the endpoint is "
+                        "InService; deploy with --wait to register it"
+                    )
             status = desc.get("EndpointStatus", "Creating")
             return DeployResult(
                 plan.names["endpoint"], status, created, time.monotonic() - start, desc
@@ -145,6 +157,23 @@ class Lifecycle:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             raise err from None
+
+    def _register_autoscaling(self, plan: Plan, created: list[tuple[str, str]]) -> None:
+        """The plan's scalable target and policy; needs an InService endpoint. Each step
+        is recorded in `created` as it happens, so a failed policy still rolls back the
+        target registered just before it."""
+        aas = self.aws.client("application-autoscaling")
+        for operation, request in plan.autoscaling:
+            if operation == "RegisterScalableTarget":
+                aas.register_scalable_target(**request)
+                created.append(("autoscaling", request["ResourceId"]))
+                self.say(
+                    f"registered scalable target {request['ResourceId']} "
+                    f"({request['MinCapacity']}..{request['MaxCapacity']})"
+                )
+            else:
+                aas.put_scaling_policy(**request)
+                self.say(f"put scaling policy {request['PolicyName']}")
 
     def _push_drafter(self, plan: Plan) -> None:
         """Push a local head. Content-addressed, so it is kept on rollback and reused by
@@ -230,7 +259,10 @@ class Lifecycle:
             for kind, name in reversed(created):
                 self.say(f"rolling back {kind.replace('_', ' ')} {name}")
                 try:
-                    self._delete_and_confirm(kind, name)
+                    if kind == "autoscaling":
+                        self._deregister_resource(name)
+                    else:
+                        self._delete_and_confirm(kind, name)
                 except Exception as e:  # keep going: the rest must still be removed
                     left.append(name)
                     self.say(f"could not delete {name}: {e}")
@@ -329,34 +361,36 @@ class Lifecycle:
 
     def _deregister_autoscaling(self, endpoint: str, desc: dict[str, Any]) -> None:
         """Scaling targets must go before the endpoint, or they outlive it."""
+        for v in desc.get("ProductionVariants", []):
+            self._deregister_resource(f"endpoint/{endpoint}/variant/{v['VariantName']}")
+
+    def _deregister_resource(self, rid: str) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
         aas = self.aws.client("application-autoscaling")
-        for v in desc.get("ProductionVariants", []):
-            rid = f"endpoint/{endpoint}/variant/{v['VariantName']}"
-            try:
-                found = aas.describe_scalable_targets(
-                    ServiceNamespace="sagemaker", ResourceIds=[rid]
-                )["ScalableTargets"]
-                if not found:
-                    continue
-                for pol in aas.describe_scaling_policies(
-                    ServiceNamespace="sagemaker", ResourceId=rid
-                )["ScalingPolicies"]:
-                    aas.delete_scaling_policy(
-                        PolicyName=pol["PolicyName"],
-                        ServiceNamespace="sagemaker",
-                        ResourceId=rid,
-                        ScalableDimension=pol["ScalableDimension"],
-                    )
-                aas.deregister_scalable_target(
+        try:
+            found = aas.describe_scalable_targets(ServiceNamespace="sagemaker", ResourceIds=[rid])[
+                "ScalableTargets"
+            ]
+            if not found:
+                return
+            for pol in aas.describe_scaling_policies(ServiceNamespace="sagemaker", ResourceId=rid)[
+                "ScalingPolicies"
+            ]:
+                aas.delete_scaling_policy(
+                    PolicyName=pol["PolicyName"],
                     ServiceNamespace="sagemaker",
                     ResourceId=rid,
-                    ScalableDimension="sagemaker:variant:DesiredInstanceCount",
+                    ScalableDimension=pol["ScalableDimension"],
                 )
-                self.say(f"deregistered autoscaling for {rid}")
-            except (ClientError, BotoCoreError) as e:
-                self.say(f"warning: autoscaling for {rid} not checked: {e}")
+            aas.deregister_scalable_target(
+                ServiceNamespace="sagemaker",
+                ResourceId=rid,
+                ScalableDimension="sagemaker:variant:DesiredInstanceCount",
+            )
+            self.say(f"deregistered autoscaling for {rid}")
+        except (ClientError, BotoCoreError) as e:
+            self.say(f"warning: autoscaling for {rid} not checked: {e}")
 
     # -- logs -----------------------------------------------------------------------
     def last_log_lines(self, endpoint: str, n: int = 20) -> list[str]:
@@ -400,12 +434,13 @@ class Lifecycle:
         if old_config == plan.names["endpoint_config"]:
             return DeployResult(name, "InService", [], 0.0, current)
         old_models = self._models_of(old_config)
-        model_req, config_req, _ = tagged_requests(plan)
+        model_reqs, config_req, _ = tagged_requests(plan)
         created: list[tuple[str, str]] = []
         start = time.monotonic()
         try:
-            self.sm.create_model(**model_req)
-            created.append(("model", model_req["ModelName"]))
+            for model_req in model_reqs:
+                self.sm.create_model(**model_req)
+                created.append(("model", model_req["ModelName"]))
             self.sm.create_endpoint_config(**config_req)
             created.append(("endpoint_config", config_req["EndpointConfigName"]))
             self.sm.update_endpoint(

@@ -20,6 +20,7 @@ from .catalog.jumpstart import JumpStartResolution, load_snapshot, resolve
 from .catalog.models import ModelEntry, find_model
 from .checks import Check, any_failed, failed, passed, warned
 from .errors import CheckFailed, SpecError
+from .plan_scaling import add_fallback_pools, autoscaling_requests
 from .specs import DeploymentSpec, Mode
 from .speculative import build_speculative_config, to_env_value
 from .version import __version__
@@ -53,7 +54,10 @@ class Plan:
     jumpstart: JumpStartResolution | None = None
     drafter_push: dict[str, str] | None = None
     spec_sha256: str = ""
-    autoscaling: list[dict[str, Any]] = field(default_factory=list)
+    # (operation, kwargs) for application-autoscaling, run after the endpoint is InService.
+    autoscaling: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # create_model kwargs of the capacity fallback pools (ModelNameOverride targets).
+    pool_models: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -87,6 +91,8 @@ class Plan:
             "vllm_version": self.vllm_version,
             "mode": self.spec.speculative.mode.value,
             "drafter_push": self.drafter_push,
+            "pool_models": self.pool_models,
+            "autoscaling": [{"operation": op, "request": req} for op, req in self.autoscaling],
             "spec_sha256": self.spec_sha256,
             "jumpstart": {
                 "model_id": self.jumpstart.model_id,
@@ -97,6 +103,14 @@ class Plan:
             if self.jumpstart
             else None,
         }
+
+
+def variant_instance_types(variant: dict[str, Any]) -> list[str]:
+    """The instance types a ProductionVariant may run on, in priority order."""
+    pools = variant.get("InstancePools") or []
+    if pools:
+        return [p["InstanceType"] for p in sorted(pools, key=lambda p: p["Priority"])]
+    return [variant["InstanceType"]]
 
 
 def _name_part(text: str) -> str:
@@ -535,19 +549,8 @@ def plan(
         "Tags": tag_list,
     }
 
-    shape_errors = (
-        validate_request("sagemaker", "CreateModel", create_model)
-        + validate_request("sagemaker", "CreateEndpointConfig", create_config)
-        + validate_request("sagemaker", "CreateEndpoint", create_endpoint)
-    )
-    checks.append(
-        failed("aws.request_shapes", "; ".join(shape_errors[:3]), "fix the field named above")
-        if shape_errors
-        else passed("aws.request_shapes", "all requests pass botocore's service model")
-    )
-
     price = inst.usd_per_hour * ep.instance_count if inst.usd_per_hour is not None else None
-    return Plan(
+    p = Plan(
         spec=spec,
         region=region,
         names=names,
@@ -565,3 +568,20 @@ def plan(
         drafter_push=drafter_push,
         spec_sha256=sha,
     )
+    add_fallback_pools(
+        p, lambda sub: plan(sub, jumpstart_spec=jumpstart_spec, jumpstart_source=jumpstart_source)
+    )
+    p.autoscaling, scaling_checks = autoscaling_requests(p)
+    p.checks += scaling_checks
+    shape_errors = [
+        *validate_request("sagemaker", "CreateModel", p.create_model),
+        *[e for m in p.pool_models for e in validate_request("sagemaker", "CreateModel", m)],
+        *validate_request("sagemaker", "CreateEndpointConfig", p.create_endpoint_config),
+        *validate_request("sagemaker", "CreateEndpoint", p.create_endpoint),
+    ]
+    p.checks.append(
+        failed("aws.request_shapes", "; ".join(shape_errors[:3]), "fix the field named above")
+        if shape_errors
+        else passed("aws.request_shapes", "all requests pass botocore's service model")
+    )
+    return p

@@ -9,7 +9,7 @@ from urllib.parse import unquote
 
 from .checks import Check, any_failed, failed, passed, warned
 from .errors import PreflightFailed, QuotaExceeded
-from .plan import PLACEHOLDER_ROLE, Plan
+from .plan import PLACEHOLDER_ROLE, Plan, variant_instance_types
 
 _DENIED = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation")
 
@@ -193,13 +193,13 @@ def run_preflight(plan: Plan, aws: Any) -> list[Check]:
                 checks += check_remote_head(s3, src["S3Uri"], plan)
         checks += check_names_free(aws.client("sagemaker"), plan)
         variant = plan.create_endpoint_config["ProductionVariants"][0]
-        checks.append(
-            check_quota(
-                aws.client("service-quotas"),
-                variant["InstanceType"],
-                variant["InitialInstanceCount"],
+        # With fallback pools, quota is held for each listed type: check every one.
+        for instance_type in variant_instance_types(variant):
+            checks.append(
+                check_quota(
+                    aws.client("service-quotas"), instance_type, variant["InitialInstanceCount"]
+                )
             )
-        )
     if any_failed(checks):
         bad = next(c for c in checks if c.status == "fail")
         cls = QuotaExceeded if bad.name == "quota" else PreflightFailed

@@ -26,6 +26,7 @@ __all__ = [
     "ContainerSpec",
     "EndpointSpec",
     "NetworkSpec",
+    "AutoscalingSpec",
     "DeploymentSpec",
     "load_spec",
     "spec_from_data",
@@ -186,6 +187,20 @@ class EndpointSpec(_Strict):
     container_startup_health_check_timeout: int = Field(default=3600, ge=60, le=3600)
     routing_strategy: Literal["LEAST_OUTSTANDING_REQUESTS", "RANDOM"] | None = None
     inference_ami_version: str | None = None
+    fallback_instance_types: list[str] = Field(
+        default_factory=list,
+        max_length=4,
+        description="Capacity fallbacks, in priority order (ProductionVariant InstancePools).",
+    )
+
+    @field_validator("fallback_instance_types")
+    @classmethod
+    def _fallbacks(cls, v: list[str]) -> list[str]:
+        for t in v:
+            cls._instance_type(t)
+        if len(set(v)) != len(v):
+            raise ValueError("fallback instance types must be distinct")
+        return v
 
     @field_validator("name", "variant_name")
     @classmethod
@@ -203,6 +218,36 @@ class EndpointSpec(_Strict):
         if v is not None and not re.fullmatch(r"ml\.[a-z0-9\-]+\.[a-z0-9]+", v):
             raise ValueError(f"{v!r} is not an instance type of the form ml.<family>.<size>")
         return v
+
+
+class AutoscalingSpec(_Strict):
+    """Target tracking on sagemaker:variant:DesiredInstanceCount.
+
+    Cooldowns default long because a GPU instance takes many minutes to download weights
+    and pass health checks: scaling out again before the last one serves wastes money,
+    and scaling in on a short lull throws away a warm instance.
+    """
+
+    min_instances: int = Field(ge=1)
+    max_instances: int = Field(ge=1, le=100)
+    target_concurrency: float | None = Field(
+        default=None, gt=0, description="Concurrent requests per instance (high-res metric)."
+    )
+    target_invocations: float | None = Field(
+        default=None, gt=0, description="Invocations per instance per minute."
+    )
+    scale_out_cooldown: int = Field(default=600, ge=0, le=86400)
+    scale_in_cooldown: int = Field(default=1800, ge=0, le=86400)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AutoscalingSpec:
+        if self.max_instances < self.min_instances:
+            raise ValueError(
+                f"max_instances {self.max_instances} is below min_instances {self.min_instances}"
+            )
+        if self.target_concurrency is not None and self.target_invocations is not None:
+            raise ValueError("give target_concurrency or target_invocations, not both")
+        return self
 
 
 class NetworkSpec(_Strict):
@@ -261,6 +306,7 @@ class DeploymentSpec(_Strict):
     container: ContainerSpec = Field(default_factory=ContainerSpec)
     endpoint: EndpointSpec = Field(default_factory=EndpointSpec)
     network: NetworkSpec = Field(default_factory=NetworkSpec)
+    autoscaling: AutoscalingSpec | None = None
     tags: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("model")
@@ -375,6 +421,11 @@ OPTION_FIELDS: dict[str, str] = {
     "k": "speculative.num_speculative_tokens",
     "drafter": "drafter.source",
     "bucket": "drafter.bucket",
+    "fallback": "endpoint.fallback_instance_types",
+    "target_concurrency": "autoscaling.target_concurrency",
+    "target_invocations": "autoscaling.target_invocations",
+    "autoscale_min": "autoscaling.min_instances",
+    "autoscale_max": "autoscaling.max_instances",
     "model_data": "model_data",
     "image": "container.image",
     "vllm_version": "container.vllm_version",
@@ -388,6 +439,12 @@ def spec_from_options(
     model: str | None = None, spec_file: str | Path | None = None, **options: Any
 ) -> DeploymentSpec:
     """A spec file (optional) overlaid with flat options such as k=7, mode="eagle3"."""
+    autoscale = options.pop("autoscale", None)
+    if autoscale is not None:  # "MIN:MAX" -> the two spec fields
+        lo, sep, hi = str(autoscale).partition(":")
+        if not sep or not lo.strip().isdigit() or not hi.strip().isdigit():
+            raise SpecError(f"autoscaling: --autoscale takes MIN:MAX, e.g. 1:4 (got {autoscale!r})")
+        options["autoscale_min"], options["autoscale_max"] = int(lo), int(hi)
     unknown = set(options) - set(OPTION_FIELDS)
     if unknown:
         raise SpecError(

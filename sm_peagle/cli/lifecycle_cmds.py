@@ -9,8 +9,10 @@ import typer
 
 from .output import note, print_json
 from .spec_options import (
+    AutoscaleOpt,
     BucketOpt,
     DrafterOpt,
+    FallbackOpt,
     ImageOpt,
     InstanceCountOpt,
     InstanceTypeOpt,
@@ -22,6 +24,8 @@ from .spec_options import (
     RegionOpt,
     RoleOpt,
     SpecFileOpt,
+    TargetConcurrencyOpt,
+    TargetInvocationsOpt,
     VllmVersionOpt,
     build_spec,
     spec_options,
@@ -77,6 +81,10 @@ def deploy_command(
     spec_file: SpecFileOpt = None,
     instance_type: InstanceTypeOpt = None,
     instance_count: InstanceCountOpt = None,
+    fallback: FallbackOpt = None,
+    autoscale: AutoscaleOpt = None,
+    target_concurrency: TargetConcurrencyOpt = None,
+    target_invocations: TargetInvocationsOpt = None,
     mode: ModeOpt = None,
     k: KOpt = None,
     drafter: DrafterOpt = None,
@@ -99,6 +107,7 @@ def deploy_command(
     """Create the endpoint (model -> config -> endpoint), wait, and roll back on failure."""
     from ..endpoint import with_push_bucket
     from ..errors import DeploymentFailed
+    from ..plan import variant_instance_types
     from ..waiter import parse_duration
     from .live import wait_view
     from .plan_cmd import make_plan, render_plan
@@ -116,7 +125,8 @@ def deploy_command(
     price = f"${p.usd_per_hour:.2f}/h" if p.usd_per_hour is not None else "an unknown price"
     v = p.create_endpoint_config["ProductionVariants"][0]
     confirm(
-        f"Create {p.names['endpoint']} on {v['InitialInstanceCount']} x {v['InstanceType']} "
+        f"Create {p.names['endpoint']} on {v['InitialInstanceCount']} x "
+        f"{' or '.join(variant_instance_types(v))} "
         f"({price})?",
         yes,
     )

@@ -8,8 +8,10 @@ import typer
 
 from .output import STATUS_STYLE, console, print_json, table
 from .spec_options import (
+    AutoscaleOpt,
     BucketOpt,
     DrafterOpt,
+    FallbackOpt,
     ImageOpt,
     InstanceCountOpt,
     InstanceTypeOpt,
@@ -21,6 +23,8 @@ from .spec_options import (
     RegionOpt,
     RoleOpt,
     SpecFileOpt,
+    TargetConcurrencyOpt,
+    TargetInvocationsOpt,
     VllmVersionOpt,
     build_spec,
     spec_options,
@@ -41,6 +45,8 @@ def make_plan(spec: Any, *, allow_live: bool | None = None) -> Any:
 def render_plan(p: Any) -> None:
     from rich.markup import escape
 
+    from ..plan import variant_instance_types
+
     c = console()
     js = p.jumpstart
     c.print(f"[bold]Plan[/] {p.names['endpoint']}  ({p.region}, {p.spec.speculative.mode.value})")
@@ -49,7 +55,8 @@ def render_plan(p: Any) -> None:
     c.print(f"  endpoint       {p.names['endpoint']}")
     c.print(f"  image          {p.image}  (vLLM {p.vllm_version})")
     v = p.create_endpoint_config["ProductionVariants"][0]
-    c.print(f"  instances      {v['InitialInstanceCount']} x {v['InstanceType']}")
+    types = " > ".join(variant_instance_types(v))
+    c.print(f"  instances      {v['InitialInstanceCount']} x {types}")
     if js:
         c.print(f"  JumpStart      {js.model_id} v{js.version} [{js.config_name}] ({js.source})")
     for src in p.create_model["PrimaryContainer"].get("AdditionalModelDataSources", []):
@@ -86,6 +93,10 @@ def plan_command(
     spec_file: SpecFileOpt = None,
     instance_type: InstanceTypeOpt = None,
     instance_count: InstanceCountOpt = None,
+    fallback: FallbackOpt = None,
+    autoscale: AutoscaleOpt = None,
+    target_concurrency: TargetConcurrencyOpt = None,
+    target_invocations: TargetInvocationsOpt = None,
     mode: ModeOpt = None,
     k: KOpt = None,
     drafter: DrafterOpt = None,

@@ -29,6 +29,21 @@ BucketOpt = Annotated[
         "(default sagemaker-<region>-<account>).",
     ),
 ]
+FallbackOpt = Annotated[
+    list[str] | None,
+    typer.Option("--fallback", help="Capacity fallback instance type (repeat; priority order)."),
+]
+AutoscaleOpt = Annotated[
+    str | None, typer.Option("--autoscale", help="Autoscaling range MIN:MAX, e.g. 1:4.")
+]
+TargetConcurrencyOpt = Annotated[
+    float | None,
+    typer.Option("--target-concurrency", help="Scale to keep this many requests per instance."),
+]
+TargetInvocationsOpt = Annotated[
+    float | None,
+    typer.Option("--target-invocations", help="Scale on invocations per instance per minute."),
+]
 ModelDataOpt = Annotated[
     str | None,
     typer.Option(
@@ -59,4 +74,5 @@ def spec_options(values: dict[str, Any]) -> dict[str, Any]:
     that takes the shared options maps them to the spec the same way."""
     from ..specs import OPTION_FIELDS
 
-    return {k: v for k, v in values.items() if k in OPTION_FIELDS and k != "model"}
+    names = set(OPTION_FIELDS) | {"autoscale"}
+    return {k: v for k, v in values.items() if k in names and k != "model" and v not in (None, [])}

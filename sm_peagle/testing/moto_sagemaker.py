@@ -508,6 +508,27 @@ def _patches() -> list[tuple[type, str, Any]]:
                 f"constraint: Member must satisfy enum value set: {sorted(allowed)}"
             )
 
+    original_validate_variants = FakeEndpointConfig.validate_production_variants
+
+    def validate_production_variants(
+        self: FakeEndpointConfig, production_variants: list[dict[str, Any]]
+    ) -> None:
+        # moto only knows InstanceType / ServerlessConfig variants; AWS also takes
+        # InstancePools (capacity fallbacks, 1-5 pools, distinct priorities).
+        plain = []
+        for variant in production_variants:
+            pools = variant.get("InstancePools")
+            if pools and "InstanceType" not in variant:
+                if not 1 <= len(pools) <= 5:
+                    raise ValidationError(message="InstancePools must hold 1 to 5 pools")
+                if len({p["Priority"] for p in pools}) != len(pools):
+                    raise ValidationError(message="InstancePools priorities must be distinct")
+                for pool in pools:
+                    validate_instance_type(self, pool["InstanceType"])
+            else:
+                plain.append(variant)
+        original_validate_variants(self, plain)
+
     def create_endpoint(
         self: SageMakerModelBackend,
         endpoint_name: str,
@@ -553,6 +574,7 @@ def _patches() -> list[tuple[type, str, Any]]:
 
     return [
         (FakeEndpointConfig, "validate_instance_type", validate_instance_type),
+        (FakeEndpointConfig, "validate_production_variants", validate_production_variants),
         (SageMakerModelBackend, "create_endpoint", create_endpoint),
         (SageMakerModelBackend, "describe_endpoint", describe_endpoint),
         (SageMakerModelBackend, "delete_endpoint", delete_endpoint),

@@ -22,13 +22,16 @@ def world(sagemaker_harness: Any, monkeypatch: pytest.MonkeyPatch) -> World:
 
     def client(self: AwsContext, service: str, region: str | None = None, **cfg: Any) -> Any:
         c = original(self, service, region, **cfg)
-        if service == "sagemaker" and not getattr(c, "_recorded", False):
+        if service in ("sagemaker", "application-autoscaling") and not getattr(
+            c, "_recorded", False
+        ):
             c._recorded = True
 
             def before(params: dict, model: Any, **_: Any) -> None:
                 w.requests.append((model.name, json.loads(json.dumps(params, default=str))))
 
-            c.meta.events.register("provide-client-params.sagemaker.*", before)
+            event = f"provide-client-params.{c.meta.service_model.service_id.hyphenize()}.*"
+            c.meta.events.register(event, before)
         return c
 
     monkeypatch.setattr(AwsContext, "client", client)
