@@ -3,6 +3,7 @@ the spec field to change, so a failure message always says where to look."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .catalog.instances import INSTANCES, InstanceType, get_instance
@@ -62,6 +63,47 @@ def check_tensor_parallel(inst: InstanceType, tp: int, overridden: bool) -> Chec
     return passed(field, f"SM_VLLM_TENSOR_PARALLEL_SIZE={tp}")
 
 
+@dataclass(frozen=True)
+class FitBudget:
+    """GPU memory of one placement, in bytes: what is usable, what is fixed (weights,
+    drafter, per-GPU overhead), and the KV cache one max-length sequence needs."""
+
+    usable: float
+    fixed: int
+    head: int
+    kv_one: int
+    kv_estimated: bool
+
+    @property
+    def room(self) -> float:
+        return self.usable - self.fixed
+
+    @property
+    def sequences(self) -> int:
+        return int(self.room // self.kv_one) if self.kv_one and self.room > 0 else 0
+
+
+def fit_budget(
+    model: ModelEntry,
+    inst: InstanceType,
+    tp: int,
+    *,
+    drafter_bytes: int | None,
+    speculative: bool,
+    max_model_len: int,
+    gpu_memory_utilization: float,
+) -> FitBudget:
+    head = (drafter_bytes or UNKNOWN_DRAFTER_BYTES) if speculative else 0
+    kv_token = model.kv_bytes_per_token()
+    return FitBudget(
+        usable=tp * inst.gpu_memory_gb * GB * gpu_memory_utilization,
+        fixed=(model.weight_bytes or 0) + head + tp * OVERHEAD_PER_GPU,
+        head=head,
+        kv_one=kv_token * max_model_len if kv_token else int(0.1 * (model.weight_bytes or 0)),
+        kv_estimated=kv_token is None,
+    )
+
+
 def check_fit(
     model: ModelEntry | None,
     inst: InstanceType,
@@ -76,12 +118,16 @@ def check_fit(
     field = "endpoint.instance_type"
     if model is None or model.weight_bytes is None:
         return warned("fit", "model size unknown to peagle; the fit is not checked")
-    usable = tp * inst.gpu_memory_gb * GB * gpu_memory_utilization
-    head = (drafter_bytes or UNKNOWN_DRAFTER_BYTES) if speculative else 0
-    fixed = model.weight_bytes + head + tp * OVERHEAD_PER_GPU
-    kv_token = model.kv_bytes_per_token()
-    kv_one = kv_token * max_model_len if kv_token else int(0.1 * model.weight_bytes)
-    room = usable - fixed
+    b = fit_budget(
+        model,
+        inst,
+        tp,
+        drafter_bytes=drafter_bytes,
+        speculative=speculative,
+        max_model_len=max_model_len,
+        gpu_memory_utilization=gpu_memory_utilization,
+    )
+    usable, head, kv_one, room = b.usable, b.head, b.kv_one, b.room
     summary = (
         f"weights {model.weight_bytes / GB:.1f} GB + drafter {head / GB:.1f} GB + overhead "
         f"{tp * OVERHEAD_PER_GPU / GB:.0f} GB vs {usable / GB:.0f} GB usable on {tp}x "
@@ -105,8 +151,8 @@ def check_fit(
             f"{kv_one / GB:.1f} GB",
             fix,
         )
-    seqs = int(room // kv_one) if kv_one else 0
-    estimated = "" if kv_token else " (KV size estimated: model shape unknown)"
+    seqs = b.sequences
+    estimated = " (KV size estimated: model shape unknown)" if b.kv_estimated else ""
     if seqs < 4:
         return warned(
             "fit",

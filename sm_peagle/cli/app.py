@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gc": ("inventory_cmds", "gc_command"),
     "apply": ("apply_cmds", "apply_command"),
     "diff": ("apply_cmds", "diff_command"),
+    "recommend": ("recommend_cmd", "recommend_command"),
     "drafter": ("drafter_cmds", "drafter_app"),
 }
 
