@@ -165,6 +165,34 @@ class Endpoint:
             return follow_log_events(self.aws, self.name, since=since)
         return iter(fetch_log_events(self.aws, self.name, since=since))
 
+    def runtime(self, *, max_pool_connections: int = 10) -> Any:
+        """The endpoint's RuntimeClient (cached per pool size: size it to concurrency)."""
+        from .runtime.client import RuntimeClient
+
+        cache = self.__dict__.setdefault("_runtimes", {})
+        if max_pool_connections not in cache:
+            cache[max_pool_connections] = RuntimeClient(
+                self.aws, self.name, max_pool_connections=max_pool_connections
+            )
+        return cache[max_pool_connections]
+
+    def invoke(self, messages: Any = None, prompt: Any = None, **params: Any) -> Any:
+        """One whole answer -> runtime.Completion. `messages` (chat; a str is one user
+        message) or `prompt` (completions); params: max_tokens, temperature, system, …"""
+        return self.runtime().invoke(messages, prompt, **params)
+
+    def stream(self, messages: Any = None, prompt: Any = None, **params: Any) -> Any:
+        """A streamed answer -> runtime.StreamResult: iterate StreamChunks, then
+        `.completion()` for text, usage, TTFT, TPOT and tokens per chunk."""
+        return self.runtime().stream(messages, prompt, **params)
+
+    async def ainvoke(self, messages: Any = None, prompt: Any = None, **params: Any) -> Any:
+        return await self.runtime().ainvoke(messages, prompt, **params)
+
+    def astream(self, messages: Any = None, prompt: Any = None, **params: Any) -> Any:
+        """-> runtime.AsyncStreamResult: `async for chunk in ep.astream(...)`."""
+        return self.runtime().astream(messages, prompt, **params)
+
     def __enter__(self) -> Endpoint:
         return self
 

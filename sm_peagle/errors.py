@@ -74,3 +74,57 @@ class NotFound(PeagleError):
 
 class NoCredentials(PeagleError):
     exit_code = 1
+
+
+class PayloadTooLarge(PeagleError):
+    """The request body is over SageMaker's 6 MiB InvokeEndpoint limit. Nothing was sent."""
+
+    exit_code = 2
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(
+            f"request body is {size} bytes, over SageMaker's {limit}-byte limit",
+            remedy="shorten the prompt or history, or send fewer messages",
+        )
+        self.size = size
+        self.limit = limit
+
+
+class ModelInvocationError(PeagleError):
+    """SageMaker's ModelError: the container answered with an error (or not in 60 s)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        original_status_code: int | None = None,
+        original_message: str | None = None,
+        log_stream_arn: str | None = None,
+        remedy: str | None = None,
+    ) -> None:
+        super().__init__(message, remedy=remedy)
+        self.original_status_code = original_status_code
+        self.original_message = original_message
+        self.log_stream_arn = log_stream_arn
+
+
+class ModelStreamError(PeagleError):
+    """The response stream broke after it started (SageMaker's ModelStreamError event,
+    or an error object from vLLM). `code` is SageMaker's ErrorCode, e.g.
+    ModelInvocationTimeExceeded or StreamBroken; `partial_text` is what arrived first."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        partial_text: str = "",
+        remedy: str | None = None,
+    ) -> None:
+        super().__init__(f"{code}: {message}" if code else message, remedy=remedy)
+        self.code = code
+        self.partial_text = partial_text
+
+
+class InternalStreamFailure(ModelStreamError):
+    """SageMaker's InternalStreamFailure event: the service, not the model, broke the stream."""

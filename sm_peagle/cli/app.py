@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "update": ("lifecycle_cmds", "update_command"),
     "delete": ("inventory_cmds", "delete_command"),
     "gc": ("inventory_cmds", "gc_command"),
+    "invoke": ("invoke_cmds", "invoke_command"),
+    "chat": ("invoke_cmds", "chat_command"),
     "apply": ("apply_cmds", "apply_command"),
     "diff": ("apply_cmds", "diff_command"),
     "recommend": ("recommend_cmd", "recommend_command"),

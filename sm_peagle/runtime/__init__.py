@@ -1,0 +1,35 @@
+"""Talk to a deployed endpoint: request bodies, the SageMaker response stream, vLLM's
+server-sent events, typed chunks and honest latency metrics.
+
+Names are imported lazily so importing the package stays cheap (no boto3 until a call).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_LAZY = {
+    "RuntimeClient": "client",
+    "StreamResult": "client",
+    "AsyncStreamResult": "client",
+    "iter_payload_parts": "client",
+    "StreamChunk": "chunks",
+    "Completion": "chunks",
+    "Usage": "chunks",
+    "StreamParser": "chunks",
+    "collect": "chunks",
+    "SSEDecoder": "sse",
+    "build_payload": "payloads",
+    "encode_payload": "payloads",
+    "MAX_PAYLOAD_BYTES": "payloads",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,94 @@
+"""OpenAI-style request bodies for vLLM's SageMaker `/invocations` route.
+
+vLLM's `/invocations` tries a chat completion first and a plain completion second, so
+the same route takes `messages` (chat) or `prompt` (completions). Bodies over
+SageMaker's 6 MiB limit are refused here, before anything is sent, with a typed error:
+SageMaker would otherwise answer with an opaque 413 after the upload.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import PayloadTooLarge, SpecError
+
+__all__ = [
+    "MAX_PAYLOAD_BYTES",
+    "STREAM_OPTIONS",
+    "build_payload",
+    "encode_payload",
+    "normalize_messages",
+    "prepare_payload",
+]
+
+MAX_PAYLOAD_BYTES = 6 * 1024 * 1024  # InvokeEndpoint(WithResponseStream) request limit
+
+# Without these vLLM reports no usage while streaming; with them every chunk carries the
+# cumulative token counts (so multi-token chunks are counted exactly) and a final
+# usage-only chunk with empty `choices` follows the last token.
+STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
+
+
+def normalize_messages(messages: Any, system: str | None = None) -> list[dict[str, Any]]:
+    """A string becomes one user message; `system` is prepended unless one is there."""
+    if isinstance(messages, str):
+        out: list[dict[str, Any]] = [{"role": "user", "content": messages}]
+    elif isinstance(messages, list | tuple):
+        out = [dict(m) for m in messages]
+        for m in out:
+            if "role" not in m or "content" not in m:
+                raise SpecError(f"each message needs 'role' and 'content', got {m!r}")
+    else:
+        raise SpecError(f"messages must be a string or a list of dicts, got {type(messages)}")
+    if system and not (out and out[0].get("role") == "system"):
+        out.insert(0, {"role": "system", "content": system})
+    return out
+
+
+def build_payload(
+    messages: Any = None,
+    prompt: str | list[str] | None = None,
+    *,
+    system: str | None = None,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    stream: bool = False,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A chat body (`messages`) or a completions body (`prompt`); exactly one of them.
+    `extra` passes straight through (top_p, stop, seed, model, …)."""
+    if (messages is None) == (prompt is None):
+        raise SpecError("pass exactly one of messages= (chat) or prompt= (completions)")
+    if messages is not None:
+        body: dict[str, Any] = {"messages": normalize_messages(messages, system)}
+    else:
+        if system:
+            raise SpecError("system= applies to chat messages, not to a raw prompt")
+        body = {"prompt": prompt}
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    if temperature is not None:
+        body["temperature"] = temperature
+    body.update(extra)
+    return prepare_payload(body, stream=stream)
+
+
+def prepare_payload(payload: dict[str, Any], *, stream: bool) -> dict[str, Any]:
+    """Make `stream` match the API being called and, when streaming, ask for usage on
+    every chunk. Caller-given stream_options win over the defaults (a copy is returned)."""
+    body = dict(payload)
+    body["stream"] = stream
+    if stream:
+        body["stream_options"] = {**STREAM_OPTIONS, **(body.get("stream_options") or {})}
+    else:
+        body.pop("stream_options", None)  # vLLM rejects stream_options without stream
+    return body
+
+
+def encode_payload(payload: dict[str, Any], *, limit: int = MAX_PAYLOAD_BYTES) -> bytes:
+    """UTF-8 JSON bytes; PayloadTooLarge (nothing sent) if over SageMaker's limit."""
+    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if len(data) > limit:
+        raise PayloadTooLarge(len(data), limit)
+    return data
