@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("apply_cmds", "apply_command"),
     "diff": ("apply_cmds", "diff_command"),
     "recommend": ("recommend_cmd", "recommend_command"),
+    "export": ("iac_cmds", "export_command"),
+    "iam-policy": ("iac_cmds", "iam_policy_command"),
     "drafter": ("drafter_cmds", "drafter_app"),
 }
 

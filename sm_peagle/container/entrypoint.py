@@ -1,0 +1,262 @@
+"""Container entrypoint: `SM_VLLM_*` environment -> `vllm serve` argv, checked first.
+
+Argument semantics follow the AWS vLLM DLC's SageMaker entrypoint (its configuration
+page: "Each variable is converted to the corresponding vLLM flag ... `true` becomes a
+bare flag ... `false` omits the flag entirely"; the model comes from SM_VLLM_MODEL, else
+a non-empty /opt/ml/model, else HF_MODEL_ID), so a spec deploys the same on this image
+as on the DLC. One deliberate difference: the model is passed positionally, since
+`vllm serve --model` is deprecated in favour of `vllm serve <model>`.
+
+Why check before exec: vLLM parses SM_VLLM_SPECULATIVE_CONFIG into a dataclass that
+forbids unknown keys, and a bad drafter head fails while loading, both *after* SageMaker
+has spent the download and up to an hour of health-check timeout. Here a bad config or
+head ends the container in seconds with one `peagle-entrypoint: FATAL ...` line that
+names the fix, which is what CloudWatch and `peagle logs` then show.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shlex
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+__all__ = [
+    "Fatal",
+    "build_argv",
+    "installed_vllm",
+    "main",
+    "validate_speculative_config",
+]
+
+PREFIX = "SM_VLLM_"
+PORT = "8080"  # SageMaker sends /ping and /invocations to 8080 only
+MODEL_DIR = "/opt/ml/model"
+SPEC_ENV = "SM_VLLM_SPECULATIVE_CONFIG"
+LOG = "peagle-entrypoint:"
+# Consumed by the entrypoint itself rather than turned into flags.
+_RESERVED = frozenset({"SM_VLLM_MODEL", "SM_VLLM_PORT"})
+
+VllmProbe = Callable[[Mapping[str, str]], tuple[set[str] | None, Any]]
+
+
+class Fatal(Exception):
+    """A setting that would make vLLM fail late; `what` and `fix` form the FATAL line."""
+
+    def __init__(self, what: str, fix: str) -> None:
+        super().__init__(what)
+        self.what = what
+        self.fix = fix
+
+
+def _flag_values(raw: str) -> list[str] | None:
+    """The arguments that follow a flag; None drops the flag."""
+    word = raw.strip().lower()
+    if word in ("", "true"):  # empty or true: a bare flag (--enforce-eager)
+        return []
+    if word == "false":
+        return None
+    if raw.lstrip().startswith("["):  # a JSON array: one argument per element
+        try:
+            items = json.loads(raw)
+        except ValueError:
+            items = None
+        if isinstance(items, list):
+            return [x if isinstance(x, str) else json.dumps(x) for x in items]
+    # Anything else, a JSON object included, is one argument, so the speculative config
+    # reaches vLLM byte for byte.
+    return [raw]
+
+
+def build_argv(env: Mapping[str, str], *, model_dir_nonempty: Callable[[], bool]) -> list[str]:
+    """`vllm serve <model> --port 8080 <flags sorted by env name>` for `env`."""
+    model = env.get("SM_VLLM_MODEL", "").strip()
+    if not model and model_dir_nonempty():
+        model = MODEL_DIR
+    if not model:
+        model = env.get("HF_MODEL_ID", "").strip()
+    if not model:
+        raise Fatal(
+            "no model to serve: SM_VLLM_MODEL unset, /opt/ml/model empty, HF_MODEL_ID unset",
+            "give the model a ModelDataSource, or set SM_VLLM_MODEL or HF_MODEL_ID",
+        )
+    argv = ["vllm", "serve", model, "--port", PORT]
+    for key in sorted(env):  # sorted: the same env always gives the same command line
+        if not key.startswith(PREFIX) or key == PREFIX or key in _RESERVED:
+            continue
+        values = _flag_values(env[key])
+        if values is not None:
+            argv += ["--" + key[len(PREFIX) :].lower().replace("_", "-"), *values]
+    return argv
+
+
+def installed_vllm(env: Mapping[str, str]) -> tuple[set[str] | None, Any]:
+    """(SpeculativeConfig init fields, vLLM version) of the vLLM in this image.
+
+    Fields come from the installed dataclass itself, so the key check is exact for any
+    version; without vLLM (tests, a broken image) the version comes from
+    PEAGLE_VLLM_VERSION and the key check falls back to peagle's per-version table.
+    """
+    from ..vllm_versions import VllmVersion
+
+    fields: set[str] | None = None
+    text = env.get("PEAGLE_VLLM_VERSION")
+    try:
+        import vllm  # heavy (imports torch), but `vllm serve` is about to pay it anyway
+
+        text = getattr(vllm, "__version__", None) or text
+        from vllm.config import SpeculativeConfig
+
+        fields = {f.name for f in dataclasses.fields(SpeculativeConfig) if f.init}
+    except Exception:  # not installed, or moved: fall back to the table
+        pass
+    try:
+        version = VllmVersion(text) if text else None
+    except ValueError:
+        version = None
+    return fields, version
+
+
+def validate_speculative_config(
+    raw: str, vllm_fields: set[str] | None, *, version: Any = None
+) -> list[str]:
+    """Raise Fatal for a config the installed vLLM would reject; return warnings."""
+    from ..vllm_versions import MAX_K, PARALLEL_DRAFTING_MIN, speculative_keys
+
+    warnings: list[str] = []
+    try:
+        cfg = json.loads(raw)
+    except ValueError as e:
+        raise Fatal(f"{SPEC_ENV} is not valid JSON ({e.msg})", "set it to a JSON object") from None
+    if not isinstance(cfg, dict):
+        raise Fatal(f"{SPEC_ENV} is not a JSON object", 'set it to {"method": "eagle3", ...}')
+    method = cfg.get("method")
+    if not method:
+        raise Fatal(
+            f'{SPEC_ENV} has no "method"',
+            'add "method": "eagle3" (P-EAGLE and EAGLE-3 heads both use it)',
+        )
+    parallel = cfg.get("parallel_drafting") is True
+    if parallel and version is not None and version < PARALLEL_DRAFTING_MIN:
+        raise Fatal(
+            f"parallel_drafting needs vLLM >= {PARALLEL_DRAFTING_MIN}; this image runs "
+            f"vLLM {version}",
+            "use an image with vLLM >= 0.16.0, or remove parallel_drafting (EAGLE-3)",
+        )
+    if parallel and version is None:
+        warnings.append("vLLM version unknown: parallel_drafting support not verified")
+    if parallel and cfg.get("disable_padded_drafter_batch"):
+        raise Fatal(
+            "disable_padded_drafter_batch is true, but parallel drafting needs padded batches",
+            "remove disable_padded_drafter_batch (or set it false)",
+        )
+    if vllm_fields is not None:
+        allowed, source = set(vllm_fields), "the installed vLLM's SpeculativeConfig"
+    elif version is not None:
+        allowed, source = set(speculative_keys(version)), f"vLLM {version}"
+    else:
+        allowed, source = None, ""
+        warnings.append("vLLM version unknown: speculative config keys not checked")
+    unknown = sorted(set(cfg) - allowed) if allowed is not None else []
+    if unknown:
+        raise Fatal(
+            f"{SPEC_ENV} key(s) {', '.join(unknown)} unknown to {source}",
+            "remove them; vLLM rejects unknown keys after loading the model",
+        )
+    k = cfg.get("num_speculative_tokens")
+    if k is None:
+        warnings.append("num_speculative_tokens not set: vLLM takes it from the head, if any")
+    elif isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise Fatal(
+            f"num_speculative_tokens={k!r} is not a whole number in 1..{MAX_K}",
+            f"set K between 1 and {MAX_K} (vLLM's rejection-sampler limit)",
+        )
+    model = cfg.get("model")
+    if isinstance(model, str) and model.startswith("/") and not Path(model).exists():
+        raise Fatal(
+            f"speculative model {model} does not exist in the container",
+            "match the path to the AdditionalModelDataSources channel "
+            "(/opt/ml/additional-model-data-sources/<channel>)",
+        )
+    if isinstance(model, str) and method == "eagle3" and Path(model).is_dir():
+        mode = "p-eagle" if parallel else "eagle3"
+        warnings += _check_head(model, mode, k if isinstance(k, int) else None, version)
+    return warnings
+
+
+def _check_head(path: str, mode: str, k: int | None, version: Any) -> list[str]:
+    """peagle's drafter checks (config, weights, architecture, mask token, shapes, K).
+    The target model is unknown in here, so target-dependent rules only warn."""
+    from ..drafter import check_drafter, inspect_drafter
+    from ..errors import SpecError
+    from ..vllm_versions import NEWEST_CHECKED
+
+    try:
+        inspection = inspect_drafter(path)
+    except SpecError as e:
+        raise Fatal(
+            f"drafter {path}: {e.message}", e.remedy or "check the drafter channel"
+        ) from None
+    checks = check_drafter(inspection, vllm_version=version or NEWEST_CHECKED, mode=mode, k=k)
+    for c in checks:
+        if c.status == "fail":
+            raise Fatal(
+                f"drafter {path}: {c.name}: {c.message}",
+                c.fix or "run `peagle drafter check` on the head",
+            )
+    return [f"drafter {c.name}: {c.message}" for c in checks if c.status == "warn"]
+
+
+def _nonempty(path: str) -> bool:
+    p = Path(path)
+    return p.is_dir() and any(p.iterdir())
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    exec_fn: Callable[[str, list[str]], Any] | None = None,
+    model_dir: str = MODEL_DIR,
+    vllm_probe: VllmProbe | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Check, log and exec `vllm serve`. Returns 2 (never execs) on a FATAL setting;
+    tests inject `exec_fn` so nothing is exec'd."""
+    env = os.environ if env is None else env
+    out = err or sys.stderr
+    extra = list(sys.argv[1:] if argv is None else argv)
+    if extra[:1] == ["serve"]:  # SageMaker starts hosting containers as `<image> serve`
+        extra = extra[1:]
+    try:
+        port = env.get("SM_VLLM_PORT", PORT).strip()
+        if port != PORT:
+            raise Fatal(
+                f"SM_VLLM_PORT={port}, but SageMaker only sends traffic to port {PORT}",
+                "remove SM_VLLM_PORT",
+            )
+        command = build_argv(env, model_dir_nonempty=lambda: _nonempty(model_dir)) + extra
+        if SPEC_ENV in env:
+            fields, version = (vllm_probe or installed_vllm)(env)
+            for warning in validate_speculative_config(env[SPEC_ENV], fields, version=version):
+                print(f"{LOG} warning: {warning}", file=out)
+    except Fatal as e:
+        print(f"{LOG} FATAL {e.what} (fix: {e.fix})", file=out, flush=True)
+        return 2
+    print(f"{LOG} exec {shlex.join(command)}", file=out, flush=True)
+    try:
+        (exec_fn or os.execvp)("vllm", command)
+    except OSError as e:  # no `vllm` on PATH: an image problem, still one clear line
+        print(
+            f"{LOG} FATAL cannot exec vllm: {e.strerror} (fix: build FROM a vLLM image)", file=out
+        )
+        return 2
+    return 0  # reached only with an injected exec_fn
+
+
+if __name__ == "__main__":
+    sys.exit(main())

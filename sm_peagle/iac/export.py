@@ -1,0 +1,316 @@
+"""`peagle export`: the plan's three SageMaker requests as Terraform JSON, a CloudFormation
+template, or the raw plan.
+
+Every value comes from the plan (the same dicts `deploy` sends), translated key by key
+through the tables below. A plan key a table does not know is an error, not a silently
+dropped setting: an export that deploys something other than what `peagle plan` showed
+would be worse than no export.
+
+Terraform argument names are those of the hashicorp/aws provider docs
+(website/docs/r/sagemaker_model.html.markdown, sagemaker_endpoint_configuration and
+sagemaker_endpoint, registry.terraform.io/providers/hashicorp/aws/latest/docs/resources/…).
+`primary_container.additional_model_data_source` was added in provider 6.22.0 (CHANGELOG
+"6.22.0 (November 20, 2025)", PR hashicorp/terraform-provider-aws#44407), hence the
+version floor; per-resource `region` exists since 6.0.
+
+CloudFormation names are those of the AWS::SageMaker::* resource schemas (checked against
+the schemas cfn-lint ships, see tests/unit/test_templates.py). AWS::SageMaker::Model's
+ContainerDefinition has no AdditionalModelDataSources, so a deployment with a drafter
+channel cannot be expressed in CloudFormation at all; we refuse instead of dropping it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..errors import SpecError
+
+__all__ = [
+    "FORMATS",
+    "TF_PROVIDER_MIN",
+    "CFN_TABLES",
+    "export_document",
+    "export_text",
+    "tf_resource_id",
+    "to_cloudformation",
+    "to_terraform",
+]
+
+FORMATS = ("terraform", "cloudformation", "json")
+# First hashicorp/aws release with primary_container.additional_model_data_source.
+TF_PROVIDER_MIN = "6.22.0"
+
+# A table maps a plan key to (output key, kind). kind: None = copy the value as is,
+# "map" = copy a str->str mapping, "tags" = [{Key, Value}] list (a map in Terraform),
+# a dict = a nested block translated by that table, ("list", dict) = a list of blocks.
+Table = dict[str, tuple[str, Any]]
+
+
+def _same(*names: str, **nested: Any) -> Table:
+    """A CloudFormation table: CloudFormation spells properties like the API."""
+    table: Table = {n: (n, None) for n in names}
+    table.update({n: (n, kind) for n, kind in nested.items()})
+    return table
+
+
+# --- Terraform (hashicorp/aws >= 6.22.0) -------------------------------------------------
+_TF_S3: Table = {
+    "S3Uri": ("s3_uri", None),
+    "S3DataType": ("s3_data_type", None),
+    "CompressionType": ("compression_type", None),
+    "ModelAccessConfig": ("model_access_config", {"AcceptEula": ("accept_eula", None)}),
+}
+_TF_CONTAINER: Table = {
+    "Image": ("image", None),
+    "Environment": ("environment", "map"),
+    "ModelDataSource": ("model_data_source", {"S3DataSource": ("s3_data_source", _TF_S3)}),
+    "AdditionalModelDataSources": (
+        "additional_model_data_source",
+        (
+            "list",
+            {"ChannelName": ("channel_name", None), "S3DataSource": ("s3_data_source", _TF_S3)},
+        ),
+    ),
+}
+_TF_MODEL: Table = {
+    "ModelName": ("name", None),
+    "ExecutionRoleArn": ("execution_role_arn", None),
+    "PrimaryContainer": ("primary_container", _TF_CONTAINER),
+    "EnableNetworkIsolation": ("enable_network_isolation", None),
+    "VpcConfig": (
+        "vpc_config",
+        {"Subnets": ("subnets", None), "SecurityGroupIds": ("security_group_ids", None)},
+    ),
+    "Tags": ("tags", "tags"),
+}
+_TF_VARIANT: Table = {
+    "VariantName": ("variant_name", None),
+    "ModelName": ("model_name", None),
+    "InstanceType": ("instance_type", None),
+    "InitialInstanceCount": ("initial_instance_count", None),
+    "ContainerStartupHealthCheckTimeoutInSeconds": (
+        "container_startup_health_check_timeout_in_seconds",
+        None,
+    ),
+    "ModelDataDownloadTimeoutInSeconds": ("model_data_download_timeout_in_seconds", None),
+    "VolumeSizeInGB": ("volume_size_in_gb", None),
+    "InferenceAmiVersion": ("inference_ami_version", None),
+    "RoutingConfig": ("routing_config", {"RoutingStrategy": ("routing_strategy", None)}),
+}
+_TF_CONFIG: Table = {
+    "EndpointConfigName": ("name", None),
+    "ProductionVariants": ("production_variants", ("list", _TF_VARIANT)),
+    "KmsKeyId": ("kms_key_arn", None),
+    "Tags": ("tags", "tags"),
+}
+_TF_ENDPOINT: Table = {
+    "EndpointName": ("name", None),
+    "EndpointConfigName": ("endpoint_config_name", None),
+    "Tags": ("tags", "tags"),
+}
+
+# --- CloudFormation (only properties the AWS::SageMaker::* schemas define) ---------------
+_CFN_S3 = _same("S3Uri", "S3DataType", "CompressionType", ModelAccessConfig=_same("AcceptEula"))
+_CFN_CONTAINER = _same("Image", Environment="map", ModelDataSource=_same(S3DataSource=_CFN_S3))
+_CFN_MODEL = _same(
+    "ModelName",
+    "ExecutionRoleArn",
+    "EnableNetworkIsolation",
+    "Tags",
+    PrimaryContainer=_CFN_CONTAINER,
+    VpcConfig=_same("Subnets", "SecurityGroupIds"),
+)
+_CFN_VARIANT = _same(
+    "VariantName",
+    "ModelName",
+    "InstanceType",
+    "InitialInstanceCount",
+    "ContainerStartupHealthCheckTimeoutInSeconds",
+    "ModelDataDownloadTimeoutInSeconds",
+    "VolumeSizeInGB",
+    "InferenceAmiVersion",
+    RoutingConfig=_same("RoutingStrategy"),
+)
+_CFN_CONFIG = _same(
+    "EndpointConfigName", "KmsKeyId", "Tags", ProductionVariants=("list", _CFN_VARIANT)
+)
+_CFN_ENDPOINT = _same("EndpointName", "EndpointConfigName", "Tags")
+# Schema definition name -> the table that must stay within it (the tests check each one
+# against the installed cfn-lint's schemas).
+CFN_TABLES: dict[tuple[str, str | None], Table] = {
+    ("AWS::SageMaker::Model", None): _CFN_MODEL,
+    ("AWS::SageMaker::Model", "ContainerDefinition"): _CFN_CONTAINER,
+    ("AWS::SageMaker::Model", "S3DataSource"): _CFN_S3,
+    ("AWS::SageMaker::EndpointConfig", None): _CFN_CONFIG,
+    ("AWS::SageMaker::EndpointConfig", "ProductionVariant"): _CFN_VARIANT,
+    ("AWS::SageMaker::Endpoint", None): _CFN_ENDPOINT,
+}
+
+
+def _tf_literal(value: Any) -> Any:
+    """Terraform JSON reads every string as a template: escape `${` and `%{` so a value
+    such as an environment variable holding "${HOME}" arrives literally."""
+    if isinstance(value, str):
+        return value.replace("${", "$${").replace("%{", "%%{")
+    return value
+
+
+def _same_value(value: Any) -> Any:
+    return value
+
+
+def _translate(value: dict[str, Any], table: Table, path: str, target: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key not in table:
+            raise SpecError(
+                f"{target} export: the plan sets {path}.{key}, which {target} cannot express",
+                remedy="use `peagle apply`, or `--format json` for the raw requests",
+            )
+        name, kind = table[key]
+        lit = _tf_literal if target == "Terraform" else _same_value
+        if kind is None:
+            out[name] = lit(item)
+        elif kind == "map":
+            out[name] = {k: lit(v) for k, v in item.items()}
+        elif kind == "tags":
+            # Terraform takes tags as a map; CloudFormation keeps the API's list.
+            out[name] = (
+                {t["Key"]: lit(t["Value"]) for t in item}
+                if target == "Terraform"
+                else [dict(t) for t in item]
+            )
+        elif isinstance(kind, tuple):
+            out[name] = [
+                _translate(v, kind[1], f"{path}.{key}[{i}]", target) for i, v in enumerate(item)
+            ]
+        else:
+            out[name] = _translate(item, kind, f"{path}.{key}", target)
+    return out
+
+
+def tf_resource_id(plan: Any) -> str:
+    """Terraform resource name for this deployment: the endpoint name as an identifier."""
+    ident = re.sub(r"[^A-Za-z0-9_]", "_", plan.names["endpoint"])
+    return ident if re.match(r"[A-Za-z_]", ident) else f"peagle_{ident}"
+
+
+def to_terraform(plan: Any) -> dict[str, Any]:
+    """Terraform JSON (`*.tf.json`): model, endpoint configuration and endpoint."""
+    rid = tf_resource_id(plan)
+    model = _translate(plan.create_model, _TF_MODEL, "CreateModel", "Terraform")
+    config = _translate(
+        plan.create_endpoint_config, _TF_CONFIG, "CreateEndpointConfig", "Terraform"
+    )
+    endpoint = _translate(plan.create_endpoint, _TF_ENDPOINT, "CreateEndpoint", "Terraform")
+    kms = config.get("kms_key_arn")
+    if kms is not None and not kms.startswith("arn:"):
+        raise SpecError(
+            f"Terraform export: kms_key_arn takes a key ARN, network.kms_key_id is {kms!r}",
+            remedy="give network.kms_key_id as arn:aws:kms:<region>:<account>:key/<id>",
+        )
+    # Interpolations instead of literal names, so Terraform orders create/destroy along
+    # model -> config -> endpoint; each resolves to exactly the plan's name.
+    for variant in config["production_variants"]:
+        assert variant["model_name"] == model["name"]
+        variant["model_name"] = f"${{aws_sagemaker_model.{rid}.name}}"
+    assert endpoint["endpoint_config_name"] == config["name"]
+    endpoint["endpoint_config_name"] = f"${{aws_sagemaker_endpoint_configuration.{rid}.name}}"
+    for resource in (model, config, endpoint):
+        resource["region"] = plan.region  # per-resource region: provider >= 6.0
+    return {
+        "//": _provenance(plan),
+        "terraform": {
+            "required_providers": {
+                "aws": {"source": "hashicorp/aws", "version": f">= {TF_PROVIDER_MIN}"}
+            }
+        },
+        "resource": {
+            "aws_sagemaker_model": {rid: model},
+            "aws_sagemaker_endpoint_configuration": {rid: config},
+            "aws_sagemaker_endpoint": {rid: endpoint},
+        },
+    }
+
+
+def to_cloudformation(plan: Any) -> dict[str, Any]:
+    """A CloudFormation template; refuses deployments with a drafter channel."""
+    extra = plan.create_model["PrimaryContainer"].get("AdditionalModelDataSources", [])
+    if extra:
+        src = extra[0]
+        raise SpecError(
+            "CloudFormation cannot express this deployment: AWS::SageMaker::Model has no "
+            f"AdditionalModelDataSources property, so drafter channel {src['ChannelName']!r} "
+            f"({src['S3DataSource']['S3Uri']}) cannot be mounted",
+            remedy="use `peagle export --format terraform` or `peagle apply -f <spec>`",
+        )
+    model = _translate(plan.create_model, _CFN_MODEL, "CreateModel", "CloudFormation")
+    config = _translate(
+        plan.create_endpoint_config, _CFN_CONFIG, "CreateEndpointConfig", "CloudFormation"
+    )
+    endpoint = _translate(plan.create_endpoint, _CFN_ENDPOINT, "CreateEndpoint", "CloudFormation")
+    # Literal names (exactly the plan's) + DependsOn for ordering: Ref on these types
+    # returns the ARN, not the name.
+    return {
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "Description": _provenance(plan) + f" Deploy in {plan.region}: the image is regional.",
+        "Resources": {
+            "PeagleModel": {"Type": "AWS::SageMaker::Model", "Properties": model},
+            "PeagleEndpointConfig": {
+                "Type": "AWS::SageMaker::EndpointConfig",
+                "DependsOn": "PeagleModel",
+                "Properties": config,
+            },
+            "PeagleEndpoint": {
+                "Type": "AWS::SageMaker::Endpoint",
+                "DependsOn": "PeagleEndpointConfig",
+                "Properties": endpoint,
+            },
+        },
+        "Outputs": {
+            "EndpointName": {"Value": {"Fn::GetAtt": ["PeagleEndpoint", "EndpointName"]}},
+        },
+    }
+
+
+def _provenance(plan: Any) -> str:
+    from ..version import __version__
+
+    return (
+        f"Generated by peagle {__version__} from a {plan.spec.speculative.mode.value} spec "
+        f"(sha256 {plan.spec_sha256[:16]}); re-export rather than edit."
+    )
+
+
+def _refuse_unexported(plan: Any, target: str) -> None:
+    """Parts of a plan that live outside the three requests: exporting without them
+    would deploy something other than the plan, so say so instead."""
+    parts = []
+    if getattr(plan, "pool_models", None):
+        parts.append("capacity fallback pools (endpoint.fallback_instance_types)")
+    if getattr(plan, "autoscaling", None):
+        parts.append("autoscaling")
+    if parts:
+        raise SpecError(
+            f"{target} export does not cover {' or '.join(parts)} yet",
+            remedy="deploy with `peagle apply -f <spec>`, or `--format json` for the requests",
+        )
+
+
+def export_document(plan: Any, fmt: str) -> dict[str, Any]:
+    if fmt == "terraform":
+        _refuse_unexported(plan, "Terraform")
+        return to_terraform(plan)
+    if fmt == "cloudformation":
+        _refuse_unexported(plan, "CloudFormation")
+        return to_cloudformation(plan)
+    if fmt == "json":
+        return plan.to_dict()
+    raise SpecError(f"--format: unknown format {fmt!r}", remedy=f"use one of {', '.join(FORMATS)}")
+
+
+def export_text(plan: Any, fmt: str) -> str:
+    """The exported document as written to a file: stable 2-space JSON, trailing newline."""
+    return json.dumps(export_document(plan, fmt), indent=2) + "\n"

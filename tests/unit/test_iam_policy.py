@@ -1,0 +1,219 @@
+"""`peagle iam-policy`: the execution-role policy grants exactly what the plan needs.
+
+The assertions are written from the plan's requests, not from the policy builder: the S3
+objects are the plan's prefixes, the ECR repository is the plan's image, and "*" appears
+only for the actions AWS cannot scope (a fixed, asserted set).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sm_peagle.endpoint import plan_for
+from sm_peagle.iac.iam import PLACEHOLDER_ACCOUNT, WILDCARD_ACTIONS, execution_role_policy
+from tests.plan_helpers import make_offline, run_cli
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "specs" / "gpt-oss-20b-p-eagle.yaml"
+ACCOUNT = "111122223333"
+KMS = f"arn:aws:kms:eu-west-1:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+VPC_SPEC: dict[str, Any] = {
+    "model": "qwen3-coder-30b-a3b-instruct",
+    "region": "eu-west-1",
+    "role": f"arn:aws:iam::{ACCOUNT}:role/peagle-exec",
+    "model_data": "s3://acme-models/qwen/model.tar.gz",
+    "speculative": {"mode": "p-eagle"},
+    "drafter": {"source": "s3://acme-heads/qwen/p-eagle/"},
+    "network": {
+        "subnets": ["subnet-0123abcd4567ef890", "subnet-0fedcba987654321f"],
+        "security_group_ids": ["sg-0123abcd4567ef890"],
+        "kms_key_id": KMS,
+    },
+}
+BASE_WILDCARDS = {"ecr:GetAuthorizationToken", "cloudwatch:PutMetricData"}
+VPC_WILDCARDS = {
+    "ec2:DescribeDhcpOptions",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSecurityGroups",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeVpcs",
+}
+# The only wildcards allowed inside an ARN: an object prefix the plan names, the log
+# group's own ":*" form, ENIs SageMaker creates (ids unknown in advance).
+_ARN_WILDCARD_OK = (
+    re.compile(r"^arn:aws:s3:::[a-z0-9.\-]+/[^*]*\*$"),
+    re.compile(r"^arn:aws:logs:[a-z0-9-]+:\d{12}:log-group:/aws/sagemaker/Endpoints/[\w-]+:\*$"),
+    re.compile(r"^arn:aws:ec2:[a-z0-9-]+:\d{12}:network-interface/\*$"),
+)
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    make_offline(monkeypatch, tmp_path)
+
+
+def _statements(policy: dict[str, Any]) -> list[dict[str, Any]]:
+    assert policy["Version"] == "2012-10-17"
+    return policy["Statement"]
+
+
+def _resources(s: dict[str, Any]) -> list[str]:
+    return [s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"]
+
+
+def _by_action(policy: dict[str, Any], action: str) -> list[dict[str, Any]]:
+    return [s for s in _statements(policy) if action in s["Action"]]
+
+
+def _plan_s3(p: Any) -> list[tuple[str, str, str]]:
+    """(bucket, key, type) of every S3 source in the plan's CreateModel."""
+    container = p.create_model["PrimaryContainer"]
+    srcs = [container["ModelDataSource"]] + container.get("AdditionalModelDataSources", [])
+    out = []
+    for src in srcs:
+        bucket, _, key = src["S3DataSource"]["S3Uri"][len("s3://") :].partition("/")
+        out.append((bucket, key, src["S3DataSource"]["S3DataType"]))
+    return out
+
+
+def assert_least_privilege(policy: dict[str, Any], p: Any, wildcards: set[str]) -> None:
+    star_actions: set[str] = set()
+    for s in _statements(policy):
+        assert s["Effect"] == "Allow" and "NotAction" not in s and "NotResource" not in s
+        for action in s["Action"]:
+            service, _, name = action.partition(":")
+            assert service and name and "*" not in action, action  # no s3:*, no "*"
+        for r in _resources(s):
+            if r == "*":
+                star_actions |= set(s["Action"])
+                continue
+            assert r.startswith("arn:aws:"), r
+            if "*" in r:
+                assert any(rx.match(r) for rx in _ARN_WILDCARD_OK), r
+    assert star_actions == wildcards
+    assert star_actions <= WILDCARD_ACTIONS
+
+    # S3: GetObject on exactly the plan's prefixes (prefix*) and objects (exact key).
+    expected = {
+        f"arn:aws:s3:::{b}/{k}*" if t == "S3Prefix" else f"arn:aws:s3:::{b}/{k}"
+        for b, k, t in _plan_s3(p)
+    }
+    [get] = _by_action(policy, "s3:GetObject")
+    assert set(get["Action"]) == {"s3:GetObject"} and set(_resources(get)) == expected
+    listed: dict[str, set[str]] = {}
+    for s in _by_action(policy, "s3:ListBucket"):
+        assert s["Action"] == ["s3:ListBucket"]
+        [bucket_arn] = _resources(s)
+        listed[bucket_arn] = set(s["Condition"]["StringLike"]["s3:prefix"])
+    want: dict[str, set[str]] = {}
+    for b, k, t in _plan_s3(p):
+        if t == "S3Prefix":
+            want.setdefault(f"arn:aws:s3:::{b}", set()).add(k + "*")
+    assert listed == want
+
+    # ECR: the image's repository, nothing else.
+    m = re.match(r"^(\d{12})\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com/([^:@]+)", p.image)
+    assert m
+    [pull] = _by_action(policy, "ecr:BatchGetImage")
+    assert _resources(pull) == [f"arn:aws:ecr:{m[2]}:{m[1]}:repository/{m[3]}"]
+    assert set(pull["Action"]) == {
+        "ecr:BatchGetImage",
+        "ecr:GetDownloadUrlForLayer",
+        "ecr:BatchCheckLayerAvailability",
+    }
+
+    [metrics] = _by_action(policy, "cloudwatch:PutMetricData")
+    assert metrics["Condition"] == {
+        "StringEquals": {"cloudwatch:namespace": "/aws/sagemaker/Endpoints"}
+    }
+
+
+def test_template_policy_is_least_privilege() -> None:
+    p = plan_for(TEMPLATE)
+    result = execution_role_policy(p)
+    assert_least_privilege(result.policy, p, BASE_WILDCARDS)
+    actions = {a for s in _statements(result.policy) for a in s["Action"]}
+    assert not any(a.startswith(("kms:", "ec2:")) for a in actions)  # no key, no VPC
+    [logs] = _by_action(result.policy, "logs:PutLogEvents")
+    assert set(logs["Action"]) == {
+        "logs:CreateLogGroup",
+        "logs:CreateLogStream",
+        "logs:DescribeLogStreams",
+        "logs:PutLogEvents",
+    }
+    assert _resources(logs) == [
+        f"arn:aws:logs:us-east-1:{PLACEHOLDER_ACCOUNT}:log-group:/aws/sagemaker/Endpoints/"
+        f"{p.names['endpoint']}:*"
+    ]
+    assert result.account == PLACEHOLDER_ACCOUNT
+    assert any("placeholder account" in w for w in result.warnings)
+
+
+def test_vpc_and_kms_add_only_their_statements() -> None:
+    p = plan_for(VPC_SPEC)
+    result = execution_role_policy(p)
+    assert result.account == ACCOUNT and result.warnings == []
+    assert_least_privilege(result.policy, p, BASE_WILDCARDS | VPC_WILDCARDS)
+    [kms] = _by_action(result.policy, "kms:Decrypt")
+    assert kms["Action"] == ["kms:Decrypt"] and _resources(kms) == [KMS]
+    [create] = _by_action(result.policy, "ec2:CreateNetworkInterface")
+    ec2 = f"arn:aws:ec2:eu-west-1:{ACCOUNT}"
+    assert set(_resources(create)) == {
+        f"{ec2}:subnet/subnet-0123abcd4567ef890",
+        f"{ec2}:subnet/subnet-0fedcba987654321f",
+        f"{ec2}:security-group/sg-0123abcd4567ef890",
+        f"{ec2}:network-interface/*",
+    }
+    # model.tar.gz is one object: exact key, and no ListBucket on its bucket.
+    [get] = _by_action(result.policy, "s3:GetObject")
+    assert "arn:aws:s3:::acme-models/qwen/model.tar.gz" in _resources(get)
+    assert all(
+        "acme-models" not in _resources(s)[0] for s in _by_action(result.policy, "s3:ListBucket")
+    )
+
+
+def test_kms_key_id_becomes_a_key_arn() -> None:
+    spec = json.loads(json.dumps(VPC_SPEC))
+    spec["network"]["kms_key_id"] = "1234abcd-12ab-34cd-56ef-1234567890ab"
+    [kms] = _by_action(execution_role_policy(plan_for(spec)).policy, "kms:Decrypt")
+    assert _resources(kms) == [
+        f"arn:aws:kms:eu-west-1:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    ]
+
+
+def test_trust_policy_is_sagemaker_for_this_account() -> None:
+    trust = execution_role_policy(plan_for(VPC_SPEC)).trust_policy
+    [s] = trust["Statement"]
+    assert s["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+    assert s["Action"] == "sts:AssumeRole" and s["Effect"] == "Allow"
+    assert s["Condition"] == {"StringEquals": {"aws:SourceAccount": ACCOUNT}}
+
+
+def test_account_override_wins_with_a_warning() -> None:
+    result = execution_role_policy(plan_for(VPC_SPEC), account="444455556666")
+    assert result.account == "444455556666"
+    assert any("differs" in w for w in result.warnings)
+    assert result.trust_policy["Statement"][0]["Condition"]["StringEquals"] == {
+        "aws:SourceAccount": "444455556666"
+    }
+
+
+def test_cli_json_and_human(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "iam-policy", "-f", str(TEMPLATE), "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert set(doc) == {"policy", "trust_policy"}
+    assert doc["policy"] == execution_role_policy(plan_for(TEMPLATE)).policy
+    assert "placeholder account" in err
+
+    code, out, _ = run_cli(capsys, "iam-policy", "-f", str(TEMPLATE), "--account", ACCOUNT)
+    assert code == 0
+    assert out.count('"Version": "2012-10-17"') == 2  # both documents, pretty-printed
+    assert '"sagemaker.amazonaws.com"' in out and f'"{ACCOUNT}"' in out
+
+    code, _, err = run_cli(capsys, "iam-policy", "-f", str(TEMPLATE), "--account", "12")
+    assert code == 2 and "--account" in err
