@@ -7,7 +7,6 @@ spec, when one is passed) it returns the same requests. `peagle plan`, `deploy
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,18 +20,23 @@ from .catalog.models import ModelEntry, find_model
 from .checks import Check, any_failed, failed, passed, warned
 from .errors import CheckFailed, SpecError
 from .plan_scaling import add_fallback_pools, autoscaling_requests
+from .plan_sources import (
+    DEFAULT_VLLM,
+    env_number,
+    local_drafter_prefix,
+    model_data_source,
+    resolve_image,
+    whole_number,
+)
 from .specs import DeploymentSpec, Mode
 from .speculative import build_speculative_config, to_env_value
 from .version import __version__
-from .vllm_versions import NEWEST_CHECKED, VllmVersion, cuda_for_version, parse_image_tag
+from .vllm_versions import NEWEST_CHECKED, parse_image_tag
 
 __all__ = ["Plan", "plan", "PLACEHOLDER_ROLE", "DEFAULT_REGION", "DEFAULT_VLLM"]
 
 PLACEHOLDER_ROLE = "arn:aws:iam::000000000000:role/peagle-placeholder-execution-role"
 DEFAULT_REGION = "us-east-1"
-# JumpStart's own P-EAGLE config pins this version (GPT-OSS-20B, lmi-optimized).
-DEFAULT_VLLM = "0.18.0"
-DLC_ACCOUNT = "763104351884"
 SPEC_ENV = "SM_VLLM_SPECULATIVE_CONFIG"
 
 
@@ -130,153 +134,6 @@ def default_names(spec: DeploymentSpec, alias: str, sha: str) -> dict[str, str]:
     }
 
 
-def _whole_number(value: Any, field_: str) -> int:
-    """An engine arg that must be an integer: 8 or "8", never 2.5, true or "abc"."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    raise SpecError(f"{field_}: {value!r} is not a whole number")
-
-
-def _env_number(spec: DeploymentSpec, env: dict[str, str], key: str, kind: type) -> Any:
-    """A numeric SM_VLLM_* setting as the container will read it: an int >= 1, or a float
-    in (0, 1]. Bad values raise SpecError naming where the user set them."""
-    field_ = f"container.env.{key}"
-    if key not in spec.container.env:
-        for arg in spec.container.engine_args:
-            if "SM_VLLM_" + arg.upper().replace("-", "_") == key:
-                field_ = f"container.engine_args.{arg}"
-    try:
-        value = kind(env[key].strip())
-    except ValueError:
-        value = None
-    if kind is int and (value is None or value < 1):
-        raise SpecError(f"{field_}: {env[key]!r} is not a positive whole number")
-    if kind is float and (value is None or not 0 < value <= 1):
-        raise SpecError(f"{field_}: {env[key]!r} is not a fraction between 0 and 1")
-    return value
-
-
-def _local_drafter_prefix(src: str, bucket: str) -> tuple[str, Check]:
-    """Content-addressed S3 prefix for a local head: names and sizes only (no hashing of
-    gigabytes here; `peagle drafter push` checksums every file)."""
-    root = Path(src).expanduser()
-    if not root.is_dir():
-        return "", failed(
-            "drafter.source",
-            f"local drafter directory {src!r} does not exist",
-            "pass an existing directory or an s3:// prefix",
-        )
-    digest = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and not p.name.startswith("."):
-            digest.update(f"{p.relative_to(root).as_posix()}\0{p.stat().st_size}\n".encode())
-    uri = f"s3://{bucket}/peagle/drafters/{digest.hexdigest()[:16]}/"
-    return uri, passed("drafter.source", f"{src} will be pushed to {uri} at deploy")
-
-
-def _resolve_image(
-    spec: DeploymentSpec, region: str, js: JumpStartResolution | None, checks: list[Check]
-) -> tuple[str, VllmVersion]:
-    field_ = "container.vllm_version"
-    explicit = VllmVersion(spec.container.vllm_version) if spec.container.vllm_version else None
-    if spec.container.image:
-        image = spec.container.image
-        parsed, _ = parse_image_tag(image)
-        if explicit and parsed and explicit != parsed:
-            raise SpecError(
-                f"{field_}: --vllm-version {explicit} contradicts image tag "
-                f"{image.rsplit(':', 1)[1]} (vLLM {parsed})"
-            )
-        version = explicit or parsed
-        if version is None:
-            raise SpecError(
-                f"{field_}: cannot tell which vLLM image {image} runs", remedy="pass --vllm-version"
-            )
-        checks.append(passed(field_, f"vLLM {version} ({'given' if explicit else 'image tag'})"))
-        return image, version
-    if explicit or not js:
-        version = explicit or VllmVersion(DEFAULT_VLLM)
-        dlc = cuda_for_version(version)
-        if dlc is None:
-            raise SpecError(
-                f"{field_}: no AWS vLLM DLC is known for vLLM {version}",
-                remedy="pass --image with your own image",
-            )
-        account = DLC_ACCOUNT
-        if js:  # JumpStart knows the DLC account of regions outside the common one
-            account = js.image_uri.split(".", 1)[0]
-        suffix = ".cn" if region.startswith("cn-") else ""
-        image = (
-            f"{account}.dkr.ecr.{region}.amazonaws.com{suffix}/vllm:{version}-gpu-py312-"
-            f"{dlc[0]}-{dlc[1]}-sagemaker"
-        )
-        how = "given" if explicit else "peagle default (JumpStart's pinned version)"
-        checks.append(passed(field_, f"vLLM {version} ({how}) -> AWS DLC"))
-        return image, version
-    parsed, _ = parse_image_tag(js.image_uri)
-    version = VllmVersion(js.vllm_version) if js.vllm_version else parsed
-    if version is None:
-        raise SpecError(
-            f"{field_}: JumpStart image {js.image_uri} is not a vLLM image",
-            remedy="pass --image and --vllm-version",
-        )
-    checks.append(passed(field_, f"vLLM {version} (JumpStart {js.config_name or 'default'})"))
-    return js.image_uri, version
-
-
-def _model_data(
-    spec: DeploymentSpec,
-    js: JumpStartResolution | None,
-    model: ModelEntry | None,
-    env: dict[str, str],
-    checks: list[Check],
-) -> dict[str, Any] | None:
-    md = spec.model_data
-    if md and md.startswith("hf://"):
-        env["HF_MODEL_ID"] = md[len("hf://") :]
-        if spec.network.enable_network_isolation:
-            checks.append(
-                failed(
-                    "network.enable_network_isolation",
-                    f"the container must download {md} from the Hugging Face Hub, which network "
-                    "isolation forbids",
-                    "pass --model-data s3://…/ or set network.enable_network_isolation: false",
-                )
-            )
-        return None
-    if md:
-        gz = md.endswith(".tar.gz")
-        checks.append(passed("model_data", md))
-        return {
-            "S3DataSource": {
-                "S3Uri": md,
-                "S3DataType": "S3Object" if gz else "S3Prefix",
-                "CompressionType": "Gzip" if gz else "None",
-            }
-        }
-    if js:
-        checks.append(
-            passed("model_data", f"JumpStart {js.model_data_source['S3DataSource']['S3Uri']}")
-        )
-        return js.model_data_source
-    name = model.jumpstart_id if model else spec.model
-    checks.append(
-        failed(
-            "model_data",
-            f"where {spec.model}'s weights live is not known offline"
-            + (
-                f" (JumpStart id {name}: its spec was not read)"
-                if name
-                else " (no JumpStart id known)"
-            ),
-            "pass --model-data s3://bucket/prefix/, or run with AWS credentials to resolve it live",
-        )
-    )
-    return None
-
-
 def plan(
     spec: DeploymentSpec, *, jumpstart_spec: dict | None = None, jumpstart_source: str = "snapshot"
 ) -> Plan:
@@ -316,7 +173,7 @@ def plan(
             config_name=spec.jumpstart_config,
             source=jumpstart_source,
         )
-    image, version = _resolve_image(spec, region, js, checks)
+    image, version = resolve_image(spec, region, js, checks)
     if version > NEWEST_CHECKED:
         checks.append(
             warned(
@@ -330,7 +187,7 @@ def plan(
     engine = dict(spec.container.engine_args)
     tp_override = engine.pop("tensor_parallel_size", None)
     tp = (
-        _whole_number(tp_override, "container.engine_args.tensor_parallel_size")
+        whole_number(tp_override, "container.engine_args.tensor_parallel_size")
         if tp_override is not None
         else inst.gpus
     )
@@ -340,7 +197,7 @@ def plan(
     if model and (spec.model_data or js):
         for k, v in model.extra_env.items():
             env.setdefault(k, v)
-    model_data = _model_data(spec, js, model, env, checks)
+    model_data = model_data_source(spec, js, model, env, checks)
 
     mode = spec.speculative.mode
     drafter = spec.drafter
@@ -355,7 +212,7 @@ def plan(
             checks.append(passed("drafter.source", uri))
         elif drafter.is_local:
             bucket = drafter.bucket or f"sagemaker-{region}-{account}"
-            uri, c = _local_drafter_prefix(drafter.source, bucket)
+            uri, c = local_drafter_prefix(drafter.source, bucket)
             checks.append(c)
             drafter_push = {"source": drafter.source, "destination": uri}
         elif js and js.additional_sources:
@@ -437,12 +294,12 @@ def plan(
     checks.append(c)
 
     max_len = (
-        _env_number(spec, env, "SM_VLLM_MAX_MODEL_LEN", int)
+        env_number(spec, env, "SM_VLLM_MAX_MODEL_LEN", int)
         if "SM_VLLM_MAX_MODEL_LEN" in env
         else 8192
     )
     util = (
-        _env_number(spec, env, "SM_VLLM_GPU_MEMORY_UTILIZATION", float)
+        env_number(spec, env, "SM_VLLM_GPU_MEMORY_UTILIZATION", float)
         if "SM_VLLM_GPU_MEMORY_UTILIZATION" in env
         else pc.DEFAULT_GPU_MEMORY_UTILIZATION
     )

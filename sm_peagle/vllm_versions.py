@@ -58,6 +58,9 @@ class VllmVersion:
 
 
 PARALLEL_DRAFTING_MIN = VllmVersion("0.16.0")
+# JumpStart's own P-EAGLE config pins this version (GPT-OSS-20B, lmi-optimized): the
+# default wherever no image or version says otherwise.
+DEFAULT_VLLM = "0.18.0"
 # Newest version the key tables below were checked against; newer versions are allowed
 # (the tables are assumed to still hold) but plan warns.
 NEWEST_CHECKED = VllmVersion("0.33.0")

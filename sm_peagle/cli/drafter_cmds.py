@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..vllm_versions import DEFAULT_VLLM  # a small module: `check` does not load the planner
 from .output import STATUS_STYLE, console, note, print_json, table
 from .spec_options import JsonOpt, RegionOpt
 
@@ -23,10 +24,6 @@ drafter_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-
-# JumpStart's P-EAGLE config for GPT-OSS-20B pins this vLLM version (as plan.DEFAULT_VLLM;
-# not imported from there, so `check` does not load the planner).
-DEFAULT_VLLM = "0.18.0"
 
 SrcArg = Annotated[
     str, typer.Argument(metavar="SRC", help="Local directory or s3://bucket/prefix/.")
