@@ -8,16 +8,15 @@ gone, unless the caller asked to keep it. Every resource is tagged peagle:manage
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import DeploymentFailed, NotFound, PeagleError, QuotaExceeded
+from .errors import DeploymentFailed, PeagleError, QuotaExceeded
 from .plan import Plan
-from .spec_tags import encode_spec, tag_dict
+from .spec_tags import encode_spec
 from .waiter import WaitState, default_timeout, wait_for_endpoint
 
 Say = Callable[[str], None]
@@ -405,7 +404,6 @@ class Lifecycle:
         lines = self.last_log_lines(endpoint, 1)
         return lines[-1] if lines else None
 
-    # -- update ---------------------------------------------------------------------
     def update(
         self,
         plan: Plan,
@@ -413,85 +411,7 @@ class Lifecycle:
         timeout: float | None = None,
         on_poll: Callable[[WaitState], None] | None = None,
     ) -> DeployResult:
-        """New model + config, UpdateEndpoint, wait; old ones removed only after success.
-        On failure SageMaker keeps serving the old config; the new resources are removed."""
-        plan.raise_for_failures()
-        name = plan.names["endpoint"]
-        try:
-            current = self.sm.describe_endpoint(EndpointName=name)
-        except Exception as e:
-            if _not_found(e):
-                raise NotFound(
-                    f"endpoint {name} does not exist", remedy="deploy it first"
-                ) from None
-            raise
-        if current["EndpointStatus"] != "InService":
-            raise DeploymentFailed(
-                f"endpoint {name} is {current['EndpointStatus']}; only an "
-                "InService endpoint can be updated"
-            )
-        old_config = current["EndpointConfigName"]
-        if old_config == plan.names["endpoint_config"]:
-            return DeployResult(name, "InService", [], 0.0, current)
-        old_models = self._models_of(old_config)
-        model_reqs, config_req, _ = tagged_requests(plan)
-        created: list[tuple[str, str]] = []
-        start = time.monotonic()
-        try:
-            for model_req in model_reqs:
-                self.sm.create_model(**model_req)
-                created.append(("model", model_req["ModelName"]))
-            self.sm.create_endpoint_config(**config_req)
-            created.append(("endpoint_config", config_req["EndpointConfigName"]))
-            self.sm.update_endpoint(
-                EndpointName=name, EndpointConfigName=config_req["EndpointConfigName"]
-            )
-            self.say(f"updating {name}: {old_config} -> {config_req['EndpointConfigName']}")
-            desc = wait_for_endpoint(
-                self.sm,
-                name,
-                timeout=timeout or default_timeout(plan.create_endpoint_config),
-                on_poll=on_poll,
-                poll_initial=self.poll_initial,
-                poll_max=self.poll_max,
-                sleep=self.sleep,
-            )
-            if desc["EndpointConfigName"] != config_req["EndpointConfigName"]:
-                raise DeploymentFailed(
-                    f"update of {name} was rolled back by SageMaker: "
-                    f"{desc.get('FailureReason') or 'no reason given'}; still serving {old_config}",
-                    failure_reason=desc.get("FailureReason"),
-                )
-        except (Exception, KeyboardInterrupt) as exc:
-            err = self._as_error(exc)
-            self._wait_settled(name)
-            self.rollback(created)
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            raise err from None
-        self._retag_endpoint(current["EndpointArn"], config_req["Tags"])
-        for kind, old in [("endpoint_config", old_config)] + [("model", m) for m in old_models]:
-            self._delete_and_confirm(kind, old)
-            self.say(f"removed old {kind.replace('_', ' ')} {old}")
-        return DeployResult(name, "InService", created, time.monotonic() - start, desc)
+        """New model + config, UpdateEndpoint, wait; see lifecycle_update."""
+        from .lifecycle_update import update_in_place
 
-    def _wait_settled(self, name: str) -> None:
-        """Before removing a new config, let SageMaker finish rolling the update back."""
-        with contextlib.suppress(PeagleError):
-            wait_for_endpoint(
-                self.sm,
-                name,
-                timeout=900,
-                poll_initial=self.poll_initial,
-                poll_max=self.poll_max,
-                sleep=self.sleep,
-            )
-
-    def _retag_endpoint(self, arn: str, tags: list[dict[str, str]]) -> None:
-        """Point the endpoint's spec tags at the new spec. Delete first: AWS overwrites on
-        AddTags, but moto appends duplicates; deleting keeps both honest."""
-        current = tag_dict(self.sm.list_tags(ResourceArn=arn).get("Tags", []))
-        stale = [k for k in current if k.startswith("peagle:")]
-        if stale:
-            self.sm.delete_tags(ResourceArn=arn, TagKeys=stale)
-        self.sm.add_tags(ResourceArn=arn, Tags=[t for t in tags if t["Key"].startswith("peagle:")])
+        return update_in_place(self, plan, timeout=timeout, on_poll=on_poll)

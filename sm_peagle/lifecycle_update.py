@@ -1,0 +1,108 @@
+"""Update an endpoint in place: new model(s) + config, UpdateEndpoint, wait.
+
+The old model and config are removed only after success. If SageMaker rolls the update
+back, the endpoint keeps serving the old config and the new resources are removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+
+from .errors import DeploymentFailed, NotFound, PeagleError
+from .lifecycle import DeployResult, Lifecycle, _not_found, tagged_requests
+from .plan import Plan
+from .spec_tags import tag_dict
+from .waiter import WaitState, default_timeout, wait_for_endpoint
+
+
+def update_in_place(
+    lc: Lifecycle,
+    plan: Plan,
+    *,
+    timeout: float | None = None,
+    on_poll: Callable[[WaitState], None] | None = None,
+) -> DeployResult:
+    """New model + config, UpdateEndpoint, wait; old ones removed only after success.
+    On failure SageMaker keeps serving the old config; the new resources are removed."""
+    plan.raise_for_failures()
+    name = plan.names["endpoint"]
+    try:
+        current = lc.sm.describe_endpoint(EndpointName=name)
+    except Exception as e:
+        if _not_found(e):
+            raise NotFound(f"endpoint {name} does not exist", remedy="deploy it first") from None
+        raise
+    if current["EndpointStatus"] != "InService":
+        raise DeploymentFailed(
+            f"endpoint {name} is {current['EndpointStatus']}; only an "
+            "InService endpoint can be updated"
+        )
+    old_config = current["EndpointConfigName"]
+    if old_config == plan.names["endpoint_config"]:
+        return DeployResult(name, "InService", [], 0.0, current)
+    old_models = lc._models_of(old_config)
+    model_reqs, config_req, _ = tagged_requests(plan)
+    created: list[tuple[str, str]] = []
+    start = time.monotonic()
+    try:
+        for model_req in model_reqs:
+            lc.sm.create_model(**model_req)
+            created.append(("model", model_req["ModelName"]))
+        lc.sm.create_endpoint_config(**config_req)
+        created.append(("endpoint_config", config_req["EndpointConfigName"]))
+        lc.sm.update_endpoint(
+            EndpointName=name, EndpointConfigName=config_req["EndpointConfigName"]
+        )
+        lc.say(f"updating {name}: {old_config} -> {config_req['EndpointConfigName']}")
+        desc = wait_for_endpoint(
+            lc.sm,
+            name,
+            timeout=timeout or default_timeout(plan.create_endpoint_config),
+            on_poll=on_poll,
+            poll_initial=lc.poll_initial,
+            poll_max=lc.poll_max,
+            sleep=lc.sleep,
+        )
+        if desc["EndpointConfigName"] != config_req["EndpointConfigName"]:
+            raise DeploymentFailed(
+                f"update of {name} was rolled back by SageMaker: "
+                f"{desc.get('FailureReason') or 'no reason given'}; still serving {old_config}",
+                failure_reason=desc.get("FailureReason"),
+            )
+    except (Exception, KeyboardInterrupt) as exc:
+        err = lc._as_error(exc)
+        _wait_settled(lc, name)
+        lc.rollback(created)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise err from None
+    _retag_endpoint(lc, current["EndpointArn"], config_req["Tags"])
+    for kind, old in [("endpoint_config", old_config)] + [("model", m) for m in old_models]:
+        lc._delete_and_confirm(kind, old)
+        lc.say(f"removed old {kind.replace('_', ' ')} {old}")
+    return DeployResult(name, "InService", created, time.monotonic() - start, desc)
+
+
+def _wait_settled(lc: Lifecycle, name: str) -> None:
+    """Before removing a new config, let SageMaker finish rolling the update back."""
+    with contextlib.suppress(PeagleError):
+        wait_for_endpoint(
+            lc.sm,
+            name,
+            timeout=900,
+            poll_initial=lc.poll_initial,
+            poll_max=lc.poll_max,
+            sleep=lc.sleep,
+        )
+
+
+def _retag_endpoint(lc: Lifecycle, arn: str, tags: list[dict[str, str]]) -> None:
+    """Point the endpoint's spec tags at the new spec. Delete first: AWS overwrites on
+    AddTags, but moto appends duplicates; deleting keeps both honest."""
+    current = tag_dict(lc.sm.list_tags(ResourceArn=arn).get("Tags", []))
+    stale = [k for k in current if k.startswith("peagle:")]
+    if stale:
+        lc.sm.delete_tags(ResourceArn=arn, TagKeys=stale)
+    lc.sm.add_tags(ResourceArn=arn, Tags=[t for t in tags if t["Key"].startswith("peagle:")])
