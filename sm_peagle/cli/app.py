@@ -7,6 +7,7 @@ its body, so `peagle --help` and `peagle plan` never import boto3 or rich tables
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -33,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("iac_cmds", "export_command"),
     "iam-policy": ("iac_cmds", "iam_policy_command"),
     "drafter": ("drafter_cmds", "drafter_app"),
+    "sandbox": ("sandbox_cmds", "sandbox_app"),
 }
 
 
@@ -54,7 +56,14 @@ def build_app(only: str | None = None) -> typer.Typer:
     )
 
     @app.callback()
-    def _root() -> None:
+    def _root(
+        sandbox: bool = typer.Option(
+            False,
+            "--sandbox",
+            help="Run against a local SIMULATED SageMaker (started on demand; also "
+            "PEAGLE_SANDBOX=1). See `peagle sandbox --help`.",
+        ),
+    ) -> None:
         """Deploy, verify, benchmark and cleanly remove P-EAGLE endpoints on SageMaker."""
 
     for name, (module, attr) in COMMANDS.items():
@@ -78,9 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turning known errors into one line and an exit code."""
     from ..errors import PeagleError
 
-    args = sys.argv[1:] if argv is None else list(argv)
+    args, sandbox = _take_sandbox_flag(sys.argv[1:] if argv is None else list(argv))
     only = args[0] if args and args[0] in COMMANDS else None
     try:
+        if sandbox and only not in (None, "sandbox") and "--help" not in args:
+            from ..sandbox.manager import activate, ensure_running
+
+            activate(ensure_running())
         build_app(only)(args=args, standalone_mode=False)
     except PeagleError as e:
         from .output import error
@@ -111,6 +124,20 @@ def main(argv: list[str] | None = None) -> int:
             return e.exit_code
         raise
     return 0
+
+
+def _take_sandbox_flag(args: list[str]) -> tuple[list[str], bool]:
+    """Strip a global `--sandbox` (before the command name); also on with PEAGLE_SANDBOX=1."""
+    wanted = os.environ.get("PEAGLE_SANDBOX", "").lower() in ("1", "true", "yes")
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--sandbox":
+            wanted = True
+            continue
+        if not arg.startswith("-"):  # the command name: the rest belongs to the command
+            return out + args[i:], wanted
+        out.append(arg)
+    return out, wanted
 
 
 def run() -> None:

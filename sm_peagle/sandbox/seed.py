@@ -1,0 +1,125 @@
+"""What a fresh sandbox account holds, so `peagle deploy` passes preflight unchanged: an
+execution role SageMaker can assume, and the JumpStart prefixes of the catalog models with
+small placeholder files (never zero-byte "folder" keys, which preflight rejects)."""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from typing import Any
+
+__all__ = ["ROLE_NAME", "seed_account"]
+
+ROLE_NAME = "peagle-sandbox-role"
+_TRUST = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "sagemaker.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+        }
+    ],
+}
+_PLACEHOLDER = "peagle sandbox placeholder: SIMULATED, no real weights"
+# gpt-oss-20b's shape, as preflight's drafter check compares the head against it.
+_TARGET_HIDDEN, _TARGET_VOCAB, _DRAFT_HIDDEN, _DRAFT_VOCAB = 2880, 201088, 32, 64
+_BYTES = {"F16": 2, "F32": 4, "I64": 8}
+
+
+def tiny_safetensors(tensors: dict[str, tuple[str, tuple[int, ...]]]) -> bytes:
+    """A valid safetensors file of zeros (header + data), without numpy or safetensors.
+
+    Preflight reads the head's real headers, so the placeholder must be a real file; a tiny
+    drafter hidden size keeps it ~0.6 MB."""
+    header: dict[str, Any] = {"__metadata__": {"format": "pt", "note": _PLACEHOLDER}}
+    offset = 0
+    for name, (dtype, shape) in tensors.items():
+        size = _BYTES[dtype] * math.prod(shape)
+        span = [offset, offset + size]
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": span}
+        offset += size
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)  # the format aligns the data to 8 bytes
+    return struct.pack("<Q", len(raw)) + raw + bytes(offset)
+
+
+def _eagle_head() -> bytes:
+    return tiny_safetensors(
+        {
+            "model.fc.weight": ("F16", (_DRAFT_HIDDEN, 3 * _TARGET_HIDDEN)),
+            "model.d2t": ("I64", (_DRAFT_VOCAB,)),
+            "model.lm_head.weight": ("F16", (_DRAFT_VOCAB, _DRAFT_HIDDEN)),
+            "model.norm.weight": ("F32", (_DRAFT_HIDDEN,)),
+            "model.mask_hidden": ("F16", (1, 1, 3 * _TARGET_HIDDEN)),
+        }
+    )
+
+
+# (prefix under the regional JumpStart bucket, {file: body})
+_PREFIXES: list[tuple[str, dict[str, Any]]] = [
+    (
+        "openai-reasoning/openai-reasoning-gpt-oss-20b/artifacts/inference-prepack/v1.0.0/",
+        {
+            "config.json": {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss"},
+            "generation_config.json": {"note": _PLACEHOLDER},
+            "tokenizer_config.json": {"note": _PLACEHOLDER},
+            "model.safetensors.index.json": {"metadata": {"note": _PLACEHOLDER}},
+            "model-00000-of-00001.safetensors": _PLACEHOLDER,
+        },
+    ),
+    (
+        "lmi-eagle-heads/models/gpt-oss-20b-p-eagle/",
+        {
+            "config.json": {
+                "architectures": ["LlamaForCausalLMEagle3"],
+                "model_type": "llama",
+                "hidden_size": _DRAFT_HIDDEN,
+                "num_attention_heads": 4,
+                "num_hidden_layers": 1,
+                "vocab_size": _TARGET_VOCAB,
+                "draft_vocab_size": _DRAFT_VOCAB,
+                "target_hidden_size": _TARGET_HIDDEN,
+                "ptd_token_id": 201020,
+                "note": _PLACEHOLDER,
+            },
+            "model.safetensors": _eagle_head,
+        },
+    ),
+]
+
+
+def _render(body: Any) -> bytes:
+    if callable(body):
+        return bytes(body())
+    return (body if isinstance(body, str) else json.dumps(body, indent=1)).encode()
+
+
+def seed_account(url: str, regions: list[str]) -> str:
+    """Create the role and the JumpStart objects through the sandbox's own API; the role ARN."""
+    import boto3
+
+    session = boto3.session.Session(
+        aws_access_key_id="peagle-sandbox", aws_secret_access_key="peagle-sandbox"
+    )
+    iam = session.client("iam", region_name="us-east-1", endpoint_url=url)
+    try:
+        arn = iam.get_role(RoleName=ROLE_NAME)["Role"]["Arn"]
+    except iam.exceptions.NoSuchEntityException:
+        arn = iam.create_role(
+            RoleName=ROLE_NAME,
+            AssumeRolePolicyDocument=json.dumps(_TRUST),
+            Description="peagle sandbox execution role (SIMULATED)",
+        )["Role"]["Arn"]
+    for region in dict.fromkeys(regions):
+        s3 = session.client("s3", region_name=region, endpoint_url=url)
+        bucket = f"jumpstart-cache-prod-{region}"
+        kwargs: dict[str, Any] = {"Bucket": bucket}
+        if region != "us-east-1":
+            kwargs["CreateBucketConfiguration"] = {"LocationConstraint": region}
+        s3.create_bucket(**kwargs)
+        for prefix, files in _PREFIXES:
+            for name, body in files.items():
+                s3.put_object(Bucket=bucket, Key=prefix + name, Body=_render(body))
+    return str(arn)
