@@ -193,13 +193,12 @@ def run_preflight(plan: Plan, aws: Any) -> list[Check]:
                 checks += check_remote_head(s3, src["S3Uri"], plan)
         checks += check_names_free(aws.client("sagemaker"), plan)
         variant = plan.create_endpoint_config["ProductionVariants"][0]
-        # With fallback pools, quota is held for each listed type: check every one.
+        # Best effort: a denied or missing Service Quotas API must not cost minutes of
+        # retries, so this client tries twice. With fallback pools, quota is held for each
+        # listed type: check every one.
+        quotas = aws.client("service-quotas", retries={"mode": "standard", "max_attempts": 2})
         for instance_type in variant_instance_types(variant):
-            checks.append(
-                check_quota(
-                    aws.client("service-quotas"), instance_type, variant["InitialInstanceCount"]
-                )
-            )
+            checks.append(check_quota(quotas, instance_type, variant["InitialInstanceCount"]))
     if any_failed(checks):
         bad = next(c for c in checks if c.status == "fail")
         cls = QuotaExceeded if bad.name == "quota" else PreflightFailed

@@ -94,6 +94,8 @@ def logs_command(
         if follow
         else fetch_log_events(lc.aws, name, since=seconds)
     )
+    from rich.markup import escape  # vLLM lines hold [file.py:123] tags, not markup
+
     out = console()
     count = 0
     for e in events:
@@ -114,13 +116,15 @@ def logs_command(
         ts = datetime.fromtimestamp(e["timestamp"] / 1000, UTC).strftime("%H:%M:%S")
         if metrics:
             out.print(
-                f"[dim]{ts}[/] [bold magenta]{e['message']}[/]",
+                f"[dim]{ts}[/] [bold magenta]{escape(e['message'])}[/]",
                 markup=True,
                 highlight=False,
                 soft_wrap=True,
             )
         else:
-            out.print(f"[dim]{ts}[/] {e['message']}", markup=True, highlight=False, soft_wrap=True)
+            out.print(
+                f"[dim]{ts}[/] {escape(e['message'])}", markup=True, highlight=False, soft_wrap=True
+            )
     if count == 0 and not json_out:
         note(f"no log lines for {name} in the last {since}")
 

@@ -1,8 +1,7 @@
 """AWS event-stream framing, and the irregular PayloadPart splits SageMaker really produces.
 
-A message is: prelude (total length u32, headers length u32, CRC32 of those 8 bytes), headers
-(name length u8, name, type 7 = string, value length u16, value), payload, CRC32 of
-everything before it; all big-endian. botocore's ``EventStreamBuffer`` decodes it unmodified.
+The frames themselves come from ``sm_peagle.runtime.eventstream_encode`` (one encoder for
+the sandbox and the tests, checked against botocore's own ``EventStreamBuffer``).
 
 SageMaker does not forward the container's bytes one SSE event per PayloadPart: parts are
 cut wherever its buffers happen to flush, mid-JSON, mid-``data:`` or mid-UTF-8 character,
@@ -12,14 +11,13 @@ seeded RNG, so client parsers are tested against the hard cases, reproducibly.
 
 from __future__ import annotations
 
-import binascii
-import json
 import random
-import struct
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from ..runtime.eventstream_encode import encode_message, model_stream_error, payload_part
 
 __all__ = [
     "IrregularSplitter",
@@ -28,47 +26,6 @@ __all__ = [
     "model_stream_error",
     "payload_part",
 ]
-
-_STRING = 7
-
-
-def _crc(data: bytes, value: int = 0) -> int:
-    return binascii.crc32(data, value) & 0xFFFFFFFF
-
-
-def encode_message(headers: dict[str, str], payload: bytes) -> bytes:
-    """One event-stream message with string headers."""
-    encoded = b""
-    for name, value in headers.items():
-        n, v = name.encode(), value.encode()
-        encoded += struct.pack(">B", len(n)) + n + struct.pack(">BH", _STRING, len(v)) + v
-    total = 12 + len(encoded) + len(payload) + 4
-    prelude = struct.pack(">II", total, len(encoded))
-    prelude += struct.pack(">I", _crc(prelude))
-    body = prelude + encoded + payload
-    return body + struct.pack(">I", _crc(body))
-
-
-def payload_part(data: bytes) -> bytes:
-    """A ``PayloadPart`` event carrying raw bytes."""
-    headers = {
-        ":event-type": "PayloadPart",
-        ":content-type": "application/octet-stream",
-        ":message-type": "event",
-    }
-    return encode_message(headers, data)
-
-
-def model_stream_error(message: str, error_code: str = "ModelStreamError") -> bytes:
-    """The exception event SageMaker sends when the container fails mid-stream."""
-    headers = {
-        ":exception-type": "ModelStreamError",
-        ":content-type": "application/json",
-        ":message-type": "exception",
-    }
-    payload = json.dumps({"Message": message, "ErrorCode": error_code}).encode()
-    return encode_message(headers, payload)
-
 
 @dataclass(frozen=True)
 class SplitPolicy:

@@ -416,3 +416,15 @@ def test_deploy_local_head_pushes_to_private_default_bucket(world, capsys, tmp_p
     ]
     assert run(capsys, "delete", NAME, "--yes")[0] == 0
     assert sagemaker_inventory() == EMPTY
+
+
+def test_human_logs_keep_vllm_bracket_tags(world, capsys, sagemaker_harness, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "300")
+    from sm_peagle.cli import output
+
+    monkeypatch.setattr(output, "_console", None)
+    assert run(capsys, "deploy", "gpt-oss-20b", "--yes")[0] == 0
+    line = "INFO 11-21 10:02:58 [metrics.py:96] SpecDecoding metrics: Mean acceptance length: 3.41"
+    sagemaker_harness.seed_logs(NAME, [line])
+    code, out, _ = run(capsys, "logs", NAME)
+    assert code == 0 and "[metrics.py:96] SpecDecoding metrics" in out
