@@ -40,7 +40,7 @@ def _runtime(name: str, region: str | None) -> Any:
     # describe_target looks at the control-plane endpoint; invoke talks to the runtime
     # API, which has its own override, so say so when it is set.
     runtime_url = os.environ.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME")
-    if runtime_url:
+    if runtime_url and not os.environ.get("PEAGLE_SANDBOX_URL"):  # the sandbox line says it
         note(f"runtime: custom endpoint {runtime_url}")
     return RuntimeClient(aws, name)
 

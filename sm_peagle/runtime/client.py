@@ -288,6 +288,7 @@ class RuntimeClient:
         if inference_component:
             self._target["InferenceComponentName"] = inference_component
         self._client: Any = None
+        self._sent = threading.local()
         self._executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
@@ -301,7 +302,19 @@ class RuntimeClient:
                 self._client = self.aws.client(
                     "sagemaker-runtime", max_pool_connections=self.max_pool_connections
                 )
+                self._client.meta.events.register("before-send.sagemaker-runtime", self._mark_sent)
             return self._client
+
+    def _mark_sent(self, **_: Any) -> None:
+        # "Sent" is when botocore hands the signed request to the HTTP layer: the client's
+        # one-off first-call work (endpoint rules, signing set-up) is not the model's TTFT.
+        # Per thread, because concurrent streams share this client.
+        self._sent.at = time.perf_counter()
+
+    def _sent_at(self, fallback: float) -> float:
+        at = getattr(self._sent, "at", None)
+        self._sent.at = None
+        return at if at is not None and at >= fallback else fallback
 
     def _body(self, payload: dict | None, stream: bool, args: tuple, params: dict) -> bytes:
         if payload is not None:
@@ -335,6 +348,7 @@ class RuntimeClient:
         except Exception as e:
             raise _runtime_error(e, self.endpoint_name) from None
         ended = time.perf_counter()
+        sent = self._sent_at(sent)
         try:
             doc = json.loads(raw)
         except ValueError:
@@ -365,6 +379,7 @@ class RuntimeClient:
         except Exception as e:
             raise _runtime_error(e, self.endpoint_name) from None
         events = resp["Body"]
+        sent = self._sent_at(sent)
         return StreamResult(iter_payload_parts(events), sent, getattr(events, "close", None))
 
     def _pool(self) -> ThreadPoolExecutor:
