@@ -27,6 +27,7 @@ _LAZY = {
     "DeploymentTimeout": "errors",
     "NotFound": "errors",
     "NoCredentials": "errors",
+    "use_sandbox": "sandbox.manager",
 }
 
 __all__ = ["__version__", *_LAZY]

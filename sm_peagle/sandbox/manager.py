@@ -384,3 +384,14 @@ def activate(info: SandboxInfo, environ: MutableMapping[str, str] | None = None)
     # A role of a real account would fail preflight here: only keep one of the sandbox's.
     if f":{info.account}:" not in env.get("PEAGLE_ROLE_ARN", ""):
         env["PEAGLE_ROLE_ARN"] = info.role_arn
+
+
+def use_sandbox(**options: Any) -> SandboxInfo:
+    """SDK entry point: start the sandbox if needed and point this process at it.
+
+    After this, `sm_peagle.deploy(...)` and every boto3 client talk to the local,
+    SIMULATED SageMaker, never to AWS. Options are those of `peagle sandbox start`.
+    """
+    info = ensure_running(**options)
+    activate(info)
+    return info
