@@ -193,6 +193,13 @@ class Endpoint:
         """-> runtime.AsyncStreamResult: `async for chunk in ep.astream(...)`."""
         return self.runtime().astream(messages, prompt, **params)
 
+    def bench(self, **options: Any) -> dict[str, Any]:
+        """Benchmark this endpoint (see `peagle bench`): the peagle.bench/1 document.
+        Options: concurrency=[1, 4], requests=, duration_s=, max_tokens=, dataset=, …"""
+        from .bench.runner import bench_endpoint
+
+        return bench_endpoint(self.name, aws=self.aws, **options)
+
     def __enter__(self) -> Endpoint:
         return self
 
