@@ -31,6 +31,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("apply_cmds", "apply_command"),
     "diff": ("apply_cmds", "diff_command"),
     "recommend": ("recommend_cmd", "recommend_command"),
+    "bench": ("bench_cmds", "bench_command"),
+    "sweep": ("bench_cmds", "sweep_command"),
+    "report": ("bench_cmds", "report_command"),
     "export": ("iac_cmds", "export_command"),
     "iam-policy": ("iac_cmds", "iam_policy_command"),
     "drafter": ("drafter_cmds", "drafter_app"),
@@ -94,7 +97,13 @@ def main(argv: list[str] | None = None) -> int:
             from ..sandbox.manager import activate, ensure_running
 
             activate(ensure_running())
-        build_app(only)(args=args, standalone_mode=False)
+        code = build_app(only)(args=args, standalone_mode=False)
+        # typer >= 0.2x turns Ctrl-C into Exit(130), and `typer.Exit(n)` raised in a command,
+        # into a *returned* exit code when standalone_mode is False: pass it on.
+        if isinstance(code, int) and not isinstance(code, bool) and code:
+            if code == 130:
+                sys.stderr.write("interrupted\n")
+            return code
     except PeagleError as e:
         from .output import error
 

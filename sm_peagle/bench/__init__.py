@@ -1,0 +1,35 @@
+"""Honest benchmarks of deployed endpoints: load, metrics, acceptance, results, reports.
+
+    from sm_peagle.bench import bench_endpoint
+    doc = bench_endpoint("my-endpoint", concurrency=[1, 8, 32], requests=128)
+
+Names are imported lazily so importing the package costs nothing until a call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_LAZY = {
+    "bench_endpoint": "runner",
+    "run_sweep": "sweep",
+    "load_dataset": "datasets",
+    "Dataset": "datasets",
+    "LoadSpec": "load",
+    "run_level": "load",
+    "summarize_level": "metrics",
+    "RequestRecord": "metrics",
+    "load_document": "results",
+    "save_document": "results",
+    "SCHEMA": "results",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

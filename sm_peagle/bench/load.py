@@ -1,0 +1,313 @@
+"""Generate load on one endpoint and record every request as the client saw it.
+
+Closed loop (default): N threads share ONE RuntimeClient whose HTTP pool holds at least N
+connections (botocore's default pool of 10 would make streams queue for a connection and
+inflate TTFT); each thread sends its next request as soon as the previous one ends. Open
+loop (`rate`): Poisson arrivals at `rate` requests/s, at most `concurrency` in flight; the
+time a request waited for a free slot is recorded (queue_s), never hidden. `workers > 1`
+spreads either over processes, each with its own client, and merges the records: one
+Python process parses on one core (GIL), and a saturated client under-reports the endpoint.
+
+Retries are off for benchmark clients (botocore max_attempts=0: one attempt in total): a
+throttled request is a failure with a reason, not a silently slower success.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import random
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ModelStreamError, PeagleError
+from .datasets import Dataset
+from .metrics import RequestRecord
+
+__all__ = ["LevelRun", "LoadSpec", "bench_client", "record_from_completion", "run_level"]
+
+_TLS = threading.local()
+_WARM_POOLS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_AFTER_CALL = "after-call.sagemaker-runtime.InvokeEndpointWithResponseStream"
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    concurrency: int
+    requests: int | None = None
+    duration_s: float | None = None
+    rate: float | None = None
+    warmup: int = 0
+    max_tokens: int = 256
+    temperature: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+
+    def planned_requests(self) -> int | None:
+        """Neither a count nor a duration: 4 requests per concurrent stream (at least 8)."""
+        if self.requests is None and self.duration_s is None:
+            return max(8, 4 * self.concurrency)
+        return self.requests
+
+
+@dataclass
+class LevelRun:
+    records: list[RequestRecord]
+    cpu_seconds: list[float]  # one per client process
+    simulated: bool = False  # a response carried the sandbox's x-peagle-simulated header
+
+
+def bench_client(region: str | None, endpoint: str, pool: int) -> Any:
+    """A RuntimeClient for benchmarking: pool >= concurrency, no retries."""
+    from ..aws import AwsContext
+    from ..runtime.client import RuntimeClient
+
+    return RuntimeClient(
+        AwsContext(region, max_attempts=0), endpoint, max_pool_connections=max(pool, 1)
+    )
+
+
+def _after_call(parsed: Any = None, **_: Any) -> None:
+    # Runs on the thread that made the call, before invoke_endpoint_with_response_stream
+    # returns: a thread-local hands the request id and the sandbox marker to that thread.
+    meta = (parsed or {}).get("ResponseMetadata") or {}
+    _TLS.request_id = meta.get("RequestId")
+    _TLS.simulated = (meta.get("HTTPHeaders") or {}).get("x-peagle-simulated") == "true"
+
+
+def _install_hooks(rt: Any) -> None:
+    rt.client.meta.events.register(_AFTER_CALL, _after_call, unique_id="peagle-bench-after-call")
+
+
+def _message(e: BaseException) -> str:
+    text = e.one_line() if isinstance(e, PeagleError) else f"{type(e).__name__}: {e}"
+    return text[:300]
+
+
+def _error_kind(e: BaseException) -> str:
+    code = getattr(e, "code", None)
+    if isinstance(e, ModelStreamError) and code:
+        return f"{type(e).__name__}:{code}"
+    status = getattr(e, "original_status_code", None)
+    return f"{type(e).__name__}:{status}" if status else type(e).__name__
+
+
+class _Requester:
+    """Sends request number `g` (its prompt: dataset item g) and returns its record."""
+
+    def __init__(self, rt: Any, dataset: Dataset, spec: LoadSpec, worker: int) -> None:
+        self.rt, self.dataset, self.spec, self.worker = rt, dataset, spec, worker
+        self.simulated = False
+        # perf_counter -> epoch, so records from several processes share one clock.
+        self.offset = time.time() - time.perf_counter()
+
+    def send(self, g: int, max_tokens: int | None = None) -> Any:
+        """Send request `g`; returns its StreamResult once the response headers are in."""
+        item = self.dataset.item(g)
+        params: dict[str, Any] = {"max_tokens": item.get("max_tokens", self.spec.max_tokens)}
+        if self.spec.temperature is not None:
+            params["temperature"] = self.spec.temperature
+        params.update(self.spec.extra)
+        if max_tokens is not None:
+            params["max_tokens"] = max_tokens
+        if "messages" in item:
+            return self.rt.stream(messages=item["messages"], **params)
+        return self.rt.stream(prompt=item["prompt"], **params)
+
+    def open_pool(self, connections: int, index: Callable[[int], int]) -> None:
+        """Hold `connections` streams open at once (1-token requests, unrecorded), so the
+        pool has that many connections before anything is measured: otherwise the first
+        measured burst pays every TCP (on AWS: TLS) handshake together and a busy client
+        reads the first tokens late, inflating TTFT with client work."""
+        barrier = threading.Barrier(connections)
+
+        def hold(i: int) -> None:
+            result = None
+            with contextlib.suppress(Exception):
+                result = self.send(index(i), max_tokens=1)
+            with contextlib.suppress(threading.BrokenBarrierError):
+                barrier.wait(timeout=120)  # every connection is in use at this moment
+            if result is not None:
+                with contextlib.suppress(Exception):
+                    result.completion()
+
+        threads = [
+            threading.Thread(target=hold, args=(i,), daemon=True) for i in range(connections)
+        ]
+        for t in threads:
+            t.start()
+        _join(threads, threading.Event())
+
+    def __call__(self, g: int, scheduled: float | None = None) -> RequestRecord:
+        _TLS.request_id, _TLS.simulated = None, False
+        sched = None if scheduled is None else scheduled + self.offset
+        started = time.perf_counter()
+        result = None
+        try:
+            result = self.send(g)
+            request_id = _TLS.request_id
+            self.simulated = self.simulated or bool(_TLS.simulated)
+            c = result.completion()
+        except Exception as e:  # PeagleError mostly; anything else must not kill the thread
+            sent = result.sent_at if result is not None else started
+            return RequestRecord(
+                index=g,
+                ok=False,
+                sent_at=sent + self.offset,
+                ended_at=time.perf_counter() + self.offset,
+                request_id=_TLS.request_id,
+                error=_message(e),
+                error_kind=_error_kind(e),
+                scheduled_at=sched,
+                worker=self.worker,
+            )
+        return record_from_completion(
+            c, index=g, sent_at=result.sent_at + self.offset, request_id=request_id,
+            scheduled_at=sched, worker=self.worker,
+        )  # fmt: skip
+
+
+def record_from_completion(
+    c: Any, *, index: int, sent_at: float, request_id: str | None = None,
+    scheduled_at: float | None = None, worker: int = 0,
+) -> RequestRecord:  # fmt: skip
+    """A finished stream's Completion -> its record. Without `usage` the request counts as
+    failed: peagle never guesses tokens from chunks or characters."""
+    usage = c.usage
+    ok = usage is not None
+    return RequestRecord(
+        index=index,
+        ok=ok,
+        sent_at=sent_at,
+        ended_at=sent_at + c.e2e,
+        ttft_s=c.ttft,
+        tpot_s=c.tpot,
+        e2e_s=c.e2e,
+        input_tokens=usage.prompt_tokens if usage else None,
+        output_tokens=usage.completion_tokens if usage else None,
+        content_chunks=c.chunks,
+        finish_reason=c.finish_reason,
+        request_id=request_id,
+        error=None if ok else "the stream carried no usage (stream_options.include_usage)",
+        error_kind=None if ok else "NoUsage",
+        scheduled_at=scheduled_at,
+        worker=worker,
+        itl_s=c.itl,
+    )
+
+
+def _join(threads: list[threading.Thread], stop: threading.Event) -> None:
+    """Join in short slices so Ctrl-C reaches the main thread; then stop new requests."""
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)
+    except KeyboardInterrupt:
+        stop.set()
+        raise
+
+
+def _closed(
+    call: Callable[[int], RequestRecord],
+    threads: int,
+    total: int | None,
+    duration: float | None,
+    index: Callable[[int], int],
+) -> list[RequestRecord]:
+    counter = itertools.count()
+    lock = threading.Lock()
+    stop = threading.Event()
+    records: list[RequestRecord] = []
+    deadline = None if duration is None else time.perf_counter() + duration
+
+    def loop() -> None:
+        while not stop.is_set():
+            with lock:
+                i = next(counter)
+            if total is not None and i >= total:
+                return
+            if deadline is not None and time.perf_counter() >= deadline:
+                return
+            records.append(call(index(i)))  # list.append is atomic under the GIL
+
+    pool = [threading.Thread(target=loop, daemon=True) for _ in range(max(threads, 1))]
+    for t in pool:
+        t.start()
+    _join(pool, stop)
+    return records
+
+
+def _open(
+    call: Callable[..., RequestRecord],
+    cap: int,
+    total: int | None,
+    duration: float | None,
+    rate: float,
+    seed: int,
+    index: Callable[[int], int],
+) -> list[RequestRecord]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = random.Random(seed)  # the same arrival pattern on every run with the same seed
+    records: list[RequestRecord] = []
+    start = due = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=max(cap, 1), thread_name_prefix="peagle-bench") as pool:
+        futures = []
+        for i in itertools.count():
+            if total is not None and i >= total:
+                break
+            due += rng.expovariate(rate)
+            if duration is not None and due - start > duration:
+                break
+            time.sleep(max(0.0, due - time.perf_counter()))
+            futures.append(pool.submit(call, index(i), due))
+        for f in futures:
+            records.append(f.result())
+    return records
+
+
+def run_level(
+    rt: Any,
+    dataset: Dataset,
+    spec: LoadSpec,
+    *,
+    worker: int = 0,
+    workers: int = 1,
+    barrier: Any = None,
+) -> LevelRun:
+    """One level in this process. Request i of worker w uses dataset item i*workers + w, so
+    processes never send the same prompt sequence."""
+    _install_hooks(rt)
+    requester = _Requester(rt, dataset, spec, worker)
+
+    def index(i: int) -> int:
+        return i * workers + worker
+
+    if _WARM_POOLS.get(rt, 0) < spec.concurrency:
+        requester.open_pool(spec.concurrency, index)  # stays pooled for later levels
+        _WARM_POOLS[rt] = spec.concurrency
+    if spec.warmup:
+        # Full-length unrecorded requests, e.g. to let the endpoint reach a steady state.
+        _closed(requester, min(spec.warmup, spec.concurrency), spec.warmup, None, index)
+    if barrier is not None:
+        barrier.wait()
+    cpu0 = time.process_time()
+    total = spec.planned_requests()
+    if spec.rate:
+        records = _open(
+            requester,
+            spec.concurrency,
+            total,
+            spec.duration_s,
+            spec.rate,
+            spec.seed + worker,
+            index,
+        )
+    else:
+        records = _closed(requester, spec.concurrency, total, spec.duration_s, index)
+    cpu = time.process_time() - cpu0
+    return LevelRun(sorted(records, key=lambda r: r.sent_at), [cpu], requester.simulated)

@@ -1,0 +1,312 @@
+"""Render results documents: terminal tables, markdown, CSV and a PNG chart.
+
+Every rendering starts with where the numbers came from (endpoint, instance type, image,
+vLLM version, mode/K, dataset and its hash, client, time) and says SIMULATED in its title
+when they came from the local sandbox. Everything is computed from the document alone, so
+`peagle report` re-renders a results directory without any AWS access.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import PeagleError
+from .results import iso
+
+__all__ = ["PlotUnavailable", "provenance_lines", "render_console", "to_csv", "to_markdown"]
+
+PLOT_HINT = "pip install 'sm-peagle[plot]'"
+
+
+class PlotUnavailable(PeagleError):
+    """matplotlib is not installed."""
+
+
+def _n(v: Any, fmt: str = "{:,.0f}", scale: float = 1.0) -> str:
+    return "-" if v is None else fmt.format(v * scale)
+
+
+def _runs(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return doc["runs"] if doc.get("kind") == "sweep" else [doc]
+
+
+def _config(run: dict[str, Any]) -> str:
+    from .sweep import config_label
+
+    return config_label(run.get("mode"), run.get("k"))
+
+
+def title_of(doc: dict[str, Any]) -> str:
+    what = "sweep" if doc.get("kind") == "sweep" else "bench"
+    subject = doc.get("model") or doc.get("endpoint") or "?"
+    return f"peagle {what}: {subject} on {doc.get('instance_type')} [{doc.get('label')}]"
+
+
+def provenance_lines(doc: dict[str, Any]) -> list[str]:
+    """Where the numbers came from, one fact per line."""
+    lines = []
+    if doc.get("simulated"):
+        lines.append(
+            "SIMULATED: tokens and timings made up by the local peagle sandbox "
+            "(no GPU, no model); they measure the client and pipeline, not vLLM"
+        )
+    ds = doc.get("dataset") or {}
+    if ds:
+        src = str(ds.get("source"))
+        what = src if src.startswith(str(ds.get("name"))) else f"{ds.get('name')} ({src})"
+        lines.append(
+            f"dataset: {what}, {ds.get('count')} prompts, sha256 {str(ds.get('sha256'))[:16]}"
+        )
+    runs = _runs(doc)
+    shared = ("instance_type", "usd_per_hour", "image", "vllm_version")
+    common = len({tuple(r.get(k) for k in shared) for r in runs}) == 1
+
+    def where(run: dict[str, Any]) -> str:
+        return (
+            f"{run.get('instance_type')} (${_n(run.get('usd_per_hour'), '{:.2f}')}/h), image "
+            f"{run.get('image')}, vLLM {run.get('vllm_version') or '?'}"
+        )
+
+    if common and len(runs) > 1:
+        lines.append(f"every configuration: {where(runs[0])}")
+    for run in runs:
+        spec = json.dumps(run.get("speculative_config"), sort_keys=True)
+        at = "" if common and len(runs) > 1 else f", {where(run)}"
+        lines.append(
+            f"{_config(run)}: endpoint {run.get('endpoint')}{at}, speculative_config {spec}"
+        )
+    load = doc.get("load") or (_runs(doc)[0].get("load") if _runs(doc) else None) or {}
+    if load:
+        amount = (
+            f"{load['duration_s']:g}s per level"
+            if load.get("duration_s")
+            else f"{load.get('requests') or 'max(8, 4 x concurrency)'} requests per level"
+        )
+        rates = f", Poisson arrivals {load['rates']} req/s" if load.get("rates") else ""
+        lines.append(
+            f"load: {load.get('kind')} loop{rates}, {amount}, warm-up {load.get('warmup')}, "
+            f"{load.get('workers')} client process(es), max_tokens {load.get('max_tokens')}, "
+            f"temperature {load.get('temperature') or 'model default'}, no retries"
+        )
+    client = doc.get("client") or (_runs(doc)[0].get("client") if _runs(doc) else None) or {}
+    if client:
+        lines.append(
+            f"client: {client.get('host')}, {client.get('platform')}, Python "
+            f"{client.get('python')}, {client.get('cpus')} CPUs, peagle "
+            f"{client.get('peagle_version')}, botocore {client.get('botocore_version')}"
+        )
+    lines.append(f"started {doc.get('started_at')}, ended {doc.get('ended_at')}")
+    return lines
+
+
+LEVEL_COLUMNS = [
+    "config", "concurrency", "ok/failed", "out tok/s", "req/s", "TTFT p50/p90/p99 ms",
+    "TPOT p50 ms", "ITL p50/p99 ms", "e2e p50 s", "tok/chunk", "accept len", "client CPU",
+    "$/1M out",
+]  # fmt: skip
+
+
+def level_rows(doc: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for run in _runs(doc):
+        for lv in run["levels"]:
+            req, t, it = lv["requests"], lv["ttft_s"], lv["itl_s"]
+            acc = (lv.get("acceptance") or {}).get("mean_acceptance_length")
+            conc = str(lv["concurrency"]) + (f" @{lv['rate']:g}/s" if lv.get("rate") else "")
+            rows.append(
+                [
+                    _config(run),
+                    conc,
+                    f"{req['ok']}/{req['failed']}",
+                    _n(lv["output_tokens_per_s"]),
+                    _n(lv["request_throughput_per_s"], "{:.2f}"),
+                    "/".join(_n(t[p], "{:.1f}", 1000) for p in ("p50", "p90", "p99")),
+                    _n(lv["tpot_s"]["p50"], "{:.2f}", 1000),
+                    "/".join(_n(it[p], "{:.2f}", 1000) for p in ("p50", "p99")),
+                    _n(lv["e2e_s"]["p50"], "{:.2f}"),
+                    _n(lv["mean_tokens_per_chunk"], "{:.2f}"),
+                    _n(acc, "{:.2f}"),
+                    _n(lv["client_cpu"]["max_process_core_fraction"], "{:.0%}"),
+                    _n(lv["usd_per_million_output_tokens"], "{:.3f}"),
+                ]
+            )
+    return rows
+
+
+def comparison_rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    table = doc["table"]
+    cols = ["concurrency", *table["columns"], "best P-EAGLE / best EAGLE-3", "best P-EAGLE / base"]
+    rows = []
+    for row in table["rows"]:
+        vals = [_n(row["output_tokens_per_s"].get(c)) for c in table["columns"]]
+        ratios = [
+            _n(row[k], "{:.2f}x")
+            for k in ("best_p_eagle_vs_best_eagle3", "best_p_eagle_vs_baseline")
+        ]
+        rows.append([str(row["concurrency"]), *vals, *ratios])
+    return cols, rows
+
+
+def recommendation_lines(doc: dict[str, Any]) -> list[str]:
+    out = []
+    for mode, ranges in (doc.get("recommendation") or {}).items():
+        parts = [
+            f"concurrency {r['from']}" + (f"-{r['to']}" if r["to"] != r["from"] else "")
+            + f": K={r['k']}"
+            for r in ranges
+        ]  # fmt: skip
+        out.append(f"{mode}: " + "; ".join(parts))
+    return out
+
+
+def _md_table(cols: list[str], rows: list[list[str]]) -> str:
+    head = "| " + " | ".join(cols) + " |\n|" + "|".join("---:" for _ in cols) + "|\n"
+    return head + "".join("| " + " | ".join(r) + " |\n" for r in rows)
+
+
+def to_markdown(doc: dict[str, Any]) -> str:
+    out = [f"## {title_of(doc)}\n"]
+    if doc.get("simulated"):
+        out.append("**SIMULATED** — not a measurement of any GPU or model.\n\n")
+    out.append("".join(f"- {line}\n" for line in provenance_lines(doc)))
+    if doc.get("kind") == "sweep":
+        cols, rows = comparison_rows(doc)
+        out.append(f"\n### Output tokens/s by concurrency ({doc.get('label')})\n\n")
+        out.append(_md_table(cols, rows))
+        rec = recommendation_lines(doc)
+        if rec:
+            out.append("\n### Recommended K\n\n" + "".join(f"- {r}\n" for r in rec))
+        if doc.get("failures"):
+            out.append("\n### Failed configurations\n\n")
+            out.append("".join(f"- {f['configuration']}: {f['error']}\n" for f in doc["failures"]))
+    out.append(f"\n### Levels ({doc.get('label')})\n\n")
+    out.append(_md_table(LEVEL_COLUMNS, level_rows(doc)))
+    warnings = {
+        lv["client_cpu"]["warning"]
+        for run in _runs(doc)
+        for lv in run["levels"]
+        if lv["client_cpu"].get("warning")
+    }
+    out.append("".join(f"\n> warning: {w}\n" for w in sorted(warnings)))
+    return "".join(out)
+
+
+CSV_FIELDS = [
+    "label", "configuration", "endpoint", "model", "instance_type", "image", "vllm_version",
+    "mode", "k", "dataset", "dataset_sha256", "concurrency", "rate", "requests", "ok", "failed",
+    "wall_s", "input_tokens", "output_tokens", "output_tokens_per_s",
+    "request_throughput_per_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "ttft_mean_s",
+    "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "tpot_mean_s", "itl_p50_s", "itl_p90_s",
+    "itl_p99_s", "e2e_p50_s", "e2e_p90_s", "e2e_p99_s", "mean_tokens_per_chunk",
+    "mean_acceptance_length", "client_cpu_core_fraction", "usd_per_million_output_tokens",
+    "started_at",
+]  # fmt: skip
+
+
+def to_csv(doc: dict[str, Any]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+    w.writeheader()
+    for run in _runs(doc):
+        ds = run.get("dataset") or {}
+        for lv in run["levels"]:
+            row: dict[str, Any] = {
+                "label": run.get("label"),
+                "configuration": _config(run),
+                **{k: run.get(k) for k in ("endpoint", "model", "instance_type", "image")},
+                **{k: run.get(k) for k in ("vllm_version", "mode", "k")},
+                "dataset": ds.get("name"),
+                "dataset_sha256": ds.get("sha256"),
+                "requests": lv["requests"]["total"],
+                "ok": lv["requests"]["ok"],
+                "failed": lv["requests"]["failed"],
+                "mean_acceptance_length": (lv.get("acceptance") or {}).get(
+                    "mean_acceptance_length"
+                ),
+                "client_cpu_core_fraction": lv["client_cpu"]["max_process_core_fraction"],
+                "started_at": iso(lv["started_at"]),
+            }
+            for key in ("concurrency", "rate", "wall_s", "input_tokens", "output_tokens"):
+                row[key] = lv[key]
+            for key in ("output_tokens_per_s", "request_throughput_per_s"):
+                row[key] = lv[key]
+            row["mean_tokens_per_chunk"] = lv["mean_tokens_per_chunk"]
+            row["usd_per_million_output_tokens"] = lv["usd_per_million_output_tokens"]
+            for metric in ("ttft", "tpot", "itl", "e2e"):
+                for p in ("p50", "p90", "p99", "mean"):
+                    if f"{metric}_{p}_s" in CSV_FIELDS:
+                        row[f"{metric}_{p}_s"] = lv[f"{metric}_s"][p]
+            w.writerow(row)
+    return buf.getvalue()
+
+
+def plot(doc: dict[str, Any], path: Path) -> Path:
+    """Output tokens/s vs concurrency, one line per configuration (PNG)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only: never needs a display
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise PlotUnavailable(
+            "--plot needs matplotlib, which is not installed", remedy=PLOT_HINT
+        ) from None
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
+    for run in _runs(doc):
+        pts = sorted(
+            (lv["concurrency"], lv["output_tokens_per_s"])
+            for lv in run["levels"]
+            if lv["output_tokens_per_s"] is not None and not lv.get("rate")
+        )
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=_config(run))
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("concurrency (closed loop)")
+    ax.set_ylabel("output tokens/s")
+    ax.set_title(title_of(doc), fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    ds = doc.get("dataset") or {}
+    fig.text(
+        0.01,
+        0.01,
+        f"{doc.get('label')} · dataset {ds.get('name')} ({str(ds.get('sha256'))[:12]}) · "
+        f"{doc.get('started_at')}",
+        fontsize=7,
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def render_console(doc: dict[str, Any]) -> None:
+    from ..cli.output import console, table
+
+    con = console()
+    style = "bold red" if doc.get("simulated") else "bold"
+    con.print(f"[{style}]{title_of(doc)}[/]")
+    for line in provenance_lines(doc):
+        con.print(f"  {line}", markup=False)
+    if doc.get("kind") == "sweep":
+        cols, rows = comparison_rows(doc)
+        con.print(table(f"output tokens/s ({doc.get('label')})", cols, rows))
+        for line in recommendation_lines(doc):
+            con.print(f"recommended {line}", markup=False)
+        for f in doc.get("failures") or []:
+            con.print(f"[red]failed[/] {f['configuration']}: {f['error']}")
+    # The terminal gets the columns people compare; markdown/CSV carry every statistic.
+    keep = [0, 1, 2, 3, 5, 6, 9, 10, 11]
+    cols = [LEVEL_COLUMNS[i] if i != 5 else "TTFT p50 ms" for i in keep]
+    rows = [[row[i] if i != 5 else row[i].split("/")[0] for i in keep] for row in level_rows(doc)]
+    con.print(table(f"levels ({doc.get('label')})", cols, rows))
+    for run in _runs(doc):
+        for lv in run["levels"]:
+            if lv["client_cpu"].get("warning"):
+                con.print(
+                    f"[yellow]warning[/] c={lv['concurrency']}: {lv['client_cpu']['warning']}"
+                )

@@ -1,0 +1,164 @@
+"""The results document, `"schema": "peagle.bench/1"` (see docs/bench-schema.md and the JSON
+Schema docs/peagle.bench-1.schema.json that the tests validate every document against).
+
+Two kinds share the schema:
+
+- ``kind: "bench"``: one endpoint (one configuration), a list of levels;
+- ``kind: "sweep"``: several bench documents (``runs``) plus the comparison table and the K
+  recommendation.
+
+`recommend --results DIR` reads the top-level ``instance_type`` and
+``levels[].output_tokens_per_s`` of bench documents; those names must never change within
+version 1. Every document says where its numbers came from (provenance) and whether they
+are SIMULATED (the local sandbox) or MEASURED (a real endpoint).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError
+
+__all__ = [
+    "SCHEMA",
+    "bench_document",
+    "client_info",
+    "iso",
+    "is_sandbox",
+    "label_of",
+    "load_document",
+    "provenance_of",
+    "save_document",
+]
+
+SCHEMA = "peagle.bench/1"
+SIMULATED = "SIMULATED"
+MEASURED = "MEASURED"
+
+
+def iso(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
+
+
+def is_sandbox() -> bool:
+    """The CLI points at the local sandbox (peagle --sandbox / `peagle sandbox env`)."""
+    return bool(os.environ.get("PEAGLE_SANDBOX_URL"))
+
+
+def label_of(simulated: bool) -> str:
+    return SIMULATED if simulated else MEASURED
+
+
+def client_info() -> dict[str, Any]:
+    import botocore
+
+    from ..version import __version__
+
+    return {
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "peagle_version": __version__,
+        "botocore_version": botocore.__version__,
+    }
+
+
+def provenance_of(status: dict[str, Any]) -> dict[str, Any]:
+    """What the endpoint runs, read back from SageMaker (inventory.endpoint_status)."""
+    from ..vllm_versions import parse_image_tag
+
+    image = status.get("image")
+    version = parse_image_tag(image)[0] if image else None
+    return {
+        "endpoint": status.get("endpoint"),
+        "instance_type": status.get("instance_type"),
+        "instance_count": status.get("instance_count"),
+        "usd_per_hour": status.get("usd_per_hour"),
+        "image": image,
+        "vllm_version": str(version) if version else None,
+        "mode": status.get("mode"),
+        "k": status.get("k"),
+        "speculative_config": status.get("speculative_config"),
+    }
+
+
+def bench_document(
+    *,
+    provenance: dict[str, Any],
+    dataset: dict[str, Any],
+    load: dict[str, Any],
+    levels: list[dict[str, Any]],
+    started_at: float,
+    ended_at: float,
+    simulated: bool,
+    sandbox: dict[str, Any] | None = None,
+    notes: list[str] | None = None,
+) -> dict[str, Any]:
+    label = label_of(simulated)
+    notes = list(notes or [])
+    if simulated:
+        notes.insert(
+            0,
+            "SIMULATED: the local peagle sandbox made these tokens and timings up "
+            "(sm_peagle.sandbox.engine); they say nothing about real GPU performance",
+        )
+    return {
+        "schema": SCHEMA,
+        "kind": "bench",
+        "label": label,
+        "simulated": simulated,
+        **provenance,
+        "dataset": dataset,
+        "load": load,
+        "client": client_info(),
+        "sandbox": sandbox,
+        "started_at": iso(started_at),
+        "ended_at": iso(ended_at),
+        "levels": levels,
+        "notes": notes,
+    }
+
+
+def check_document(doc: Any, where: str = "document") -> dict[str, Any]:
+    """Cheap structural check (the full JSON Schema is for tests and external tools)."""
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise SpecError(f"{where}: not a {SCHEMA} results document (schema: {found!r})")
+    if doc.get("kind") == "bench":
+        if not isinstance(doc.get("levels"), list) or "instance_type" not in doc:
+            raise SpecError(f"{where}: a bench document needs 'instance_type' and 'levels'")
+    elif doc.get("kind") == "sweep":
+        if not isinstance(doc.get("runs"), list):
+            raise SpecError(f"{where}: a sweep document needs 'runs'")
+        for i, run in enumerate(doc["runs"]):
+            check_document(run, f"{where} runs[{i}]")
+    else:
+        raise SpecError(f"{where}: unknown kind {doc.get('kind')!r}")
+    return doc
+
+
+def save_document(doc: dict[str, Any], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)  # atomic: an interrupted run never leaves half a file
+    return path
+
+
+def load_document(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise SpecError(f"cannot read {path}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise SpecError(f"{path}: not JSON ({e})") from None
+    return check_document(doc, str(path))

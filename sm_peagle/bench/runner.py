@@ -1,0 +1,171 @@
+"""`bench_endpoint`: every level against one deployed endpoint -> one results document.
+
+    doc = bench_endpoint("my-endpoint", concurrency=[1, 4, 8], requests=64)
+    doc["levels"][0]["output_tokens_per_s"]
+
+What the endpoint runs (instance type, image, mode, K, speculative config) is read back
+from SageMaker, never taken from the caller, so the document cannot mislabel a run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import PeagleError
+from .datasets import Dataset, load_dataset
+from .load import LevelRun, LoadSpec, bench_client, run_level
+from .metrics import summarize_level
+from .results import bench_document, is_sandbox, provenance_of
+from .workers import run_level_processes
+
+__all__ = ["bench_endpoint", "level_line"]
+
+SERVING = ("InService", "Updating", "SystemUpdating")
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def level_line(level: dict[str, Any]) -> str:
+    """`c=8: 64/64 ok · 1,234 out tok/s · TTFT p50 0.120s · TPOT p50 8.1ms · 2.9 tok/chunk`"""
+    req = level["requests"]
+    head = f"c={level['concurrency']}" + (f" rate={level['rate']:g}/s" if level["rate"] else "")
+    parts = [f"{head}: {req['ok']}/{req['total']} ok"]
+    if level["output_tokens_per_s"] is not None:
+        parts.append(f"{level['output_tokens_per_s']:,.0f} out tok/s")
+    if level["ttft_s"]["p50"] is not None:
+        parts.append(f"TTFT p50 {level['ttft_s']['p50']:.3f}s")
+    if level["tpot_s"]["p50"] is not None:
+        parts.append(f"TPOT p50 {level['tpot_s']['p50'] * 1000:.1f}ms")
+    if level["mean_tokens_per_chunk"] is not None:
+        parts.append(f"{level['mean_tokens_per_chunk']:.2f} tok/chunk")
+    if req["failed"]:
+        parts.append(f"failures: {req['failure_reasons']}")
+    return " · ".join(parts)
+
+
+def _sandbox_info() -> dict[str, Any] | None:
+    import os
+
+    url = os.environ.get("PEAGLE_SANDBOX_URL")
+    if not url:
+        return None
+    from ..sandbox.manager import health
+
+    doc = health(url) or {}
+    keep = ("engine", "time_scale", "metrics_interval", "creating_seconds", "started_at")
+    return {"url": url, **{k: doc.get(k) for k in keep if k in doc}}
+
+
+def _model_of(aws: Any, endpoint: str) -> str | None:
+    from ..endpoint import deployed_spec
+
+    try:
+        return deployed_spec(aws.client("sagemaker"), endpoint).model
+    except Exception:  # not deployed by peagle (no spec tags): the model stays unnamed
+        return None
+
+
+def bench_endpoint(
+    endpoint: str,
+    *,
+    concurrency: Sequence[int] = (1, 4, 8, 32),
+    rates: Sequence[float | None] = (None,),
+    requests: int | None = None,
+    duration_s: float | None = None,
+    warmup: int = 0,
+    workers: int = 1,
+    dataset: Dataset | str | None = None,
+    max_tokens: int = 256,
+    temperature: float | None = None,
+    extra: dict[str, Any] | None = None,
+    acceptance_wait_s: float = 25.0,
+    aws: Any = None,
+    region: str | None = None,
+    say: Callable[[str], None] = _quiet,
+) -> dict[str, Any]:
+    """Benchmark every (concurrency, rate) level in turn; the peagle.bench/1 document."""
+    from ..aws import AwsContext
+    from ..inventory import endpoint_status
+    from .acceptance import acceptance_for_levels
+
+    aws = aws or AwsContext(region)
+    ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
+    status = endpoint_status(aws.client("sagemaker"), endpoint)
+    if status["status"] not in SERVING:
+        raise PeagleError(
+            f"endpoint {endpoint} is {status['status']}, not InService",
+            remedy=f"wait: `peagle status {endpoint}`",
+        )
+    prov = {"model": _model_of(aws, endpoint), **provenance_of(status)}
+    levels_spec = [(c, r) for c in concurrency for r in rates]
+    rt = None
+    if workers <= 1:
+        rt = bench_client(aws.region, endpoint, max(c for c, _ in levels_spec))
+    started = time.time()
+    levels, simulated = [], is_sandbox()
+    try:
+        for c, rate in levels_spec:
+            spec = LoadSpec(
+                concurrency=c,
+                requests=requests,
+                duration_s=duration_s,
+                rate=rate,
+                warmup=warmup,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                extra=dict(extra or {}),
+            )
+            run: LevelRun
+            if rt is not None:
+                run = run_level(rt, ds, spec)
+            else:
+                run = run_level_processes(aws.region, endpoint, ds, spec, workers)
+            simulated = simulated or run.simulated
+            level = summarize_level(
+                run.records,
+                concurrency=c,
+                rate=rate,
+                cpu_seconds=run.cpu_seconds,
+                usd_per_hour=prov["usd_per_hour"],
+            )
+            levels.append(level)
+            say(level_line(level))
+            if level["client_cpu"]["warning"]:
+                say(f"warning: {level['client_cpu']['warning']}")
+    finally:
+        if rt is not None:
+            rt.close()
+    windows = [(lv["started_at"], lv["ended_at"]) for lv in levels]
+    if prov["mode"] not in (None, "baseline") and acceptance_wait_s > 0:
+        say(f"reading SpecDecoding lines from CloudWatch (up to {acceptance_wait_s:.0f}s)")
+    accept = acceptance_for_levels(
+        aws, endpoint, windows, mode=prov["mode"], k=prov["k"], wait_s=acceptance_wait_s
+    )
+    for level, acc in zip(levels, accept, strict=True):
+        level["acceptance"] = acc
+    load = {
+        "kind": "open" if any(rates) else "closed",
+        "concurrency": list(concurrency),
+        "rates": [r for r in rates if r],
+        "requests": requests,
+        "duration_s": duration_s,
+        "warmup": warmup,
+        "workers": workers,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "retries": 0,
+    }
+    return bench_document(
+        provenance=prov,
+        dataset=ds.describe(),
+        load=load,
+        levels=levels,
+        started_at=started,
+        ended_at=time.time(),
+        simulated=simulated,
+        sandbox=_sandbox_info(),
+    )

@@ -1,0 +1,166 @@
+"""Results documents validate against docs/peagle.bench-1.schema.json, `peagle report`
+reproduces them from disk, every rendering states its provenance, and `recommend` reads
+the fields it relies on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sm_peagle.bench.datasets import builtin
+from sm_peagle.bench.metrics import RequestRecord, summarize_level
+from sm_peagle.bench.results import SCHEMA, bench_document
+from sm_peagle.bench.sweep import combine_runs, comparison, recommend_k
+from sm_peagle.cli.app import main
+
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-1.schema.json"
+IMAGE = (
+    "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.18.0-gpu-py312-cu129-ubuntu22.04-sagemaker"
+)
+
+
+@pytest.fixture(scope="module")
+def validator():
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads(SCHEMA_FILE.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def level(c: int, tokens_per_s: float) -> dict:
+    """A level of `c` requests, all sent at t=1000 and ending 1 s later."""
+    records = [
+        RequestRecord(
+            index=i, ok=True, sent_at=1000.0, ended_at=1001.0, ttft_s=0.1, tpot_s=0.01,
+            e2e_s=1.0, input_tokens=20, output_tokens=int(tokens_per_s / c), content_chunks=10,
+            finish_reason="stop", request_id=f"r{i}", itl_s=(0.01, 0.02),
+        )
+        for i in range(c)
+    ]  # fmt: skip
+    lv = summarize_level(records, concurrency=c, cpu_seconds=[0.1], usd_per_hour=4.2)
+    lv["acceptance"] = {"status": "by definition", "mean_acceptance_length": 1.0}
+    return lv
+
+
+def bench_doc(mode: str, k: int | None, rates: dict[int, float], simulated=True) -> dict:
+    spec = None if mode == "baseline" else {"method": "eagle3", "num_speculative_tokens": k}
+    return bench_document(
+        provenance={
+            "model": "gpt-oss-20b", "endpoint": f"ep-{mode}-{k}", "instance_type": "ml.g7e.2xlarge",
+            "instance_count": 1, "usd_per_hour": 4.2, "image": IMAGE, "vllm_version": "0.18.0",
+            "mode": mode, "k": k, "speculative_config": spec,
+        },
+        dataset=builtin().describe(),
+        load={"kind": "closed", "concurrency": sorted(rates), "rates": [], "requests": 8,
+              "duration_s": None, "warmup": 0, "workers": 1, "max_tokens": 64,
+              "temperature": None, "retries": 0},
+        levels=[level(c, v) for c, v in sorted(rates.items())],
+        started_at=1000.0, ended_at=1010.0, simulated=simulated,
+    )  # fmt: skip
+
+
+def runs() -> list[dict]:
+    return [
+        bench_doc("baseline", None, {1: 50, 8: 400}),
+        bench_doc("eagle3", 3, {1: 86, 8: 680}),
+        bench_doc("p-eagle", 3, {1: 110, 8: 904}),
+        bench_doc("p-eagle", 7, {1: 140, 8: 880}),
+    ]
+
+
+def report_json(path: Path, capsys) -> dict:
+    assert main(["report", str(path), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_bench_document_validates_and_round_trips(validator, tmp_path, capsys):
+    doc = bench_doc("p-eagle", 3, {1: 110, 8: 904})
+    validator.validate(doc)
+    assert doc["schema"] == SCHEMA and doc["label"] == "SIMULATED" and doc["simulated"]
+    assert doc["notes"][0].startswith("SIMULATED")
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    assert report_json(path, capsys) == doc
+
+
+def test_measured_documents_are_labelled_measured(validator):
+    doc = bench_doc("baseline", None, {1: 50}, simulated=False)
+    validator.validate(doc)
+    assert doc["label"] == "MEASURED" and doc["notes"] == []
+    doc["label"] = "SIMULATED"  # a mislabelled document does not validate
+    with pytest.raises(Exception, match="MEASURED"):
+        validator.validate(doc)
+
+
+def test_sweep_document_round_trips_and_recomputes_derived_parts(validator, tmp_path, capsys):
+    doc = combine_runs(runs(), extra={"elapsed_s": 12.5, "failures": [],
+                                      "cleanup": {"deleted": ["a"], "kept": []}})  # fmt: skip
+    validator.validate(doc)
+    (tmp_path / "sweep.json").write_text(json.dumps(doc))
+    assert report_json(tmp_path, capsys) == doc
+    # Tampered derived parts are recomputed from the runs, never trusted.
+    stale = {**doc, "table": {"columns": [], "rows": [], "unit": "output tokens/s"}}
+    (tmp_path / "sweep.json").write_text(json.dumps(stale))
+    assert report_json(tmp_path, capsys)["table"] == doc["table"]
+
+
+def test_a_directory_of_bench_documents_combines(validator, tmp_path, capsys):
+    for i, run in enumerate(runs()):
+        (tmp_path / f"{i}.json").write_text(json.dumps(run))
+    doc = report_json(tmp_path, capsys)
+    validator.validate(doc)
+    assert doc["kind"] == "sweep" and len(doc["runs"]) == 4
+
+
+def test_comparison_table_and_k_recommendation():
+    table = comparison(runs())
+    assert table["columns"] == ["baseline", "eagle3 K=3", "p-eagle K=3", "p-eagle K=7"]
+    one, eight = table["rows"]
+    assert one["best_p_eagle_vs_best_eagle3"] == pytest.approx(140 / 86)
+    assert one["best_p_eagle_vs_baseline"] == pytest.approx(140 / 50)
+    assert eight["best_p_eagle_vs_baseline"] == pytest.approx(904 / 400)
+    rec = recommend_k(runs())
+    assert [(r["from"], r["to"], r["k"]) for r in rec["p-eagle"]] == [(1, 1, 7), (8, 8, 3)]
+    assert [(r["from"], r["to"], r["k"]) for r in rec["eagle3"]] == [(1, 8, 3)]
+
+
+def test_renderings_state_provenance_and_simulated(tmp_path, capsys):
+    doc = combine_runs(runs())
+    (tmp_path / "sweep.json").write_text(json.dumps(doc))
+    md, csv_file = tmp_path / "r.md", tmp_path / "r.csv"
+    assert main(["report", str(tmp_path), "--markdown", str(md), "--csv", str(csv_file)]) == 0
+    text = md.read_text()
+    for fact in (
+        "SIMULATED",
+        "ml.g7e.2xlarge",
+        "vLLM 0.18.0",
+        builtin().sha256[:16],
+        "peagle-builtin (written for this project)",
+        "p-eagle K=7",
+        "Recommended K",
+    ):
+        assert fact in text, fact  # fmt: skip
+    rows = csv_file.read_text().splitlines()
+    assert len(rows) == 1 + 4 * 2 and all(r.startswith("SIMULATED,") for r in rows[1:])
+    out = capsys.readouterr().out
+    assert "SIMULATED" in out and "P-EAGLE" in out and "recommended p-eagle" in out
+
+
+def test_report_rejects_other_files_in_one_line(tmp_path, capsys):
+    bad = tmp_path / "x.json"
+    bad.write_text(json.dumps({"schema": "something/9"}))
+    assert main(["report", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {bad}: not a peagle.bench/1 results document (schema: 'something/9')"]
+
+
+def test_recommend_reads_bench_results(tmp_path, capsys):
+    for i, run in enumerate(runs()):
+        (tmp_path / f"{i}.json").write_text(json.dumps(run))
+    (tmp_path / "sweep.json").write_text(json.dumps(combine_runs(runs())))
+    assert main(["recommend", "gpt-oss-20b", "--results", str(tmp_path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    g7e = next(c for c in doc["candidates"] if c["instance_type"] == "ml.g7e.2xlarge")
+    assert g7e["measured_output_tokens_per_s"] == 904 and g7e["basis"] == "measured throughput"
