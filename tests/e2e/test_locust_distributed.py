@@ -1,0 +1,180 @@
+"""`peagle bench --locust`: one Locust master and two workers on loopback against a private
+sandbox, through the real CLI. The merged document must validate against the bench schema
+and agree with the sandbox's ground truth: every request matched by its SageMaker request
+id, output tokens exact (per request and in total), output tokens/s within 2% of the truth
+computed as in test_bench_accuracy.py (all tokens / (last token step written - first request
+sent)). Afterwards nothing of this test may still run: no sandbox, master or worker.
+
+Locust is never imported here: importing it monkey-patches the whole process for gevent.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        importlib.util.find_spec("locust") is None,
+        reason="locust is not installed (pip install 'sm-peagle[locust]')",
+    ),
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_FILE = ROOT / "docs" / "peagle.bench-1.schema.json"
+NAME = "peagle-gpt-oss-20b-p-eagle"
+REQUESTS, USERS, WORKERS, MAX_TOKENS = 16, 4, 2, 48
+TOLERANCE = 0.02
+
+
+class Sandbox:
+    """Its own state, cache, HOME and TMPDIR under `root`: every process this test starts
+    (sandbox, CLI, Locust master and workers) carries `root` in its command line or
+    environment, which is how the final check recognises them."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PEAGLE_"))}
+        for sub in ("home", "tmp"):
+            (root / sub).mkdir()
+        self.env.update(
+            HOME=str(root / "home"),
+            TMPDIR=str(root / "tmp"),
+            PEAGLE_STATE_DIR=str(root / "state"),
+            PEAGLE_CACHE_DIR=str(root / "cache"),
+            PEAGLE_POLL_SECONDS="0.2",
+        )
+        self.url = ""
+
+    def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "sm_peagle.cli", *args],
+            env=self.env,
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        assert proc.returncode == 0, f"peagle {' '.join(args)}\n{proc.stderr}{proc.stdout}"
+        return proc
+
+    def truth(self, method: str = "GET") -> Any:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        req = urllib.request.Request(
+            f"{self.url}/_peagle/ground-truth?endpoint={NAME}", method=method
+        )
+        with opener.open(req, timeout=10) as resp:
+            return json.loads(resp.read())
+
+
+def processes_of(marker: str) -> list[str]:
+    """Live processes (not this one) whose command line or environment mentions `marker`."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        if proc.name == str(os.getpid()):
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            environ = (proc / "environ").read_bytes()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue  # exited while we looked, or not ours to read
+        if state != "Z" and (marker.encode() in cmdline or marker.encode() in environ):
+            found.append(proc.name + ": " + cmdline.replace(b"\0", b" ").decode(errors="replace"))
+    return found
+
+
+def validator() -> Any:
+    jsonschema = pytest.importorskip("jsonschema")
+    return jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text()))
+
+
+def test_two_workers_on_loopback_match_ground_truth(tmp_path: Path) -> None:
+    started = time.monotonic()
+    sb = Sandbox(tmp_path)
+    try:
+        sb.cli("sandbox", "start", "--creating-seconds", "1", "--metrics-interval", "1")
+        sb.url = json.loads(sb.cli("sandbox", "status", "--json").stdout)["url"]
+        sb.cli("--sandbox", "deploy", "gpt-oss-20b", "--yes")
+        sb.truth("DELETE")  # only this run's requests in the ground truth
+        out = tmp_path / "results.json"
+        run = sb.cli(
+            "--sandbox", "bench", NAME, "--locust", "--locust-workers", str(WORKERS),
+            "--requests", str(REQUESTS), "--concurrency", str(USERS),
+            "--max-tokens", str(MAX_TOKENS), "--acceptance-wait", "10s", "--out", str(out),
+            timeout=120,
+        )  # fmt: skip
+        doc = json.loads(out.read_text())
+        truth = {r["request_id"]: r for r in sb.truth()["requests"]}
+        sb.cli("--sandbox", "delete", NAME, "--yes")
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "sm_peagle.cli", "sandbox", "stop"],
+            env=sb.env, capture_output=True, timeout=60,
+        )  # fmt: skip
+
+    errors = sorted(validator().iter_errors(doc), key=lambda e: list(e.path))
+    assert not errors, [f"{list(e.path)}: {e.message}" for e in errors[:5]]
+    assert doc["simulated"] and doc["mode"] == "p-eagle" and doc["endpoint"] == NAME
+    load = doc["load"]
+    assert (load["tool"], load["workers"], load["users"]) == ("locust", WORKERS, USERS)
+    (level,) = doc["levels"]
+    assert level["requests"] == {"total": REQUESTS, "ok": REQUESTS, "failed": 0,
+                                 "failure_reasons": {}}  # fmt: skip
+    records = level["records"]
+    assert sorted(r["index"] for r in records) == list(range(REQUESTS))  # no gap, no repeat
+    assert {r["worker"] for r in records} == set(range(WORKERS))  # both workers sent
+
+    # Every request matched to the sandbox's record by id; tokens exact, per request too.
+    assert set(truth) == {r["request_id"] for r in records}
+    for r in records:
+        assert r["output_tokens"] == truth[r["request_id"]]["completion_tokens"], r
+    tokens = sum(t["completion_tokens"] for t in truth.values())
+    assert level["output_tokens"] == tokens
+
+    # Output tokens/s against the truth's window, as in test_bench_accuracy.py.
+    last_step = max(s["t"] for t in truth.values() for s in t["steps"] if s["tokens"])
+    true_otps = tokens / (last_step - min(r["sent_at"] for r in records))
+    error = abs(level["output_tokens_per_s"] - true_otps) / true_otps
+    otps, took = level["output_tokens_per_s"], time.monotonic() - started
+    print(
+        f"\nlocust: {tokens} tokens, {otps:.1f}/{true_otps:.1f} tok/s ({error:+.2%}), {took:.0f}s"
+    )
+    assert error <= TOLERANCE
+    # Mean TTFT against first token step written - the record's own send time. Under gevent
+    # the client's per-request state must be per greenlet: a send time taken by another
+    # Locust user would be off by whole requests, not by a client's ~0.5 ms.
+    true_ttft = [next(s["t"] for s in truth[r["request_id"]]["steps"] if s["tokens"])
+                 - r["sent_at"] for r in records]  # fmt: skip
+    mean_true = sum(true_ttft) / len(true_ttft)
+    assert abs(level["ttft_s"]["mean"] - mean_true) / mean_true <= TOLERANCE
+    assert "16/16 ok" in run.stderr + run.stdout
+
+    # Nothing of this test is left: sandbox, Locust master and workers all gone.
+    deadline = time.monotonic() + 5
+    while (left := processes_of(str(tmp_path))) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, left
+
+
+def test_budget_split_and_printed_commands() -> None:
+    from sm_peagle.bench.distributed import commands_text, split_budget
+
+    # In proportion to users; indices 0..n-1 in order, each exactly once.
+    assert split_budget([2, 2], 16) == [(0, 8), (8, 8)]
+    assert split_budget([3, 1, 0], 10) == [(0, 8), (8, 2), (10, 0)]
+    text = commands_text("ep", workers=3, users=12, requests=96, region="us-west-2", out="r.json")
+    master, worker = (ln for ln in text.splitlines() if ln.startswith("locust "))
+    assert "--master" in master and "--expect-workers 3" in master and "-u 12" in master
+    assert "--peagle-endpoint ep" in master and "--peagle-requests 96" in master
+    assert worker.endswith('--worker --master-host "$MASTER_IP" --master-port 5557')
