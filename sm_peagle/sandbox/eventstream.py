@@ -27,6 +27,7 @@ __all__ = [
     "payload_part",
 ]
 
+
 @dataclass(frozen=True)
 class SplitPolicy:
     """How irregular the parts are. ``hold_probability``: keep an event's bytes back to send
