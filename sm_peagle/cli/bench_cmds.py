@@ -279,11 +279,12 @@ def sweep_command(
     import time
 
     from ..bench.results import save_document
-    from ..bench.sweep import run_sweep
+    from ..bench.sweep import configurations, run_sweep
 
     mode_list = [m.strip() for m in modes.split(",") if m.strip()]
     ks = _ints(k, "-k") if any(m != "baseline" for m in mode_list) else []
     levels = _ints(concurrency, "--concurrency")
+    configurations(mode_list, ks)  # bad --modes / -k: exit 2 before any AWS call
     opts = _bench_options(
         requests, duration, warmup, dataset, max_tokens, temperature, acceptance_wait
     )
