@@ -231,9 +231,14 @@ def test_terraform_needs_a_kms_key_arn() -> None:
 def _cfn_schema(type_name: str) -> dict[str, Any]:
     """The resource schema the installed cfn-lint validates `type_name` with."""
     cfnlint = pytest.importorskip("cfnlint")
-    providers = importlib.import_module("cfnlint.data.schemas.providers.us_east_1")
-    path = Path(cfnlint.__file__).parent / "data" / "schemas" / "resources"
-    return json.loads((path / f"{providers.types[type_name]}.json").read_text())
+    base = Path(cfnlint.__file__).parent / "data" / "schemas"
+    # cfn-lint >= 1.5x maps type -> schema file in JSON; older releases in a Python module.
+    json_map = base / "providers" / "us-east-1.json"
+    if json_map.exists():
+        types = json.loads(json_map.read_text())
+    else:
+        types = importlib.import_module("cfnlint.data.schemas.providers.us_east_1").types
+    return json.loads((base / "resources" / f"{types[type_name]}.json").read_text())
 
 
 def test_cfn_tables_stay_within_the_installed_schemas() -> None:
