@@ -34,26 +34,25 @@ from ..errors import (
 from .chunks import Completion, CompletionBuilder, StreamChunk, StreamParser
 from .chunks import completion_from_response as _completion_from_response
 from .payloads import build_payload, encode_payload, prepare_payload
+from .stream_read import iter_raw_payload_parts
+from .stream_read import stream_exception as _stream_exception
+from .stream_read import transport_error as _transport_error
 
 __all__ = ["AsyncStreamResult", "RuntimeClient", "StreamResult", "iter_payload_parts"]
-
-
-def _stream_exception(shape: str | None, body: dict[str, Any]) -> ModelStreamError:
-    message = str(body.get("Message") or body.get("message") or "stream failed")
-    if shape == "InternalStreamFailure":
-        return InternalStreamFailure(message, code="InternalStreamFailure")
-    return ModelStreamError(message, code=body.get("ErrorCode") or shape)
 
 
 def iter_payload_parts(body: Any) -> Iterator[tuple[bytes, float]]:
     """(bytes, perf_counter at arrival) per PayloadPart; typed errors for error events.
 
-    botocore's EventStream *raises* modeled exception events as EventStreamError and its
-    error parser keeps only Message, so ModelStreamError's ErrorCode
-    (ModelInvocationTimeExceeded / StreamBroken) would be lost. For botocore's EventStream
-    we therefore read its decoded frames (prelude/CRC checks stay botocore's) and read
-    the headers ourselves. Other bodies (stubs, a future botocore without that attribute)
-    are iterated as parsed event dicts, whose error events may be yielded or raised."""
+    botocore's EventStream: its raw HTTP body (`_raw_stream`) is decoded by peagle's own
+    frame decoder (see stream_read: a fraction of botocore's CPU per frame, and it keeps
+    ModelStreamError's ErrorCode, which botocore's error parser drops). Fallbacks, for a
+    botocore without `_raw_stream`: its decoded frames (`_event_generator`), headers read
+    here for the same reason; else (stubs) parsed event dicts, errors yielded or raised."""
+    raw = getattr(body, "_raw_stream", None)
+    if raw is not None and callable(getattr(raw, "stream", None)):
+        yield from iter_raw_payload_parts(raw)
+        return
     frames = getattr(body, "_event_generator", None)
     if frames is not None:
         try:
@@ -97,12 +96,6 @@ def iter_payload_parts(body: Any) -> Iterator[tuple[bytes, float]]:
         for shape in ("ModelStreamError", "InternalStreamFailure"):
             if shape in event:
                 raise _stream_exception(shape, event[shape] or {})
-
-
-def _transport_error(e: Exception) -> ModelStreamError:
-    name = type(e).__name__
-    code = "ReadTimeout" if "Timeout" in name else "StreamBroken"
-    return ModelStreamError(f"the response stream broke ({name}: {e})", code=code)
 
 
 def _runtime_error(e: Exception, endpoint: str) -> PeagleError:
