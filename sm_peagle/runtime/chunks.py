@@ -34,7 +34,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+# slots, not frozen: a frozen dataclass sets every field through object.__setattr__, and two
+# of these are built per streamed event, the client's hottest path.
+@dataclass(slots=True)
 class Usage:
     prompt_tokens: int
     completion_tokens: int
@@ -57,7 +59,7 @@ class Usage:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class StreamChunk:
     """One parsed SSE event. `text` is the content delta (chat) or text (completions);
     `reasoning` the reasoning-parser delta (gpt-oss and other reasoning models)."""
@@ -143,10 +145,12 @@ class ChunkParser:
         doc = json.loads(data)
         if not isinstance(doc, dict):
             raise ModelStreamError(f"unexpected stream event {data[:200]!r}", code="BadEvent")
-        err = _vllm_error(doc)
-        if err is not None:
-            raise ModelStreamError(err[0], code=err[1], partial_text="".join(self.text_so_far))
-        usage = Usage.from_json(doc.get("usage"))
+        if "error" in doc or doc.get("object") == "error":  # cheap test before the call
+            err = _vllm_error(doc)
+            if err is not None:
+                raise ModelStreamError(err[0], code=err[1], partial_text="".join(self.text_so_far))
+        raw_usage = doc.get("usage")
+        usage = Usage.from_json(raw_usage) if raw_usage else None
         tokens = None
         if usage is not None:
             tokens = usage.completion_tokens - self._completion_tokens
@@ -192,7 +196,11 @@ class StreamParser:
         return "".join(self.chunks.text_so_far)
 
     def feed(self, data: bytes, arrived_at: float) -> list[StreamChunk]:
-        return [self.chunks.parse(d, arrived_at) for d in self.sse.feed(data)]
+        events = self.sse.feed(data)
+        if not events:  # about half the PayloadParts complete no event
+            return events  # type: ignore[return-value]  # an empty list either way
+        parse = self.chunks.parse
+        return [parse(d, arrived_at) for d in events]
 
     def close(self, arrived_at: float) -> list[StreamChunk]:
         return [self.chunks.parse(d, arrived_at) for d in self.sse.close()]
@@ -220,7 +228,7 @@ class CompletionBuilder:
             self.usage = chunk.usage
         if chunk.finish_reason is not None:
             self.finish_reason = chunk.finish_reason
-        if not chunk.is_content:
+        if not (chunk.text or chunk.reasoning or chunk.is_content):  # the common case first
             return
         self.text.append(chunk.text)
         self.reasoning.append(chunk.reasoning)

@@ -152,11 +152,12 @@ class StreamResult:
         return next(self._chunks)
 
     def _generate(self) -> Iterator[StreamChunk]:
+        feed, add = self._parser.feed, self._builder.add  # once per frame: keep lookups out
         try:
             for data, arrived in self._parts:
                 self._last_arrival = arrived
-                for chunk in self._parser.feed(data, arrived):
-                    self._builder.add(chunk)
+                for chunk in feed(data, arrived):
+                    add(chunk)
                     yield chunk
             try:
                 tail = self._parser.close(self._last_arrival)

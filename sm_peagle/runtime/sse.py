@@ -53,6 +53,25 @@ class SSEDecoder:
                 del buf[: len(_BOM)]
             self._started = True
         events: list[str] = []
+        if not self._skip_lf and b"\r" not in buf:
+            # Fast path (vLLM sends only "\n"): split complete lines in C, and handle the
+            # two lines every event has, "data: ..." and the blank one, inline.
+            last = buf.rfind(b"\n")
+            if last == -1:
+                return events
+            lines = bytes(buf[:last]).split(b"\n")
+            del buf[: last + 1]
+            for raw in lines:
+                if not raw:
+                    if self._has_data:
+                        self._line(raw, events)
+                elif raw.startswith(b"data:"):
+                    value = raw[6:] if raw[5:6] == b" " else raw[5:]
+                    self._data.append(value.decode("utf-8", errors="replace"))
+                    self._has_data = True
+                else:
+                    self._line(raw, events)
+            return events
         start = 0
         n = len(buf)
         while start < n:

@@ -60,12 +60,13 @@ def iter_raw_payload_parts(raw: RawStream) -> Iterator[tuple[bytes, float]]:
     partial frame at end of body is dropped, as botocore does: the SSE layer above
     then reports the stream as truncated."""
     decoder = FrameDecoder()
+    feed, clock = decoder.feed, time.perf_counter  # once per frame: keep lookups out
     try:
         for chunk in raw.stream():
-            arrived = time.perf_counter()
+            arrived = clock()
             broken = None
             try:
-                frames = decoder.feed(chunk)
+                frames = feed(chunk)
             except EventStreamDecodeError as e:
                 # botocore yields the good frames before the bad one; so do we.
                 frames, broken = e.frames, e
@@ -76,7 +77,7 @@ def iter_raw_payload_parts(raw: RawStream) -> Iterator[tuple[bytes, float]]:
                         # Later frames of the same chunk: when the consumer reaches them,
                         # as botocore's per-frame path stamped them (ITL/TPOT inside one
                         # read stay as before); the first is stamped before decoding.
-                        arrived = time.perf_counter()
+                        arrived = clock()
                     continue  # unknown event types: ignore, for forward compatibility
                 raise frame_error(frame)
             if broken is not None:
