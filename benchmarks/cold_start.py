@@ -27,8 +27,9 @@ import sysconfig
 import time
 from pathlib import Path
 
-START = "<!-- bench:cold-start:start -->"
-END = "<!-- bench:cold-start:end -->"
+from readme_block import markers, replace_block
+
+START, END = markers("cold-start")
 
 
 def console_script(name: str = "peagle") -> Path:
@@ -93,16 +94,7 @@ def table(rows: list[tuple[str, float, float]], runs: int) -> str:
 
 
 def write_readme(path: Path, block: str) -> bool:
-    """Replace the marked block; False (file untouched) when the markers are missing."""
-    try:
-        text = path.read_text()
-    except OSError:
-        return False
-    start, end = text.find(START), text.find(END)
-    if start < 0 or end < start:
-        return False
-    path.write_text(text[: start + len(START)] + "\n" + block + "\n" + text[end:])
-    return True
+    return replace_block(path, "cold-start", block)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,6 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import re
 import struct
 import sys
 import tempfile
@@ -27,12 +26,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from readme_block import markers, replace_block
+
 from sm_peagle.drafter import make_push_client, push_drafter
 
 MIB = 1024 * 1024
 BUCKET = "peagle-bench"
 INDEX = "model.safetensors.index.json"
-START, END = "<!-- bench:drafter-push:start -->", "<!-- bench:drafter-push:end -->"
+START, END = markers("drafter-push")
 
 
 def write_head(root: Path, size_mb: int, shards: int) -> int:
@@ -188,15 +189,7 @@ def table(res: dict[str, Any]) -> str:
 
 
 def write_readme(path: Path, text: str) -> bool:
-    """Replace the marked block; returns False (file untouched) when the markers are absent."""
-    if not path.exists():
-        return False
-    doc = path.read_text()
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
-    if not pattern.search(doc):
-        return False
-    path.write_text(pattern.sub(lambda _: f"{START}\n{text}\n{END}", doc, count=1))
-    return True
+    return replace_block(path, "drafter-push", text)
 
 
 def main(argv: list[str] | None = None) -> int:

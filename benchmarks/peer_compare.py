@@ -41,8 +41,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-START = "<!-- bench:peer:start -->"
-END = "<!-- bench:peer:end -->"
+from readme_block import markers, replace_block
+
+START, END = markers("peer")
 MODEL, MODE, K = "gpt-oss-20b", "p-eagle", 7
 
 
@@ -421,12 +422,7 @@ def table(m: dict[str, Any]) -> str:
 
 
 def write_readme(path: Path, block: str) -> bool:
-    text = path.read_text()
-    start, end = text.find(START), text.find(END)
-    if start < 0 or end < start:
-        return False
-    path.write_text(text[: start + len(START)] + "\n" + block + "\n" + text[end:])
-    return True
+    return replace_block(path, "peer", block)
 
 
 def main(argv: list[str] | None = None) -> int:

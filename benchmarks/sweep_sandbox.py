@@ -29,8 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
-START = "<!-- bench:sweep:start -->"
-END = "<!-- bench:sweep:end -->"
+from readme_block import markers, replace_block
+
+START, END = markers("sweep")
 
 
 def peagle() -> str:
@@ -125,12 +126,7 @@ def acceptance(run: dict) -> float:
 
 
 def write_readme(path: Path, text: str) -> bool:
-    doc = path.read_text()
-    start, end = doc.find(START), doc.find(END)
-    if start < 0 or end < start:
-        return False
-    path.write_text(doc[: start + len(START)] + "\n" + text + "\n" + doc[end:])
-    return True
+    return replace_block(path, "sweep", text)
 
 
 def main(argv: list[str] | None = None) -> int:
