@@ -5,8 +5,7 @@ Public names are imported lazily so `import sm_peagle` stays cheap.
 
 from __future__ import annotations
 
-from typing import Any
-
+from ._lazy import lazy_getattr
 from .version import __version__
 
 _LAZY = {
@@ -32,10 +31,4 @@ _LAZY = {
 
 __all__ = ["__version__", *_LAZY]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module 'sm_peagle' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)

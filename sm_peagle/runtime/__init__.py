@@ -6,7 +6,7 @@ Names are imported lazily so importing the package stays cheap (no boto3 until a
 
 from __future__ import annotations
 
-from typing import Any
+from .._lazy import lazy_getattr
 
 _LAZY = {
     "RuntimeClient": "client",
@@ -26,10 +26,4 @@ _LAZY = {
 
 __all__ = sorted(_LAZY)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
