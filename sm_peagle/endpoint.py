@@ -36,14 +36,10 @@ def plan_for(spec_or_model: DeploymentSpec | str | dict | Path, **overrides: Any
     if isinstance(spec_or_model, DeploymentSpec):
         spec = spec_or_model
         if overrides:
-            from .specs import merge_overrides
-
-            data = spec_or_model.model_dump(mode="json", exclude_unset=True)
-            spec = spec_from_data(merge_overrides(data, _dotted(overrides)))
+            base = spec_or_model.model_dump(mode="json", exclude_unset=True)
+            spec = spec_from_options(base=base, **overrides)
     elif isinstance(spec_or_model, dict):
-        from .specs import merge_overrides
-
-        spec = spec_from_data(merge_overrides(spec_or_model, _dotted(overrides)))
+        spec = spec_from_options(base=spec_or_model, **overrides)
     elif isinstance(spec_or_model, Path) or str(spec_or_model).endswith((".yaml", ".yml", ".json")):
         spec = spec_from_options(None, spec_or_model, **overrides)
     else:
@@ -52,15 +48,6 @@ def plan_for(spec_or_model: DeploymentSpec | str | dict | Path, **overrides: Any
     return plan(
         inputs.spec, jumpstart_spec=inputs.jumpstart_spec, jumpstart_source=inputs.jumpstart_source
     )
-
-
-def _dotted(overrides: dict[str, Any]) -> dict[str, Any]:
-    from .specs import OPTION_FIELDS
-
-    unknown = set(overrides) - set(OPTION_FIELDS)
-    if unknown:
-        raise SpecError(f"unknown option(s) {sorted(unknown)}")
-    return {OPTION_FIELDS[k]: v for k, v in overrides.items()}
 
 
 def with_push_bucket(p: Any, aws: Any) -> Any:

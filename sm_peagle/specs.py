@@ -436,9 +436,15 @@ OPTION_FIELDS: dict[str, str] = {
 
 
 def spec_from_options(
-    model: str | None = None, spec_file: str | Path | None = None, **options: Any
+    model: str | None = None,
+    spec_file: str | Path | None = None,
+    *,
+    base: dict[str, Any] | None = None,
+    **options: Any,
 ) -> DeploymentSpec:
-    """A spec file (optional) overlaid with flat options such as k=7, mode="eagle3"."""
+    """A spec file or a `base` document (optional) overlaid with flat options such as
+    k=7, mode="eagle3", autoscale="1:4". The one mapping from options to spec fields, for
+    the CLI and the SDK alike."""
     autoscale = options.pop("autoscale", None)
     if autoscale is not None:  # "MIN:MAX" -> the two spec fields
         lo, sep, hi = str(autoscale).partition(":")
@@ -447,13 +453,12 @@ def spec_from_options(
         options["autoscale_min"], options["autoscale_max"] = int(lo), int(hi)
     unknown = set(options) - set(OPTION_FIELDS)
     if unknown:
-        raise SpecError(
-            f"unknown option(s) {sorted(unknown)}; known: {', '.join(sorted(OPTION_FIELDS))}"
-        )
+        public = sorted({*OPTION_FIELDS, "autoscale"} - {"autoscale_min", "autoscale_max"})
+        raise SpecError(f"unknown option(s) {sorted(unknown)}; known: {', '.join(public)}")
     overrides = {OPTION_FIELDS[k]: v for k, v in options.items()}
     overrides["model"] = model
     if spec_file is not None:
         return load_spec(spec_file, overrides)
-    if model is None:
+    if model is None and not (base and base.get("model")):
         raise SpecError("model: give a MODEL argument or a spec file with -f")
-    return spec_from_data(merge_overrides({}, overrides))
+    return spec_from_data(merge_overrides(base or {}, overrides))

@@ -155,3 +155,15 @@ def test_quota_is_checked_for_every_pool(world, capsys, monkeypatch):
     monkeypatch.setattr(preflight, "check_quota", fake_quota)
     assert run(capsys, "deploy", "gpt-oss-20b", "--fallback", "ml.g7e.12xlarge", "--yes")[0] == 0
     assert asked == ["ml.g7e.2xlarge", "ml.g7e.12xlarge"]
+
+
+def test_sdk_options_map_the_same_for_every_input_kind():
+    # plan_for(spec, …) and plan_for(dict, …) go through the same option mapping as an
+    # alias does, so `autoscale="MIN:MAX"` works on a deployed spec too (Endpoint.update).
+    spec = sm_peagle.plan_for("gpt-oss-20b").spec
+    for source in (spec, {"model": "gpt-oss-20b"}, "gpt-oss-20b"):
+        p = sm_peagle.plan_for(source, autoscale="1:3", k=4)
+        assert (p.spec.autoscaling.min_instances, p.spec.autoscaling.max_instances) == (1, 3)
+        assert p.speculative_config["num_speculative_tokens"] == 4
+    with pytest.raises(sm_peagle.SpecError, match=r"unknown option\(s\) \['bogus'\].*autoscale,"):
+        sm_peagle.plan_for(spec, bogus=1)
