@@ -13,7 +13,7 @@ import time
 from collections import deque
 from typing import Any
 
-__all__ = ["GroundTruth"]
+__all__ = ["GroundTruth", "level_truth"]
 
 MAX_RECORDS_PER_ENDPOINT = 5000
 
@@ -99,3 +99,33 @@ class GroundTruth:
                 self._records.clear()
                 return n
             return len(self._records.pop(endpoint, ()))
+
+
+def level_truth(records: list[dict[str, Any]], truth: dict[str, dict]) -> dict[str, float]:
+    """What a benchmark level should have measured, from the sandbox's own records.
+
+    ``records`` are a level's per-request records (``request_id``, ``sent_at``), ``truth``
+    the ground-truth records by request id. TTFT is first token step written minus the
+    client's send time (one host clock); TPOT the time after the first step over the tokens
+    after it; output tokens/s all tokens over (last step written - first request sent).
+    """
+    ttft, tpot, last = [], [], []
+    tokens = steps = 0
+    for r in records:
+        g = truth[r["request_id"]]
+        emitted = [s for s in g["steps"] if s["tokens"]]
+        tokens += g["completion_tokens"]
+        steps += len(emitted)
+        ttft.append(emitted[0]["t"] - r["sent_at"])
+        after_first = g["completion_tokens"] - emitted[0]["tokens"]
+        if after_first > 0:
+            tpot.append((emitted[-1]["t"] - emitted[0]["t"]) / after_first)
+        last.append(emitted[-1]["t"])
+    first_sent = min(r["sent_at"] for r in records)
+    return {
+        "output_tokens": tokens,
+        "ttft": sum(ttft) / len(ttft),
+        "tpot": sum(tpot) / len(tpot) if tpot else 0.0,
+        "otps": tokens / (max(last) - first_sent),
+        "tokens_per_chunk": tokens / steps,
+    }

@@ -211,8 +211,10 @@ def test_spec_decoding_log_lines_match_ground_truth(sandbox: Sandbox, deployed: 
     drafted = sum(s["drafted"] or 0 for r in truth for s in r["steps"])
     assert accepted and drafted
     logs = sandbox.client("logs")
-    deadline = time.monotonic() + 6
-    while True:  # the last interval's line appears within metrics-interval + a tick
+    # A bounded wait, not a timing claim: the last interval's line appears after
+    # metrics-interval + a tick on a quiet machine, later on a busy one.
+    deadline = time.monotonic() + 120
+    while True:
         events = logs.filter_log_events(logGroupName=f"/aws/sagemaker/Endpoints/{deployed}")
         lines = [e["message"] for e in events["events"] if "SpecDecoding metrics:" in e["message"]]
         seen = [

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -196,10 +195,8 @@ def _run(
 
 
 def _fatal(env: dict[str, str], needle: str, **kw) -> str:
-    start = time.monotonic()
     code, log, calls = _run(env, **kw)
-    assert time.monotonic() - start < 5  # seconds, not an hour of health checks
-    assert code == 2 and not calls
+    assert code == 2 and not calls  # ends before vLLM is ever exec'd
     lines = [ln for ln in log.splitlines() if "FATAL" in ln]
     assert len(lines) == 1, log
     assert lines[0].startswith("peagle-entrypoint: FATAL ") and "(fix: " in lines[0]
