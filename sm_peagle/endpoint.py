@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import NotFound, SpecError
-from .specs import DeploymentSpec, spec_from_data, spec_from_options
+from .planning.specs import DeploymentSpec, spec_from_data, spec_from_options
 
 __all__ = ["Endpoint", "deploy", "plan_for", "deployed_spec"]
 
@@ -30,8 +30,8 @@ def _aws(region: str | None, aws: Any) -> Any:
 def plan_for(spec_or_model: DeploymentSpec | str | dict | Path, **overrides: Any) -> Any:
     """Resolve and plan, as `peagle plan` does. `spec_or_model`: a spec, a dict, a spec
     file path, or a catalog alias / JumpStart id; `overrides`: k=, mode=, role=, …"""
-    from .plan import plan
-    from .resolve import resolve_inputs
+    from .lifecycle.resolve import resolve_inputs
+    from .planning.build import plan
 
     if isinstance(spec_or_model, DeploymentSpec):
         spec = spec_or_model
@@ -55,7 +55,7 @@ def with_push_bucket(p: Any, aws: Any) -> Any:
     the account is only known with credentials, so deploy re-plans with it here."""
     if not p.drafter_push or p.spec.drafter.bucket:
         return p
-    from .specs import merge_overrides
+    from .planning.specs import merge_overrides
 
     bucket = f"sagemaker-{p.region}-{aws.account_id()}"
     data = p.spec.model_dump(mode="json", exclude_unset=True)
@@ -64,7 +64,7 @@ def with_push_bucket(p: Any, aws: Any) -> Any:
 
 def deployed_spec(sm: Any, endpoint: str) -> DeploymentSpec:
     """The spec an endpoint was deployed from, read back from its tags."""
-    from .spec_tags import decode_spec, tag_dict
+    from .lifecycle.spec_tags import decode_spec, tag_dict
 
     try:
         arn = sm.describe_endpoint(EndpointName=endpoint)["EndpointArn"]
@@ -111,19 +111,19 @@ class Endpoint:
         return ep
 
     def lifecycle(self, **kw: Any) -> Any:
-        from .lifecycle import Lifecycle
+        from .lifecycle.manager import Lifecycle
 
         return Lifecycle(self.aws, say=self._say, **kw)
 
     def status(self) -> dict[str, Any]:
-        from .inventory import endpoint_status
+        from .lifecycle.inventory import endpoint_status
 
         return endpoint_status(
             self.aws.client("sagemaker"), self.name, aas=self.aws.client("application-autoscaling")
         )
 
     def wait(self, timeout: float = 8100, **kw: Any) -> dict[str, Any]:
-        from .waiter import wait_for_endpoint
+        from .lifecycle.waiter import wait_for_endpoint
 
         return wait_for_endpoint(self.aws.client("sagemaker"), self.name, timeout=timeout, **kw)
 
@@ -146,7 +146,7 @@ class Endpoint:
         }
 
     def logs(self, *, since: float = 600, follow: bool = False) -> Iterator[dict[str, Any]]:
-        from .endpoint_logs import fetch_log_events, follow_log_events
+        from .lifecycle.endpoint_logs import fetch_log_events, follow_log_events
 
         if follow:
             return follow_log_events(self.aws, self.name, since=since)
@@ -209,7 +209,7 @@ def deploy(
 
     Raises PreflightFailed / QuotaExceeded (nothing created), DeploymentFailed /
     DeploymentTimeout (everything rolled back unless keep_on_failure)."""
-    from .lifecycle import Lifecycle
+    from .lifecycle.manager import Lifecycle
 
     p = plan_for(spec_or_model, **overrides)
     p.raise_for_failures()

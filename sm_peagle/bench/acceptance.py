@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..endpoint_logs import parse_spec_decoding
+from ..lifecycle.endpoint_logs import parse_spec_decoding
 
 __all__ = ["acceptance_for_levels", "combine", "read_spec_lines"]
 
@@ -32,7 +32,7 @@ DEFAULT_INTERVAL_S = 10.0  # vLLM's stats logging interval
 
 def read_spec_lines(aws: Any, endpoint: str, start: float, end: float) -> list[dict[str, Any]]:
     """Parsed SpecDecoding lines logged between `start` and `end` (epoch seconds)."""
-    from ..endpoint_logs import fetch_log_events
+    from ..lifecycle.endpoint_logs import fetch_log_events
 
     out = []
     events = fetch_log_events(aws, endpoint, since=0, start_ms=int(start * 1000), until=end + 1.0)

@@ -91,7 +91,7 @@ def split_budget(users: Sequence[int], requests: int) -> list[tuple[int, int]]:
 
 def read_provenance(aws: Any, endpoint: str) -> dict[str, Any]:
     """What the endpoint runs, read back from SageMaker, as `bench_endpoint` does."""
-    from ..inventory import endpoint_status
+    from ..lifecycle.inventory import endpoint_status
     from .results import provenance_of
     from .runner import SERVING, _model_of
 

@@ -89,7 +89,7 @@ def bench_endpoint(
 ) -> dict[str, Any]:
     """Benchmark every (concurrency, rate) level in turn; the peagle.bench/1 document."""
     from ..aws import AwsContext
-    from ..inventory import endpoint_status
+    from ..lifecycle.inventory import endpoint_status
     from .acceptance import acceptance_for_levels
 
     aws = aws or AwsContext(region)

@@ -138,7 +138,7 @@ def combine_runs(
 
 def _teardown(aws: Any, name: str, say: Callable[[str], None]) -> bool:
     """Delete `name` (endpoint, config, models); a Ctrl-C during it deletes anyway once."""
-    from ..lifecycle import Lifecycle
+    from ..lifecycle.manager import Lifecycle
 
     for attempt in (1, 2):
         try:

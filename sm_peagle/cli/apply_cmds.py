@@ -15,8 +15,8 @@ SpecArg = Annotated[Path, typer.Option("--file", "-f", help="Deployment spec (YA
 
 
 def _compare(spec_file: Path, json_out: bool) -> tuple[Any, Any]:
-    from ..apply import compare
     from ..endpoint import plan_for, with_push_bucket
+    from ..lifecycle.apply import compare
 
     p = plan_for(spec_file)
     p.raise_for_failures()
@@ -57,7 +57,7 @@ def apply_command(
 ) -> None:
     """Create the endpoint, update it in place, or do nothing: whatever makes it match."""
     from ..errors import DeploymentFailed
-    from ..waiter import parse_duration
+    from ..lifecycle.waiter import parse_duration
     from .live import wait_view
 
     lc, ap = _compare(spec_file, json_out)

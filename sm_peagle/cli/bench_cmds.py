@@ -85,7 +85,7 @@ def _bench_options(
     max_tokens: int, temperature: float | None, acceptance_wait: str,
 ) -> dict[str, Any]:  # fmt: skip
     from ..errors import SpecError
-    from ..waiter import parse_duration
+    from ..lifecycle.waiter import parse_duration
 
     if requests is not None and duration is not None:
         raise SpecError("pass --requests or --duration, not both")

@@ -96,6 +96,6 @@ def instances(
 
 def schema() -> None:
     """Print the JSON Schema of the deployment spec."""
-    from ..specs import DeploymentSpec
+    from ..planning.specs import DeploymentSpec
 
     typer.echo(json.dumps(DeploymentSpec.model_json_schema(), indent=2))

@@ -13,7 +13,9 @@ from typing import Annotated, Any
 
 import typer
 
-from ..vllm_versions import DEFAULT_VLLM  # a small module: `check` does not load the planner
+from ..planning.vllm_versions import (
+    DEFAULT_VLLM,  # a small module: `check` does not load the planner
+)
 from .output import STATUS_STYLE, console, note, print_json, table
 from .spec_options import JsonOpt, RegionOpt
 
@@ -158,10 +160,10 @@ def check_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Check a head against the target model, vLLM version and K; exit 2 if any check fails."""
-    from ..checks import any_failed
     from ..drafter import check_drafter
     from ..errors import CheckFailed, SpecError
-    from ..vllm_versions import VllmVersion
+    from ..planning.checks import any_failed
+    from ..planning.vllm_versions import VllmVersion
 
     try:
         version = VllmVersion(vllm_version)

@@ -16,7 +16,7 @@ NameArg = Annotated[str, typer.Argument(help="Endpoint name.")]
 
 def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = False) -> None:
     """Status, instances, mode and K (read from the deployed model), image, age, $/h."""
-    from ..inventory import endpoint_status
+    from ..lifecycle.inventory import endpoint_status
 
     lc = _lifecycle(region, json_out)
     st = endpoint_status(lc.sm, name, aas=lc.aws.client("application-autoscaling"))
@@ -52,7 +52,7 @@ def ls_command(
     json_out: JsonOpt = False,
 ) -> None:
     """List endpoints managed by peagle (by tag)."""
-    from ..inventory import list_endpoints
+    from ..lifecycle.inventory import list_endpoints
 
     lc = _lifecycle(region, json_out)
     rows = list_endpoints(lc.sm, include_unmanaged=all_)
@@ -84,8 +84,8 @@ def logs_command(
     """Stream the endpoint's CloudWatch logs; SpecDecoding metrics lines are highlighted."""
     from datetime import UTC, datetime
 
-    from ..endpoint_logs import fetch_log_events, follow_log_events, parse_spec_decoding
-    from ..waiter import parse_duration
+    from ..lifecycle.endpoint_logs import fetch_log_events, follow_log_events, parse_spec_decoding
+    from ..lifecycle.waiter import parse_duration
 
     lc = _lifecycle(region, json_out)
     seconds = parse_duration(since)
@@ -162,8 +162,8 @@ def gc_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Delete peagle-managed endpoint configs and models that no endpoint uses."""
-    from ..inventory import find_orphans
-    from ..waiter import parse_duration
+    from ..lifecycle.inventory import find_orphans
+    from ..lifecycle.waiter import parse_duration
 
     lc = _lifecycle(region, json_out)
     orphans = find_orphans(lc.sm, min_age_seconds=parse_duration(min_age))

@@ -67,7 +67,7 @@ def report_failure(err: Any) -> None:
 
 def _lifecycle(region: str | None, json_out: bool) -> Any:
     from ..aws import AwsContext
-    from ..lifecycle import Lifecycle
+    from ..lifecycle.manager import Lifecycle
     from .context import describe_target
 
     aws = AwsContext(region)
@@ -107,8 +107,8 @@ def deploy_command(
     """Create the endpoint (model -> config -> endpoint), wait, and roll back on failure."""
     from ..endpoint import with_push_bucket
     from ..errors import DeploymentFailed
-    from ..plan import variant_instance_types
-    from ..waiter import parse_duration
+    from ..lifecycle.waiter import parse_duration
+    from ..planning.build import variant_instance_types
     from .live import wait_view
     from .plan_cmd import make_plan, render_plan
 
@@ -170,7 +170,7 @@ def update_command(
     """Change K, mode or instances in place: new model + config, UpdateEndpoint, wait."""
     from ..endpoint import deployed_spec, plan_for
     from ..errors import DeploymentFailed
-    from ..waiter import parse_duration
+    from ..lifecycle.waiter import parse_duration
     from .live import wait_view
 
     lc = _lifecycle(region, json_out)

@@ -33,8 +33,8 @@ from .spec_options import (
 
 def make_plan(spec: Any, *, allow_live: bool | None = None) -> Any:
     """Resolve inputs (snapshot / cache / live JumpStart), then plan purely."""
-    from ..plan import plan
-    from ..resolve import resolve_inputs
+    from ..lifecycle.resolve import resolve_inputs
+    from ..planning.build import plan
 
     inputs = resolve_inputs(spec, allow_live=allow_live)
     return plan(
@@ -45,7 +45,7 @@ def make_plan(spec: Any, *, allow_live: bool | None = None) -> Any:
 def render_plan(p: Any) -> None:
     from rich.markup import escape
 
-    from ..plan import variant_instance_types
+    from ..planning.build import variant_instance_types
 
     c = console()
     js = p.jumpstart

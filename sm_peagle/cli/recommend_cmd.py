@@ -29,7 +29,7 @@ def recommend_command(
     """Rank the instance types where the model + drafter fit, by $/h and headroom."""
     from ..catalog.models import find_model
     from ..errors import SpecError
-    from ..recommend import apply_results, candidates
+    from ..planning.recommend import apply_results, candidates
 
     entry = find_model(model)
     if entry is None:

@@ -64,7 +64,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document."
 
 def build_spec(model: str | None, spec_file: Path | None, **options: Any) -> Any:
     """Spec file (if any) overlaid with command-line options; SpecError on bad input."""
-    from ..specs import spec_from_options
+    from ..planning.specs import spec_from_options
 
     return spec_from_options(model, spec_file, **options)
 
@@ -72,7 +72,7 @@ def build_spec(model: str | None, spec_file: Path | None, **options: Any) -> Any
 def spec_options(values: dict[str, Any]) -> dict[str, Any]:
     """The spec options among a command's parameters (its `locals()`), so every command
     that takes the shared options maps them to the spec the same way."""
-    from ..specs import OPTION_FIELDS
+    from ..planning.specs import OPTION_FIELDS
 
     names = set(OPTION_FIELDS) | {"autoscale"}
     return {k: v for k, v in values.items() if k in names and k != "model" and v not in (None, [])}

@@ -101,7 +101,7 @@ def installed_vllm(env: Mapping[str, str]) -> tuple[set[str] | None, Any]:
     version; without vLLM (tests, a broken image) the version comes from
     PEAGLE_VLLM_VERSION and the key check falls back to peagle's per-version table.
     """
-    from ..vllm_versions import VllmVersion
+    from ..planning.vllm_versions import VllmVersion
 
     fields: set[str] | None = None
     text = env.get("PEAGLE_VLLM_VERSION")
@@ -125,7 +125,7 @@ def validate_speculative_config(
     raw: str, vllm_fields: set[str] | None, *, version: Any = None
 ) -> list[str]:
     """Raise Fatal for a config the installed vLLM would reject; return warnings."""
-    from ..vllm_versions import MAX_K, PARALLEL_DRAFTING_MIN, speculative_keys
+    from ..planning.vllm_versions import MAX_K, PARALLEL_DRAFTING_MIN, speculative_keys
 
     warnings: list[str] = []
     try:
@@ -193,7 +193,7 @@ def _check_head(path: str, mode: str, k: int | None, version: Any) -> list[str]:
     The target model is unknown in here, so target-dependent rules only warn."""
     from ..drafter import check_drafter, inspect_drafter
     from ..errors import SpecError
-    from ..vllm_versions import NEWEST_CHECKED
+    from ..planning.vllm_versions import NEWEST_CHECKED
 
     try:
         inspection = inspect_drafter(path)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sm_peagle.checks import Check, failed, passed, warned
 from sm_peagle.drafter.inspect import DrafterInspection, lookup
 from sm_peagle.errors import SpecError
-from sm_peagle.vllm_versions import (
+from sm_peagle.planning.checks import Check, failed, passed, warned
+from sm_peagle.planning.vllm_versions import (
     MAX_K,
     NEWEST_CHECKED,
     PARALLEL_DRAFTING_MIN,

@@ -21,7 +21,7 @@ from sm_peagle.drafter.safetensors_header import (
     read_s3_header,
 )
 from sm_peagle.errors import SpecError
-from sm_peagle.vllm_versions import (
+from sm_peagle.planning.vllm_versions import (
     NEWEST_CHECKED,
     PARALLEL_DRAFTING_MIN,
     VllmVersion,

@@ -122,7 +122,7 @@ class Speculation:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Speculation:
         """Read SM_VLLM_SPECULATIVE_CONFIG the way `peagle status` does."""
-        from ..inventory import speculative_of
+        from ..lifecycle.inventory import speculative_of
 
         try:
             mode, k, _ = speculative_of(dict(env))

@@ -18,9 +18,9 @@ from botocore.stub import Stubber
 from sm_peagle.catalog import jumpstart
 from sm_peagle.catalog.jumpstart import fetch_spec, resolve
 from sm_peagle.errors import SpecError
-from sm_peagle.plan import plan
-from sm_peagle.resolve import resolve_inputs
-from sm_peagle.specs import spec_from_data
+from sm_peagle.lifecycle.resolve import resolve_inputs
+from sm_peagle.planning.build import plan
+from sm_peagle.planning.specs import spec_from_data
 from tests.plan_helpers import assert_matches_lmi_optimized, lmi_optimized, load_fixture
 
 REGION = "us-east-1"

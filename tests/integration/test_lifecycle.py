@@ -12,7 +12,7 @@ import pytest
 import sm_peagle
 from sm_peagle.aws import AwsContext
 from sm_peagle.cli.app import main
-from sm_peagle.spec_tags import PREFIX as SPEC_TAG
+from sm_peagle.lifecycle.spec_tags import PREFIX as SPEC_TAG
 from tests.integration.lifecycle_env import (
     HEAD_PREFIX,
     JS_BUCKET,

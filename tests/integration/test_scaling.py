@@ -144,7 +144,7 @@ def test_deploy_with_pools_creates_and_deletes_every_pool_model(world, capsys):
 
 
 def test_quota_is_checked_for_every_pool(world, capsys, monkeypatch):
-    from sm_peagle import preflight
+    from sm_peagle.lifecycle import preflight
 
     asked: list[str] = []
 

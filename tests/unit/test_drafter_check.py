@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sm_peagle.checks import Check
 from sm_peagle.drafter import (
     DrafterInspection,
     HeaderError,
@@ -22,7 +21,8 @@ from sm_peagle.drafter import (
 )
 from sm_peagle.drafter.safetensors_header import parse_header
 from sm_peagle.errors import SpecError
-from sm_peagle.vllm_versions import VllmVersion
+from sm_peagle.planning.checks import Check
+from sm_peagle.planning.vllm_versions import VllmVersion
 from tests.drafter_fixtures import (
     TARGET_HIDDEN,
     TARGET_VOCAB,

@@ -12,12 +12,12 @@ import botocore.session
 import pytest
 from botocore.validate import ParamValidator
 
-from sm_peagle.aws_shapes import validate_request
 from sm_peagle.catalog.instances import INSTANCES
 from sm_peagle.catalog.models import MODELS
 from sm_peagle.errors import CheckFailed
-from sm_peagle.plan import plan
-from sm_peagle.specs import spec_from_data
+from sm_peagle.planning.aws_shapes import validate_request
+from sm_peagle.planning.build import plan
+from sm_peagle.planning.specs import spec_from_data
 
 OPERATIONS = {
     "CreateModel": "create_model",

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sm_peagle.plan import default_names, plan
-from sm_peagle.specs import AWS_NAME_RE, Mode, SpeculativeSpec, spec_from_data
-from sm_peagle.speculative import build_speculative_config, to_env_value
-from sm_peagle.vllm_versions import CUDA13_AMI, VllmVersion, speculative_keys
+from sm_peagle.planning.build import default_names, plan
+from sm_peagle.planning.specs import AWS_NAME_RE, Mode, SpeculativeSpec, spec_from_data
+from sm_peagle.planning.speculative import build_speculative_config, to_env_value
+from sm_peagle.planning.vllm_versions import CUDA13_AMI, VllmVersion, speculative_keys
 from tests.plan_helpers import SPEC_ENV, load_fixture
 
 VERSIONS = ["0.16.0", "0.17.0", "0.18.0", "0.19.1", "0.20.0", "0.22.0", "0.25.0", "0.30.0"]

@@ -21,7 +21,7 @@ from sm_peagle.catalog.models import MODELS
 from sm_peagle.endpoint import plan_for
 from sm_peagle.iac.export import CFN_TABLES, export_text, tf_resource_id
 from sm_peagle.iac.iam import execution_role_policy
-from sm_peagle.specs import Mode
+from sm_peagle.planning.specs import Mode
 from tests.plan_helpers import make_offline, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]

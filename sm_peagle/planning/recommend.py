@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .catalog.instances import INSTANCES
-from .catalog.models import ModelEntry
+from ..catalog.instances import INSTANCES
+from ..catalog.models import ModelEntry
 from .plan_checks import DEFAULT_GPU_MEMORY_UTILIZATION, GB, fit_budget
 
 
@@ -43,7 +43,7 @@ def candidates(
 ) -> list[Candidate]:
     """Types where the model fits with KV room for `concurrency` max-length sequences."""
     if model.weight_bytes is None:
-        from .errors import SpecError
+        from ..errors import SpecError
 
         raise SpecError(f"model: the size of {model.alias} is unknown; cannot rank instances")
     out = []

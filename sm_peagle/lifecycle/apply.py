@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .plan import Plan
+from ..planning.build import Plan
 
 # Parts of a request that differ by construction (hash-derived names, tags), not intent.
 _IGNORED = ("Tags", "ModelName", "EndpointConfigName")
@@ -84,8 +84,8 @@ def request_view(p: Plan) -> dict[str, Any]:
 
 def compare(new: Plan, aws: Any) -> ApplyPlan:
     """What `apply` would do for `new`, read from the live endpoint (describe + tags)."""
-    from .endpoint import deployed_spec, plan_for
-    from .errors import NotFound
+    from ..endpoint import deployed_spec, plan_for
+    from ..errors import NotFound
     from .spec_tags import tag_dict
 
     sm = aws.client("sagemaker")

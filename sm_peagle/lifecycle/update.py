@@ -10,9 +10,9 @@ import contextlib
 import time
 from collections.abc import Callable
 
-from .errors import DeploymentFailed, NotFound, PeagleError
-from .lifecycle import DeployResult, Lifecycle, _not_found, tagged_requests
-from .plan import Plan
+from ..errors import DeploymentFailed, NotFound, PeagleError
+from ..planning.build import Plan
+from .manager import DeployResult, Lifecycle, _not_found, tagged_requests
 from .spec_tags import tag_dict
 from .waiter import WaitState, default_timeout, wait_for_endpoint
 

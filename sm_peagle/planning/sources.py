@@ -8,10 +8,10 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from .catalog.jumpstart import JumpStartResolution
-from .catalog.models import ModelEntry
+from ..catalog.jumpstart import JumpStartResolution
+from ..catalog.models import ModelEntry
+from ..errors import SpecError
 from .checks import Check, failed, passed
-from .errors import SpecError
 from .specs import DeploymentSpec
 from .vllm_versions import DEFAULT_VLLM, VllmVersion, cuda_for_version, parse_image_tag
 

@@ -6,9 +6,9 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .catalog.instances import get_instance
-from .errors import NotFound
-from .plan import variant_instance_types
+from ..catalog.instances import get_instance
+from ..errors import NotFound
+from ..planning.build import variant_instance_types
 from .spec_tags import tag_dict
 
 MANAGED = "peagle:managed"

@@ -7,9 +7,9 @@ import json
 from typing import Any
 from urllib.parse import unquote
 
-from .checks import Check, any_failed, failed, passed, warned
-from .errors import PreflightFailed, QuotaExceeded
-from .plan import PLACEHOLDER_ROLE, Plan, variant_instance_types
+from ..errors import PreflightFailed, QuotaExceeded
+from ..planning.build import PLACEHOLDER_ROLE, Plan, variant_instance_types
+from ..planning.checks import Check, any_failed, failed, passed, warned
 
 _DENIED = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation")
 
@@ -157,8 +157,8 @@ def check_quota(quotas: Any, instance_type: str, count: int) -> Check:
 def check_remote_head(s3: Any, uri: str, plan: Plan) -> list[Check]:
     """The drafter checks on an S3 head (a JumpStart head too), by ranged GETs of the
     safetensors headers: a few KB per file, never the weights."""
-    from .plan_checks import check_drafter_source
-    from .vllm_versions import VllmVersion
+    from ..planning.plan_checks import check_drafter_source
+    from ..planning.vllm_versions import VllmVersion
 
     spec = plan.spec
     head = plan.model.drafter if (plan.model and spec.drafter.source is None) else None

@@ -22,7 +22,7 @@ def encode_spec(spec_data: dict[str, Any]) -> dict[str, str]:
     text = base64.b64encode(zlib.compress(raw, 9)).decode()
     chunks = [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)]
     if len(chunks) > MAX_CHUNKS:
-        from .errors import SpecError
+        from ..errors import SpecError
 
         raise SpecError(f"spec is too large to carry in tags ({len(text)} characters encoded)")
     return {f"{PREFIX}{i}": c for i, c in enumerate(chunks)}

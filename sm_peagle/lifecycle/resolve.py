@@ -7,11 +7,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .aws import has_credentials_hint, resolve_region
-from .catalog.jumpstart import fetch_spec, find_hub_model_ids, read_cached_spec
-from .catalog.models import ModelEntry, find_model
-from .errors import SpecError
-from .specs import DeploymentSpec, Mode
+from ..aws import has_credentials_hint, resolve_region
+from ..catalog.jumpstart import fetch_spec, find_hub_model_ids, read_cached_spec
+from ..catalog.models import ModelEntry, find_model
+from ..errors import SpecError
+from ..planning.specs import DeploymentSpec, Mode
 
 __all__ = ["Inputs", "apply_environment", "resolve_inputs"]
 
@@ -36,7 +36,7 @@ def apply_environment(spec: DeploymentSpec) -> DeploymentSpec:
         updates["role"] = role
     if not updates:
         return spec
-    from .specs import spec_from_data
+    from ..planning.specs import spec_from_data
 
     return spec_from_data({**spec.model_dump(mode="json", exclude_unset=True), **updates})
 
@@ -72,7 +72,7 @@ def resolve_inputs(
             )
         return Inputs(spec, None, "none", notes)
 
-    from .aws import AwsContext
+    from ..aws import AwsContext
 
     aws = aws or AwsContext(region)
     from botocore.exceptions import BotoCoreError, ClientError

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import DeploymentFailed, PeagleError, QuotaExceeded
-from .plan import Plan
+from ..errors import DeploymentFailed, PeagleError, QuotaExceeded
+from ..planning.build import Plan
 from .spec_tags import encode_spec
 from .waiter import WaitState, default_timeout, wait_for_endpoint
 
@@ -177,7 +177,7 @@ class Lifecycle:
     def _push_drafter(self, plan: Plan) -> None:
         """Push a local head. Content-addressed, so it is kept on rollback and reused by
         the next deploy of the same head (a second push uploads nothing)."""
-        from .drafter import push_drafter
+        from ..drafter import push_drafter
 
         push = plan.drafter_push
         bucket = push["destination"][len("s3://") :].split("/", 1)[0]
@@ -412,6 +412,6 @@ class Lifecycle:
         on_poll: Callable[[WaitState], None] | None = None,
     ) -> DeployResult:
         """New model + config, UpdateEndpoint, wait; see lifecycle_update."""
-        from .lifecycle_update import update_in_place
+        from .update import update_in_place
 
         return update_in_place(self, plan, timeout=timeout, on_poll=on_poll)

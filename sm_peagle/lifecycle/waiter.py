@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import DeploymentFailed, DeploymentTimeout, NotFound
+from ..errors import DeploymentFailed, DeploymentTimeout, NotFound
 
 TERMINAL_OK = {"InService"}
 TERMINAL_BAD = {"Failed", "UpdateRollbackFailed", "OutOfService"}
@@ -48,7 +48,7 @@ def parse_duration(text: str) -> float:
         return float(text)
     m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text)
     if not text or not m or not any(m.groups()):
-        from .errors import SpecError
+        from ..errors import SpecError
 
         raise SpecError(f"duration {text!r}: use forms like 2h, 90m, 1h30m or 600s")
     h, mnt, s = (int(g or 0) for g in m.groups())

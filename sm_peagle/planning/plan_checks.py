@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .catalog.instances import INSTANCES, InstanceType, get_instance
-from .catalog.models import ModelEntry
+from ..catalog.instances import INSTANCES, InstanceType, get_instance
+from ..catalog.models import ModelEntry
 from .checks import Check, failed, passed, warned
 from .vllm_versions import CUDA13_AMI, VllmVersion, needs_cuda13_ami
 
@@ -260,8 +260,8 @@ def check_drafter_source(
     deploy preflight. A head vLLM would reject (no mask_hidden, wrong fc shape, an unread
     mask-token key) then fails in seconds instead of after the endpoint's download.
     Reads config.json and safetensors headers only (ranged GETs on S3)."""
-    from .drafter import check_drafter, inspect_drafter  # only plans with a head pay
-    from .errors import SpecError
+    from ..drafter import check_drafter, inspect_drafter  # only plans with a head pay
+    from ..errors import SpecError
 
     try:
         inspection = inspect_drafter(source, s3_client=s3_client)

@@ -86,7 +86,7 @@ def _reachable(shapes: dict, roots: list[str]) -> dict:
 def _model(service: str) -> dict:
     src = _service_file(service)
     st = src.stat()
-    from .catalog.jumpstart import cache_dir
+    from ..catalog.jumpstart import cache_dir
 
     cache = cache_dir() / "shapes" / f"{service}-{st.st_size}-{int(st.st_mtime)}.json"
     try:

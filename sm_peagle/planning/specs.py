@@ -3,7 +3,7 @@
 Every model forbids unknown keys, so a typo in a YAML file is an error that names the
 key instead of a silently ignored setting (the same reason vLLM forbids unknown keys in
 its speculative config). Rules that need more than one field, or the catalog, live in
-`sm_peagle.plan_checks`; the rules here are the ones a single field can decide.
+`sm_peagle.planning.plan_checks`; the rules here are the ones a single field can decide.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .errors import SpecError
+from ..errors import SpecError
 
 __all__ = [
     "Mode",

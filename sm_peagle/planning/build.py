@@ -12,15 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..catalog.instances import InstanceType
+from ..catalog.jumpstart import JumpStartResolution, load_snapshot, resolve
+from ..catalog.models import ModelEntry, find_model
+from ..errors import CheckFailed, SpecError
+from ..version import __version__
 from . import plan_checks as pc
 from .aws_shapes import shape_enum, validate_request
-from .catalog.instances import InstanceType
-from .catalog.jumpstart import JumpStartResolution, load_snapshot, resolve
-from .catalog.models import ModelEntry, find_model
 from .checks import Check, any_failed, failed, passed, warned
-from .errors import CheckFailed, SpecError
-from .plan_scaling import add_fallback_pools, autoscaling_requests
-from .plan_sources import (
+from .scaling import add_fallback_pools, autoscaling_requests
+from .sources import (
     DEFAULT_VLLM,
     env_number,
     local_drafter_prefix,
@@ -30,7 +31,6 @@ from .plan_sources import (
 )
 from .specs import DeploymentSpec, Mode
 from .speculative import build_speculative_config, to_env_value
-from .version import __version__
 from .vllm_versions import NEWEST_CHECKED, parse_image_tag
 
 __all__ = ["Plan", "plan", "PLACEHOLDER_ROLE", "DEFAULT_REGION", "DEFAULT_VLLM"]
