@@ -13,8 +13,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import NotFound, SpecError
-from .planning.specs import DeploymentSpec, spec_from_data, spec_from_options
+from .lifecycle.spec_tags import deployed_spec
+from .planning.spec_loading import spec_from_data
+from .planning.spec_options import spec_from_options
+from .planning.specs import DeploymentSpec
 
 __all__ = ["Endpoint", "deploy", "plan_for", "deployed_spec"]
 
@@ -30,8 +32,7 @@ def _aws(region: str | None, aws: Any) -> Any:
 def plan_for(spec_or_model: DeploymentSpec | str | dict | Path, **overrides: Any) -> Any:
     """Resolve and plan, as `peagle plan` does. `spec_or_model`: a spec, a dict, a spec
     file path, or a catalog alias / JumpStart id; `overrides`: k=, mode=, role=, …"""
-    from .lifecycle.resolve import resolve_inputs
-    from .planning.build import plan
+    from .lifecycle.resolve import plan_resolved
 
     if isinstance(spec_or_model, DeploymentSpec):
         spec = spec_or_model
@@ -44,10 +45,7 @@ def plan_for(spec_or_model: DeploymentSpec | str | dict | Path, **overrides: Any
         spec = spec_from_options(None, spec_or_model, **overrides)
     else:
         spec = spec_from_options(str(spec_or_model), None, **overrides)
-    inputs = resolve_inputs(spec)
-    return plan(
-        inputs.spec, jumpstart_spec=inputs.jumpstart_spec, jumpstart_source=inputs.jumpstart_source
-    )
+    return plan_resolved(spec)
 
 
 def with_push_bucket(p: Any, aws: Any) -> Any:
@@ -55,32 +53,11 @@ def with_push_bucket(p: Any, aws: Any) -> Any:
     the account is only known with credentials, so deploy re-plans with it here."""
     if not p.drafter_push or p.spec.drafter.bucket:
         return p
-    from .planning.specs import merge_overrides
+    from .planning.spec_loading import merge_overrides
 
     bucket = f"sagemaker-{p.region}-{aws.account_id()}"
     data = p.spec.model_dump(mode="json", exclude_unset=True)
     return plan_for(spec_from_data(merge_overrides(data, {"drafter.bucket": bucket})))
-
-
-def deployed_spec(sm: Any, endpoint: str) -> DeploymentSpec:
-    """The spec an endpoint was deployed from, read back from its tags."""
-    from .lifecycle.spec_tags import decode_spec, tag_dict
-
-    try:
-        arn = sm.describe_endpoint(EndpointName=endpoint)["EndpointArn"]
-    except Exception as e:
-        if "Could not find" in str(e):
-            raise NotFound(
-                f"endpoint {endpoint} does not exist", remedy="see `peagle ls`"
-            ) from None
-        raise
-    data = decode_spec(tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", [])))
-    if data is None:
-        raise SpecError(
-            f"endpoint {endpoint} was not deployed by peagle (no spec tags)",
-            remedy="deploy it with peagle, or use `peagle apply -f spec.yaml`",
-        )
-    return spec_from_data(data)
 
 
 class Endpoint:

@@ -61,7 +61,7 @@ def _sandbox_info() -> dict[str, Any] | None:
 
 
 def _model_of(aws: Any, endpoint: str) -> str | None:
-    from ..endpoint import deployed_spec
+    from ..lifecycle.spec_tags import deployed_spec
 
     try:
         return deployed_spec(aws.client("sagemaker"), endpoint).model

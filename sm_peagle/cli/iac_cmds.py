@@ -18,18 +18,17 @@ from .spec_options import (
     RoleOpt,
     SpecFileOpt,
     VllmVersionOpt,
-    build_spec,
-    spec_options,
 )
 
 ModelArg = Annotated[str | None, typer.Argument(help="Catalog alias or JumpStart id (or use -f).")]
 
 
-def _planned(model: str | None, spec_file: Path | None, options: dict[str, Any]) -> Any:
+def _planned(model: str | None, spec_file: Path | None, options: Any) -> Any:
+    from ..planning.spec_options import build_spec
     from .output import note
     from .plan_cmd import make_plan
 
-    p = make_plan(build_spec(model, spec_file, **spec_options(options)))
+    p = make_plan(build_spec(model, spec_file, options))
     p.raise_for_failures()
     for c in p.checks:
         if c.status == "warn":
@@ -59,7 +58,10 @@ def export_command(
         raise SpecError(
             f"--format: unknown format {format_!r}", remedy=f"use one of {', '.join(FORMATS)}"
         )
-    p = _planned(model, spec_file, locals())
+    from ..planning.spec_options import SpecOptions
+
+    options = SpecOptions(role=role, region=region, image=image, vllm_version=vllm_version)
+    p = _planned(model, spec_file, options)
     text = export_text(p, format_)
     if output is None:
         typer.echo(text, nl=False)
@@ -96,7 +98,10 @@ def iam_policy_command(
 
     if account is not None and not re.fullmatch(r"\d{12}", account):
         raise SpecError(f"--account: {account!r} is not a 12-digit AWS account id")
-    p = _planned(model, spec_file, locals())
+    from ..planning.spec_options import SpecOptions
+
+    options = SpecOptions(role=role, region=region, image=image, vllm_version=vllm_version)
+    p = _planned(model, spec_file, options)
     result = execution_role_policy(p, account=account)
     for w in result.warnings:
         note(f"warning: {w}")

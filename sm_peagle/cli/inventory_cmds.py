@@ -172,10 +172,10 @@ def gc_command(
     if names and not dry_run:
         confirm(f"Delete {len(names)} orphaned resources?", yes)
         for cfg in orphans["endpoint_configs"]:
-            lc._delete_and_confirm("endpoint_config", cfg)
+            lc.delete_and_confirm("endpoint_config", cfg)
             deleted.append(cfg)
         for m in orphans["models"]:
-            lc._delete_and_confirm("model", m)
+            lc.delete_and_confirm("model", m)
             deleted.append(m)
     if json_out:
         print_json({**orphans, "deleted": deleted, "dry_run": dry_run})

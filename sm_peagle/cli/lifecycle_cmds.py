@@ -27,8 +27,6 @@ from .spec_options import (
     TargetConcurrencyOpt,
     TargetInvocationsOpt,
     VllmVersionOpt,
-    build_spec,
-    spec_options,
 )
 
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
@@ -108,11 +106,30 @@ def deploy_command(
     from ..endpoint import with_push_bucket
     from ..errors import DeploymentFailed
     from ..lifecycle.waiter import parse_duration
-    from ..planning.build import variant_instance_types
+    from ..planning.plan_result import variant_instance_types
+    from ..planning.spec_options import SpecOptions, build_spec
     from .live import wait_view
     from .plan_cmd import make_plan, render_plan
 
-    spec = build_spec(model, spec_file, **spec_options(locals()))
+    options = SpecOptions(
+        instance_type=instance_type,
+        instance_count=instance_count,
+        fallback=fallback or None,
+        autoscale=autoscale,
+        target_concurrency=target_concurrency,
+        target_invocations=target_invocations,
+        mode=mode,
+        k=k,
+        drafter=drafter,
+        bucket=bucket,
+        model_data=model_data,
+        image=image,
+        vllm_version=vllm_version,
+        name=name,
+        role=role,
+        region=region,
+    )
+    spec = build_spec(model, spec_file, options)
     p = make_plan(spec)
     if dry_run:
         print_json(p.to_dict()) if json_out else render_plan(p)
@@ -171,21 +188,23 @@ def update_command(
     from ..endpoint import deployed_spec, plan_for
     from ..errors import DeploymentFailed
     from ..lifecycle.waiter import parse_duration
+    from ..planning.spec_options import SpecOptions, build_spec
     from .live import wait_view
 
     lc = _lifecycle(region, json_out)
     current = deployed_spec(lc.sm, name)
-    overrides = {
-        key: val
-        for key, val in {
-            "k": k,
-            "mode": mode,
-            "instance_type": instance_type,
-            "instance_count": instance_count,
-        }.items()
-        if val is not None
+    options = SpecOptions(
+        k=k, mode=mode, instance_type=instance_type, instance_count=instance_count, name=name
+    )
+    base = current.model_dump(mode="json", exclude_unset=True)
+    p = plan_for(build_spec(None, None, options, base=base))
+    changes = {
+        "k": k,
+        "mode": mode,
+        "instance_type": instance_type,
+        "instance_count": instance_count,
     }
-    p = plan_for(current, **overrides, name=name)
+    overrides = {key: val for key, val in changes.items() if val is not None}
     p.raise_for_failures()
     confirm(
         f"Update {name} ({', '.join(f'{a}={b}' for a, b in overrides.items()) or 'no change'})?",

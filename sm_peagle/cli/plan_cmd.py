@@ -26,26 +26,20 @@ from .spec_options import (
     TargetConcurrencyOpt,
     TargetInvocationsOpt,
     VllmVersionOpt,
-    build_spec,
-    spec_options,
 )
 
 
 def make_plan(spec: Any, *, allow_live: bool | None = None) -> Any:
     """Resolve inputs (snapshot / cache / live JumpStart), then plan purely."""
-    from ..lifecycle.resolve import resolve_inputs
-    from ..planning.build import plan
+    from ..lifecycle.resolve import plan_resolved
 
-    inputs = resolve_inputs(spec, allow_live=allow_live)
-    return plan(
-        inputs.spec, jumpstart_spec=inputs.jumpstart_spec, jumpstart_source=inputs.jumpstart_source
-    )
+    return plan_resolved(spec, allow_live=allow_live)
 
 
 def render_plan(p: Any) -> None:
     from rich.markup import escape
 
-    from ..planning.build import variant_instance_types
+    from ..planning.plan_result import variant_instance_types
 
     c = console()
     js = p.jumpstart
@@ -110,7 +104,27 @@ def plan_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Validate a deployment and print the exact AWS requests, without creating anything."""
-    spec = build_spec(model, spec_file, **spec_options(locals()))
+    from ..planning.spec_options import SpecOptions, build_spec
+
+    options = SpecOptions(
+        instance_type=instance_type,
+        instance_count=instance_count,
+        fallback=fallback or None,
+        autoscale=autoscale,
+        target_concurrency=target_concurrency,
+        target_invocations=target_invocations,
+        mode=mode,
+        k=k,
+        drafter=drafter,
+        bucket=bucket,
+        model_data=model_data,
+        image=image,
+        vllm_version=vllm_version,
+        name=name,
+        role=role,
+        region=region,
+    )
+    spec = build_spec(model, spec_file, options)
     p = make_plan(spec)
     if json_out:
         print_json(p.to_dict())

@@ -1,9 +1,12 @@
-"""The options `plan`, `deploy` and `update` share, and how they become a spec."""
+"""The options `plan`, `deploy` and `update` share, and how they become a spec.
+
+Each command passes its parameters by name into `SpecOptions(...)`
+(`sm_peagle.planning.spec_options`), whose `overrides()` names the spec field of each."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -60,19 +63,3 @@ RoleOpt = Annotated[
 ]
 RegionOpt = Annotated[str | None, typer.Option("--region", help="AWS region.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
-
-
-def build_spec(model: str | None, spec_file: Path | None, **options: Any) -> Any:
-    """Spec file (if any) overlaid with command-line options; SpecError on bad input."""
-    from ..planning.specs import spec_from_options
-
-    return spec_from_options(model, spec_file, **options)
-
-
-def spec_options(values: dict[str, Any]) -> dict[str, Any]:
-    """The spec options among a command's parameters (its `locals()`), so every command
-    that takes the shared options maps them to the spec the same way."""
-    from ..planning.specs import OPTION_FIELDS
-
-    names = set(OPTION_FIELDS) | {"autoscale"}
-    return {k: v for k, v in values.items() if k in names and k != "model" and v not in (None, [])}

@@ -13,8 +13,8 @@ from .._lazy import lazy_getattr
 
 _LAZY = {
     "Lifecycle": "manager",
-    "DeployResult": "manager",
-    "tagged_requests": "manager",
+    "DeployResult": "resources",
+    "tagged_requests": "resources",
 }
 
 __all__ = sorted(_LAZY)

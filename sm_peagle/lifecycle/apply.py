@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..planning.build import Plan
+from ..planning.plan_result import Plan
 
 # Parts of a request that differ by construction (hash-derived names, tags), not intent.
 _IGNORED = ("Tags", "ModelName", "EndpointConfigName")
@@ -84,9 +84,9 @@ def request_view(p: Plan) -> dict[str, Any]:
 
 def compare(new: Plan, aws: Any) -> ApplyPlan:
     """What `apply` would do for `new`, read from the live endpoint (describe + tags)."""
-    from ..endpoint import deployed_spec, plan_for
     from ..errors import NotFound
-    from .spec_tags import tag_dict
+    from .resolve import plan_resolved
+    from .spec_tags import deployed_spec, tag_dict
 
     sm = aws.client("sagemaker")
     name = new.names["endpoint"]
@@ -98,7 +98,7 @@ def compare(new: Plan, aws: Any) -> ApplyPlan:
     live_sha = tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", [])).get("peagle:spec-sha256")
     if live_sha == new.spec_sha256:
         return ApplyPlan("noop", new)
-    old = plan_for(current)
+    old = plan_resolved(current)
     return ApplyPlan(
         "update",
         new,

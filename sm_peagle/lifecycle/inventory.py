@@ -8,7 +8,7 @@ from typing import Any
 
 from ..catalog.instances import get_instance
 from ..errors import NotFound
-from ..planning.build import variant_instance_types
+from ..planning.plan_result import variant_instance_types
 from .spec_tags import tag_dict
 
 MANAGED = "peagle:managed"

@@ -11,53 +11,18 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import DeploymentFailed, PeagleError, QuotaExceeded
-from ..planning.build import Plan
-from .spec_tags import encode_spec
+from ..errors import DeploymentFailed
+from ..planning.plan_result import Plan
+from .resources import KINDS, DeployResult, as_error, models_of, not_found, tagged_requests
 from .waiter import WaitState, default_timeout, wait_for_endpoint
 
 Say = Callable[[str], None]
 
-_KINDS = {
-    "endpoint": ("delete_endpoint", "describe_endpoint", "EndpointName"),
-    "endpoint_config": ("delete_endpoint_config", "describe_endpoint_config", "EndpointConfigName"),
-    "model": ("delete_model", "describe_model", "ModelName"),
-}
-
 
 def _quiet(_: str) -> None:
     pass
-
-
-def _not_found(e: Exception) -> bool:
-    return "Could not find" in str(e) or "does not exist" in str(e)
-
-
-@dataclass
-class DeployResult:
-    endpoint: str
-    status: str
-    created: list[tuple[str, str]]
-    elapsed: float
-    description: dict[str, Any] = field(default_factory=dict)
-
-
-def tagged_requests(plan: Plan) -> tuple[list[dict], dict, dict]:
-    """The plan's requests with the spec carried in tags (see spec_tags): the models
-    (primary first, then one per fallback pool), the endpoint config, the endpoint."""
-    spec_tags = [
-        {"Key": k, "Value": v}
-        for k, v in encode_spec(plan.spec.model_dump(mode="json", exclude_defaults=True)).items()
-    ]
-
-    def tagged(req: dict) -> dict:
-        return {**req, "Tags": req["Tags"] + spec_tags}
-
-    models = [tagged(m) for m in (plan.create_model, *plan.pool_models)]
-    return models, tagged(plan.create_endpoint_config), tagged(plan.create_endpoint)
 
 
 class Lifecycle:
@@ -143,7 +108,7 @@ class Lifecycle:
                 plan.names["endpoint"], status, created, time.monotonic() - start, desc
             )
         except (Exception, KeyboardInterrupt) as exc:
-            err = self._as_error(exc)
+            err = as_error(exc)
             if isinstance(err, DeploymentFailed) and created and created[-1][0] == "endpoint":
                 err.log_lines = self.last_log_lines(plan.names["endpoint"])
             if keep_on_failure:
@@ -226,29 +191,10 @@ class Lifecycle:
                 self.sm.create_endpoint(**req)
                 return
             except ClientError as e:
-                retryable = "endpoint config" in str(e).lower() and _not_found(e)
+                retryable = "endpoint config" in str(e).lower() and not_found(e)
                 if not retryable or attempt == 5:
                     raise
                 self.sleep(min(2**attempt, 10))
-
-    def _as_error(self, exc: BaseException) -> PeagleError:
-        from botocore.exceptions import ClientError
-
-        if isinstance(exc, PeagleError):
-            return exc
-        if isinstance(exc, KeyboardInterrupt):
-            return DeploymentFailed("interrupted; rolled back")
-        if isinstance(exc, ClientError):
-            code = exc.response.get("Error", {}).get("Code", "")
-            msg = exc.response.get("Error", {}).get("Message", str(exc))
-            if code == "ResourceLimitExceeded":
-                return QuotaExceeded(
-                    f"SageMaker quota exceeded: {msg}",
-                    remedy="request an increase in Service Quotas for the "
-                    "instance type's 'for endpoint usage' quota",
-                )
-            return DeploymentFailed(f"{exc.operation_name} failed: {code}: {msg}")
-        return DeploymentFailed(f"{type(exc).__name__}: {exc}")
 
     # -- delete ---------------------------------------------------------------------
     def rollback(self, created: list[tuple[str, str]]) -> list[str]:
@@ -261,7 +207,7 @@ class Lifecycle:
                     if kind == "autoscaling":
                         self._deregister_resource(name)
                     else:
-                        self._delete_and_confirm(kind, name)
+                        self.delete_and_confirm(kind, name)
                 except Exception as e:  # keep going: the rest must still be removed
                     left.append(name)
                     self.say(f"could not delete {name}: {e}")
@@ -275,18 +221,18 @@ class Lifecycle:
             self.say(f"left behind: {', '.join(left)}; `peagle gc --yes` removes them")
         return left
 
-    def _delete_and_confirm(self, kind: str, name: str, timeout: float = 900) -> bool:
+    def delete_and_confirm(self, kind: str, name: str, timeout: float = 900) -> bool:
         """Delete and wait until describe says it is gone. False if it was already gone."""
         from botocore.exceptions import ClientError
 
-        delete, describe, arg = _KINDS[kind]
+        delete, describe, arg = KINDS[kind]
         deadline = time.monotonic() + timeout
         while True:
             try:
                 getattr(self.sm, delete)(**{arg: name})
                 break
             except ClientError as e:
-                if _not_found(e):
+                if not_found(e):
                     return False
                 # An endpoint still being created or updated cannot be deleted yet.
                 if "in-progress" not in str(e).lower() or time.monotonic() > deadline:
@@ -296,7 +242,7 @@ class Lifecycle:
             try:
                 getattr(self.sm, describe)(**{arg: name})
             except ClientError as e:
-                if _not_found(e):
+                if not_found(e):
                     return True
                 raise
             self.sleep(self.poll_initial)
@@ -309,7 +255,7 @@ class Lifecycle:
         try:
             desc = self.sm.describe_endpoint(EndpointName=endpoint)
         except ClientError as e:
-            if _not_found(e):
+            if not_found(e):
                 return {"endpoint": endpoint, "deleted": [], "note": "already gone"}
             raise
         configs = [desc["EndpointConfigName"]]
@@ -318,17 +264,17 @@ class Lifecycle:
             configs.append(pending)
         models: list[str] = []
         for cfg in configs:
-            models += self._models_of(cfg)
+            models += models_of(self.sm, cfg)
         self._deregister_autoscaling(endpoint, desc)
         deleted = []
-        if self._delete_and_confirm("endpoint", endpoint):
+        if self.delete_and_confirm("endpoint", endpoint):
             deleted.append(endpoint)
         for cfg in configs:
-            if self._delete_and_confirm("endpoint_config", cfg):
+            if self.delete_and_confirm("endpoint_config", cfg):
                 deleted.append(cfg)
         if not keep_model:
             for m in dict.fromkeys(models):
-                if self._delete_and_confirm("model", m):
+                if self.delete_and_confirm("model", m):
                     deleted.append(m)
         for name in deleted:
             self.say(f"deleted {name}")
@@ -337,26 +283,6 @@ class Lifecycle:
             "deleted": deleted,
             "kept_models": models if keep_model else [],
         }
-
-    def _models_of(self, config: str) -> list[str]:
-        from botocore.exceptions import ClientError
-
-        try:
-            cfg = self.sm.describe_endpoint_config(EndpointConfigName=config)
-        except ClientError as e:
-            if _not_found(e):
-                return []
-            raise
-        names = []
-        for v in cfg.get("ProductionVariants", []):
-            if v.get("ModelName"):
-                names.append(v["ModelName"])
-            names += [
-                p["ModelNameOverride"]
-                for p in v.get("InstancePools", []) or []
-                if p.get("ModelNameOverride")
-            ]
-        return names
 
     def _deregister_autoscaling(self, endpoint: str, desc: dict[str, Any]) -> None:
         """Scaling targets must go before the endpoint, or they outlive it."""
@@ -411,7 +337,7 @@ class Lifecycle:
         timeout: float | None = None,
         on_poll: Callable[[WaitState], None] | None = None,
     ) -> DeployResult:
-        """New model + config, UpdateEndpoint, wait; see lifecycle_update."""
+        """New model + config, UpdateEndpoint, wait; see `lifecycle.update`."""
         from .update import update_in_place
 
         return update_in_place(self, plan, timeout=timeout, on_poll=on_poll)

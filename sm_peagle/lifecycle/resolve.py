@@ -13,7 +13,7 @@ from ..catalog.models import ModelEntry, find_model
 from ..errors import SpecError
 from ..planning.specs import DeploymentSpec, Mode
 
-__all__ = ["Inputs", "apply_environment", "resolve_inputs"]
+__all__ = ["Inputs", "apply_environment", "plan_resolved", "resolve_inputs"]
 
 # What to search the public hub for when a catalog model has no confirmed JumpStart id.
 _HUB_KEYWORDS = {"qwen3-coder-30b-a3b-instruct": "qwen3-coder-30b-a3b"}
@@ -36,7 +36,7 @@ def apply_environment(spec: DeploymentSpec) -> DeploymentSpec:
         updates["role"] = role
     if not updates:
         return spec
-    from ..planning.specs import spec_from_data
+    from ..planning.spec_loading import spec_from_data
 
     return spec_from_data({**spec.model_dump(mode="json", exclude_unset=True), **updates})
 
@@ -95,3 +95,14 @@ def resolve_inputs(
             ) from None
         notes.append(f"JumpStart lookup failed: {e}")
         return Inputs(spec, None, "none", notes)
+
+
+def plan_resolved(spec: DeploymentSpec, *, allow_live: bool | None = None) -> Any:
+    """Resolve the inputs (snapshot / cache / live JumpStart), then plan purely: what
+    `peagle plan`, `sm_peagle.plan_for` and `apply` all do."""
+    from ..planning.build import plan
+
+    inputs = resolve_inputs(spec, allow_live=allow_live)
+    return plan(
+        inputs.spec, jumpstart_spec=inputs.jumpstart_spec, jumpstart_source=inputs.jumpstart_source
+    )

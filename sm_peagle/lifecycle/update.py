@@ -9,29 +9,32 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from typing import Any
 
 from ..errors import DeploymentFailed, NotFound, PeagleError
-from ..planning.build import Plan
-from .manager import DeployResult, Lifecycle, _not_found, tagged_requests
+from ..planning.plan_result import Plan
+from .resources import DeployResult, as_error, models_of, not_found, tagged_requests
 from .spec_tags import tag_dict
 from .waiter import WaitState, default_timeout, wait_for_endpoint
 
 
 def update_in_place(
-    lc: Lifecycle,
+    lc: Any,
     plan: Plan,
     *,
     timeout: float | None = None,
     on_poll: Callable[[WaitState], None] | None = None,
 ) -> DeployResult:
     """New model + config, UpdateEndpoint, wait; old ones removed only after success.
-    On failure SageMaker keeps serving the old config; the new resources are removed."""
+    On failure SageMaker keeps serving the old config; the new resources are removed.
+    `lc` is the calling `manager.Lifecycle` (its client, poll settings, rollback and
+    delete); it is not imported here, so the dependency runs manager -> update only."""
     plan.raise_for_failures()
     name = plan.names["endpoint"]
     try:
         current = lc.sm.describe_endpoint(EndpointName=name)
     except Exception as e:
-        if _not_found(e):
+        if not_found(e):
             raise NotFound(f"endpoint {name} does not exist", remedy="deploy it first") from None
         raise
     if current["EndpointStatus"] != "InService":
@@ -42,7 +45,7 @@ def update_in_place(
     old_config = current["EndpointConfigName"]
     if old_config == plan.names["endpoint_config"]:
         return DeployResult(name, "InService", [], 0.0, current)
-    old_models = lc._models_of(old_config)
+    old_models = models_of(lc.sm, old_config)
     model_reqs, config_req, _ = tagged_requests(plan)
     created: list[tuple[str, str]] = []
     start = time.monotonic()
@@ -72,7 +75,7 @@ def update_in_place(
                 failure_reason=desc.get("FailureReason"),
             )
     except (Exception, KeyboardInterrupt) as exc:
-        err = lc._as_error(exc)
+        err = as_error(exc)
         _wait_settled(lc, name)
         lc.rollback(created)
         if isinstance(exc, KeyboardInterrupt):
@@ -80,12 +83,12 @@ def update_in_place(
         raise err from None
     _retag_endpoint(lc, current["EndpointArn"], config_req["Tags"])
     for kind, old in [("endpoint_config", old_config)] + [("model", m) for m in old_models]:
-        lc._delete_and_confirm(kind, old)
+        lc.delete_and_confirm(kind, old)
         lc.say(f"removed old {kind.replace('_', ' ')} {old}")
     return DeployResult(name, "InService", created, time.monotonic() - start, desc)
 
 
-def _wait_settled(lc: Lifecycle, name: str) -> None:
+def _wait_settled(lc: Any, name: str) -> None:
     """Before removing a new config, let SageMaker finish rolling the update back."""
     with contextlib.suppress(PeagleError):
         wait_for_endpoint(
@@ -98,7 +101,7 @@ def _wait_settled(lc: Lifecycle, name: str) -> None:
         )
 
 
-def _retag_endpoint(lc: Lifecycle, arn: str, tags: list[dict[str, str]]) -> None:
+def _retag_endpoint(lc: Any, arn: str, tags: list[dict[str, str]]) -> None:
     """Point the endpoint's spec tags at the new spec. Delete first: AWS overwrites on
     AddTags, but moto appends duplicates; deleting keeps both honest."""
     current = tag_dict(lc.sm.list_tags(ResourceArn=arn).get("Tags", []))

@@ -8,18 +8,17 @@ spec, when one is passed) it returns the same requests. `peagle plan`, `deploy
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..catalog.instances import InstanceType
-from ..catalog.jumpstart import JumpStartResolution, load_snapshot, resolve
-from ..catalog.models import ModelEntry, find_model
+from ..catalog.jumpstart import load_snapshot, resolve
+from ..catalog.models import find_model
 from ..errors import CheckFailed, SpecError
 from ..version import __version__
 from . import plan_checks as pc
 from .aws_shapes import shape_enum, validate_request
-from .checks import Check, any_failed, failed, passed, warned
+from .checks import Check, failed, passed, warned
+from .plan_result import DEFAULT_REGION, PLACEHOLDER_ROLE, Plan
 from .scaling import add_fallback_pools, autoscaling_requests
 from .sources import (
     DEFAULT_VLLM,
@@ -35,86 +34,7 @@ from .vllm_versions import NEWEST_CHECKED, parse_image_tag
 
 __all__ = ["Plan", "plan", "PLACEHOLDER_ROLE", "DEFAULT_REGION", "DEFAULT_VLLM"]
 
-PLACEHOLDER_ROLE = "arn:aws:iam::000000000000:role/peagle-placeholder-execution-role"
-DEFAULT_REGION = "us-east-1"
 SPEC_ENV = "SM_VLLM_SPECULATIVE_CONFIG"
-
-
-@dataclass
-class Plan:
-    spec: DeploymentSpec
-    region: str
-    names: dict[str, str]
-    create_model: dict[str, Any]
-    create_endpoint_config: dict[str, Any]
-    create_endpoint: dict[str, Any]
-    speculative_config: dict[str, Any] | None
-    checks: list[Check]
-    usd_per_hour: float | None
-    vllm_version: str
-    image: str
-    instance: InstanceType
-    model: ModelEntry | None
-    jumpstart: JumpStartResolution | None = None
-    drafter_push: dict[str, str] | None = None
-    spec_sha256: str = ""
-    # (operation, kwargs) for application-autoscaling, run after the endpoint is InService.
-    autoscaling: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    # create_model kwargs of the capacity fallback pools (ModelNameOverride targets).
-    pool_models: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not any_failed(self.checks)
-
-    def raise_for_failures(self) -> None:
-        if not self.ok:
-            raise CheckFailed(self.checks)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The `peagle plan --json` document."""
-        return {
-            "create_model": self.create_model,
-            "create_endpoint_config": self.create_endpoint_config,
-            "create_endpoint": self.create_endpoint,
-            "speculative_config": self.speculative_config,
-            "checks": [
-                {
-                    "name": c.name,
-                    "status": c.status,
-                    "message": c.message,
-                    **({"fix": c.fix} if c.fix else {}),
-                }
-                for c in self.checks
-            ],
-            "estimate": {"usd_per_hour": self.usd_per_hour}
-            if self.usd_per_hour is not None
-            else None,
-            "region": self.region,
-            "names": self.names,
-            "vllm_version": self.vllm_version,
-            "mode": self.spec.speculative.mode.value,
-            "drafter_push": self.drafter_push,
-            "pool_models": self.pool_models,
-            "autoscaling": [{"operation": op, "request": req} for op, req in self.autoscaling],
-            "spec_sha256": self.spec_sha256,
-            "jumpstart": {
-                "model_id": self.jumpstart.model_id,
-                "version": self.jumpstart.version,
-                "config": self.jumpstart.config_name,
-                "source": self.jumpstart.source,
-            }
-            if self.jumpstart
-            else None,
-        }
-
-
-def variant_instance_types(variant: dict[str, Any]) -> list[str]:
-    """The instance types a ProductionVariant may run on, in priority order."""
-    pools = variant.get("InstancePools") or []
-    if pools:
-        return [p["InstanceType"] for p in sorted(pools, key=lambda p: p["Priority"])]
-    return [variant["InstanceType"]]
 
 
 def _name_part(text: str) -> str:

@@ -31,7 +31,7 @@ def add_fallback_pools(p: Any, plan_fn: Callable[[Any], Any]) -> None:
     variant = p.create_endpoint_config["ProductionVariants"][0]
     pools = [{"InstanceType": variant.pop("InstanceType"), "Priority": 1}]
     base = p.spec.model_dump(mode="json", exclude_unset=True)
-    from .specs import merge_overrides, spec_from_data
+    from .spec_loading import merge_overrides, spec_from_data
 
     for priority, instance_type in enumerate(fallbacks, start=2):
         data = merge_overrides(base, {"endpoint.instance_type": instance_type})

@@ -1,9 +1,10 @@
-"""The deployment spec: what a user asks for, validated on the way in.
+"""The deployment spec models: what a user asks for, validated on the way in.
 
 Every model forbids unknown keys, so a typo in a YAML file is an error that names the
 key instead of a silently ignored setting (the same reason vLLM forbids unknown keys in
 its speculative config). Rules that need more than one field, or the catalog, live in
 `sm_peagle.planning.plan_checks`; the rules here are the ones a single field can decide.
+Reading a spec from a file or a dict is `spec_loading`; flat options are `spec_options`.
 """
 
 from __future__ import annotations
@@ -12,12 +13,9 @@ import hashlib
 import json
 import re
 from enum import StrEnum
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
-from ..errors import SpecError
 
 __all__ = [
     "Mode",
@@ -28,10 +26,6 @@ __all__ = [
     "NetworkSpec",
     "AutoscalingSpec",
     "DeploymentSpec",
-    "load_spec",
-    "spec_from_data",
-    "spec_from_options",
-    "OPTION_FIELDS",
     "S3_URI_RE",
     "AWS_NAME_RE",
 ]
@@ -348,117 +342,3 @@ class DeploymentSpec(_Strict):
         """Stable hash of what was asked for; tagged on resources to detect drift."""
         canon = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canon.encode()).hexdigest()
-
-
-def _format_validation_error(err: Any) -> str:
-    first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"]) or "spec"
-    msg = first["msg"]
-    if first["type"] == "extra_forbidden":
-        msg = f"unknown key {first['loc'][-1]!r} (not a field of this section; see `peagle schema`)"
-    elif msg.startswith("Value error, "):
-        msg = msg[len("Value error, ") :]
-    more = len(err.errors()) - 1
-    return f"{loc}: {msg}" + (f" (+{more} more)" if more else "")
-
-
-def spec_from_data(data: dict[str, Any]) -> DeploymentSpec:
-    """Validate a dict into a spec; raise SpecError naming the first bad field."""
-    from pydantic import ValidationError
-
-    try:
-        return DeploymentSpec.model_validate(data)
-    except ValidationError as e:
-        raise SpecError(_format_validation_error(e)) from None
-
-
-def load_spec(path: str | Path, overrides: dict[str, Any] | None = None) -> DeploymentSpec:
-    """Load a YAML or JSON spec file, apply dotted-path overrides, and validate."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise SpecError(f"cannot read spec file {str(p)!r}: {e.strerror}") from None
-    if p.suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise SpecError(f"{p}: invalid JSON at line {e.lineno}: {e.msg}") from None
-    else:
-        import yaml
-
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise SpecError(f"{p}: invalid YAML: {str(e).splitlines()[0]}") from None
-    if not isinstance(data, dict):
-        raise SpecError(f"{p}: a spec must be a mapping at the top level")
-    return spec_from_data(merge_overrides(data, overrides or {}))
-
-
-def merge_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """Apply {"endpoint.instance_type": "ml.g7e.4xlarge"}-style overrides (None = unset)."""
-    out = json.loads(json.dumps(data))
-    for dotted, value in overrides.items():
-        if value is None:
-            continue
-        node = out
-        *parents, leaf = dotted.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise SpecError(f"{dotted}: cannot override inside a non-mapping")
-        node[leaf] = value
-    return out
-
-
-# Flat option names (CLI flags, SDK keyword arguments) -> dotted spec fields.
-OPTION_FIELDS: dict[str, str] = {
-    "model": "model",
-    "instance_type": "endpoint.instance_type",
-    "instance_count": "endpoint.instance_count",
-    "mode": "speculative.mode",
-    "k": "speculative.num_speculative_tokens",
-    "drafter": "drafter.source",
-    "bucket": "drafter.bucket",
-    "fallback": "endpoint.fallback_instance_types",
-    "target_concurrency": "autoscaling.target_concurrency",
-    "target_invocations": "autoscaling.target_invocations",
-    "autoscale_min": "autoscaling.min_instances",
-    "autoscale_max": "autoscaling.max_instances",
-    "model_data": "model_data",
-    "image": "container.image",
-    "vllm_version": "container.vllm_version",
-    "name": "endpoint.name",
-    "role": "role",
-    "region": "region",
-}
-
-
-def spec_from_options(
-    model: str | None = None,
-    spec_file: str | Path | None = None,
-    *,
-    base: dict[str, Any] | None = None,
-    **options: Any,
-) -> DeploymentSpec:
-    """A spec file or a `base` document (optional) overlaid with flat options such as
-    k=7, mode="eagle3", autoscale="1:4". The one mapping from options to spec fields, for
-    the CLI and the SDK alike."""
-    autoscale = options.pop("autoscale", None)
-    if autoscale is not None:  # "MIN:MAX" -> the two spec fields
-        lo, sep, hi = str(autoscale).partition(":")
-        if not sep or not lo.strip().isdigit() or not hi.strip().isdigit():
-            raise SpecError(f"autoscaling: --autoscale takes MIN:MAX, e.g. 1:4 (got {autoscale!r})")
-        options["autoscale_min"], options["autoscale_max"] = int(lo), int(hi)
-    unknown = set(options) - set(OPTION_FIELDS)
-    if unknown:
-        public = sorted({*OPTION_FIELDS, "autoscale"} - {"autoscale_min", "autoscale_max"})
-        raise SpecError(f"unknown option(s) {sorted(unknown)}; known: {', '.join(public)}")
-    overrides = {OPTION_FIELDS[k]: v for k, v in options.items()}
-    overrides["model"] = model
-    if spec_file is not None:
-        return load_spec(spec_file, overrides)
-    if model is None and not (base and base.get("model")):
-        raise SpecError("model: give a MODEL argument or a spec file with -f")
-    return spec_from_data(merge_overrides(base or {}, overrides))

@@ -20,7 +20,7 @@ from sm_peagle.catalog.jumpstart import fetch_spec, resolve
 from sm_peagle.errors import SpecError
 from sm_peagle.lifecycle.resolve import resolve_inputs
 from sm_peagle.planning.build import plan
-from sm_peagle.planning.specs import spec_from_data
+from sm_peagle.planning.spec_loading import spec_from_data
 from tests.plan_helpers import assert_matches_lmi_optimized, lmi_optimized, load_fixture
 
 REGION = "us-east-1"

@@ -120,7 +120,7 @@ def test_schema_rejects_what_the_spec_rejects(schema, bad) -> None:
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
     from sm_peagle.errors import SpecError
-    from sm_peagle.planning.specs import spec_from_data
+    from sm_peagle.planning.spec_loading import spec_from_data
 
     with pytest.raises(SpecError):
         spec_from_data(bad)

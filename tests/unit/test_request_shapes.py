@@ -17,7 +17,7 @@ from sm_peagle.catalog.models import MODELS
 from sm_peagle.errors import CheckFailed
 from sm_peagle.planning.aws_shapes import validate_request
 from sm_peagle.planning.build import plan
-from sm_peagle.planning.specs import spec_from_data
+from sm_peagle.planning.spec_loading import spec_from_data
 
 OPERATIONS = {
     "CreateModel": "create_model",

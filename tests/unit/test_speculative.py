@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sm_peagle.planning.build import default_names, plan
-from sm_peagle.planning.specs import AWS_NAME_RE, Mode, SpeculativeSpec, spec_from_data
+from sm_peagle.planning.spec_loading import spec_from_data
+from sm_peagle.planning.specs import AWS_NAME_RE, Mode, SpeculativeSpec
 from sm_peagle.planning.speculative import build_speculative_config, to_env_value
 from sm_peagle.planning.vllm_versions import CUDA13_AMI, VllmVersion, speculative_keys
 from tests.plan_helpers import SPEC_ENV, load_fixture

@@ -1,0 +1,96 @@
+"""What create, update and delete share: the resource kinds, the result of a run, the
+tagged requests, and how a botocore error becomes a typed peagle error.
+
+The lowest module of the lifecycle: `manager` and `update` both import it, and it
+imports neither, so the dependency runs one way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import DeploymentFailed, PeagleError, QuotaExceeded
+from ..planning.plan_result import Plan
+from .spec_tags import encode_spec
+
+__all__ = ["KINDS", "DeployResult", "as_error", "models_of", "not_found", "tagged_requests"]
+
+# kind -> (delete operation, describe operation, name argument)
+KINDS = {
+    "endpoint": ("delete_endpoint", "describe_endpoint", "EndpointName"),
+    "endpoint_config": ("delete_endpoint_config", "describe_endpoint_config", "EndpointConfigName"),
+    "model": ("delete_model", "describe_model", "ModelName"),
+}
+
+
+def not_found(e: Exception) -> bool:
+    """True when a SageMaker error says the resource does not exist."""
+    return "Could not find" in str(e) or "does not exist" in str(e)
+
+
+@dataclass
+class DeployResult:
+    endpoint: str
+    status: str
+    created: list[tuple[str, str]]
+    elapsed: float
+    description: dict[str, Any] = field(default_factory=dict)
+
+
+def tagged_requests(plan: Plan) -> tuple[list[dict], dict, dict]:
+    """The plan's requests with the spec carried in tags (see spec_tags): the models
+    (primary first, then one per fallback pool), the endpoint config, the endpoint."""
+    spec_tags = [
+        {"Key": k, "Value": v}
+        for k, v in encode_spec(plan.spec.model_dump(mode="json", exclude_defaults=True)).items()
+    ]
+
+    def tagged(req: dict) -> dict:
+        return {**req, "Tags": req["Tags"] + spec_tags}
+
+    models = [tagged(m) for m in (plan.create_model, *plan.pool_models)]
+    return models, tagged(plan.create_endpoint_config), tagged(plan.create_endpoint)
+
+
+def as_error(exc: BaseException) -> PeagleError:
+    """The typed error to raise for whatever stopped a create or an update."""
+    from botocore.exceptions import ClientError
+
+    if isinstance(exc, PeagleError):
+        return exc
+    if isinstance(exc, KeyboardInterrupt):
+        return DeploymentFailed("interrupted; rolled back")
+    if isinstance(exc, ClientError):
+        code = exc.response.get("Error", {}).get("Code", "")
+        msg = exc.response.get("Error", {}).get("Message", str(exc))
+        if code == "ResourceLimitExceeded":
+            return QuotaExceeded(
+                f"SageMaker quota exceeded: {msg}",
+                remedy="request an increase in Service Quotas for the "
+                "instance type's 'for endpoint usage' quota",
+            )
+        return DeploymentFailed(f"{exc.operation_name} failed: {code}: {msg}")
+    return DeploymentFailed(f"{type(exc).__name__}: {exc}")
+
+
+def models_of(sm: Any, config: str) -> list[str]:
+    """The models an endpoint config uses: each variant's, and each fallback pool's."""
+    from botocore.exceptions import ClientError
+
+    try:
+        cfg = sm.describe_endpoint_config(EndpointConfigName=config)
+    except ClientError as e:
+        if not_found(e):
+            return []
+        raise
+    names = []
+    for v in cfg.get("ProductionVariants", []):
+        if v.get("ModelName"):
+            names.append(v["ModelName"])
+        names += [
+            p["ModelNameOverride"]
+            for p in v.get("InstancePools", []) or []
+            if p.get("ModelNameOverride")
+        ]
+    return names

@@ -1,0 +1,117 @@
+"""Flat options (CLI flags, SDK keyword arguments) -> a `DeploymentSpec`.
+
+`SpecOptions` names every option once, with its type; `SpecOptions.overrides()` says
+which spec field each one sets; `build_spec` is the one function that overlays them on
+a spec file or a base document. A reader (or a static tool) follows `-k` from the typer
+parameter `k` to `SpecOptions(k=k)` to `"speculative.num_speculative_tokens": self.k`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError
+from .spec_loading import load_spec, merge_overrides, spec_from_data
+from .specs import DeploymentSpec
+
+__all__ = ["SpecOptions", "build_spec", "parse_autoscale", "spec_from_options"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpecOptions:
+    """The options `plan`, `deploy`, `update`, `export` and the SDK share. None = not given."""
+
+    instance_type: str | None = None
+    instance_count: int | None = None
+    mode: str | None = None
+    k: int | None = None
+    drafter: str | None = None
+    bucket: str | None = None
+    fallback: list[str] | None = None
+    autoscale: str | None = None  # "MIN:MAX", sets autoscale_min and autoscale_max
+    autoscale_min: int | None = None
+    autoscale_max: int | None = None
+    target_concurrency: float | None = None
+    target_invocations: float | None = None
+    model_data: str | None = None
+    image: str | None = None
+    vllm_version: str | None = None
+    name: str | None = None
+    role: str | None = None
+    region: str | None = None
+
+    @classmethod
+    def from_keywords(cls, options: dict[str, Any]) -> SpecOptions:
+        """The SDK's `**options` (k=7, mode="eagle3", ...); unknown names are a SpecError."""
+        parse_autoscale(options.get("autoscale"))  # a bad range is reported first
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(options) - known
+        if unknown:
+            public = sorted({*known, "model"} - {"autoscale_min", "autoscale_max"})
+            raise SpecError(f"unknown option(s) {sorted(unknown)}; known: {', '.join(public)}")
+        return cls(**options)
+
+    def overrides(self) -> dict[str, Any]:
+        """Dotted spec field -> value, for every option (None values are skipped later)."""
+        lo, hi = parse_autoscale(self.autoscale)
+        return {
+            "endpoint.instance_type": self.instance_type,
+            "endpoint.instance_count": self.instance_count,
+            "speculative.mode": self.mode,
+            "speculative.num_speculative_tokens": self.k,
+            "drafter.source": self.drafter,
+            "drafter.bucket": self.bucket,
+            "endpoint.fallback_instance_types": self.fallback,
+            "autoscaling.target_concurrency": self.target_concurrency,
+            "autoscaling.target_invocations": self.target_invocations,
+            "autoscaling.min_instances": lo if lo is not None else self.autoscale_min,
+            "autoscaling.max_instances": hi if hi is not None else self.autoscale_max,
+            "model_data": self.model_data,
+            "container.image": self.image,
+            "container.vllm_version": self.vllm_version,
+            "endpoint.name": self.name,
+            "role": self.role,
+            "region": self.region,
+        }
+
+
+def parse_autoscale(autoscale: str | None) -> tuple[int | None, int | None]:
+    """ "MIN:MAX" -> (MIN, MAX); None -> (None, None)."""
+    if autoscale is None:
+        return None, None
+    lo, sep, hi = str(autoscale).partition(":")
+    if not sep or not lo.strip().isdigit() or not hi.strip().isdigit():
+        raise SpecError(f"autoscaling: --autoscale takes MIN:MAX, e.g. 1:4 (got {autoscale!r})")
+    return int(lo), int(hi)
+
+
+def build_spec(
+    model: str | None,
+    spec_file: str | Path | None,
+    options: SpecOptions,
+    *,
+    base: dict[str, Any] | None = None,
+) -> DeploymentSpec:
+    """A spec file or a `base` document (optional) overlaid with `options`. The one
+    mapping from options to spec fields, for the CLI and the SDK alike."""
+    overrides = options.overrides()
+    overrides["model"] = model
+    if spec_file is not None:
+        return load_spec(spec_file, overrides)
+    if model is None and not (base and base.get("model")):
+        raise SpecError("model: give a MODEL argument or a spec file with -f")
+    return spec_from_data(merge_overrides(base or {}, overrides))
+
+
+def spec_from_options(
+    model: str | None = None,
+    spec_file: str | Path | None = None,
+    *,
+    base: dict[str, Any] | None = None,
+    **options: Any,
+) -> DeploymentSpec:
+    """The SDK's keyword form of `build_spec`: k=7, mode="eagle3", autoscale="1:4"."""
+    return build_spec(model, spec_file, SpecOptions.from_keywords(options), base=base)
