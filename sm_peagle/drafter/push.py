@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sm_peagle.drafter.inspect import name_problems, parse_s3_uri
+from sm_peagle.drafter.inspection import name_problems, parse_s3_uri
 from sm_peagle.errors import PeagleError, SpecError
 
 __all__ = ["MANIFEST", "PushResult", "default_transfer_config", "make_push_client", "push_drafter"]

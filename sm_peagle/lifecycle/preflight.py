@@ -157,20 +157,21 @@ def check_quota(quotas: Any, instance_type: str, count: int) -> Check:
 def check_remote_head(s3: Any, uri: str, plan: Plan) -> list[Check]:
     """The drafter checks on an S3 head (a JumpStart head too), by ranged GETs of the
     safetensors headers: a few KB per file, never the weights."""
-    from ..planning.plan_checks import check_drafter_source
+    from ..drafter.inspect import inspect_drafter
+    from ..planning.plan_checks import judge_drafter
     from ..planning.vllm_versions import VllmVersion
 
     spec = plan.spec
     head = plan.model.drafter if (plan.model and spec.drafter.source is None) else None
     config = plan.speculative_config or {}
-    return check_drafter_source(
+    return judge_drafter(
         uri,
+        lambda source: inspect_drafter(source, s3_client=s3),
         model=plan.model,
         vllm_version=VllmVersion(plan.vllm_version),
         mode=spec.speculative.mode.value,
         k=config.get("num_speculative_tokens"),
         trained_k=spec.drafter.trained_k or (head.trained_k if head else None),
-        s3_client=s3,
     )
 
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..aws import has_credentials_hint, resolve_region
-from ..catalog.jumpstart import fetch_spec, find_hub_model_ids, read_cached_spec
 from ..catalog.models import ModelEntry, find_model
 from ..errors import SpecError
 from ..planning.specs import DeploymentSpec, Mode
+from .jumpstart_live import fetch_spec, find_hub_model_ids, read_cached_spec
 
 __all__ = ["Inputs", "apply_environment", "plan_resolved", "resolve_inputs"]
 

@@ -178,7 +178,7 @@ def plan(
     checks += spec_result.checks
     if mode != Mode.BASELINE and drafter.is_local and Path(drafter.source).expanduser().is_dir():
         # After the speculative config: the drafter's K rule needs the K actually planned.
-        checks += pc.check_drafter_source(
+        checks += pc.check_local_drafter(
             drafter.source,
             model=model,
             vllm_version=version,

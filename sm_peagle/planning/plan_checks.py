@@ -3,11 +3,13 @@ the spec field to change, so a failure message always says where to look."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..catalog.instances import INSTANCES, InstanceType, get_instance
 from ..catalog.models import ModelEntry
+from ..errors import SpecError
 from .checks import Check, failed, passed, warned
 from .vllm_versions import CUDA13_AMI, VllmVersion, needs_cuda13_ami
 
@@ -246,25 +248,24 @@ def check_tags(tags: dict[str, str]) -> list[Check]:
     return out or [passed("tags", f"{len(tags)} tags")]
 
 
-def check_drafter_source(
+def judge_drafter(
     source: str,
+    read: Callable[[str], Any],
     *,
     model: ModelEntry | None,
     vllm_version: VllmVersion,
     mode: str,
     k: int | None,
     trained_k: int | None,
-    s3_client: Any = None,
 ) -> list[Check]:
-    """`peagle drafter check` on a head: a local dir at plan time, an s3:// prefix in
-    deploy preflight. A head vLLM would reject (no mask_hidden, wrong fc shape, an unread
-    mask-token key) then fails in seconds instead of after the endpoint's download.
-    Reads config.json and safetensors headers only (ranged GETs on S3)."""
-    from ..drafter import check_drafter, inspect_drafter  # only plans with a head pay
-    from ..errors import SpecError
+    """`peagle drafter check` on a head that `read(source)` inspects: a local dir at plan
+    time (`check_local_drafter`), an s3:// prefix in deploy preflight (which passes the S3
+    reader). A head vLLM would reject (no mask_hidden, wrong fc shape, an unread mask-token
+    key) then fails in seconds instead of after the endpoint's download."""
+    from ..drafter.check import check_drafter  # only plans with a head pay
 
     try:
-        inspection = inspect_drafter(source, s3_client=s3_client)
+        inspection = read(source)
     except SpecError as exc:  # unreadable source: one check, not a crash
         text = exc.message
         if "AccessDenied" in text or "Forbidden" in text or "403" in text:
@@ -285,3 +286,11 @@ def check_drafter_source(
         k=k,
         trained_k=trained_k,
     )
+
+
+def check_local_drafter(source: str, **facts: Any) -> list[Check]:
+    """The drafter checks on a local head directory (config.json and safetensors headers
+    only). `facts`: model, vllm_version, mode, k, trained_k, as `judge_drafter` takes."""
+    from ..drafter.readers import inspect_local
+
+    return judge_drafter(source, inspect_local, **facts)

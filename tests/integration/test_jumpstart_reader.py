@@ -15,9 +15,10 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from sm_peagle.catalog import jumpstart
-from sm_peagle.catalog.jumpstart import fetch_spec, resolve
+from sm_peagle.catalog.jumpstart import resolve
 from sm_peagle.errors import SpecError
+from sm_peagle.lifecycle import jumpstart_live
+from sm_peagle.lifecycle.jumpstart_live import fetch_spec
 from sm_peagle.lifecycle.resolve import resolve_inputs
 from sm_peagle.planning.build import plan
 from sm_peagle.planning.spec_loading import spec_from_data
@@ -140,7 +141,7 @@ def test_second_fetch_is_served_from_the_disk_cache(s3) -> None:
     again = fetch_spec(GPT, REGION, s3_client=s3)
     assert again == first
     assert calls == Counter(GetObject=2)  # no S3 call at all
-    assert jumpstart.read_cached_spec(GPT, REGION) == first
+    assert jumpstart_live.read_cached_spec(GPT, REGION) == first
 
 
 def test_expired_ttl_refetches(s3, monkeypatch) -> None:
@@ -152,12 +153,14 @@ def test_expired_ttl_refetches(s3, monkeypatch) -> None:
     # A day and a bit later the default TTL has run out as well.
     real_time = time.time
     now = real_time()
-    monkeypatch.setattr(jumpstart.time, "time", lambda: now + jumpstart.DEFAULT_TTL_SECONDS + 60)
-    assert jumpstart.read_cached_spec(GPT, REGION) is None
+    monkeypatch.setattr(
+        jumpstart_live.time, "time", lambda: now + jumpstart_live.DEFAULT_TTL_SECONDS + 60
+    )
+    assert jumpstart_live.read_cached_spec(GPT, REGION) is None
     fetch_spec(GPT, REGION, s3_client=s3)
     assert calls["GetObject"] == 6
     # Back to the present: what was just stored is fresh again.
-    monkeypatch.setattr(jumpstart.time, "time", real_time)
+    monkeypatch.setattr(jumpstart_live.time, "time", real_time)
     fetch_spec(GPT, REGION, s3_client=s3)
     assert calls["GetObject"] == 6
 
