@@ -19,7 +19,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["validate_request", "shape_enum", "OPERATIONS"]
+from .checks import Check, failed, passed
+
+__all__ = ["validate_request", "shape_enum", "check_request_shapes", "OPERATIONS"]
 
 OPERATIONS: dict[str, tuple[str, ...]] = {
     "sagemaker": (
@@ -199,3 +201,19 @@ def validate_request(service: str, operation: str, params: dict) -> list[str]:
     errors: list[str] = []
     _check(model["shapes"], model["operations"][operation], params, operation, errors)
     return errors
+
+
+def check_request_shapes(p: Any) -> Check:
+    """Every request of plan `p` against botocore's model: one check naming the first
+    errors, so a plan that AWS would reject fails here instead."""
+    shape_errors = [
+        *validate_request("sagemaker", "CreateModel", p.create_model),
+        *[e for m in p.pool_models for e in validate_request("sagemaker", "CreateModel", m)],
+        *validate_request("sagemaker", "CreateEndpointConfig", p.create_endpoint_config),
+        *validate_request("sagemaker", "CreateEndpoint", p.create_endpoint),
+    ]
+    if shape_errors:
+        return failed(
+            "aws.request_shapes", "; ".join(shape_errors[:3]), "fix the field named above"
+        )
+    return passed("aws.request_shapes", "all requests pass botocore's service model")

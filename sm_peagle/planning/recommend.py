@@ -2,7 +2,7 @@
 fit, ranked by $/h (or by measured cost per 1M output tokens when bench results exist).
 
 Estimates and measurements are kept apart: the fit and headroom are peagle's estimate
-(see plan_checks.fit_budget), prices are AWS's published or Price List figures, and only
+(see planning.fit.fit_budget), prices are AWS's published or Price List figures, and only
 bench results are measurements.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from ..catalog.instances import INSTANCES
 from ..catalog.models import ModelEntry
-from .plan_checks import DEFAULT_GPU_MEMORY_UTILIZATION, GB, fit_budget
+from .fit import DEFAULT_GPU_MEMORY_UTILIZATION, GB, fit_budget
 
 
 @dataclass

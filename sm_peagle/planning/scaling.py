@@ -1,4 +1,4 @@
-"""Scale and capacity in the pure plan: capacity fallback pools and autoscaling.
+"""Step 6 of `plan()`: pools and scaling. Capacity fallback pools and autoscaling.
 
 Fallback pools use the ProductionVariant `InstancePools` field (priority 1 = the primary
 type), with a model per pool through `ModelNameOverride`, because each instance type
@@ -129,3 +129,9 @@ def autoscaling_requests(p: Any) -> tuple[list[tuple[str, dict[str, Any]]], list
         )
     )
     return [("RegisterScalableTarget", register), ("PutScalingPolicy", policy)], checks
+
+
+def add_autoscaling(p: Any) -> None:
+    """The plan's autoscaling requests and their checks (in place)."""
+    p.autoscaling, checks = autoscaling_requests(p)
+    p.checks += checks

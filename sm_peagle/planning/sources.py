@@ -1,49 +1,190 @@
-"""The inputs a plan resolves before it assembles requests: the container image and
-the vLLM version it runs, where the weights come from, where a local drafter head will
-be pushed, and numbers read from engine args / env. Pure: local file reads only."""
+"""Step 1 of `plan()`: resolve the sources. The model and instance, the JumpStart
+resolution, the container image and the vLLM version it runs, the tensor-parallel size,
+where the weights and the drafter head come from (and where a local head will be
+pushed), and numbers read from engine args / env. Pure: local file reads only."""
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..catalog.jumpstart import JumpStartResolution
-from ..catalog.models import ModelEntry
-from ..errors import SpecError
-from .checks import Check, failed, passed
-from .specs import DeploymentSpec
-from .vllm_versions import DEFAULT_VLLM, VllmVersion, cuda_for_version, parse_image_tag
+from ..catalog.instances import InstanceType
+from ..catalog.jumpstart import JumpStartResolution, load_snapshot, resolve
+from ..catalog.models import DrafterInfo, ModelEntry, find_model
+from ..errors import CheckFailed, SpecError
+from . import plan_checks as pc
+from .aws_shapes import shape_enum
+from .checks import Check, failed, passed, warned
+from .environment import whole_number
+from .plan_result import DEFAULT_REGION, PLACEHOLDER_ROLE
+from .specs import DeploymentSpec, Mode
+from .vllm_versions import (
+    DEFAULT_VLLM,
+    NEWEST_CHECKED,
+    VllmVersion,
+    cuda_for_version,
+    parse_image_tag,
+)
 
 DLC_ACCOUNT = "763104351884"
 
 
-def whole_number(value: Any, field_: str) -> int:
-    """An engine arg that must be an integer: 8 or "8", never 2.5, true or "abc"."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    raise SpecError(f"{field_}: {value!r} is not a whole number")
+@dataclass
+class Sources:
+    """Everything the later steps read that is not in the spec itself."""
+
+    region: str
+    model: ModelEntry | None
+    instance: InstanceType
+    jumpstart: JumpStartResolution | None
+    image: str
+    version: VllmVersion
+    cuda: str | None
+    tp: int
+    engine_args: dict[str, Any]  # the spec's engine_args without tensor_parallel_size
+    env: dict[str, str]  # the environment so far: JumpStart's and the catalog's
+    model_data: dict[str, Any] | None
+    drafter_channels: list[dict[str, Any]] = field(default_factory=list)
+    drafter_push: dict[str, str] | None = None
+    catalog_head: DrafterInfo | None = None
 
 
-def env_number(spec: DeploymentSpec, env: dict[str, str], key: str, kind: type) -> Any:
-    """A numeric SM_VLLM_* setting as the container will read it: an int >= 1, or a float
-    in (0, 1]. Bad values raise SpecError naming where the user set them."""
-    field_ = f"container.env.{key}"
-    if key not in spec.container.env:
-        for arg in spec.container.engine_args:
-            if "SM_VLLM_" + arg.upper().replace("-", "_") == key:
-                field_ = f"container.engine_args.{arg}"
-    try:
-        value = kind(env[key].strip())
-    except ValueError:
-        value = None
-    if kind is int and (value is None or value < 1):
-        raise SpecError(f"{field_}: {env[key]!r} is not a positive whole number")
-    if kind is float and (value is None or not 0 < value <= 1):
-        raise SpecError(f"{field_}: {env[key]!r} is not a fraction between 0 and 1")
-    return value
+def resolve_sources(
+    spec: DeploymentSpec,
+    jumpstart_spec: dict | None,
+    jumpstart_source: str,
+    checks: list[Check],
+) -> Sources:
+    """Resolve what the spec names; appends its checks. Raises SpecError when no request
+    can be built, CheckFailed on an instance nothing else means anything on."""
+    region = spec.region or DEFAULT_REGION
+    model = find_model(spec.model)
+    if jumpstart_spec is None and model and model.jumpstart_snapshot:
+        jumpstart_spec = load_snapshot(model.jumpstart_snapshot)
+    if model is None and jumpstart_spec is None:
+        raise SpecError(
+            f"model: unknown model {spec.model!r}",
+            remedy="see `peagle models`, or give a JumpStart id with AWS credentials",
+        )
+    checks.append(
+        passed("model", f"{model.alias} ({model.hf_id})" if model else f"JumpStart {spec.model}")
+    )
+    inst = resolve_instance(spec, model, jumpstart_spec, checks)
+    js = None
+    if jumpstart_spec is not None:
+        js = resolve(
+            jumpstart_spec,
+            region=region,
+            instance_type=inst.name,
+            config_name=spec.jumpstart_config,
+            source=jumpstart_source,
+        )
+    image, version = resolve_image(spec, region, js, checks)
+    if version > NEWEST_CHECKED:
+        checks.append(
+            warned(
+                "container.vllm_version",
+                f"vLLM {version} is newer than the "
+                f"{NEWEST_CHECKED} peagle's key tables were checked against",
+            )
+        )
+    engine = dict(spec.container.engine_args)
+    tp = resolve_tensor_parallel(engine, inst, checks)
+    env: dict[str, str] = dict(js.env) if js else {}
+    if model and (spec.model_data or js):
+        for k, v in model.extra_env.items():
+            env.setdefault(k, v)
+    src = Sources(
+        region=region,
+        model=model,
+        instance=inst,
+        jumpstart=js,
+        image=image,
+        version=version,
+        cuda=parse_image_tag(image)[1],
+        tp=tp,
+        engine_args=engine,
+        env=env,
+        model_data=model_data_source(spec, js, model, env, checks),
+    )
+    resolve_drafter_source(spec, src, checks)
+    return src
+
+
+def resolve_instance(
+    spec: DeploymentSpec, model: ModelEntry | None, jumpstart_spec: dict | None, checks: list
+) -> InstanceType:
+    """The instance type: the spec's, else JumpStart's default, else the catalog's."""
+    instance_type = (
+        spec.endpoint.instance_type
+        or (jumpstart_spec or {}).get("default_inference_instance_type")
+        or (model.default_instance if model else None)
+    )
+    inst, c = pc.check_instance(
+        instance_type, shape_enum("sagemaker", "ProductionVariantInstanceType")
+    )
+    checks.append(c)
+    if inst is None or c.status == "fail":  # nothing below means anything on a bad instance
+        raise CheckFailed(checks)
+    return inst
+
+
+def resolve_tensor_parallel(engine: dict[str, Any], inst: InstanceType, checks: list) -> int:
+    """TP = every GPU of the instance unless engine_args overrides it (popped from
+    `engine`: the container reads it from SM_VLLM_TENSOR_PARALLEL_SIZE)."""
+    tp_override = engine.pop("tensor_parallel_size", None)
+    tp = (
+        whole_number(tp_override, "container.engine_args.tensor_parallel_size")
+        if tp_override is not None
+        else inst.gpus
+    )
+    checks.append(pc.check_tensor_parallel(inst, tp, tp_override is not None))
+    return tp
+
+
+def resolve_drafter_source(spec: DeploymentSpec, src: Sources, checks: list[Check]) -> None:
+    """Where the drafter head comes from: an S3 prefix, a local directory (pushed at
+    deploy to a content-addressed prefix), or JumpStart's head; sets the channel."""
+    drafter = spec.drafter
+    model, js = src.model, src.jumpstart
+    src.catalog_head = model.drafter if (model and drafter.source is None) else None
+    if spec.speculative.mode == Mode.BASELINE:
+        return
+    if drafter.is_s3:
+        uri = drafter.source
+        checks.append(passed("drafter.source", uri))
+    elif drafter.is_local:
+        account = (spec.role or PLACEHOLDER_ROLE).split(":")[4]
+        bucket = drafter.bucket or f"sagemaker-{src.region}-{account}"
+        uri, c = local_drafter_prefix(drafter.source, bucket)
+        checks.append(c)
+        src.drafter_push = {"source": drafter.source, "destination": uri}
+    elif js and js.additional_sources:
+        uri = js.additional_sources[0]["S3DataSource"]["S3Uri"]
+        checks.append(passed("drafter.source", f"JumpStart head {uri}"))
+    else:
+        uri = ""
+        head = f" ({src.catalog_head.hf_id})" if src.catalog_head else ""
+        checks.append(
+            failed(
+                "drafter.source",
+                f"no S3 location of {spec.model}'s drafter head{head} is known offline",
+                "pass --drafter s3://bucket/prefix/ (upload with `peagle drafter push`)",
+            )
+        )
+    if uri:
+        src.drafter_channels.append(
+            {
+                "ChannelName": drafter.channel,
+                "S3DataSource": {
+                    "S3Uri": uri,
+                    "S3DataType": "S3Prefix",
+                    "CompressionType": "None",
+                },
+            }
+        )
 
 
 def local_drafter_prefix(src: str, bucket: str) -> tuple[str, Check]:

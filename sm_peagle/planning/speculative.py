@@ -10,13 +10,26 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .checks import Check, failed, passed, warned
-from .specs import Mode, SpeculativeSpec
+from .specs import DeploymentSpec, Mode, SpeculativeSpec
 from .vllm_versions import PARALLEL_DRAFTING_MIN, VllmVersion, speculative_keys
 
-__all__ = ["SpeculativeResult", "build_speculative_config", "drafter_mount_path", "to_env_value"]
+if TYPE_CHECKING:  # annotations only
+    from .sources import Sources
+
+__all__ = [
+    "SPEC_ENV",
+    "SpeculativeResult",
+    "build_speculative_config",
+    "drafter_mount_path",
+    "plan_speculative",
+    "to_env_value",
+]
+
+SPEC_ENV = "SM_VLLM_SPECULATIVE_CONFIG"
 
 MOUNT_ROOT = "/opt/ml/additional-model-data-sources"
 # Keys always first, in this order, so the JSON reads like AWS's own examples.
@@ -41,6 +54,38 @@ def to_env_value(config: dict[str, Any]) -> str:
     return json.dumps(ordered, separators=(",", ":"))
 
 
+def plan_speculative(spec: DeploymentSpec, src: Sources, checks: list[Check]) -> SpeculativeResult:
+    """Step 2 of `plan()`: the speculative config for the resolved image and head, and,
+    for a local head, the drafter checks (its K rule needs the K actually planned)."""
+    from .drafter_checks import check_local_drafter
+
+    drafter, head = spec.drafter, src.catalog_head
+    default_k = src.model.default_k if src.model else 3
+    if src.jumpstart and SPEC_ENV in src.jumpstart.env:
+        default_k = json.loads(src.jumpstart.env[SPEC_ENV]).get("num_speculative_tokens", default_k)
+    result = build_speculative_config(
+        spec.speculative,
+        vllm_version=src.version,
+        channel=drafter.channel,
+        default_k=default_k,
+        trained_k=drafter.trained_k or (head.trained_k if head else None),
+        recommended_k=drafter.recommended_k or (head.recommended_k if head else None),
+        target_tp=src.tp,
+    )
+    checks += result.checks
+    mode = spec.speculative.mode
+    if mode != Mode.BASELINE and drafter.is_local and Path(drafter.source).expanduser().is_dir():
+        checks += check_local_drafter(
+            drafter.source,
+            model=src.model,
+            vllm_version=src.version,
+            mode=mode.value,
+            k=result.k,
+            trained_k=drafter.trained_k,
+        )
+    return result
+
+
 def build_speculative_config(
     spec: SpeculativeSpec,
     *,
@@ -54,29 +99,34 @@ def build_speculative_config(
     """The speculative config dict (None for baseline) plus the checks that decided it."""
     if spec.mode == Mode.BASELINE:
         return SpeculativeResult(None, None, [passed("speculative", "baseline: no speculation")])
-
-    checks: list[Check] = []
     k = spec.num_speculative_tokens or default_k
+    checks = [_check_k(k, trained_k, recommended_k)]
+    checks += _check_mode(spec, vllm_version, target_tp)
+    config, key_checks = _config_for(spec, k, channel, vllm_version)
+    return SpeculativeResult(config, k, checks + key_checks)
+
+
+def _check_k(k: int, trained_k: int | None, recommended_k: int | None) -> Check:
     field_k = "speculative.num_speculative_tokens"
     if trained_k is not None and k > trained_k:
-        checks.append(
-            failed(
-                field_k,
-                f"K={k} exceeds the drafter's trained K={trained_k}",
-                f"use -k {recommended_k or trained_k} (at most {trained_k})",
-            )
+        return failed(
+            field_k,
+            f"K={k} exceeds the drafter's trained K={trained_k}",
+            f"use -k {recommended_k or trained_k} (at most {trained_k})",
         )
-    elif recommended_k is not None and k > recommended_k:
-        checks.append(
-            warned(
-                field_k,
-                f"K={k} is above the head card's recommended K={recommended_k}; "
-                "acceptance falls off, measure with `peagle bench`",
-            )
+    if recommended_k is not None and k > recommended_k:
+        return warned(
+            field_k,
+            f"K={k} is above the head card's recommended K={recommended_k}; "
+            "acceptance falls off, measure with `peagle bench`",
         )
-    else:
-        checks.append(passed(field_k, f"K={k}"))
+    return passed(field_k, f"K={k}")
 
+
+def _check_mode(
+    spec: SpeculativeSpec, vllm_version: VllmVersion, target_tp: int | None
+) -> list[Check]:
+    checks: list[Check] = []
     parallel = spec.mode == Mode.P_EAGLE
     if parallel and vllm_version < PARALLEL_DRAFTING_MIN:
         checks.append(
@@ -108,13 +158,20 @@ def build_speculative_config(
                 "set it to 1" if target_tp == 1 else f"set it to 1 or {target_tp}",
             )
         )
+    return checks
 
+
+def _config_for(
+    spec: SpeculativeSpec, k: int, channel: str, vllm_version: VllmVersion
+) -> tuple[dict[str, Any], list[Check]]:
+    """The config with only the keys `vllm_version` accepts; a check per refused key."""
+    checks: list[Check] = []
     config: dict[str, Any] = {
         "model": drafter_mount_path(channel),
         "method": "eagle3",
         "num_speculative_tokens": k,
     }
-    if parallel:
+    if spec.mode == Mode.P_EAGLE:
         config["parallel_drafting"] = True
     optional = {
         "draft_tensor_parallel_size": spec.draft_tensor_parallel_size,
@@ -141,4 +198,4 @@ def build_speculative_config(
         config[key] = value
     unknown = set(config) - allowed
     assert not unknown, f"builder emitted keys {unknown} unknown to vLLM {vllm_version}"
-    return SpeculativeResult(config, k, checks)
+    return config, checks

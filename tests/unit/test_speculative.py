@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sm_peagle.planning.build import default_names, plan
+from sm_peagle.planning.build import plan
+from sm_peagle.planning.requests import default_names
 from sm_peagle.planning.spec_loading import spec_from_data
 from sm_peagle.planning.specs import AWS_NAME_RE, Mode, SpeculativeSpec
 from sm_peagle.planning.speculative import build_speculative_config, to_env_value

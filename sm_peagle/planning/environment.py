@@ -1,0 +1,110 @@
+"""Step 3 of `plan()`: the container's environment. JumpStart's and the catalog's
+variables first (from the sources), then SM_VLLM_TENSOR_PARALLEL_SIZE, the engine args as
+SM_VLLM_* variables, the speculative config, and the user's own `container.env` last.
+Also how numbers in engine args / env are read, as the container will read them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import SpecError
+from .checks import Check, failed, passed
+from .specs import DeploymentSpec
+from .speculative import SPEC_ENV, to_env_value
+
+if TYPE_CHECKING:  # annotations only
+    from .sources import Sources
+
+__all__ = ["build_environment", "check_environment", "env_number", "whole_number"]
+
+ENV_MAX_ENTRIES = 100
+ENV_MAX_BYTES = 1024
+ENV_MAX_TOTAL = 32 * 1024
+
+
+def build_environment(
+    spec: DeploymentSpec, src: Sources, config: dict[str, Any] | None, checks: list[Check]
+) -> dict[str, str]:
+    """The container environment, in the order SageMaker will show it; appends checks."""
+    env = src.env
+    env["SM_VLLM_TENSOR_PARALLEL_SIZE"] = str(src.tp)
+    for key, value in src.engine_args.items():
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        env["SM_VLLM_" + key.upper().replace("-", "_")] = text
+    if config is not None:
+        env[SPEC_ENV] = to_env_value(config)
+    else:
+        env.pop(SPEC_ENV, None)
+    if SPEC_ENV in spec.container.env:
+        checks.append(
+            failed(
+                f"container.env.{SPEC_ENV}",
+                "set by peagle from `speculative:`",
+                "remove it from container.env",
+            )
+        )
+    env.update({k: v for k, v in spec.container.env.items() if k != SPEC_ENV})
+    checks += check_environment(env)
+    return env
+
+
+def whole_number(value: Any, field_: str) -> int:
+    """An engine arg that must be an integer: 8 or "8", never 2.5, true or "abc"."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    raise SpecError(f"{field_}: {value!r} is not a whole number")
+
+
+def env_number(spec: DeploymentSpec, env: dict[str, str], key: str, kind: type) -> Any:
+    """A numeric SM_VLLM_* setting as the container will read it: an int >= 1, or a float
+    in (0, 1]. Bad values raise SpecError naming where the user set them."""
+    field_ = f"container.env.{key}"
+    if key not in spec.container.env:
+        for arg in spec.container.engine_args:
+            if "SM_VLLM_" + arg.upper().replace("-", "_") == key:
+                field_ = f"container.engine_args.{arg}"
+    try:
+        value = kind(env[key].strip())
+    except ValueError:
+        value = None
+    if kind is int and (value is None or value < 1):
+        raise SpecError(f"{field_}: {env[key]!r} is not a positive whole number")
+    if kind is float and (value is None or not 0 < value <= 1):
+        raise SpecError(f"{field_}: {env[key]!r} is not a fraction between 0 and 1")
+    return value
+
+
+def check_environment(env: dict[str, str]) -> list[Check]:
+    out: list[Check] = []
+    for key, value in env.items():
+        for what, text in (("name", key), ("value", value)):
+            n = len(text.encode())
+            if n > ENV_MAX_BYTES:
+                out.append(
+                    failed(
+                        f"container.env.{key}",
+                        f"environment {what} of {key} is {n} bytes; SageMaker allows at most "
+                        f"{ENV_MAX_BYTES}",
+                        "shorten it",
+                    )
+                )
+    if len(env) > ENV_MAX_ENTRIES:
+        out.append(
+            failed(
+                "container.env",
+                f"{len(env)} environment variables; max is {ENV_MAX_ENTRIES}",
+                "remove some",
+            )
+        )
+    total = sum(len(k.encode()) + len(v.encode()) for k, v in env.items())
+    if total > ENV_MAX_TOTAL:
+        out.append(
+            failed(
+                "container.env",
+                f"environment is {total} bytes; max is {ENV_MAX_TOTAL}",
+                "shorten it",
+            )
+        )
+    return out or [passed("container.env", f"{len(env)} variables, {total} bytes")]
