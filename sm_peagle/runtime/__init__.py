@@ -11,7 +11,7 @@ from .._lazy import lazy_getattr
 _LAZY = {
     "RuntimeClient": "client",
     "StreamResult": "client",
-    "AsyncStreamResult": "client",
+    "AsyncStreamResult": "async_stream",
     "iter_payload_parts": "client",
     "StreamChunk": "chunks",
     "Completion": "chunks",
