@@ -47,6 +47,12 @@ class ModelEntry:
     default_k_source: str
     extra_env: dict[str, str] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
+    # config.json architectures[0] of the target: vLLM must register it (the minimum vLLM
+    # per mode is derived from vLLM's source data, `planning/version_gates.py`).
+    architecture: str | None = None
+    # A multimodal target: parallel drafting raises NotImplementedError on it before
+    # vLLM 0.21.0 (`v1/spec_decode/eagle.py`), so P-EAGLE needs a newer image.
+    multimodal: bool = False
 
     def kv_bytes_per_token(self) -> int | None:
         """K and V for every layer in bf16; ignores sliding-window savings (conservative)."""
@@ -91,6 +97,7 @@ MODELS: tuple[ModelEntry, ...] = (
         default_k_source="JumpStart lmi-optimized SM_VLLM_SPECULATIVE_CONFIG",
         extra_env=_GPT_OSS_ENV,
         sources=("JumpStart spec openai-reasoning-gpt-oss-20b v3.38.0", "HF model cards"),
+        architecture="GptOssForCausalLM",
     ),
     ModelEntry(
         alias="gpt-oss-120b",
@@ -122,6 +129,7 @@ MODELS: tuple[ModelEntry, ...] = (
         default_k_source="head card",
         extra_env=_GPT_OSS_ENV,
         sources=("JumpStart model id confirmed; its spec was not read", "HF model cards"),
+        architecture="GptOssForCausalLM",
     ),
     ModelEntry(
         alias="qwen3-coder-30b-a3b-instruct",
@@ -152,6 +160,7 @@ MODELS: tuple[ModelEntry, ...] = (
         default_k=10,
         default_k_source="head card",
         sources=("AWS P-EAGLE blog (seed 004)", "HF model cards"),
+        architecture="Qwen3MoeForCausalLM",
     ),
     ModelEntry(
         alias="gemma-4-31b-it",
@@ -174,6 +183,8 @@ MODELS: tuple[ModelEntry, ...] = (
         default_k=3,
         default_k_source="peagle default (no head card read)",
         sources=("JumpStart model id confirmed; its spec was not read", "AWS P-EAGLE blog"),
+        architecture="Gemma4ForConditionalGeneration",
+        multimodal=True,
     ),
 )
 

@@ -12,12 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sm_peagle.errors import SpecError
-from sm_peagle.planning.vllm_versions import (
-    NEWEST_CHECKED,
-    PARALLEL_DRAFTING_MIN,
-    VllmVersion,
-    mask_token_keys,
-)
+from sm_peagle.planning.vllm_versions import covered_versions, mask_token_keys
 
 __all__ = [
     "CONFIG",
@@ -116,10 +111,10 @@ def parse_s3_uri(uri: str) -> tuple[str, str]:
 
 
 def all_mask_token_keys() -> tuple[str, ...]:
-    """Union of the mask-token keys of every checked vLLM version, oldest key first."""
+    """Union of the mask-token keys of every covered vLLM version, oldest key first."""
     keys: list[str] = []
-    for minor in range(PARALLEL_DRAFTING_MIN.parts[1], NEWEST_CHECKED.parts[1] + 1):
-        for k in mask_token_keys(VllmVersion(f"0.{minor}.0")):
+    for version in covered_versions():
+        for k in mask_token_keys(version):
             if k not in keys:
                 keys.append(k)
     return tuple(keys)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..catalog.images import OLD_RULES
 from ..errors import SpecError
 from .checks import Check, failed, passed
 from .specs import DeploymentSpec
@@ -17,6 +18,7 @@ if TYPE_CHECKING:  # annotations only
 
 __all__ = ["build_environment", "check_environment", "env_number", "whole_number"]
 
+MODEL_DIR = "/opt/ml/model"  # where SageMaker mounts the ModelDataSource
 ENV_MAX_ENTRIES = 100
 ENV_MAX_BYTES = 1024
 ENV_MAX_TOTAL = 32 * 1024
@@ -44,8 +46,41 @@ def build_environment(
             )
         )
     env.update({k: v for k, v in spec.container.env.items() if k != SPEC_ENV})
+    adapt_to_old_entrypoint(env, src, checks)
     checks += check_environment(env)
     return env
+
+
+def adapt_to_old_entrypoint(env: dict[str, str], src: Sources, checks: list[Check]) -> None:
+    """DLC builds before 2026-03-17 (classic 0.13.0-0.17.1, facts 3) have no true/false
+    handling (an empty value is a bare flag, any other value one argument) and no
+    /opt/ml/model -> HF_MODEL_ID ladder (the model comes only from SM_VLLM_MODEL). So:
+    `true` becomes "", `false` drops the variable, and the model is set explicitly."""
+    if src.entrypoint_rules != OLD_RULES:
+        return
+    changed = []
+    for key in [k for k in env if k.startswith("SM_VLLM_")]:
+        word = env[key].strip().lower()
+        if word == "true":
+            env[key] = ""
+            changed.append(f"{key}=true -> ''")
+        elif word == "false":
+            del env[key]
+            changed.append(f"{key}=false dropped")
+    if not env.get("SM_VLLM_MODEL"):
+        if src.model_data is not None:
+            env["SM_VLLM_MODEL"] = MODEL_DIR
+        elif env.get("HF_MODEL_ID"):
+            env["SM_VLLM_MODEL"] = env["HF_MODEL_ID"]
+        if env.get("SM_VLLM_MODEL"):
+            changed.append(f"SM_VLLM_MODEL={env['SM_VLLM_MODEL']}")
+    checks.append(
+        passed(
+            "container.entrypoint",
+            "image entrypoint predates 2026-03-17 (no true/false, no model ladder): "
+            + ("; ".join(changed) if changed else "nothing to adapt"),
+        )
+    )
 
 
 def whole_number(value: Any, field_: str) -> int:

@@ -16,19 +16,13 @@ from ..catalog.models import DrafterInfo, ModelEntry, find_model
 from ..errors import CheckFailed, SpecError
 from . import plan_checks as pc
 from .aws_shapes import shape_enum
-from .checks import Check, failed, passed, warned
+from .checks import Check, failed, passed
 from .environment import whole_number
+from .image_choice import resolve_image
 from .plan_result import DEFAULT_REGION, PLACEHOLDER_ROLE
 from .specs import DeploymentSpec, Mode
-from .vllm_versions import (
-    DEFAULT_VLLM,
-    NEWEST_CHECKED,
-    VllmVersion,
-    cuda_for_version,
-    parse_image_tag,
-)
-
-DLC_ACCOUNT = "763104351884"
+from .version_gates import check_version_gates
+from .vllm_versions import VllmVersion
 
 
 @dataclass
@@ -49,6 +43,9 @@ class Sources:
     drafter_channels: list[dict[str, Any]] = field(default_factory=list)
     drafter_push: dict[str, str] | None = None
     catalog_head: DrafterInfo | None = None
+    # Date of the DLC entrypoint rules the image carries (catalog/images.py); None for
+    # an image outside the published list.
+    entrypoint_rules: str | None = None
 
 
 def resolve_sources(
@@ -81,15 +78,16 @@ def resolve_sources(
             config_name=spec.jumpstart_config,
             source=jumpstart_source,
         )
-    image, version = resolve_image(spec, region, js, checks)
-    if version > NEWEST_CHECKED:
-        checks.append(
-            warned(
-                "container.vllm_version",
-                f"vLLM {version} is newer than the "
-                f"{NEWEST_CHECKED} peagle's key tables were checked against",
-            )
-        )
+    chosen = resolve_image(spec, region, js, model, checks)
+    # The same gates `peagle drafter check` applies (version_gates.py); the parallel-
+    # drafting one is reported by plan_speculative, next to the config.
+    checks += check_version_gates(
+        chosen.version,
+        spec.speculative.mode.value,
+        model,
+        field="container.vllm_version",
+        parallel_drafting=False,
+    )
     engine = dict(spec.container.engine_args)
     tp = resolve_tensor_parallel(engine, inst, checks)
     env: dict[str, str] = dict(js.env) if js else {}
@@ -101,9 +99,10 @@ def resolve_sources(
         model=model,
         instance=inst,
         jumpstart=js,
-        image=image,
-        version=version,
-        cuda=parse_image_tag(image)[1],
+        image=chosen.image,
+        version=chosen.version,
+        cuda=chosen.cuda,
+        entrypoint_rules=chosen.entrypoint_rules,
         tp=tp,
         engine_args=engine,
         env=env,
@@ -203,56 +202,6 @@ def local_drafter_prefix(src: str, bucket: str) -> tuple[str, Check]:
             digest.update(f"{p.relative_to(root).as_posix()}\0{p.stat().st_size}\n".encode())
     uri = f"s3://{bucket}/peagle/drafters/{digest.hexdigest()[:16]}/"
     return uri, passed("drafter.source", f"{src} will be pushed to {uri} at deploy")
-
-
-def resolve_image(
-    spec: DeploymentSpec, region: str, js: JumpStartResolution | None, checks: list[Check]
-) -> tuple[str, VllmVersion]:
-    field_ = "container.vllm_version"
-    explicit = VllmVersion(spec.container.vllm_version) if spec.container.vllm_version else None
-    if spec.container.image:
-        image = spec.container.image
-        parsed, _ = parse_image_tag(image)
-        if explicit and parsed and explicit != parsed:
-            raise SpecError(
-                f"{field_}: --vllm-version {explicit} contradicts image tag "
-                f"{image.rsplit(':', 1)[1]} (vLLM {parsed})"
-            )
-        version = explicit or parsed
-        if version is None:
-            raise SpecError(
-                f"{field_}: cannot tell which vLLM image {image} runs", remedy="pass --vllm-version"
-            )
-        checks.append(passed(field_, f"vLLM {version} ({'given' if explicit else 'image tag'})"))
-        return image, version
-    if explicit or not js:
-        version = explicit or VllmVersion(DEFAULT_VLLM)
-        dlc = cuda_for_version(version)
-        if dlc is None:
-            raise SpecError(
-                f"{field_}: no AWS vLLM DLC is known for vLLM {version}",
-                remedy="pass --image with your own image",
-            )
-        account = DLC_ACCOUNT
-        if js:  # JumpStart knows the DLC account of regions outside the common one
-            account = js.image_uri.split(".", 1)[0]
-        suffix = ".cn" if region.startswith("cn-") else ""
-        image = (
-            f"{account}.dkr.ecr.{region}.amazonaws.com{suffix}/vllm:{version}-gpu-py312-"
-            f"{dlc[0]}-{dlc[1]}-sagemaker"
-        )
-        how = "given" if explicit else "peagle default (JumpStart's pinned version)"
-        checks.append(passed(field_, f"vLLM {version} ({how}) -> AWS DLC"))
-        return image, version
-    parsed, _ = parse_image_tag(js.image_uri)
-    version = VllmVersion(js.vllm_version) if js.vllm_version else parsed
-    if version is None:
-        raise SpecError(
-            f"{field_}: JumpStart image {js.image_uri} is not a vLLM image",
-            remedy="pass --image and --vllm-version",
-        )
-    checks.append(passed(field_, f"vLLM {version} (JumpStart {js.config_name or 'default'})"))
-    return js.image_uri, version
 
 
 def model_data_source(

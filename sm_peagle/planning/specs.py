@@ -132,6 +132,12 @@ class ContainerSpec(_Strict):
 
     image: str | None = None
     vllm_version: str | None = None
+    cuda: str | None = Field(
+        default=None,
+        description="CUDA level of an image outside the published list (cu129, cu130): "
+        "decides the host AMI. Published images carry theirs.",
+        pattern=r"^cu\d{3}$",
+    )
     engine_args: dict[str, str | int | float | bool] = Field(
         default_factory=dict,
         description="Extra `vllm serve` flags: {max_model_len: 8192} -> SM_VLLM_MAX_MODEL_LEN.",

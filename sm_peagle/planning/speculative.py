@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from .checks import Check, failed, passed, warned
 from .specs import DeploymentSpec, Mode, SpeculativeSpec
-from .vllm_versions import PARALLEL_DRAFTING_MIN, VllmVersion, speculative_keys
+from .version_gates import parallel_drafting_gate
+from .vllm_versions import VllmVersion, speculative_keys
 
 if TYPE_CHECKING:  # annotations only
     from .sources import Sources
@@ -128,15 +129,8 @@ def _check_mode(
 ) -> list[Check]:
     checks: list[Check] = []
     parallel = spec.mode == Mode.P_EAGLE
-    if parallel and vllm_version < PARALLEL_DRAFTING_MIN:
-        checks.append(
-            failed(
-                "speculative.mode",
-                f"p-eagle needs parallel_drafting, first in vLLM {PARALLEL_DRAFTING_MIN}; "
-                f"the image runs vLLM {vllm_version}",
-                "use an image with vLLM >= 0.16.0, or --mode eagle3",
-            )
-        )
+    if (gate := parallel_drafting_gate(vllm_version, spec.mode.value)) is not None:
+        checks.append(gate)  # the gate `peagle drafter check` applies too
     if parallel and spec.disable_padded_drafter_batch:
         checks.append(
             failed(

