@@ -11,7 +11,9 @@ Terraform argument names are those of the hashicorp/aws provider docs
 sagemaker_endpoint, registry.terraform.io/providers/hashicorp/aws/latest/docs/resources/…).
 `primary_container.additional_model_data_source` was added in provider 6.22.0 (CHANGELOG
 "6.22.0 (November 20, 2025)", PR hashicorp/terraform-provider-aws#44407), hence the
-version floor; per-resource `region` exists since 6.0.
+version floor; per-resource `region` exists since 6.0. A plan that sets
+`inference_ami_version = "al2023-ami-sagemaker-inference-gpu-4-1"` (CUDA 13 images) needs
+a provider whose AWS SDK knows that enum value: see TF_PROVIDER_MIN_CUDA13_AMI.
 
 CloudFormation names are those of the AWS::SageMaker::* resource schemas (checked against
 the schemas cfn-lint ships, see tests/unit/test_templates.py). AWS::SageMaker::Model's
@@ -26,10 +28,13 @@ import re
 from typing import Any
 
 from ..errors import SpecError
+from ..planning.vllm_versions import CUDA13_AMI
 
 __all__ = [
     "FORMATS",
     "TF_PROVIDER_MIN",
+    "TF_PROVIDER_MIN_CUDA13_AMI",
+    "tf_provider_floor",
     "CFN_TABLES",
     "export_document",
     "export_text",
@@ -41,6 +46,16 @@ __all__ = [
 FORMATS = ("terraform", "cloudformation", "json")
 # First hashicorp/aws release with primary_container.additional_model_data_source.
 TF_PROVIDER_MIN = "6.22.0"
+# Floor when the plan sets InferenceAmiVersion al2023-ami-sagemaker-inference-gpu-4-1.
+# The provider validates the value against its AWS SDK's enum; the value entered the AWS
+# API model between botocore 1.42.50 (2026-02-16) and 1.42.75 (2026-03-24) (facts 3).
+# The provider's CHANGELOG entries for 2026 were not readable here, so the release is
+# inferred from its weekly cadence: 6.31.0 was out by 2026-02-07 (a renovate bump) and
+# 6.41.0 on 2026-04-16 (conda-forge build), which puts 6.38.0 at about 2026-03-25, the
+# first release after the upper bound. Whether 6.38.0 already vendored an SDK with the
+# value cannot be verified, so the floor is the next release, 6.39.0 (about 2026-04-01),
+# a week after the upper bound: conservative (later, not earlier).
+TF_PROVIDER_MIN_CUDA13_AMI = "6.39.0"
 
 # A table maps a plan key to (output key, kind). kind: None = copy the value as is,
 # "map" = copy a str->str mapping, "tags" = [{Key, Value}] list (a map in Terraform),
@@ -220,12 +235,11 @@ def to_terraform(plan: Any) -> dict[str, Any]:
     endpoint["endpoint_config_name"] = f"${{aws_sagemaker_endpoint_configuration.{rid}.name}}"
     for resource in (model, config, endpoint):
         resource["region"] = plan.region  # per-resource region: provider >= 6.0
+    floor = tf_provider_floor(plan.create_endpoint_config)
     return {
         "//": _provenance(plan),
         "terraform": {
-            "required_providers": {
-                "aws": {"source": "hashicorp/aws", "version": f">= {TF_PROVIDER_MIN}"}
-            }
+            "required_providers": {"aws": {"source": "hashicorp/aws", "version": f">= {floor}"}}
         },
         "resource": {
             "aws_sagemaker_model": {rid: model},
@@ -233,6 +247,14 @@ def to_terraform(plan: Any) -> dict[str, Any]:
             "aws_sagemaker_endpoint": {rid: endpoint},
         },
     }
+
+
+def tf_provider_floor(create_endpoint_config: dict[str, Any]) -> str:
+    """The hashicorp/aws floor for this endpoint config (see TF_PROVIDER_MIN_CUDA13_AMI)."""
+    variants = create_endpoint_config.get("ProductionVariants", [])
+    if any(v.get("InferenceAmiVersion") == CUDA13_AMI for v in variants):
+        return TF_PROVIDER_MIN_CUDA13_AMI
+    return TF_PROVIDER_MIN
 
 
 def to_cloudformation(plan: Any) -> dict[str, Any]:

@@ -121,9 +121,15 @@ def assert_terraform_matches(tf: dict[str, Any], p: Any) -> None:
         "aws_sagemaker_endpoint_configuration",
         "aws_sagemaker_endpoint",
     }
+    # 6.22.0 adds additional_model_data_source; a CUDA 13 plan's inference_ami_version
+    # al2023-ami-sagemaker-inference-gpu-4-1 needs a provider whose AWS SDK knows it (6.39.0).
+    variants = p.create_endpoint_config["ProductionVariants"]
+    cuda13 = any(
+        v.get("InferenceAmiVersion") == "al2023-ami-sagemaker-inference-gpu-4-1" for v in variants
+    )
     assert tf["terraform"]["required_providers"]["aws"] == {
         "source": "hashicorp/aws",
-        "version": ">= 6.22.0",
+        "version": ">= 6.39.0" if cuda13 else ">= 6.22.0",
     }
     cm, cfg, ep = p.create_model, p.create_endpoint_config, p.create_endpoint
     tags = {t["Key"]: t["Value"] for t in cm["Tags"]}
