@@ -1,11 +1,20 @@
 """Container entrypoint: `SM_VLLM_*` environment -> `vllm serve` argv, checked first.
 
-Argument semantics follow the AWS vLLM DLC's SageMaker entrypoint (its configuration
-page: "Each variable is converted to the corresponding vLLM flag ... `true` becomes a
-bare flag ... `false` omits the flag entirely"; the model comes from SM_VLLM_MODEL, else
-a non-empty /opt/ml/model, else HF_MODEL_ID), so a spec deploys the same on this image
-as on the DLC. One deliberate difference: the model is passed positionally, since
-`vllm serve --model` is deprecated in favour of `vllm serve <model>`.
+Argument semantics are those of the current AWS vLLM DLC (v2.4: the rules of
+2026-08-19, commit dceae13291, `scripts/docker/vllm/sagemaker_args.py` in
+aws/deep-learning-containers; facts 3), so a spec deploys the same on this image as on
+the DLC: `SM_VLLM_<NAME>` -> `--<name>`; `true` (or empty) is a bare flag, `false` drops
+it; a JSON array gives one argument per element (`null` -> "", objects and lists inside
+-> compact JSON, booleans -> true/false, other scalars str()), `[]` drops the flag; a
+single JSON object stays one argument (SM_VLLM_SPECULATIVE_CONFIG arrives intact);
+several objects separated by spaces (`{..} {..}`) become one argument each;
+`--allowed-origins`, `--allowed-methods`, `--allowed-headers` and `--middleware` keep
+their value as ONE argument, arrays included; anything else that is not JSON passes
+through as one argument. The model comes from SM_VLLM_MODEL, else a non-empty
+/opt/ml/model, else HF_MODEL_ID. One deliberate difference: the model is passed
+positionally, since `vllm serve --model` is deprecated in favour of `vllm serve <model>`.
+Images older than 2026-03-17 behave differently; `plan` adapts the environment for
+them (`planning/environment.py`), this entrypoint does not emulate them.
 
 Why check before exec: vLLM parses SM_VLLM_SPECULATIVE_CONFIG into a dataclass that
 forbids unknown keys, and a bad drafter head fails while loading, both *after* SageMaker
@@ -40,6 +49,11 @@ SPEC_ENV = "SM_VLLM_SPECULATIVE_CONFIG"
 LOG = "peagle-entrypoint:"
 # Consumed by the entrypoint itself rather than turned into flags.
 _RESERVED = frozenset({"SM_VLLM_MODEL", "SM_VLLM_PORT"})
+# Flags whose value the DLC keeps as ONE argument, JSON arrays included: vLLM parses the
+# first three with json.loads and appends --middleware (action="append").
+KEEP_ONE = frozenset(
+    {"--allowed-origins", "--allowed-methods", "--allowed-headers", "--middleware"}
+)
 
 VllmProbe = Callable[[Mapping[str, str]], tuple[set[str] | None, Any]]
 
@@ -53,23 +67,52 @@ class Fatal(Exception):
         self.fix = fix
 
 
-def _flag_values(raw: str) -> list[str] | None:
-    """The arguments that follow a flag; None drops the flag."""
+def _flag_values(flag: str, raw: str) -> list[str] | None:
+    """The arguments that follow `flag` for env value `raw`; None drops the flag. The
+    AWS vLLM DLC's rules of 2026-08-19 (v2.4, `scripts/docker/vllm/sagemaker_args.py`)."""
     word = raw.strip().lower()
     if word in ("", "true"):  # empty or true: a bare flag (--enforce-eager)
         return []
     if word == "false":
         return None
-    if raw.lstrip().startswith("["):  # a JSON array: one argument per element
+    if flag in KEEP_ONE:  # vLLM json.loads these itself / appends: the value is one arg
+        return [raw]
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        objects = _json_objects(raw)
+        return objects if objects else [raw]  # not JSON: one argument, vLLM reports it
+    if isinstance(value, list):  # one argument per element; [] drops the flag
+        return [_element(x) for x in value] or None
+    return [raw]  # a single object, a number, a string: one argument, byte for byte
+
+
+def _element(x: Any) -> str:
+    if x is None:
+        return ""
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, (dict, list)):
+        return json.dumps(x, separators=(",", ":"))
+    return x if isinstance(x, str) else str(x)
+
+
+def _json_objects(raw: str) -> list[str] | None:
+    """`{..} {..}` (e.g. --lora-modules): one argument per object, else None."""
+    decoder, pos, out = json.JSONDecoder(), 0, []
+    text = raw.strip()
+    while pos < len(text):
         try:
-            items = json.loads(raw)
+            obj, end = decoder.raw_decode(text, pos)
         except ValueError:
-            items = None
-        if isinstance(items, list):
-            return [x if isinstance(x, str) else json.dumps(x) for x in items]
-    # Anything else, a JSON object included, is one argument, so the speculative config
-    # reaches vLLM byte for byte.
-    return [raw]
+            return None
+        if not isinstance(obj, dict):
+            return None
+        out.append(text[pos:end])
+        pos = end
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+    return out if len(out) > 1 else None
 
 
 def build_argv(env: Mapping[str, str], *, model_dir_nonempty: Callable[[], bool]) -> list[str]:
@@ -88,9 +131,10 @@ def build_argv(env: Mapping[str, str], *, model_dir_nonempty: Callable[[], bool]
     for key in sorted(env):  # sorted: the same env always gives the same command line
         if not key.startswith(PREFIX) or key == PREFIX or key in _RESERVED:
             continue
-        values = _flag_values(env[key])
+        flag = "--" + key[len(PREFIX) :].lower().replace("_", "-")
+        values = _flag_values(flag, env[key])
         if values is not None:
-            argv += ["--" + key[len(PREFIX) :].lower().replace("_", "-"), *values]
+            argv += [flag, *values]
     return argv
 
 

@@ -78,10 +78,17 @@ TABLE: list[tuple[str, dict[str, str], bool, list[str]]] = [
         HEAD + ["m"] + PORT + ["--disable-log-requests"],
     ),
     (
-        "json-array-one-arg-per-element",
+        # vLLM json.loads --allowed-origins itself: the DLC (v2.4) keeps the array whole.
+        "allowed-origins-array-stays-one-argument",
         {"HF_MODEL_ID": "m", "SM_VLLM_ALLOWED_ORIGINS": '["https://a", "https://b"]'},
         False,
-        HEAD + ["m"] + PORT + ["--allowed-origins", "https://a", "https://b"],
+        HEAD + ["m"] + PORT + ["--allowed-origins", '["https://a", "https://b"]'],
+    ),
+    (
+        "json-array-one-arg-per-element",
+        {"HF_MODEL_ID": "m", "SM_VLLM_API_KEY": '["k1", "k2"]'},
+        False,
+        HEAD + ["m"] + PORT + ["--api-key", "k1", "k2"],
     ),
     (
         "json-array-of-numbers",
