@@ -174,7 +174,14 @@ def check_cmd(
     )
     k = k if k is not None else default_k
     ins = _inspect(src, region)
-    checks = check_drafter(
+    from ..catalog.models import find_model
+    from ..planning.version_gates import check_version_gates
+
+    # The version gates `plan` applies (one function): parallel drafting, model minimums.
+    gates = check_version_gates(
+        version, mode, find_model(model) if model else None, field="container.vllm_version"
+    )
+    checks = gates + check_drafter(
         ins,
         target_hidden_size=hidden,
         target_vocab_size=vocab,
