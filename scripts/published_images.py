@@ -134,21 +134,76 @@ CHANGELOG = "docs/vllm/changelog/index.md"
 CHANGELOG_COMMIT = "0c99ec3f514c515ec2043f8f9b691b5c7caeade1"
 # release -> (date, vLLM build string as printed, vLLM source commit, CUDA)
 SERVER_RELEASES = {
-    "1.0.0": ("2026-04-25", "0.19.1+amzn2023.6ef1efd5", "6ef1efd51f11106fc44deb9e7b2f5cd1247fc37e", "12.9.1"),
-    "1.1.0": ("2026-04-28", "0.19.1+amzn2023.6ef1efd5", "6ef1efd51f11106fc44deb9e7b2f5cd1247fc37e", "12.9.1"),
-    "1.2.0": ("2026-04-30", "0.20.0.dev60+amzn2023.8a8c9b56", "8a8c9b564ef015c76cf398200b8f0891e6e51bb8", "12.9.1"),
-    "1.3.0": ("2026-05-12", "0.20.0.dev361+amzn2023.3f5bd482", "3f5bd482f5c1a5dbdffbbf68d624e20bb7032013", "12.9.1"),
-    "1.4.0": ("2026-05-22", "0.20.0.dev361+amzn2023.3f5bd482", "3f5bd482f5c1a5dbdffbbf68d624e20bb7032013", "12.9.1"),
-    "2.0.0": ("2026-06-05", "0.22.1rc0+amzn2023.6aabe221", "6aabe221a56052965e6bb0a95e9ec682d046a6e7", "13.0.2"),
-    "2.1.0": ("2026-07-02", "0.24.0+amzn2023.7b3d595e", "7b3d595eb197d714052ce296cc8b124f0dc8af31", "13.0.2"),
-    "2.2.0": ("2026-08-03", "0.26.0+amzn2023.d223c900", "d223c900d85224c02f2162ee2c757a769e99f519", "13.0.2"),
-    "2.3.0": ("2026-08-17", "0.27.0+amzn2023.4bdc8a78", "4bdc8a788d2e2ce9165d552b3d4d8b72604626bf", "13.0.2"),
-    "2.4.0": ("2026-08-25", "0.27.1+amzn2023.6adad087", "6adad08767583f52eb4d2122111af0bf638ed5e6", "13.0.2"),
-    "2.5.0": ("2026-09-23", "0.30.0+amzn2023.ec4a3a53", "ec4a3a537068db40afbc9374a67da719c8c9b964", "13.0.2"),
+    "1.0.0": (
+        "2026-04-25",
+        "0.19.1+amzn2023.6ef1efd5",
+        "6ef1efd51f11106fc44deb9e7b2f5cd1247fc37e",
+        "12.9.1",
+    ),
+    "1.1.0": (
+        "2026-04-28",
+        "0.19.1+amzn2023.6ef1efd5",
+        "6ef1efd51f11106fc44deb9e7b2f5cd1247fc37e",
+        "12.9.1",
+    ),
+    "1.2.0": (
+        "2026-04-30",
+        "0.20.0.dev60+amzn2023.8a8c9b56",
+        "8a8c9b564ef015c76cf398200b8f0891e6e51bb8",
+        "12.9.1",
+    ),
+    "1.3.0": (
+        "2026-05-12",
+        "0.20.0.dev361+amzn2023.3f5bd482",
+        "3f5bd482f5c1a5dbdffbbf68d624e20bb7032013",
+        "12.9.1",
+    ),
+    "1.4.0": (
+        "2026-05-22",
+        "0.20.0.dev361+amzn2023.3f5bd482",
+        "3f5bd482f5c1a5dbdffbbf68d624e20bb7032013",
+        "12.9.1",
+    ),
+    "2.0.0": (
+        "2026-06-05",
+        "0.22.1rc0+amzn2023.6aabe221",
+        "6aabe221a56052965e6bb0a95e9ec682d046a6e7",
+        "13.0.2",
+    ),
+    "2.1.0": (
+        "2026-07-02",
+        "0.24.0+amzn2023.7b3d595e",
+        "7b3d595eb197d714052ce296cc8b124f0dc8af31",
+        "13.0.2",
+    ),
+    "2.2.0": (
+        "2026-08-03",
+        "0.26.0+amzn2023.d223c900",
+        "d223c900d85224c02f2162ee2c757a769e99f519",
+        "13.0.2",
+    ),
+    "2.3.0": (
+        "2026-08-17",
+        "0.27.0+amzn2023.4bdc8a78",
+        "4bdc8a788d2e2ce9165d552b3d4d8b72604626bf",
+        "13.0.2",
+    ),
+    "2.4.0": (
+        "2026-08-25",
+        "0.27.1+amzn2023.6adad087",
+        "6adad08767583f52eb4d2122111af0bf638ed5e6",
+        "13.0.2",
+    ),
+    "2.5.0": (
+        "2026-09-23",
+        "0.30.0+amzn2023.ec4a3a53",
+        "ec4a3a537068db40afbc9374a67da719c8c9b964",
+        "13.0.2",
+    ),
 }
 SERVER_NOTES = {
     "2.5.0": "changelog: built from ec4a3a5, not the v0.30.0 tag (a later commit carrying "
-             "the Transformers 5.17 adaptation); it still reports 0.30.0",
+    "the Transformers 5.17 adaptation); it still reports 0.30.0",
     "2.0.0": "vLLM 0.22.1rc0, a release candidate",
 }
 
@@ -178,8 +233,9 @@ def classic_source(version: str) -> str:
     return f"docs/src/data/vllm/{version}-gpu-sagemaker.yml@{CLASSIC_FILES[version][2][:10]}"
 
 
-def classic_row(version: str, tag: str, kind: str, floating: bool, moves_with: str | None,
-                points_to: str | None) -> dict:
+def classic_row(
+    version: str, tag: str, kind: str, floating: bool, moves_with: str | None, points_to: str | None
+) -> dict:
     cuda, os_name, _ = CLASSIC_FILES[version]
     released = CLASSIC_RELEASED.get(version)
     if released is not None:
@@ -218,29 +274,38 @@ def build_classic() -> list[dict]:
     for v in versions:
         cuda, os_name, _ = CLASSIC_FILES[v]
         minor = ".".join(v.split(".")[:2])
-        rows.append(classic_row(v, f"{v}-gpu-py312-{cuda}-{os_name}-sagemaker", "full",
-                                False, None, None))
+        rows.append(
+            classic_row(v, f"{v}-gpu-py312-{cuda}-{os_name}-sagemaker", "full", False, None, None)
+        )
         rows.append(classic_row(v, f"{v}-gpu-py312", "short", False, None, None))
     for minor, v in sorted(latest_in_minor.items(), key=lambda kv: vkey(kv[1])):
         cuda, os_name, _ = CLASSIC_FILES[v]
         listed_by = [x for x in versions if x.startswith(minor + ".")]
-        for tag, kind in ((f"{minor}-gpu-py312-{cuda}-{os_name}-sagemaker-v1", "minor"),
-                          (f"{minor}-gpu-py312", "minor_short")):
+        for tag, kind in (
+            (f"{minor}-gpu-py312-{cuda}-{os_name}-sagemaker-v1", "minor"),
+            (f"{minor}-gpu-py312", "minor_short"),
+        ):
             row = classic_row(v, tag, kind, True, "patch", v)
             if len(listed_by) > 1:
-                row["note"] = ("listed in the data files of " + ", ".join(listed_by)
-                               + f"; points to the newest, {v}")
+                row["note"] = (
+                    "listed in the data files of "
+                    + ", ".join(listed_by)
+                    + f"; points to the newest, {v}"
+                )
                 row["source"] = ", ".join(classic_source(x) for x in listed_by)
             rows.append(row)
     return rows
 
 
-def server_row(tag: str, kind: str, release: str, floating: bool, moves_with: str | None,
-               listed: bool) -> dict:
+def server_row(
+    tag: str, kind: str, release: str, floating: bool, moves_with: str | None, listed: bool
+) -> dict:
     date, build, commit, cuda_full = SERVER_RELEASES[release]
     note = SERVER_NOTES.get(release)
     if not listed:
-        extra = "tag form from docs/vllm/versioning.md (full version tag), not listed in the changelog"
+        extra = (
+            "tag form from docs/vllm/versioning.md (full version tag), not listed in the changelog"
+        )
         note = f"{note}; {extra}" if note else extra
     return {
         "tag": tag,
@@ -260,7 +325,7 @@ def server_row(tag: str, kind: str, release: str, floating: bool, moves_with: st
         "entrypoint_rules_basis": f"release date {date} ({CHANGELOG} v{release})",
         "listed_in_source": listed,
         "source": f"{CHANGELOG}@{CHANGELOG_COMMIT[:10]} v{release}"
-                  + ("" if listed else "; docs/vllm/versioning.md"),
+        + ("" if listed else "; docs/vllm/versioning.md"),
         "note": note,
     }
 
@@ -270,23 +335,31 @@ def build_server() -> list[dict]:
     releases = sorted(SERVER_RELEASES, key=vkey)
     for r in releases:
         major, minor_, patch = r.split(".")
-        rows.append(server_row(f"server-sagemaker-cuda-v{r}", "full_version", r,
-                               False, None, False))
+        rows.append(
+            server_row(f"server-sagemaker-cuda-v{r}", "full_version", r, False, None, False)
+        )
         # latest patch of this minor (only .0 releases are in the changelog)
         latest_patch = max((x for x in releases if x.startswith(f"{major}.{minor_}.")), key=vkey)
         if latest_patch == r:
-            rows.append(server_row(f"server-sagemaker-cuda-v{major}.{minor_}", "minor", r,
-                                   True, "patch", True))
+            rows.append(
+                server_row(
+                    f"server-sagemaker-cuda-v{major}.{minor_}", "minor", r, True, "patch", True
+                )
+            )
     for major in sorted({r.split(".")[0] for r in releases}, key=int):
         latest = max((x for x in releases if x.split(".")[0] == major), key=vkey)
-        rows.append(server_row(f"server-sagemaker-cuda-v{major}", "major", latest, True, "minor", False))
+        rows.append(
+            server_row(f"server-sagemaker-cuda-v{major}", "major", latest, True, "minor", False)
+        )
     latest = max(releases, key=vkey)
     rows.append(server_row("server-sagemaker-cuda", "base", latest, True, "any", False))
     for row in rows:
         if row["tag_kind"] in ("major", "base"):
             row["listed_in_source"] = False
-            row["note"] = ("tag form from docs/vllm/versioning.md (major / rolling alias); "
-                           + f"points to the newest matching release in the changelog, v{row['points_to'][1:]}")
+            row["note"] = (
+                "tag form from docs/vllm/versioning.md (major / rolling alias); "
+                + f"points to the newest matching release in the changelog, v{row['points_to'][1:]}"
+            )
             row["source"] = f"docs/vllm/versioning.md; {CHANGELOG}@{CHANGELOG_COMMIT[:10]}"
     return rows
 

