@@ -46,6 +46,9 @@ PREFIX = "SM_VLLM_"
 PORT = "8080"  # SageMaker sends /ping and /invocations to 8080 only
 MODEL_DIR = "/opt/ml/model"
 SPEC_ENV = "SM_VLLM_SPECULATIVE_CONFIG"
+# Sandbox only (sm_peagle/sandbox/engine_host.py): a directory standing for /opt/ml, so
+# the model ladder finds <root>/model on a machine without /opt/ml. Never set on AWS.
+OPT_ML_ROOT_ENV = "PEAGLE_OPT_ML_ROOT"
 LOG = "peagle-entrypoint:"
 # Consumed by the entrypoint itself rather than turned into flags.
 _RESERVED = frozenset({"SM_VLLM_MODEL", "SM_VLLM_PORT"})
@@ -115,11 +118,16 @@ def _json_objects(raw: str) -> list[str] | None:
     return out if len(out) > 1 else None
 
 
-def build_argv(env: Mapping[str, str], *, model_dir_nonempty: Callable[[], bool]) -> list[str]:
+def build_argv(
+    env: Mapping[str, str],
+    *,
+    model_dir_nonempty: Callable[[], bool],
+    model_dir: str = MODEL_DIR,
+) -> list[str]:
     """`vllm serve <model> --port 8080 <flags sorted by env name>` for `env`."""
     model = env.get("SM_VLLM_MODEL", "").strip()
     if not model and model_dir_nonempty():
-        model = MODEL_DIR
+        model = model_dir
     if not model:
         model = env.get("HF_MODEL_ID", "").strip()
     if not model:
@@ -283,7 +291,12 @@ def main(
                 f"SM_VLLM_PORT={port}, but SageMaker only sends traffic to port {PORT}",
                 "remove SM_VLLM_PORT",
             )
-        command = build_argv(env, model_dir_nonempty=lambda: _nonempty(model_dir)) + extra
+        if env.get(OPT_ML_ROOT_ENV) and model_dir == MODEL_DIR:
+            model_dir = str(Path(env[OPT_ML_ROOT_ENV]) / "model")
+        command = build_argv(
+            env, model_dir_nonempty=lambda: _nonempty(model_dir), model_dir=model_dir
+        )
+        command += extra
         if SPEC_ENV in env:
             fields, version = (vllm_probe or installed_vllm)(env)
             for warning in validate_speculative_config(env[SPEC_ENV], fields, version=version):
