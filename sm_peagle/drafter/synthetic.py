@@ -36,8 +36,18 @@ def synthetic_head(
     draft_vocab: int = 64,
     mask_token_id: int = 201020,
     architecture: str = "LlamaForCausalLMEagle3",
+    vllm_version: str = "0.18.0",
 ) -> dict[str, bytes]:
-    """Files of a head shaped for a target: {relative path: bytes}."""
+    """Files of a head shaped for a target and a vLLM version: {relative path: bytes}.
+
+    The head is small (hidden 32, not the target's), so `mask_hidden` follows the
+    version's sizing rule (`model_executor/models/llama_eagle3.py`): 3 x the head's own
+    hidden size up to 0.21.x, target_hidden_size x 3 from 0.22.0. Published heads have
+    hidden == target hidden, where both rules agree."""
+    from sm_peagle.planning.vllm_versions import VllmVersion, mask_hidden_rule
+
+    old = mask_hidden_rule(VllmVersion(vllm_version)) == "3*hidden_size"
+    mask = 3 * (hidden if old else target_hidden)
     config = {
         "architectures": [architecture],
         "model_type": "llama",
@@ -52,7 +62,7 @@ def synthetic_head(
     weights = safetensors_bytes(
         {
             "model.fc.weight": ("F16", [hidden, 3 * target_hidden]),
-            "model.mask_hidden": ("F16", [1, 1, 3 * target_hidden]),
+            "model.mask_hidden": ("F16", [1, 1, mask]),
             "model.d2t": ("I64", [draft_vocab]),
             "model.lm_head.weight": ("F16", [draft_vocab, hidden]),
         }

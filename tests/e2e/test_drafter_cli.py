@@ -29,9 +29,16 @@ DEST = f"s3://{BUCKET}/heads/gpt-oss-20b/"
 
 
 def make_target_head(
-    d: Path, *, mask_key: str = "ptd_token_id", mask_hidden: bool = True, hidden: int = 32
+    d: Path,
+    *,
+    mask_key: str = "ptd_token_id",
+    mask_hidden: bool = True,
+    hidden: int = 32,
+    for_022: bool = False,
 ) -> Path:
-    """A P-EAGLE head for gpt-oss-20b: fc (hidden, 3 x 2880), mask_hidden (1, 1, 8640)."""
+    """A P-EAGLE head for gpt-oss-20b: fc (hidden, 3 x 2880). mask_hidden follows vLLM's
+    sizing (llama_eagle3.py): 3 x the head's hidden (1, 1, 96) up to 0.21.x, the default
+    0.18.0; target_hidden_size x 3 (1, 1, 8640) from 0.22.0 (`for_022`)."""
     d.mkdir(parents=True, exist_ok=True)
     draft_vocab = 64
     cfg = {
@@ -53,7 +60,8 @@ def make_target_head(
         "model.norm.weight": np.ones(hidden, np.float32),
     }
     if mask_hidden:
-        tensors["model.mask_hidden"] = np.zeros((1, 1, 3 * GPT_OSS_HIDDEN), np.float16)
+        size = 3 * (GPT_OSS_HIDDEN if for_022 else hidden)
+        tensors["model.mask_hidden"] = np.zeros((1, 1, size), np.float16)
     save_file(tensors, str(d / "model.safetensors"), metadata={"format": "pt"})
     return d
 
@@ -92,7 +100,7 @@ def test_inspect_human_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str
         "LlamaForCausalLMEagle3",
         "201,088 / 64",
         "ptd_token_id = 201020",
-        "1x1x8640",
+        "1x1x96",
         "model.fc.weight 32x8640",
         "F16, F32, I64",
         "safetensors headers only",
@@ -127,7 +135,7 @@ def test_check_passes_against_catalog_model(tmp_path: Path, capsys) -> None:
     head = make_target_head(tmp_path / "head")
     code, out, err = run(capsys, "drafter", "check", head, "--model", "gpt-oss-20b")
     assert code == 0, err
-    assert "mask_hidden [1, 1, 8640] = 3 x target hidden 2880" in out  # brackets not eaten
+    assert "mask_hidden [1, 1, 96] = 3 x config.json hidden_size 32" in out  # brackets kept
     assert "K=3 <= trained K=10" in out  # catalog default K vs the head's trained K
     code, doc, _ = run_json(capsys, "drafter", "check", head, "-m", "gpt-oss-20b", "-k", "7")
     assert code == 0 and doc["ok"] is True
@@ -170,7 +178,7 @@ def test_check_json_failure_still_prints_document(tmp_path: Path, capsys) -> Non
 
 
 def test_check_mask_token_id_needs_vllm_028(tmp_path: Path, capsys) -> None:
-    head = make_target_head(tmp_path / "head", mask_key="mask_token_id")
+    head = make_target_head(tmp_path / "head", mask_key="mask_token_id", for_022=True)
     code, out, err = run(capsys, "drafter", "check", head, "--model", "gpt-oss-20b")
     assert code == 2
     assert err.startswith("error: drafter.mask_token: config.json has only mask_token_id")
@@ -203,7 +211,9 @@ def test_check_scaled_head_with_target_overrides(tmp_path: Path, capsys) -> None
     code, doc, _ = run_json(capsys, "drafter", "check", head, "--target-hidden-size", "64")
     assert code == 0 and statuses(doc)["drafter.k"] == "warn"
     code, _, err = run(capsys, "drafter", "check", head, "--model", "gpt-oss-20b")
-    assert code == 2 and err.startswith("error: drafter.mask_hidden: mask_hidden is [1, 1, 192]")
+    # mask_hidden [1, 1, 192] = 3 x the head's own 64 is what vLLM builds; fc is what cannot
+    # take 3 hidden states of a 2880 target.
+    assert code == 2 and err.startswith("error: drafter.fc_shape: fc.weight is [64, 192]")
 
 
 @pytest.mark.parametrize(

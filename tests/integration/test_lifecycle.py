@@ -382,11 +382,14 @@ def test_broken_jumpstart_head_fails_preflight_by_reading_headers_only(
     sagemaker_harness, capsys, monkeypatch
 ):
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    w = build_world(architecture="LlamaForCausalLM")  # not an EAGLE-3 head vLLM registers
+    # A plain PEagleDraftModel config: vLLM rewrites it to Eagle3PEagleDraftModel
+    # (transformers_utils/configs/eagle.py), which no version registers. (LlamaForCausalLM,
+    # once used here, is valid: it becomes the registered Eagle3LlamaForCausalLM.)
+    w = build_world(architecture="PEagleDraftModel")
     monkeypatch.setenv("PEAGLE_ROLE_ARN", w.role_arn)
     code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
     assert code == 1
-    assert "preflight drafter.architecture" in err and "LlamaForCausalLM" in err
+    assert "preflight drafter.architecture" in err and "Eagle3PEagleDraftModel" in err
     assert sagemaker_inventory() == EMPTY
 
 
