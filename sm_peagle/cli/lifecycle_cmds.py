@@ -7,6 +7,15 @@ from typing import Annotated, Any
 
 import typer
 
+from .component_options import (
+    AcceleratorsOpt,
+    ComponentOpt,
+    CopiesOpt,
+    HostingOpt,
+    MaxInstancesOpt,
+    MinInstancesOpt,
+    ScaleToZeroOpt,
+)
 from .output import note, print_json
 from .spec_options import (
     AutoscaleOpt,
@@ -93,6 +102,13 @@ def deploy_command(
     name: NameOpt = None,
     role: RoleOpt = None,
     region: RegionOpt = None,
+    hosting: HostingOpt = None,
+    component: ComponentOpt = None,
+    scale_to_zero: ScaleToZeroOpt = False,
+    copies: CopiesOpt = None,
+    accelerators_per_copy: AcceleratorsOpt = None,
+    min_instances: MinInstancesOpt = None,
+    max_instances: MaxInstancesOpt = None,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait until InService.")] = True,
     timeout: TimeoutOpt = None,
     keep_on_failure: Annotated[
@@ -128,6 +144,13 @@ def deploy_command(
         name=name,
         role=role,
         region=region,
+        hosting=hosting,
+        components=component or None,
+        scale_to_zero=scale_to_zero or None,
+        copies=copies,
+        accelerators_per_copy=accelerators_per_copy,
+        min_instances=min_instances,
+        max_instances=max_instances,
     )
     spec = build_spec(model, spec_file, options)
     p = make_plan(spec)

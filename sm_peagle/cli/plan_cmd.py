@@ -6,6 +6,15 @@ from typing import Annotated, Any
 
 import typer
 
+from .component_options import (
+    AcceleratorsOpt,
+    ComponentOpt,
+    CopiesOpt,
+    HostingOpt,
+    MaxInstancesOpt,
+    MinInstancesOpt,
+    ScaleToZeroOpt,
+)
 from .output import STATUS_STYLE, console, print_json, table
 from .spec_options import (
     AutoscaleOpt,
@@ -101,6 +110,13 @@ def plan_command(
     name: NameOpt = None,
     role: RoleOpt = None,
     region: RegionOpt = None,
+    hosting: HostingOpt = None,
+    component: ComponentOpt = None,
+    scale_to_zero: ScaleToZeroOpt = False,
+    copies: CopiesOpt = None,
+    accelerators_per_copy: AcceleratorsOpt = None,
+    min_instances: MinInstancesOpt = None,
+    max_instances: MaxInstancesOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Validate a deployment and print the exact AWS requests, without creating anything."""
@@ -123,6 +139,13 @@ def plan_command(
         name=name,
         role=role,
         region=region,
+        hosting=hosting,
+        components=component or None,
+        scale_to_zero=scale_to_zero or None,
+        copies=copies,
+        accelerators_per_copy=accelerators_per_copy,
+        min_instances=min_instances,
+        max_instances=max_instances,
     )
     spec = build_spec(model, spec_file, options)
     p = make_plan(spec)

@@ -12,6 +12,7 @@ The tests also run botocore's own ParamValidator on every plan, so both agree.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import importlib.util
 import json
 import re
@@ -30,8 +31,12 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
         "CreateEndpoint",
         "UpdateEndpoint",
         "DeleteEndpoint",
+        "CreateInferenceComponent",
+        "UpdateInferenceComponent",
+        "UpdateInferenceComponentRuntimeConfig",
     ),
     "application-autoscaling": ("RegisterScalableTarget", "PutScalingPolicy"),
+    "cloudwatch": ("PutMetricAlarm",),
 }
 # Shapes looked up by name (enums the catalog checks against).
 EXTRA_SHAPES = {"sagemaker": ("ProductionVariantInstanceType",)}
@@ -90,7 +95,10 @@ def _model(service: str) -> dict:
     st = src.stat()
     from ..catalog.jumpstart import cache_dir
 
-    cache = cache_dir() / "shapes" / f"{service}-{st.st_size}-{int(st.st_mtime)}.json"
+    # The operation list is part of the key: a slice cached for fewer operations is stale.
+    ops_key = hashlib.sha256(",".join(OPERATIONS[service]).encode()).hexdigest()[:8]
+    name = f"{service}-{st.st_size}-{int(st.st_mtime)}-{ops_key}.json"
+    cache = cache_dir() / "shapes" / name
     try:
         return json.loads(cache.read_text())
     except (OSError, ValueError):

@@ -11,6 +11,7 @@ named steps, each in the module that owns it:
 4. the checks               plan_checks.check_deployment
 5. the requests             requests.build_requests
 6. pools and scaling        scaling.add_fallback_pools, scaling.add_autoscaling
+7. inference components     components.add_inference_components (hosting only)
    and the request shapes   aws_shapes.check_request_shapes
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from .aws_shapes import check_request_shapes
 from .checks import Check
+from .components import add_inference_components
 from .environment import build_environment
 from .plan_checks import check_deployment
 from .plan_result import DEFAULT_REGION, PLACEHOLDER_ROLE, Plan
@@ -65,6 +67,9 @@ def plan(
         p, lambda sub: plan(sub, jumpstart_spec=jumpstart_spec, jumpstart_source=jumpstart_source)
     )
     add_autoscaling(p)
+    add_inference_components(
+        p, lambda sub: plan(sub, jumpstart_spec=jumpstart_spec, jumpstart_source=jumpstart_source)
+    )
     p.checks.append(check_request_shapes(p))
     return p
 

@@ -42,6 +42,10 @@ class Plan:
     autoscaling: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     # create_model kwargs of the capacity fallback pools (ModelNameOverride targets).
     pool_models: list[dict[str, Any]] = field(default_factory=list)
+    # endpoint.hosting: inference-components (planning.components): CreateInferenceComponent
+    # kwargs, and the CreateModel kwargs of the components that name a model.
+    inference_components: list[dict[str, Any]] = field(default_factory=list)
+    component_models: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -76,6 +80,9 @@ class Plan:
             "mode": self.spec.speculative.mode.value,
             "drafter_push": self.drafter_push,
             "pool_models": self.pool_models,
+            "hosting": self.spec.endpoint.hosting,
+            "component_models": self.component_models,
+            "create_inference_components": self.inference_components,
             "autoscaling": [{"operation": op, "request": req} for op, req in self.autoscaling],
             "spec_sha256": self.spec_sha256,
             "jumpstart": {

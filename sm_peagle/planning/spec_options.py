@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
+from .component_specs import parse_component
 from .spec_loading import load_spec, merge_overrides, spec_from_data
 from .specs import DeploymentSpec
 
@@ -42,6 +43,14 @@ class SpecOptions:
     name: str | None = None
     role: str | None = None
     region: str | None = None
+    # endpoint.hosting: inference-components (planning.component_specs)
+    hosting: str | None = None
+    components: list[str] | None = None  # "p-eagle:k=7", "baseline"
+    scale_to_zero: bool | None = None
+    copies: int | None = None
+    accelerators_per_copy: int | None = None
+    min_instances: int | None = None
+    max_instances: int | None = None
 
     @classmethod
     def from_keywords(cls, options: dict[str, Any]) -> SpecOptions:
@@ -75,7 +84,22 @@ class SpecOptions:
             "endpoint.name": self.name,
             "role": self.role,
             "region": self.region,
+            "endpoint.hosting": self.hosting
+            or ("inference-components" if self._component_options_given() else None),
+            "inference_components.components": [parse_component(c) for c in self.components]
+            if self.components
+            else None,
+            "inference_components.scale_to_zero": self.scale_to_zero,
+            "inference_components.copies": self.copies,
+            "inference_components.accelerators_per_copy": self.accelerators_per_copy,
+            "inference_components.min_instances": self.min_instances,
+            "inference_components.max_instances": self.max_instances,
         }
+
+    def _component_options_given(self) -> bool:
+        """--component, --scale-to-zero and the rest imply inference-component hosting."""
+        given = (self.copies, self.accelerators_per_copy, self.min_instances, self.max_instances)
+        return bool(self.components or self.scale_to_zero) or any(v is not None for v in given)
 
 
 def parse_autoscale(autoscale: str | None) -> tuple[int | None, int | None]:

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .component_specs import InferenceComponentsSpec
+
 __all__ = [
     "Mode",
     "SpeculativeSpec",
@@ -182,6 +184,11 @@ class EndpointSpec(_Strict):
     instance_type: str | None = None
     instance_count: int = Field(default=1, ge=1, le=100)
     variant_name: str = "AllTraffic"
+    hosting: Literal["endpoint", "inference-components"] = Field(
+        default="endpoint",
+        description="endpoint: one model on the variant; inference-components: one or more "
+        "components (see inference_components), managed instance scaling, scale to zero.",
+    )
     volume_size_gb: int | None = Field(default=None, ge=1, le=512)
     model_data_download_timeout: int = Field(default=3600, ge=60, le=3600)
     container_startup_health_check_timeout: int = Field(default=3600, ge=60, le=3600)
@@ -307,6 +314,7 @@ class DeploymentSpec(_Strict):
     endpoint: EndpointSpec = Field(default_factory=EndpointSpec)
     network: NetworkSpec = Field(default_factory=NetworkSpec)
     autoscaling: AutoscalingSpec | None = None
+    inference_components: InferenceComponentsSpec | None = None
     tags: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("model")
@@ -346,5 +354,12 @@ class DeploymentSpec(_Strict):
 
     def sha256(self) -> str:
         """Stable hash of what was asked for; tagged on resources to detect drift."""
-        canon = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        data = self.model_dump(mode="json")
+        # Hosting fields at their defaults hash as before they existed, so endpoints an
+        # older peagle deployed show no drift.
+        if data.get("inference_components") is None:
+            data.pop("inference_components", None)
+        if data["endpoint"].get("hosting") == "endpoint":
+            data["endpoint"].pop("hosting")
+        canon = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canon.encode()).hexdigest()

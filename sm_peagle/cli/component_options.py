@@ -1,0 +1,47 @@
+"""The options of inference-component hosting that `plan` and `deploy` share.
+
+Each maps to one `SpecOptions` field (`sm_peagle.planning.spec_options`), and from there
+to `endpoint.hosting` or `inference_components.*`. Any of them implies
+`--hosting inference-components`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+HostingOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--hosting",
+        help="endpoint (one model, default) or inference-components (several components, "
+        "managed instance scaling, scale to zero).",
+    ),
+]
+ComponentOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--component",
+        help="An inference component NAME[:key=value,...] (repeat): p-eagle:k=7, baseline, "
+        "fast:mode=p-eagle,k=5,copies=2,accelerators=1.",
+    ),
+]
+ScaleToZeroOpt = Annotated[
+    bool,
+    typer.Option(
+        "--scale-to-zero",
+        help="Min 0 instances; scale each component's copies to 0 when idle and back "
+        "on the first failed invocation (step policy + NoCapacityInvocationFailures alarm).",
+    ),
+]
+CopiesOpt = Annotated[int | None, typer.Option("--copies", help="Initial copies per component.")]
+AcceleratorsOpt = Annotated[
+    int | None,
+    typer.Option("--accelerators-per-copy", help="GPUs per copy (= tensor-parallel size)."),
+]
+MinInstancesOpt = Annotated[
+    int | None, typer.Option("--min-instances", help="Managed instance scaling minimum (0 ok).")
+]
+MaxInstancesOpt = Annotated[
+    int | None, typer.Option("--max-instances", help="Managed instance scaling maximum.")
+]

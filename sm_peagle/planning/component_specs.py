@@ -1,0 +1,136 @@
+"""The spec of inference-component hosting: several configurations of one model on one
+endpoint, each a SageMaker inference component with its own copies and accelerators,
+and the endpoint's managed instance scaling (down to zero instances when asked).
+
+Selected by `endpoint.hosting: inference-components`; the requests are built by
+`planning.components`. Single-field rules live here; rules that need the catalog or the
+resolved plan (accelerators vs GPUs and TP, copies x accelerators vs instances) are
+checks in `planning.components`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..errors import SpecError
+
+__all__ = ["ComponentSpec", "InferenceComponentsSpec", "parse_component", "HOSTING_CHOICES"]
+
+HOSTING_CHOICES = ("endpoint", "inference-components")
+MODES = ("p-eagle", "eagle3", "baseline")
+# A component's short name becomes part of SageMaker names (letters, digits, hyphens).
+COMPONENT_NAME_RE = re.compile(r"^[a-z0-9](-?[a-z0-9])*$")
+COMPONENT_NAME_MAX = 16
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ComponentSpec(_Strict):
+    """One configuration of the model: a mode, K, and its share of the instances."""
+
+    name: str = Field(description="Short name: p-eagle, baseline, k7 ... (part of AWS names).")
+    mode: Literal["p-eagle", "eagle3", "baseline"] | None = Field(
+        default=None, description="Default: the name if it is a mode, else the spec's mode."
+    )
+    k: int | None = Field(default=None, ge=1, le=128, description="K for this component.")
+    copies: int | None = Field(
+        default=None,
+        ge=1,
+        description="Initial copies (CreateInferenceComponent refuses 0; scale-to-zero "
+        "reaches 0 through autoscaling). Default: inference_components.copies.",
+    )
+    max_copies: int | None = Field(default=None, ge=1, description="Autoscaling maximum.")
+    accelerators_per_copy: int | None = Field(default=None, ge=1)
+    min_memory_mb: int | None = Field(default=None, ge=128)
+    inline_container: bool = Field(
+        default=False,
+        description="Give the container inline (Specification.Container) instead of a "
+        "CreateModel; inline containers take at most 16 env entries and no drafter channel.",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if len(v) > COMPONENT_NAME_MAX or not COMPONENT_NAME_RE.match(v):
+            raise ValueError(
+                f"component name {v!r} must be 1-{COMPONENT_NAME_MAX} lower-case letters, "
+                "digits and single hyphens (it becomes part of SageMaker names)"
+            )
+        return v
+
+    def resolved_mode(self, default: str) -> str:
+        if self.mode is not None:
+            return self.mode
+        return self.name if self.name in MODES else default
+
+
+class InferenceComponentsSpec(_Strict):
+    """The components and the endpoint's managed instance scaling."""
+
+    components: list[ComponentSpec] = Field(default_factory=list, max_length=8)
+    copies: int = Field(default=1, ge=1, description="Initial copies of each component.")
+    accelerators_per_copy: int | None = Field(
+        default=None, ge=1, description="GPUs per copy. Default: the tensor-parallel size."
+    )
+    min_instances: int | None = Field(
+        default=None, ge=0, le=100, description="ManagedInstanceScaling minimum (0 allowed)."
+    )
+    max_instances: int | None = Field(default=None, ge=1, le=100)
+    scale_to_zero: bool = Field(
+        default=False,
+        description="Register each component's copy count with min 0, a target-tracking "
+        "policy, and a step policy + NoCapacityInvocationFailures alarm to scale from zero.",
+    )
+    target_concurrency_per_copy: float | None = Field(default=None, gt=0)
+    target_invocations_per_copy: float | None = Field(default=None, gt=0)
+    scale_out_cooldown: int = Field(default=600, ge=0, le=86400)
+    scale_in_cooldown: int = Field(default=1800, ge=0, le=86400)
+
+    @field_validator("components")
+    @classmethod
+    def _distinct(cls, v: list[ComponentSpec]) -> list[ComponentSpec]:
+        names = [c.name for c in v]
+        if len(set(names)) != len(names):
+            raise ValueError(f"component names must be distinct (got {names})")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> InferenceComponentsSpec:
+        lo, hi = self.min_instances, self.max_instances
+        if lo is not None and hi is not None and hi < lo:
+            raise ValueError(f"max_instances {hi} is below min_instances {lo}")
+        if self.target_concurrency_per_copy and self.target_invocations_per_copy:
+            raise ValueError(
+                "give target_concurrency_per_copy or target_invocations_per_copy, not both"
+            )
+        if self.scale_to_zero and lo not in (None, 0):
+            raise ValueError(
+                f"scale_to_zero needs min_instances 0 (got {lo}): the endpoint can only "
+                "release its last instance when managed instance scaling allows 0"
+            )
+        return self
+
+
+def parse_component(text: str) -> dict[str, Any]:
+    """`p-eagle:k=7`, `baseline`, `fast:mode=p-eagle,k=5,copies=2` -> a component dict."""
+    name, _, rest = text.strip().partition(":")
+    out: dict[str, Any] = {"name": name}
+    keys = {"mode": str, "k": int, "copies": int, "max_copies": int, "accelerators": int}
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or key not in keys:
+            raise SpecError(
+                f"--component {text!r}: expected NAME[:key=value,...] with keys "
+                f"{', '.join(keys)} (e.g. p-eagle:k=7)"
+            )
+        try:
+            parsed = keys[key](value)
+        except ValueError:
+            raise SpecError(f"--component {text!r}: {key} takes a whole number") from None
+        out["accelerators_per_copy" if key == "accelerators" else key] = parsed
+    return out
