@@ -52,7 +52,10 @@ def _eagle_head() -> bytes:
             "model.d2t": ("I64", (_DRAFT_VOCAB,)),
             "model.lm_head.weight": ("F16", (_DRAFT_VOCAB, _DRAFT_HIDDEN)),
             "model.norm.weight": ("F32", (_DRAFT_HIDDEN,)),
-            "model.mask_hidden": ("F16", (1, 1, 3 * _TARGET_HIDDEN)),
+            # JumpStart's image runs vLLM 0.18.0, whose llama_eagle3.py sizes mask_hidden
+            # as 3 x the head's own hidden_size (the real head: hidden 2880 = target's,
+            # where this equals 3 x target hidden; the placeholder's hidden is tiny).
+            "model.mask_hidden": ("F16", (1, 1, 3 * _DRAFT_HIDDEN)),
         }
     )
 
