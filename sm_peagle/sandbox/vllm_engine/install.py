@@ -190,7 +190,9 @@ def _torch_check(
         argv += ["--extra-index-url", torch_index_url]
     try:
         run.run(argv, "torch check")
-    except InstallError:
+    except InstallError as exc:
+        if "No matching distribution" not in str(exc) and "from versions" not in str(exc):
+            raise  # not an availability problem (no pip, network down...): show pip's line
         where = f" from {torch_index_url}" if torch_index_url else ""
         raise InstallError(
             f"pip cannot find {TORCH_PIN}{where} (the default index only has the CUDA build); "
