@@ -34,6 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from .lax import lax_bool, lax_int
+
 __all__ = [
     "Fatal",
     "build_argv",
@@ -174,10 +176,16 @@ def installed_vllm(env: Mapping[str, str]) -> tuple[set[str] | None, Any]:
 
 
 def validate_speculative_config(
-    raw: str, vllm_fields: set[str] | None, *, version: Any = None
+    raw: str, vllm_fields: set[str] | None, *, version: Any = None, target_tp: int | None = None
 ) -> list[str]:
-    """Raise Fatal for a config the installed vLLM would reject; return warnings."""
-    from ..planning.vllm_versions import MAX_K, PARALLEL_DRAFTING_MIN, speculative_keys
+    """Raise Fatal for a config the installed vLLM would reject; return warnings.
+    Values are read as vLLM's lax pydantic parsing reads them (`lax.py`)."""
+    from ..planning.vllm_versions import (
+        MAX_K,
+        PARALLEL_DRAFTING_MIN,
+        speculative_keys,
+        speculative_methods,
+    )
 
     warnings: list[str] = []
     try:
@@ -192,7 +200,12 @@ def validate_speculative_config(
             f'{SPEC_ENV} has no "method"',
             'add "method": "eagle3" (P-EAGLE and EAGLE-3 heads both use it)',
         )
-    parallel = cfg.get("parallel_drafting") is True
+    if version is not None and method not in speculative_methods(version):
+        raise Fatal(
+            f"{SPEC_ENV} method {method!r} unknown to vLLM {version}",
+            'use "method": "eagle3" (P-EAGLE and EAGLE-3 heads both use it)',
+        )
+    parallel = _lax(cfg, "parallel_drafting", lax_bool, "a boolean", warnings) is True
     if parallel and version is not None and version < PARALLEL_DRAFTING_MIN:
         raise Fatal(
             f"parallel_drafting needs vLLM >= {PARALLEL_DRAFTING_MIN}; this image runs "
@@ -201,7 +214,7 @@ def validate_speculative_config(
         )
     if parallel and version is None:
         warnings.append("vLLM version unknown: parallel_drafting support not verified")
-    if parallel and cfg.get("disable_padded_drafter_batch"):
+    if parallel and _lax(cfg, "disable_padded_drafter_batch", lax_bool, "a boolean", warnings):
         raise Fatal(
             "disable_padded_drafter_batch is true, but parallel drafting needs padded batches",
             "remove disable_padded_drafter_batch (or set it false)",
@@ -219,13 +232,23 @@ def validate_speculative_config(
             f"{SPEC_ENV} key(s) {', '.join(unknown)} unknown to {source}",
             "remove them; vLLM rejects unknown keys after loading the model",
         )
-    k = cfg.get("num_speculative_tokens")
-    if k is None:
+    raw_k = cfg.get("num_speculative_tokens")
+    k = lax_int(raw_k)
+    if raw_k is None:
         warnings.append("num_speculative_tokens not set: vLLM takes it from the head, if any")
-    elif isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+    elif k is None or not 1 <= k <= MAX_K:
         raise Fatal(
-            f"num_speculative_tokens={k!r} is not a whole number in 1..{MAX_K}",
+            f"num_speculative_tokens={raw_k!r} is not a whole number in 1..{MAX_K}",
             f"set K between 1 and {MAX_K} (vLLM's rejection-sampler limit)",
+        )
+    elif type(raw_k) is not int:
+        warnings.append(f"num_speculative_tokens={raw_k!r} is not a JSON integer; vLLM reads {k}")
+    dtp = _lax(cfg, "draft_tensor_parallel_size", lax_int, "a whole number", warnings)
+    if dtp is not None and target_tp is not None and dtp not in (1, target_tp):
+        raise Fatal(
+            f"draft_tensor_parallel_size={dtp} is neither 1 nor the target's "
+            f"tensor_parallel_size {target_tp}",
+            "set draft_tensor_parallel_size to 1 (or remove it)",
         )
     model = cfg.get("model")
     if isinstance(model, str) and model.startswith("/") and not Path(model).exists():
@@ -236,8 +259,20 @@ def validate_speculative_config(
         )
     if isinstance(model, str) and method == "eagle3" and Path(model).is_dir():
         mode = "p-eagle" if parallel else "eagle3"
-        warnings += _check_head(model, mode, k if isinstance(k, int) else None, version)
+        warnings += _check_head(model, mode, k, version)
     return warnings
+
+
+def _lax(cfg: dict[str, Any], key: str, read: Callable[[Any], Any], kind: str, warn: list[str]):
+    """`cfg[key]` as vLLM reads it (None if absent); Fatal if vLLM would refuse it."""
+    if cfg.get(key) is None:
+        return None
+    value = read(cfg[key])
+    if value is None:
+        raise Fatal(f"{key}={cfg[key]!r} is not {kind}", f"set {key} to {kind} in JSON")
+    if type(value) is not type(cfg[key]):
+        warn.append(f"{key}={cfg[key]!r} is not a JSON {type(value).__name__}; vLLM reads {value}")
+    return value
 
 
 def _check_head(path: str, mode: str, k: int | None, version: Any) -> list[str]:
@@ -299,7 +334,10 @@ def main(
         command += extra
         if SPEC_ENV in env:
             fields, version = (vllm_probe or installed_vllm)(env)
-            for warning in validate_speculative_config(env[SPEC_ENV], fields, version=version):
+            tp = lax_int(env.get("SM_VLLM_TENSOR_PARALLEL_SIZE", "1"))  # vLLM's default: 1
+            for warning in validate_speculative_config(
+                env[SPEC_ENV], fields, version=version, target_tp=tp
+            ):
                 print(f"{LOG} warning: {warning}", file=out)
     except Fatal as e:
         print(f"{LOG} FATAL {e.what} (fix: {e.fix})", file=out, flush=True)

@@ -238,9 +238,42 @@ def test_missing_method() -> None:
     _fatal(_env({"num_speculative_tokens": 3}), '"method"')
 
 
-@pytest.mark.parametrize("k", [0, 129, True, "3", 2.5])
+@pytest.mark.parametrize("k", [0, 129, -1, "x", 2.5, None, [3]])
 def test_bad_k(k: object) -> None:
+    if k is None:  # JSON null: K absent, a warning (vLLM takes it from the head)
+        return
     _fatal(_env({"method": "eagle3", "num_speculative_tokens": k}), "num_speculative_tokens")
+
+
+@pytest.mark.parametrize(("k", "read"), [("3", 3), (3.0, 3), (True, 1), (" 7", 7)])
+def test_loose_k_is_read_as_vllm_reads_it(k: object, read: int) -> None:
+    # vLLM's pydantic SpeculativeConfig (lax mode) accepts these (conformance tier,
+    # tests/conformance/test_configs.py): the entrypoint warns instead of refusing.
+    code, log, calls = _run(_env({"method": "eagle3", "num_speculative_tokens": k}))
+    assert code == 0 and calls, log
+    assert f"vLLM reads {read}" in log
+
+
+def test_unknown_method() -> None:
+    _fatal(_env({"method": "eagle4", "num_speculative_tokens": 3}), "'eagle4'")
+
+
+def test_loose_parallel_drafting_counts_as_parallel() -> None:
+    spec = {"method": "eagle3", "num_speculative_tokens": 3, "parallel_drafting": "yes"}
+    _fatal(_env({**spec, "disable_padded_drafter_batch": 1}), "disable_padded_drafter_batch")
+    _fatal(_env({**spec, "parallel_drafting": "maybe"}), "parallel_drafting")
+
+
+@pytest.mark.parametrize(("dtp", "tp", "ok"), [(2, "1", False), (1, "2", True), (2, "2", True)])
+def test_draft_tensor_parallel_size(dtp: int, tp: str, ok: bool) -> None:
+    env = _env(
+        {"method": "eagle3", "num_speculative_tokens": 3, "draft_tensor_parallel_size": dtp},
+        SM_VLLM_TENSOR_PARALLEL_SIZE=tp,
+    )
+    if ok:
+        assert _run(env)[0] == 0
+    else:
+        _fatal(env, "draft_tensor_parallel_size")
 
 
 def test_parallel_drafting_on_0_15_1() -> None:
