@@ -203,6 +203,14 @@ def update_command(
     instance_type: InstanceTypeOpt = None,
     instance_count: InstanceCountOpt = None,
     region: RegionOpt = None,
+    component: Annotated[
+        str | None,
+        typer.Option("--component", help="Inference component to scale (with --copies)."),
+    ] = None,
+    copies: Annotated[
+        int | None,
+        typer.Option("--copies", help="Copies of --component; 0 scales it to zero."),
+    ] = None,
     timeout: TimeoutOpt = None,
     yes: YesOpt = False,
     json_out: JsonOpt = False,
@@ -215,6 +223,11 @@ def update_command(
     from .live import wait_view
 
     lc = _lifecycle(region, json_out)
+    if component is not None or copies is not None:  # an inference component's copies
+        from .component_cmds import update_copies
+
+        ask = lambda question: confirm(question, yes)  # noqa: E731
+        return update_copies(lc, name, component, copies, timeout, ask=ask, json_out=json_out)
     current = deployed_spec(lc.sm, name)
     options = SpecOptions(
         k=k, mode=mode, instance_type=instance_type, instance_count=instance_count, name=name

@@ -65,9 +65,13 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
             "usd_per_hour": (inst.usd_per_hour * (count or 0))
             if inst and inst.usd_per_hour
             else None,
-            "model": variant["ModelName"],
+            "model": variant.get("ModelName"),
         }
     )
+    if not variant.get("ModelName"):  # inference components: each names its own model
+        from .component_status import components_status
+
+        return {**out, **components_status(sm, name, aas, speculative_of)}
     model = sm.describe_model(ModelName=variant["ModelName"])
     container = model.get("PrimaryContainer", {})
     mode, k, spec_cfg = speculative_of(container.get("Environment", {}))
@@ -147,6 +151,9 @@ def find_orphans(sm: Any, *, min_age_seconds: float = 0) -> dict[str, list[str]]
         for v in c.get("ProductionVariants", []):
             used_models.add(v.get("ModelName"))
             used_models.update(p.get("ModelNameOverride") for p in v.get("InstancePools", []) or [])
+    from .components import component_model_users
+
+    used_models.update(component_model_users(sm))  # models named by inference components
     cutoff = datetime.now(UTC) - timedelta(seconds=min_age_seconds)
 
     def managed_and_old(arn: str, created: datetime) -> bool:

@@ -60,6 +60,10 @@ class Lifecycle:
         preflight: bool = True,
         on_poll: Callable[[WaitState], None] | None = None,
     ) -> DeployResult:
+        if plan.inference_components:  # endpoint.hosting: inference-components
+            from .components import apply_components
+
+            return apply_components(self, plan, wait, timeout, keep_on_failure, preflight, on_poll)
         plan.raise_for_failures()
         if preflight:
             from .preflight import run_preflight
@@ -265,6 +269,9 @@ class Lifecycle:
         models: list[str] = []
         for cfg in configs:
             models += models_of(self.sm, cfg)
+        from .components import delete_components
+
+        models += delete_components(self, endpoint)  # components (and their scaling) first
         self._deregister_autoscaling(endpoint, desc)
         deleted = []
         if self.delete_and_confirm("endpoint", endpoint):
@@ -338,6 +345,10 @@ class Lifecycle:
         on_poll: Callable[[WaitState], None] | None = None,
     ) -> DeployResult:
         """New model + config, UpdateEndpoint, wait; see `lifecycle.update`."""
+        if plan.inference_components:
+            from .component_update import update_components
+
+            return update_components(self, plan, timeout=timeout)
         from .update import update_in_place
 
         return update_in_place(self, plan, timeout=timeout, on_poll=on_poll)

@@ -21,6 +21,11 @@ KINDS = {
     "endpoint": ("delete_endpoint", "describe_endpoint", "EndpointName"),
     "endpoint_config": ("delete_endpoint_config", "describe_endpoint_config", "EndpointConfigName"),
     "model": ("delete_model", "describe_model", "ModelName"),
+    "inference_component": (
+        "delete_inference_component",
+        "describe_inference_component",
+        "InferenceComponentName",
+    ),
 }
 
 

@@ -1,0 +1,281 @@
+"""Deploy, roll back, delete and scale inference-component endpoints.
+
+Deploy: models -> endpoint config -> endpoint -> wait for the endpoint -> each component
+-> wait for each -> the scale-to-zero requests (policy ARNs substituted into the alarm).
+Rollback and delete run in reverse: the alarm and scaling policies and targets, the
+components (waiting until each is gone), the endpoint, the config, the models.
+`Lifecycle.apply`, `Lifecycle.delete` and `Lifecycle.update` call in here for plans and
+endpoints that use components; `lifecycle.component_status` reads them back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import DeploymentFailed, DeploymentTimeout, NotFound
+from ..planning.components import COPY_DIMENSION, step_policy_arn_placeholder
+from ..planning.plan_result import Plan
+from .resources import DeployResult, as_error, not_found, tagged_requests
+from .waiter import default_timeout, wait_for_endpoint
+
+__all__ = [
+    "apply_components",
+    "component_model_users",
+    "component_models",
+    "delete_components",
+    "deregister_component_scaling",
+    "list_components",
+    "set_copies",
+    "wait_for_component",
+]
+
+SCALING = "component_scaling"  # kind of a `created` entry: a component's scaling set
+
+
+def list_components(sm: Any, endpoint: str) -> list[str]:
+    """Names of the inference components on `endpoint` (none on a single-model one)."""
+    pages = sm.get_paginator("list_inference_components").paginate(EndpointNameEquals=endpoint)
+    return [c["InferenceComponentName"] for page in pages for c in page["InferenceComponents"]]
+
+
+def component_models(sm: Any, names: list[str]) -> list[str]:
+    """The models the components name (an inline container names none)."""
+    out = []
+    for name in names:
+        try:
+            spec = sm.describe_inference_component(InferenceComponentName=name)["Specification"]
+        except Exception as e:
+            if not_found(e):
+                continue
+            raise
+        if spec.get("ModelName"):
+            out.append(spec["ModelName"])
+    return out
+
+
+def component_model_users(sm: Any) -> dict[str, set[str]]:
+    """{model name: the endpoints whose components use it}, so `gc` keeps those models."""
+    users: dict[str, set[str]] = {}
+    for page in sm.get_paginator("list_inference_components").paginate():
+        for c in page["InferenceComponents"]:
+            for model in component_models(sm, [c["InferenceComponentName"]]):
+                users.setdefault(model, set()).add(c["EndpointName"])
+    return users
+
+
+def wait_for_component(
+    lc: Any, name: str, *, timeout: float, wanted: str = "InService"
+) -> dict[str, Any]:
+    """Poll DescribeInferenceComponent until `wanted`; Failed raises with its reason."""
+    start = time.monotonic()
+    interval, last = lc.poll_initial, None
+    while True:
+        desc = lc.sm.describe_inference_component(InferenceComponentName=name)
+        status = desc["InferenceComponentStatus"]
+        rc = desc.get("RuntimeConfig", {})
+        if status != last:
+            lc.say(
+                f"component {name}: {status} "
+                f"(copies {rc.get('CurrentCopyCount')}/{rc.get('DesiredCopyCount')})"
+            )
+        if status == wanted:
+            return desc
+        if status == "Failed":
+            reason = desc.get("FailureReason") or "no reason given"
+            raise DeploymentFailed(
+                f"inference component {name} is Failed: {reason}",
+                failure_reason=desc.get("FailureReason"),
+                remedy="read `peagle logs ENDPOINT --component NAME`",
+            )
+        if time.monotonic() - start >= timeout:
+            raise DeploymentTimeout(
+                f"inference component {name} still {status} after {timeout:.0f}s"
+            )
+        interval = lc.poll_initial if status != last else min(interval * 1.5, lc.poll_max)
+        last = status
+        lc.sleep(interval)
+
+
+def _tagged_components(plan: Plan) -> tuple[list[dict], list[dict]]:
+    """Component models and CreateInferenceComponent requests, with the spec tags."""
+    models, _, endpoint = tagged_requests(plan)
+    extra = [t for t in endpoint["Tags"] if t not in plan.create_endpoint["Tags"]]
+    return (
+        [{**m, "Tags": m["Tags"] + extra} for m in plan.component_models],
+        [{**ic, "Tags": ic["Tags"] + extra} for ic in plan.inference_components],
+    )
+
+
+def apply_components(
+    lc: Any,
+    plan: Plan,
+    wait: bool = True,
+    timeout: float | None = None,
+    keep_on_failure: bool = False,
+    preflight: bool = True,
+    on_poll: Callable[..., None] | None = None,
+) -> DeployResult:
+    """Create a component endpoint; on any failure remove what this run created."""
+    plan.raise_for_failures()
+    if preflight:
+        from .preflight import run_preflight
+
+        for c in run_preflight(plan, lc.aws):
+            if c.status == "warn":
+                lc.say(f"warning: {c.name}: {c.message}")
+    _, config_req, endpoint_req = tagged_requests(plan)
+    model_reqs, component_reqs = _tagged_components(plan)
+    created: list[tuple[str, str]] = []
+    start = time.monotonic()
+    limit = timeout or default_timeout({"ProductionVariants": [_startup(plan)]})
+    try:
+        if plan.drafter_push:
+            lc._push_drafter(plan)
+        for req in model_reqs:
+            lc.sm.create_model(**req)
+            created.append(("model", req["ModelName"]))
+            lc.say(f"created model {req['ModelName']}")
+        lc.sm.create_endpoint_config(**config_req)
+        created.append(("endpoint_config", config_req["EndpointConfigName"]))
+        lc._create_endpoint(endpoint_req)
+        created.append(("endpoint", endpoint_req["EndpointName"]))
+        lc.say(f"created endpoint {endpoint_req['EndpointName']}")
+        desc = wait_for_endpoint(
+            lc.sm,
+            plan.names["endpoint"],
+            timeout=limit,
+            on_poll=on_poll,
+            poll_initial=lc.poll_initial,
+            poll_max=lc.poll_max,
+            sleep=lc.sleep,
+        )
+        for req in component_reqs:
+            lc.sm.create_inference_component(**req)
+            created.append(("inference_component", req["InferenceComponentName"]))
+            lc.say(f"created inference component {req['InferenceComponentName']}")
+        for req in component_reqs if wait else []:
+            wait_for_component(lc, req["InferenceComponentName"], timeout=limit)
+        if plan.autoscaling:
+            _register_scaling(lc, plan, created)
+        return DeployResult(
+            plan.names["endpoint"], desc["EndpointStatus"], created, time.monotonic() - start, desc
+        )
+    except (Exception, KeyboardInterrupt) as exc:
+        err = as_error(exc)
+        if keep_on_failure:
+            lc.say(f"kept for debugging: {', '.join(n for _, n in created)}")
+        else:
+            rollback_components(lc, created)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise err from None
+
+
+def _startup(plan: Plan) -> dict[str, Any]:
+    """The largest start-up windows of the components (for the default timeout)."""
+    out: dict[str, Any] = {}
+    for ic in plan.inference_components:
+        for k, v in ic["Specification"].get("StartupParameters", {}).items():
+            out[k] = max(out.get(k, 0), v)
+    return out
+
+
+def _register_scaling(lc: Any, plan: Plan, created: list[tuple[str, str]]) -> None:
+    """The scale-to-zero requests, in order; each component's set is recorded as soon as
+    its target exists, so a failure part-way still removes it."""
+    aas = lc.aws.client("application-autoscaling")
+    arns: dict[str, str] = {}
+    for operation, request in plan.autoscaling:
+        if operation == "RegisterScalableTarget":
+            aas.register_scalable_target(**request)
+            created.append((SCALING, request["ResourceId"].split("/", 1)[1]))
+            lc.say(f"registered scalable target {request['ResourceId']}")
+        elif operation == "PutScalingPolicy":
+            arn = aas.put_scaling_policy(**request)["PolicyARN"]
+            arns[step_policy_arn_placeholder(request["PolicyName"])] = arn
+            lc.say(f"put scaling policy {request['PolicyName']}")
+        else:
+            actions = [arns.get(a, a) for a in request.get("AlarmActions", [])]
+            lc.aws.client("cloudwatch").put_metric_alarm(**{**request, "AlarmActions": actions})
+            lc.say(f"put alarm {request['AlarmName']}")
+
+
+def deregister_component_scaling(lc: Any, name: str) -> None:
+    """The alarm, the scaling policies and the scalable target of one component."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    rid = f"inference-component/{name}"
+    try:
+        cw = lc.aws.client("cloudwatch")
+        alarms = cw.describe_alarms(AlarmNamePrefix=f"{name}-")["MetricAlarms"]
+        mine = [
+            a["AlarmName"]
+            for a in alarms
+            if {"Name": "InferenceComponentName", "Value": name} in a.get("Dimensions", [])
+        ]
+        if mine:
+            cw.delete_alarms(AlarmNames=mine)
+            lc.say(f"deleted alarm(s) {', '.join(mine)}")
+        aas = lc.aws.client("application-autoscaling")
+        found = aas.describe_scalable_targets(ServiceNamespace="sagemaker", ResourceIds=[rid])
+        if not found["ScalableTargets"]:
+            return
+        pols = aas.describe_scaling_policies(ServiceNamespace="sagemaker", ResourceId=rid)
+        for pol in pols["ScalingPolicies"]:
+            aas.delete_scaling_policy(
+                PolicyName=pol["PolicyName"],
+                ServiceNamespace="sagemaker",
+                ResourceId=rid,
+                ScalableDimension=COPY_DIMENSION,
+            )
+        aas.deregister_scalable_target(
+            ServiceNamespace="sagemaker", ResourceId=rid, ScalableDimension=COPY_DIMENSION
+        )
+        lc.say(f"deregistered autoscaling for {rid}")
+    except (ClientError, BotoCoreError) as e:
+        lc.say(f"warning: autoscaling for {rid} not checked: {e}")
+
+
+def rollback_components(lc: Any, created: list[tuple[str, str]]) -> list[str]:
+    """Newest first: scaling sets, components (until gone), endpoint, config, models."""
+    left: list[str] = []
+    for kind, name in reversed(created):
+        if kind == SCALING:
+            lc.say(f"rolling back autoscaling of {name}")
+            deregister_component_scaling(lc, name)
+        else:
+            left += lc.rollback([(kind, name)])
+    return left
+
+
+def delete_components(lc: Any, endpoint: str) -> list[str]:
+    """Before an endpoint goes: each component's scaling, then the component, waiting
+    until it is gone. Returns the models they named, for the caller to delete last."""
+    names = list_components(lc.sm, endpoint)
+    models = component_models(lc.sm, names)
+    for name in names:
+        deregister_component_scaling(lc, name)
+        if lc.delete_and_confirm("inference_component", name):
+            lc.say(f"deleted inference component {name}")
+    return models
+
+
+def set_copies(lc: Any, endpoint: str, component: str, copies: int, timeout: float) -> dict:
+    """UpdateInferenceComponentRuntimeConfig and wait; 0 scales the component to zero."""
+    names = list_components(lc.sm, endpoint)
+    matches = [n for n in names if n == component or n == f"{endpoint}-{component}"]
+    if not matches:
+        raise NotFound(
+            f"endpoint {endpoint} has no inference component {component!r}",
+            remedy=f"components: {', '.join(names) or 'none'}",
+        )
+    name = matches[0]
+    try:
+        lc.sm.update_inference_component_runtime_config(
+            InferenceComponentName=name, DesiredRuntimeConfig={"CopyCount": copies}
+        )
+    except Exception as exc:
+        raise as_error(exc) from None
+    return wait_for_component(lc, name, timeout=timeout)

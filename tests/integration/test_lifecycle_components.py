@@ -1,0 +1,141 @@
+"""Inference-component endpoints through the real CLI against the moto harness: deploy
+waits for the endpoint, then each component; status shows copies; a component scales
+to zero; delete and rollback go in reverse and leave nothing (models, configs, endpoint,
+components, scaling targets, policies, alarms)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from sm_peagle.cli.app import main
+from sm_peagle.testing.moto_components import leftovers, schedule_component
+from tests.integration.lifecycle_env import REGION
+
+NAME = "peagle-gpt-oss-20b-p-eagle"
+PEAGLE, BASELINE = f"{NAME}-p-eagle", f"{NAME}-baseline"
+NOTHING = {
+    "models": [],
+    "endpoint_configs": [],
+    "endpoints": [],
+    "inference_components": [],
+    "scalable_targets": [],
+    "scaling_policies": [],
+    "alarms": [],
+}
+DEPLOY = (
+    "deploy",
+    "gpt-oss-20b",
+    "-t",
+    "ml.g7e.12xlarge",
+    "--component",
+    "p-eagle:k=7",
+    "--component",
+    "baseline",
+    "--accelerators-per-copy",
+    "1",
+    "--scale-to-zero",
+    "--yes",
+    "--json",
+)
+
+
+def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def left() -> dict[str, list[str]]:
+    return leftovers("123456789012", REGION)
+
+
+def test_deploy_status_scale_to_zero_delete(
+    world: Any, capsys: Any, sagemaker_harness: Any
+) -> None:
+    code, out, err = run(capsys, *DEPLOY)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [c["kind"] for c in doc["created"]] == [
+        "model",
+        "model",
+        "endpoint_config",
+        "endpoint",
+        "inference_component",
+        "inference_component",
+        "component_scaling",
+        "component_scaling",
+    ]
+    # The endpoint is waited for before any component is created (AWS refuses otherwise;
+    # the harness does too), and every component reached InService.
+    ops = [op for op, _ in world.requests]
+    assert ops.index("DescribeEndpoint") < ops.index("CreateInferenceComponent")
+    (config,) = world.sent("CreateEndpointConfig")
+    assert config["ExecutionRoleArn"] == world.role_arn
+    assert "ModelName" not in config["ProductionVariants"][0]
+    registered = world.sent("RegisterScalableTarget")
+    assert [r["MinCapacity"] for r in registered] == [0, 0]
+    alarms = left()["alarms"]
+    assert alarms == sorted([f"{PEAGLE}-no-capacity", f"{BASELINE}-no-capacity"])
+
+    code, out, err = run(capsys, "status", NAME, "--json")
+    assert code == 0, err
+    st = json.loads(out)
+    rows = {c["name"]: c for c in st["components"]}
+    assert rows[PEAGLE]["mode"] == "p-eagle" and rows[PEAGLE]["k"] == 7
+    assert rows[BASELINE]["mode"] == "baseline"
+    assert {(r["status"], r["desired_copies"], r["current_copies"]) for r in rows.values()} == {
+        ("InService", 1, 1)
+    }
+    assert rows[PEAGLE]["autoscaling"]["min"] == 0
+
+    code, out, err = run(
+        capsys, "update", NAME, "--component", "baseline", "--copies", "0", "--yes", "--json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["scaled_to_zero"] is True
+    st = json.loads(run(capsys, "status", NAME, "--json")[1])
+    rows = {c["name"]: c for c in st["components"]}
+    assert rows[BASELINE]["scaled_to_zero"] and not rows[PEAGLE]["scaled_to_zero"]
+
+    code, out, err = run(capsys, "delete", NAME, "--yes", "--json")
+    assert code == 0, err
+    assert left() == NOTHING
+    # Reverse order: scaling, components (waiting until gone), endpoint, config, models.
+    ops = [op for op, _ in world.requests]
+    last_component_delete = max(i for i, op in enumerate(ops) if op == "DeleteInferenceComponent")
+    assert ops.index("DeregisterScalableTarget") < ops.index("DeleteInferenceComponent")
+    assert last_component_delete < ops.index("DeleteEndpoint")
+    assert (
+        ops.index("DeleteEndpoint") < ops.index("DeleteEndpointConfig") < ops.index("DeleteModel")
+    )
+
+
+def test_gc_keeps_the_models_components_use(
+    world: Any, capsys: Any, sagemaker_harness: Any
+) -> None:
+    assert run(capsys, *DEPLOY)[0] == 0
+    code, out, err = run(capsys, "gc", "--json", "--min-age", "0")
+    assert code == 0, err
+    assert json.loads(out).get("models", []) == []
+    run(capsys, "delete", NAME, "--yes")
+    assert left() == NOTHING
+
+
+def test_a_component_that_fails_to_start_rolls_back_everything(
+    world: Any, capsys: Any, sagemaker_harness: Any
+) -> None:
+    schedule_component(
+        sagemaker_harness, BASELINE, ["Creating", "Failed"], failure_reason="CUDA out of memory"
+    )
+    code, out, err = run(capsys, *DEPLOY)
+    assert code != 0
+    assert "CUDA out of memory" in err
+    assert left() == NOTHING
+    ops = [op for op, _ in world.requests]
+    # Newest first: the components (the failed one too), then the endpoint, config, models.
+    deletes = [op for op in ops if op.startswith("Delete")]
+    assert deletes[:2] == ["DeleteInferenceComponent", "DeleteInferenceComponent"]
+    assert deletes[2:] == ["DeleteEndpoint", "DeleteEndpointConfig", "DeleteModel", "DeleteModel"]
