@@ -128,7 +128,9 @@ def build_target(
 ) -> dict[str, Any]:
     """Save the tiny LlamaForCausalLM (+ tokenizer files) into `out`; returns calibration."""
     from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # keep the installer's log to one line per step
     torch.manual_seed(seed)
     cfg = LlamaConfig(
         vocab_size=spec.vocab_size,
