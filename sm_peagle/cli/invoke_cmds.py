@@ -29,7 +29,7 @@ StreamOpt = Annotated[
 ]
 
 
-def _runtime(name: str, region: str | None) -> Any:
+def _runtime(name: str, region: str | None, component: str | None = None) -> Any:
     from ..aws import AwsContext
     from ..runtime.client import RuntimeClient
     from .context import describe_target
@@ -42,7 +42,7 @@ def _runtime(name: str, region: str | None) -> Any:
     runtime_url = os.environ.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME")
     if runtime_url and not os.environ.get("PEAGLE_SANDBOX_URL"):  # the sandbox line says it
         note(f"runtime: custom endpoint {runtime_url}")
-    return RuntimeClient(aws, name)
+    return RuntimeClient(aws, name, inference_component=component)
 
 
 def stats_line(c: Any) -> str:
@@ -126,6 +126,10 @@ def invoke_command(
         typer.Option("--raw", help="Send this JSON request body as is (stream flags set)."),
     ] = None,
     region: RegionOpt = None,
+    component: Annotated[
+        str | None,
+        typer.Option("--component", help="Inference component to invoke (InferenceComponentName)."),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Send one prompt; stream the answer to stdout and a stats line to stderr."""
@@ -147,7 +151,7 @@ def invoke_command(
         request = {"messages": prompt, "system": system, "max_tokens": max_tokens}
         if temperature is not None:
             request["temperature"] = temperature
-    rt = _runtime(name, region)
+    rt = _runtime(name, region, component)
     completion = _run(rt, stream=stream, live=not json_out, **request)
     _finish(completion, json_out)
 

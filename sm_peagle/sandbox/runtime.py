@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, unquote
 from ..testing.moto_sagemaker import SageMakerHarness
 from . import quotas
 from .backend import EndpointView, lookup
+from .components import route_component
 from .engine import CONSTANTS, EngineConstants, Generation, Step, seed_of, simulate
 from .eventstream import IrregularSplitter, SplitPolicy
 from .groundtruth import GroundTruth
@@ -122,6 +123,9 @@ class Runtime:
         if view is None or not view.serving:
             message = f"Endpoint {name} of account {self.account} not found."
             return aws_error(start_response, 400, "ValidationError", {"message": message}, headers)
+        view, refusal = route_component(self.harness, self.account, region, view, environ)
+        if refusal:  # an endpoint with inference components (sandbox/components.py)
+            return aws_error(start_response, 400, "ValidationError", {"message": refusal}, headers)
         headers += [("x-Amzn-Invoked-Production-Variant", view.variant)]
         length = int(environ.get("CONTENT_LENGTH") or 0)
         raw = environ["wsgi.input"].read(length) if length else b""

@@ -1,0 +1,88 @@
+"""Two inference components (p-eagle K=7 and baseline) on one sandbox endpoint, through
+the real CLI in subprocesses: deploy, invoke each (routed by InferenceComponentName),
+scale one to zero (its invocations then fail with a clear message), delete all, and
+nothing is left: models, configs, endpoint, components, scaling targets, policies,
+alarms. The engine is the SIMULATED one."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_sandbox import Sandbox
+
+pytestmark = pytest.mark.e2e
+
+NAME = "peagle-gpt-oss-20b-p-eagle"
+PEAGLE, BASELINE = f"{NAME}-p-eagle", f"{NAME}-baseline"
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    sb = Sandbox(tmp_path_factory.mktemp("sandbox-ic"))
+    sb.cli("sandbox", "start", "--creating-seconds", "1", "--metrics-interval", "1")
+    sb.state = json.loads(sb.cli("sandbox", "status", "--json").stdout)
+    yield sb
+    sb.cli("sandbox", "stop", check=False)
+
+
+def invoke(sb: Sandbox, component: str | None, check: bool = True) -> Any:
+    args = ["--sandbox", "invoke", NAME, "Hello", "--no-stream", "--max-tokens", "16"]
+    return sb.cli(*args, *(["--component", component] if component else []), check=check)
+
+
+def test_two_components_invoke_scale_to_zero_delete(sandbox: Sandbox) -> None:
+    sb = sandbox
+    out = sb.cli(
+        "--sandbox",
+        "deploy",
+        "gpt-oss-20b",
+        "-t",
+        "ml.g7e.12xlarge",
+        "--component",
+        "p-eagle:k=7",
+        "--component",
+        "baseline",
+        "--accelerators-per-copy",
+        "1",
+        "--scale-to-zero",
+        "--yes",
+        "--json",
+    )
+    assert json.loads(out.stdout)["status"] == "InService"
+
+    # Each component answers, with its own configuration.
+    invoke(sb, PEAGLE)
+    invoke(sb, BASELINE)
+    runs = [r for r in sb.ground_truth(NAME) if r.get("status") == "ok"]
+    assert [(r["mode"], r.get("k")) for r in runs[-2:]] == [("p-eagle", 7), ("baseline", None)]
+
+    # An endpoint with components refuses an invocation that names none.
+    refused = invoke(sb, None, check=False)
+    assert refused.returncode != 0
+    assert "Inference Component Name header is required" in refused.stderr + refused.stdout
+
+    # Scale baseline to zero: its invocations fail with a clear message; p-eagle still works.
+    sb.cli("--sandbox", "update", NAME, "--component", "baseline", "--copies", "0", "--yes")
+    status = json.loads(sb.cli("--sandbox", "status", NAME, "--json").stdout)
+    rows = {c["name"]: c for c in status["components"]}
+    assert rows[BASELINE]["scaled_to_zero"] and not rows[PEAGLE]["scaled_to_zero"]
+    cold = invoke(sb, BASELINE, check=False)
+    assert cold.returncode != 0
+    assert "has no capacity" in cold.stderr + cold.stdout
+    invoke(sb, PEAGLE)
+
+    sb.cli("--sandbox", "delete", NAME, "--yes")
+    sm, aas, cw = (sb.client(s) for s in ("sagemaker", "application-autoscaling", "cloudwatch"))
+    left = {
+        "models": sm.list_models()["Models"],
+        "configs": sm.list_endpoint_configs()["EndpointConfigs"],
+        "endpoints": sm.list_endpoints()["Endpoints"],
+        "components": sm.list_inference_components()["InferenceComponents"],
+        "targets": aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"],
+        "policies": aas.describe_scaling_policies(ServiceNamespace="sagemaker")["ScalingPolicies"],
+        "alarms": cw.describe_alarms()["MetricAlarms"],
+    }
+    assert {k: v for k, v in left.items() if v} == {}
