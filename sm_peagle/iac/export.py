@@ -309,6 +309,18 @@ def _provenance(plan: Any) -> str:
 def _refuse_unexported(plan: Any, target: str) -> None:
     """Parts of a plan that live outside the three requests: exporting without them
     would deploy something other than the plan, so say so instead."""
+    if getattr(plan, "inference_components", None):
+        why = {
+            "Terraform": "the AWS provider has no aws_sagemaker_inference_component resource "
+            "(hashicorp/terraform-provider-aws issue 35226)",
+            "CloudFormation": "peagle does not export AWS::SageMaker::InferenceComponent, and "
+            "AWS::SageMaker::Model cannot carry a drafter channel",
+        }[target]
+        raise SpecError(
+            f"{target} export cannot express inference components: {why}",
+            remedy="deploy with `peagle deploy`/`peagle apply -f <spec>`, or `--format json` "
+            "for the requests",
+        )
     parts = []
     if getattr(plan, "pool_models", None):
         parts.append("capacity fallback pools (endpoint.fallback_instance_types)")

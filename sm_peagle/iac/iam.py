@@ -66,8 +66,16 @@ def s3_arn(part: str, bucket: str, key: str) -> str:
 
 def _containers(plan: Any) -> list[dict[str, Any]]:
     """The primary container of every model the plan creates (fallback pools included)."""
-    models = [plan.create_model, *getattr(plan, "pool_models", [])]
-    return [m["PrimaryContainer"] for m in models]
+    models = [
+        plan.create_model,
+        *getattr(plan, "pool_models", []),
+        *getattr(plan, "component_models", []),  # one per inference component
+    ]
+    containers = [m["PrimaryContainer"] for m in models]
+    for ic in getattr(plan, "inference_components", []):  # a container given inline
+        if "Container" in ic["Specification"]:
+            containers.append(ic["Specification"]["Container"])
+    return containers
 
 
 def _s3_sources(plan: Any) -> list[dict[str, Any]]:
@@ -77,6 +85,10 @@ def _s3_sources(plan: Any) -> list[dict[str, Any]]:
         if "ModelDataSource" in container:
             sources.append(container["ModelDataSource"]["S3DataSource"])
         sources += [s["S3DataSource"] for s in container.get("AdditionalModelDataSources", [])]
+        url = container.get("ArtifactUrl", "")
+        if url.startswith("s3://"):  # an inline component container's artifacts
+            kind = "S3Prefix" if url.endswith("/") else "S3Object"
+            sources.append({"S3Uri": url, "S3DataType": kind})
     return sources
 
 
@@ -105,6 +117,17 @@ def _s3_statements(plan: Any, part: str) -> list[dict[str, Any]]:
             )
         )
     return statements
+
+
+def _component_log_groups(plan: Any, part: str, region: str, account: str) -> list[str]:
+    """Log groups of inference components. ASSUMPTION: SageMaker writes a component's
+    container logs under /aws/sagemaker/InferenceComponents/<name> (no citable source
+    was found for the exact group; the endpoint's group above is kept as well)."""
+    return [
+        f"arn:{part}:logs:{region}:{account}:log-group:/aws/sagemaker/InferenceComponents/"
+        f"{ic['InferenceComponentName']}:*"
+        for ic in getattr(plan, "inference_components", [])
+    ]
 
 
 def _stmt(
@@ -231,7 +254,7 @@ def execution_role_policy(plan: Any, *, account: str | None = None) -> PolicyRes
                 "logs:DescribeLogStreams",
                 "logs:PutLogEvents",
             ],
-            [log_group],
+            [log_group, *_component_log_groups(plan, part, region, acct)],
         )
     )
     # PutMetricData has no resource-level permissions; the namespace condition is the
