@@ -30,8 +30,27 @@ def test_budget_and_concurrency_filter(capsys):
     _, out, _ = run(capsys, "recommend", "gpt-oss-20b", "--budget", "5", "--json")
     assert [c["instance_type"] for c in json.loads(out)["candidates"]] == ["ml.g7e.2xlarge"]
     _, out, _ = run(capsys, "recommend", "gpt-oss-120b", "--concurrency", "200", "--json")
-    for c in json.loads(out)["candidates"]:
-        assert c["max_length_sequences"] >= 200
+    cands = {c["instance_type"]: c for c in json.loads(out)["candidates"]}
+    # By hand: fixed = 65.3 GB weights + 3.6 GB head + 2 GB per GPU; one 8192-token sequence
+    # = 36 layers x 8 KV heads x 64 x 4 bytes x 8192 = 0.604 GB; usable = GPUs x GB x 0.9.
+    # g7e.12xlarge: 172.8 - 72.9 = 99.9 GB -> 165 sequences < 200: out. g7e.24xlarge:
+    # 345.6 - 76.9 = 268.7 GB -> 444. g6e.48xlarge: 8 x 48 x 0.9 - 84.9 = 260.7 GB -> 431.
+    # No price is known for any of them: the most KV headroom comes first.
+    assert list(cands) == [
+        "ml.p6-b300.48xlarge",  # 1929.6 - 84.9 = 1844.7 GB
+        "ml.p6-b200.48xlarge",  # 1288.8 - 84.9 = 1203.9 GB
+        "ml.p5e.48xlarge",  # 1015.2 - 84.9 = 930.3 GB
+        "ml.p5en.48xlarge",
+        "ml.g7e.48xlarge",  # 691.2 - 84.9 = 606.3 GB
+        "ml.p5.48xlarge",  # 576 - 84.9 = 491.1 GB
+        "ml.g7e.24xlarge",
+        "ml.g6e.48xlarge",
+    ]
+    assert (
+        cands["ml.g7e.24xlarge"]["kv_headroom_gb"],
+        cands["ml.g7e.24xlarge"]["max_length_sequences"],
+    ) == (268.7, 444)
+    assert cands["ml.g6e.48xlarge"]["max_length_sequences"] == 431
 
 
 def test_measured_results_rank_by_cost_per_million_tokens(capsys, tmp_path):
