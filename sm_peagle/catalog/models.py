@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from .sandbox_models import SANDBOX_MODELS
+
 __all__ = ["DrafterInfo", "ModelEntry", "MODELS", "find_model"]
 
 
@@ -53,6 +55,12 @@ class ModelEntry:
     # A multimodal target: parallel drafting raises NotImplementedError on it before
     # vLLM 0.21.0 (`v1/spec_decode/eagle.py`), so P-EAGLE needs a newer image.
     multimodal: bool = False
+    # Sandbox-only entries (catalog/sandbox_models.py): where the sandbox seeds the weights
+    # and the head, and the vLLM its engine runs. Never set for a real model.
+    sandbox_only: bool = False
+    model_data: str | None = None
+    drafter_source: str | None = None
+    vllm_version: str | None = None
 
     def kv_bytes_per_token(self) -> int | None:
         """K and V for every layer in bf16; ignores sliding-window savings (conservative)."""
@@ -194,6 +202,11 @@ for _m in MODELS:
     if _m.jumpstart_id:
         _BY_NAME[_m.jumpstart_id] = _m
     _BY_NAME[_m.hf_id.lower()] = _m
+
+
+# Sandbox-only models are found by name but kept out of MODELS (not deployable on AWS).
+for _d in SANDBOX_MODELS:
+    _BY_NAME[_d["alias"]] = ModelEntry(**{**_d, "drafter": DrafterInfo(**_d["drafter"])})
 
 
 def find_model(name: str) -> ModelEntry | None:

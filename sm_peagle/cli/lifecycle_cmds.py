@@ -83,6 +83,28 @@ def _lifecycle(region: str | None, json_out: bool) -> Any:
     return Lifecycle(aws, say=note)
 
 
+def _sandbox_only(model: str, dry_run: bool) -> None:
+    """A sandbox-only model (tiny-llama) deploys only into the sandbox, and says which
+    engine serves it there: its weights exist nowhere else."""
+    import os
+
+    from ..catalog.models import find_model
+    from ..errors import SpecError
+
+    entry = find_model(model)
+    if entry is None or not entry.sandbox_only:
+        return
+    engine = os.environ.get("PEAGLE_SANDBOX_ENGINE_LABEL") or "SIMULATED"
+    if os.environ.get("PEAGLE_SANDBOX_URL"):
+        note(f"{entry.alias}: sandbox-only tiny model, served by the sandbox's {engine} engine")
+    elif not dry_run:
+        raise SpecError(
+            f"{entry.alias} is a sandbox-only model: its weights exist only in the sandbox",
+            remedy=f"peagle --sandbox deploy {entry.alias} ... (--sandbox-engine vllm for "
+            "the real vLLM engine)",
+        )
+
+
 def deploy_command(
     model: Annotated[str | None, typer.Argument(help="Catalog alias or JumpStart id.")] = None,
     spec_file: SpecFileOpt = None,
@@ -154,6 +176,7 @@ def deploy_command(
     )
     spec = build_spec(model, spec_file, options)
     p = make_plan(spec)
+    _sandbox_only(spec.model, dry_run)
     if dry_run:
         print_json(p.to_dict()) if json_out else render_plan(p)
         p.raise_for_failures()

@@ -163,6 +163,9 @@ def resolve_drafter_source(spec: DeploymentSpec, src: Sources, checks: list[Chec
     elif js and js.additional_sources:
         uri = js.additional_sources[0]["S3DataSource"]["S3Uri"]
         checks.append(passed("drafter.source", f"JumpStart head {uri}"))
+    elif model and model.drafter_source:  # a sandbox model's head, seeded by the sandbox
+        uri = model.drafter_source
+        checks.append(passed("drafter.source", f"{uri} (sandbox only)"))
     else:
         uri = ""
         head = f" ({src.catalog_head.hf_id})" if src.catalog_head else ""
@@ -211,7 +214,7 @@ def model_data_source(
     env: dict[str, str],
     checks: list[Check],
 ) -> dict[str, Any] | None:
-    md = spec.model_data
+    md = spec.model_data or (model.model_data if model else None)  # sandbox models
     if md and md.startswith("hf://"):
         env["HF_MODEL_ID"] = md[len("hf://") :]
         if spec.network.enable_network_isolation:
