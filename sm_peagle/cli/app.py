@@ -63,8 +63,14 @@ def build_app(only: str | None = None) -> typer.Typer:
         sandbox: bool = typer.Option(
             False,
             "--sandbox",
-            help="Run against a local SIMULATED SageMaker (started on demand; also "
+            help="Run against a local SageMaker sandbox (started on demand; also "
             "PEAGLE_SANDBOX=1). See `peagle sandbox --help`.",
+        ),
+        sandbox_engine: str = typer.Option(
+            None,
+            "--sandbox-engine",
+            help="The sandbox's engine: simulated (default) or vllm, the real vLLM CPU "
+            "engine (also PEAGLE_SANDBOX_ENGINE). Implies --sandbox.",
         ),
     ) -> None:
         """Deploy, verify, benchmark and cleanly remove P-EAGLE endpoints on SageMaker."""
@@ -91,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     from ..errors import PeagleError
 
     args, sandbox = _take_sandbox_flag(sys.argv[1:] if argv is None else list(argv))
+    args, engine = _take_engine_option(args)
+    if engine is not None:  # read by the sandbox manager, also for `peagle sandbox start`
+        os.environ["PEAGLE_SANDBOX_ENGINE"] = engine
+        sandbox = True
     only = args[0] if args and args[0] in COMMANDS else None
     try:
         if sandbox and only not in (None, "sandbox") and "--help" not in args:
@@ -147,6 +157,26 @@ def _take_sandbox_flag(args: list[str]) -> tuple[list[str], bool]:
             return out + args[i:], wanted
         out.append(arg)
     return out, wanted
+
+
+def _take_engine_option(args: list[str]) -> tuple[list[str], str | None]:
+    """Strip a global `--sandbox-engine X` / `--sandbox-engine=X` (before the command)."""
+    out: list[str] = []
+    engine = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("-"):  # the command name: the rest belongs to the command
+            return out + args[i:], engine
+        if arg == "--sandbox-engine" and i + 1 < len(args):
+            engine, i = args[i + 1], i + 2
+            continue
+        if arg.startswith("--sandbox-engine="):
+            engine = arg.split("=", 1)[1]
+        else:
+            out.append(arg)
+        i += 1
+    return out, engine
 
 
 def run() -> None:

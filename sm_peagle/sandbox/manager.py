@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -22,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PeagleError
+from .engine_choice import EngineMissing, engine_args, resolve_engine
+from .procs import _children, _terminate, pid_alive, reap_recorded_engines
 
 __all__ = [
     "SANDBOX_ACCOUNT",
@@ -59,8 +60,6 @@ _DROP = (
     "AWS_USE_FIPS_ENDPOINT",
     "AWS_USE_DUALSTACK_ENDPOINT",
 )
-ZOMBIE_GRACE = 5.0
-_children: dict[int, subprocess.Popen[bytes]] = {}  # started by this process: reaped on stop
 
 
 class SandboxError(PeagleError):
@@ -79,6 +78,8 @@ class SandboxInfo:
     upstream: str | None = None
     role_arn: str = SANDBOX_ROLE
     account: str = SANDBOX_ACCOUNT
+    engine: str = "simulated"
+    engine_label: str = "SIMULATED"
 
     @classmethod
     def from_state(cls, data: dict[str, Any], path: Path) -> SandboxInfo:
@@ -93,6 +94,8 @@ class SandboxInfo:
             upstream=data.get("upstream"),
             role_arn=str(data.get("role_arn") or SANDBOX_ROLE),
             account=str(data.get("account") or SANDBOX_ACCOUNT),
+            engine=str(data.get("engine_kind") or "simulated"),
+            engine_label=str(data.get("engine_label") or "SIMULATED"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -107,6 +110,11 @@ def state_dir() -> Path:
     return Path(base) / "peagle"
 
 
+def directory_of_engines() -> Path:
+    """Where the real-engine host records its engines' process groups."""
+    return state_dir() / "engines"
+
+
 def _state_path() -> Path:
     return state_dir() / "sandbox.json"
 
@@ -118,27 +126,6 @@ def read_state() -> SandboxInfo | None:
         return SandboxInfo.from_state(json.loads(path.read_text()), path)
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-def pid_alive(pid: int) -> bool:
-    """True if ``pid`` exists and is not a zombie (a zombie has already exited)."""
-    _reap(pid)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True  # no /proc (macOS): kill(0) is all we can know
-
-
-def _reap(pid: int) -> None:
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)  # only succeeds for our own children
 
 
 def _is_sandbox(pid: int) -> bool:
@@ -210,8 +197,10 @@ def start(
     metrics_interval: float | None = None,
     time_scale: float | None = None,
     timeout: float = 10.0,
+    engine: str | None = None,
 ) -> SandboxInfo:
     """Spawn a detached sandbox and wait until it answers; error if one is already running."""
+    extra = engine_args(resolve_engine(engine))
     with _lock():
         current = read_state()
         if current is not None and pid_alive(current.pid) and _is_sandbox(current.pid):
@@ -219,7 +208,9 @@ def start(
                 f"a sandbox is already running at {current.url} (pid {current.pid})",
                 remedy="`peagle sandbox stop` first, or use it with `peagle --sandbox ...`",
             )
-        return _spawn(port, upstream, creating_seconds, metrics_interval, time_scale, timeout)
+        return _spawn(
+            port, upstream, creating_seconds, metrics_interval, time_scale, timeout, extra
+        )
 
 
 def _spawn(
@@ -229,13 +220,14 @@ def _spawn(
     metrics_interval: float | None,
     time_scale: float | None,
     timeout: float,
+    extra: list[str] | None = None,
 ) -> SandboxInfo:
     directory = state_dir()
     path, log_path = directory / "sandbox.json", directory / "sandbox.log"
     with contextlib.suppress(OSError):
         path.unlink()
     cmd = [sys.executable, "-m", _SERVER_MODULE, "--port", str(port or 0)]
-    cmd += ["--state-file", str(path), "--log-file", str(log_path)]
+    cmd += ["--state-file", str(path), "--log-file", str(log_path), *(extra or [])]
     for flag, value in (
         ("--upstream", upstream),
         ("--creating-seconds", creating_seconds),
@@ -266,7 +258,8 @@ def _spawn(
         if proc.poll() is not None:
             raise SandboxError(
                 f"the sandbox exited at start-up (code {proc.returncode}): {_tail(log_path)}",
-                remedy="is moto[server] installed? (pip install 'moto[server]')",
+                remedy="is the sandbox extra installed? pip install 'sm-peagle[sandbox]' "
+                "(from a clone: pip install -e '.[sandbox]')",
             )
         info = read_state()
         if info is not None and info.pid == proc.pid and _healthy(info):
@@ -284,44 +277,7 @@ def _tail(path: Path, lines: int = 3) -> str:
     return " | ".join(text[-lines:]) or "(empty log)"
 
 
-def _terminate(pid: int, timeout: float) -> bool:
-    """SIGTERM, wait, SIGKILL, wait; True once the pid is gone."""
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 2.0)):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
-        if _wait_gone(pid, wait):
-            _children.pop(pid, None)
-            return True
-    return False
-
-
-def _wait_gone(pid: int, seconds: float) -> bool:
-    """Wait until the pid no longer exists (exited and reaped by its parent, usually init).
-
-    A zombie has exited but still answers kill(0) until its parent reaps it; some inits reap
-    only every second or so. Wait for that too (up to ``ZOMBIE_GRACE``), so that a caller
-    checking kill(0) right after stop() sees the pid gone."""
-    deadline = time.monotonic() + seconds
-    zombie_since: float | None = None
-    while True:
-        _reap(pid)
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            pass
-        now = time.monotonic()
-        if not pid_alive(pid):
-            zombie_since = zombie_since or now
-            if now - zombie_since > ZOMBIE_GRACE:
-                return True
-        elif now >= deadline:
-            return False
-        time.sleep(0.02)
-
-
-def stop(timeout: float = 5.0) -> dict[str, Any]:
+def stop(timeout: float = 30.0) -> dict[str, Any]:
     """Stop the sandbox in the state file; verify its pid is gone; remove the state file."""
     with _lock():
         info = read_state()
@@ -337,6 +293,7 @@ def stop(timeout: float = 5.0) -> dict[str, Any]:
                 f"pid {info.pid} in {path} is not a peagle sandbox; not signalled, state removed"
             )
         gone = _terminate(info.pid, timeout)
+        reap_recorded_engines(directory_of_engines())  # a SIGKILLed server leaves its engines
         path.unlink(missing_ok=True)
         if not gone:
             raise SandboxError(f"sandbox pid {info.pid} survived SIGKILL")
@@ -345,9 +302,17 @@ def stop(timeout: float = 5.0) -> dict[str, Any]:
 
 def ensure_running(**options: Any) -> SandboxInfo:
     """The running sandbox if it is healthy, else a newly started one."""
+    engine = resolve_engine(options.get("engine"))
     with _lock():
         current = read_state()
         if current is not None and _healthy(current):
+            if (options.get("engine") or os.environ.get("PEAGLE_SANDBOX_ENGINE")) and (
+                current.engine != engine
+            ):
+                raise EngineMissing(
+                    f"the running sandbox uses the {current.engine} engine, not {engine}",
+                    remedy=f"`peagle sandbox stop`, then `peagle sandbox start --engine {engine}`",
+                )
             return current
         if current is not None and pid_alive(current.pid) and _is_sandbox(current.pid):
             _terminate(current.pid, 2.0)  # alive but not answering: replace it
@@ -358,6 +323,7 @@ def ensure_running(**options: Any) -> SandboxInfo:
             options.get("metrics_interval"),
             options.get("time_scale"),
             float(options.get("timeout", 10.0)),
+            engine_args(engine),
         )
 
 
@@ -378,6 +344,7 @@ def activate(info: SandboxInfo, environ: MutableMapping[str, str] | None = None)
         AWS_CONFIG_FILE=os.devnull,
         AWS_SHARED_CREDENTIALS_FILE=os.devnull,
         PEAGLE_SANDBOX_URL=info.url,
+        PEAGLE_SANDBOX_ENGINE_LABEL=info.engine_label,  # what produced the tokens
     )
     env.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     env.setdefault("PEAGLE_POLL_SECONDS", "0.5")
@@ -389,8 +356,9 @@ def activate(info: SandboxInfo, environ: MutableMapping[str, str] | None = None)
 def use_sandbox(**options: Any) -> SandboxInfo:
     """SDK entry point: start the sandbox if needed and point this process at it.
 
-    After this, `sm_peagle.deploy(...)` and every boto3 client talk to the local,
-    SIMULATED SageMaker, never to AWS. Options are those of `peagle sandbox start`.
+    After this, `sm_peagle.deploy(...)` and every boto3 client talk to the local
+    sandbox, never to AWS. Options are those of `peagle sandbox start`; `engine="vllm"`
+    hosts endpoints on the real vLLM CPU engine (`peagle sandbox install-engine`).
     """
     info = ensure_running(**options)
     activate(info)

@@ -56,6 +56,7 @@ class Runtime:
         constants: EngineConstants = CONSTANTS,
         split_policy: SplitPolicy | None = None,
         info: dict[str, Any] | None = None,
+        engine_host: Any = None,
     ) -> None:
         self.harness = harness
         self.account = account
@@ -66,6 +67,7 @@ class Runtime:
         self.constants = constants
         self.split_policy = split_policy or SplitPolicy()
         self.info = info or {}
+        self.engine_host = engine_host  # engine_host.EngineHost: the real vLLM engine
         self._counter = itertools.count()
 
     def wrap(self, moto_app: WsgiApp) -> WsgiApp:
@@ -94,6 +96,8 @@ class Runtime:
         method = environ.get("REQUEST_METHOD")
         if path == "/_peagle/health":
             body: Any = {"ok": True, "simulated": True, "engine": self._engine_name(), **self.info}
+        elif path == "/_peagle/engines":  # the real engines' processes and ports
+            body = {"engines": self.engine_host.engines() if self.engine_host else []}
         elif path == "/_peagle/engine":
             body = {"engine": self._engine_name(), "constants": self.constants.to_dict()}
         elif path == "/_peagle/ground-truth" and method == "DELETE":
@@ -105,7 +109,9 @@ class Runtime:
         return json_response(start_response, 200, body)
 
     def _engine_name(self) -> str:
-        return f"upstream {self.upstream}" if self.upstream else "simulated"
+        if self.engine_host is not None:
+            return str(self.engine_host.label)
+        return f"upstream {self.upstream}" if self.upstream else "SIMULATED"
 
     # ------------------------------------------------------------------ invocations
 
@@ -118,6 +124,7 @@ class Runtime:
             ("x-amzn-RequestId", request_id),
             ("x-peagle-request-id", request_id),
             ("x-peagle-simulated", "true"),
+            ("x-peagle-engine", self._engine_name()),  # which engine made the tokens
         ]
         view = lookup(self.harness, self.account, region, name)
         if view is None or not view.serving:
@@ -132,6 +139,23 @@ class Runtime:
         operation = "InvokeEndpointWithResponseStream" if streaming else "InvokeEndpoint"
         rng = random.Random(seed_of("split", self.seed, next(self._counter)))
         splitter = IrregularSplitter(rng, self.split_policy)
+        if self.engine_host is not None:  # SageMaker calls the container's /invocations
+            base = self.engine_host.url_for(region, name)
+            headers = [(k, "false" if k == "x-peagle-simulated" else v) for k, v in headers]
+            if base is None:
+                message = f"the engine of {name} is not running"
+                return model_error(start_response, view, self.account, 503, message, headers)
+            return self._invoke_upstream(
+                start_response,
+                view,
+                raw,
+                request_id,
+                operation,
+                splitter,
+                headers,
+                base=base,
+                route="/invocations",
+            )
         if self.upstream:
             return self._invoke_upstream(
                 start_response, view, raw, request_id, operation, splitter, headers
@@ -268,13 +292,16 @@ class Runtime:
         operation: str,
         splitter: IrregularSplitter,
         headers: list[tuple[str, str]],
+        *,
+        base: str | None = None,
+        route: str | None = None,
     ) -> Iterable[bytes]:
-        headers = [*headers, ("x-peagle-engine", "upstream")]
+        engine = dict(headers).get("x-peagle-engine", "upstream")
         record = self.truth.open(
-            view.name, request_id, operation=operation, simulated=False, engine="upstream"
+            view.name, request_id, operation=operation, simulated=False, engine=engine
         )
         try:
-            resp = open_upstream(str(self.upstream), raw)
+            resp = open_upstream(base or str(self.upstream), raw, route=route)
         except UpstreamError as e:
             self.truth.close(record, "model_error", error=e.message)
             return model_error(start_response, view, self.account, e.status, e.message, headers)

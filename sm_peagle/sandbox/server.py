@@ -19,6 +19,7 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 import threading
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -36,10 +37,13 @@ from werkzeug.serving import make_server
 
 from ..testing.moto_sagemaker import SageMakerHarness
 from .engine import CONSTANTS
+from .engine_harness import HOLD_SECONDS, EngineHarness
+from .engine_host import EngineHost
 from .groundtruth import GroundTruth
 from .logsim import LogSimulator
 from .runtime import Runtime
 from .seed import seed_account
+from .seed_tiny import seed_tiny_models
 
 log = logging.getLogger("peagle.sandbox")
 HOST = "127.0.0.1"  # never another interface: the sandbox has no authentication
@@ -80,6 +84,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="seed of the PayloadPart splits")
     p.add_argument("--region", action="append", default=[], help="extra region to seed")
     p.add_argument("-v", "--verbose", action="store_true", help="log every HTTP request")
+    p.add_argument("--engine", choices=("simulated", "vllm"), default="simulated")
+    p.add_argument("--engine-home", type=Path, help="real engine's home (install-engine)")
+    p.add_argument("--vllm-version", help="real engine's vLLM version")
     return p.parse_args(argv)
 
 
@@ -98,6 +105,33 @@ def _remove_state(path: Path) -> None:
         pass
 
 
+def start_host(
+    harness: EngineHarness,
+    runtime: Runtime,
+    url: str,
+    home: Path | None,
+    version: str | None,
+    state_file: Path | None,
+) -> EngineHost:
+    """The real-engine host, hooked into the harness (create/update/delete) and the runtime
+    (invocations); engines are recorded next to the state file."""
+    from .vllm_engine.install import DEFAULT_VLLM_VERSION, engine_env
+
+    env = engine_env(home, version or DEFAULT_VLLM_VERSION)
+    state = state_file.parent if state_file else Path.cwd()
+    host = EngineHost(
+        harness,
+        DEFAULT_ACCOUNT_ID,
+        url,
+        env,
+        work_dir=Path(tempfile.mkdtemp(prefix="peagle-engines-")),
+        records_dir=state / "engines",
+    )
+    harness.host = host
+    runtime.engine_host = host
+    return host
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     logging.basicConfig(
@@ -114,8 +148,12 @@ def main(argv: list[str] | None = None) -> int:
         AWS_CONFIG_FILE=os.devnull,
         AWS_SHARED_CREDENTIALS_FILE=os.devnull,
     )
-    harness = SageMakerHarness(
-        creating_seconds=args.creating_seconds, updating_seconds=args.updating_seconds
+    real = args.engine == "vllm"
+    harness_cls = EngineHarness if real else SageMakerHarness
+    hold = HOLD_SECONDS if real else None  # the real engine's /ping ends Creating
+    harness = harness_cls(
+        creating_seconds=hold or args.creating_seconds,
+        updating_seconds=hold or args.updating_seconds,
     ).install()
     logs = LogSimulator(
         harness,
@@ -144,6 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     url = f"http://{HOST}:{port}"
     regions = ["us-east-1", "us-west-2", *args.region]
     role_arn = seed_account(url, regions)
+    tiny = seed_tiny_models(url, args.engine_home)
+    host = None
+    if real:
+        host = start_host(
+            harness, runtime, url, args.engine_home, args.vllm_version, args.state_file
+        )
 
     stop = threading.Event()
 
@@ -154,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
             except Exception:  # a log hiccup must not take the sandbox down
                 log.exception("log simulator tick failed")
 
-    threading.Thread(target=ticker, name="peagle-logsim", daemon=True).start()
+    if host is None:  # real engines write their own log lines, never simulated ones
+        threading.Thread(target=ticker, name="peagle-logsim", daemon=True).start()
     info.update(
         port=port,
         url=url,
@@ -168,16 +213,22 @@ def main(argv: list[str] | None = None) -> int:
         creating_seconds=args.creating_seconds,
         metrics_interval=args.metrics_interval,
         time_scale=args.time_scale,
-        simulated=True,
+        simulated=not real,
+        engine_kind=args.engine,
+        engine_label=host.label if host else "SIMULATED",
+        tiny_models=tiny,
     )
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     if args.state_file:
         _write_state(args.state_file, info)
-    log.info("peagle sandbox (SIMULATED) listening on %s, pid %s", url, os.getpid())
+    label = host.label if host else "SIMULATED"
+    log.info("peagle sandbox (engine: %s) listening on %s, pid %s", label, url, os.getpid())
     while not stop.wait(0.1):
         pass
     log.info("stopping")
+    if host is not None:
+        host.stop_all()  # every engine's process group, before the state file goes
     if args.state_file:
         _remove_state(args.state_file)
     logging.shutdown()

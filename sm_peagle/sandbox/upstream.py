@@ -35,14 +35,18 @@ class UpstreamEvent:
     completion_tokens: int | None  # cumulative, when the server sends usage on this chunk
 
 
-def open_upstream(base_url: str, raw: bytes, timeout: float = 600) -> http.client.HTTPResponse:
-    """POST the body to the right OpenAI route; raise UpstreamError unless HTTP 200."""
+def open_upstream(
+    base_url: str, raw: bytes, timeout: float = 600, *, route: str | None = None
+) -> http.client.HTTPResponse:
+    """POST the body to the right OpenAI route (or `route`, e.g. vLLM's own
+    `/invocations`, which SageMaker calls); raise UpstreamError unless HTTP 200."""
     try:
         is_chat = "messages" in (json.loads(raw or b"{}") or {})
     except (ValueError, TypeError):
         is_chat = True  # let upstream reject it with its own error message
     url = urlsplit(base_url)
-    path = url.path.rstrip("/") + ("/v1/chat/completions" if is_chat else "/v1/completions")
+    openai = "/v1/chat/completions" if is_chat else "/v1/completions"
+    path = url.path.rstrip("/") + (route or openai)
     conn_cls = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
     conn = conn_cls(url.hostname or "127.0.0.1", url.port, timeout=timeout)
     try:
