@@ -57,6 +57,17 @@ def label_of(simulated: bool) -> str:
     return SIMULATED if simulated else MEASURED
 
 
+def engine_of(simulated: bool, sandbox: dict[str, Any] | None, version: str | None) -> str:
+    """Which engine produced the numbers: the sandbox's (`SIMULATED`, or the real engine,
+    e.g. `vllm 0.31.0 (CPU, tiny model)`), else the endpoint's vLLM on SageMaker."""
+    engine = str((sandbox or {}).get("engine") or "")
+    if engine.lower() == "simulated" or (simulated and not engine):
+        return SIMULATED
+    if engine:
+        return engine
+    return f"vllm {version} on SageMaker" if version else "SageMaker"
+
+
 def client_info() -> dict[str, Any]:
     import botocore
 
@@ -105,7 +116,14 @@ def bench_document(
 ) -> dict[str, Any]:
     label = label_of(simulated)
     notes = list(notes or [])
-    if simulated:
+    engine = engine_of(simulated, sandbox, provenance.get("vllm_version"))
+    if simulated and engine.startswith("vllm "):  # the sandbox's real engine
+        notes.insert(
+            0,
+            f"SANDBOX, real engine: tokens, usage and acceptance come from {engine} on this "
+            "machine; not measured on AWS, and the timings say nothing about GPU performance",
+        )
+    elif simulated:
         notes.insert(
             0,
             "SIMULATED: the local peagle sandbox made these tokens and timings up "
@@ -116,6 +134,7 @@ def bench_document(
         "kind": "bench",
         "label": label,
         "simulated": simulated,
+        "engine": engine,
         **provenance,
         "dataset": dataset,
         "load": load,
