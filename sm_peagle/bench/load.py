@@ -3,8 +3,10 @@
 Closed loop (default): N threads share ONE RuntimeClient whose HTTP pool holds at least N
 connections (botocore's default pool of 10 would make streams queue for a connection and
 inflate TTFT); each thread sends its next request as soon as the previous one ends. Open
-loop (`rate`): Poisson arrivals at `rate` requests/s, at most `concurrency` in flight; the
-time a request waited for a free slot is recorded (queue_s), never hidden. `workers > 1`
+loop (`rate`): arrivals at `rate` requests/s, at most `concurrency` in flight; gaps are
+gamma-distributed with shape `burstiness` (1 = Poisson, < 1 burstier, > 1 more regular, as
+`vllm bench serve --burstiness`); the time a request waited for a free slot is recorded
+(queue_s), never hidden. `workers > 1`
 spreads either over processes, each with its own client, and merges the records: one
 Python process parses on one core (GIL), and a saturated client under-reports the endpoint.
 
@@ -20,7 +22,7 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +30,14 @@ from ..errors import ModelStreamError, PeagleError
 from .datasets import Dataset
 from .metrics import RequestRecord
 
-__all__ = ["LevelRun", "LoadSpec", "bench_client", "record_from_completion", "run_level"]
+__all__ = [
+    "LevelRun",
+    "LoadSpec",
+    "arrival_gaps",
+    "bench_client",
+    "record_from_completion",
+    "run_level",
+]
 
 _TLS = threading.local()
 _WARM_POOLS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
@@ -41,6 +50,7 @@ class LoadSpec:
     requests: int | None = None
     duration_s: float | None = None
     rate: float | None = None
+    burstiness: float = 1.0
     warmup: int = 0
     max_tokens: int = 256
     temperature: float | None = None
@@ -241,18 +251,28 @@ def _closed(
     return records
 
 
+def arrival_gaps(rate: float, burstiness: float = 1.0, seed: int = 0) -> Iterator[float]:
+    """Endless inter-arrival gaps (seconds): gamma with shape `burstiness` and mean 1/rate,
+    so the coefficient of variation is 1/sqrt(burstiness); burstiness 1 is exponential
+    (Poisson arrivals). Same seed, same gaps."""
+    if rate <= 0 or burstiness <= 0:
+        raise ValueError("rate and burstiness must be positive")
+    rng = random.Random(seed)  # the same arrival pattern on every run with the same seed
+    theta = 1.0 / (rate * burstiness)
+    while True:
+        yield rng.gammavariate(burstiness, theta)
+
+
 def _open(
     call: Callable[..., RequestRecord],
     cap: int,
     total: int | None,
     duration: float | None,
-    rate: float,
-    seed: int,
+    gaps: Iterator[float],
     index: Callable[[int], int],
 ) -> list[RequestRecord]:
     from concurrent.futures import ThreadPoolExecutor
 
-    rng = random.Random(seed)  # the same arrival pattern on every run with the same seed
     records: list[RequestRecord] = []
     start = due = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(cap, 1), thread_name_prefix="peagle-bench") as pool:
@@ -260,7 +280,7 @@ def _open(
         for i in itertools.count():
             if total is not None and i >= total:
                 break
-            due += rng.expovariate(rate)
+            due += next(gaps)
             if duration is not None and due - start > duration:
                 break
             time.sleep(max(0.0, due - time.perf_counter()))
@@ -303,8 +323,7 @@ def run_level(
             spec.concurrency,
             total,
             spec.duration_s,
-            spec.rate,
-            spec.seed + worker,
+            arrival_gaps(spec.rate, spec.burstiness, spec.seed + worker),
             index,
         )
     else:

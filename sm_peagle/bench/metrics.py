@@ -10,6 +10,7 @@
 - Output tokens/s of a level: sum of output tokens of completed requests / the level's wall
   time (first request sent -> last response ended). Never concurrency / latency.
 - Request throughput: completed requests / the same wall time (measured, not derived).
+- Goodput (with an SLO): see `slo.py`. Saturation (open loop): see `saturation`.
 - Client CPU: process CPU seconds / wall seconds. Python clients parse on one core (GIL), so
   at >= 85% of one core the *client* limits the numbers and the result says so.
 """
@@ -29,10 +30,12 @@ __all__ = [
     "cpu_summary",
     "distribution",
     "percentile",
+    "saturation",
     "summarize_level",
 ]
 
 CPU_WARN_FRACTION = 0.85
+SATURATION_FRACTION = 0.95
 
 
 @dataclass
@@ -61,6 +64,12 @@ class RequestRecord:
     def to_dict(self) -> dict[str, Any]:
         doc = asdict(self)
         doc.pop("itl_s")  # per-token lists would dwarf the file; summarised per level instead
+        return doc
+
+    def export_dict(self) -> dict[str, Any]:
+        """Everything, per-token ITLs included: one line of `--requests-out`."""
+        doc = asdict(self)
+        doc["itl_s"] = list(self.itl_s)
         return doc
 
     @classmethod
@@ -131,6 +140,33 @@ def cost_per_million(usd_per_hour: float | None, output_tokens_per_s: float | No
     return usd_per_hour / (output_tokens_per_s * 3600.0) * 1e6
 
 
+def saturation(records: Sequence[RequestRecord], rate: float | None) -> dict[str, Any] | None:
+    """Open loop: did the client send at the rate it was asked for? `offered` is the nominal
+    rate, `scheduled` the rate of the arrival times actually drawn (a finite gamma sample
+    differs from its mean), `achieved` the rate requests were really sent at. When requests
+    wait for one of the `concurrency` slots, sends fall behind the schedule: saturated when
+    `achieved` < 95% of `scheduled` (the endpoint does not keep up with the offered load)."""
+    if not rate:
+        return None
+    sched = sorted(r.scheduled_at for r in records if r.scheduled_at is not None)
+    sent = sorted(r.sent_at for r in records)
+
+    def per_s(times: Sequence[float]) -> float | None:
+        span = times[-1] - times[0] if len(times) > 1 else 0.0
+        return (len(times) - 1) / span if span > 0 else None
+
+    scheduled, achieved = per_s(sched), per_s(sent)
+    saturated = None
+    if scheduled and achieved:
+        saturated = achieved < SATURATION_FRACTION * scheduled
+    return {
+        "offered_rate_per_s": rate,
+        "scheduled_rate_per_s": scheduled,
+        "achieved_rate_per_s": achieved,
+        "saturated": saturated,
+    }
+
+
 def summarize_level(
     records: Sequence[RequestRecord],
     *,
@@ -138,8 +174,12 @@ def summarize_level(
     rate: float | None = None,
     cpu_seconds: Sequence[float] = (),
     usd_per_hour: float | None = None,
+    slo: dict[str, float] | None = None,
+    burstiness: float | None = None,
 ) -> dict[str, Any]:
     """The level's statistics (see the module docstring for each definition)."""
+    from .slo import goodput
+
     ok = [r for r in records if r.ok]
     failed = [r for r in records if not r.ok]
     start = min((r.sent_at for r in records), default=0.0)
@@ -181,5 +221,8 @@ def summarize_level(
         "client_cpu": cpu_summary(list(cpu_seconds), wall),
         "usd_per_million_output_tokens": cost_per_million(usd_per_hour, otps),
         "acceptance": None,
+        "goodput": goodput(records, slo, wall) if slo else None,
+        "burstiness": burstiness if rate else None,
+        "saturation": saturation(records, rate),
         "records": [r.to_dict() for r in records],
     }

@@ -159,7 +159,14 @@ def recommendation_lines(doc: dict[str, Any]) -> list[str]:
             + f": K={r['k']}"
             for r in ranges
         ]  # fmt: skip
-        out.append(f"{mode}: " + "; ".join(parts))
+        line = f"{mode}: " + "; ".join(parts)
+        sched = (doc.get("k_schedule") or {}).get(mode)
+        if sched:
+            line += (
+                f" (one deployment, vLLM >= 0.24.0: -k {sched['num_speculative_tokens']} "
+                f"--k-schedule {sched['k_schedule']})"
+            )
+        out.append(line)
     return out
 
 

@@ -42,6 +42,19 @@ def level_line(level: dict[str, Any]) -> str:
         parts.append(f"TPOT p50 {level['tpot_s']['p50'] * 1000:.1f}ms")
     if level["mean_tokens_per_chunk"] is not None:
         parts.append(f"{level['mean_tokens_per_chunk']:.2f} tok/chunk")
+    gp = level.get("goodput")
+    if gp and gp["share"]["all"] is not None:
+        rate = gp["output_tokens_per_s"]
+        parts.append(
+            f"SLO met by {gp['share']['all']:.0%}"
+            + (f" (goodput {rate:,.0f} tok/s)" if rate is not None else "")
+        )
+    sat = level.get("saturation")
+    if sat and sat.get("saturated"):
+        parts.append(
+            f"SATURATED: sent {sat['achieved_rate_per_s']:.2f}/s of "
+            f"{sat['scheduled_rate_per_s']:.2f}/s scheduled"
+        )
     if req["failed"]:
         parts.append(f"failures: {req['failure_reasons']}")
     return " · ".join(parts)
@@ -83,15 +96,28 @@ def bench_endpoint(
     temperature: float | None = None,
     extra: dict[str, Any] | None = None,
     acceptance_wait_s: float = 25.0,
+    slo: dict[str, float] | None = None,
+    burstiness: float = 1.0,
+    search: dict[str, Any] | None = None,
+    requests_out: Any = None,
+    configuration: str | None = None,
     aws: Any = None,
     region: str | None = None,
     say: Callable[[str], None] = _quiet,
 ) -> dict[str, Any]:
-    """Benchmark every (concurrency, rate) level in turn; the peagle.bench/1 document."""
+    """Benchmark every (concurrency, rate) level in turn; the peagle.bench/1 document.
+
+    `slo` adds goodput to every level; `search` (keyword arguments of
+    `search_max_concurrency`: target_share, start, max_concurrency, max_probes) replaces
+    the concurrency list by the max-concurrency search (closed loop; needs `slo`);
+    `requests_out` (a RequestExporter) receives every request as a JSONL line."""
     from ..aws import AwsContext
     from ..lifecycle.inventory import endpoint_status
     from .acceptance import acceptance_for_levels
+    from .tune_k import estimate_for_level
 
+    if search is not None and not slo:
+        raise PeagleError("the max-concurrency search needs an SLO (--slo)")
     aws = aws or AwsContext(region)
     ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     status = endpoint_status(aws.client("sagemaker"), endpoint)
@@ -102,40 +128,67 @@ def bench_endpoint(
         )
     prov = {"model": _model_of(aws, endpoint), **provenance_of(status)}
     levels_spec = [(c, r) for c in concurrency for r in rates]
+    biggest = (search or {}).get("max_concurrency", 1024) if search is not None else 0
     rt = None
     if workers <= 1:
-        rt = bench_client(aws.region, endpoint, max(c for c, _ in levels_spec))
+        rt = bench_client(aws.region, endpoint, max([c for c, _ in levels_spec] + [biggest]))
     started = time.time()
-    levels, simulated = [], is_sandbox()
+    levels: list[dict[str, Any]] = []
+    simulated = is_sandbox()
+
+    def measure(c: int, rate: float | None, probe: bool = False) -> dict[str, Any]:
+        nonlocal simulated
+        spec = LoadSpec(
+            concurrency=c,
+            requests=requests,
+            duration_s=duration_s,
+            rate=rate,
+            burstiness=burstiness,
+            warmup=warmup,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            extra=dict(extra or {}),
+        )
+        run: LevelRun
+        if rt is not None:
+            run = run_level(rt, ds, spec)
+        else:
+            run = run_level_processes(aws.region, endpoint, ds, spec, workers)
+        simulated = simulated or run.simulated
+        level = summarize_level(
+            run.records,
+            concurrency=c,
+            rate=rate,
+            cpu_seconds=run.cpu_seconds,
+            usd_per_hour=prov["usd_per_hour"],
+            slo=slo,
+            burstiness=burstiness,
+        )
+        if probe:
+            level["search_probe"] = True
+        if requests_out is not None:
+            requests_out.write_level(
+                run.records, endpoint=endpoint, configuration=configuration,
+                concurrency=c, rate=rate, slo=slo, probe=probe,
+            )  # fmt: skip
+        levels.append(level)
+        say(level_line(level))
+        if level["client_cpu"]["warning"]:
+            say(f"warning: {level['client_cpu']['warning']}")
+        return level
+
+    search_result = None
     try:
-        for c, rate in levels_spec:
-            spec = LoadSpec(
-                concurrency=c,
-                requests=requests,
-                duration_s=duration_s,
-                rate=rate,
-                warmup=warmup,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                extra=dict(extra or {}),
+        if search is not None:
+            from .search import search_max_concurrency
+
+            assert slo is not None
+            search_result = search_max_concurrency(
+                lambda c: measure(c, None, probe=True), slo=slo, say=say, **search
             )
-            run: LevelRun
-            if rt is not None:
-                run = run_level(rt, ds, spec)
-            else:
-                run = run_level_processes(aws.region, endpoint, ds, spec, workers)
-            simulated = simulated or run.simulated
-            level = summarize_level(
-                run.records,
-                concurrency=c,
-                rate=rate,
-                cpu_seconds=run.cpu_seconds,
-                usd_per_hour=prov["usd_per_hour"],
-            )
-            levels.append(level)
-            say(level_line(level))
-            if level["client_cpu"]["warning"]:
-                say(f"warning: {level['client_cpu']['warning']}")
+        else:
+            for c, rate in levels_spec:
+                measure(c, rate)
     finally:
         if rt is not None:
             rt.close()
@@ -147,10 +200,17 @@ def bench_endpoint(
     )
     for level, acc in zip(levels, accept, strict=True):
         level["acceptance"] = acc
+        # The flat step-cost model fits P-EAGLE (one drafting pass); EAGLE-3 drafts position
+        # by position, so its estimate needs a --position-cost (`peagle tune-k`).
+        p_eagle = prov["mode"] == "p-eagle"
+        level["k_estimate"] = estimate_for_level(level, prov["k"]) if p_eagle else None
     load = {
         "kind": "open" if any(rates) else "closed",
-        "concurrency": list(concurrency),
+        "concurrency": sorted({lv["concurrency"] for lv in levels})
+        if search
+        else list(concurrency),
         "rates": [r for r in rates if r],
+        "burstiness": burstiness if any(rates) else None,
         "requests": requests,
         "duration_s": duration_s,
         "warmup": warmup,
@@ -158,8 +218,9 @@ def bench_endpoint(
         "max_tokens": max_tokens,
         "temperature": temperature,
         "retries": 0,
+        "slo_s": dict(slo) if slo else None,
     }
-    return bench_document(
+    doc = bench_document(
         provenance=prov,
         dataset=ds.describe(),
         load=load,
@@ -169,3 +230,6 @@ def bench_endpoint(
         simulated=simulated,
         sandbox=_sandbox_info(),
     )
+    if search_result is not None:
+        doc["search"] = search_result
+    return doc

@@ -24,6 +24,8 @@ __all__ = [
     "comparison",
     "config_label",
     "configurations",
+    "k_schedules",
+    "max_concurrency_table",
     "recommend_k",
     "run_sweep",
 ]
@@ -112,13 +114,53 @@ def recommend_k(runs: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]
     return out
 
 
+def max_concurrency_table(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Per configuration that ran the search: its max concurrency under the SLO, the output
+    tokens/s there and the cost per 1M output tokens at that point."""
+    rows = []
+    for r in runs:
+        s = r.get("search")
+        if not s:
+            continue
+        rows.append(
+            {
+                "configuration": config_label(r.get("mode"), r.get("k")),
+                "max_concurrency": s["max_concurrency"],
+                "output_tokens_per_s": s["output_tokens_per_s"],
+                "goodput_output_tokens_per_s": s["goodput_output_tokens_per_s"],
+                "usd_per_million_output_tokens": s["usd_per_million_output_tokens"],
+                "bounded": s["bounded"],
+                "probes": len(s["probes"]),
+            }
+        )
+    return rows or None
+
+
+def k_schedules(recommendation: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The best K per concurrency as a dynamic-K schedule, per mode (deployable with
+    `--k-schedule`, vLLM >= 0.24.0): batch size ~ concurrency in a closed loop."""
+    from ..planning.dynamic_k import schedule_from_ranges, schedule_text
+
+    out = {}
+    for mode, ranges in recommendation.items():
+        sched = schedule_from_ranges(ranges)
+        if len({k for _, _, k in sched}) < 2:
+            continue  # one K everywhere: a fixed -k says the same
+        out[mode] = {
+            "num_speculative_tokens": max(k for _, _, k in sched),
+            "num_speculative_tokens_per_batch_size": sched,
+            "k_schedule": schedule_text(sched),
+        }
+    return out
+
+
 def combine_runs(
     runs: list[dict[str, Any]], *, extra: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The sweep document; its table and recommendation are derived from `runs` only, so
     `peagle report` recomputes them identically from the stored runs."""
-    simulated = any(r.get("simulated") for r in runs)
     extra = dict(extra or {})
+    simulated = any(r.get("simulated") for r in runs)
     first = runs[0] if runs else {}
     doc: dict[str, Any] = {
         "schema": SCHEMA,
@@ -133,6 +175,9 @@ def combine_runs(
     doc["runs"] = runs
     doc["table"] = comparison(runs)
     doc["recommendation"] = recommend_k(runs)
+    doc["k_schedule"] = k_schedules(doc["recommendation"])
+    if (table := max_concurrency_table(runs)) is not None:
+        doc["max_concurrency"] = table
     return doc
 
 
@@ -189,7 +234,9 @@ def run_sweep(
         try:
             spec_k = {"k": k} if k else {}
             deploy(model, mode=mode, name=name, aws=aws, say=say, **spec_k, **overrides)
-            doc = bench_endpoint(name, concurrency=concurrency, aws=aws, say=say, **bench)
+            doc = bench_endpoint(
+                name, concurrency=concurrency, aws=aws, say=say, configuration=label, **bench
+            )
             doc["configuration"] = label
             save_document(doc, out_dir / f"{_slug(label)}.json")
             runs.append(doc)

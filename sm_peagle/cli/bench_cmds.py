@@ -1,5 +1,5 @@
-"""`peagle bench`, `peagle sweep` and `peagle report`: measure endpoints honestly, compare
-configurations, and re-render stored results.
+"""`peagle bench` and `peagle sweep`: measure endpoints honestly and compare configurations
+(`peagle report`, which re-renders stored results, is in report_cmd.py).
 
 Progress goes to stderr; `--json` prints the one results document on stdout. Result files
 (JSON first, then CSV, markdown, PNG) are written before anything is printed, so a missing
@@ -13,6 +13,16 @@ from typing import Annotated, Any
 
 import typer
 
+from .bench_options import (
+    BurstinessOpt,
+    ProbesOpt,
+    RequestsOutOpt,
+    SearchLimitOpt,
+    SearchOpt,
+    ShareOpt,
+    SloOpt,
+    extra_options,
+)
 from .output import note, print_json
 from .spec_options import InstanceTypeOpt, JsonOpt, RegionOpt, RoleOpt
 
@@ -32,7 +42,8 @@ DatasetOpt = Annotated[
     typer.Option(
         "--dataset",
         help="peagle-builtin (default), FILE.jsonl ('prompt' or 'messages' per line), "
-        "humaneval, mt-bench or speed-bench (need `datasets` and network).",
+        "humaneval (offline with sm-peagle[humaneval]; the sweep's default then), "
+        "mt-bench or speed-bench (need `datasets` and network).",
     ),
 ]
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", help="max_tokens per request.")]
@@ -163,6 +174,13 @@ def bench_command(
     workers: Annotated[
         int, typer.Option("--workers", help="Client processes (each with its own pool).")
     ] = 1,
+    burstiness: BurstinessOpt = 1.0,
+    slo: SloOpt = None,
+    search: SearchOpt = False,
+    slo_share: ShareOpt = 0.99,
+    search_limit: SearchLimitOpt = 1024,
+    max_probes: ProbesOpt = 16,
+    requests_out: RequestsOutOpt = None,
     dataset: DatasetOpt = None,
     max_tokens: MaxTokensOpt = 256,
     temperature: TemperatureOpt = None,
@@ -202,7 +220,17 @@ def bench_command(
     opts = _bench_options(
         requests, duration, warmup, dataset, max_tokens, temperature, acceptance_wait
     )
+    more = dict(
+        slo=slo, search=search, share=slo_share, limit=search_limit, probes=max_probes,
+        burstiness=burstiness, rate=rate, requests_out=None,
+    )  # fmt: skip
+    extra_options(**more)  # misuse: exit 2 before anything is sent or written
     if locust or locust_print_commands:
+        if slo or search or burstiness != 1.0 or requests_out:
+            raise SpecError(
+                "--locust does not take --slo, --search-max-concurrency, --burstiness or "
+                "--requests-out"
+            )
         if len(levels) > 1 or rate or duration or warmup or workers > 1 or locust_workers < 1:
             raise SpecError(
                 "--locust runs one closed-loop level: one --concurrency (the users), "
@@ -214,9 +242,12 @@ def bench_command(
         )  # fmt: skip
         return
     aws = _aws(region)
+    opts.update(extra_options(**{**more, "requests_out": requests_out}))
     doc = bench_endpoint(
         name, concurrency=levels, rates=_rates(rate), workers=workers, aws=aws, say=note, **opts
     )
+    if requests_out is not None:
+        note(f"wrote {requests_out} ({opts['requests_out'].lines} requests)")
     write_outputs(doc, out=out, csv_path=csv_path, markdown=markdown, plot_path=plot_path)
     _show(doc, json_out)
 
@@ -264,6 +295,12 @@ def sweep_command(
     max_tokens: MaxTokensOpt = 256,
     temperature: TemperatureOpt = None,
     acceptance_wait: AcceptanceWaitOpt = "25s",
+    slo: SloOpt = None,
+    search: SearchOpt = False,
+    slo_share: ShareOpt = 0.99,
+    search_limit: SearchLimitOpt = 1024,
+    max_probes: ProbesOpt = 16,
+    requests_out: RequestsOutOpt = None,
     out_dir: Annotated[
         Path | None,
         typer.Option("--out-dir", help="Results directory (default: ./peagle-sweep-<time>)."),
@@ -285,11 +322,21 @@ def sweep_command(
     ks = _ints(k, "-k") if any(m != "baseline" for m in mode_list) else []
     levels = _ints(concurrency, "--concurrency")
     configurations(mode_list, ks)  # bad --modes / -k: exit 2 before any AWS call
+    if dataset is None:
+        from ..bench.datasets import default_sweep_dataset
+
+        dataset = default_sweep_dataset()  # HumanEval (the seed's set) when installed
     opts = _bench_options(
         requests, duration, warmup, dataset, max_tokens, temperature, acceptance_wait
     )
+    more = dict(
+        slo=slo, search=search, share=slo_share, limit=search_limit, probes=max_probes,
+        burstiness=1.0, rate=None, requests_out=None,
+    )  # fmt: skip
+    extra_options(**more)
     out_dir = out_dir or Path(f"peagle-sweep-{time.strftime('%Y%m%d-%H%M%S')}")
     aws = _aws(region)
+    opts.update(extra_options(**{**more, "requests_out": requests_out}))
     note(f"results go to {out_dir}/")
     doc = run_sweep(
         model, modes=mode_list, ks=ks, concurrency=levels, out_dir=out_dir,
@@ -306,40 +353,3 @@ def sweep_command(
         from ..errors import PeagleError
 
         raise PeagleError("every configuration failed", remedy=f"see {out_dir}/sweep.json")
-
-
-def load_results(path: Path) -> dict[str, Any]:
-    """A results file, or a directory: its sweep.json, else its bench documents combined.
-    Derived parts (comparison table, K recommendation) are recomputed from the runs."""
-    from ..bench.results import load_document
-    from ..bench.sweep import combine_runs
-    from ..errors import SpecError
-
-    if path.is_dir():
-        if (path / "sweep.json").exists():
-            doc = load_document(path / "sweep.json")
-        else:
-            runs = [load_document(p) for p in sorted(path.glob("*.json"))]
-            runs = [r for r in runs if r["kind"] == "bench"]
-            if not runs:
-                raise SpecError(f"no peagle.bench/1 results in {path}")
-            return combine_runs(runs)
-    else:
-        doc = load_document(path)
-    if doc["kind"] != "sweep":
-        return doc
-    derived = ("schema", "kind", "label", "simulated", "runs", "table", "recommendation")
-    return combine_runs(doc["runs"], extra={k: v for k, v in doc.items() if k not in derived})
-
-
-def report_command(
-    path: Annotated[Path, typer.Argument(help="Results directory or JSON file.")],
-    markdown: MarkdownOpt = None,
-    csv_path: CsvOpt = None,
-    plot_path: PlotOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Re-render stored results (no AWS access): tables, markdown, CSV, PNG."""
-    doc = load_results(path)
-    write_outputs(doc, csv_path=csv_path, markdown=markdown, plot_path=plot_path)
-    _show(doc, json_out)

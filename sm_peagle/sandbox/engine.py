@@ -41,6 +41,18 @@ Steps (one engine step = one streamed chunk)
     Each request is simulated as if it ran alone: there is no batching and no contention
     between concurrent requests. ``time_scale`` multiplies every duration (0 = no sleeps).
 
+Overload (a knee, off by default)
+    With ``overload_above_concurrency`` N > 0, a request that arrives while more than N
+    requests (itself included) are in flight on its endpoint first waits
+    ``overload_queue_ms`` (as in a full vLLM scheduler queue): its TTFT and e2e grow by that
+    much, its steps do not change. Benchmarks' max-concurrency search and goodput tests
+    configure it to put a knee at a known concurrency (``overload_delay``).
+
+Configuring a sandbox
+    ``PEAGLE_SIMULATED_ENGINE='{"prefill_ms_per_prompt_token": 1.0, ...}'`` in the environment
+    of ``peagle sandbox start`` (or ``manager.start``) overrides any constant here
+    (``constants_from_env``); ``GET /_peagle/engine`` shows the values in force.
+
 The acceptance draws use an RNG seeded from the prompt, the mode and K, so a given request
 on a given endpoint always produces the same steps.
 """
@@ -58,6 +70,7 @@ __all__ = [
     "Generation",
     "Speculation",
     "Step",
+    "constants_from_env",
     "count_tokens",
     "expected_acceptance_length",
     "generate_tokens",
@@ -86,6 +99,9 @@ class EngineConstants:
     chat_tokens_per_message: int = 4
     chat_tokens_reply_primer: int = 3
     default_max_model_len: int = 8192
+    # Overload: see the module docstring (0 = off).
+    overload_above_concurrency: int = 0
+    overload_queue_ms: float = 0.0
 
     def alpha(self, mode: str) -> float:
         return self.alpha_p_eagle if mode == "p-eagle" else self.alpha_eagle3
@@ -100,11 +116,47 @@ class EngineConstants:
     def prefill_ms(self, prompt_tokens: int) -> float:
         return self.prefill_base_ms + self.prefill_ms_per_prompt_token * prompt_tokens
 
+    def overload_delay(self, in_flight: int) -> float:
+        """Seconds a request waits before its prefill when it arrives with `in_flight`
+        requests (itself included) on its endpoint."""
+        n = self.overload_above_concurrency
+        if n <= 0 or in_flight <= n:
+            return 0.0
+        return self.overload_queue_ms * self.time_scale / 1000.0
+
     def to_dict(self) -> dict[str, float | int]:
         return asdict(self)
 
 
 CONSTANTS = EngineConstants()
+ENGINE_ENV = "PEAGLE_SIMULATED_ENGINE"
+
+
+def constants_from_env(env: Mapping[str, str] | None = None) -> EngineConstants:
+    """CONSTANTS with the overrides in $PEAGLE_SIMULATED_ENGINE (a JSON object); an unknown
+    name or a value of the wrong type is an error, never silently ignored."""
+    import json
+    import os
+    from dataclasses import fields, replace
+
+    raw = (os.environ if env is None else env).get(ENGINE_ENV)
+    if not raw:
+        return CONSTANTS
+    try:
+        doc = json.loads(raw)
+    except ValueError as e:
+        raise ValueError(f"{ENGINE_ENV}: not JSON ({e})") from None
+    types = {f.name: f.type for f in fields(EngineConstants)}
+    if not isinstance(doc, dict) or set(doc) - set(types):
+        unknown = sorted(set(doc) - set(types)) if isinstance(doc, dict) else doc
+        raise ValueError(f"{ENGINE_ENV}: unknown engine constant(s) {unknown}")
+    for name, value in doc.items():
+        want = int if types[name] in (int, "int") else float
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{ENGINE_ENV}: {name} must be a number, got {value!r}")
+        if want is int and not isinstance(value, int):
+            raise ValueError(f"{ENGINE_ENV}: {name} must be an integer, got {value!r}")
+    return replace(CONSTANTS, **doc)
 
 
 def expected_acceptance_length(alpha: float, k: int) -> float:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import random
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -69,6 +70,8 @@ class Runtime:
         self.info = info or {}
         self.engine_host = engine_host  # engine_host.EngineHost: the real vLLM engine
         self._counter = itertools.count()
+        self._in_flight: dict[str, int] = {}  # endpoint -> simulated requests in flight
+        self._flight_lock = threading.Lock()
 
     def wrap(self, moto_app: WsgiApp) -> WsgiApp:
         """Dispatch by path: runtime and /_peagle routes here, everything else to moto."""
@@ -107,6 +110,16 @@ class Runtime:
         else:
             return json_response(start_response, 404, {"message": f"no such sandbox route {path}"})
         return json_response(start_response, 200, body)
+
+    def _admit(self, name: str) -> float:
+        """Count a simulated request in; the queueing delay its arrival earns (engine.py)."""
+        with self._flight_lock:
+            self._in_flight[name] = self._in_flight.get(name, 0) + 1
+            return self.constants.overload_delay(self._in_flight[name])
+
+    def _release(self, name: str) -> None:
+        with self._flight_lock:
+            self._in_flight[name] = max(self._in_flight.get(name, 1) - 1, 0)
 
     def _engine_name(self) -> str:
         if self.engine_host is not None:
@@ -190,6 +203,7 @@ class Runtime:
             stream=req.stream,
             delivery="stream" if streaming and req.stream else "buffered",
             prompt_tokens=req.prompt_tokens,
+            queued_s=self._admit(name),  # the engine's overload knob (0 unless configured)
         )
         self.logs.request_started(view, req.prompt_tokens)
         responder = Responder(req, request_id)
@@ -201,6 +215,8 @@ class Runtime:
                 self.truth.add_step(record, t, tag.tokens, tag.accepted, tag.drafted)
 
         def finish(status: str) -> None:
+            if record["status"] == "running":
+                self._release(name)
             self.truth.close(record, status, finish_reason=gen.finish_reason)
             self.logs.request_finished(view, 200)
 
@@ -230,7 +246,7 @@ class Runtime:
         self, gen: Generation, responder: Responder, record: dict, view: EndpointView
     ) -> Iterator[tuple[bytes, Any]]:
         """(SSE bytes, Step or None), each step released when its simulated time is due."""
-        due = record["arrival"]
+        due = record["arrival"] + record["queued_s"]
         done = 0
         for i, step in enumerate(gen.steps):
             due += step.seconds

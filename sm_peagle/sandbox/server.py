@@ -36,7 +36,7 @@ from moto.moto_server.werkzeug_app import (
 from werkzeug.serving import make_server
 
 from ..testing.moto_sagemaker import SageMakerHarness
-from .engine import CONSTANTS
+from .engine import CONSTANTS, constants_from_env
 from .engine_harness import HOLD_SECONDS, EngineHarness
 from .engine_host import EngineHost
 from .groundtruth import GroundTruth
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         GroundTruth(),
         upstream=args.upstream,
         seed=args.seed,
-        constants=replace(CONSTANTS, time_scale=args.time_scale),
+        constants=replace(constants_from_env(), time_scale=args.time_scale),
         info=info,
     )
     server = SandboxServer(runtime, args.port)

