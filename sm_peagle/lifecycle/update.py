@@ -76,22 +76,36 @@ def update_in_place(
             )
     except (Exception, KeyboardInterrupt) as exc:
         err = as_error(exc)
-        _wait_settled(lc, name)
-        lc.rollback(created)
+        settled = _wait_settled(lc, name)
+        if settled.get("EndpointConfigName") == config_req["EndpointConfigName"]:
+            # Ctrl-C or a timeout does not stop SageMaker: the update went through, so the
+            # new config and model are in use and the old ones are what is left over.
+            lc.say(f"{name} finished updating to {config_req['EndpointConfigName']} anyway")
+            _switch_over(lc, current["EndpointArn"], config_req, old_config, old_models)
+        else:
+            lc.rollback(created)
         if isinstance(exc, KeyboardInterrupt):
             raise
         raise err from None
-    _retag_endpoint(lc, current["EndpointArn"], config_req["Tags"])
-    for kind, old in [("endpoint_config", old_config)] + [("model", m) for m in old_models]:
-        lc.delete_and_confirm(kind, old)
-        lc.say(f"removed old {kind.replace('_', ' ')} {old}")
+    _switch_over(lc, current["EndpointArn"], config_req, old_config, old_models)
     return DeployResult(name, "InService", created, time.monotonic() - start, desc)
 
 
-def _wait_settled(lc: Any, name: str) -> None:
-    """Before removing a new config, let SageMaker finish rolling the update back."""
+def _switch_over(
+    lc: Any, arn: str, config_req: dict, old_config: str, old_models: list[str]
+) -> None:
+    """The endpoint serves the new config: retag it, remove the old config and models."""
+    _retag_endpoint(lc, arn, config_req["Tags"])
+    for kind, old in [("endpoint_config", old_config)] + [("model", m) for m in old_models]:
+        lc.delete_and_confirm(kind, old)
+        lc.say(f"removed old {kind.replace('_', ' ')} {old}")
+
+
+def _wait_settled(lc: Any, name: str) -> dict[str, Any]:
+    """Before removing a new config, let SageMaker finish the update or roll it back;
+    the endpoint's description then ({} if it did not settle)."""
     with contextlib.suppress(PeagleError):
-        wait_for_endpoint(
+        return wait_for_endpoint(
             lc.sm,
             name,
             timeout=900,
@@ -99,6 +113,7 @@ def _wait_settled(lc: Any, name: str) -> None:
             poll_max=lc.poll_max,
             sleep=lc.sleep,
         )
+    return {}
 
 
 def _retag_endpoint(lc: Any, arn: str, tags: list[dict[str, str]]) -> None:
