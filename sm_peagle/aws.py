@@ -18,11 +18,18 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .errors import NoCredentials
+from .errors import NoCredentials, SpecError
 
 __all__ = ["AwsContext", "has_credentials_hint", "resolve_region"]
 
 DEFAULT_POOL = 10
+# Bounded, explicit retries: botocore's `max_attempts` counts retries after the first call,
+# so 3 means at most 4 attempts in all. Throttles and 5xx get 3 backed-off retries; an
+# unreachable endpoint (no network, a stopped sandbox, a bad AWS_ENDPOINT_URL) fails after
+# 4 connection attempts, and the CLI prints one line (see cli/app.py).
+MAX_RETRIES = 3
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 120.0
 
 
 def resolve_region(explicit: str | None = None) -> str | None:
@@ -55,9 +62,9 @@ class AwsContext:
         *,
         max_pool_connections: int = DEFAULT_POOL,
         retry_mode: str = "standard",
-        max_attempts: int = 8,
-        connect_timeout: float = 10,
-        read_timeout: float = 120,
+        max_attempts: int = MAX_RETRIES,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        read_timeout: float = READ_TIMEOUT,
     ) -> None:
         self._region = region
         self._profile = profile
@@ -88,13 +95,23 @@ class AwsContext:
                 "no AWS region configured",
                 remedy="pass --region, set AWS_REGION, or use --sandbox",
             )
+        from .planning.regions import region_problem
+
+        problem = region_problem(region)
+        if problem:  # e.g. AWS_REGION=mars-1: say so, instead of retrying a DNS name
+            raise SpecError(f"region: {problem}", remedy="pass --region or fix AWS_REGION")
         return region
 
     def config(self, **overrides: Any) -> Any:
         from botocore.config import Config
 
         settings: dict[str, Any] = {
-            "retries": {"mode": self.retry_mode, "max_attempts": self.max_attempts},
+            # total_max_attempts = max_attempts + 1; stated explicitly, so no env var or
+            # profile setting (AWS_MAX_ATTEMPTS) can make a command retry for minutes.
+            "retries": {
+                "mode": self.retry_mode,
+                "total_max_attempts": self.max_attempts + 1,
+            },
             "connect_timeout": self.connect_timeout,
             "read_timeout": self.read_timeout,
             "max_pool_connections": self.max_pool_connections,
@@ -126,3 +143,60 @@ class AwsContext:
 
     def account_id(self) -> str:
         return self.client("sts").get_caller_identity()["Account"]
+
+
+_UNREACHABLE = (
+    "EndpointConnectionError",
+    "ConnectTimeoutError",
+    "ConnectionClosedError",
+    "ReadTimeoutError",
+    "ProxyConnectionError",
+    "SSLError",
+    "HTTPClientError",
+)
+
+
+def as_peagle_error(exc: BaseException) -> Exception | None:
+    """A botocore exception as the typed peagle error the CLI prints in one line; None if
+    `exc` is not botocore's. botocore is only consulted if it is already imported."""
+    import sys
+
+    if "botocore.exceptions" not in sys.modules:
+        return None
+    from botocore import exceptions as bx
+
+    from .errors import AwsError, AwsUnreachable
+
+    if isinstance(exc, bx.ClientError):
+        err = exc.response.get("Error", {})
+        code, message = err.get("Code", "Error"), err.get("Message", "")
+        remedy = None
+        if code in ("ExpiredToken", "ExpiredTokenException", "UnrecognizedClientException"):
+            remedy = "refresh your AWS credentials (aws sso login / aws configure)"
+        elif "AccessDenied" in code:
+            remedy = "your AWS identity lacks this permission; see `peagle iam-policy`"
+        return AwsError(f"{exc.operation_name} failed: {code}: {message}", remedy=remedy)
+    if isinstance(exc, bx.NoCredentialsError | bx.PartialCredentialsError):
+        return NoCredentials(
+            f"AWS credentials: {exc}",
+            remedy="configure AWS (aws configure / AWS_PROFILE) or run with --sandbox",
+        )
+    if isinstance(exc, bx.NoRegionError):
+        return NoCredentials(
+            "no AWS region configured", remedy="pass --region, set AWS_REGION, or use --sandbox"
+        )
+    if type(exc).__name__ in _UNREACHABLE or isinstance(exc, bx.HTTPClientError):
+        where = getattr(exc, "kwargs", {}).get("endpoint_url") or "AWS"
+        if os.environ.get("PEAGLE_SANDBOX_URL"):
+            remedy = "the sandbox did not answer: `peagle sandbox status`, or restart it"
+        elif os.environ.get("AWS_ENDPOINT_URL"):
+            remedy = "check AWS_ENDPOINT_URL and that its server is running"
+        else:
+            remedy = "check the network, a proxy, or the region; or run with --sandbox"
+        return AwsUnreachable(
+            f"cannot reach {where} ({type(exc).__name__}; gave up after retrying)",
+            remedy=remedy,
+        )
+    if isinstance(exc, bx.BotoCoreError):
+        return AwsError(f"AWS client error: {exc}")
+    return None

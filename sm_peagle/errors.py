@@ -20,6 +20,15 @@ class PeagleError(Exception):
             text += f" (fix: {self.remedy})"
         return text
 
+    def to_dict(self) -> dict:
+        """The `--json` error document's body (see README, "Output and exit codes")."""
+        return {
+            "type": type(self).__name__,
+            "message": self.message.strip(),
+            "fix": self.remedy,
+            "exit_code": self.exit_code,
+        }
+
 
 class SpecError(PeagleError):
     """A deployment spec or CLI option is invalid. Nothing was created."""
@@ -32,10 +41,28 @@ class CheckFailed(SpecError):
 
     def __init__(self, checks: list) -> None:  # list[Check]
         failed = [c for c in checks if c.status == "fail"]
-        first = failed[0]
-        more = f" (+{len(failed) - 1} more failed checks)" if len(failed) > 1 else ""
-        super().__init__(f"{first.name}: {first.message}{more}", remedy=first.fix)
+        # Every failed check, each with its own fix: a user fixes them all in one go.
+        parts = [f"{c.name}: {c.message}" + (f" (fix: {c.fix})" if c.fix else "") for c in failed]
+        super().__init__("; ".join(parts))
         self.checks = checks
+        self.failed = failed
+
+    def to_dict(self) -> dict:
+        doc = super().to_dict()
+        doc["errors"] = [{"name": c.name, "message": c.message, "fix": c.fix} for c in self.failed]
+        return doc
+
+
+class AwsUnreachable(PeagleError):
+    """AWS (or the sandbox, or AWS_ENDPOINT_URL) did not answer after the bounded retries."""
+
+    exit_code = 1
+
+
+class AwsError(PeagleError):
+    """AWS answered with an error peagle has no more specific type for."""
+
+    exit_code = 1
 
 
 class PreflightFailed(PeagleError):

@@ -114,8 +114,12 @@ def _image_for(view: dict, instance_type: str, region: str) -> str:
         )
     if image.startswith("$"):
         if not aliases or image[1:] not in aliases:
+            offered = sorted(
+                r for r, a in (variants.get("regional_aliases") or {}).items() if image[1:] in a
+            )
             raise SpecError(
-                f"region: JumpStart has no image alias {image} for region {region}",
+                f"region: JumpStart does not offer this model's image in {region}"
+                + (f" (offered in {', '.join(offered)})" if offered else ""),
                 remedy="use a region the model is offered in, or pass --image",
             )
         image = aliases[image[1:]]

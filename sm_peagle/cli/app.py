@@ -43,6 +43,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from ..version import __version__
+
+        typer.echo(f"peagle {__version__}")
+        raise typer.Exit(0)
+
+
 def build_app(only: str | None = None) -> typer.Typer:
     """The typer app; with `only`, just that command.
 
@@ -62,6 +70,9 @@ def build_app(only: str | None = None) -> typer.Typer:
 
     @app.callback()
     def _root(
+        version: bool = typer.Option(
+            False, "--version", is_eager=True, callback=_print_version, help="Show the version."
+        ),
         sandbox: bool = typer.Option(
             False,
             "--sandbox",
@@ -95,9 +106,11 @@ def __getattr__(name: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the app, turning known errors into one line and an exit code."""
-    from ..errors import PeagleError
+    """Entry point: run the app; `cli/boundary.py` turns whatever stops it into one line
+    (and, with --json, one JSON error document) and an exit code."""
+    from .output import json_printed
 
+    json_printed(reset=True)
     args, sandbox = _take_sandbox_flag(sys.argv[1:] if argv is None else list(argv))
     args, engine = _take_engine_option(args)
     if engine is not None:  # read by the sandbox manager, also for `peagle sandbox start`
@@ -114,36 +127,14 @@ def main(argv: list[str] | None = None) -> int:
         # into a *returned* exit code when standalone_mode is False: pass it on.
         if isinstance(code, int) and not isinstance(code, bool) and code:
             if code == 130:
-                sys.stderr.write("interrupted\n")
+                from .boundary import interrupted
+
+                return interrupted(args)
             return code
-    except PeagleError as e:
-        from .output import error
+    except (Exception, KeyboardInterrupt) as e:
+        from .boundary import exit_code_for
 
-        error(e.one_line())
-        return e.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        return 130
-    except typer.Exit as e:  # raised by typer for --help etc. in non-standalone mode
-        return e.exit_code
-    except typer.Abort:
-        sys.stderr.write("aborted\n")
-        return 1
-    except Exception as e:  # click usage errors and anything unexpected
-        # typer >= 0.2x vendors click (typer._click), so `click.ClickException` no longer
-        # matches what it raises: recognise a usage error by its shape instead.
-        if callable(getattr(e, "format_message", None)) and isinstance(
-            getattr(e, "exit_code", None), int
-        ):
-            message = e.format_message()
-            if "\n" in message.strip():  # no arguments: the help text itself
-                e.show()
-            else:
-                from .output import error
-
-                error(message.strip())
-            return e.exit_code
-        raise
+        return exit_code_for(e, args)
     return 0
 
 

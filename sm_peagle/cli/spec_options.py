@@ -61,5 +61,28 @@ NameOpt = Annotated[str | None, typer.Option("--name", help="Endpoint name.")]
 RoleOpt = Annotated[
     str | None, typer.Option("--role", help="Execution role ARN (or PEAGLE_ROLE_ARN).")
 ]
-RegionOpt = Annotated[str | None, typer.Option("--region", help="AWS region.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
+
+
+def check_region(value: str | None) -> str | None:
+    """`--region` on every command: the same check as the spec's `region` field."""
+    if value is None:
+        return value
+    from ..errors import SpecError
+    from ..planning.regions import region_problem
+
+    problem = region_problem(value)
+    if problem:
+        raise SpecError(f"region: {problem}", remedy="pass a region such as us-east-1")
+    return value
+
+
+RegionOpt = Annotated[
+    str | None, typer.Option("--region", help="AWS region.", callback=check_region)
+]
+JsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help='Print one JSON document on stdout (errors too: {"error": {...}}).',
+    ),
+]

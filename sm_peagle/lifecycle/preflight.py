@@ -201,9 +201,13 @@ def run_preflight(plan: Plan, aws: Any) -> list[Check]:
         for instance_type in variant_instance_types(variant):
             checks.append(check_quota(quotas, instance_type, variant["InitialInstanceCount"]))
     if any_failed(checks):
-        bad = next(c for c in checks if c.status == "fail")
-        cls = QuotaExceeded if bad.name == "quota" else PreflightFailed
-        err = cls(f"preflight {bad.name}: {bad.message}; nothing was created", remedy=bad.fix)
+        bad = [c for c in checks if c.status == "fail"]
+        cls = QuotaExceeded if all(c.name == "quota" for c in bad) else PreflightFailed
+        # Every failed check with its own fix; the last one's fix is the error's remedy.
+        parts = [f"{c.name}: {c.message}" + (f" (fix: {c.fix})" if c.fix else "") for c in bad]
+        last = bad[-1]
+        text = "; ".join([*parts[:-1], f"{last.name}: {last.message}"])
+        err = cls(f"preflight {text}; nothing was created", remedy=last.fix)
         err.checks = checks  # type: ignore[attr-defined]
         raise err
     return checks

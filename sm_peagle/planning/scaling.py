@@ -29,6 +29,16 @@ def add_fallback_pools(p: Any, plan_fn: Callable[[Any], Any]) -> None:
     if not fallbacks:
         return
     variant = p.create_endpoint_config["ProductionVariants"][0]
+    if variant["InstanceType"] in fallbacks:
+        p.checks.append(
+            failed(
+                "endpoint.fallback_instance_types",
+                f"{variant['InstanceType']} is the primary instance type; a fallback pool "
+                "must be a different type",
+                "drop it from --fallback, or pick another --instance-type",
+            )
+        )
+        return
     pools = [{"InstanceType": variant.pop("InstanceType"), "Priority": 1}]
     base = p.spec.model_dump(mode="json", exclude_unset=True)
     from .spec_loading import merge_overrides, spec_from_data

@@ -13,20 +13,31 @@ from .specs import DeploymentSpec
 __all__ = ["load_spec", "merge_overrides", "spec_from_data"]
 
 
-def _format_validation_error(err: Any) -> str:
-    first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"]) or "spec"
-    msg = first["msg"]
-    if first["type"] == "extra_forbidden":
-        msg = f"unknown key {first['loc'][-1]!r} (not a field of this section; see `peagle schema`)"
+def _format_one(error: dict[str, Any]) -> str:
+    loc = ".".join(str(p) for p in error["loc"]) or "spec"
+    msg = error["msg"]
+    if error["type"] == "extra_forbidden":
+        msg = f"unknown key {error['loc'][-1]!r} (not a field of this section; see `peagle schema`)"
+    elif error["type"] == "missing" and error["loc"][:1] == ("autoscaling",):
+        loc, msg = (
+            "autoscaling",
+            (
+                "a scaling target needs a range: --autoscale MIN:MAX "
+                "(or autoscaling.min_instances and max_instances in the spec)"
+            ),
+        )
     elif msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
-    more = len(err.errors()) - 1
-    return f"{loc}: {msg}" + (f" (+{more} more)" if more else "")
+    return f"{loc}: {msg}"
+
+
+def _format_validation_error(err: Any) -> str:
+    """Every error, in order, on one line: a user fixes them all in one go."""
+    return "; ".join(dict.fromkeys(_format_one(e) for e in err.errors()))
 
 
 def spec_from_data(data: dict[str, Any]) -> DeploymentSpec:
-    """Validate a dict into a spec; raise SpecError naming the first bad field."""
+    """Validate a dict into a spec; raise SpecError naming every bad field."""
     from pydantic import ValidationError
 
     try:

@@ -127,6 +127,11 @@ def build_spec(
         return load_spec(spec_file, overrides)
     if model is None and not (base and base.get("model")):
         raise SpecError("model: give a MODEL argument or a spec file with -f")
+    if base and options.mode == "baseline" and options.k is None:
+        # Switching a deployed p-eagle/eagle3 spec to baseline: its K no longer applies.
+        spec = {k: v for k, v in (base.get("speculative") or {}).items()}
+        spec.pop("num_speculative_tokens", None)
+        base = {**base, "speculative": spec}
     return spec_from_data(merge_overrides(base or {}, overrides))
 
 

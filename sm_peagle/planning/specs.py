@@ -38,7 +38,6 @@ AWS_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 S3_URI_RE = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])(?:/(?P<key>.*))?$")
 CHANNEL_RE = re.compile(r"^[A-Za-z0-9.\-_]{1,64}$")
 ROLE_ARN_RE = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/[a-zA-Z_0-9+=,.@\-/]{1,512}$")
-REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$")
 ENGINE_ARG_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
 
 
@@ -86,6 +85,15 @@ class SpeculativeSpec(_Strict):
         if k is not None and k > 128:
             raise ValueError(f"K must be at most 128, vLLM's rejection-sampler limit (got {k})")
         return k
+
+    @model_validator(mode="after")
+    def _baseline_has_no_k(self) -> SpeculativeSpec:
+        if self.mode == Mode.BASELINE and self.num_speculative_tokens is not None:
+            raise ValueError(
+                f"mode baseline proposes no tokens, so K={self.num_speculative_tokens} means "
+                "nothing: drop -k, or use mode p-eagle or eagle3"
+            )
+        return self
 
 
 class DrafterSpec(_Strict):
@@ -341,8 +349,11 @@ class DeploymentSpec(_Strict):
     @field_validator("region")
     @classmethod
     def _region(cls, v: str | None) -> str | None:
-        if v is not None and not REGION_RE.match(v):
-            raise ValueError(f"{v!r} is not an AWS region (e.g. us-east-1)")
+        from .regions import region_problem
+
+        problem = region_problem(v) if v is not None else None
+        if problem:
+            raise ValueError(problem)
         return v
 
     @field_validator("role")

@@ -41,8 +41,10 @@ def test_method_is_always_set(mode, version) -> None:
 
 
 def test_baseline_has_no_config() -> None:
-    result = build(SpeculativeSpec(mode=Mode.BASELINE, num_speculative_tokens=5))
+    result = build(SpeculativeSpec(mode=Mode.BASELINE))
     assert result.config is None and result.k is None
+    with pytest.raises(ValueError, match="baseline proposes no tokens"):  # K means nothing
+        SpeculativeSpec(mode=Mode.BASELINE, num_speculative_tokens=5)
 
 
 optional_fields = st.fixed_dictionaries(

@@ -1,0 +1,115 @@
+"""The CLI's error boundary: whatever stops a command becomes one line and an exit code.
+
+The contract (README, "Output and exit codes"):
+
+- 0 success; 1 a failure in AWS (or the sandbox), a missing resource, "n" at a prompt;
+  2 bad input (nothing was sent); 3 `diff --detailed-exitcode` with changes pending;
+  130 Ctrl-C.
+- stderr gets one line, `error: <what> (fix: <remedy>)`, never a traceback.
+- With `--json`, stdout gets one JSON document either way: the result (a command that
+  fails after producing it, like `plan` with failed checks, keeps it), or
+  `{"error": {"type", "message", "fix", "exit_code"[, "errors"]}}`.
+
+Network errors from botocore (no route, refused, timeouts) arrive here after the bounded
+retries of `aws.AwsContext` and become `AwsUnreachable`; every other botocore error
+becomes `AwsError`. Set PEAGLE_DEBUG=1 to get the traceback of an unexpected error.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..errors import PeagleError
+
+__all__ = ["exit_code_for", "json_requested", "report"]
+
+INTERRUPTED = 130
+
+
+def json_requested(args: list[str]) -> bool:
+    """`--json` among the command's options (not after `--`)."""
+    head = args[: args.index("--")] if "--" in args else args
+    return "--json" in head
+
+
+def report(
+    message: str, *, fix: str | None, exit_code: int, kind: str, json_out: bool, **extra: Any
+) -> int:
+    """Print the error line (stderr) and, with --json, the error document (stdout)."""
+    from .output import error, json_printed, print_json
+
+    error(message + (f" (fix: {fix})" if fix else ""))
+    # A command that failed after printing its result (plan --json with failed checks: the
+    # checks are in it) keeps that one document; otherwise the error is the document.
+    if json_out and not json_printed():
+        doc = {"type": kind, "message": message, "fix": fix, "exit_code": exit_code, **extra}
+        print_json({"error": doc})
+    return exit_code
+
+
+def _usage_hint(message: str) -> str | None:
+    for flag in ("--sandbox", "--version"):
+        if f"No such option: {flag}" in message:
+            return f"{flag} is a global option: put it before the command (peagle {flag} ...)"
+    return None
+
+
+def exit_code_for(exc: BaseException, args: list[str]) -> int:
+    """Report `exc` as the contract says and return the exit code; re-raise what is not
+    an error of the user's or AWS's making (unless we can still say it in one line)."""
+    import typer
+
+    from ..aws import as_peagle_error
+
+    json_out = json_requested(args)
+    if isinstance(exc, typer.Exit):  # --help, or a command's own exit code
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        return report(
+            "interrupted", fix=None, exit_code=INTERRUPTED, kind="Interrupted", json_out=json_out
+        )
+    if isinstance(exc, typer.Abort):
+        return report("aborted", fix=None, exit_code=1, kind="Aborted", json_out=json_out)
+    err = exc if isinstance(exc, PeagleError) else as_peagle_error(exc)
+    if isinstance(err, PeagleError):
+        doc = err.to_dict()
+        extra = {k: v for k, v in doc.items() if k not in ("type", "message", "fix", "exit_code")}
+        message = err.message.strip().replace("\n", " ")
+        return report(
+            message,
+            fix=err.remedy,
+            exit_code=err.exit_code,
+            kind=doc["type"],
+            json_out=json_out,
+            **extra,
+        )
+    # typer >= 0.2x vendors click (typer._click), so `click.ClickException` no longer
+    # matches what it raises: recognise a usage error by its shape instead.
+    if callable(getattr(exc, "format_message", None)) and isinstance(
+        getattr(exc, "exit_code", None), int
+    ):
+        message = exc.format_message().strip()
+        if "\n" in message:  # no arguments: the help text itself
+            exc.show()  # type: ignore[attr-defined]
+            return int(exc.exit_code)  # type: ignore[attr-defined]
+        return report(
+            message,
+            fix=_usage_hint(message),
+            exit_code=int(exc.exit_code),  # type: ignore[attr-defined]
+            kind="UsageError",
+            json_out=json_out,
+        )
+    if os.environ.get("PEAGLE_DEBUG"):
+        raise exc
+    return report(
+        f"internal error: {type(exc).__name__}: {exc}",
+        fix="this is a bug in peagle; rerun with PEAGLE_DEBUG=1 for the traceback and report it",
+        exit_code=1,
+        kind="InternalError",
+        json_out=json_out,
+    )
+
+
+def interrupted(args: list[str]) -> int:
+    return exit_code_for(KeyboardInterrupt(), args)
