@@ -88,15 +88,17 @@ class HeaderReader:
         archs = cfg.get("architectures")
         if isinstance(archs, list) and archs:
             ins.architecture = str(archs[0])
-        for key in (
-            "hidden_size",
-            "num_hidden_layers",
-            "num_attention_heads",
-            "vocab_size",
-            "target_hidden_size",
-        ):
-            val = cfg.get(key)
+        # A speculators-format config: vLLM builds the head's config from its
+        # transformer_layer_config block and copies only target_hidden_size and
+        # draft_vocab_size from the top level (transformers_utils/configs/speculators/
+        # base.py and algos.py), so the drafter's own sizes are read from that block.
+        layer = cfg.get("transformer_layer_config")
+        sizes = layer if "speculators_model_type" in cfg and isinstance(layer, dict) else cfg
+        for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"):
+            val = sizes.get(key)
             setattr(ins, key, val if _is_int(val) else None)
+        val = cfg.get("target_hidden_size")
+        ins.target_hidden_size = val if _is_int(val) else None
         dv = cfg.get("draft_vocab_size")
         ins.draft_vocab_size = dv if _is_int(dv) else ins.vocab_size
         for key in all_mask_token_keys():

@@ -89,6 +89,47 @@ def test_speculators_peagle_config(tmp_path: Path, version: str, ok: bool) -> No
         assert "needs vLLM >= 0.22.0" in checks["drafter.architecture"].message
 
 
+def _speculators_layout(d: Path) -> None:
+    """Move the drafter's own sizes under transformer_layer_config, as a speculators export
+    does; vLLM builds the head config from that block and copies only target_hidden_size
+    and draft_vocab_size from the top (`transformers_utils/configs/speculators/base.py`,
+    `algos.py::update_peagle`)."""
+    import json
+
+    cfg = json.loads((d / "config.json").read_text())
+    layer = {k: cfg[k] for k in ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                                 "vocab_size", "model_type") if k in cfg}  # fmt: skip
+    edit_config(
+        d,
+        drop=("ptd_token_id", "architectures", *[k for k in layer if k != "model_type"]),
+        speculators_model_type="peagle",
+        speculators_config={"algorithm": "peagle"},
+        transformer_layer_config=layer,
+        target_hidden_size=TARGET_HIDDEN,
+        mask_token_id=511,
+    )
+
+
+def test_speculators_sizes_come_from_transformer_layer_config(tmp_path: Path) -> None:
+    d = make_head(tmp_path / "h")
+    _speculators_layout(d)
+    checks = run(d, "0.31.0")
+    # Sizes found, so the shape rules ran and passed rather than warning "not verified".
+    assert checks["drafter.config"].status == "pass", checks["drafter.config"].message
+    assert checks["drafter.fc_shape"].status == "pass", checks["drafter.fc_shape"].message
+    assert checks["drafter.mask_hidden"].status == "pass", checks["drafter.mask_hidden"].message
+
+
+def test_speculators_head_with_a_wrong_fc_width_fails(tmp_path: Path) -> None:
+    d = make_head(tmp_path / "h")
+    _speculators_layout(d)
+    # fc must be [hidden, 3 x target hidden] = [hidden, 192]; 2 x 64 = 128 is what a
+    # head trained with two aux layers would carry.
+    resave(d, replace={"fc.weight": np.zeros((TARGET_HIDDEN, 128), np.float16)})
+    checks = run(d, "0.31.0")
+    assert checks["drafter.fc_shape"].status == "fail", checks["drafter.fc_shape"].message
+
+
 # Mask token: first key in vLLM's order wins; messages name only keys that version reads.
 @pytest.mark.parametrize(
     ("config", "version", "status", "text"),
