@@ -66,8 +66,10 @@ def provenance_lines(doc: dict[str, Any]) -> list[str]:
     common = len({tuple(r.get(k) for k in shared) for r in runs}) == 1
 
     def where(run: dict[str, Any]) -> str:
+        usd = run.get("usd_per_hour")
+        price = "price unknown" if usd is None else f"${usd:.2f}/h"
         return (
-            f"{run.get('instance_type')} (${_n(run.get('usd_per_hour'), '{:.2f}')}/h), image "
+            f"{run.get('instance_type')} ({price}), image "
             f"{run.get('image')}, vLLM {run.get('vllm_version') or '?'}"
         )
 

@@ -150,6 +150,13 @@ def bench_endpoint(
             extra=dict(extra or {}),
         )
         run: LevelRun
+        # Say a level started before its (possibly long) wait, so a person sees progress.
+        planned = spec.planned_requests()
+        say(
+            f"level concurrency {c}{f' at {rate:g} req/s' if rate else ''}: "
+            + (f"sending {planned} requests" if planned else f"running for {duration_s:g}s")
+            + " ..."
+        )
         if rt is not None:
             run = run_level(rt, ds, spec)
         else:
@@ -194,7 +201,11 @@ def bench_endpoint(
             rt.close()
     windows = [(lv["started_at"], lv["ended_at"]) for lv in levels]
     if prov["mode"] not in (None, "baseline") and acceptance_wait_s > 0:
-        say(f"reading SpecDecoding lines from CloudWatch (up to {acceptance_wait_s:.0f}s)")
+        say(
+            f"waiting up to {acceptance_wait_s:.0f}s for vLLM's SpecDecoding metrics log line "
+            "covering the last level (vLLM logs one every 10 s; --acceptance-wait 0 skips "
+            "the wait)"
+        )
     accept = acceptance_for_levels(
         aws, endpoint, windows, mode=prov["mode"], k=prov["k"], wait_s=acceptance_wait_s
     )

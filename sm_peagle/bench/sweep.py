@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PeagleError, SpecError
-from .results import SCHEMA, client_info, iso, label_of, save_document
+from .results import SCHEMA, client_info, is_sandbox, iso, label_of, save_document
 
 __all__ = [
     "combine_runs",
@@ -160,7 +160,9 @@ def combine_runs(
     """The sweep document; its table and recommendation are derived from `runs` only, so
     `peagle report` recomputes them identically from the stored runs."""
     extra = dict(extra or {})
-    simulated = any(r.get("simulated") for r in runs)
+    # A live sweep says where it ran, so a sandbox sweep is never "measured", even when
+    # every configuration failed (no runs to read it from).
+    simulated = bool(extra.pop("simulated", False)) or any(r.get("simulated") for r in runs)
     first = runs[0] if runs else {}
     doc: dict[str, Any] = {
         "schema": SCHEMA,
@@ -254,6 +256,7 @@ def run_sweep(
         runs,
         extra={
             "model": model,
+            "simulated": is_sandbox(),
             "instance_type": runs[0]["instance_type"] if runs else instance_type,
             "matrix": {
                 "modes": [m for m in MODES if m in modes],

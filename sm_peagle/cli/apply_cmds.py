@@ -42,10 +42,26 @@ def _render(ap: Any) -> None:
         typer.echo(f"    ~ {c.path}: {c.old!r} -> {c.new!r}")
 
 
-def diff_command(spec_file: SpecArg, json_out: JsonOpt = False) -> None:
+CHANGES_PENDING = 3  # `diff --detailed-exitcode` (2 is taken by bad input)
+
+
+def diff_command(
+    spec_file: SpecArg,
+    detailed_exitcode: Annotated[
+        bool,
+        typer.Option(
+            "--detailed-exitcode",
+            help="Exit 3 when apply would change something (create or update), 0 when the "
+            "endpoint matches; 1 and 2 keep their meaning (AWS failure, bad input).",
+        ),
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
     """Show how the live endpoint differs from the spec file. Changes nothing."""
     _, ap = _compare(spec_file, json_out)
     print_json(ap.to_dict()) if json_out else _render(ap)
+    if detailed_exitcode and ap.action != "noop":
+        raise typer.Exit(CHANGES_PENDING)
 
 
 def apply_command(

@@ -23,6 +23,7 @@ from .bench_options import (
     SloOpt,
     extra_options,
 )
+from .early_checks import require_plannable, require_plot
 from .output import note, print_json
 from .spec_options import InstanceTypeOpt, JsonOpt, RegionOpt, RoleOpt
 
@@ -225,6 +226,7 @@ def bench_command(
         burstiness=burstiness, rate=rate, requests_out=None,
     )  # fmt: skip
     extra_options(**more)  # misuse: exit 2 before anything is sent or written
+    require_plot(plot_path)
     if locust or locust_print_commands:
         if slo or search or burstiness != 1.0 or requests_out:
             raise SpecError(
@@ -321,7 +323,11 @@ def sweep_command(
     mode_list = [m.strip() for m in modes.split(",") if m.strip()]
     ks = _ints(k, "-k") if any(m != "baseline" for m in mode_list) else []
     levels = _ints(concurrency, "--concurrency")
-    configurations(mode_list, ks)  # bad --modes / -k: exit 2 before any AWS call
+    configs = configurations(mode_list, ks)  # bad --modes / -k: exit 2 before any AWS call
+    for mode0, k0 in configs[:1]:  # a typo in MODEL: exit 2 before any deploy or directory
+        require_plannable(
+            model, mode=mode0, k=k0, instance_type=instance_type, role=role, region=region
+        )
     if dataset is None:
         from ..bench.datasets import default_sweep_dataset
 

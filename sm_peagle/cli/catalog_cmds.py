@@ -51,6 +51,27 @@ def models(json_out: JsonOpt = False) -> None:
     )
 
 
+def _live(items: list, region: str | None) -> list:
+    """Prices from the Price List API; what failed is warned about on stderr, once."""
+    import re
+
+    from ..aws import AwsContext, resolve_region
+    from ..catalog.pricing import with_live_prices
+    from .context import describe_target
+    from .output import note
+
+    aws = AwsContext(resolve_region(region) or "us-east-1")
+    note(describe_target(aws))
+    items = with_live_prices(items, aws.region, aws)
+    notes = sorted({i.price_note for i in items if i.price_note})
+    if notes:
+        # A proxy or a non-AWS endpoint may answer with an HTML page: one readable line.
+        text = re.sub(r"\s+", " ", re.sub(r"<[^>]*>", " ", notes[0])).strip()
+        more = f" (and {len(notes) - 1} other note(s); see --json)" if len(notes) > 1 else ""
+        note(f"warning: live prices: {text[:300]}{more}")
+    return items
+
+
 def instances(
     json_out: JsonOpt = False,
     live_prices: Annotated[
@@ -63,11 +84,7 @@ def instances(
 
     items = list(INSTANCES.values())
     if live_prices:
-        from ..aws import AwsContext, resolve_region
-        from ..catalog.pricing import with_live_prices
-
-        region = resolve_region(region) or "us-east-1"
-        items = with_live_prices(items, region, AwsContext(region))
+        items = _live(items, region)
     if json_out:
         print_json([i.to_dict() for i in items])
         return

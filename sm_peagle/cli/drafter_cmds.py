@@ -40,7 +40,27 @@ def _inspect(src: str, region: str | None) -> Any:
     from ..drafter import inspect_drafter, make_push_client
 
     client = make_push_client(region) if src.startswith("s3://") else None
-    return inspect_drafter(src, s3_client=client)
+    if client is not None:
+        from .context import describe_client
+
+        note(describe_client(client))
+    ins = inspect_drafter(src, s3_client=client)
+    _require_head(ins)
+    return ins
+
+
+def _require_head(ins: Any) -> None:
+    """Nothing that looks like a head (no config.json and no weights): exit 2, not a
+    table of problems and exit 0."""
+    from ..errors import SpecError
+
+    kinds = {p.kind for p in ins.problems}
+    if {"missing_config", "missing_weights"} <= kinds:
+        raise SpecError(
+            f"{ins.source}: no drafter head here (no config.json and no *.safetensors)",
+            remedy="point at the directory or s3:// prefix that holds config.json and the "
+            "safetensors files",
+        )
 
 
 def _shape(shape: list[int] | None) -> str:
@@ -110,9 +130,11 @@ def _targets(
         return hidden, vocab, trained_k, None
     entry = find_model(model)
     if entry is None:
+        from ..catalog.names import model_remedy
+
         raise SpecError(
             f"model: unknown model {model!r}",
-            remedy="see `peagle models`, or pass --target-hidden-size/--target-vocab-size "
+            remedy=model_remedy(model) + "; or pass --target-hidden-size/--target-vocab-size "
             "without --model",
         )
     head = entry.drafter
@@ -206,7 +228,8 @@ def check_cmd(
         from rich.markup import escape
 
         title = escape(
-            f"Drafter {ins.source} vs {model or 'custom target'} (vLLM {version}, {mode}, K={k})"
+            f"Drafter {ins.source} vs {model or 'custom target'} (vLLM {version}, {mode}, "
+            + (f"K={k})" if k is not None else "K not given)")
         )
         rows = [
             [
@@ -302,9 +325,13 @@ def _push(src: str, dest: str, channel: str, region: str | None, json_out: bool)
         if p.is_file() and not any(x.startswith(".") for x in p.relative_to(root).parts)
     ]
     total = sum(p.stat().st_size for p in files)
+    client = make_push_client(region)
+    from .context import describe_client
+
+    note(describe_client(client))
     note(f"pushing {src} ({len(files)} files, {total / 2**20:,.1f} MiB) to {dest}")
     with _Progress(total) as progress:
-        result = push_drafter(src, dest, s3_client=make_push_client(region), progress=progress)
+        result = push_drafter(src, dest, s3_client=client, progress=progress)
     entry = result.additional_model_data_source(channel)
     if json_out:
         print_json({**result.to_dict(), "additional_model_data_source": entry})

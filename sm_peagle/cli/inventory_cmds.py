@@ -24,6 +24,7 @@ def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = 
         print_json(st)
         return
     price = f"${st['usd_per_hour']:.2f}/h" if st["usd_per_hour"] is not None else "unknown"
+    k = f", K={st['k']}" if st["k"] is not None else ""
     rows = [
         ["status", st["status"]],
         [
@@ -31,7 +32,7 @@ def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = 
             f"{st['instance_count']} (desired {st['desired_instance_count']}) x "
             f"{st['instance_type']}",
         ],
-        ["mode", st["mode"] + (f", K={st['k']}" if st["k"] else "")],
+        ["mode", st["mode"] + k],
         ["image", st["image"]],
         ["age", f"{st['age_seconds'] // 60} min"],
         ["cost", price],
@@ -74,12 +75,50 @@ def ls_command(
     )
 
 
+def _check_log_source(lc: object, name: str) -> None:
+    """`logs NAME` for a name with neither an endpoint nor a log group is a mistake (exit 1);
+    a deleted endpoint whose logs remain is not."""
+    from botocore.exceptions import ClientError
+
+    from ..errors import NotFound
+    from ..lifecycle.endpoint_logs import log_group
+
+    try:
+        lc.sm.describe_endpoint(EndpointName=name)  # type: ignore[attr-defined]
+        return
+    except ClientError as e:
+        if "Could not find" not in str(e):
+            raise
+    group = log_group(name)
+    found = lc.aws.client("logs").describe_log_groups(logGroupNamePrefix=group)  # type: ignore[attr-defined]
+    if not any(g["logGroupName"] == group for g in found.get("logGroups", [])):
+        raise NotFound(f"endpoint {name} does not exist and has no logs", remedy="see `peagle ls`")
+
+
+def _log_doc(e: dict) -> dict:
+    from ..lifecycle.endpoint_logs import parse_spec_decoding
+
+    return {
+        "timestamp": e["timestamp"],
+        "stream": e.get("logStreamName"),
+        "message": e["message"],
+        "spec_decoding": parse_spec_decoding(e["message"]),
+    }
+
+
 def logs_command(
     name: NameArg,
     since: Annotated[str, typer.Option("--since", help="How far back (10m, 2h).")] = "10m",
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep streaming.")] = False,
     region: RegionOpt = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print one JSON document (a list of events); with --follow, one JSON "
+            "object per line (JSON Lines), so the stream can be piped.",
+        ),
+    ] = False,
 ) -> None:
     """Stream the endpoint's CloudWatch logs; SpecDecoding metrics lines are highlighted."""
     from datetime import UTC, datetime
@@ -87,8 +126,12 @@ def logs_command(
     from ..lifecycle.endpoint_logs import fetch_log_events, follow_log_events, parse_spec_decoding
     from ..lifecycle.waiter import parse_duration
 
-    lc = _lifecycle(region, json_out)
     seconds = parse_duration(since)
+    lc = _lifecycle(region, json_out)
+    _check_log_source(lc, name)
+    if json_out and not follow:
+        print_json([_log_doc(e) for e in fetch_log_events(lc.aws, name, since=seconds)])
+        return
     events = (
         follow_log_events(lc.aws, name, since=seconds)
         if follow
@@ -100,31 +143,17 @@ def logs_command(
     count = 0
     for e in events:
         count += 1
-        metrics = parse_spec_decoding(e["message"])
-        if json_out:  # JSON Lines: one event per line, so --follow can be piped
-            typer.echo(
-                json.dumps(
-                    {
-                        "timestamp": e["timestamp"],
-                        "stream": e.get("logStreamName"),
-                        "message": e["message"],
-                        "spec_decoding": metrics,
-                    }
-                )
-            )
+        if json_out:  # --follow --json: JSON Lines
+            typer.echo(json.dumps(_log_doc(e)))
             continue
         ts = datetime.fromtimestamp(e["timestamp"] / 1000, UTC).strftime("%H:%M:%S")
-        if metrics:
-            out.print(
-                f"[dim]{ts}[/] [bold magenta]{escape(e['message'])}[/]",
-                markup=True,
-                highlight=False,
-                soft_wrap=True,
-            )
-        else:
-            out.print(
-                f"[dim]{ts}[/] {escape(e['message'])}", markup=True, highlight=False, soft_wrap=True
-            )
+        style = "[bold magenta]{}[/]" if parse_spec_decoding(e["message"]) else "{}"
+        out.print(
+            f"[dim]{ts}[/] " + style.format(escape(e["message"])),
+            markup=True,
+            highlight=False,
+            soft_wrap=True,
+        )
     if count == 0 and not json_out:
         note(f"no log lines for {name} in the last {since}")
 
@@ -132,14 +161,20 @@ def logs_command(
 def delete_command(
     name: NameArg,
     keep_model: Annotated[bool, typer.Option("--keep-model", help="Keep the model(s).")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Also delete an endpoint peagle did not create.")
+    ] = False,
     yes: YesOpt = False,
     region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Delete the endpoint, then the config and models it actually uses. Idempotent."""
+    """Delete the endpoint, then the config and models only it uses. Idempotent.
+
+    Refuses an endpoint without the peagle:managed tag unless --force; never deletes a
+    config or model another endpoint uses."""
     lc = _lifecycle(region, json_out)
     confirm(f"Delete endpoint {name} and its config/models?", yes)
-    result = lc.delete(name, keep_model=keep_model)
+    result = lc.delete(name, keep_model=keep_model, force=force)
     if json_out:
         print_json(result)
     elif result.get("note"):
@@ -167,6 +202,7 @@ def gc_command(
 
     lc = _lifecycle(region, json_out)
     orphans = find_orphans(lc.sm, min_age_seconds=parse_duration(min_age))
+    young = orphans.pop("young")
     names = orphans["endpoint_configs"] + orphans["models"]
     deleted: list[str] = []
     if names and not dry_run:
@@ -178,10 +214,15 @@ def gc_command(
             lc.delete_and_confirm("model", m)
             deleted.append(m)
     if json_out:
-        print_json({**orphans, "deleted": deleted, "dry_run": dry_run})
-    elif not names:
+        print_json({**orphans, "skipped_young": young, "deleted": deleted, "dry_run": dry_run})
+        return
+    verb = "would delete" if dry_run else "deleted"
+    for n in names:
+        typer.echo(f"{verb} {n}")
+    if not names:
         typer.echo("nothing to collect")
-    else:
-        verb = "would delete" if dry_run else "deleted"
-        for n in names:
-            typer.echo(f"{verb} {n}")
+    if young:
+        note(
+            f"skipped {len(young)} orphan(s) younger than --min-age {min_age} (a deploy may "
+            f"still be running): {', '.join(young)}; `peagle gc --min-age 0 --yes` removes them"
+        )

@@ -45,6 +45,22 @@ def _runtime(name: str, region: str | None, component: str | None = None) -> Any
     return RuntimeClient(aws, name, inference_component=component)
 
 
+def _require_endpoint(aws: Any, name: str) -> None:
+    """NotFound (exit 1) when there is no such endpoint. Someone allowed only to invoke
+    may not describe: then the first message will tell."""
+    from botocore.exceptions import ClientError
+
+    from ..errors import NotFound
+
+    try:
+        aws.client("sagemaker").describe_endpoint(EndpointName=name)
+    except ClientError as e:
+        if "Could not find" in str(e):
+            raise NotFound(f"endpoint {name} does not exist", remedy="see `peagle ls`") from None
+        if "AccessDenied" not in e.response.get("Error", {}).get("Code", ""):
+            raise
+
+
 def stats_line(c: Any) -> str:
     """`TTFT 0.41s · 128 output tokens · 312.5 tok/s · 3.12 tokens/chunk`: token counts
     from vLLM's usage, never from chunks or characters."""
@@ -145,8 +161,9 @@ def invoke_command(
         if not isinstance(payload, dict):
             raise SpecError(f"--raw {raw} must hold a JSON object")
         request: dict[str, Any] = {"payload": payload}
-    elif prompt is None:
-        raise SpecError("give a prompt (or --raw payload.json)", remedy='peagle invoke NAME "Hi"')
+    elif prompt is None or not prompt.strip():
+        what = "give a prompt" if prompt is None else "prompt: empty; give some text"
+        raise SpecError(f"{what} (or --raw payload.json)", remedy='peagle invoke NAME "Hi"')
     else:
         request = {"messages": prompt, "system": system, "max_tokens": max_tokens}
         if temperature is not None:
@@ -168,6 +185,7 @@ def chat_command(
     from ..errors import PeagleError
 
     rt = _runtime(name, region)
+    _require_endpoint(rt.aws, name)  # `chat nope` must not wait for input, then exit 0
     interactive = sys.stdin.isatty()
     history: list[dict[str, str]] = [{"role": "system", "content": system}] if system else []
     params: dict[str, Any] = {"max_tokens": max_tokens}

@@ -57,7 +57,7 @@ def confirm(question: str, yes: bool) -> None:
     if not sys.stdin.isatty():
         raise SpecError(f"{question} needs confirmation: pass --yes in non-interactive use")
     if not typer.confirm(question, default=False):
-        raise typer.Exit(1)
+        raise typer.Abort()  # the boundary prints "aborted" and exits 1
 
 
 def report_failure(err: Any) -> None:
@@ -219,10 +219,30 @@ def deploy_command(
         )
 
 
+def _changes(old: Any, new: Any) -> list[str]:
+    """`K 5 -> 3`, `mode p-eagle -> eagle3`, ...: what an update changes, from the two
+    plans (so a K left to the catalog default shows its value, not "None")."""
+    from ..planning.plan_result import variant_instance_types
+
+    def variant(p: Any) -> dict:
+        return p.create_endpoint_config["ProductionVariants"][0]
+
+    fields = (
+        ("mode", lambda p: p.spec.speculative.mode.value),
+        ("K", lambda p: (p.speculative_config or {}).get("num_speculative_tokens", "-")),
+        ("instance type", lambda p: " > ".join(variant_instance_types(variant(p)))),
+        ("instances", lambda p: variant(p)["InitialInstanceCount"]),
+    )
+    return [f"{label} {get(old)} -> {get(new)}" for label, get in fields if get(old) != get(new)]
+
+
 def update_command(
     name: Annotated[str, typer.Argument(help="Endpoint name.")],
     k: KOpt = None,
-    mode: ModeOpt = None,
+    mode: Annotated[
+        str | None,
+        typer.Option("--mode", help="p-eagle, eagle3 or baseline (default: keep the current)."),
+    ] = None,
     instance_type: InstanceTypeOpt = None,
     instance_count: InstanceCountOpt = None,
     region: RegionOpt = None,
@@ -257,18 +277,10 @@ def update_command(
     )
     base = current.model_dump(mode="json", exclude_unset=True)
     p = plan_for(build_spec(None, None, options, base=base))
-    changes = {
-        "k": k,
-        "mode": mode,
-        "instance_type": instance_type,
-        "instance_count": instance_count,
-    }
-    overrides = {key: val for key, val in changes.items() if val is not None}
     p.raise_for_failures()
-    confirm(
-        f"Update {name} ({', '.join(f'{a}={b}' for a, b in overrides.items()) or 'no change'})?",
-        yes,
-    )
+    old_plan = plan_for(current)
+    changes = _changes(old_plan, p)
+    confirm(f"Update {name} ({', '.join(changes) or 'no change'})?", yes)
     try:
         with wait_view(quiet=json_out) as on_poll:
             result = lc.update(
@@ -282,13 +294,14 @@ def update_command(
         "status": result.status,
         "endpoint_config": p.names["endpoint_config"],
         "changed": bool(result.created),
+        "changes": changes,
         "speculative_config": p.speculative_config,
     }
     if json_out:
         print_json(doc)
     else:
         typer.echo(
-            f"{name} is {result.status} on {p.names['endpoint_config']}"
+            f"{name} is {result.status} on {p.names['endpoint_config']} ({', '.join(changes)})"
             if result.created
             else f"{name}: nothing to change"
         )

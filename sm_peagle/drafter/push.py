@@ -24,7 +24,15 @@ from sm_peagle.errors import PeagleError, SpecError
 
 __all__ = ["MANIFEST", "PushResult", "default_transfer_config", "make_push_client", "push_drafter"]
 
-MANIFEST = "peagle-manifest.json"
+MANIFEST = "peagle-manifest.json"  # legacy location, inside the prefix (mounted: removed)
+MANIFEST_SUFFIX = ".peagle-manifest.json"
+
+
+def manifest_key(prefix: str) -> str:
+    """Next to the prefix, not in it: `heads/120b/` -> `heads/120b.peagle-manifest.json`.
+    SageMaker mounts every key under the prefix into the container; the manifest is
+    peagle's bookkeeping, not part of the head."""
+    return prefix.rstrip("/") + MANIFEST_SUFFIX
 _MIB = 1024 * 1024
 # Files uploaded at once; each file also uses multipart concurrency for big shards.
 _FILES_IN_PARALLEL = 4
@@ -125,13 +133,17 @@ def push_drafter(
             result.notes.append(
                 f"folder object s3://{bucket}/{key} exists and breaks the mount; delete it"
             )
-        elif rel not in local_names and rel != MANIFEST:
+        elif rel == MANIFEST:  # written here by older peagle versions: moved out below
+            continue
+        elif rel not in local_names:
             result.stale_keys.append(key)
             result.notes.append(
                 f"s3://{bucket}/{key} is not part of this head but will be "
                 "mounted with it; delete it if stale"
             )
-    manifest = _read_manifest(s3_client, bucket, prefix) if prefix + MANIFEST in remote else {}
+    manifest = _read_manifest(s3_client, bucket, manifest_key(prefix))
+    if not manifest and prefix + MANIFEST in remote:
+        manifest = _read_manifest(s3_client, bucket, prefix + MANIFEST)
 
     todo: list[_LocalFile] = []
     for f in files:
@@ -158,12 +170,18 @@ def push_drafter(
     _aws(
         lambda: s3_client.put_object(
             Bucket=bucket,
-            Key=prefix + MANIFEST,
+            Key=manifest_key(prefix),
             Body=json.dumps(body, indent=1).encode(),
             ContentType="application/json",
         ),
-        f"writing s3://{bucket}/{prefix}{MANIFEST}",
+        f"writing s3://{bucket}/{manifest_key(prefix)}",
     )
+    if prefix + MANIFEST in remote:
+        _aws(
+            lambda: s3_client.delete_object(Bucket=bucket, Key=prefix + MANIFEST),
+            f"removing the old s3://{bucket}/{prefix}{MANIFEST}",
+        )
+        result.notes.append(f"moved {MANIFEST} out of the mounted prefix")
     return result
 
 
@@ -230,12 +248,22 @@ def _list_remote(client: Any, bucket: str, prefix: str) -> dict[str, int]:
     return _aws(run, f"listing s3://{bucket}/{prefix}")
 
 
-def _read_manifest(client: Any, bucket: str, prefix: str) -> dict[str, tuple[int, str]]:
-    def run() -> bytes:
-        with client.get_object(Bucket=bucket, Key=prefix + MANIFEST)["Body"] as body:
-            return body.read()
+def _read_manifest(client: Any, bucket: str, key: str) -> dict[str, tuple[int, str]]:
+    """The manifest at `key`; {} if there is none (a first push) or it is unreadable."""
+    from botocore.exceptions import ClientError
 
-    raw = _aws(run, f"reading s3://{bucket}/{prefix}{MANIFEST}")
+    def run() -> bytes | None:
+        try:
+            with client.get_object(Bucket=bucket, Key=key)["Body"] as body:
+                return body.read()
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise
+
+    raw = _aws(run, f"reading s3://{bucket}/{key}")
+    if raw is None:
+        return {}
     try:
         doc = json.loads(raw)
         return {e["name"]: (int(e["size"]), str(e["sha256"])) for e in doc["files"]}

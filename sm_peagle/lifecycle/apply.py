@@ -95,9 +95,15 @@ def compare(new: Plan, aws: Any) -> ApplyPlan:
     except NotFound:
         return ApplyPlan("create", new)
     arn = sm.describe_endpoint(EndpointName=name)["EndpointArn"]
-    live_sha = tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", [])).get("peagle:spec-sha256")
-    if live_sha == new.spec_sha256:
-        return ApplyPlan("noop", new)
+    live_tags = tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", []))
+    if live_tags.get("peagle:spec-sha256") == new.spec_sha256:
+        # Same spec; the endpoint's own tags must match it too (they are part of it).
+        lagging = [
+            Change(f"endpoint.tags.{k}", live_tags.get(k), v)
+            for k, v in new.spec.tags.items()
+            if live_tags.get(k) != v
+        ]
+        return ApplyPlan("update", new, spec_changes=lagging) if lagging else ApplyPlan("noop", new)
     old = plan_resolved(current)
     return ApplyPlan(
         "update",

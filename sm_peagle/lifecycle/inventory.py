@@ -126,51 +126,63 @@ def list_endpoints(sm: Any, *, include_unmanaged: bool = False) -> list[dict[str
     return rows
 
 
-def find_orphans(sm: Any, *, min_age_seconds: float = 0) -> dict[str, list[str]]:
-    """peagle-managed endpoint configs and models that no live endpoint uses."""
-    used_configs: set[str] = set()
+def resource_users(sm: Any, *, skip: str | None = None) -> dict[str, set[str]]:
+    """{config or model name: the endpoints using it}, over every live endpoint except
+    `skip` (its current and pending configs, each variant's model and pool models)."""
+    users: dict[str, set[str]] = {}
     for ep in _paginate(sm, "list_endpoints", "Endpoints"):
+        if ep["EndpointName"] == skip:
+            continue
         try:
             d = sm.describe_endpoint(EndpointName=ep["EndpointName"])
         except Exception as e:
             if _not_found(e):
                 continue
             raise
-        used_configs.add(d["EndpointConfigName"])
+        configs = {d["EndpointConfigName"]}
         pending = (d.get("PendingDeploymentSummary") or {}).get("EndpointConfigName")
         if pending:
-            used_configs.add(pending)
-    used_models: set[str] = set()
-    for cfg in used_configs:
-        try:
-            c = sm.describe_endpoint_config(EndpointConfigName=cfg)
-        except Exception as e:
-            if _not_found(e):
-                continue
-            raise
-        for v in c.get("ProductionVariants", []):
-            used_models.add(v.get("ModelName"))
-            used_models.update(p.get("ModelNameOverride") for p in v.get("InstancePools", []) or [])
+            configs.add(pending)
+        for cfg in configs:
+            users.setdefault(cfg, set()).add(ep["EndpointName"])
+            try:
+                c = sm.describe_endpoint_config(EndpointConfigName=cfg)
+            except Exception as e:
+                if _not_found(e):
+                    continue
+                raise
+            for v in c.get("ProductionVariants", []):
+                pools = [p.get("ModelNameOverride") for p in v.get("InstancePools", []) or []]
+                for model in filter(None, [v.get("ModelName"), *pools]):
+                    users.setdefault(model, set()).add(ep["EndpointName"])
+    return users
+
+
+def is_managed(sm: Any, arn: str) -> bool:
+    return tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", [])).get(MANAGED) == "true"
+
+
+def find_orphans(sm: Any, *, min_age_seconds: float = 0) -> dict[str, list[str]]:
+    """peagle-managed endpoint configs and models that no live endpoint uses; those younger
+    than `min_age_seconds` are listed under `young` instead (a deploy may be running)."""
+    used = resource_users(sm)
     from .components import component_model_users
 
-    used_models.update(component_model_users(sm))  # models named by inference components
+    used.update(component_model_users(sm))  # models named by inference components
+    used_configs = used_models = used
     cutoff = datetime.now(UTC) - timedelta(seconds=min_age_seconds)
-
-    def managed_and_old(arn: str, created: datetime) -> bool:
-        # Young resources may belong to a deploy still in progress on another machine.
-        if created > cutoff:
-            return False
-        return tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", [])).get(MANAGED) == "true"
-
-    configs = [
-        c["EndpointConfigName"]
-        for c in _paginate(sm, "list_endpoint_configs", "EndpointConfigs")
-        if c["EndpointConfigName"] not in used_configs
-        and managed_and_old(c["EndpointConfigArn"], c["CreationTime"])
-    ]
-    models = [
-        m["ModelName"]
-        for m in _paginate(sm, "list_models", "Models")
-        if m["ModelName"] not in used_models and managed_and_old(m["ModelArn"], m["CreationTime"])
-    ]
-    return {"endpoint_configs": sorted(configs), "models": sorted(models)}
+    out: dict[str, list[str]] = {"endpoint_configs": [], "models": [], "young": []}
+    listings = (
+        ("endpoint_configs", "list_endpoint_configs", "EndpointConfigs", "EndpointConfig"),
+        ("models", "list_models", "Models", "Model"),
+    )
+    for key, op, field, prefix in listings:
+        for item in _paginate(sm, op, field):
+            name = item[f"{prefix}Name"]
+            if name in (used_configs if key == "endpoint_configs" else used_models):
+                continue
+            if not is_managed(sm, item[f"{prefix}Arn"]):
+                continue
+            # Young resources may belong to a deploy still in progress on another machine.
+            out["young" if item["CreationTime"] > cutoff else key].append(name)
+    return {k: sorted(v) for k, v in out.items()}

@@ -118,7 +118,8 @@ class Lifecycle:
             if keep_on_failure:
                 self.say(
                     f"kept for debugging: {', '.join(n for _, n in created)}; remove with "
-                    f"`peagle delete {plan.names['endpoint']} --yes` and `peagle gc --yes`"
+                    f"`peagle delete {plan.names['endpoint']} --yes` and "
+                    "`peagle gc --min-age 0 --yes`"
                 )
             else:
                 self.rollback(created)
@@ -216,13 +217,16 @@ class Lifecycle:
                     left.append(name)
                     self.say(f"could not delete {name}: {e}")
         except KeyboardInterrupt:
+            # What is left is minutes old: gc's default --min-age would skip it.
+            endpoints = [n for k, n in created if k == "endpoint"]
+            delete = f"`peagle delete {endpoints[0]} --yes`, then " if endpoints else ""
             self.say(
-                "rollback interrupted: run `peagle gc --yes` (and `peagle delete NAME "
-                "--yes` for an endpoint) to remove what is left"
+                f"rollback interrupted: run {delete}`peagle gc --min-age 0 --yes` to remove "
+                "what is left"
             )
             raise
         if left:
-            self.say(f"left behind: {', '.join(left)}; `peagle gc --yes` removes them")
+            self.say(f"left behind: {', '.join(left)}; `peagle gc --min-age 0 --yes` removes them")
         return left
 
     def delete_and_confirm(self, kind: str, name: str, timeout: float = 900) -> bool:
@@ -252,9 +256,15 @@ class Lifecycle:
             self.sleep(self.poll_initial)
         raise DeploymentFailed(f"{name} is still being deleted after {timeout:.0f}s")
 
-    def delete(self, endpoint: str, *, keep_model: bool = False) -> dict[str, Any]:
-        """Delete an endpoint, then the config and models it actually uses."""
+    def delete(
+        self, endpoint: str, *, keep_model: bool = False, force: bool = False
+    ) -> dict[str, Any]:
+        """Delete an endpoint, then the config and models it uses that no other endpoint
+        uses. An endpoint peagle did not create is refused unless `force`."""
         from botocore.exceptions import ClientError
+
+        from ..errors import SpecError
+        from .inventory import is_managed, resource_users
 
         try:
             desc = self.sm.describe_endpoint(EndpointName=endpoint)
@@ -262,6 +272,12 @@ class Lifecycle:
             if not_found(e):
                 return {"endpoint": endpoint, "deleted": [], "note": "already gone"}
             raise
+        if not force and not is_managed(self.sm, desc["EndpointArn"]):
+            raise SpecError(
+                f"endpoint {endpoint} was not created by peagle (no peagle:managed tag); "
+                "nothing was deleted",
+                remedy=f"`peagle delete {endpoint} --force` if you mean it",
+            )
         configs = [desc["EndpointConfigName"]]
         pending = (desc.get("PendingDeploymentSummary") or {}).get("EndpointConfigName")
         if pending:
@@ -272,23 +288,27 @@ class Lifecycle:
         from .components import delete_components
 
         models += delete_components(self, endpoint)  # components (and their scaling) first
+        # Never delete a config or model another endpoint still uses.
+        users = resource_users(self.sm, skip=endpoint)
+        shared = {n: sorted(users[n]) for n in [*configs, *models] if n in users}
         self._deregister_autoscaling(endpoint, desc)
         deleted = []
         if self.delete_and_confirm("endpoint", endpoint):
             deleted.append(endpoint)
         for cfg in configs:
-            if self.delete_and_confirm("endpoint_config", cfg):
+            if cfg not in shared and self.delete_and_confirm("endpoint_config", cfg):
                 deleted.append(cfg)
         if not keep_model:
             for m in dict.fromkeys(models):
-                if self.delete_and_confirm("model", m):
+                if m not in shared and self.delete_and_confirm("model", m):
                     deleted.append(m)
-        for name in deleted:
-            self.say(f"deleted {name}")
+        for name, eps in shared.items():
+            self.say(f"kept {name}: endpoint {', '.join(eps)} uses it")
         return {
             "endpoint": endpoint,
             "deleted": deleted,
             "kept_models": models if keep_model else [],
+            "kept_shared": shared,
         }
 
     def _deregister_autoscaling(self, endpoint: str, desc: dict[str, Any]) -> None:

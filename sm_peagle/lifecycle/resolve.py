@@ -9,6 +9,7 @@ from typing import Any
 
 from ..aws import has_credentials_hint, resolve_region
 from ..catalog.models import ModelEntry, find_model
+from ..catalog.names import unknown_model
 from ..errors import SpecError
 from ..planning.specs import DeploymentSpec, Mode
 from .jumpstart_live import fetch_spec, find_hub_model_ids, read_cached_spec
@@ -66,10 +67,7 @@ def resolve_inputs(
     live = has_credentials_hint() if allow_live is None else allow_live
     if not live:
         if model is None:
-            raise SpecError(
-                f"model: unknown model {spec.model!r}",
-                remedy="see `peagle models`; JumpStart ids resolve live with AWS credentials",
-            )
+            raise unknown_model(spec.model)
         return Inputs(spec, None, "none", notes)
 
     from ..aws import AwsContext
@@ -89,6 +87,10 @@ def resolve_inputs(
         return Inputs(spec, spec_json, "live", notes)
     except (ClientError, BotoCoreError) as e:
         if model is None:
+            code = getattr(e, "response", {}).get("Error", {}).get("Code")
+            if code in ("NoSuchKey", "404", "ResourceNotFound"):  # a typo, most likely
+                detail = f"JumpStart has no such model in {region}"
+                raise unknown_model(spec.model, detail) from None
             raise SpecError(
                 f"model: cannot resolve JumpStart model {spec.model!r} in {region}: {e}",
                 remedy="check the id and your credentials",

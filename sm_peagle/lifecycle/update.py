@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import DeploymentFailed, NotFound, PeagleError
 from ..planning.plan_result import Plan
 from .resources import DeployResult, as_error, models_of, not_found, tagged_requests
-from .spec_tags import tag_dict
+from .spec_tags import decode_spec, tag_dict
 from .waiter import WaitState, default_timeout, wait_for_endpoint
 
 
@@ -44,6 +44,8 @@ def update_in_place(
         )
     old_config = current["EndpointConfigName"]
     if old_config == plan.names["endpoint_config"]:
+        # Same config; the endpoint's own tags may still lag the spec (tags only).
+        _retag_endpoint(lc, current["EndpointArn"], tagged_requests(plan)[2]["Tags"])
         return DeployResult(name, "InService", [], 0.0, current)
     old_models = models_of(lc.sm, old_config)
     model_reqs, config_req, _ = tagged_requests(plan)
@@ -117,10 +119,19 @@ def _wait_settled(lc: Any, name: str) -> dict[str, Any]:
 
 
 def _retag_endpoint(lc: Any, arn: str, tags: list[dict[str, str]]) -> None:
-    """Point the endpoint's spec tags at the new spec. Delete first: AWS overwrites on
-    AddTags, but moto appends duplicates; deleting keeps both honest."""
+    """Give the endpoint the new spec's tags: peagle's own and the spec's `tags`, and drop
+    the user tags the old spec set that the new one does not (tags added outside peagle
+    stay). Delete first: AWS overwrites on AddTags, but moto appends duplicates."""
     current = tag_dict(lc.sm.list_tags(ResourceArn=arn).get("Tags", []))
-    stale = [k for k in current if k.startswith("peagle:")]
+    old_user = set(((decode_spec(current) or {}).get("tags") or {}).keys())
+    wanted = {t["Key"]: t["Value"] for t in tags}
+    stale = [
+        k
+        for k in current
+        if (k.startswith("peagle:") or k in old_user) and current[k] != wanted.get(k)
+    ]
     if stale:
         lc.sm.delete_tags(ResourceArn=arn, TagKeys=stale)
-    lc.sm.add_tags(ResourceArn=arn, Tags=[t for t in tags if t["Key"].startswith("peagle:")])
+    missing = [{"Key": k, "Value": v} for k, v in wanted.items() if current.get(k) != v]
+    if missing:
+        lc.sm.add_tags(ResourceArn=arn, Tags=missing)

@@ -105,12 +105,12 @@ def wait_for_endpoint(
             raise DeploymentFailed(
                 f"endpoint {name} is {status}: {desc.get('FailureReason') or 'no reason given'}",
                 failure_reason=desc.get("FailureReason"),
-                remedy="read the log lines above; `peagle logs NAME` shows more",
+                remedy=f"read the log lines above; `peagle logs {name}` shows more",
             )
         if state.elapsed >= timeout:
             raise DeploymentTimeout(
                 f"endpoint {name} still {status} after {state.elapsed:.0f}s",
-                remedy="raise --timeout, or check `peagle logs NAME`",
+                remedy=f"raise --timeout, or check `peagle logs {name}`",
             )
         # Poll fast while the state moves, back off while it sits still.
         interval = poll_initial if status != last_status else min(interval * 1.5, poll_max)

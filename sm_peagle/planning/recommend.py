@@ -88,16 +88,22 @@ def apply_results(cands: list[Candidate], results: list[dict[str, Any]]) -> list
     """Rank by measured cost per 1M output tokens where a bench result exists for the
     type: best aggregate output tokens/s of any level, at the type's $/h."""
     best: dict[str, float] = {}
+    simulated: dict[str, bool] = {}
     for r in results:
         itype = r.get("instance_type")
         for level in r.get("levels", []):
             otps = level.get("output_tokens_per_s")
-            if itype and otps:
-                best[itype] = max(best.get(itype, 0.0), float(otps))
+            if itype and otps and float(otps) > best.get(itype, 0.0):
+                best[itype] = float(otps)
+                simulated[itype] = r.get("simulated") is not False  # unknown = not measured
     for c in cands:
         if c.instance_type in best:
             c.measured_output_tokens_per_s = best[c.instance_type]
-            c.basis = "measured throughput"
+            c.basis = (
+                "SIMULATED throughput (sandbox)"
+                if simulated[c.instance_type]
+                else "measured throughput"
+            )
             if c.usd_per_hour is not None:
                 c.usd_per_million_output_tokens = round(
                     c.usd_per_hour / (best[c.instance_type] * 3600) * 1e6, 4

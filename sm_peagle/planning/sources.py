@@ -13,7 +13,7 @@ from typing import Any
 from ..catalog.instances import InstanceType
 from ..catalog.jumpstart import JumpStartResolution, load_snapshot, resolve
 from ..catalog.models import DrafterInfo, ModelEntry, find_model
-from ..errors import CheckFailed, SpecError
+from ..errors import CheckFailed
 from . import plan_checks as pc
 from .aws_shapes import shape_enum
 from .checks import Check, failed, passed
@@ -61,10 +61,9 @@ def resolve_sources(
     if jumpstart_spec is None and model and model.jumpstart_snapshot:
         jumpstart_spec = load_snapshot(model.jumpstart_snapshot)
     if model is None and jumpstart_spec is None:
-        raise SpecError(
-            f"model: unknown model {spec.model!r}",
-            remedy="see `peagle models`, or give a JumpStart id with AWS credentials",
-        )
+        from ..catalog.names import unknown_model
+
+        raise unknown_model(spec.model)
     checks.append(
         passed("model", f"{model.alias} ({model.hf_id})" if model else f"JumpStart {spec.model}")
     )

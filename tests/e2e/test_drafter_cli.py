@@ -20,7 +20,7 @@ from safetensors.numpy import save_file
 
 from sm_peagle.cli import output
 from sm_peagle.cli.app import main
-from sm_peagle.drafter.push import MANIFEST
+from sm_peagle.drafter.push import manifest_key
 from tests.drafter_fixtures import TARGET_HIDDEN, TARGET_VOCAB, make_head
 
 GPT_OSS_HIDDEN, GPT_OSS_VOCAB = 2880, 201088
@@ -255,7 +255,8 @@ def test_push_exact_keys_then_resume(tmp_path: Path, capsys, bucket: Any) -> Non
     listed = bucket.list_objects_v2(Bucket=BUCKET)["Contents"]
     prefix = "heads/gpt-oss-20b/"
     assert sorted(o["Key"] for o in listed) == sorted(
-        [prefix + n for n in names] + [prefix + MANIFEST]
+        [prefix + n for n in names]
+        + [manifest_key(prefix)]  # next to the mounted prefix, not in it
     )
     assert "pushing" in err  # plain progress on a non-TTY stderr
 

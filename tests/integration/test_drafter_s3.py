@@ -14,7 +14,7 @@ import pytest
 from moto import mock_aws
 
 from sm_peagle.drafter import check_drafter, inspect_drafter, push_drafter
-from sm_peagle.drafter.push import MANIFEST
+from sm_peagle.drafter.push import MANIFEST, manifest_key
 from sm_peagle.errors import PeagleError, SpecError
 from sm_peagle.planning.vllm_versions import VllmVersion
 from tests.drafter_fixtures import TARGET_HIDDEN, TARGET_VOCAB, corrupt_header, make_head
@@ -87,14 +87,15 @@ def test_push_layout_manifest_and_channel(s3: Any, tmp_path: Path) -> None:
 
     names = ["config.json", *SHARDS, "model.safetensors.index.json"]
     remote = objects(s3)
-    assert sorted(remote) == sorted([PREFIX + n for n in names] + [PREFIX + MANIFEST])
+    # The manifest sits next to the mounted prefix, never inside it.
+    assert sorted(remote) == sorted([PREFIX + n for n in names] + [manifest_key(PREFIX)])
     assert all(size > 0 and not key.endswith("/") for key, size in remote.items())
     assert result.uploaded == names and result.skipped == []
     assert result.bytes_uploaded == sum((src / n).stat().st_size for n in names)
     assert sum(seen) == result.bytes_uploaded
     assert any(".DS_Store" in note for note in result.notes)
 
-    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=PREFIX + MANIFEST)["Body"].read())
+    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=manifest_key(PREFIX))["Body"].read())
     assert manifest["files"] == [
         {
             "name": n,
@@ -134,14 +135,29 @@ def test_interrupted_push_resumes(s3: Any, tmp_path: Path) -> None:
     assert "re-run" in (err.value.remedy or "")
 
     present = {k[len(PREFIX) :] for k in objects(s3, PREFIX)}
-    assert MANIFEST not in present  # written last, only after every file made it
+    assert manifest_key(PREFIX) not in objects(s3)  # written last, after every file made it
     assert SHARDS[1] not in present and present  # some files did finish
 
     retry = push_drafter(src, URI, s3_client=s3)
     assert set(retry.skipped) == present
     assert set(retry.uploaded) == names - present
     assert retry.bytes_uploaded == sum((src / n).stat().st_size for n in names - present)
-    assert sorted(k[len(PREFIX) :] for k in objects(s3, PREFIX)) == sorted(names | {MANIFEST})
+    assert sorted(k[len(PREFIX) :] for k in objects(s3, PREFIX)) == sorted(names)
+    assert manifest_key(PREFIX) in objects(s3)
+
+
+def test_legacy_manifest_inside_the_prefix_is_moved_out(s3: Any, tmp_path: Path) -> None:
+    """Older versions wrote the manifest under the prefix, where SageMaker mounts it into
+    the container: a push now writes it next to the prefix and removes the old one."""
+    src = make_head(tmp_path / "head")
+    first = push_drafter(src, URI, s3_client=s3)
+    legacy = json.dumps({"format": 1, "files": []}).encode()
+    s3.put_object(Bucket=BUCKET, Key=PREFIX + MANIFEST, Body=legacy)
+    again = push_drafter(src, URI, s3_client=s3)
+    assert sorted(again.skipped) == sorted(first.uploaded)  # sha256 metadata still matches
+    assert PREFIX + MANIFEST not in objects(s3, PREFIX)
+    assert manifest_key(PREFIX) in objects(s3)
+    assert any("moved" in n for n in again.notes)
 
 
 def test_push_refuses_ambiguous_names(s3: Any, tmp_path: Path) -> None:

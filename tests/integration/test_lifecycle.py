@@ -72,7 +72,7 @@ def test_cli_lifecycle_sends_the_planned_requests_and_leaves_nothing(
         ],
     )
     code, out, _ = run(capsys, "logs", NAME, "--json")
-    events = [json.loads(line) for line in out.strip().splitlines()]
+    events = json.loads(out)  # one JSON document: the list of events
     assert code == 0 and len(events) == 2
     assert events[1]["spec_decoding"] == {
         "mean_acceptance_length": 3.41,
@@ -414,8 +414,10 @@ def test_deploy_local_head_pushes_to_private_default_bucket(world, capsys, tmp_p
     assert prefix.startswith(f"s3://{bucket}/peagle/drafters/") and prefix.endswith("/")
     keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"])
     key_prefix = prefix[len(f"s3://{bucket}/") :]
+    # The head under the mounted prefix; peagle's manifest next to it, not in it.
     assert keys == [
-        key_prefix + n for n in ("config.json", "model.safetensors", "peagle-manifest.json")
+        key_prefix.rstrip("/") + ".peagle-manifest.json",
+        *(key_prefix + n for n in ("config.json", "model.safetensors")),
     ]
     assert run(capsys, "delete", NAME, "--yes")[0] == 0
     assert sagemaker_inventory() == EMPTY

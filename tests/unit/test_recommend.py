@@ -56,12 +56,19 @@ def test_budget_and_concurrency_filter(capsys):
 def test_measured_results_rank_by_cost_per_million_tokens(capsys, tmp_path):
     (tmp_path / "a.json").write_text(
         json.dumps(
-            {"instance_type": "ml.g6e.12xlarge", "levels": [{"output_tokens_per_s": 5000.0}]}
+            {
+                "model": "gpt-oss-20b",
+                "simulated": False,
+                "instance_type": "ml.g6e.12xlarge",
+                "levels": [{"output_tokens_per_s": 5000.0}],
+            }
         )
     )
     (tmp_path / "b.json").write_text(
         json.dumps(
             {
+                "model": "gpt-oss-20b",
+                "simulated": False,
                 "instance_type": "ml.g7e.2xlarge",
                 "levels": [{"output_tokens_per_s": 1000.0}, {"output_tokens_per_s": 1400.0}],
             }
@@ -84,6 +91,7 @@ def test_measured_results_rank_by_cost_per_million_tokens(capsys, tmp_path):
 
 def test_unknown_model_is_one_line(capsys):
     code, _, err = run(capsys, "recommend", "nope")
-    assert (
-        code == 2 and err.strip() == "error: model: unknown model 'nope' (fix: see `peagle models`)"
+    assert code == 2 and err.strip() == (
+        "error: model: unknown model 'nope' (fix: see `peagle models`; "
+        "JumpStart ids resolve live with AWS credentials)"
     )
