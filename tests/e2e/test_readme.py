@@ -1,0 +1,157 @@
+"""Every command block of README.md runs as written, against a private sandbox.
+
+The blocks come from `tests/readme_blocks.py` (also used by the conformance tier for the
+`engine` blocks). Each ```bash block runs in `bash -eo pipefail` from the repository root
+(the README's commands assume a clone), each ```python block in `python -c`, with:
+
+- a private `PEAGLE_STATE_DIR` (so the sandbox started here is this test's alone; it is
+  stopped at the end), its own HOME and cache, and no AWS_* or PEAGLE_* settings from the
+  caller, so nothing can reach AWS;
+- `pip` replaced by a checker on PATH: `pip install -e ".[extra]"` verifies that every
+  requirement of that extra in pyproject.toml is installed in this interpreter instead of
+  installing (no network, no change to the shared venv). A fresh venv with only
+  `.[sandbox]` was also checked by hand to run the first block.
+
+Skipped blocks carry a reason in the README, and the run/skip/engine counts must equal
+what README.md declares.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.readme_blocks import README, Block, blocks, declared_counts
+
+pytestmark = pytest.mark.e2e
+
+ROOT = README.parent
+RUN = blocks("run")
+
+PIP_SHIM = """#!{python}
+import importlib.metadata as md, re, sys, tomllib
+args = sys.argv[1:]
+if args[:2] != ["install", "-e"] or len(args) != 3:
+    sys.exit(f"readme-test pip shim: only `pip install -e .[extra]` is expected, got {{args}}")
+m = re.fullmatch(r"\\.\\[([a-z,]+)\\]", args[2])
+extras = (m.group(1) if m else "").split(",")
+optional = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]
+missing = []
+for extra in extras:
+    if extra not in optional:
+        sys.exit(f"readme-test pip shim: pyproject.toml has no extra {{extra!r}}")
+    for req in optional[extra]:
+        name = re.split(r"[\\[<>=!~ ;]", req, maxsplit=1)[0]
+        try:
+            md.version(name)
+        except md.PackageNotFoundError:
+            missing.append(req)
+if missing:
+    sys.exit(f"readme-test pip shim: not installed: {{missing}}")
+print(f"readme-test pip shim: .[{{','.join(extras)}}] is installed")
+"""
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("readme")
+    shims = root / "bin"
+    shims.mkdir()
+    pip = shims / "pip"
+    pip.write_text(PIP_SHIM.format(python=sys.executable))
+    pip.chmod(0o755)
+    (root / "home").mkdir()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PEAGLE_"))}
+    base.update(
+        HOME=str(root / "home"),
+        PEAGLE_STATE_DIR=str(root / "state"),
+        PEAGLE_CACHE_DIR=str(root / "cache"),
+        PEAGLE_POLL_SECONDS="0.2",
+        COLUMNS="200",
+        PATH=os.pathsep.join([str(shims), str(Path(sys.executable).parent), base["PATH"]]),
+    )
+    yield base
+    subprocess.run(
+        [sys.executable, "-m", "sm_peagle.cli", "sandbox", "stop"],
+        env=base,
+        capture_output=True,
+        timeout=60,
+    )
+
+
+def run_block(block: Block, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    cmd = (
+        ["bash", "-eo", "pipefail", "-c", block.code]
+        if block.lang in ("bash", "console")
+        else [sys.executable, "-c", block.code]
+    )
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("block", RUN, ids=[b.id for b in RUN])
+def test_readme_block_runs_as_written(block: Block, env: dict[str, str]) -> None:
+    proc = run_block(block, env)
+    detail = f"README.md line {block.line}:\n{block.code}\n--- stderr\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, detail
+    assert "Traceback" not in proc.stderr, detail
+
+
+def test_block_counts_are_the_declared_ones() -> None:
+    counts = {kind: len(blocks(kind)) for kind in ("run", "skip", "engine")}
+    assert counts == declared_counts()
+    assert all(b.reason and len(b.reason) > 10 for b in blocks("skip"))
+
+
+def test_the_two_setup_commands_are_consistent() -> None:
+    """The first installs the sandbox extra and runs the lifecycle; the second installs
+    the test extra before running the tests; .ci/run runs that same test command."""
+    first, second = blocks()[:2]
+    assert first.code.startswith('pip install -e ".[sandbox]"\n')
+    assert "peagle sandbox stop" in first.code and "mktemp -d" in first.code
+    assert second.code.strip() == 'pip install -e ".[test]" && python -m pytest -q'
+    optional = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    sandbox = {re.split(r"[\[<>=]", r)[0] for r in optional["sandbox"]}
+    test = {re.split(r"[\[<>=]", r)[0] for r in optional["test"]}
+    assert sandbox <= test  # the tests start sandboxes too
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert '-e ".[test]"' in ci and "\npython -m pytest -q\n" in ci
+
+
+def test_parser_marks_and_counts() -> None:
+    text = textwrap.dedent(
+        """\
+        ```bash
+        echo run
+        ```
+        <!-- readme-test: skip: needs AWS credentials -->
+
+        ```python
+        print("skip")
+        ```
+        <!-- readme-test: engine -->
+        ```console
+        peagle --sandbox-engine vllm deploy x
+        ```
+        ```yaml
+        not: counted
+        ```
+        <!-- readme-test: counts: run 1, skip 1, engine 1 -->
+        """
+    )
+    found = blocks(text=text)
+    assert [(b.lang, b.kind) for b in found] == [
+        ("bash", "run"),
+        ("python", "skip"),
+        ("console", "engine"),
+    ]
+    assert found[1].reason == "needs AWS credentials"
+    assert declared_counts(text) == {"run": 1, "skip": 1, "engine": 1}
