@@ -103,6 +103,8 @@ def descendants(pid: int) -> list[int]:
     """Live processes below `pid` (Linux /proc): the engines a sandbox server started."""
     parents: dict[int, int] = {}
     for d in Path("/proc").iterdir():
+        if not d.name.isdigit():  # self, thread-self, sys, ...
+            continue
         try:
             fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError, ValueError):
