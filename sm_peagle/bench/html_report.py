@@ -251,6 +251,10 @@ def render_html(doc: dict[str, Any]) -> str:
     if rec:
         parts.append("<ul>" + "".join(f"<li>{e(r)}</li>" for r in rec) + "</ul>")
     for mode, sched in (doc.get("k_schedule") or {}).items():
+        if not sched.get("deployable", True):
+            parts.append(f"<p>{e(mode)} as one dynamic-K deployment: refused: "
+                         f"{e(str(sched.get('refused')))}</p>")  # fmt: skip
+            continue
         parts.append(f"<p>{e(mode)} as one deployment (vLLM &ge; 0.24.0): <code>-k "
                      f"{sched['num_speculative_tokens']} --k-schedule {e(sched['k_schedule'])}"
                      "</code></p>")  # fmt: skip

@@ -163,11 +163,13 @@ def recommendation_lines(doc: dict[str, Any]) -> list[str]:
         ]  # fmt: skip
         line = f"{mode}: " + "; ".join(parts)
         sched = (doc.get("k_schedule") or {}).get(mode)
-        if sched:
+        if sched and sched.get("deployable", True):
             line += (
                 f" (one deployment, vLLM >= 0.24.0: -k {sched['num_speculative_tokens']} "
                 f"--k-schedule {sched['k_schedule']})"
             )
+        elif sched:
+            line += f" (as one dynamic-K deployment: refused for {mode}, see `peagle plan`)"
         out.append(line)
     return out
 

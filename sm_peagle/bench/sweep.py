@@ -139,17 +139,20 @@ def max_concurrency_table(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]
 def k_schedules(recommendation: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """The best K per concurrency as a dynamic-K schedule, per mode (deployable with
     `--k-schedule`, vLLM >= 0.24.0): batch size ~ concurrency in a closed loop."""
-    from ..planning.dynamic_k import schedule_from_ranges, schedule_text
+    from ..planning.dynamic_k import P_EAGLE_DYNAMIC_K, schedule_from_ranges, schedule_text
 
     out = {}
     for mode, ranges in recommendation.items():
         sched = schedule_from_ranges(ranges)
         if len({k for _, _, k in sched}) < 2:
             continue  # one K everywhere: a fixed -k says the same
+        allowed, why = P_EAGLE_DYNAMIC_K if mode == "p-eagle" else (True, "")
         out[mode] = {
             "num_speculative_tokens": max(k for _, _, k in sched),
             "num_speculative_tokens_per_batch_size": sched,
             "k_schedule": schedule_text(sched),
+            "deployable": allowed,
+            "refused": None if allowed else why,
         }
     return out
 

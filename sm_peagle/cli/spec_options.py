@@ -21,6 +21,14 @@ ModeOpt = Annotated[
     str | None, typer.Option("--mode", help="p-eagle (default), eagle3 or baseline.")
 ]
 KOpt = Annotated[int | None, typer.Option("-k", "--num-speculative-tokens", help="K.")]
+KScheduleOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--k-schedule",
+        help="Dynamic K per batch size, START-END:K ranges (1-4:7,5-32:5,33-256:3); "
+        "vLLM >= 0.24.0, checked with vLLM's own rules.",
+    ),
+]
 DrafterOpt = Annotated[
     str | None, typer.Option("--drafter", help="Drafter head: s3://bucket/prefix/ or a dir.")
 ]

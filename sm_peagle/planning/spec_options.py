@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import SpecError
 from .component_specs import parse_component
+from .dynamic_k import parse_k_schedule
 from .spec_loading import load_spec, merge_overrides, spec_from_data
 from .specs import DeploymentSpec
 
@@ -29,6 +30,7 @@ class SpecOptions:
     instance_count: int | None = None
     mode: str | None = None
     k: int | None = None
+    k_schedule: str | None = None  # "1-4:7,5-32:5": num_speculative_tokens_per_batch_size
     drafter: str | None = None
     bucket: str | None = None
     fallback: list[str] | None = None
@@ -71,6 +73,9 @@ class SpecOptions:
             "endpoint.instance_count": self.instance_count,
             "speculative.mode": self.mode,
             "speculative.num_speculative_tokens": self.k,
+            "speculative.num_speculative_tokens_per_batch_size": (
+                parse_k_schedule(self.k_schedule) if self.k_schedule else None
+            ),
             "drafter.source": self.drafter,
             "drafter.bucket": self.bucket,
             "endpoint.fallback_instance_types": self.fallback,

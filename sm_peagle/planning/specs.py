@@ -76,6 +76,11 @@ class SpeculativeSpec(_Strict):
     enforce_eager: bool | None = None
     disable_padded_drafter_batch: bool | None = None
     disable_by_batch_size: int | None = Field(default=None, ge=1)
+    num_speculative_tokens_per_batch_size: list[list[int]] | None = Field(
+        default=None,
+        description="Dynamic K (vLLM >= 0.24.0): [[start, end, K], ...] over inclusive "
+        "batch-size ranges (--k-schedule 1-4:7,5-32:5); checked by planning/dynamic_k.py.",
+    )
 
     @field_validator("num_speculative_tokens")
     @classmethod

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .checks import Check, failed, passed, warned
+from .dynamic_k import check_k_schedule
 from .specs import DeploymentSpec, Mode, SpeculativeSpec
 from .version_gates import parallel_drafting_gate
-from .vllm_versions import VllmVersion, speculative_keys
+from .vllm_versions import VllmVersion, dynamic_k_supported, speculative_keys
 
 if TYPE_CHECKING:  # annotations only
     from .sources import Sources
@@ -100,10 +101,17 @@ def build_speculative_config(
     """The speculative config dict (None for baseline) plus the checks that decided it."""
     if spec.mode == Mode.BASELINE:
         return SpeculativeResult(None, None, [passed("speculative", "baseline: no speculation")])
-    k = spec.num_speculative_tokens or default_k
+    schedule = spec.num_speculative_tokens_per_batch_size
+    top = max((e[2] for e in schedule or () if isinstance(e, list) and len(e) == 3), default=0)
+    # With a K schedule and no -k, K (the most any batch size drafts) is the schedule's max.
+    k = spec.num_speculative_tokens or (top if top > 0 else default_k)
     checks = [_check_k(k, trained_k, recommended_k)]
     checks += _check_mode(spec, vllm_version, target_tp)
     config, key_checks = _config_for(spec, k, channel, vllm_version)
+    if schedule is not None:
+        checks += check_k_schedule(schedule, k=k, version=vllm_version, mode=spec.mode.value)
+        if dynamic_k_supported(vllm_version):
+            config["num_speculative_tokens_per_batch_size"] = schedule
     return SpeculativeResult(config, k, checks + key_checks)
 
 

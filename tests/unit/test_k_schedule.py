@@ -5,6 +5,8 @@ sweep's best K per concurrency turned into a schedule."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from sm_peagle.errors import SpecError
@@ -19,6 +21,7 @@ from sm_peagle.planning.dynamic_k import (
     schedule_text,
 )
 from sm_peagle.planning.vllm_versions import VllmVersion, covered_versions, dynamic_k_supported
+from tests.plan_helpers import make_offline, plan_json, run_cli
 
 V = VllmVersion("0.31.0")
 
@@ -110,3 +113,72 @@ def test_sweep_ranges_become_a_schedule():
     assert [s for s, _ in statuses(sched, k=7)] == ["pass"]  # always valid for vLLM
     assert schedule_from_ranges([{"from": 8, "to": 512, "k": 2}]) == [[1, 512, 2]]
     assert schedule_from_ranges([]) == []
+
+
+def spec_config(doc: dict) -> dict:
+    env = doc["create_model"]["PrimaryContainer"]["Environment"]
+    assert json.loads(env["SM_VLLM_SPECULATIVE_CONFIG"]) == doc["speculative_config"]
+    return doc["speculative_config"]
+
+
+def test_plan_k_schedule_into_the_speculative_config(capsys, monkeypatch, tmp_path):
+    make_offline(monkeypatch, tmp_path)
+    doc = plan_json(capsys, "gpt-oss-20b", "--mode", "eagle3", "-k", "7", "--k-schedule",
+                    "1-4:7,5-32:5,33-256:3", "--vllm-version", "0.31.0")  # fmt: skip
+    cfg = spec_config(doc)
+    assert cfg["num_speculative_tokens"] == 7
+    assert cfg["num_speculative_tokens_per_batch_size"] == [[1, 4, 7], [5, 32, 5], [33, 256, 3]]
+    # Without -k, K is the schedule's largest; the spec file form is the same field.
+    doc = plan_json(capsys, "gpt-oss-20b", "--mode", "eagle3", "--k-schedule", "1-8:5,9-64:2",
+                    "--vllm-version", "0.31.0")  # fmt: skip
+    assert spec_config(doc)["num_speculative_tokens"] == 5
+
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (
+            [
+                "--mode",
+                "p-eagle",
+                "-k",
+                "3",
+                "--k-schedule",
+                "1-4:3,5-256:2",
+                "--vllm-version",
+                "0.31.0",
+            ],
+            "refused for p-eagle",
+        ),  # fmt: skip
+        (["--mode", "eagle3", "-k", "3", "--k-schedule", "1-4:3,5-256:2"], "first in vLLM 0.24.0"),
+        (
+            [
+                "--mode",
+                "eagle3",
+                "-k",
+                "5",
+                "--k-schedule",
+                "1-4:7,5-256:3",
+                "--vllm-version",
+                "0.31.0",
+            ],
+            "silently clamp",
+        ),  # fmt: skip
+    ],
+)
+def test_plan_refuses_what_vllm_would_not_run(capsys, monkeypatch, tmp_path, args, words):
+    make_offline(monkeypatch, tmp_path)
+    code, out, err = run_cli(capsys, "plan", "gpt-oss-20b", *args)
+    assert code != 0 and words in out + err
+
+
+def test_sweep_schedule_is_deployable_for_eagle3_refused_for_p_eagle():
+    from sm_peagle.bench.sweep import k_schedules
+
+    ranges = [{"from": 1, "to": 4, "k": 7}, {"from": 32, "to": 128, "k": 3}]
+    out = k_schedules({"eagle3": ranges, "p-eagle": ranges, "other": ranges[:1]})
+    assert out["eagle3"]["k_schedule"] == "1-31:7,32-256:3" and out["eagle3"]["deployable"]
+    assert out["eagle3"]["num_speculative_tokens"] == 7
+    assert not out["p-eagle"]["deployable"] and "propose_draft_token_ids" in out["p-eagle"][
+        "refused"]  # fmt: skip
+    assert "other" not in out  # one K everywhere: a fixed -k says the same
