@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import struct
 from pathlib import Path
@@ -188,6 +187,31 @@ def test_non_integer_mask_token(tmp_path: Path) -> None:
     d = make_head(tmp_path / "h")
     edit_config(d, ptd_token_id="511")
     assert_only_fail(run(d), "drafter.mask_token", "ptd_token_id is '511', not a token id")
+
+
+@pytest.mark.parametrize("value", [True, False, -1, 1.0])
+def test_boolean_negative_or_float_mask_token_is_not_a_token_id(tmp_path: Path, value) -> None:
+    # A token id indexes the vocabulary: an integer in 0..vocab-1 (JSON true is not one,
+    # though Python's bool is an int).
+    d = make_head(tmp_path / "h")
+    edit_config(d, ptd_token_id=value)
+    assert_only_fail(run(d), "drafter.mask_token", f"ptd_token_id is {value!r}, not a token id")
+
+
+def test_mask_token_zero_is_a_token_id(tmp_path: Path) -> None:
+    d = make_head(tmp_path / "h")
+    edit_config(d, ptd_token_id=0)
+    assert "ptd_token_id = 0" in run(d)["drafter.mask_token"].message
+    all_pass(run(d))
+
+
+def test_fc_rows_must_be_the_heads_hidden_size(tmp_path: Path) -> None:
+    # fc is Linear(3 x target hidden -> head hidden): weight [64, 192] for hidden 64. Rows
+    # of 48 with the right 192 columns are still a head saved with another config.json.
+    d = make_head(tmp_path / "h")
+    resave(d, replace={"fc.weight": np.zeros((48, 192), np.float16)})
+    c = assert_only_fail(run(d), "drafter.fc_shape", "but config.json hidden_size is 64")
+    assert "[48, 192]" in c.message
 
 
 def test_wrong_fc_shape(tmp_path: Path) -> None:
@@ -388,6 +412,39 @@ _spec = st.fixed_dictionaries(
     )
 )
 def test_header_parser_only_raises_header_error(raw: bytes) -> None:
-    # Whatever the bytes, a bad header is reported as HeaderError naming the file.
-    with contextlib.suppress(HeaderError):
-        parse_header(len(raw), raw, name="fuzz.safetensors", file_size=8 + len(raw))
+    # Whatever the bytes, a bad header is reported as HeaderError naming the file; a
+    # header the safetensors loader accepts, peagle accepts too, with the same tensors.
+    from safetensors.numpy import load
+
+    try:
+        real = {k: list(v.shape) for k, v in load(struct.pack("<Q", len(raw)) + raw).items()}
+    except Exception:
+        real = None
+    try:
+        header = parse_header(len(raw), raw, name="fuzz.safetensors", file_size=8 + len(raw))
+    except HeaderError as e:
+        assert "fuzz.safetensors" in str(e)
+        assert real is None, f"the safetensors loader accepts what peagle refused: {e}"
+        return
+    # No data bytes follow the header, so every tensor it declares is empty.
+    assert all(t.begin == t.end == 0 for t in header.tensors.values())
+    if real is not None:
+        assert {k: list(t.shape) for k, t in header.tensors.items()} == real
+
+
+def test_header_parser_reads_a_real_header_exactly(tmp_path: Path) -> None:
+    from safetensors.numpy import save_file
+
+    path = tmp_path / "w.safetensors"
+    save_file(
+        {"a": np.zeros((2, 3), np.float16), "b": np.zeros(4, np.int64)},
+        str(path),
+        metadata={"format": "pt"},
+    )
+    h = read_local_header(path)
+    # safetensors writes the widest dtype first: b = 4 x 8 bytes = 32, then a = 2 x 3 x 2 = 12.
+    assert {k: (t.dtype, t.shape, t.begin, t.end) for k, t in h.tensors.items()} == {
+        "a": ("F16", (2, 3), 32, 44),
+        "b": ("I64", (4,), 0, 32),
+    }
+    assert h.metadata == {"format": "pt"}
