@@ -159,8 +159,16 @@ def test_env_to_argv(env: dict[str, str], nonempty: bool, expected: list[str]) -
     assert build_argv(env, model_dir_nonempty=lambda: nonempty) == expected
 
 
-def test_table_is_large_enough() -> None:
-    assert len(TABLE) >= 15
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("MAX_NUM_SEQS", "64"), ("A", "x"), ("KV_CACHE_DTYPE", "fp8_e5m2"), ("X_1_Y", "a b")],
+)
+def test_any_sm_vllm_variable_becomes_its_flag(name: str, value: str) -> None:
+    # The DLC rule: strip SM_VLLM_, lower-case, "_" -> "-"; a plain value is one argument.
+    argv = build_argv(
+        {"HF_MODEL_ID": "m", f"SM_VLLM_{name}": value}, model_dir_nonempty=lambda: False
+    )
+    assert argv == HEAD + ["m"] + PORT + ["--" + name.lower().replace("_", "-"), value]
 
 
 def test_no_model_is_fatal() -> None:
@@ -331,7 +339,9 @@ def test_good_head_execs_with_exact_argv(tmp_path: Path) -> None:
     env = _env(spec, SM_VLLM_MAX_MODEL_LEN="4096")
     code, log, calls = _run(env, argv=["serve"])  # SageMaker's `<image> serve`
     assert code == 0, log
-    expected = build_argv(env, model_dir_nonempty=lambda: False)
+    # By the DLC rules: the model, the port, then the flags sorted by variable name.
+    expected = HEAD + ["m"] + PORT + ["--max-model-len", "4096"]
+    expected += ["--speculative-config", env["SM_VLLM_SPECULATIVE_CONFIG"]]
     assert calls == [("vllm", expected)]
     assert "FATAL" not in log
     assert "peagle-entrypoint: exec vllm serve m --port 8080 --max-model-len 4096" in log
