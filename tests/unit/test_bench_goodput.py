@@ -163,3 +163,17 @@ def test_tune_k_estimate_follows_per_position_rates():
     assert costly["recommended_k"] < 3
     with pytest.raises(ValueError):
         estimate_k([], 3, 1.0)
+
+
+def test_export_lines_match_the_documented_schema(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    from pathlib import Path
+
+    schema_file = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-1.schema.json"
+    schema = json.loads(schema_file.read_text())
+    line_schema = {"$ref": "#/$defs/request_line", "$defs": schema["$defs"]}
+    ex = RequestExporter(tmp_path / "r.jsonl")
+    ex.write_level([rec(0), rec(1, ok=False)], endpoint="ep", configuration=None,
+                   concurrency=2, rate=0.5, slo={"ttft": 0.5})  # fmt: skip
+    for line in read_requests(tmp_path / "r.jsonl"):
+        jsonschema.Draft202012Validator(line_schema).validate(line)
