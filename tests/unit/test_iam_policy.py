@@ -217,3 +217,76 @@ def test_cli_json_and_human(capsys: pytest.CaptureFixture[str]) -> None:
 
     code, _, err = run_cli(capsys, "iam-policy", "-f", str(TEMPLATE), "--account", "12")
     assert code == 2 and "--account" in err
+
+
+# Written by hand from the rules, not from the builder: JumpStart's spec for
+# openai-reasoning-gpt-oss-20b (v3.38.0) puts the weights under
+# hosting_prepacked_artifact_key and the P-EAGLE head under lmi-eagle-heads/ in the
+# region's jumpstart-cache-prod bucket; AWS's vLLM images live in account 763104351884,
+# repository "vllm"; SageMaker writes an endpoint's logs to /aws/sagemaker/Endpoints/<name>
+# and its metrics to that namespace. The account is unknown offline: 000000000000.
+_JS = "arn:aws:s3:::jumpstart-cache-prod-us-east-1"
+_WEIGHTS = "openai-reasoning/openai-reasoning-gpt-oss-20b/artifacts/inference-prepack/v1.0.0/*"
+_HEAD = "lmi-eagle-heads/models/gpt-oss-20b-p-eagle/*"
+TEMPLATE_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Sid": "ReadModelArtifacts",
+            "Effect": "Allow",
+            "Action": ["s3:GetObject"],
+            "Resource": [f"{_JS}/{_HEAD}", f"{_JS}/{_WEIGHTS}"],
+        },
+        {
+            "Sid": "ListModelArtifactPrefixes0",
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket"],
+            "Resource": [_JS],
+            "Condition": {"StringLike": {"s3:prefix": [_HEAD, _WEIGHTS]}},
+        },
+        {
+            "Sid": "PullServingImage",
+            "Effect": "Allow",
+            "Action": [
+                "ecr:BatchCheckLayerAvailability",
+                "ecr:BatchGetImage",
+                "ecr:GetDownloadUrlForLayer",
+            ],
+            "Resource": ["arn:aws:ecr:us-east-1:763104351884:repository/vllm"],
+        },
+        {
+            "Sid": "EcrAuthToken",
+            "Effect": "Allow",
+            "Action": ["ecr:GetAuthorizationToken"],
+            "Resource": "*",
+        },
+        {
+            "Sid": "EndpointLogs",
+            "Effect": "Allow",
+            "Action": [
+                "logs:CreateLogGroup",
+                "logs:CreateLogStream",
+                "logs:DescribeLogStreams",
+                "logs:PutLogEvents",
+            ],
+            "Resource": [
+                "arn:aws:logs:us-east-1:000000000000:log-group:"
+                "/aws/sagemaker/Endpoints/peagle-gpt-oss-20b-p-eagle:*"
+            ],
+        },
+        {
+            "Sid": "EndpointMetrics",
+            "Effect": "Allow",
+            "Action": ["cloudwatch:PutMetricData"],
+            "Resource": "*",
+            "Condition": {"StringEquals": {"cloudwatch:namespace": "/aws/sagemaker/Endpoints"}},
+        },
+    ],
+}
+
+
+def test_template_policy_is_the_hand_written_one() -> None:
+    assert execution_role_policy(plan_for(TEMPLATE)).policy == TEMPLATE_POLICY
+    # ... and so is the checked-in example (test_templates keeps it fresh).
+    example = TEMPLATE.parents[1] / "iam" / "execution-role-policy.json"
+    assert json.loads(example.read_text()) == TEMPLATE_POLICY

@@ -366,3 +366,51 @@ def test_terraform_escapes_template_sequences() -> None:
         cfn["Resources"]["PeagleModel"]["Properties"]["PrimaryContainer"]["Environment"]["GREETING"]
         == "${HOME} and %{ if }"
     )
+
+
+def test_terraform_example_values_by_hand() -> None:
+    """The example export's key values, written from their sources (not from the exporter):
+    JumpStart's lmi-optimized config of openai-reasoning-gpt-oss-20b v3.38.0 (image, the
+    P-EAGLE config with K=3, prepacked weights, the head under lmi-eagle-heads/, 3600 s
+    timeouts), the catalog's default instance (ml.g7e.2xlarge), and the AWS provider
+    release that added additional_model_data_source (6.22.0)."""
+    tf = json.loads(TF_EXAMPLE.read_text())
+    assert tf["terraform"]["required_providers"]["aws"]["version"] == ">= 6.22.0"
+    res = tf["resource"]
+    (model,) = res["aws_sagemaker_model"].values()
+    pc = model["primary_container"]
+    assert pc["image"] == (
+        "763104351884.dkr.ecr.us-east-1.amazonaws.com/"
+        "vllm:0.18.0-gpu-py312-cu129-ubuntu22.04-sagemaker"
+    )
+    assert json.loads(pc["environment"]["SM_VLLM_SPECULATIVE_CONFIG"]) == {
+        "model": "/opt/ml/additional-model-data-sources/eagle",
+        "method": "eagle3",
+        "num_speculative_tokens": 3,
+        "parallel_drafting": True,
+    }
+    js = "s3://jumpstart-cache-prod-us-east-1/"
+    assert pc["model_data_source"]["s3_data_source"] == {
+        "s3_uri": js
+        + "openai-reasoning/openai-reasoning-gpt-oss-20b/artifacts/inference-prepack/v1.0.0/",
+        "s3_data_type": "S3Prefix",
+        "compression_type": "None",
+    }
+    assert pc["additional_model_data_source"] == [
+        {
+            "channel_name": "eagle",
+            "s3_data_source": {
+                "s3_uri": js + "lmi-eagle-heads/models/gpt-oss-20b-p-eagle/",
+                "s3_data_type": "S3Prefix",
+                "compression_type": "None",
+            },
+        }
+    ]
+    assert model["enable_network_isolation"] is True
+    (cfg,) = res["aws_sagemaker_endpoint_configuration"].values()
+    (variant,) = cfg["production_variants"]
+    assert (variant["instance_type"], variant["initial_instance_count"]) == ("ml.g7e.2xlarge", 1)
+    assert variant["container_startup_health_check_timeout_in_seconds"] == 3600
+    assert variant["model_data_download_timeout_in_seconds"] == 3600
+    (ep,) = res["aws_sagemaker_endpoint"].values()
+    assert ep["name"] == "peagle-gpt-oss-20b-p-eagle"
