@@ -88,11 +88,30 @@ def test_stream_request_asks_for_usage_on_every_chunk(fake, rt) -> None:
 
 
 def test_ttft_counts_from_send_to_first_content(fake, rt) -> None:
+    # Three HTTP chunks, each sent after a 0.03 s pause: the role-only event; the first two
+    # content events ("h", 1 token; "éllo", 2); the other three content events (1 + 3 + 2
+    # tokens), the usage-only event and [DONE]. Load can only delay arrivals, so the only
+    # time bounds asserted are lower bounds; the rest is exact.
+    starts = [STREAM.rfind(b"data: ", 0, STREAM.index(t.encode())) for t in ('"h"', '" →"')]
+    bounds = [0, *starts, len(STREAM)]
     fake.delay = 0.03  # before every HTTP chunk, the first included
-    fake.stream_reply = lambda _req: [FRAMES[0], b"".join(FRAMES[1:60]), b"".join(FRAMES[60:])]
-    c = rt.stream("hi").completion()
-    assert c.ttft >= 0.03 and c.e2e > c.ttft
-    assert c.tpot is not None and c.tpot > 0
+    fake.stream_reply = lambda _req: [
+        b"".join(payload_parts(STREAM[a:b])) for a, b in zip(bounds, bounds[1:], strict=False)
+    ]
+    result = rt.stream("hi")
+    chunks = list(result)
+    c = result.completion()
+    assert (c.text, c.output_tokens, c.chunks, len(chunks)) == (TEXT, 9, 5, ALL_CHUNKS)
+    assert c.mean_tokens_per_chunk == 9 / 5
+    # The first content ("h") can only arrive with the second HTTP chunk, after two pauses;
+    # the stream ends after three.
+    assert c.ttft >= 2 * 0.03 and c.e2e >= 3 * 0.03 and c.ttft <= c.e2e
+    # One inter-token latency per token after the first: 2 + 1 + 3 + 2 = 8. They add up to
+    # the time from the first content chunk to the last, which TPOT spreads over 8 tokens.
+    content = [ch for ch in chunks if ch.is_content]
+    assert len(c.itl) == 8
+    assert sum(c.itl) == pytest.approx(content[-1].arrived_at - content[0].arrived_at)
+    assert c.tpot == pytest.approx(sum(c.itl) / 8)
 
 
 @pytest.mark.parametrize(
