@@ -36,7 +36,10 @@ def peagle_script() -> Path:
         candidate = Path(d) / name
         if candidate.exists():
             return candidate
-    pytest.skip("peagle console script is not installed next to this interpreter")
+    pytest.fail(
+        "the peagle console script is not installed next to this interpreter: "
+        'pip install -e ".[test]"'
+    )
 
 
 NO_HEAVY_IMPORTS = (

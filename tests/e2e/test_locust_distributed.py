@@ -11,7 +11,6 @@ Locust is never imported here: importing it monkey-patches the whole process for
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -25,10 +24,6 @@ import pytest
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(
-        importlib.util.find_spec("locust") is None,
-        reason="locust is not installed (pip install 'sm-peagle[locust]')",
-    ),
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,7 +91,8 @@ def processes_of(marker: str) -> list[str]:
 
 
 def validator() -> Any:
-    jsonschema = pytest.importorskip("jsonschema")
+    import jsonschema  # in the [test] extra
+
     return jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text()))
 
 

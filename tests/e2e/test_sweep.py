@@ -60,7 +60,8 @@ def slug(label: str) -> str:
 
 
 def schema_validator():
-    jsonschema = pytest.importorskip("jsonschema")
+    import jsonschema  # in the [test] extra
+
     schema = json.loads(SCHEMA_FILE.read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
