@@ -351,12 +351,14 @@ class Runtime:
 
         def on_written(ev: Any, t: float) -> None:
             self.truth.mark_first_byte(record, t)
-            if ev is None or not ev.has_content:
+            if ev is None:
                 return
             tokens = None
             if ev.completion_tokens is not None:
                 tokens, last_usage[0] = ev.completion_tokens - last_usage[0], ev.completion_tokens
-            self.truth.add_step(record, t, tokens)
+            # A token whose text is empty (part of a UTF-8 sequence) still counts: usage says so.
+            if ev.has_content or tokens:
+                self.truth.add_step(record, t, tokens)
 
         parts = splitter.frames(events(), on_written)
         return self._stream(
