@@ -234,6 +234,14 @@ def _peagle_install(env: EngineEnv, pip: list[str], run: _Runner) -> str:
     return f"linked {link} -> {_PKG_DIR.parents[1]}"
 
 
+def _marker_stamp(marker: Path) -> dict[str, str] | None:
+    """The stamp a finished step left, or None (missing or unreadable: redo the step)."""
+    try:
+        return json.loads(marker.read_text()).get("stamp")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def install_engine(
     home: Path | None = None,
     vllm_version: str = DEFAULT_VLLM_VERSION,
@@ -317,7 +325,7 @@ def install_engine(
     for i, (name, fn, extra) in enumerate(steps, 1):
         marker = state / (name.replace(" ", "-") + ".done")
         want = {**stamp, **extra}
-        done = marker.exists() and json.loads(marker.read_text()).get("stamp") == want
+        done = _marker_stamp(marker) == want
         if done and not (redo and i > 1):
             progress(f"[{i}/{len(steps)}] {name}: ok")
             continue
