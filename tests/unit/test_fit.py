@@ -206,3 +206,63 @@ def test_the_fix_names_the_smallest_catalog_type_that_holds_weights_head_and_one
         gpu_memory_utilization=0.9,
     )  # fmt: skip
     assert c.fix == "no catalog type fits"
+
+
+def test_messages_in_full() -> None:
+    # 60 + 1 + 2 x 2 = 65 GB of 90: room 25 GB, 12 sequences of 2 GB.
+    c = fit(60)
+    assert c.message == (
+        "weights 60.0 GB + drafter 1.0 GB + overhead 4 GB vs 90 GB usable on 2x 50 GB; "
+        "KV room 25 GB (~12 x 100000 tokens)"
+    )
+    assert c.fix is None
+    unknown = check_fit(
+        None,
+        TWO,
+        2,
+        drafter_bytes=GB,
+        speculative=True,
+        max_model_len=LEN,
+        gpu_memory_utilization=0.9,
+    )
+    assert unknown.message == "model size unknown to peagle; the fit is not checked"
+    tight = fit(79.5)  # room 5.5 GB: 2 sequences
+    assert tight.message.endswith("KV room for ~2 sequences of 100000 tokens")
+    assert tight.fix is not None and tight.fix.startswith("use a larger instance, e.g. ")
+
+
+@pytest.mark.parametrize(
+    ("weights_gb", "smallest"),
+    [
+        # One 96 GB g7e GPU holds 96 x 0.9 - 2 = 84.4 GB (exactly); the next catalog size
+        # that holds more is 192 GB of GPU memory, first of which is ml.g7e.12xlarge.
+        (81.4, "ml.g7e.12xlarge"),  # 81.4 + 1 head + 2 KV = 84.4: not strictly less
+        (81.3, "ml.g7e.2xlarge"),  # 84.3 < 84.4
+        (82.0, "ml.g7e.12xlarge"),  # 85 > 84.4; without the head or the KV it would fit
+    ],
+)
+def test_the_suggested_type_holds_weights_head_and_one_sequence(weights_gb, smallest) -> None:
+    model = replace(MODEL, weight_bytes=int(weights_gb * GB))
+    c = check_fit(
+        model,
+        TWO,
+        2,
+        drafter_bytes=GB,
+        speculative=True,
+        max_model_len=LEN,
+        gpu_memory_utilization=0.9,
+    )
+    assert c.fix == f"use a larger instance, e.g. {smallest}"
+
+
+def test_budget_of_a_model_of_unknown_size_counts_no_weights() -> None:
+    b = fit_budget(
+        replace(MODEL, weight_bytes=None),
+        TWO,
+        2,
+        drafter_bytes=GB,
+        speculative=True,
+        max_model_len=LEN,
+        gpu_memory_utilization=0.9,
+    )
+    assert b.fixed == GB + 4 * GB and b.kv_one == 2 * GB

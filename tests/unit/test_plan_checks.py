@@ -193,3 +193,51 @@ def test_no_role_warns_and_local_nvme_warns_about_volume_size() -> None:
     assert "has local NVMe storage" in checks["endpoint.volume_size_gb"].message
     with_role = checks_of(role="arn:aws:iam::123456789012:role/r")
     assert "role" not in with_role and "endpoint.volume_size_gb" not in with_role
+
+
+def test_without_a_planned_length_the_fit_assumes_8192_tokens() -> None:
+    # qwen3-coder-30b-a3b-instruct: no JumpStart env, so no SM_VLLM_MAX_MODEL_LEN. 61.1 GB of
+    # weights + 4 GB head of unknown size + 2 GB on one 96 GB GPU (86.4 usable): 19.3 GB of
+    # room; 48 layers x 4 KV heads x 128 x 4 bytes x 8192 tokens = 0.805 GB a sequence.
+    c = checks_of(
+        model="qwen3-coder-30b-a3b-instruct",
+        model_data="s3://acme-models/qwen/",
+        drafter={"source": "s3://acme-models/qwen-head/"},
+    )["fit"]
+    assert c.message.endswith("KV room 19 GB (~23 x 8192 tokens)")
+
+
+def test_a_head_given_by_source_has_no_catalog_size() -> None:
+    c = checks_of(drafter={"source": "s3://acme-models/head/"})["fit"]
+    assert "drafter 4.0 GB" in c.message  # the assumed size, not the catalog head's 3.6
+
+
+def test_the_images_cuda_and_the_requested_ami_reach_the_ami_check() -> None:
+    c = checks_of(container={"vllm_version": "0.20.0"})["endpoint.inference_ami_version"]
+    assert c.message == f"cu130 image: host AMI set to {AMI_4_1} (driver 580)"
+    c = checks_of(endpoint={"inference_ami_version": "al2-bogus"})["endpoint.inference_ami_version"]
+    assert c.status == "fail" and c.message == "'al2-bogus' is not an InferenceAmiVersion"
+    assert AMI_4_1 in c.fix  # the enum from botocore's service model
+
+
+def test_deployment_warning_messages_in_full() -> None:
+    checks = checks_of(endpoint={"volume_size_gb": 100})
+    assert checks["endpoint.volume_size_gb"].message == (
+        "ml.g7e.2xlarge has local NVMe storage; "
+        "SageMaker may reject VolumeSizeInGB / a storage KMS key for it"
+    )
+    assert checks["role"].message == (
+        "no execution role given; the plan uses a placeholder ARN and deploy will refuse it"
+    )
+
+
+def test_failed_instance_checks_name_the_instance_type_field() -> None:
+    for name, known in (
+        ("ml.m5.xlarge", {"ml.m5.xlarge"}),
+        ("ml.nope", set()),
+        ("ml.p6e-gb200.36xlarge", set()),
+    ):
+        assert check_instance(name, frozenset(known))[1].name == "endpoint.instance_type"
+    assert check_host_ami(None, "al2-bogus", AMIS)[1].name == "endpoint.inference_ami_version"
+    fix = check_instance("ml.m5.xlarge", frozenset({"ml.m5.xlarge"}))[1].fix
+    assert "ml.g6e.12xlarge, ml.g6e.16xlarge, ml.g6e.24xlarge" in fix  # sorted, comma-separated
