@@ -6,7 +6,7 @@ Not collected by the plain `python -m pytest -q` (pyproject's `norecursedirs` na
     PEAGLE_ENGINE_HOME=~/.cache/peagle/engine python -m pytest -q tests/conformance
 
 Every test here is marked `conformance`. The `engine` fixture finds the engine home
-(`PEAGLE_ENGINE_HOME`, else `~/.cache/peagle/engine`) and version (`PEAGLE_ENGINE_VLLM`,
+(`PEAGLE_ENGINE_HOME`, else `~/.cache/peagle/engine`) and version (`PEAGLE_ENGINE_VERSION`,
 else the installer's default). Without an installed engine the tier SKIPS locally with
 the command that installs one, and FAILS when `CI` is set: CI must never skip it.
 """
@@ -36,7 +36,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def engine_or_skip() -> EngineEnv:
     """The installed engine, or skip (locally) / fail (CI) naming the install command."""
-    version = os.environ.get("PEAGLE_ENGINE_VLLM") or DEFAULT_VLLM_VERSION
+    version = os.environ.get("PEAGLE_ENGINE_VERSION") or DEFAULT_VLLM_VERSION
     env = engine_env(default_home(), version)
     missing = [
         what
