@@ -64,6 +64,9 @@ def test_a_part_without_a_complete_line_yields_nothing_yet() -> None:
         # A lone "\r" followed by anything else ended the line by itself.
         ((b"data: a\r", b"data: b\n\n"), ["a\nb"]),
         ((b"data: a\r", b"\n", b"\r\n"), ["a"]),
+        # The part after a bare "\r" has no "\r" at all: its leading "\n" still belongs
+        # to the "\r" before it, not a blank line that would dispatch "a" alone.
+        ((b"data: a\r", b"\ndata: b\n\n"), ["a\nb"]),
     ],
 )
 def test_cr_at_the_end_of_a_part(parts: tuple[bytes, ...], expected: list[str]) -> None:
@@ -133,3 +136,23 @@ def test_utf8_split_inside_a_character_decodes_once_the_line_is_whole() -> None:
     cut = text.index("≈".encode()) + 1  # inside the 3-byte character
     assert feed_all(b"data: " + text[:cut], text[cut:] + b"\n\n")[0] == ["π≈3.14 ✓"]
     assert feed_all(b"data: " + text[:cut], text[cut:] + b"\r\n\r\n")[0] == ["π≈3.14 ✓"]
+
+
+def test_a_part_whose_only_line_end_comes_first_keeps_the_rest() -> None:
+    assert feed_all(b"\ndata: x", b"\n\n")[0] == ["x"]
+
+
+def test_a_bom_in_a_later_part_is_not_stripped() -> None:
+    # Only the stream's first bytes may be a BOM; in a later part it begins a field name.
+    assert feed_all(b"data: x\n\n", b"\xef\xbb\xbfdata: y\n\n")[0] == ["x"]
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n"])
+def test_invalid_utf8_is_replaced_not_fatal(newline: bytes) -> None:
+    # WHATWG: decode as UTF-8 with replacement; one bad byte becomes U+FFFD.
+    assert feed_all(b"data: a\xffb" + newline * 2)[0] == ["a\ufffdb"]
+
+
+def test_a_bare_colon_is_an_empty_comment() -> None:
+    assert feed_all(b":\ndata: x\n:\n\n")[0] == ["x"]
+    assert feed_all(b":\r\ndata: x\r\n\r\n")[0] == ["x"]
