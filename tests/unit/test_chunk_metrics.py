@@ -220,3 +220,109 @@ def test_completion_from_response_errors() -> None:
         )
     with pytest.raises(ModelInvocationError, match="unexpected response"):
         completion_from_response(["x"], sent_at=0, ended_at=1)
+
+
+def test_defaults_say_the_stream_was_done() -> None:
+    chunks = parsed([(event("a", tokens=1), 1.5)])
+    assert collect(chunks, 1.0).done is True and collect(chunks, 1.0, done=False).done is False
+    b = CompletionBuilder(1.0)
+    assert b.build().done is True
+
+
+def test_times_are_relative_to_the_send_time() -> None:
+    # Sent at 100.0; content at 100.25 and 100.75 (1 token each); ended at 101.0.
+    c = collect(parsed([(event("a", tokens=1), 100.25), (event("b", tokens=2), 100.75)]), 100.0)
+    assert c.ttft == pytest.approx(0.25) and c.e2e == pytest.approx(0.75)
+    # One token after the first chunk: TPOT is that one gap, 0.5 s.
+    assert c.tpot == pytest.approx(0.5) and c.itl == pytest.approx((0.5,))
+
+
+def test_content_without_any_usage_has_no_token_metrics() -> None:
+    c = collect(parsed([(event("a"), 0.1), (event("b"), 0.2)]), 0.0)
+    assert (c.chunks, c.text, c.usage, c.mean_tokens_per_chunk, c.tpot) == (
+        2,
+        "ab",
+        None,
+        None,
+        None,
+    )
+    assert c.to_dict()["usage"] is None
+
+
+def test_a_chunk_with_tokens_but_no_text_counts_as_content() -> None:
+    c = collect(parsed([(event("a", tokens=1), 0.1), (event("", tokens=3), 0.3)]), 0.0)
+    assert c.chunks == 2 and c.mean_tokens_per_chunk == 1.5
+
+
+def test_reasoning_is_joined_across_chunks() -> None:
+    c = collect(
+        parsed([(event(reasoning="ab", tokens=1), 0.1), (event(reasoning="cd", tokens=2), 0.2)]),
+        0.0,
+    )
+    assert (c.reasoning, c.text) == ("abcd", "")
+
+
+def test_completion_to_dict_keys_and_values() -> None:
+    c = collect(
+        parsed([(event("a", tokens=1), 0.5), (event("b", tokens=3, finish="stop"), 1.0)]), 0.0
+    )
+    assert c.to_dict() == {
+        "text": "ab",
+        "finish_reason": "stop",
+        "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
+        "ttft_s": 0.5,
+        "e2e_s": 1.0,
+        "tpot_s": pytest.approx(0.25),  # 0.5 s over the 2 tokens after the first chunk
+        "output_tokens_per_s": 3.0,
+        "mean_tokens_per_chunk": 1.5,
+        "content_chunks": 2,
+    }
+
+
+@pytest.mark.parametrize(
+    ("delta", "role_only"),
+    [
+        ({"role": "assistant", "content": ""}, True),
+        ({"role": "assistant", "content": "hi"}, False),  # a role AND text: content
+        ({"role": "assistant", "reasoning_content": "r"}, False),
+        ({"content": ""}, False),  # no role at all
+        ({"content": "x"}, False),
+    ],
+)
+def test_role_only_means_a_role_and_nothing_else(delta: dict, role_only: bool) -> None:
+    (c,) = parsed([(json.dumps({"choices": [{"delta": delta}]}), 0.1)])  # no usage
+    assert c.role_only is role_only
+
+
+def test_error_messages_without_a_message() -> None:
+    with pytest.raises(ModelStreamError) as e:
+        ChunkParser().parse(json.dumps({"error": {"type": "Boom"}}), 0.1)
+    assert str(e.value) == "Boom: {'type': 'Boom'}"  # the code, then the error object itself
+    with pytest.raises(ModelInvocationError) as e2:
+        completion_from_response({"object": "error"}, sent_at=0, ended_at=1)
+    assert e2.value.original_message == "" and str(e2.value).startswith("ModelError: ")
+    with pytest.raises(ModelInvocationError) as e3:
+        completion_from_response({"error": {"message": "m", "type": "T"}}, sent_at=0, ended_at=1)
+    assert e3.value.original_message == "m"
+
+
+def test_bad_documents_are_quoted_up_to_200_characters() -> None:
+    long = "[" + "1," * 150 + "1]"  # 303 characters
+    with pytest.raises(ModelStreamError) as e:
+        ChunkParser().parse(long, 0.1)
+    assert str(e.value) == f"BadEvent: unexpected stream event {long[:200]!r}"
+    doc = ["x" * 300]
+    with pytest.raises(ModelInvocationError) as e2:
+        completion_from_response(doc, sent_at=0, ended_at=1)
+    assert str(e2.value).startswith(f"unexpected response from the model: {str(doc)[:200]!r}")
+
+
+def test_response_text_and_reasoning_fallbacks() -> None:
+    c = completion_from_response(
+        {"choices": [{"message": {"content": None, "reasoning": "r"}}]}, sent_at=0, ended_at=1
+    )
+    assert (c.text, c.reasoning) == ("", "r")
+    c = completion_from_response(
+        {"choices": [{"message": {"content": "t"}}]}, sent_at=0, ended_at=1
+    )
+    assert (c.text, c.reasoning) == ("t", "")
