@@ -18,11 +18,11 @@ and the README shows its figures.
 
 from __future__ import annotations
 
-import json
 import os
-import urllib.request
 
 import pytest
+
+from benchmarks.bench_accuracy import ground_truth, long_prompt_dataset
 
 pytestmark = pytest.mark.e2e
 
@@ -63,25 +63,6 @@ def endpoints(sandbox):
         sm_peagle.deploy("gpt-oss-20b", mode=mode, name=name, role=sandbox.role_arn, **extra)
         names[(mode, k)] = name
     return names
-
-
-def long_prompt_dataset():
-    """Chat prompts of ~1,500 words: ~55 ms of simulated prefill, as a code-review or RAG
-    request would have, so a fixed ~0.5 ms client cost is well under 2% of TTFT."""
-    from sm_peagle.bench.datasets import Dataset
-
-    words = ("def", "return", "self", "value", "index", "buffer", "parse", "token", "cache")
-    items = []
-    for i in range(12):
-        body = " ".join(words[(i + j) % len(words)] for j in range(1500))
-        items.append({"messages": [{"role": "user", "content": f"Review #{i}: {body}"}]})
-    return Dataset("accuracy-long", "written for this test", tuple(items))
-
-
-def ground_truth(url: str, endpoint: str) -> dict[str, dict]:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(f"{url}/_peagle/ground-truth?endpoint={endpoint}", timeout=10) as resp:
-        return {r["request_id"]: r for r in json.loads(resp.read())["requests"]}
 
 
 def measure_level(rt, ds, c: int, sandbox, name: str) -> tuple[dict, dict, dict]:
