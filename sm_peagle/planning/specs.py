@@ -377,5 +377,7 @@ class DeploymentSpec(_Strict):
             data.pop("inference_components", None)
         if data["endpoint"].get("hosting") == "endpoint":
             data["endpoint"].pop("hosting")
+        if data["speculative"].get("num_speculative_tokens_per_batch_size") is None:
+            data["speculative"].pop("num_speculative_tokens_per_batch_size", None)  # no K schedule
         canon = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canon.encode()).hexdigest()
