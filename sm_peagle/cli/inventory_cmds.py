@@ -179,8 +179,7 @@ def delete_command(
         print_json(result)
     elif result.get("note"):
         typer.echo(f"{name}: {result['note']}")
-    else:
-        typer.echo(f"deleted {len(result['deleted'])} resources: {', '.join(result['deleted'])}")
+    # Otherwise the lifecycle already said "deleted N resources: ..." (once, on stderr).
 
 
 def gc_command(

@@ -46,19 +46,23 @@ def _runtime(name: str, region: str | None, component: str | None = None) -> Any
 
 
 def _require_endpoint(aws: Any, name: str) -> None:
-    """NotFound (exit 1) when there is no such endpoint. Someone allowed only to invoke
-    may not describe: then the first message will tell."""
+    """NotFound (exit 1) when SageMaker says there is no such endpoint. Anything less
+    certain (no DescribeEndpoint permission, no control plane here) leaves it to the
+    first message."""
     from botocore.exceptions import ClientError
 
     from ..errors import NotFound
 
+    env = os.environ
+    if env.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME") and not (
+        env.get("AWS_ENDPOINT_URL") or env.get("AWS_ENDPOINT_URL_SAGEMAKER")
+    ):
+        return  # only the runtime API is redirected (a local server): nothing to describe
     try:
         aws.client("sagemaker").describe_endpoint(EndpointName=name)
     except ClientError as e:
         if "Could not find" in str(e):
             raise NotFound(f"endpoint {name} does not exist", remedy="see `peagle ls`") from None
-        if "AccessDenied" not in e.response.get("Error", {}).get("Code", ""):
-            raise
 
 
 def stats_line(c: Any) -> str:

@@ -302,6 +302,8 @@ class Lifecycle:
             for m in dict.fromkeys(models):
                 if m not in shared and self.delete_and_confirm("model", m):
                     deleted.append(m)
+        if deleted:  # one line for all: the CLI prints nothing more
+            self.say(f"deleted {', '.join(deleted)}")
         for name, eps in shared.items():
             self.say(f"kept {name}: endpoint {', '.join(eps)} uses it")
         return {

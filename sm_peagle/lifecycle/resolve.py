@@ -9,7 +9,7 @@ from typing import Any
 
 from ..aws import has_credentials_hint, resolve_region
 from ..catalog.models import ModelEntry, find_model
-from ..catalog.names import unknown_model
+from ..catalog.names import model_remedy, unknown_model
 from ..errors import SpecError
 from ..planning.specs import DeploymentSpec, Mode
 from .jumpstart_live import fetch_spec, find_hub_model_ids, read_cached_spec
@@ -93,7 +93,7 @@ def resolve_inputs(
                 raise unknown_model(spec.model, detail) from None
             raise SpecError(
                 f"model: cannot resolve JumpStart model {spec.model!r} in {region}: {e}",
-                remedy="check the id and your credentials",
+                remedy=f"{model_remedy(spec.model)}; check the id and your credentials",
             ) from None
         notes.append(f"JumpStart lookup failed: {e}")
         return Inputs(spec, None, "none", notes)

@@ -101,6 +101,8 @@ def test_readme_block_runs_as_written(block: Block, env: dict[str, str]) -> None
     detail = f"README.md line {block.line}:\n{block.code}\n--- stderr\n{proc.stderr[-3000:]}"
     assert proc.returncode == 0, detail
     assert "Traceback" not in proc.stderr, detail
+    if "peagle --sandbox bench" in block.code:  # progress: each level says it started
+        assert "level concurrency 4: sending 8 requests ..." in proc.stderr, detail
 
 
 def test_block_counts_are_the_declared_ones() -> None:
@@ -123,7 +125,9 @@ def test_the_two_setup_commands_are_consistent() -> None:
     test = {re.split(r"[\[<>=]", r)[0] for r in optional["test"]}
     assert sandbox <= test  # the tests start sandboxes too
     ci = (ROOT / ".ci" / "run").read_text()
-    assert '-e ".[test]"' in ci and "\npython -m pytest -q\n" in ci
+    installed = re.search(r'pip install [^\n]*-e "\.\[([a-z,]+)\]"', ci)
+    assert installed and "test" in installed.group(1).split(",")
+    assert "python -m pytest" in ci and re.search(r"(?m)^(run_pytest|python -m pytest) -q$", ci)
 
 
 def test_parser_marks_and_counts() -> None:

@@ -242,3 +242,21 @@ def test_instances_live_prices_without_credentials_warns(capsys, monkeypatch, tm
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     code, _, err = run(capsys, "instances", "--live-prices")
     assert code == 0 and "warning: live prices:" in err and "<" not in err
+
+
+def test_an_interrupted_rollback_names_gc_with_min_age_0(monkeypatch):
+    """After a second Ctrl-C the leftovers are seconds old: plain `gc` (default --min-age
+    10m) would find nothing, so the advice must carry --min-age 0 and the endpoint."""
+    from sm_peagle.lifecycle.manager import Lifecycle
+
+    said: list[str] = []
+    lc = Lifecycle(None, say=said.append)
+
+    def interrupted(*_: Any, **__: Any) -> bool:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lc, "delete_and_confirm", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        lc.rollback([("model", "m"), ("endpoint_config", "c"), ("endpoint", "my-ep")])
+    assert "`peagle delete my-ep --yes`" in said[-1]
+    assert "`peagle gc --min-age 0 --yes`" in said[-1]
