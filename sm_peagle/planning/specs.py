@@ -270,6 +270,14 @@ class AutoscalingSpec(_Strict):
         return self
 
 
+def _aws_ids(ids: list[str], prefix: str, what: str) -> list[str]:
+    """`ids` unchanged if each is PREFIX- and 8 to 17 hex digits (subnet-…, sg-…)."""
+    for s in ids:
+        if not re.fullmatch(rf"{prefix}-[0-9a-f]{{8,17}}", s):
+            raise ValueError(f"{s!r} is not {what} ({prefix}-0123abcd…)")
+    return ids
+
+
 class NetworkSpec(_Strict):
     """VPC placement, encryption and network isolation (on by default, as JumpStart does)."""
 
@@ -281,18 +289,12 @@ class NetworkSpec(_Strict):
     @field_validator("subnets")
     @classmethod
     def _subnets(cls, v: list[str]) -> list[str]:
-        for s in v:
-            if not re.fullmatch(r"subnet-[0-9a-f]{8,17}", s):
-                raise ValueError(f"{s!r} is not a subnet id (subnet-0123abcd…)")
-        return v
+        return _aws_ids(v, "subnet", "a subnet id")
 
     @field_validator("security_group_ids")
     @classmethod
     def _sgs(cls, v: list[str]) -> list[str]:
-        for s in v:
-            if not re.fullmatch(r"sg-[0-9a-f]{8,17}", s):
-                raise ValueError(f"{s!r} is not a security group id (sg-0123abcd…)")
-        return v
+        return _aws_ids(v, "sg", "a security group id")
 
     @field_validator("kms_key_id")
     @classmethod
