@@ -172,3 +172,84 @@ def test_record_round_trip_keeps_itl_only_in_the_export() -> None:
     assert r.export_dict()["itl_s"] == [0.1, 0.2]
     back = RequestRecord.from_dict({**r.export_dict(), "unknown_field": 1})
     assert back == rec(3, True, 1.0, 2.0, worker=2)
+
+
+def test_a_level_document_in_full() -> None:
+    # Open loop at 2/s with an SLO of TTFT <= 0.5 s: request 0 meets it (TTFT 0.4), request
+    # 1 does not (0.6), request 2 failed. Sent at 0.0, 0.5, 0.9 (scheduled 0.0, 0.5, 1.0);
+    # the last response ends at 2.0: wall 2.0 s.
+    records = [
+        rec(0, True, 0.0, 1.0, ttft_s=0.4, tpot_s=0.1, e2e_s=1.0, input_tokens=7,
+            output_tokens=7, content_chunks=3, scheduled_at=0.0),
+        rec(1, True, 0.5, 2.0, ttft_s=0.6, tpot_s=0.2, e2e_s=1.5, input_tokens=None,
+            output_tokens=None, content_chunks=0, scheduled_at=0.5),
+        rec(2, False, 0.9, 1.2, error_kind="ModelError", scheduled_at=1.0),
+    ]  # fmt: skip
+    level = summarize_level(
+        records,
+        concurrency=4,
+        rate=2.0,
+        cpu_seconds=[0.5],
+        usd_per_hour=3.6,
+        slo={"ttft": 0.5},
+        burstiness=1.0,
+    )
+    assert set(level) == {
+        "concurrency", "rate", "load", "started_at", "ended_at", "wall_s", "requests",
+        "input_tokens", "output_tokens", "output_tokens_per_s", "request_throughput_per_s",
+        "per_request_output_tokens_per_s", "ttft_s", "tpot_s", "itl_s", "e2e_s", "queue_s",
+        "mean_tokens_per_chunk", "client_cpu", "usd_per_million_output_tokens", "acceptance",
+        "goodput", "burstiness", "saturation", "records",
+    }  # fmt: skip
+    assert (level["concurrency"], level["rate"], level["load"]) == (4, 2.0, "open")
+    # Unknown token counts count as 0, not 1.
+    assert (level["input_tokens"], level["output_tokens"]) == (7, 7)
+    assert level["output_tokens_per_s"] == 3.5 and level["request_throughput_per_s"] == 1.0
+    assert level["tpot_s"]["mean"] == pytest.approx(0.15)
+    assert level["e2e_s"]["mean"] == pytest.approx(1.25)
+    assert level["client_cpu"]["max_process_core_fraction"] == 0.25  # 0.5 CPU s / 2 s
+    assert level["acceptance"] is None and level["burstiness"] == 1.0
+    assert level["goodput"] == {
+        "slo_s": {"ttft": 0.5},
+        "requests": 1,
+        "output_tokens": 7,
+        "requests_per_s": 0.5,
+        "output_tokens_per_s": 3.5,
+        "share": {"ttft": pytest.approx(1 / 3), "all": pytest.approx(1 / 3)},
+    }
+    # Scheduled 2 intervals over 1.0 s (2/s); sent 2 over 0.9 s (2.22/s): kept up.
+    assert level["saturation"]["saturated"] is False
+    assert level["saturation"]["achieved_rate_per_s"] == pytest.approx(2 / 0.9)
+    assert [r["index"] for r in level["records"]] == [0, 1, 2]
+    assert "itl_s" not in level["records"][0]
+
+
+def test_sub_second_levels_still_have_rates() -> None:
+    level = summarize_level([rec(0, True, 10.0, 10.5, output_tokens=5)], concurrency=1)
+    assert level["output_tokens_per_s"] == 10.0 and level["request_throughput_per_s"] == 2.0
+    assert summarize_level([], concurrency=1)["started_at"] == 0.0
+
+
+def test_cpu_warning_text_and_percentile_error() -> None:
+    assert cpu_summary([9.0], 10.0)["warning"] == (
+        "client CPU at 90% of one core: the client, not the endpoint, may be "
+        "the bottleneck; use --workers N to spread load over processes"
+    )
+    with pytest.raises(ValueError, match="^no values$"):
+        percentile([], 50)
+
+
+def test_saturation_edges() -> None:
+    # Send times 10.0 and 10.5 (2/s) against a schedule 10.0, 10.4 (2.5/s): 2 < 0.95 x 2.5.
+    s = saturation(_open_loop([10.0, 10.5], [10.0, 10.4]), 2.5)
+    assert s["scheduled_rate_per_s"] == pytest.approx(2.5) and s["achieved_rate_per_s"] == 2.0
+    assert s["saturated"] is True
+    # Exactly 95%: 1.9 achieved of 2.0 scheduled is not saturated (the rule is "below").
+    s = saturation(_open_loop([0.0, 10.0], [0.0, 9.5]), 1.0)
+    assert s["achieved_rate_per_s"] == pytest.approx(0.1) and s["saturated"] is False
+    # One request: no rate at all, rather than a rate over an invented 1 s span.
+    one = saturation(_open_loop([3.0], [3.0]), 1.0)
+    assert (one["scheduled_rate_per_s"], one["achieved_rate_per_s"]) == (None, None)
+    # No schedule recorded (closed-loop records at a rate): nothing to compare.
+    sent_only = [rec(0, True, 0.0, 1.0), rec(1, True, 1.0, 2.0)]
+    assert saturation(sent_only, 1.0)["saturated"] is None
