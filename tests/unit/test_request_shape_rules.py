@@ -5,6 +5,8 @@ CreateModel / CreateEndpointConfig / CreateEndpoint), on small hand-written requ
 from __future__ import annotations
 
 import copy
+import json
+import re
 from typing import Any
 
 import pytest
@@ -151,3 +153,79 @@ def test_errors_accumulate_in_request_order() -> None:
     assert len(got) == 1 + 1 + 51  # the name, the list length, 51 missing tag values
     assert got[0].startswith("CreateModel.ModelName") and got[1].startswith("CreateModel.Tags:")
     assert got[2] == "CreateModel.Tags[0].Value: required"
+
+
+# --- the cached slice of botocore's service model ------------------------------------------
+@pytest.fixture
+def fresh_model_cache(tmp_path, monkeypatch):
+    """No cached slice, on disk or in memory: the next lookup reads botocore's file."""
+    from sm_peagle.planning import aws_shapes
+
+    monkeypatch.setenv("PEAGLE_CACHE_DIR", str(tmp_path))
+    aws_shapes._model.cache_clear()
+    yield tmp_path / "shapes"
+    aws_shapes._model.cache_clear()
+
+
+def _botocore_shapes(service: str) -> dict:
+    import botocore.session
+
+    loader = botocore.session.get_session().get_component("data_loader")
+    return loader.load_service_model(service, "service-2")
+
+
+KEPT = ("type", "required", "min", "max", "enum", "pattern")
+
+
+@pytest.mark.parametrize("service", ["sagemaker", "application-autoscaling", "cloudwatch"])
+def test_the_slice_is_botocores_model_for_every_shape_peagle_sends(fresh_model_cache, service):
+    from sm_peagle.planning.aws_shapes import OPERATIONS, _model
+
+    full = _botocore_shapes(service)
+    sliced = _model(service)
+    ops = {op: full["operations"][op]["input"]["shape"] for op in OPERATIONS[service]}
+    assert sliced["operations"] == ops
+    # Every shape reachable from those inputs is there, with botocore's constraints.
+    todo, seen = list(ops.values()), set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        shape, got = full["shapes"][name], sliced["shapes"][name]
+        assert {k: shape[k] for k in KEPT if k in shape} == {k: got[k] for k in KEPT if k in got}
+        refs = [m["shape"] for m in shape.get("members", {}).values()]
+        refs += [shape[k]["shape"] for k in ("member", "key", "value") if k in shape]
+        assert refs == [m["shape"] for m in got.get("members", {}).values()] + [
+            got[k]["shape"] for k in ("member", "key", "value") if k in got
+        ]
+        todo += refs
+    assert set(sliced["shapes"]) == seen | (
+        {"ProductionVariantInstanceType"} if service == "sagemaker" else set()
+    )
+
+
+def test_the_slice_is_cached_on_disk_and_a_broken_cache_is_rebuilt(fresh_model_cache):
+    from sm_peagle.planning.aws_shapes import _model
+
+    first = _model("sagemaker")
+    (cached,) = fresh_model_cache.glob("sagemaker-*.json")
+    # sagemaker-<file size>-<mtime>-<8 hex digits of the operation list>.json
+    assert re.fullmatch(r"sagemaker-\d+-\d+-[0-9a-f]{8}\.json", cached.name)
+    assert json.loads(cached.read_text()) == first
+    _model.cache_clear()
+    cached.write_text(json.dumps({"operations": {}, "shapes": {}, "marker": 1}))
+    assert _model("sagemaker")["marker"] == 1  # read from disk, not rebuilt
+    _model.cache_clear()
+    cached.write_text("{not json")
+    assert _model("sagemaker") == first  # unreadable: rebuilt from botocore's file
+    assert json.loads(cached.read_text()) == first
+    assert not list(fresh_model_cache.glob("*.tmp"))
+
+
+def test_instance_type_enum_is_botocores() -> None:
+    full = _botocore_shapes("sagemaker")
+    assert shape_enum("sagemaker", "ProductionVariantInstanceType") == frozenset(
+        full["shapes"]["ProductionVariantInstanceType"]["enum"]
+    )
+    assert shape_enum("sagemaker", "NoSuchShape") == frozenset()
