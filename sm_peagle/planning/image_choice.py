@@ -117,6 +117,17 @@ def _pinned(row: ImageRow) -> str:
     return pinned.tag if pinned else "a full version tag"
 
 
+def _agreed_version(
+    explicit: VllmVersion | None, from_tag: VllmVersion | None, tag: str
+) -> VllmVersion | None:
+    """--vllm-version if given, else the tag's; both given and different is an error."""
+    if explicit and from_tag and explicit != from_tag:
+        raise SpecError(
+            f"{FIELD}: --vllm-version {explicit} contradicts image tag {tag} (vLLM {from_tag})"
+        )
+    return explicit or from_tag
+
+
 def _given_image(
     image: str, explicit: VllmVersion | None, cuda: str | None, checks: list[Check]
 ) -> ResolvedImage:
@@ -125,11 +136,7 @@ def _given_image(
     if row is None:
         return _unlisted_image(image, explicit, cuda, checks)
     listed = VllmVersion(row.vllm_version) if row.vllm_version else None
-    if explicit and listed and explicit != listed:
-        raise SpecError(
-            f"{FIELD}: --vllm-version {explicit} contradicts image tag {tag} (vLLM {listed})"
-        )
-    version = explicit or listed
+    version = _agreed_version(explicit, listed, tag)
     if version is None:
         raise SpecError(
             f"{FIELD}: the published list gives no vLLM release for {tag} "
@@ -155,11 +162,7 @@ def _unlisted_image(
 ) -> ResolvedImage:
     parsed, parsed_cuda = parse_image_tag(image)
     tag = image_tag(image)[1] or image
-    if explicit and parsed and explicit != parsed:
-        raise SpecError(
-            f"{FIELD}: --vllm-version {explicit} contradicts image tag {tag} (vLLM {parsed})"
-        )
-    version = explicit or parsed
+    version = _agreed_version(explicit, parsed, tag)
     if version is None:
         raise SpecError(
             f"{FIELD}: cannot tell which vLLM image {image} runs", remedy="pass --vllm-version"
