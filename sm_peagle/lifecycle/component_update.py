@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..errors import DeploymentFailed, NotFound
+from ..errors import DeploymentFailed
 from ..planning.plan_result import Plan
 from .components import (
     _register_scaling,
@@ -22,7 +22,7 @@ from .components import (
     list_components,
     wait_for_component,
 )
-from .resources import DeployResult, not_found, tagged_requests
+from .resources import DeployResult, describe_existing, tagged_requests
 from .update import _retag_endpoint
 
 __all__ = ["update_components"]
@@ -51,12 +51,7 @@ def update_components(lc: Any, plan: Plan, *, timeout: float | None = None) -> D
     """Bring the live components to the plan's; returns what was created."""
     plan.raise_for_failures()
     name = plan.names["endpoint"]
-    try:
-        current = lc.sm.describe_endpoint(EndpointName=name)
-    except Exception as e:
-        if not_found(e):
-            raise NotFound(f"endpoint {name} does not exist", remedy="deploy it first") from None
-        raise
+    current = describe_existing(lc.sm, name)
     _check_hosts(lc, plan, current["EndpointConfigName"])
     start, limit = time.monotonic(), timeout or 7200
     live = set(list_components(lc.sm, name))

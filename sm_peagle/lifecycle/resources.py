@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import DeploymentFailed, PeagleError, QuotaExceeded
+from ..errors import DeploymentFailed, NotFound, PeagleError, QuotaExceeded
 from ..planning.plan_result import Plan
 from .spec_tags import encode_spec
 
@@ -32,6 +32,16 @@ KINDS = {
 def not_found(e: Exception) -> bool:
     """True when a SageMaker error says the resource does not exist."""
     return "Could not find" in str(e) or "does not exist" in str(e)
+
+
+def describe_existing(sm: Any, name: str) -> dict[str, Any]:
+    """DescribeEndpoint for an endpoint that must already exist (to update it)."""
+    try:
+        return sm.describe_endpoint(EndpointName=name)
+    except Exception as e:
+        if not_found(e):
+            raise NotFound(f"endpoint {name} does not exist", remedy="deploy it first") from None
+        raise
 
 
 @dataclass

@@ -11,9 +11,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import DeploymentFailed, NotFound, PeagleError
+from ..errors import DeploymentFailed, PeagleError
 from ..planning.plan_result import Plan
-from .resources import DeployResult, as_error, models_of, not_found, tagged_requests
+from .resources import (
+    DeployResult,
+    as_error,
+    describe_existing,
+    models_of,
+    tagged_requests,
+)
 from .spec_tags import decode_spec, tag_dict
 from .waiter import WaitState, default_timeout, wait_for_endpoint
 
@@ -31,12 +37,7 @@ def update_in_place(
     delete); it is not imported here, so the dependency runs manager -> update only."""
     plan.raise_for_failures()
     name = plan.names["endpoint"]
-    try:
-        current = lc.sm.describe_endpoint(EndpointName=name)
-    except Exception as e:
-        if not_found(e):
-            raise NotFound(f"endpoint {name} does not exist", remedy="deploy it first") from None
-        raise
+    current = describe_existing(lc.sm, name)
     if current["EndpointStatus"] != "InService":
         raise DeploymentFailed(
             f"endpoint {name} is {current['EndpointStatus']}; only an "
