@@ -15,6 +15,20 @@ FIXTURE = (
     Path(__file__).parent / "fixtures" / "openai-reasoning-gpt-oss-20b.specs_v3.38.0.trimmed.json"
 )
 SPEC_ENV = "SM_VLLM_SPECULATIVE_CONFIG"
+# gpt-oss-20b with two inference components (p-eagle K=7 and a baseline), one GPU each,
+# scaling to zero: the component scenario that the plan, moto and sandbox tests share.
+TWO_COMPONENTS = (
+    "gpt-oss-20b",
+    "-t",
+    "ml.g7e.12xlarge",
+    "--component",
+    "p-eagle:k=7",
+    "--component",
+    "baseline",
+    "--accelerators-per-copy",
+    "1",
+    "--scale-to-zero",
+)
 
 
 def load_fixture() -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_sandbox import Sandbox
+from tests.plan_helpers import TWO_COMPONENTS
 
 pytestmark = pytest.mark.e2e
 
@@ -38,16 +39,7 @@ def test_two_components_invoke_scale_to_zero_delete(sandbox: Sandbox) -> None:
     out = sb.cli(
         "--sandbox",
         "deploy",
-        "gpt-oss-20b",
-        "-t",
-        "ml.g7e.12xlarge",
-        "--component",
-        "p-eagle:k=7",
-        "--component",
-        "baseline",
-        "--accelerators-per-copy",
-        "1",
-        "--scale-to-zero",
+        *TWO_COMPONENTS,
         "--yes",
         "--json",
     )

@@ -13,6 +13,7 @@ import pytest
 from sm_peagle.cli.app import main
 from sm_peagle.testing.moto_components import leftovers, schedule_component
 from tests.integration.lifecycle_env import REGION
+from tests.plan_helpers import TWO_COMPONENTS
 
 NAME = "peagle-gpt-oss-20b-p-eagle"
 PEAGLE, BASELINE = f"{NAME}-p-eagle", f"{NAME}-baseline"
@@ -25,21 +26,7 @@ NOTHING = {
     "scaling_policies": [],
     "alarms": [],
 }
-DEPLOY = (
-    "deploy",
-    "gpt-oss-20b",
-    "-t",
-    "ml.g7e.12xlarge",
-    "--component",
-    "p-eagle:k=7",
-    "--component",
-    "baseline",
-    "--accelerators-per-copy",
-    "1",
-    "--scale-to-zero",
-    "--yes",
-    "--json",
-)
+DEPLOY = ("deploy", *TWO_COMPONENTS, "--yes", "--json")
 
 
 def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:

@@ -17,7 +17,7 @@ from botocore.validate import ParamValidator
 from sm_peagle.errors import SpecError
 from sm_peagle.planning.build import plan
 from sm_peagle.planning.spec_options import spec_from_options
-from tests.plan_helpers import plan_json
+from tests.plan_helpers import TWO_COMPONENTS, plan_json
 
 ROLE = "arn:aws:iam::123456789012:role/peagle"
 EP = "peagle-gpt-oss-20b-p-eagle"
@@ -271,16 +271,7 @@ def test_single_model_plans_keep_their_hash_and_requests() -> None:
 def test_cli_plan_json_shows_components(capsys: pytest.CaptureFixture[str]) -> None:
     doc = plan_json(
         capsys,
-        "gpt-oss-20b",
-        "-t",
-        "ml.g7e.12xlarge",
-        "--component",
-        "p-eagle:k=7",
-        "--component",
-        "baseline",
-        "--accelerators-per-copy",
-        "1",
-        "--scale-to-zero",
+        *TWO_COMPONENTS,
         "--role",
         ROLE,
     )
