@@ -69,6 +69,13 @@ def _table(cols: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _table_section(sid: str, title: str, cols: list[str], rows: list[list[str]]) -> list[str]:
+    """A <section> holding one table; no section at all when there are no rows."""
+    if not rows:
+        return []
+    return [f'<section id="{sid}"><h2>{title}</h2>' + _table(cols, rows) + "</section>"]
+
+
 def _svg(fig: Any) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
@@ -229,23 +236,10 @@ def render_html(doc: dict[str, Any]) -> str:
     else:
         parts.append('<p class="note">No SLO was given (<code>--slo</code>).</p>')
     parts.append("</section>")
-    rows = _search_rows(doc)
-    if rows:
-        parts.append(
-            '<section id="max-concurrency"><h2>Max concurrency under the SLO</h2>'
-            + _table(
-                [
-                    "config",
-                    "max concurrency",
-                    "out tok/s there",
-                    "$ / 1M out tokens",
-                    "target share",
-                    "probes (✓ met, ✗ missed)",
-                ],
-                rows,
-            )  # fmt: skip
-            + "</section>"
-        )
+    cols = ["config", "max concurrency", "out tok/s there", "$ / 1M out tokens",
+            "target share", "probes (✓ met, ✗ missed)"]  # fmt: skip
+    parts += _table_section("max-concurrency", "Max concurrency under the SLO", cols,
+                            _search_rows(doc))  # fmt: skip
     rec = recommendation_lines(doc)
     parts.append('<section id="recommendation"><h2>Recommendation</h2>')
     if rec:
@@ -261,13 +255,9 @@ def render_html(doc: dict[str, Any]) -> str:
     if not rec and not doc.get("k_schedule"):
         parts.append('<p class="note">One configuration: nothing to compare.</p>')
     parts.append("</section>")
-    rows = _estimate_rows(doc)
-    if rows:
-        parts.append(
-            '<section id="k-estimate"><h2>K from this deployment (ESTIMATE)</h2>'
-            + _table(["config", "concurrency", "estimated out tok/s", "recommended K'"], rows)
-            + "</section>"
-        )
+    cols = ["config", "concurrency", "estimated out tok/s", "recommended K'"]
+    parts += _table_section("k-estimate", "K from this deployment (ESTIMATE)", cols,
+                            _estimate_rows(doc))  # fmt: skip
     parts.append("</body></html>\n")
     return "".join(parts)
 
