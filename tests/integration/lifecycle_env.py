@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
+import pytest
 
 from sm_peagle.drafter.synthetic import synthetic_head
 
@@ -69,3 +70,12 @@ def sagemaker_inventory() -> dict[str, list[str]]:
         ],
         "endpoints": [e["EndpointName"] for e in sm.list_endpoints()["Endpoints"]],
     }
+
+
+def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    """`peagle <argv>` in this process: (exit code, stdout, stderr)."""
+    from sm_peagle.cli.app import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -12,20 +12,13 @@ import pytest
 
 import sm_peagle
 from sm_peagle.aws import AwsContext
-from sm_peagle.cli.app import main
 from sm_peagle.lifecycle.manager import Lifecycle
 from sm_peagle.testing.moto_delete_order import strict_deletes
-from tests.integration.lifecycle_env import REGION, sagemaker_inventory
+from tests.integration.lifecycle_env import REGION, run, sagemaker_inventory
 
 EMPTY = {"models": [], "endpoint_configs": [], "endpoints": []}
 NAME = "peagle-gpt-oss-20b-p-eagle"
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.18.0-gpu-py312-cu129-ubuntu22.04"
-
-
-def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

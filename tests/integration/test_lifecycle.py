@@ -11,24 +11,18 @@ import pytest
 
 import sm_peagle
 from sm_peagle.aws import AwsContext
-from sm_peagle.cli.app import main
 from sm_peagle.lifecycle.spec_tags import PREFIX as SPEC_TAG
 from tests.integration.lifecycle_env import (
     HEAD_PREFIX,
     JS_BUCKET,
     REGION,
     build_world,
+    run,
     sagemaker_inventory,
 )
 
 EMPTY = {"models": [], "endpoint_configs": [], "endpoints": []}
 NAME = "peagle-gpt-oss-20b-p-eagle"
-
-
-def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def without_spec_tags(req: dict) -> dict:

@@ -8,11 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
-from sm_peagle.cli.app import main
 from sm_peagle.testing.moto_components import leftovers, schedule_component
-from tests.integration.lifecycle_env import REGION
+from tests.integration.lifecycle_env import REGION, run
 from tests.plan_helpers import TWO_COMPONENTS
 
 NAME = "peagle-gpt-oss-20b-p-eagle"
@@ -27,12 +24,6 @@ NOTHING = {
     "alarms": [],
 }
 DEPLOY = ("deploy", *TWO_COMPONENTS, "--yes", "--json")
-
-
-def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def left() -> dict[str, list[str]]:

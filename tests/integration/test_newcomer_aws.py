@@ -9,20 +9,12 @@ import re
 from typing import Any
 
 import boto3
-import pytest
 
-from sm_peagle.cli.app import main
 from sm_peagle.lifecycle.spec_tags import tag_dict
-from tests.integration.lifecycle_env import REGION, sagemaker_inventory
+from tests.integration.lifecycle_env import REGION, run, sagemaker_inventory
 
 NAME = "peagle-gpt-oss-20b-p-eagle"
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.18.0-gpu-py312-cu129-ubuntu22.04"
-
-
-def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def sm() -> Any:
