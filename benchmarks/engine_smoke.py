@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from sm_peagle.sandbox.procs import kill_group  # noqa: E402
 from sm_peagle.sandbox.vllm_engine.install import (  # noqa: E402
     DEFAULT_VLLM_VERSION,
     EngineEnv,
@@ -169,16 +168,7 @@ class Engine:
 
     def stop(self) -> None:
         self._stop.set()
-        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                self.proc.wait(wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        kill_group(self.proc.pid, grace=20.0)
         self.log.close()
 
 

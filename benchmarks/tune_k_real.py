@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -38,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sm_peagle.bench.acceptance import combine_per_position, per_position_rates  # noqa: E402
 from sm_peagle.bench.tune_k import estimate_k  # noqa: E402
 from sm_peagle.lifecycle.endpoint_logs import parse_spec_decoding  # noqa: E402
+from sm_peagle.sandbox.procs import kill_group  # noqa: E402
 from sm_peagle.sandbox.vllm_engine.install import (  # noqa: E402
     DEFAULT_VLLM_VERSION,
     default_home,
@@ -80,16 +79,7 @@ def start(env: Any, k: int, log: Path) -> tuple[subprocess.Popen, str]:
 
 
 def stop(proc: subprocess.Popen) -> None:
-    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    kill_group(proc.pid, grace=20.0)
 
 
 def stream(url: str, max_tokens: int, seed: int) -> tuple[int, float]:

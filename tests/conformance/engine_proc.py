@@ -22,7 +22,6 @@ import contextlib
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import time
@@ -30,27 +29,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from sm_peagle.sandbox.procs import kill_group
 from sm_peagle.sandbox.vllm_engine.install import EngineEnv
 
-__all__ = ["ServeProcess", "kill_group", "run_engine_module"]
+__all__ = ["ServeProcess", "run_engine_module"]
 
 _ERR = re.compile(r"Error|error:|FATAL|Exception")
-
-
-def kill_group(proc: subprocess.Popen[Any], grace: float = 20.0) -> None:
-    """SIGTERM then SIGKILL the process group led by `proc` (started with a new session)."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(wait)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    with contextlib.suppress(ProcessLookupError):  # stragglers that outlived the leader
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def run_engine_module(
@@ -79,10 +63,10 @@ def run_engine_module(
         try:
             out, _ = proc.communicate(json.dumps(payload), timeout=timeout)
         except subprocess.TimeoutExpired:
-            kill_group(proc, grace=5)
+            kill_group(proc.pid, grace=5)
             raise AssertionError(f"{module} did not finish within {timeout:.0f} s") from None
         finally:
-            kill_group(proc, grace=5)
+            kill_group(proc.pid, grace=5)
     lines = [x for x in out.splitlines() if x.strip()]
     if proc.returncode != 0 or not lines or not lines[-1].startswith("{"):
         tail = err_path.read_text(errors="replace")[-1500:] if stderr_path else ""
@@ -201,5 +185,5 @@ class ServeProcess:
         return out
 
     def stop(self) -> None:
-        kill_group(self.proc)
+        kill_group(self.proc.pid, grace=20.0)
         self._log.close()
