@@ -28,6 +28,7 @@ from .report import (
     recommendation_lines,
     title_of,
 )
+from .results import provenance
 from .slo import format_slo
 
 __all__ = ["engine_of", "render_html", "write_html"]
@@ -108,7 +109,7 @@ def _charts(doc: dict[str, Any]) -> tuple[str, str]:
     ax.set_xscale("log", base=2)
     ax.set_xlabel("concurrency (closed loop)")
     ax.set_ylabel("output tokens/s")
-    ax.set_title(f"output tokens/s vs concurrency [{doc.get('label')}]", fontsize=10)
+    ax.set_title(f"output tokens/s vs concurrency [{provenance(doc)}]", fontsize=10)
     ax.grid(True, alpha=0.3)
     if series:
         ax.legend(fontsize=8)

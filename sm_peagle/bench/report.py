@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PeagleError
-from .results import iso
+from .results import iso, provenance
 
 __all__ = ["PlotUnavailable", "provenance_lines", "render_console", "to_csv", "to_markdown"]
 
@@ -43,13 +43,17 @@ def _config(run: dict[str, Any]) -> str:
 def title_of(doc: dict[str, Any]) -> str:
     what = "sweep" if doc.get("kind") == "sweep" else "bench"
     subject = doc.get("model") or doc.get("endpoint") or "?"
-    return f"peagle {what}: {subject} on {doc.get('instance_type')} [{doc.get('label')}]"
+    return f"peagle {what}: {subject} on {doc.get('instance_type')} [{provenance(doc)}]"
 
 
 def provenance_lines(doc: dict[str, Any]) -> list[str]:
     """Where the numbers came from, one fact per line."""
     lines = []
-    if doc.get("simulated"):
+    notes = {n for r in _runs(doc) for n in r.get("notes") or () if n.startswith("SANDBOX")}
+    if doc.get("simulated") and str(doc.get("engine") or "").startswith("vllm "):
+        # The sandbox's real engine: the runs carry the note that says what is real.
+        lines.extend(sorted(notes) or [f"SANDBOX, real engine: {doc.get('engine')}"])
+    elif doc.get("simulated"):
         lines.append(
             "SIMULATED: tokens and timings made up by the local peagle sandbox "
             "(no GPU, no model); they measure the client and pipeline, not vLLM"
@@ -89,10 +93,12 @@ def provenance_lines(doc: dict[str, Any]) -> list[str]:
             else f"{load.get('requests') or 'max(8, 4 x concurrency)'} requests per level"
         )
         rates = f", Poisson arrivals {load['rates']} req/s" if load.get("rates") else ""
+        temp = load.get("temperature")  # 0.0 is greedy, not "unset"
+        temp = "model default" if temp is None else f"{temp:g}"
         lines.append(
             f"load: {load.get('kind')} loop{rates}, {amount}, warm-up {load.get('warmup')}, "
             f"{load.get('workers')} client process(es), max_tokens {load.get('max_tokens')}, "
-            f"temperature {load.get('temperature') or 'model default'}, no retries"
+            f"temperature {temp}, no retries"
         )
     client = doc.get("client") or (_runs(doc)[0].get("client") if _runs(doc) else None) or {}
     if client:
@@ -186,7 +192,7 @@ def to_markdown(doc: dict[str, Any]) -> str:
     out.append("".join(f"- {line}\n" for line in provenance_lines(doc)))
     if doc.get("kind") == "sweep":
         cols, rows = comparison_rows(doc)
-        out.append(f"\n### Output tokens/s by concurrency ({doc.get('label')})\n\n")
+        out.append(f"\n### Output tokens/s by concurrency ({provenance(doc)})\n\n")
         out.append(_md_table(cols, rows))
         rec = recommendation_lines(doc)
         if rec:
@@ -194,7 +200,7 @@ def to_markdown(doc: dict[str, Any]) -> str:
         if doc.get("failures"):
             out.append("\n### Failed configurations\n\n")
             out.append("".join(f"- {f['configuration']}: {f['error']}\n" for f in doc["failures"]))
-    out.append(f"\n### Levels ({doc.get('label')})\n\n")
+    out.append(f"\n### Levels ({provenance(doc)})\n\n")
     out.append(_md_table(LEVEL_COLUMNS, level_rows(doc)))
     warnings = {
         lv["client_cpu"]["warning"]
@@ -285,7 +291,7 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
     fig.text(
         0.01,
         0.01,
-        f"{doc.get('label')} · dataset {ds.get('name')} ({str(ds.get('sha256'))[:12]}) · "
+        f"{provenance(doc)} · dataset {ds.get('name')} ({str(ds.get('sha256'))[:12]}) · "
         f"{doc.get('started_at')}",
         fontsize=7,
     )
@@ -305,7 +311,7 @@ def render_console(doc: dict[str, Any]) -> None:
         con.print(f"  {line}", markup=False)
     if doc.get("kind") == "sweep":
         cols, rows = comparison_rows(doc)
-        con.print(table(f"output tokens/s ({doc.get('label')})", cols, rows))
+        con.print(table(f"output tokens/s ({provenance(doc)})", cols, rows))
         for line in recommendation_lines(doc):
             con.print(f"recommended {line}", markup=False)
         for f in doc.get("failures") or []:
@@ -314,7 +320,7 @@ def render_console(doc: dict[str, Any]) -> None:
     keep = [0, 1, 2, 3, 5, 6, 9, 10, 11]
     cols = [LEVEL_COLUMNS[i] if i != 5 else "TTFT p50 ms" for i in keep]
     rows = [[row[i] if i != 5 else row[i].split("/")[0] for i in keep] for row in level_rows(doc)]
-    con.print(table(f"levels ({doc.get('label')})", cols, rows))
+    con.print(table(f"levels ({provenance(doc)})", cols, rows))
     for run in _runs(doc):
         for lv in run["levels"]:
             if lv["client_cpu"].get("warning"):

@@ -32,6 +32,7 @@ __all__ = [
     "iso",
     "is_sandbox",
     "label_of",
+    "provenance",
     "load_document",
     "provenance_of",
     "save_document",
@@ -55,6 +56,16 @@ def is_sandbox() -> bool:
 
 def label_of(simulated: bool) -> str:
     return SIMULATED if simulated else MEASURED
+
+
+def provenance(doc: dict[str, Any]) -> str:
+    """What a human header says produced a document: its label, or for the sandbox's real
+    engine `SANDBOX, vllm 0.31.0 (CPU, tiny model)` (real vLLM tokens and acceptance, not
+    AWS hardware), which the schema's SIMULATED/MEASURED label alone cannot say."""
+    engine = str(doc.get("engine") or "")
+    if doc.get("simulated") and engine.startswith("vllm "):
+        return f"SANDBOX, {engine}"
+    return str(doc.get("label"))
 
 
 def engine_of(simulated: bool, sandbox: dict[str, Any] | None, version: str | None) -> str:

@@ -176,6 +176,9 @@ def combine_runs(
         "instance_type": extra.pop("instance_type", first.get("instance_type")),
         "dataset": first.get("dataset"),
     }
+    engines = sorted({str(r["engine"]) for r in runs if r.get("engine")})
+    if engines:  # which engine produced the runs (one, unless a sweep mixed sandboxes)
+        doc["engine"] = ", ".join(engines)
     doc.update(extra)
     doc["runs"] = runs
     doc["table"] = comparison(runs)

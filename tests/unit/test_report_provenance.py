@@ -1,0 +1,48 @@
+"""Reports say which engine produced the numbers, and read a greedy run as greedy.
+
+A sandbox run on the real vLLM engine carries `label: SIMULATED` (the schema's word for
+"not AWS hardware") and `engine: vllm 0.31.0 (CPU, tiny model)`; its headers must name
+that engine, and must not claim the tokens were made up.
+"""
+
+from __future__ import annotations
+
+from sm_peagle.bench.report import provenance_lines
+from sm_peagle.bench.results import provenance
+from sm_peagle.bench.sweep import combine_runs
+
+REAL = "vllm 0.31.0 (CPU, tiny model)"
+NOTE = f"SANDBOX, real engine: tokens, usage and acceptance come from {REAL} on this machine"
+
+
+def run(engine: str, notes: list[str], temperature: float | None) -> dict:
+    return {
+        "schema": "peagle.bench/1", "kind": "bench", "label": "SIMULATED", "simulated": True,
+        "engine": engine, "notes": notes, "mode": "p-eagle", "k": 3, "levels": [],
+        "model": "tiny-llama", "instance_type": "ml.g7e.2xlarge",
+        "load": {"kind": "closed", "requests": 16, "warmup": 0, "workers": 1,
+                 "max_tokens": 128, "temperature": temperature},
+    }  # fmt: skip
+
+
+def test_a_real_engine_sweep_names_its_engine_not_simulated_tokens() -> None:
+    doc = combine_runs([run(REAL, [NOTE], 0.0)])
+    assert doc["engine"] == REAL
+    assert provenance(doc) == f"SANDBOX, {REAL}"
+    lines = provenance_lines(doc)
+    assert NOTE in lines
+    assert not any("made up" in line for line in lines)
+
+
+def test_the_simulated_engine_is_still_called_simulated() -> None:
+    doc = combine_runs([run("SIMULATED", [], None)])
+    assert provenance(doc) == "SIMULATED"
+    assert any(line.startswith("SIMULATED: tokens and timings made up") for line in
+               provenance_lines(doc))  # fmt: skip
+
+
+def test_temperature_zero_reads_as_zero_and_unset_as_the_model_default() -> None:
+    greedy = " ".join(provenance_lines(combine_runs([run(REAL, [NOTE], 0.0)])))
+    unset = " ".join(provenance_lines(combine_runs([run(REAL, [NOTE], None)])))
+    assert "temperature 0," in greedy
+    assert "temperature model default" in unset
