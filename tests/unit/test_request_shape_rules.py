@@ -229,3 +229,80 @@ def test_instance_type_enum_is_botocores() -> None:
         full["shapes"]["ProductionVariantInstanceType"]["enum"]
     )
     assert shape_enum("sagemaker", "NoSuchShape") == frozenset()
+
+
+def test_double_members_take_numbers_but_not_booleans() -> None:
+    # PutMetricAlarm's Threshold is a "double" in CloudWatch's model.
+    def alarm(**kw: Any) -> list[str]:
+        return validate_request("cloudwatch", "PutMetricAlarm", {"AlarmName": "a", **kw})
+
+    assert alarm(Threshold=1.5) == [] and alarm(Threshold=2) == []
+    assert alarm(Threshold=True) == ["PutMetricAlarm.Threshold: expected a number"]
+    assert alarm(Threshold="1") == ["PutMetricAlarm.Threshold: expected a number"]
+    # SlidingWindow is a structure with no members: any key in it is unknown.
+    assert alarm(EvaluationWindow={"SlidingWindow": {}}) == []
+    assert alarm(EvaluationWindow={"SlidingWindow": {"X": 1}}) == [
+        "PutMetricAlarm.EvaluationWindow.SlidingWindow.X: unknown parameter"
+    ]
+
+
+def test_the_service_file_is_found_compressed_or_not(tmp_path, monkeypatch) -> None:
+    import importlib.util
+    from types import SimpleNamespace
+
+    from sm_peagle.planning import aws_shapes
+
+    root = tmp_path / "botocore"
+    older, newer = root / "data" / "svc" / "2015-01-01", root / "data" / "svc" / "2020-01-01"
+    older.mkdir(parents=True)
+    newer.mkdir(parents=True)
+    (older / "service-2.json.gz").write_bytes(b"")
+    (newer / "service-2.json").write_text("{}")
+    spec = SimpleNamespace(submodule_search_locations=[str(root)])
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec)
+    assert aws_shapes._service_file("svc") == newer / "service-2.json"  # the newest version
+    (newer / "service-2.json").unlink()
+    assert aws_shapes._service_file("svc") == older / "service-2.json.gz"
+    with pytest.raises(RuntimeError, match="^botocore has no service model for nope$"):
+        (root / "data" / "nope" / "v").mkdir(parents=True)
+        aws_shapes._service_file("nope")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(RuntimeError, match="^botocore is not installed$"):
+        aws_shapes._service_file("svc")
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name: SimpleNamespace(submodule_search_locations=[])
+    )
+    with pytest.raises(RuntimeError, match="^botocore is not installed$"):
+        aws_shapes._service_file("svc")
+
+
+def test_check_request_shapes_names_the_first_three_errors(monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from sm_peagle.planning.aws_shapes import check_request_shapes
+
+    good = SimpleNamespace(
+        create_model=MODEL,
+        pool_models=[],
+        create_endpoint_config=CONFIG,
+        create_endpoint={"EndpointName": "e", "EndpointConfigName": "c"},
+    )
+    ok = check_request_shapes(good)
+    assert (ok.name, ok.status, ok.message) == (
+        "aws.request_shapes",
+        "pass",
+        "all requests pass botocore's service model",
+    )
+    bad_pool = {**MODEL, "ModelName": "a_b"}
+    bad = SimpleNamespace(
+        **{**vars(good), "pool_models": [MODEL, bad_pool]},
+    )
+    c = check_request_shapes(bad)
+    assert (c.name, c.status, c.fix) == ("aws.request_shapes", "fail", "fix the field named above")
+    assert c.message.startswith("CreateModel.ModelName: 'a_b' does not match ")
+    many = SimpleNamespace(
+        **{**vars(good), "create_endpoint": {"EndpointName": "a_b", "X": 1, "Y": 2, "Z": 3}}
+    )
+    c = check_request_shapes(many)
+    parts = c.message.split("; ")
+    assert len(parts) == 3 and parts[0] == "CreateEndpoint.EndpointConfigName: required"
