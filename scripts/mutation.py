@@ -47,7 +47,7 @@ CORE: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "eventstream_decode": (
         "sm_peagle/runtime/eventstream_decode.py",
-        ("tests/unit/test_eventstream_decode.py",),
+        ("tests/unit/test_eventstream_decode.py", "tests/unit/test_eventstream_rules.py"),
     ),
     "metrics": (
         "sm_peagle/bench/metrics.py",
