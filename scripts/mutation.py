@@ -67,7 +67,11 @@ CORE: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "entrypoint": (
         "sm_peagle/container/entrypoint.py",
-        ("tests/unit/test_container_entrypoint.py", "tests/unit/test_fidelity_entrypoint.py"),
+        (
+            "tests/unit/test_container_entrypoint.py",
+            "tests/unit/test_fidelity_entrypoint.py",
+            "tests/unit/test_entrypoint_rules.py",
+        ),
     ),
 }
 
