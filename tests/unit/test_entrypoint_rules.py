@@ -153,6 +153,9 @@ def test_a_local_head_is_checked_for_the_mode_and_k(tmp_path: Path) -> None:
     # K unknown here (not set): the head's K rule warns, target-dependent rules warn too.
     got = warnings(cfg, None, version=None)
     assert "drafter drafter.k: K (num_speculative_tokens) not given; not checked" in got
+    assert "num_speculative_tokens not set: vLLM takes it from the head, if any" in got
+    with_k = warnings({**cfg, "num_speculative_tokens": 3}, None)
+    assert "drafter drafter.k: K=3; the head's trained K is unknown, not verified" in with_k
     assert all(not w.startswith("drafter") or "drafter." in w for w in got)
     edit_config(head, drop=("ptd_token_id",))
     what, fix = fatal({**cfg, "num_speculative_tokens": 3}, None)
@@ -227,7 +230,7 @@ def test_the_probe_sees_the_containers_environment() -> None:
 
 
 def test_defaults_read_sys_argv_and_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "argv", ["entrypoint", "serve", "--seed", "7"])
+    monkeypatch.setattr(sys, "argv", ["entrypoint", "--seed", "7"])  # argv[0] is the program
     monkeypatch.setenv("HF_MODEL_ID", "from-os-environ")
     for name in [n for n in __import__("os").environ if n.startswith("SM_VLLM_")]:
         monkeypatch.delenv(name)
@@ -253,8 +256,11 @@ def test_installed_vllm_reads_the_dataclass_and_version(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "vllm.config", config)
     fields, version = installed_vllm({"PEAGLE_VLLM_VERSION": "0.18.0"})
     assert fields == {"method", "num_speculative_tokens"} and version == VllmVersion("0.19.1")
-    del vllm.__version__  # no version attribute: the variable's
-    assert installed_vllm({"PEAGLE_VLLM_VERSION": "0.18.0"})[1] == VllmVersion("0.18.0")
+    del vllm.__version__  # no version attribute: the variable's, and still the fields
+    assert installed_vllm({"PEAGLE_VLLM_VERSION": "0.18.0"}) == (
+        {"method", "num_speculative_tokens"},
+        VllmVersion("0.18.0"),
+    )
 
 
 def test_installed_vllm_without_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -267,3 +273,46 @@ def test_installed_vllm_without_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_build_argv_model_dir_argument() -> None:
     argv = build_argv({}, model_dir_nonempty=lambda: True, model_dir="/srv/model")
     assert argv == ["vllm", "serve", "/srv/model", "--port", "8080"]
+
+
+def test_the_head_is_judged_for_the_images_vllm(tmp_path: Path) -> None:
+    # A head with only mask_token_id: vLLM 0.18.0 reads ptd_token_id alone, newer ones both.
+    head = make_head(tmp_path / "eagle")
+    edit_config(head, drop=("ptd_token_id",), mask_token_id=511)
+    cfg = {**BASE, "model": str(head), "parallel_drafting": True}
+    what, _ = fatal(cfg, None, version=V18)
+    assert "has only mask_token_id, which vLLM 0.18.0 does not read" in what
+    assert not [w for w in warnings(cfg, None, version=VllmVersion("0.28.0")) if "mask" in w]
+
+
+def test_an_unreadable_head_is_fatal_with_its_remedy(tmp_path: Path, monkeypatch) -> None:
+    import sm_peagle.drafter as drafter
+    from sm_peagle.errors import SpecError
+
+    head = make_head(tmp_path / "eagle")
+    cfg = {**BASE, "model": str(head)}
+    monkeypatch.setattr(
+        drafter, "inspect_drafter", lambda p: (_ for _ in ()).throw(SpecError("gone"))
+    )
+    assert fatal(cfg, None) == (f"drafter {head}: gone", "check the drafter channel")
+    monkeypatch.setattr(
+        drafter, "inspect_drafter", lambda p: (_ for _ in ()).throw(SpecError("gone", remedy="r"))
+    )
+    assert fatal(cfg, None) == (f"drafter {head}: gone", "r")
+
+
+def test_lax_values_of_the_other_keys() -> None:
+    fields = FIELDS | {"draft_tensor_parallel_size", "disable_padded_drafter_batch"}
+    assert warnings({**BASE, "draft_tensor_parallel_size": "1"}, fields, target_tp=1) == [
+        "draft_tensor_parallel_size='1' is not a JSON int; vLLM reads 1"
+    ]
+    cfg = {**BASE, "parallel_drafting": True, "disable_padded_drafter_batch": "maybe"}
+    assert fatal(cfg, fields) == (
+        "disable_padded_drafter_batch='maybe' is not a boolean",
+        "set disable_padded_drafter_batch to a boolean in JSON",
+    )
+
+
+def test_parallel_drafting_from_0_16_0_on() -> None:
+    cfg = {**BASE, "parallel_drafting": True}
+    assert warnings(cfg, None, version=VllmVersion("0.16.0")) == []
