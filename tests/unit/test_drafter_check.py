@@ -448,3 +448,29 @@ def test_header_parser_reads_a_real_header_exactly(tmp_path: Path) -> None:
         "b": ("I64", (4,), 0, 32),
     }
     assert h.metadata == {"format": "pt"}
+
+
+def test_sizes_follow_the_class_vllm_loads(tmp_path: Path) -> None:
+    # vLLM >= 0.22 sizes fc and mask_hidden by the aux hidden-state count; its Qwen3
+    # EAGLE-3 class reads num_aux_layers first (qwen3_eagle3.py), the Llama one does not.
+    d = make_head(tmp_path / "h")
+    edit_config(d, architectures=["Eagle3Qwen3ForCausalLM"], num_aux_layers=2)
+    resave(
+        d,
+        replace={
+            "fc.weight": np.zeros((TARGET_HIDDEN, 2 * TARGET_HIDDEN), np.float16),
+            "mask_hidden": np.zeros((1, 1, 2 * TARGET_HIDDEN), np.float16),
+        },
+    )
+    checks = run(d, vllm_version=V28)
+    assert checks["drafter.fc_shape"].status == "pass", checks["drafter.fc_shape"].message
+    assert checks["drafter.mask_hidden"].status == "pass", checks["drafter.mask_hidden"].message
+
+
+def test_mode_defaults_to_p_eagle(tmp_path: Path) -> None:
+    d = make_head(tmp_path / "h", "eagle3-llama")  # no mask token, no mask_hidden
+    checks = {c.name: c for c in check_drafter(inspect_drafter(str(d)), vllm_version=V18)}
+    assert checks["drafter.mask_token"].status == "fail"
+    with pytest.raises(SpecError) as e:
+        check_drafter(inspect_drafter(str(d)), vllm_version=V18, mode="medusa")
+    assert e.value.remedy == "use p-eagle or eagle3"
