@@ -221,6 +221,24 @@ def _join(threads: list[threading.Thread], stop: threading.Event) -> None:
         raise
 
 
+def _counting(
+    call: Callable[..., RequestRecord], progress: Callable[[int], None]
+) -> Callable[..., RequestRecord]:
+    """`call`, reporting after each request how many have finished (failed ones too)."""
+    done = itertools.count(1)
+    lock = threading.Lock()
+
+    def counted(*args: Any) -> RequestRecord:
+        try:
+            return call(*args)
+        finally:
+            with lock:
+                n = next(done)
+            progress(n)
+
+    return counted
+
+
 def _closed(
     call: Callable[[int], RequestRecord],
     threads: int,
@@ -298,11 +316,16 @@ def run_level(
     worker: int = 0,
     workers: int = 1,
     barrier: Any = None,
+    progress: Callable[[int], None] | None = None,
 ) -> LevelRun:
     """One level in this process. Request i of worker w uses dataset item i*workers + w, so
-    processes never send the same prompt sequence."""
+    processes never send the same prompt sequence. `progress(n)` is called after each
+    measured request finishes, n counting them (a terminal's live counter)."""
     _install_hooks(rt)
     requester = _Requester(rt, dataset, spec, worker)
+    call: Callable[..., RequestRecord] = (
+        requester if progress is None else _counting(requester, progress)
+    )
 
     def index(i: int) -> int:
         return i * workers + worker
@@ -319,7 +342,7 @@ def run_level(
     total = spec.planned_requests()
     if spec.rate:
         records = _open(
-            requester,
+            call,
             spec.concurrency,
             total,
             spec.duration_s,
@@ -327,6 +350,6 @@ def run_level(
             index,
         )
     else:
-        records = _closed(requester, spec.concurrency, total, spec.duration_s, index)
+        records = _closed(call, spec.concurrency, total, spec.duration_s, index)
     cpu = time.process_time() - cpu0
     return LevelRun(sorted(records, key=lambda r: r.sent_at), [cpu], requester.simulated)

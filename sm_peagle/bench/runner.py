@@ -104,8 +104,12 @@ def bench_endpoint(
     aws: Any = None,
     region: str | None = None,
     say: Callable[[str], None] = _quiet,
+    progress: Callable[[int, int | None], None] | None = None,
 ) -> dict[str, Any]:
     """Benchmark every (concurrency, rate) level in turn; the peagle.bench/1 document.
+
+    `progress(done, planned)` is called as each measured request of a level finishes
+    (planned is None for a --duration level; one process only).
 
     `slo` adds goodput to every level; `search` (keyword arguments of
     `search_max_concurrency`: target_share, start, max_concurrency, max_probes) replaces
@@ -158,7 +162,8 @@ def bench_endpoint(
             + " ..."
         )
         if rt is not None:
-            run = run_level(rt, ds, spec)
+            tick = None if progress is None else (lambda n: progress(n, planned or None))
+            run = run_level(rt, ds, spec, progress=tick)
         else:
             run = run_level_processes(aws.region, endpoint, ds, spec, workers)
         simulated = simulated or run.simulated

@@ -24,7 +24,7 @@ from .bench_options import (
     extra_options,
 )
 from .early_checks import require_plannable, require_plot
-from .output import note, print_json
+from .output import live_counter, note, print_json
 from .spec_options import InstanceTypeOpt, JsonOpt, RegionOpt, RoleOpt
 
 ConcurrencyOpt = Annotated[
@@ -246,8 +246,9 @@ def bench_command(
     aws = _aws(region)
     opts.update(extra_options(**{**more, "requests_out": requests_out}))
     doc = bench_endpoint(
-        name, concurrency=levels, rates=_rates(rate), workers=workers, aws=aws, say=note, **opts
-    )
+        name, concurrency=levels, rates=_rates(rate), workers=workers, aws=aws, say=note,
+        progress=live_counter(), **opts,
+    )  # fmt: skip
     if requests_out is not None:
         note(f"wrote {requests_out} ({opts['requests_out'].lines} requests)")
     write_outputs(doc, out=out, csv_path=csv_path, markdown=markdown, plot_path=plot_path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 _console: Any = None
@@ -53,8 +54,27 @@ def error(message: str) -> None:
 
 def note(message: str) -> None:
     """Progress and context for people; stderr, so stdout stays clean for pipes."""
-    sys.stderr.write(message + "\n")
+    # On a terminal, first erase a live counter line (live_counter) the note replaces.
+    sys.stderr.write(("\r\x1b[K" if sys.stderr.isatty() else "") + message + "\n")
     sys.stderr.flush()
+
+
+def live_counter() -> Callable[[int, int | None], None] | None:
+    """A live `12/16 requests finished` line on a terminal, erased when the level is done
+    (or by the next note); None when stderr is not a terminal, so logs and pipes get only
+    the level lines."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, planned: int | None) -> None:
+        if planned is not None and done >= planned:
+            sys.stderr.write("\r\x1b[K")
+        else:
+            sys.stderr.write(f"\r\x1b[K  {done}{f'/{planned}' if planned else ''} "
+                             "requests finished")  # fmt: skip
+        sys.stderr.flush()
+
+    return show
 
 
 def _plain(value: str) -> str:

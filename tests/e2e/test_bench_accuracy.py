@@ -153,3 +153,19 @@ def test_acceptance_length_from_logs_matches_engine(sandbox, endpoints):
     assert acc["covered_from"] <= start and acc["covered_to"] >= end
     truth = 1 + sum(s["accepted"] for s in steps) / len(steps)
     assert acc["mean_acceptance_length"] == pytest.approx(truth, rel=1e-6)
+
+
+def test_progress_counts_every_finished_request_once(sandbox, endpoints):
+    """The live counter a terminal shows (`peagle bench`): one call per measured request,
+    1..N in order, none for the pool-warming requests."""
+    from sm_peagle.bench.load import LoadSpec, bench_client, run_level
+
+    seen: list[int] = []
+    rt = bench_client(None, endpoints[("p-eagle", 3)], 3)
+    try:
+        run = run_level(rt, long_prompt_dataset(), LoadSpec(concurrency=3, requests=7,
+                        max_tokens=8), progress=seen.append)  # fmt: skip
+    finally:
+        rt.close()
+    assert len(run.records) == 7
+    assert seen == [1, 2, 3, 4, 5, 6, 7]
