@@ -17,6 +17,9 @@ OVERHEAD_PER_GPU = 2 * GB
 # Assumed for a head whose size no source gives (a 4-layer head with a large vocab).
 UNKNOWN_DRAFTER_BYTES = 4 * GB
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+# Fewer max-length sequences of KV room than this is a tight fit: a few concurrent long
+# requests already queue.
+TIGHT_SEQUENCES = 4
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,20 @@ def fit_budget(
     )
 
 
+def _larger_fix(need: int, inst: InstanceType, gpu_memory_utilization: float) -> str:
+    """The smallest catalog type larger than `inst` whose usable memory on all GPUs holds
+    `need` bytes (weights + drafter + KV), as the check's fix."""
+    fitting = [
+        i
+        for i in INSTANCES.values()
+        if not i.arm_host
+        and i.total_gpu_memory_gb > inst.total_gpu_memory_gb
+        and i.total_gpu_memory_gb * GB * gpu_memory_utilization - i.gpus * OVERHEAD_PER_GPU > need
+    ]
+    smallest = min(fitting, key=lambda i: i.total_gpu_memory_gb, default=None)
+    return f"use a larger instance, e.g. {smallest.name}" if smallest else "no catalog type fits"
+
+
 def check_fit(
     model: ModelEntry | None,
     inst: InstanceType,
@@ -89,32 +106,25 @@ def check_fit(
         f"{tp * OVERHEAD_PER_GPU / GB:.0f} GB vs {usable / GB:.0f} GB usable on {tp}x "
         f"{inst.gpu_memory_gb:g} GB"
     )
-    # The smallest catalog type where the same weights + one KV sequence fit on all GPUs.
-    need = model.weight_bytes + head + kv_one
-    fitting = [
-        i
-        for i in INSTANCES.values()
-        if not i.arm_host
-        and i.total_gpu_memory_gb * GB * gpu_memory_utilization - i.gpus * OVERHEAD_PER_GPU > need
-    ]
-    smallest = min(fitting, key=lambda i: i.total_gpu_memory_gb, default=None)
-    fix = f"use a larger instance, e.g. {smallest.name}" if smallest else "no catalog type fits"
     if room < kv_one:
         return failed(
             field,
             f"{model.alias} does not fit {inst.name}: {summary}, leaving "
             f"{max(room, 0) / GB:.1f} GB for a {max_model_len}-token KV cache that needs "
             f"{kv_one / GB:.1f} GB",
-            fix,
+            _larger_fix(model.weight_bytes + head + kv_one, inst, gpu_memory_utilization),
         )
     seqs = b.sequences
     estimated = " (KV size estimated: model shape unknown)" if b.kv_estimated else ""
-    if seqs < 4:
+    if seqs < TIGHT_SEQUENCES:
+        # A tight fit is fixed by a type that is larger than this one and holds
+        # TIGHT_SEQUENCES sequences: suggesting the type it already runs on would be no fix.
+        need = model.weight_bytes + head + TIGHT_SEQUENCES * kv_one
         return warned(
             "fit",
             f"tight fit: {summary}; KV room for ~{seqs} sequences of {max_model_len} tokens"
             f"{estimated}",
-            fix,
+            _larger_fix(need, inst, gpu_memory_utilization),
         )
     return passed(
         "fit",

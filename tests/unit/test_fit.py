@@ -234,25 +234,28 @@ def test_messages_in_full() -> None:
 @pytest.mark.parametrize(
     ("weights_gb", "smallest"),
     [
-        # One 96 GB g7e GPU holds 96 x 0.9 - 2 = 84.4 GB (exactly); the next catalog size
-        # that holds more is 192 GB of GPU memory, first of which is ml.g7e.12xlarge.
+        # Failing on one 48 GB L40S (usable 48 x 0.9 - 2 = 41.2 GB). One 96 GB g7e GPU holds
+        # 96 x 0.9 - 2 = 84.4 GB (exactly); the next catalog size that holds more is 192 GB
+        # of GPU memory, first of which is ml.g7e.12xlarge.
         (81.4, "ml.g7e.12xlarge"),  # 81.4 + 1 head + 2 KV = 84.4: not strictly less
         (81.3, "ml.g7e.2xlarge"),  # 84.3 < 84.4
         (82.0, "ml.g7e.12xlarge"),  # 85 > 84.4; without the head or the KV it would fit
     ],
 )
 def test_the_suggested_type_holds_weights_head_and_one_sequence(weights_gb, smallest) -> None:
-    model = replace(MODEL, weight_bytes=int(weights_gb * GB))
-    c = check_fit(
-        model,
-        TWO,
-        2,
-        drafter_bytes=GB,
-        speculative=True,
-        max_model_len=LEN,
-        gpu_memory_utilization=0.9,
-    )
+    c = fit(weights_gb, tp=1, inst=INSTANCES["ml.g6e.xlarge"])
+    assert c.status == "fail"
     assert c.fix == f"use a larger instance, e.g. {smallest}"
+
+
+def test_a_tight_fit_suggests_a_larger_type_with_room_for_four_sequences() -> None:
+    # On ml.g7e.2xlarge (usable 84.4 GB) 78 GB of weights + 1 GB head leave 5.4 GB: two
+    # 2 GB sequences. The type itself holds one sequence, so the old rule suggested the
+    # type the plan already uses. Four sequences need 78 + 1 + 4 x 2 = 87 GB: the 96 GB
+    # types cannot, the next size (192 GB) can: ml.g7e.12xlarge.
+    c = fit(78.0, tp=1, inst=INSTANCES["ml.g7e.2xlarge"])
+    assert c.status == "warn" and "~2 sequences" in c.message
+    assert c.fix == "use a larger instance, e.g. ml.g7e.12xlarge"
 
 
 def test_budget_of_a_model_of_unknown_size_counts_no_weights() -> None:
