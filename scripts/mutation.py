@@ -63,6 +63,7 @@ CORE: dict[str, tuple[str, tuple[str, ...]]] = {
             "tests/unit/test_drafter_check.py",
             "tests/unit/test_fidelity_drafter.py",
             "tests/unit/test_drafter_check_rules.py",
+            "tests/unit/test_drafter_heads.py",
         ),
     ),
     "entrypoint": (
