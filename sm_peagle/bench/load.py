@@ -232,9 +232,8 @@ def _counting(
         try:
             return call(*args)
         finally:
-            with lock:
-                n = next(done)
-            progress(n)
+            with lock:  # counts reach progress in order (it only writes a short line)
+                progress(next(done))
 
     return counted
 
