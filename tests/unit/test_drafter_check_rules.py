@@ -10,6 +10,7 @@ from sm_peagle.drafter.check import check_drafter
 from sm_peagle.drafter.inspection import DrafterInspection, FileEntry, Problem
 from sm_peagle.errors import SpecError
 from sm_peagle.planning.vllm_versions import VllmVersion
+from tests.unit.test_drafter_check import NAMES
 
 V = VllmVersion("0.18.0")
 
@@ -159,14 +160,4 @@ def test_unknown_mode_is_a_spec_error() -> None:
     with pytest.raises(SpecError, match="unknown drafter mode 'medusa'"):
         check_drafter(good(), vllm_version=V, mode="medusa")
     names = [c.name for c in check_drafter(good(), vllm_version=V, mode="eagle3")]
-    assert names == [
-        "drafter.config",
-        "drafter.weights",
-        "drafter.architecture",
-        "drafter.mask_token",
-        "drafter.mask_hidden",
-        "drafter.fc_shape",
-        "drafter.vocab",
-        "drafter.k",
-        "drafter.layout",
-    ]
+    assert names == NAMES  # the fixed order, written out in test_drafter_check.py
