@@ -26,6 +26,7 @@ in *another* process (the ``moto_server`` CLI, a container) cannot be reached: r
 ``ThreadedMotoServer`` in the process that installs the harness.
 
 One module per patched area: ``moto_config_patches`` (instance types, InstancePools),
+``moto_model_patches`` (CreateModel's EnableNetworkIsolation),
 ``moto_endpoint_patches`` (create / describe / list / delete / UpdateEndpoint),
 ``moto_components`` (inference components, scale to zero, the autoscaling dimension), with the
 status schedules they drive in ``moto_timelines``. This module installs them and holds
@@ -47,6 +48,7 @@ from moto.sagemaker.models import sagemaker_backends
 from .moto_components import component_patches
 from .moto_config_patches import config_patches, valid_instance_types
 from .moto_endpoint_patches import endpoint_patches
+from .moto_model_patches import model_patches
 from .moto_timelines import DEFAULT_FAILURE_REASON, EndpointTimelines, find_endpoint, make_plan
 
 __all__ = [
@@ -257,7 +259,12 @@ def _harness() -> SageMakerHarness:
 
 def _patches() -> list[tuple[type, str, Any]]:
     """(class, attribute, replacement) triples; originals are captured at install time."""
-    return config_patches() + endpoint_patches(_harness) + component_patches(_harness)
+    return (
+        config_patches()
+        + model_patches()
+        + endpoint_patches(_harness)
+        + component_patches(_harness)
+    )
 
 
 @contextmanager

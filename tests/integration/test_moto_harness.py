@@ -85,6 +85,29 @@ def test_bogus_instance_type_is_still_rejected(sagemaker_harness: SageMakerHarne
     assert "ml.bogus.large" in message and "ml.g7e.2xlarge" in message
 
 
+# ---------------------------------------------------------------------- model echo
+
+
+@pytest.mark.parametrize("isolation", [True, False])
+def test_describe_model_echoes_network_isolation(
+    sagemaker_harness: SageMakerHarness, isolation: bool
+) -> None:
+    # botocore's model carries the field both ways; stock moto always answers False.
+    service = boto3.session.Session().client("sagemaker", region_name=REGION).meta.service_model
+    assert "EnableNetworkIsolation" in service.operation_model("CreateModel").input_shape.members
+    assert "EnableNetworkIsolation" in service.operation_model("DescribeModel").output_shape.members
+    sm = _sm()
+    sm.create_model(
+        ModelName="iso",
+        ExecutionRoleArn=ROLE,
+        PrimaryContainer={"Image": IMAGE},
+        EnableNetworkIsolation=isolation,
+    )
+    assert sm.describe_model(ModelName="iso")["EnableNetworkIsolation"] is isolation
+    sm.create_model(ModelName="unset", ExecutionRoleArn=ROLE, PrimaryContainer={"Image": IMAGE})
+    assert sm.describe_model(ModelName="unset")["EnableNetworkIsolation"] is False  # AWS default
+
+
 # ---------------------------------------------------------------------- create schedules
 
 
