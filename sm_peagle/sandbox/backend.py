@@ -34,6 +34,7 @@ class EndpointView:
     model_name: str | None = None
     image: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    component: str | None = None  # the inference component this view is routed to
 
     @property
     def incarnation(self) -> str:

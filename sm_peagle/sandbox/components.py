@@ -24,7 +24,7 @@ from moto.sagemaker.models import sagemaker_backends
 from ..testing.moto_components import _advance, _components
 from .backend import EndpointView
 
-__all__ = ["HEADER", "NAME_REQUIRED", "no_capacity", "route_component"]
+__all__ = ["HEADER", "NAME_REQUIRED", "component_views", "no_capacity", "route_component"]
 
 HEADER = "HTTP_X_AMZN_SAGEMAKER_INFERENCE_COMPONENT"  # WSGI form of the header
 NAME_REQUIRED = (
@@ -64,17 +64,38 @@ def route_component(
         return view, f"Inference Component {name} not found for endpoint {view.name}."
     if ic.current == 0:
         return view, no_capacity(name)
+    return _component_view(backend, view, ic), None
+
+
+def _component_view(backend: Any, view: EndpointView, ic: Any) -> EndpointView:
+    """`view` as the component `ic` serves it: its model's image and environment, its own
+    status and creation time (a re-created component is a new incarnation)."""
     spec = ic.specification or {}
     container = spec.get("Container") or {}
     if spec.get("ModelName"):
         model = backend._models.get(spec["ModelName"])
         container = (getattr(model, "primary_container", None) or {}) if model else {}
-    return (
-        replace(
-            view,
-            model_name=spec.get("ModelName"),
-            image=container.get("Image"),
-            env=dict(container.get("Environment") or {}),
-        ),
-        None,
+    return replace(
+        view,
+        model_name=spec.get("ModelName"),
+        image=container.get("Image"),
+        env=dict(container.get("Environment") or {}),
+        component=ic.name,
+        status=str(ic.status),
+        created=str(ic.created),
     )
+
+
+def component_views(harness: Any, account: str, view: EndpointView) -> list[EndpointView]:
+    """One view per inference component on `view`'s endpoint (none on a single-model
+    endpoint), for the log simulator, which writes each to the component's log group."""
+    backend = sagemaker_backends[account][view.region]
+    out = []
+    for ic in list(_components(backend).values()):
+        if ic.endpoint_name != view.name:
+            continue
+        if harness.installed:
+            _advance(harness, backend, ic, consume=False)
+        if ic.name in _components(backend):  # a finished delete removes it
+            out.append(_component_view(backend, view, ic))
+    return out

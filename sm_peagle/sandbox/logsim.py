@@ -12,6 +12,11 @@ an ``Engine 000: Avg prompt throughput ...`` line and, for speculative endpoints
 steps the engine simulated in that interval (Mean acceptance length = 1 + accepted / drafts,
 Avg Draft acceptance rate = accepted / drafted). Baseline endpoints never log SpecDecoding
 lines. Access-log lines (``"POST /invocations HTTP/1.1" 200``) are written per request.
+
+Inference components: each component is its own container with its own life, written to
+the component's log group (``component_log_group``), not the endpoint's; an endpoint that
+hosts components and names no model of its own writes nothing itself. The stream name
+of a component (``AllTraffic/i-0...``, as for an endpoint) is an ASSUMPTION.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from datetime import datetime
 
 from ..testing.moto_sagemaker import SageMakerHarness
 from .backend import EndpointView, all_endpoints
+from .components import component_views
 from .engine import Step
 
 __all__ = ["LogSimulator"]
@@ -58,10 +64,11 @@ def startup_lines(
     args = {"model": "/opt/ml/model", "max_model_len": max_len, "port": 8080}
     if spec:
         args["speculative_config"] = spec
+    who = f"{view.name} component {view.component}" if view.component else view.name
     early = [
         (
             0.0,
-            f"peagle-sandbox: SIMULATED container for {view.name} (no GPU, no weights; "
+            f"peagle-sandbox: SIMULATED container for {who} (no GPU, no weights; "
             + (
                 f"invocations forwarded to {upstream})"
                 if upstream
@@ -148,7 +155,7 @@ class LogSimulator:
         self.metrics_interval = metrics_interval
         self.upstream = upstream
         self._lock = threading.Lock()
-        self._lives: dict[tuple[str, str], _Life] = {}
+        self._lives: dict[tuple[str, str, str | None], _Life] = {}
         self._client_ports = itertools.cycle(range(40000, 60000))
 
     # ---------------------------------------------------------------- fed by the runtime
@@ -187,7 +194,7 @@ class LogSimulator:
     def tick(self) -> None:
         """Write whatever start-up, access and metrics lines are due; forget deleted ones."""
         now = time.monotonic()
-        views = {(v.region, v.name): v for v in all_endpoints(self.harness, self.account)}
+        views = {_key(v): v for v in self._views()}
         writes: list[tuple[_Life, list[str]]] = []
         with self._lock:
             for key in list(self._lives):
@@ -203,13 +210,26 @@ class LogSimulator:
         for life, lines in writes:
             if lines:
                 self.harness.seed_logs(
-                    life.view.name, lines, stream=life.stream, region=life.view.region
+                    life.view.name,
+                    lines,
+                    stream=life.stream,
+                    region=life.view.region,
+                    component=life.view.component,
                 )
+
+    def _views(self) -> list[EndpointView]:
+        """Every endpoint, and every inference component (an endpoint that hosts
+        components and no model of its own has no container of its own)."""
+        out = []
+        for view in all_endpoints(self.harness, self.account):
+            hosted = component_views(self.harness, self.account, view)
+            out += hosted if hosted else ([view] if view.model_name else [])
+        return out
 
     def _life(self, view: EndpointView, now: float, *, current: bool = False) -> _Life:
         """The endpoint's life. Only the tick (``current``: the view was just read) replaces
         one on a new incarnation: a request that outlives an update feeds the new one."""
-        key = (view.region, view.name)
+        key = _key(view)
         life = self._lives.get(key)
         if life is None or (current and life.view.incarnation != view.incarnation):
             early, ready = startup_lines(view, self.upstream)
@@ -268,3 +288,7 @@ class LogSimulator:
         life.prompt_tokens = life.generated = life.drafts = life.accepted = life.drafted = 0
         life.per_position = [0] * len(life.per_position)
         return out
+
+
+def _key(view: EndpointView) -> tuple[str, str, str | None]:
+    return (view.region, view.name, view.component)

@@ -177,7 +177,9 @@ class Runtime:
             req = parse_request(raw, max_model_len=view.max_model_len)
         except BadRequest as e:
             self.truth.close(
-                self.truth.open(name, request_id, operation=operation, simulated=True),
+                self.truth.open(
+                    name, request_id, operation=operation, simulated=True, component=view.component
+                ),
                 "model_error",
                 error=str(e),
             )
@@ -197,6 +199,7 @@ class Runtime:
             request_id,
             operation=operation,
             simulated=True,
+            component=view.component,  # the InferenceComponentName the request carried
             mode=spec.mode,
             k=spec.k or None,
             kind=req.kind,
@@ -314,7 +317,12 @@ class Runtime:
     ) -> Iterable[bytes]:
         engine = dict(headers).get("x-peagle-engine", "upstream")
         record = self.truth.open(
-            view.name, request_id, operation=operation, simulated=False, engine=engine
+            view.name,
+            request_id,
+            operation=operation,
+            simulated=False,
+            engine=engine,
+            component=view.component,
         )
         try:
             resp = open_upstream(base or str(self.upstream), raw, route=route)

@@ -27,6 +27,7 @@ in *another* process (the ``moto_server`` CLI, a container) cannot be reached: r
 
 One module per patched area: ``moto_config_patches`` (instance types, InstancePools),
 ``moto_model_patches`` (CreateModel's EnableNetworkIsolation),
+``moto_shape_patches`` (empty VpcConfig / DataCaptureConfig left out, as AWS does),
 ``moto_endpoint_patches`` (create / describe / list / delete / UpdateEndpoint),
 ``moto_components`` (inference components, scale to zero, the autoscaling dimension), with the
 status schedules they drive in ``moto_timelines``. This module installs them and holds
@@ -49,12 +50,14 @@ from .moto_components import component_patches
 from .moto_config_patches import config_patches, valid_instance_types
 from .moto_endpoint_patches import endpoint_patches
 from .moto_model_patches import model_patches
+from .moto_shape_patches import shape_patches
 from .moto_timelines import DEFAULT_FAILURE_REASON, EndpointTimelines, find_endpoint, make_plan
 
 __all__ = [
     "DEFAULT_FAILURE_REASON",
     "SageMakerHarness",
     "SageMakerResources",
+    "component_log_group",
     "endpoint_log_group",
     "installed_harness",
     "valid_instance_types",
@@ -68,6 +71,18 @@ _install_lock = threading.Lock()
 def endpoint_log_group(endpoint_name: str) -> str:
     """The CloudWatch log group SageMaker writes an endpoint's container logs to."""
     return f"/aws/sagemaker/Endpoints/{endpoint_name}"
+
+
+def component_log_group(component: str) -> str:
+    """The CloudWatch log group of an inference component's container logs.
+
+    No AWS documentation page in reach lists it (the "Log groups and streams that SageMaker
+    sends to CloudWatch Logs" table names only /aws/sagemaker/Endpoints/...); this is the
+    group public code reads inference-component container logs from (LLM benchmark scripts
+    that pick `/aws/sagemaker/InferenceComponents/{name}` over the endpoint's group, and a
+    Terraform import of a real account's log groups). Treat it as well attested, not as
+    documented."""
+    return f"/aws/sagemaker/InferenceComponents/{component}"
 
 
 @dataclass(frozen=True)
@@ -212,8 +227,10 @@ class SageMakerHarness(EndpointTimelines):
         region: str | None = None,
         start_ms: int | None = None,
         step_ms: int = 1,
+        component: str | None = None,
     ) -> str:
-        """Write ``lines`` as log events in the endpoint's log group; returns the group name.
+        """Write ``lines`` as log events in the endpoint's log group (the inference
+        ``component``'s group when one is named); returns the group name.
 
         Creates the group and stream if missing. Timestamps increase by ``step_ms`` and end at
         "now" unless ``start_ms`` is given. Goes straight to moto's logs backend, which the
@@ -221,7 +238,7 @@ class SageMakerHarness(EndpointTimelines):
         """
         messages = list(lines)
         backend = logs_backends[self.account_id][region or self.region]
-        group = endpoint_log_group(endpoint_name)
+        group = component_log_group(component) if component else endpoint_log_group(endpoint_name)
         backend.ensure_log_group(group)
         backend.ensure_log_stream(group, stream)
         if not messages:
@@ -264,6 +281,7 @@ def _patches() -> list[tuple[type, str, Any]]:
         + model_patches()
         + endpoint_patches(_harness)
         + component_patches(_harness)
+        + shape_patches()
     )
 
 
