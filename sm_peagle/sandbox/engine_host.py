@@ -1,109 +1,66 @@
 """The sandbox as a SageMaker host running the REAL vLLM engine (CPU): `--engine vllm`.
 
-On CreateEndpoint (and UpdateEndpoint) the host, one engine at a time (each takes about
-3 GB and 20-40 s to start on 2 CPUs):
+On CreateEndpoint (and UpdateEndpoint) of an endpoint that serves a model, and on
+CreateInferenceComponent (and a copy count back above 0) of a component on an endpoint
+that hosts components, the host, one engine start at a time (each takes about 3 GB and
+20-40 s to start on 2 CPUs):
 
 1. materialises the model's S3 data under a root standing for `/opt/ml` (`engine_files`);
 2. starts peagle's own container entrypoint with the model's Environment, `/opt/ml`
    mapped and the sandbox's flags appended (`engine_setup.SANDBOX_FLAGS`), in its own
-   process group, its stdout/stderr going line by line to the endpoint's CloudWatch
-   group `/aws/sagemaker/Endpoints/<name>` (one stream per incarnation);
-3. keeps the endpoint `Creating` (`Updating`) until the engine's `/ping` answers 200, then
+   process group, its stdout/stderr going line by line to the owner's CloudWatch group
+   (`engine_runs.Engine.log_group`; one stream per incarnation);
+3. keeps the owner `Creating` (`Updating`) until the engine's `/ping` answers 200, then
    `InService` (an update switches over and stops the old engine); if the engine exits
-   first, the endpoint goes `Failed` (an update keeps the old engine and reports the
-   reason) with vLLM's own last error line as `FailureReason`.
+   first, the owner goes `Failed` (an endpoint update keeps the old engine and reports
+   the reason) with vLLM's own last error line as `FailureReason`.
 
-DeleteEndpoint, a replaced incarnation and sandbox stop end the engine's whole process
-group and wait until it is gone, so its port is free again. Each running group is also
-recorded as `<pgid>.pgid` in the state directory, so `peagle sandbox stop` can still end
-the engines of a server that was killed.
+An endpoint whose variant names no model hosts inference components: it has no engine of
+its own and is `InService` at once; each component gets its own engine
+(`engine_components`). DeleteEndpoint, DeleteInferenceComponent, a copy count of 0, a
+replaced incarnation and sandbox stop end the engine's whole process group and wait until
+it is gone, so its port is free again. Each running group is also recorded as
+`<pgid>.pgid` in the state directory, so `peagle sandbox stop` can still end the engines
+of a server that was killed.
 """
 
 from __future__ import annotations
 
 import itertools
 import queue
-import re
 import shutil
-import socket
 import subprocess
 import threading
 import time
-import urllib.request
-from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from moto.logs.models import logs_backends
 from moto.sagemaker.models import sagemaker_backends
 
-from ..testing.moto_sagemaker import endpoint_log_group
+from .engine_components import ComponentEngines
 from .engine_files import MaterialiseError, materialise
+from .engine_runs import (
+    COMPONENT,
+    DEFAULT_STARTUP_TIMEOUT,
+    ENDPOINT,
+    Engine,
+    Key,
+    free_port,
+    last_error_line,
+    ping,
+)
 from .engine_setup import container_environ, entrypoint_command, flag_table_lines
 from .engine_setup import write_vllm_shim as _write_shim
 from .procs import kill_group
 
 __all__ = ["EngineHost", "last_error_line"]
 
-DEFAULT_STARTUP_TIMEOUT = 600.0  # SageMaker's health-check timeout when the variant has none
-_ERROR = re.compile(r"Error|error|ERROR|Exception|FATAL|Fatal|Killed")
-_NOISE = re.compile(r"^(File \"|\^|~|For further information|Traceback \(most recent)")
-Key = tuple[str, str]  # (region, endpoint name)
 
-
-def last_error_line(lines: list[str]) -> str:
-    """vLLM's own last error line: the newest line that names an error, skipping traceback
-    frames and pydantic's trailing URL line; else the last line."""
-    for line in reversed(lines):
-        text = line.strip()
-        if text and not _NOISE.match(text) and _ERROR.search(text):
-            return text
-    return lines[-1].strip() if lines else "(the engine wrote nothing)"
-
-
-@dataclass(eq=False)
-class Engine:
-    """One engine process for one endpoint incarnation."""
-
-    region: str
-    name: str
-    config: str
-    kind: str  # "create" | "update"
-    number: int
-    port: int = 0
-    root: Path | None = None
-    proc: subprocess.Popen[bytes] | None = None
-    ready: bool = False
-    cancelled: bool = False
-    tail: deque[str] = field(default_factory=lambda: deque(maxlen=200))
-    pump: threading.Thread | None = None
-    started: float = field(default_factory=time.time)
-
-    @property
-    def key(self) -> Key:
-        return (self.region, self.name)
-
-    @property
-    def stream(self) -> str:
-        return f"AllTraffic/i-sandbox-{self.number:04d}-{self.config}"[:512]
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "endpoint": self.name,
-            "region": self.region,
-            "config": self.config,
-            "pid": self.proc.pid if self.proc else None,
-            "port": self.port,
-            "url": f"http://127.0.0.1:{self.port}" if self.port else None,
-            "ready": self.ready,
-            "root": str(self.root) if self.root else None,
-            "log_stream": self.stream,
-        }
-
-
-class EngineHost:
-    """Starts, tracks and stops the engines of every endpoint (see the module doc)."""
+class EngineHost(ComponentEngines):
+    """Starts, tracks and stops the engines of every endpoint and inference component
+    (see the module doc; the component hooks are in `ComponentEngines`)."""
 
     def __init__(
         self,
@@ -129,35 +86,34 @@ class EngineHost:
     # ---------------------------------------------------------------- hooks and queries
 
     def submit(self, region: str, name: str, config: str, kind: str) -> None:
-        """Queue an engine start (called from moto's request thread: must not block)."""
-        engine = Engine(region, name, config, kind, next(self._numbers))
-        with self._lock:
-            old = self._starting.pop(engine.key, None)
-            if old is not None:
-                old.cancelled = True  # superseded before it was ready
-            self._starting[engine.key] = engine
-        self._log(engine, [f"peagle-sandbox: queued a real vLLM engine ({self.label}) for {name}"])
-        self._jobs.put(engine)
+        """CreateEndpoint/UpdateEndpoint (moto's request thread: must not block): queue an
+        engine start, or, for an endpoint that hosts components, settle it InService."""
+        if self._model_of(region, config) is None:
+            self._log(Engine(region, name, config, kind, 0), [_NO_MODEL])
+            for engine in self._take((region, ENDPOINT, name)):  # a switch to components
+                self._stop(engine, "replaced by an endpoint config without a model")
+            self.harness.settle(region, name, "InService")
+            return
+        self._queue(Engine(region, name, config, kind, next(self._numbers)))
 
     def deleted(self, region: str, name: str) -> None:
-        """DeleteEndpoint: end every engine of the endpoint and wait until they are gone."""
+        """DeleteEndpoint: end every engine on the endpoint (its own, and those of any
+        component still on it) and wait until they are gone."""
         with self._lock:
-            engines = [
-                e
-                for e in (
-                    self._starting.pop((region, name), None),
-                    self._serving.pop((region, name), None),
-                )
-                if e
+            keys = [
+                k
+                for k, e in [*self._starting.items(), *self._serving.items()]
+                if k[0] == region and e.endpoint == name
             ]
-        for engine in engines:
-            engine.cancelled = True
+        for engine in self._take(*keys):
             self._stop(engine, "endpoint deleted")
 
-    def url_for(self, region: str, name: str) -> str | None:
-        """Base URL of the engine serving the endpoint (the old one during an update)."""
+    def url_for(self, region: str, name: str, component: str | None = None) -> str | None:
+        """Base URL of the engine serving the endpoint, or the component `component` on it
+        (the old engine during an update); None if none is ready."""
+        key = (region, COMPONENT, component) if component else (region, ENDPOINT, name)
         with self._lock:
-            engine = self._serving.get((region, name))
+            engine = self._serving.get(key)
         return f"http://127.0.0.1:{engine.port}" if engine and engine.ready else None
 
     def engines(self) -> list[dict[str, Any]]:
@@ -169,18 +125,50 @@ class EngineHost:
         """Sandbox stop: cancel queued starts and end every engine (in parallel)."""
         self._jobs.put(None)
         with self._lock:
-            engines = [*self._starting.values(), *self._serving.values()]
-            self._starting.clear()
-            self._serving.clear()
+            keys = {*self._starting, *self._serving}
         threads = []
-        for engine in engines:
-            engine.cancelled = True
+        for engine in self._take(*keys):
             t = threading.Thread(target=self._stop, args=(engine, "sandbox stopping"))
             t.start()
             threads.append(t)
         for t in threads:
             t.join()
         shutil.rmtree(self.work_dir, ignore_errors=True)  # every /opt/ml root and the shim
+
+    # ---------------------------------------------------------------- bookkeeping
+
+    def _queue(self, engine: Engine) -> None:
+        with self._lock:
+            old = self._starting.pop(engine.key, None)
+            if old is not None:
+                old.cancelled = True  # superseded before it was ready
+            self._starting[engine.key] = engine
+        what = f"{engine.scope} {engine.name}"
+        self._log(engine, [f"peagle-sandbox: queued a real vLLM engine ({self.label}) for {what}"])
+        self._jobs.put(engine)
+
+    def _take(self, *keys: Key) -> list[Engine]:
+        """Remove the engines of `keys` from the books, cancelled: no invocation reaches
+        them any more and a start not yet under way never begins (see `_start`)."""
+        out = []
+        with self._lock:
+            for key in keys:
+                for table in (self._starting, self._serving):
+                    engine = table.pop(key, None)
+                    if engine is not None:
+                        engine.cancelled = True
+                        out.append(engine)
+        return out
+
+    def _stop_then(self, engines: list[Engine], why: str, then: Callable[[], Any]) -> None:
+        """Stop `engines` off the request thread, then call `then` (settle the owner)."""
+
+        def run() -> None:
+            for engine in engines:
+                self._stop(engine, why)
+            then()
+
+        threading.Thread(target=run, name="peagle-engine-stop", daemon=True).start()
 
     # ---------------------------------------------------------------- the worker
 
@@ -190,20 +178,28 @@ class EngineHost:
                 continue
             try:
                 self._start(engine)
-            except Exception as e:  # a host bug must fail the endpoint, not the sandbox
+            except Exception as e:  # a host bug must fail the owner, not the sandbox
                 self._fail(engine, f"sandbox host error: {type(e).__name__}: {e}")
 
+    def _model_of(self, region: str, config: str) -> Any:
+        """The model of the config's first variant; None when it names none (components)."""
+        backend = sagemaker_backends[self.account][region]
+        variant = backend.endpoint_configs[config].production_variants[0]
+        return backend._models[variant["ModelName"]] if variant.get("ModelName") else None
+
     def _container(self, engine: Engine) -> tuple[dict[str, Any], float]:
-        """(PrimaryContainer of the config's first variant's model, start-up timeout)."""
+        """(PrimaryContainer of the owner's model, start-up timeout)."""
+        if engine.scope != ENDPOINT:
+            return self._component_container(engine)
         backend = sagemaker_backends[self.account][engine.region]
-        variant = backend.endpoint_configs[engine.config].production_variants[0]
-        model = backend._models[variant["ModelName"]]
+        variant = backend.endpoint_configs[engine.source].production_variants[0]
+        model = self._model_of(engine.region, engine.source)
         timeout = variant.get("ContainerStartupHealthCheckTimeoutInSeconds")
         return dict(model.primary_container or {}), float(timeout or DEFAULT_STARTUP_TIMEOUT)
 
     def _start(self, engine: Engine) -> None:
         container, timeout = self._container(engine)
-        engine.root = self.work_dir / f"{engine.name}-{engine.number:04d}" / "opt-ml"
+        engine.root = self.work_dir / f"{engine.scope}-{engine.name}-{engine.number:04d}" / "opt-ml"
         shutil.rmtree(engine.root.parent, ignore_errors=True)
         engine.root.mkdir(parents=True)
         try:
@@ -217,7 +213,7 @@ class EngineHost:
             engine_home=self.env.home,
             shim_dir=self._shim_dir,
         )
-        engine.port = _free_port()
+        engine.port = free_port()
         argv = entrypoint_command(self.env.python, engine.port)
         self._log(
             engine,
@@ -230,17 +226,18 @@ class EngineHost:
                 f"peagle-sandbox: starting {' '.join(argv)}",
             ],
         )
-        if engine.cancelled:
-            return
-        engine.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            cwd=str(engine.root),
-            env=env,
-            start_new_session=True,  # its own process group: stopped as a whole
-        )
+        with self._lock:  # `_take` either sees the process or stops it from starting
+            if engine.cancelled:
+                return
+            engine.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=str(engine.root),
+                env=env,
+                start_new_session=True,  # its own process group: stopped as a whole
+            )
         self._record(engine, present=True)
         engine.pump = threading.Thread(target=self._pump, args=(engine,), daemon=True)
         engine.pump.start()
@@ -258,7 +255,7 @@ class EngineHost:
                     engine, f"engine exited with code {code}: {last_error_line(list(engine.tail))}"
                 )
                 return
-            if _ping(engine.port):
+            if ping(engine.port):
                 self._ready(engine)
                 return
             if time.monotonic() > deadline:
@@ -276,9 +273,10 @@ class EngineHost:
             self._serving[engine.key] = engine
         took = time.time() - engine.started
         self._log(engine, [f"peagle-sandbox: /ping answered 200 after {took:.1f} s: InService"])
-        self.harness.settle(engine.region, engine.name, "InService")
+        self._settle(engine, "InService")
         if old is not None:
-            self._stop(old, "replaced by the updated endpoint config")
+            old.cancelled = True
+            self._stop(old, f"replaced by the updated {engine.scope}")
 
     def _fail(self, engine: Engine, reason: str) -> None:
         reason = reason[:1024]  # SageMaker's FailureReason limit
@@ -292,18 +290,23 @@ class EngineHost:
         if not (current or serving) or engine.cancelled:
             self._stop(engine, "superseded")
             return
-        self._log(engine, [f"peagle-sandbox: endpoint failed: {reason}"])
+        self._log(engine, [f"peagle-sandbox: {engine.scope} failed: {reason}"])
         self._stop(engine, "failed")
-        if engine.kind == "update" and not serving:  # SageMaker rolls back, keeps serving
-            self.harness.settle(engine.region, engine.name, "InService", reason)
+        # SageMaker rolls a failed endpoint update back and keeps serving the old config.
+        rolled_back = engine.scope == ENDPOINT and engine.kind == "update" and not serving
+        self._settle(engine, "InService" if rolled_back else "Failed", reason)
+
+    def _settle(self, engine: Engine, status: str, reason: str | None = None) -> None:
+        if engine.scope == ENDPOINT:
+            self.harness.settle(engine.region, engine.name, status, reason)
         else:
-            self.harness.settle(engine.region, engine.name, "Failed", reason)
+            self.harness.settle_component(engine.region, engine.name, status, reason)
 
     # ---------------------------------------------------------------- processes and logs
 
     def _pump(self, engine: Engine) -> None:
         """Engine output -> CloudWatch, line by line, stamped when written; a serving
-        engine that exits by itself fails its endpoint."""
+        engine that exits by itself fails its owner."""
         assert engine.proc is not None and engine.proc.stdout is not None
         for raw in engine.proc.stdout:
             line = raw.decode("utf-8", "replace").rstrip("\r\n")
@@ -332,19 +335,18 @@ class EngineHost:
         path = self.records_dir / f"{engine.proc.pid}.pgid"
         if present:
             self.records_dir.mkdir(parents=True, exist_ok=True)
-            path.write_text(f"{engine.name} {engine.port}\n")
+            path.write_text(f"{engine.scope} {engine.name} {engine.port}\n")
         else:
             path.unlink(missing_ok=True)
 
     def _log(self, engine: Engine, lines: list[str]) -> None:
         backend = logs_backends[self.account][engine.region]
-        group = endpoint_log_group(engine.name)
         now = int(time.time() * 1000)
         try:
-            backend.ensure_log_group(group)
-            backend.ensure_log_stream(group, engine.stream)
+            backend.ensure_log_group(engine.log_group)
+            backend.ensure_log_stream(engine.log_group, engine.stream)
             backend.put_log_events(
-                group, engine.stream, [{"timestamp": now, "message": m} for m in lines]
+                engine.log_group, engine.stream, [{"timestamp": now, "message": m} for m in lines]
             )
         except Exception:  # a log hiccup must never stop the engine's output pump
             pass
@@ -357,16 +359,7 @@ class EngineHost:
         ).client("s3", region_name=region, endpoint_url=self.url)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _ping(port: int) -> bool:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(f"http://127.0.0.1:{port}/ping", timeout=2) as resp:
-            return resp.status == 200
-    except OSError:
-        return False
+_NO_MODEL = (
+    "peagle-sandbox: the endpoint config's variant names no model: the endpoint hosts "
+    "inference components, each on its own real engine (logs in its own log group)"
+)

@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, unquote
 from ..testing.moto_sagemaker import SageMakerHarness
 from . import quotas
 from .backend import EndpointView, lookup
-from .components import route_component
+from .components import no_capacity, route_component
 from .engine import CONSTANTS, EngineConstants, Generation, Step, seed_of, simulate
 from .eventstream import IrregularSplitter, SplitPolicy
 from .groundtruth import GroundTruth
@@ -153,8 +153,13 @@ class Runtime:
         rng = random.Random(seed_of("split", self.seed, next(self._counter)))
         splitter = IrregularSplitter(rng, self.split_policy)
         if self.engine_host is not None:  # SageMaker calls the container's /invocations
-            base = self.engine_host.url_for(region, name)
+            base = self.engine_host.url_for(region, name, view.component)
             headers = [(k, "false" if k == "x-peagle-simulated" else v) for k, v in headers]
+            if base is None and view.component:  # its engine is stopping: no copy left
+                refusal = no_capacity(view.component)
+                return aws_error(
+                    start_response, 400, "ValidationError", {"message": refusal}, headers
+                )
             if base is None:
                 message = f"the engine of {name} is not running"
                 return model_error(start_response, view, self.account, 503, message, headers)
