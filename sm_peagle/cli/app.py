@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "invoke": ("invoke_cmds", "invoke_command"),
     "chat": ("invoke_cmds", "chat_command"),
     "apply": ("apply_cmds", "apply_command"),
+    "adopt": ("adopt_cmd", "adopt_command"),
     "diff": ("apply_cmds", "diff_command"),
     "recommend": ("recommend_cmd", "recommend_command"),
     "bench": ("bench_cmds", "bench_command"),

@@ -84,22 +84,32 @@ def update_in_place(
             # Ctrl-C or a timeout does not stop SageMaker: the update went through, so the
             # new config and model are in use and the old ones are what is left over.
             lc.say(f"{name} finished updating to {config_req['EndpointConfigName']} anyway")
-            _switch_over(lc, current["EndpointArn"], config_req, old_config, old_models)
+            _switch_over(lc, current["EndpointArn"], config_req, old_config, old_models, name)
         else:
             lc.rollback(created)
         if isinstance(exc, KeyboardInterrupt):
             raise
         raise err from None
-    _switch_over(lc, current["EndpointArn"], config_req, old_config, old_models)
+    _switch_over(lc, current["EndpointArn"], config_req, old_config, old_models, name)
     return DeployResult(name, "InService", created, time.monotonic() - start, desc)
 
 
 def _switch_over(
-    lc: Any, arn: str, config_req: dict, old_config: str, old_models: list[str]
+    lc: Any, arn: str, config_req: dict, old_config: str, old_models: list[str], name: str
 ) -> None:
-    """The endpoint serves the new config: retag it, remove the old config and models."""
+    """The endpoint serves the new config: retag it, remove the old config and models,
+    except those another endpoint uses (possible for resources `peagle adopt` took over:
+    the names peagle generates are its own)."""
+    from .inventory import resource_users
+
     _retag_endpoint(lc, arn, config_req["Tags"])
+    users = resource_users(lc.sm, skip=name)
     for kind, old in [("endpoint_config", old_config)] + [("model", m) for m in old_models]:
+        if old in users:
+            lc.say(
+                f"kept old {kind.replace('_', ' ')} {old}: {', '.join(sorted(users[old]))} uses it"
+            )
+            continue
         lc.delete_and_confirm(kind, old)
         lc.say(f"removed old {kind.replace('_', ' ')} {old}")
 

@@ -1,0 +1,99 @@
+"""`peagle adopt NAME`: take an endpoint made elsewhere under peagle's management."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .lifecycle_cmds import YesOpt, _lifecycle, confirm
+from .output import STATUS_STYLE, console, note, print_json, table
+from .spec_options import JsonOpt, RegionOpt
+
+
+def _spec_text(spec: Any) -> str:
+    import yaml
+
+    data = spec.model_dump(mode="json", exclude_defaults=True)
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False).rstrip()
+
+
+def render_adoption(result: Any) -> None:
+    """The spec, the checks (plan, head, adopt's own) and what peagle would change."""
+    from rich.markup import escape
+
+    c = console()
+    p = result.adoption.plan
+    c.print(f"[bold]Adopt[/] {result.deployed.name}  ({p.region}, {p.spec.speculative.mode.value})")
+    for kind, name in result.resources:
+        c.print(f"  {kind:<16}{name}")
+    c.print("[bold]Spec[/] (what `update`, `apply` and `diff` will start from)")
+    c.print(escape(_spec_text(result.adoption.spec)), soft_wrap=True)
+    rows = [
+        [
+            ch.name,
+            STATUS_STYLE[ch.status],
+            escape(ch.message + (f" -> {ch.fix}" if ch.fix and ch.status != "pass" else "")),
+        ]
+        for ch in result.checks
+    ]
+    c.print(table(None, ["check", "status", "detail"], rows))
+    diffs = result.adoption.differences
+    if not diffs:
+        c.print("The spec plans to the same requests as the endpoint runs (names and tags aside).")
+        return
+    c.print(f"[bold]Not represented[/] ({len(diffs)}): the next update or apply would change")
+    for d in diffs:
+        c.print(f"  {escape(str(d))}", soft_wrap=True)
+
+
+def adopt_command(
+    name: Annotated[str, typer.Argument(help="Endpoint name.")],
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Catalog alias or JumpStart id of what it serves, when its tags, "
+            "HF_MODEL_ID and weights do not tell.",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show the spec and checks; tag nothing.")
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Also write the spec to this YAML file."),
+    ] = None,
+    region: RegionOpt = None,
+    yes: YesOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Take an endpoint made elsewhere (console, sagemaker SDK, boto3) under peagle's
+    management: reconstruct its spec, run plan's checks, tag it as peagle's."""
+    from ..lifecycle.adopt import adopt
+
+    lc = _lifecycle(region, json_out)
+
+    def ask(result: Any) -> None:
+        if not json_out:
+            render_adoption(result)
+        names = ", ".join(n for _, n in result.resources)
+        confirm(f"Tag {names} as managed by peagle?", yes)
+
+    result = adopt(lc.aws, name, model=model, dry_run=dry_run, confirm=ask, say=note)
+    if output is not None:
+        output.write_text(_spec_text(result.adoption.spec) + "\n")
+        note(f"wrote the spec to {output}")
+    if json_out:
+        print_json({**result.to_dict(), "action": "dry-run" if dry_run else "adopted"})
+        return
+    if dry_run:
+        render_adoption(result)
+        typer.echo(f"dry run: nothing was tagged; `peagle adopt {name}` adopts it")
+        return
+    typer.echo(
+        f"adopted {name}: {len(result.tagged)} resources tagged peagle:managed; "
+        f"`peagle update {name} -k N`, `peagle bench {name}` and `peagle delete {name}` "
+        "now work on it"
+    )

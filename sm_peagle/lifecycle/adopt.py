@@ -1,0 +1,207 @@
+"""`peagle adopt`: take an endpoint made elsewhere (the JumpStart console, the `sagemaker`
+SDK, raw boto3) under peagle's management.
+
+Reads the endpoint, its config, its model and its scaling target; reconstructs the spec
+purely (`planning.adopt_spec`); runs the plan's checks and, on an S3 head, the drafter
+checks deploy preflight runs; then, unless it is a dry run, tags the endpoint, the config
+and the model exactly as peagle tags what it creates (`peagle:managed`, the spec in
+`peagle:spec:*`, its hash). Only `peagle:*` tags are written; nothing else changes.
+After that `update`, `apply`, `diff`, `bench`, `delete` and `gc` treat it as their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import NotFound, SpecError
+from ..planning.adopt_spec import Adoption, Deployed, reconstruct
+from ..planning.checks import Check, warned
+from .inventory import MANAGED
+from .resources import not_found, tagged_requests
+from .spec_tags import tag_dict
+
+__all__ = ["AdoptResult", "adopt", "read_deployed"]
+
+MAX_TAGS = 50  # per SageMaker resource
+
+
+@dataclass
+class AdoptResult:
+    adoption: Adoption
+    deployed: Deployed
+    checks: list[Check]  # the plan's, the head's, and adopt's own notes
+    tagged: list[str] = field(default_factory=list)  # ARNs, empty on a dry run
+
+    @property
+    def resources(self) -> list[tuple[str, str]]:
+        """(kind, name) of what adopting takes over: the endpoint, its config, models."""
+        out = [("endpoint", self.deployed.name)]
+        out.append(("endpoint config", self.deployed.config["EndpointConfigName"]))
+        out += [("model", m) for m in self.deployed.models]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        doc = self.adoption.to_dict()
+        doc["checks"] = [c.to_dict() for c in self.checks]
+        doc.pop("notes", None)
+        doc["resources"] = [{"kind": k, "name": n} for k, n in self.resources]
+        doc["tagged"] = self.tagged
+        return doc
+
+
+def _tags(sm: Any, arn: str) -> dict[str, str]:
+    return tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", []))
+
+
+def read_deployed(aws: Any, name: str) -> Deployed:
+    """Describe the endpoint, its config and models, their tags and its scaling target."""
+    from botocore.exceptions import ClientError
+
+    sm = aws.client("sagemaker")
+    try:
+        ep = sm.describe_endpoint(EndpointName=name)
+    except ClientError as e:
+        if not_found(e):
+            raise NotFound(
+                f"endpoint {name} does not exist", remedy="see `peagle ls --all`"
+            ) from None
+        raise
+    config = sm.describe_endpoint_config(EndpointConfigName=ep["EndpointConfigName"])
+    models: dict[str, dict[str, Any]] = {}
+    for v in config.get("ProductionVariants") or []:
+        if v.get("ModelName") and v["ModelName"] not in models:
+            models[v["ModelName"]] = sm.describe_model(ModelName=v["ModelName"])
+    d = Deployed(
+        name=name,
+        region=ep["EndpointArn"].split(":")[3],
+        endpoint=ep,
+        config=config,
+        models=models,
+        tags=_tags(sm, ep["EndpointArn"]),
+    )
+    first = next(iter(models.values()), None)
+    if first:
+        d.model_tags = _tags(sm, first["ModelArn"])
+    variants = config.get("ProductionVariants") or []
+    if len(variants) == 1:
+        _read_scaling(aws, d, variants[0]["VariantName"])
+    return d
+
+
+def _read_scaling(aws: Any, d: Deployed, variant: str) -> None:
+    aas = aws.client("application-autoscaling")
+    rid = f"endpoint/{d.name}/variant/{variant}"
+    targets = aas.describe_scalable_targets(ServiceNamespace="sagemaker", ResourceIds=[rid])
+    found = targets.get("ScalableTargets") or []
+    if found:
+        d.scaling_target = found[0]
+        pols = aas.describe_scaling_policies(ServiceNamespace="sagemaker", ResourceId=rid)
+        d.scaling_policies = pols.get("ScalingPolicies") or []
+
+
+def _jumpstart_spec(d: Deployed, model: str | None) -> dict | None:
+    """The JumpStart spec a non-catalog model plans from (cache or live), if any."""
+    from ..catalog.models import find_model
+    from ..planning.adopt_spec import JS_MODEL_ID
+    from ..planning.spec_loading import spec_from_data
+    from .resolve import resolve_inputs
+
+    name = model or d.tags.get(JS_MODEL_ID) or d.model_tags.get(JS_MODEL_ID)
+    entry = find_model(name) if name else None
+    if not name or (entry and entry.jumpstart_snapshot):
+        return None
+    try:
+        spec = spec_from_data({"model": name, "region": d.region})
+        return resolve_inputs(spec).jumpstart_spec
+    except SpecError:
+        return None  # reconstruct names the model as unknown, with the fix
+
+
+def _head_checks(aws: Any, adoption: Adoption) -> list[Check]:
+    """Deploy preflight's drafter checks on each S3 head the endpoint mounts."""
+    from .preflight import check_remote_head
+
+    p = adoption.plan
+    out: list[Check] = []
+    for src in p.create_model["PrimaryContainer"].get("AdditionalModelDataSources", []):
+        uri = src["S3DataSource"]["S3Uri"]
+        try:
+            out += check_remote_head(aws.client("s3"), uri, p)
+        except Exception as e:  # a verdict, not a gate: the endpoint already runs
+            out.append(warned("drafter.source", f"head {uri} not checked: {e}"))
+    return out
+
+
+def adopt(
+    aws: Any,
+    name: str,
+    *,
+    model: str | None = None,
+    dry_run: bool = False,
+    confirm: Callable[[AdoptResult], None] | None = None,
+    say: Callable[[str], None] = lambda _m: None,
+) -> AdoptResult:
+    """Reconstruct `name`'s spec and, unless `dry_run`, tag it as peagle's. `confirm`
+    sees the result first and raises to stop (nothing is tagged then)."""
+    d = read_deployed(aws, name)
+    if d.tags.get(MANAGED) == "true":
+        raise SpecError(
+            f"endpoint {name} is already managed by peagle (tagged {MANAGED}); nothing to adopt",
+            remedy=f"`peagle status {name}`, `peagle update {name} ...` or `peagle apply`",
+        )
+    adoption = reconstruct(d, model=model, jumpstart_spec=_jumpstart_spec(d, model))
+    checks = adoption.notes + adoption.plan.checks + _head_checks(aws, adoption)
+    checks += _shared_notes(aws.client("sagemaker"), d)
+    result = AdoptResult(adoption, d, checks)
+    if dry_run:
+        return result
+    if confirm is not None:
+        confirm(result)
+    result.tagged = _tag(aws.client("sagemaker"), result, say)
+    return result
+
+
+def _shared_notes(sm: Any, d: Deployed) -> list[Check]:
+    from .inventory import resource_users
+
+    users = resource_users(sm, skip=d.name)
+    return [
+        warned(
+            "shared",
+            f"{name} is also used by endpoint {', '.join(sorted(users[name]))}; "
+            "delete and update keep it while that is so",
+        )
+        for name in [d.config["EndpointConfigName"], *d.models]
+        if name in users
+    ]
+
+
+def _tag(sm: Any, result: AdoptResult, say: Callable[[str], None]) -> list[str]:
+    """Write peagle's tags: models and config first, the endpoint (the marker) last."""
+    *_, endpoint_req = tagged_requests(result.adoption.plan)
+    wanted = {t["Key"]: t["Value"] for t in endpoint_req["Tags"] if t["Key"].startswith("peagle:")}
+    d = result.deployed
+    arns = [m["ModelArn"] for m in d.models.values()]
+    arns += [d.config["EndpointConfigArn"], d.endpoint["EndpointArn"]]
+    current = {arn: _tags(sm, arn) for arn in arns}
+    for arn, tags in current.items():  # refuse before writing any
+        total = len({*tags, *wanted})
+        if total > MAX_TAGS:
+            raise SpecError(
+                f"cannot adopt {d.name}: {arn.rsplit('/', 1)[-1]} would carry {total} tags; "
+                f"SageMaker allows {MAX_TAGS}",
+                remedy="remove some of its tags",
+            )
+    for arn in arns:
+        stale = [
+            k for k, v in current[arn].items() if k.startswith("peagle:") and wanted.get(k) != v
+        ]
+        if stale:  # AWS overwrites on AddTags, moto appends duplicates: delete first
+            sm.delete_tags(ResourceArn=arn, TagKeys=stale)
+        missing = [{"Key": k, "Value": v} for k, v in wanted.items() if current[arn].get(k) != v]
+        if missing:
+            sm.add_tags(ResourceArn=arn, Tags=missing)
+        say(f"tagged {arn.split(':', 5)[-1]}")
+    return arns
