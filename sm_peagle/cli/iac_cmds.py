@@ -40,7 +40,12 @@ def export_command(
     model: ModelArg = None,
     spec_file: SpecFileOpt = None,
     format_: Annotated[
-        str, typer.Option("--format", help="terraform (*.tf.json), cloudformation or json.")
+        str,
+        typer.Option(
+            "--format",
+            help="terraform (*.tf.json), cloudformation, json, or sagemaker (a Python script "
+            "using the sagemaker SDK's resource classes).",
+        ),
     ] = "terraform",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
@@ -50,7 +55,8 @@ def export_command(
     image: ImageOpt = None,
     vllm_version: VllmVersionOpt = None,
 ) -> None:
-    """Export the planned deployment as Terraform JSON, CloudFormation, or the raw plan."""
+    """Export the planned deployment as Terraform JSON, CloudFormation, the raw plan, or a
+    sagemaker SDK script."""
     from ..errors import SpecError
     from ..iac.export import FORMATS, export_text
 

@@ -1,5 +1,5 @@
 """`peagle export`: the plan's three SageMaker requests as Terraform JSON, a CloudFormation
-template, or the raw plan.
+template, the raw plan, or a `sagemaker` SDK script (export_sagemaker.py).
 
 Every value comes from the plan (the same dicts `deploy` sends), translated key by key
 through the tables below. A plan key a table does not know is an error, not a silently
@@ -43,7 +43,7 @@ __all__ = [
     "to_terraform",
 ]
 
-FORMATS = ("terraform", "cloudformation", "json")
+FORMATS = ("terraform", "cloudformation", "json", "sagemaker")
 # First hashicorp/aws release with primary_container.additional_model_data_source.
 TF_PROVIDER_MIN = "6.22.0"
 # Floor when the plan sets InferenceAmiVersion al2023-ami-sagemaker-inference-gpu-4-1.
@@ -346,5 +346,10 @@ def export_document(plan: Any, fmt: str) -> dict[str, Any]:
 
 
 def export_text(plan: Any, fmt: str) -> str:
-    """The exported document as written to a file: stable 2-space JSON, trailing newline."""
+    """The exported document as written to a file: stable 2-space JSON, trailing newline
+    (the sagemaker format is a Python script)."""
+    if fmt == "sagemaker":
+        from .export_sagemaker import to_sagemaker_script
+
+        return to_sagemaker_script(plan, _provenance(plan))
     return json.dumps(export_document(plan, fmt), indent=2) + "\n"
