@@ -1,0 +1,241 @@
+"""Inference components on the REAL vLLM engine through the sandbox (`--engine vllm`):
+one endpoint hosting two components of the tiny model, `p-eagle` (aligned P-EAGLE head,
+K=3, from the component model's `eagle` channel) and `baseline`, each on its own engine.
+
+Oracles (none from the code under test):
+- routing: an invocation naming a component moves only that component's engine's own
+  Prometheus counters (`/metrics` on the engine port, which the sandbox can reach and
+  SageMaker cannot), by exactly the completion tokens it returned;
+- configuration: the p-eagle engine drafts (vLLM's `spec_decode_*` counters; the aligned
+  head's drafts are all accepted at temperature 0 by design), the baseline engine never
+  does; each engine's own log (the component's log group) shows the command it ran;
+- greedy decoding is lossless under speculative decoding (vLLM's rule): both components
+  return the same text for the same prompt at temperature 0;
+- lifecycle: 0 copies stops the engine (its process group and port are gone) and the
+  component refuses invocations with SageMaker's ValidationError; 1 copy starts a new
+  engine; delete leaves no process, no port, no record and no resource. A component
+  whose engine vLLM refuses ends Failed with vLLM's own line and the deploy rolls back.
+
+Two engines run at once here (about 3 GB each); each start takes 20-40 s on 2 CPUs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from sm_peagle.sandbox.procs import group_alive
+from sm_peagle.sandbox.vllm_engine.install import EngineEnv
+from tests.e2e.test_sandbox_engine_host import Cli, descendants, port_free
+
+NAME = "peagle-tiny-llama-p-eagle"
+PEAGLE, BASELINE = f"{NAME}-p-eagle", f"{NAME}-baseline"
+DEPLOY = (
+    "tiny-llama",
+    "-t",
+    "ml.g7e.12xlarge",  # 8 GPUs: room for two components of 1 accelerator each
+    "--component",
+    "p-eagle:k=3",
+    "--component",
+    "baseline",
+    "--accelerators-per-copy",
+    "1",
+)
+PROMPT = "user: how many tokens does the drafter propose?\nassistant:"
+# The tiny target's context is 2048 (max_position_embeddings); vLLM refuses more.
+VLLM_ERROR = "User-specified max_model_len (4096) is greater than the derived max_model_len"
+FAILING_SPEC = """model: tiny-llama
+endpoint: {hosting: inference-components, instance_type: ml.g7e.12xlarge}
+speculative: {mode: p-eagle, num_speculative_tokens: 3}
+container: {engine_args: {max_model_len: 4096}}
+inference_components:
+  accelerators_per_copy: 1
+  components: [{name: p-eagle}, {name: baseline}]
+"""
+
+
+def client(cli: Cli, service: str) -> Any:
+    return boto3.client(
+        service,
+        endpoint_url=cli.state()["url"],
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+
+
+def counters(url: str) -> dict[str, float]:
+    """vLLM's own counters of one engine."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for name in (
+        "generation_tokens_total",
+        "spec_decode_num_drafts_total",
+        "spec_decode_num_draft_tokens_total",
+        "spec_decode_num_accepted_tokens_total",
+    ):
+        m = re.search(rf"^vllm:{name}{{[^}}]*}} ([0-9.e+]+)$", text, re.M)
+        out[name] = float(m.group(1)) if m else 0.0
+    return out
+
+
+def invoke(cli: Cli, component: str) -> tuple[str, int, dict[str, str]]:
+    """(text, completion tokens, response headers) of a greedy completion."""
+    body = {"prompt": PROMPT, "max_tokens": 24, "temperature": 0, "ignore_eos": True}
+    resp = client(cli, "sagemaker-runtime").invoke_endpoint(
+        EndpointName=NAME,
+        InferenceComponentName=component,
+        Body=json.dumps(body),
+        ContentType="application/json",
+    )
+    doc = json.loads(resp["Body"].read())
+    headers = resp["ResponseMetadata"]["HTTPHeaders"]
+    return doc["choices"][0]["text"], doc["usage"]["completion_tokens"], headers
+
+
+def component_log(cli: Cli, component: str) -> str:
+    logs = client(cli, "logs")
+    group = f"/aws/sagemaker/InferenceComponents/{component}"
+    events = logs.filter_log_events(logGroupName=group)["events"]
+    return "\n".join(e["message"] for e in events)
+
+
+def engines_by_component(cli: Cli) -> dict[str, dict[str, Any]]:
+    return {e["component"]: e for e in cli.engines()}
+
+
+def nothing_left(cli: Cli) -> dict[str, list[Any]]:
+    sm = client(cli, "sagemaker")
+    aas = client(cli, "application-autoscaling")
+    left = {
+        "models": sm.list_models()["Models"],
+        "configs": sm.list_endpoint_configs()["EndpointConfigs"],
+        "endpoints": sm.list_endpoints()["Endpoints"],
+        "components": sm.list_inference_components()["InferenceComponents"],
+        "targets": aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"],
+    }
+    return {k: v for k, v in left.items() if v}
+
+
+def gone(engine: dict[str, Any]) -> bool:
+    return not group_alive(engine["pid"]) and port_free(engine["port"])
+
+
+@pytest.fixture(scope="module")
+def sandbox(engine: EngineEnv, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    root = tmp_path_factory.mktemp("real-engine-components")
+    cli = Cli(root, engine.home, timeout=900)  # bounded; a busy machine starts slowly
+    cli.env["PEAGLE_ENGINE_VERSION"] = engine.version
+    cli("sandbox", "start", "--engine", "vllm")
+    yield cli
+    cli("sandbox", "stop", code=None)
+
+
+def test_two_components_each_on_its_own_engine(sandbox: Cli, engine: EngineEnv) -> None:
+    try:
+        check_two_components(sandbox, engine)
+    finally:  # never leave two engines running for the next test
+        sandbox("--sandbox", "delete", NAME, "--yes", code=None)
+
+
+def check_two_components(sandbox: Cli, engine: EngineEnv) -> None:
+    out = sandbox("--sandbox", "deploy", *DEPLOY, "--yes", "--json")
+    assert json.loads(out.stdout)["status"] == "InService"
+    sm = client(sandbox, "sagemaker")
+    for name in (PEAGLE, BASELINE):
+        desc = sm.describe_inference_component(InferenceComponentName=name)
+        assert desc["InferenceComponentStatus"] == "InService"
+        assert desc["RuntimeConfig"] == {"DesiredCopyCount": 1, "CurrentCopyCount": 1}
+    engines = engines_by_component(sandbox)
+    assert set(engines) == {PEAGLE, BASELINE}
+    assert all(e["endpoint"] == NAME and e["ready"] for e in engines.values())
+    assert engines[PEAGLE]["pid"] != engines[BASELINE]["pid"]
+
+    # Each engine ran its own component model's container: the entrypoint's command is in
+    # the component's own log group, with the drafter channel only for p-eagle.
+    p_log, b_log = component_log(sandbox, PEAGLE), component_log(sandbox, BASELINE)
+    for log in (p_log, b_log):
+        assert "peagle-entrypoint: exec vllm serve" in log and "/ping answered 200" in log
+    assert "additional-model-data-sources/eagle" in p_log and "parallel_drafting" in p_log
+    assert "--speculative-config" not in b_log and "parallel_drafting" not in b_log
+
+    # Routing: each invocation moves only its own engine's counters, by its own tokens.
+    label = f"vllm {engine.version} (CPU, tiny model)"
+    texts = {}
+    for name, other in ((PEAGLE, BASELINE), (BASELINE, PEAGLE)):
+        before = {n: counters(e["url"]) for n, e in engines.items()}
+        texts[name], tokens, headers = invoke(sandbox, name)
+        after = {n: counters(e["url"]) for n, e in engines.items()}
+        assert headers["x-peagle-engine"] == label and tokens == 24
+        assert after[name]["generation_tokens_total"] - before[name]["generation_tokens_total"] == (
+            tokens
+        )
+        assert after[other] == before[other]
+        if name == PEAGLE:  # the aligned head: every draft accepted at temperature 0
+            drafted = (
+                after[name]["spec_decode_num_draft_tokens_total"]
+                - (before[name]["spec_decode_num_draft_tokens_total"])
+            )
+            accepted = (
+                after[name]["spec_decode_num_accepted_tokens_total"]
+                - (before[name]["spec_decode_num_accepted_tokens_total"])
+            )
+            assert drafted > 0 and accepted == drafted
+    assert counters(engines[BASELINE]["url"])["spec_decode_num_drafts_total"] == 0
+    print(f"greedy text of both components: {texts[PEAGLE]!r}")
+    assert texts[PEAGLE] == texts[BASELINE]  # greedy output is lossless under drafting
+
+    # Scale baseline to zero: its engine is gone and it refuses; p-eagle still answers.
+    sandbox("--sandbox", "update", NAME, "--component", "baseline", "--copies", "0", "--yes")
+    assert gone(engines[BASELINE]) and set(engines_by_component(sandbox)) == {PEAGLE}
+    with pytest.raises(ClientError) as refused:
+        invoke(sandbox, BASELINE)
+    error = refused.value.response
+    assert error["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert error["Error"]["Code"] == "ValidationError"
+    assert error["Error"]["Message"].startswith(f"Inference Component {BASELINE} has no capacity")
+    assert invoke(sandbox, PEAGLE)[0] == texts[PEAGLE]
+
+    # Back to one copy: a new engine, which answers as before.
+    sandbox("--sandbox", "update", NAME, "--component", "baseline", "--copies", "1", "--yes")
+    engines[BASELINE] = engines_by_component(sandbox)[BASELINE]
+    assert invoke(sandbox, BASELINE)[0] == texts[BASELINE]
+
+    sandbox("--sandbox", "delete", NAME, "--yes")
+    assert all(gone(e) for e in engines.values())
+    assert sandbox.engines() == [] and descendants(sandbox.state()["pid"]) == []
+    assert not list(Path(sandbox.env["PEAGLE_STATE_DIR"], "engines").glob("*.pgid"))
+    assert nothing_left(sandbox) == {}
+
+
+def test_a_component_vllm_refuses_fails_and_the_deploy_rolls_back(
+    sandbox: Cli, tmp_path: Path
+) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(FAILING_SPEC)
+    plan = json.loads(sandbox("plan", "--file", str(spec), "--json").stdout)
+    assert not [c for c in plan["checks"] if c["status"] == "fail"]  # peagle lets it through
+    assert [
+        m["PrimaryContainer"]["Environment"]["SM_VLLM_MAX_MODEL_LEN"]
+        for m in plan["component_models"]
+    ] == ["4096", "4096"]
+
+    out = sandbox("--sandbox", "deploy", "--file", str(spec), "--yes", code=1)
+    assert f"inference component {PEAGLE} is Failed: engine exited with code" in out.stderr
+    reason = [ln for ln in out.stderr.splitlines() if ln.startswith("FailureReason:")]
+    assert reason and VLLM_ERROR in reason[0], out.stderr  # vLLM's own words
+    assert "rolling back" in out.stderr
+
+    # The engine's output stayed in the component's log group (CloudWatch keeps it).
+    assert VLLM_ERROR in component_log(sandbox, PEAGLE)
+    assert sandbox.engines() == [] and descendants(sandbox.state()["pid"]) == []
+    assert not list(Path(sandbox.env["PEAGLE_STATE_DIR"], "engines").glob("*.pgid"))
+    assert nothing_left(sandbox) == {}
