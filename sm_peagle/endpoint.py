@@ -164,6 +164,22 @@ class Endpoint:
 
         return bench_endpoint(self.name, aws=self.aws, **options)
 
+    def to_sagemaker(self, component: str | None = None) -> Any:
+        """This endpoint as a `sagemaker.core.resources.Endpoint` (or, with `component`,
+        that `InferenceComponent`), on peagle's boto3 session and region. Needs the
+        extra: pip install 'sm-peagle[sagemaker]'."""
+        from .bridge.sagemaker_sdk import to_sagemaker
+
+        return to_sagemaker(self, component)
+
+    @classmethod
+    def from_sagemaker(cls, resource: Any, *, aws: Any = None) -> Endpoint:
+        """A handle on the endpoint of a `sagemaker.core.resources` Endpoint or
+        InferenceComponent, with the session and region it was fetched with."""
+        from .bridge.sagemaker_sdk import from_sagemaker
+
+        return from_sagemaker(cls, resource, aws)
+
     def __enter__(self) -> Endpoint:
         return self
 

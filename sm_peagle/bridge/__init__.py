@@ -1,0 +1,1 @@
+"""Bridges to other SDKs, each an optional extra imported only when used."""
