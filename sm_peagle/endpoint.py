@@ -87,6 +87,28 @@ class Endpoint:
         ep.status()
         return ep
 
+    @classmethod
+    def adopt(
+        cls,
+        name: str,
+        *,
+        model: str | None = None,
+        dry_run: bool = False,
+        region: str | None = None,
+        aws: Any = None,
+        say: Callable[[str], None] | None = None,
+    ) -> Endpoint:
+        """Take an endpoint made elsewhere under peagle's management (`peagle adopt`):
+        its reconstructed spec, checks and differences are in `.adoption`; with
+        `dry_run` nothing is tagged. SpecError (nothing tagged) for what peagle cannot
+        represent or an endpoint it already manages; NotFound if there is none."""
+        from .lifecycle.adopt import adopt
+
+        ep = cls(name, aws=aws, region=region, say=say)
+        ep.adoption = adopt(ep.aws, name, model=model, dry_run=dry_run, say=ep._say)
+        ep.plan = ep.adoption.adoption.plan
+        return ep
+
     def lifecycle(self, **kw: Any) -> Any:
         from .lifecycle.manager import Lifecycle
 

@@ -311,7 +311,7 @@ def reconstruct(
         final = plan(spec, jumpstart_spec=jumpstart_spec)
     except PeagleError as e:
         raise _refuse(d, e.message, e.remedy) from None
-    notes.insert(0, passed("model", f"{alias} (from the {how})"))
+    notes.insert(0, passed("adopt.model", f"{alias} (from the {how})"))
     notes += _k_advice(final)
     return Adoption(spec, final, compare(deployed, plan_view(final)), notes)
 

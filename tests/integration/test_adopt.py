@@ -101,10 +101,16 @@ def create_jumpstart_endpoint(
     image: str | None = None,
     env: dict[str, str] | None = None,
     variants: int = 1,
+    tags: list[dict[str, str]] | None = None,
+    weights: str | None = None,
 ) -> None:
-    """CreateModel / CreateEndpointConfig / CreateEndpoint as JumpStart's deploy sends them."""
+    """CreateModel / CreateEndpointConfig / CreateEndpoint as JumpStart's deploy sends
+    them (`weights`: another S3 prefix for the model data)."""
     sm = boto3.client("sagemaker", region_name=REGION)
     model_data, heads = js_sources()
+    if weights:
+        model_data = {"S3DataSource": {**model_data["S3DataSource"], "S3Uri": weights}}
+    tags = JS_TAGS if tags is None else tags
     sm.create_model(
         ModelName=model,
         ExecutionRoleArn=role,
@@ -115,7 +121,7 @@ def create_jumpstart_endpoint(
             "AdditionalModelDataSources": heads,
         },
         EnableNetworkIsolation=VIEW["inference_enable_network_isolation"],
-        Tags=JS_TAGS,
+        Tags=tags,
     )
     deploy = VIEW["deploy_kwargs"]
     sm.create_endpoint_config(
@@ -133,9 +139,9 @@ def create_jumpstart_endpoint(
             }
             for i in range(variants)
         ],
-        Tags=JS_TAGS,
+        Tags=tags,
     )
-    sm.create_endpoint(EndpointName=name, EndpointConfigName=config, Tags=JS_TAGS)
+    sm.create_endpoint(EndpointName=name, EndpointConfigName=config, Tags=tags)
 
 
 def all_tags(name: str = NAME) -> dict[str, dict[str, str]]:

@@ -1,0 +1,155 @@
+"""`peagle adopt` refuses what one spec cannot describe (one line, exit 2, nothing
+tagged), says so for an endpoint it already manages or one that does not exist, works
+through the SDK (`Endpoint.adopt`), and never retires a resource another endpoint uses."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+
+import sm_peagle
+from sm_peagle.errors import SpecError
+from tests.integration.lifecycle_env import REGION, run, sagemaker_inventory
+from tests.integration.test_adopt import (
+    CONFIG,
+    MODEL,
+    NAME,
+    VIEW,
+    all_tags,
+    create_jumpstart_endpoint,
+    js_env,
+)
+
+MUTATING = ("AddTags", "DeleteTags", "Create", "Delete", "Update")
+
+
+def assert_untouched(world, before: dict) -> None:
+    assert all_tags() == before
+    assert not [op for op, _ in world.requests if op.startswith(MUTATING)]
+
+
+def one_error_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if not line.startswith("talking to:")]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def djl_image() -> str:
+    """The LMI (DJL) image the same JumpStart spec names for the g5 family: not vLLM."""
+    variants = VIEW["hosting_instance_type_variants"]
+    alias = variants["variants"]["g5"]["regional_properties"]["image_uri"].lstrip("$")
+    return variants["regional_aliases"][REGION][alias]
+
+
+@pytest.mark.parametrize(
+    ("shape", "reason"),
+    [
+        ({"variants": 2}, "has 2 production variants; peagle manages one variant"),
+        ({"image": "djl"}, "is not a vLLM image"),
+        ({"method": "ngram"}, "speculative method is 'ngram'"),
+        ({"drafter": "/opt/ml/model/draft"}, "is not one of the model's additional data sources"),
+    ],
+)
+def test_what_peagle_cannot_represent_is_refused_in_one_line(world, capsys, shape, reason):
+    env = js_env()
+    if "method" in shape or "drafter" in shape:
+        cfg = json.loads(env["SM_VLLM_SPECULATIVE_CONFIG"])
+        cfg["method"] = shape.get("method", cfg["method"])
+        cfg["model"] = shape.get("drafter", cfg["model"])
+        env["SM_VLLM_SPECULATIVE_CONFIG"] = json.dumps(cfg)
+    create_jumpstart_endpoint(
+        world.role_arn,
+        image=djl_image() if shape.get("image") else None,
+        env=env,
+        variants=shape.get("variants", 1),
+    )
+    before = all_tags()
+    world.requests.clear()
+    code, out, err = run(capsys, "adopt", NAME, "--yes")
+    assert code == 2 and out == ""
+    line = one_error_line(err)
+    assert line.startswith(f"error: cannot adopt {NAME}: ") and reason in line, line
+    assert_untouched(world, before)
+
+
+def test_an_endpoint_peagle_manages_is_not_adopted_again(world, capsys):
+    create_jumpstart_endpoint(world.role_arn)
+    assert run(capsys, "adopt", NAME, "--yes")[0] == 0
+    before = all_tags()
+    world.requests.clear()
+    code, _, err = run(capsys, "adopt", NAME, "--yes")
+    assert code == 2
+    assert f"endpoint {NAME} is already managed by peagle" in one_error_line(err)
+    assert_untouched(world, before)
+
+
+def test_a_missing_endpoint_is_one_line_exit_1(world, capsys):
+    code, out, err = run(capsys, "adopt", "no-such-endpoint", "--yes")
+    assert (code, out) == (1, "")
+    assert "endpoint no-such-endpoint does not exist" in one_error_line(err)
+    assert sagemaker_inventory() == {"models": [], "endpoint_configs": [], "endpoints": []}
+
+
+def test_without_tags_the_jumpstart_weights_name_the_model(world, capsys):
+    create_jumpstart_endpoint(world.role_arn, tags=[])
+    code, out, err = run(capsys, "adopt", NAME, "--yes", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    (found,) = [c["message"] for c in doc["checks"] if c["name"] == "adopt.model"]
+    assert found.startswith("gpt-oss-20b (from the weights s3://jumpstart-cache-prod-")
+    assert doc["differences"] == []
+
+
+def test_an_unknown_model_needs_model_and_then_adopts(world, capsys):
+    """No JumpStart tags, weights where no bundled spec puts them, no HF_MODEL_ID."""
+    weights = "s3://my-models-bucket/gpt-oss-20b/"
+    create_jumpstart_endpoint(world.role_arn, tags=[], weights=weights)
+    before = all_tags()
+    code, _, err = run(capsys, "adopt", NAME, "--yes")
+    assert code == 2
+    line = one_error_line(err)
+    assert "cannot tell which model it serves" in line and "--model" in line
+    assert all_tags() == before
+    code, out, err = run(capsys, "adopt", NAME, "--model", "gpt-oss-20b", "--yes", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["differences"] == []
+    assert doc["spec"]["model_data"] == weights  # pinned: JumpStart's would differ
+    assert all(t.get("peagle:managed") == "true" for t in all_tags().values())
+
+
+def test_sdk_adopt_dry_run_then_adopt(world):
+    create_jumpstart_endpoint(world.role_arn)
+    before = all_tags()
+    ep = sm_peagle.Endpoint.adopt(NAME, dry_run=True, region=REGION)
+    assert ep.adoption.tagged == [] and all_tags() == before
+    assert ep.adoption.adoption.spec.speculative.num_speculative_tokens == 3
+    ep = sm_peagle.Endpoint.adopt(NAME, region=REGION)
+    assert len(ep.adoption.tagged) == 3
+    assert ep.spec() == ep.adoption.adoption.spec  # read back from the tags
+    with pytest.raises(SpecError, match="already managed"):
+        sm_peagle.Endpoint.adopt(NAME, region=REGION)
+    assert ep.delete()["deleted"] == [NAME, CONFIG, MODEL]
+
+
+def test_update_keeps_the_old_config_and_model_another_endpoint_uses(world, capsys):
+    create_jumpstart_endpoint(world.role_arn)
+    sm = boto3.client("sagemaker", region_name=REGION)
+    sm.create_endpoint(EndpointName="other", EndpointConfigName=CONFIG)  # shares both
+    code, out, _ = run(capsys, "adopt", NAME, "--yes", "--json")
+    assert code == 0
+    shared = [c["message"] for c in json.loads(out)["checks"] if c["name"] == "shared"]
+    assert len(shared) == 2 and all("also used by endpoint other" in m for m in shared)
+    assert run(capsys, "update", NAME, "-k", "7", "--yes")[0] == 0
+    inventory = sagemaker_inventory()
+    assert CONFIG in inventory["endpoint_configs"] and MODEL in inventory["models"]
+    assert sm.describe_endpoint(EndpointName="other")["EndpointConfigName"] == CONFIG
+    assert run(capsys, "delete", NAME, "--yes")[0] == 0
+    assert sagemaker_inventory() == {
+        "models": [MODEL],
+        "endpoint_configs": [CONFIG],
+        "endpoints": ["other"],
+    }
