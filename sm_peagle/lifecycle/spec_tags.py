@@ -57,6 +57,7 @@ def deployed_spec(sm: Any, endpoint: str) -> DeploymentSpec:
     if data is None:
         raise SpecError(
             f"endpoint {endpoint} was not deployed by peagle (no spec tags)",
-            remedy="deploy it with peagle, or use `peagle apply -f spec.yaml`",
+            remedy=f"`peagle adopt {endpoint}` takes it over (it was made elsewhere), or "
+            "deploy it with peagle",
         )
     return spec_from_data(data)

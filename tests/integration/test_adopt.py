@@ -314,6 +314,9 @@ def test_dry_run_shows_the_spec_and_tags_nothing(world, capsys):
         for op in sent
         if op in ("AddTags", "DeleteTags") or op.startswith(("Create", "Delete", "Update"))
     ]
-    # ...and without --dry-run, delete still refuses it: it is not peagle's yet.
+    # ...so delete and update still refuse it: it is not peagle's yet.
     code, _, err = run(capsys, "delete", NAME, "--yes")
     assert code == 2 and "not created by peagle" in err
+    code, _, err = run(capsys, "update", NAME, "-k", "7", "--yes")
+    assert code == 2 and f"`peagle adopt {NAME}` takes it over" in err
+    assert all_tags() == before
