@@ -153,3 +153,45 @@ def test_update_keeps_the_old_config_and_model_another_endpoint_uses(world, caps
         "endpoint_configs": [CONFIG],
         "endpoints": ["other"],
     }
+
+
+def test_autoscaling_is_read_into_the_spec_and_removed_with_the_endpoint(world, capsys):
+    create_jumpstart_endpoint(world.role_arn)
+    aas = boto3.client("application-autoscaling", region_name=REGION)
+    rid = f"endpoint/{NAME}/variant/AllTraffic"
+    dim = "sagemaker:variant:DesiredInstanceCount"
+    aas.register_scalable_target(
+        ServiceNamespace="sagemaker",
+        ResourceId=rid,
+        ScalableDimension=dim,
+        MinCapacity=1,
+        MaxCapacity=3,
+    )
+    aas.put_scaling_policy(
+        PolicyName="console-policy",
+        ServiceNamespace="sagemaker",
+        ResourceId=rid,
+        ScalableDimension=dim,
+        PolicyType="TargetTrackingScaling",
+        TargetTrackingScalingPolicyConfiguration={
+            "TargetValue": 70.0,
+            "PredefinedMetricSpecification": {
+                "PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"
+            },
+            "ScaleOutCooldown": 300,
+            "ScaleInCooldown": 600,
+        },
+    )
+    code, out, err = run(capsys, "adopt", NAME, "--yes", "--json")
+    assert code == 0, err
+    assert json.loads(out)["spec"]["autoscaling"] == {
+        "min_instances": 1,
+        "max_instances": 3,
+        "target_invocations": 70.0,
+        "scale_out_cooldown": 300,
+        "scale_in_cooldown": 600,
+    }
+    assert run(capsys, "delete", NAME, "--yes")[0] == 0
+    targets = aas.describe_scalable_targets(ServiceNamespace="sagemaker", ResourceIds=[rid])
+    assert targets["ScalableTargets"] == []
+    assert sagemaker_inventory() == {"models": [], "endpoint_configs": [], "endpoints": []}
