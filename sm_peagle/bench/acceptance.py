@@ -37,12 +37,17 @@ SOURCE = "CloudWatch: vLLM 'SpecDecoding metrics' log lines"
 DEFAULT_INTERVAL_S = 10.0  # vLLM's stats logging interval
 
 
-def read_spec_lines(aws: Any, endpoint: str, start: float, end: float) -> list[dict[str, Any]]:
-    """Parsed SpecDecoding lines logged between `start` and `end` (epoch seconds)."""
+def read_spec_lines(
+    aws: Any, endpoint: str, start: float, end: float, component: str | None = None
+) -> list[dict[str, Any]]:
+    """Parsed SpecDecoding lines logged between `start` and `end` (epoch seconds), from
+    the endpoint's logs or its inference `component`'s."""
     from ..lifecycle.endpoint_logs import fetch_log_events
 
     out = []
-    events = fetch_log_events(aws, endpoint, since=0, start_ms=int(start * 1000), until=end + 1.0)
+    events = fetch_log_events(
+        aws, endpoint, since=0, start_ms=int(start * 1000), until=end + 1.0, component=component
+    )
     for e in events:
         parsed = parse_spec_decoding(e.get("message", ""))
         if not parsed or "mean_acceptance_length" not in parsed:
@@ -142,6 +147,7 @@ def acceptance_for_levels(
     wait_s: float = 25.0,
     poll_s: float = 2.0,
     sleep: Callable[[float], None] = time.sleep,
+    component: str | None = None,
 ) -> list[dict[str, Any]]:
     """One acceptance dict per (start, end) window. Waits up to `wait_s` for the line that
     covers the end of the last window (vLLM logs it up to one interval later)."""
@@ -161,7 +167,7 @@ def acceptance_for_levels(
     deadline = time.monotonic() + wait_s
     try:
         while True:
-            lines = read_spec_lines(aws, endpoint, start, time.time())
+            lines = read_spec_lines(aws, endpoint, start, time.time(), component)
             if any(ln["t"] >= last for ln in lines) or time.monotonic() >= deadline:
                 break
             sleep(poll_s)

@@ -71,13 +71,17 @@ class LevelRun:
     simulated: bool = False  # a response carried the sandbox's x-peagle-simulated header
 
 
-def bench_client(region: str | None, endpoint: str, pool: int) -> Any:
-    """A RuntimeClient for benchmarking: pool >= concurrency, no retries."""
+def bench_client(region: str | None, endpoint: str, pool: int, component: str | None = None) -> Any:
+    """A RuntimeClient for benchmarking: pool >= concurrency, no retries; with
+    `component`, every request carries it as InferenceComponentName."""
     from ..aws import AwsContext
     from ..runtime.client import RuntimeClient
 
     return RuntimeClient(
-        AwsContext(region, max_attempts=0), endpoint, max_pool_connections=max(pool, 1)
+        AwsContext(region, max_attempts=0),
+        endpoint,
+        max_pool_connections=max(pool, 1),
+        inference_component=component,
     )
 
 

@@ -1,9 +1,9 @@
 """`peagle race A B`: the same prompt streamed to two targets at once, as the seed's live
 side-by-side recording of P-EAGLE against standard inference.
 
-A target is an endpoint, or (the seam for inference components, when peagle deploys them)
-an inference component on an endpoint: `RaceTarget(endpoint, component)` builds its
-`RuntimeClient(..., inference_component=component)`; nothing else here depends on which.
+A target is an endpoint, or an inference component on an endpoint: `RaceTarget(endpoint,
+component)` builds its `RuntimeClient(..., inference_component=component)`; nothing else
+here depends on which.
 
 Each side streams in its own thread; `Lane` holds what it has so far (text, tokens from
 `usage`, never chunks, TTFT) and is read by the caller's `on_update` (the live view) a
@@ -26,7 +26,7 @@ __all__ = ["Lane", "RaceTarget", "race", "verdict"]
 @dataclass(frozen=True)
 class RaceTarget:
     endpoint: str
-    component: str | None = None  # an inference component on `endpoint` (later)
+    component: str | None = None  # an inference component on `endpoint`
 
     @property
     def label(self) -> str:

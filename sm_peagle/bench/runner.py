@@ -82,6 +82,26 @@ def _model_of(aws: Any, endpoint: str) -> str | None:
         return None
 
 
+def _component_status(status: dict[str, Any], component: str) -> dict[str, Any]:
+    """The endpoint's status with the component's mode, K and image (what it runs);
+    refused before any traffic when the component is missing or has no copies."""
+    rows = {c["name"]: c for c in status.get("components") or []}
+    row = rows.get(component)
+    if row is None:
+        raise PeagleError(
+            f"endpoint {status['endpoint']} has no inference component {component!r}",
+            remedy=f"components: {', '.join(rows) or 'none'}",
+        )
+    if not row["current_copies"]:
+        raise PeagleError(
+            f"inference component {component} has no copies "
+            f"({'scaled to zero' if row['desired_copies'] == 0 else row['status']})",
+            remedy=f"`peagle update {status['endpoint']} --component {component} --copies 1`",
+        )
+    keep = ("mode", "k", "image", "speculative_config")
+    return {**status, **{k: row.get(k) for k in keep}}
+
+
 def bench_endpoint(
     endpoint: str,
     *,
@@ -101,6 +121,7 @@ def bench_endpoint(
     search: dict[str, Any] | None = None,
     requests_out: Any = None,
     configuration: str | None = None,
+    component: str | None = None,
     aws: Any = None,
     region: str | None = None,
     say: Callable[[str], None] = _quiet,
@@ -114,7 +135,11 @@ def bench_endpoint(
     `slo` adds goodput to every level; `search` (keyword arguments of
     `search_max_concurrency`: target_share, start, max_concurrency, max_probes) replaces
     the concurrency list by the max-concurrency search (closed loop; needs `slo`);
-    `requests_out` (a RequestExporter) receives every request as a JSONL line."""
+    `requests_out` (a RequestExporter) receives every request as a JSONL line.
+
+    `component`: the inference component to benchmark (every request carries it as
+    InferenceComponentName; mode, K and image are the component's, acceptance is read
+    from its log group)."""
     from ..aws import AwsContext
     from ..lifecycle.inventory import endpoint_status
     from .acceptance import acceptance_for_levels
@@ -130,12 +155,17 @@ def bench_endpoint(
             f"endpoint {endpoint} is {status['status']}, not InService",
             remedy=f"wait: `peagle status {endpoint}`",
         )
+    if component is not None:
+        status = _component_status(status, component)
     prov = {"model": _model_of(aws, endpoint), **provenance_of(status)}
+    if component is not None:
+        prov["component"] = component
     levels_spec = [(c, r) for c in concurrency for r in rates]
     biggest = (search or {}).get("max_concurrency", 1024) if search is not None else 0
     rt = None
     if workers <= 1:
-        rt = bench_client(aws.region, endpoint, max([c for c, _ in levels_spec] + [biggest]))
+        pool = max([c for c, _ in levels_spec] + [biggest])
+        rt = bench_client(aws.region, endpoint, pool, component)
     started = time.time()
     levels: list[dict[str, Any]] = []
     simulated = is_sandbox()
@@ -165,7 +195,7 @@ def bench_endpoint(
             tick = None if progress is None else (lambda n: progress(n, planned or None))
             run = run_level(rt, ds, spec, progress=tick)
         else:
-            run = run_level_processes(aws.region, endpoint, ds, spec, workers)
+            run = run_level_processes(aws.region, endpoint, ds, spec, workers, component)
         simulated = simulated or run.simulated
         level = summarize_level(
             run.records,
@@ -212,8 +242,9 @@ def bench_endpoint(
             "the wait)"
         )
     accept = acceptance_for_levels(
-        aws, endpoint, windows, mode=prov["mode"], k=prov["k"], wait_s=acceptance_wait_s
-    )
+        aws, endpoint, windows, mode=prov["mode"], k=prov["k"], wait_s=acceptance_wait_s,
+        component=component,
+    )  # fmt: skip
     for level, acc in zip(levels, accept, strict=True):
         level["acceptance"] = acc
         # The flat step-cost model fits P-EAGLE (one drafting pass); EAGLE-3 drafts position

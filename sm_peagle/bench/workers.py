@@ -32,9 +32,10 @@ def _worker_main(
     spec: LoadSpec,
     barrier: Any,
     queue: Any,
+    component: str | None = None,
 ) -> None:
     try:
-        rt = bench_client(region, endpoint, spec.concurrency)
+        rt = bench_client(region, endpoint, spec.concurrency, component)
         run = run_level(rt, dataset, spec, worker=w, workers=workers, barrier=barrier)
         queue.put((w, run, None))
     except BaseException as e:  # reported to the parent, which raises it as one line
@@ -43,7 +44,12 @@ def _worker_main(
 
 
 def run_level_processes(
-    region: str | None, endpoint: str, dataset: Dataset, spec: LoadSpec, workers: int
+    region: str | None,
+    endpoint: str,
+    dataset: Dataset,
+    spec: LoadSpec,
+    workers: int,
+    component: str | None = None,
 ) -> LevelRun:
     """The level spread over `workers` processes (spawned: boto3 and threads do not survive
     fork), started together at a barrier after their warm-up; records merged."""
@@ -66,7 +72,7 @@ def run_level_processes(
         )
         p = ctx.Process(
             target=_worker_main,
-            args=(w, workers, region, endpoint, dataset, share, barrier, results),
+            args=(w, workers, region, endpoint, dataset, share, barrier, results, component),
             daemon=True,
         )
         p.start()

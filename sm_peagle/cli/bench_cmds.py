@@ -15,6 +15,7 @@ import typer
 
 from .bench_options import (
     BurstinessOpt,
+    ComponentOpt,
     ProbesOpt,
     RequestsOutOpt,
     SearchLimitOpt,
@@ -160,6 +161,7 @@ def _show(doc: dict[str, Any], json_out: bool) -> None:
 
 def bench_command(
     name: Annotated[str, typer.Argument(help="Endpoint name.")],
+    component: ComponentOpt = None,
     concurrency: ConcurrencyOpt = "1,4,8,32",
     requests: RequestsOpt = None,
     duration: DurationOpt = None,
@@ -228,10 +230,10 @@ def bench_command(
     extra_options(**more)  # misuse: exit 2 before anything is sent or written
     require_plot(plot_path)
     if locust or locust_print_commands:
-        if slo or search or burstiness != 1.0 or requests_out:
+        if slo or search or burstiness != 1.0 or requests_out or component:
             raise SpecError(
-                "--locust does not take --slo, --search-max-concurrency, --burstiness or "
-                "--requests-out"
+                "--locust does not take --slo, --search-max-concurrency, --burstiness, "
+                "--requests-out or --component"
             )
         if len(levels) > 1 or rate or duration or warmup or workers > 1 or locust_workers < 1:
             raise SpecError(
@@ -244,10 +246,13 @@ def bench_command(
         )  # fmt: skip
         return
     aws = _aws(region)
+    from ..lifecycle.component_targets import resolve_component
+
+    component = resolve_component(aws.client("sagemaker"), name, component)  # before traffic
     opts.update(extra_options(**{**more, "requests_out": requests_out}))
     doc = bench_endpoint(
         name, concurrency=levels, rates=_rates(rate), workers=workers, aws=aws, say=note,
-        progress=live_counter(), **opts,
+        progress=live_counter(), component=component, **opts,
     )  # fmt: skip
     if requests_out is not None:
         note(f"wrote {requests_out} ({opts['requests_out'].lines} requests)")

@@ -39,6 +39,15 @@ BurstinessOpt = Annotated[
         help="With --rate: gamma inter-arrivals of this shape (1 = Poisson, < 1 burstier).",
     ),
 ]
+ComponentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--component",
+        help="Inference component to benchmark (every request carries it as "
+        "InferenceComponentName; the short name it was deployed with is enough). Required "
+        "on an endpoint that hosts components.",
+    ),
+]
 RequestsOutOpt = Annotated[
     Path | None,
     typer.Option(

@@ -63,16 +63,57 @@ def ls_command(
     if not rows:
         typer.echo("no peagle endpoints" + ("" if all_ else " (--all shows every endpoint)"))
         return
+
+    def short(r: dict) -> str:  # components by the short names they were deployed with
+        cut = len(r["endpoint"]) + 1
+        names = [c[cut:] if c.startswith(f"{r['endpoint']}-") else c for c in r["components"]]
+        return ", ".join(names) or "-"
+
     console().print(
         table(
             None,
-            ["endpoint", "status", "created", "peagle"],
+            ["endpoint", "status", "created", "peagle", "components"],
             [
-                [r["endpoint"], r["status"], r["created"][:19], "yes" if r["managed"] else "no"]
+                [
+                    r["endpoint"],
+                    r["status"],
+                    r["created"][:19],
+                    "yes" if r["managed"] else "no",
+                    short(r),
+                ]
                 for r in rows
             ],
         )
     )
+
+
+def _group_exists(lc: object, group: str) -> bool:
+    found = lc.aws.client("logs").describe_log_groups(logGroupNamePrefix=group)  # type: ignore[attr-defined]
+    return any(g["logGroupName"] == group for g in found.get("logGroups", []))
+
+
+def _log_component(lc: object, name: str, component: str | None) -> str | None:
+    """The inference component whose logs `logs NAME --component C` reads: one the
+    endpoint hosts (full or short name), or a deleted one whose log group remains
+    (exit 2 if neither). Without --component on an endpoint with components: a note
+    naming them (their container logs are in their own groups)."""
+    from ..lifecycle.component_targets import choices, components_of, resolve_component
+    from ..lifecycle.endpoint_logs import log_group
+
+    names = components_of(lc.sm, name)  # type: ignore[attr-defined]
+    if component is None:
+        if names:
+            note(
+                f"{name} hosts inference components, whose container logs are in their own "
+                f"log groups: add --component with one of {choices(name, names)}"
+            )
+        return None
+    if names and any(component in (n, f"{name}-{component}") for n in names):
+        return resolve_component(lc.sm, name, component)  # type: ignore[attr-defined]
+    for candidate in (f"{name}-{component}", component):
+        if _group_exists(lc, log_group(name, candidate)):
+            return candidate  # deleted, or not listed: its logs remain
+    return resolve_component(lc.sm, name, component)  # type: ignore[attr-defined]
 
 
 def _check_log_source(lc: object, name: str) -> None:
@@ -89,9 +130,7 @@ def _check_log_source(lc: object, name: str) -> None:
     except ClientError as e:
         if "Could not find" not in str(e):
             raise
-    group = log_group(name)
-    found = lc.aws.client("logs").describe_log_groups(logGroupNamePrefix=group)  # type: ignore[attr-defined]
-    if not any(g["logGroupName"] == group for g in found.get("logGroups", [])):
+    if not _group_exists(lc, log_group(name)):
         raise NotFound(f"endpoint {name} does not exist and has no logs", remedy="see `peagle ls`")
 
 
@@ -111,6 +150,14 @@ def logs_command(
     since: Annotated[str, typer.Option("--since", help="How far back (10m, 2h).")] = "10m",
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep streaming.")] = False,
     region: RegionOpt = None,
+    component: Annotated[
+        str | None,
+        typer.Option(
+            "--component",
+            help="Read this inference component's logs (its own log group, "
+            "/aws/sagemaker/InferenceComponents/<name>); the short name is enough.",
+        ),
+    ] = None,
     json_out: Annotated[
         bool,
         typer.Option(
@@ -120,7 +167,8 @@ def logs_command(
         ),
     ] = False,
 ) -> None:
-    """Stream the endpoint's CloudWatch logs; SpecDecoding metrics lines are highlighted."""
+    """Stream the endpoint's (or an inference component's) CloudWatch logs; SpecDecoding
+    metrics lines are highlighted."""
     from datetime import UTC, datetime
 
     from ..lifecycle.endpoint_logs import fetch_log_events, follow_log_events, parse_spec_decoding
@@ -129,13 +177,15 @@ def logs_command(
     seconds = parse_duration(since)
     lc = _lifecycle(region, json_out)
     _check_log_source(lc, name)
+    ic = _log_component(lc, name, component)
     if json_out and not follow:
-        print_json([_log_doc(e) for e in fetch_log_events(lc.aws, name, since=seconds)])
+        events_now = fetch_log_events(lc.aws, name, since=seconds, component=ic)
+        print_json([_log_doc(e) for e in events_now])
         return
     events = (
-        follow_log_events(lc.aws, name, since=seconds)
+        follow_log_events(lc.aws, name, since=seconds, component=ic)
         if follow
-        else fetch_log_events(lc.aws, name, since=seconds)
+        else fetch_log_events(lc.aws, name, since=seconds, component=ic)
     )
     from rich.markup import escape  # vLLM lines hold [file.py:123] tags, not markup
 
@@ -155,7 +205,7 @@ def logs_command(
             soft_wrap=True,
         )
     if count == 0 and not json_out:
-        note(f"no log lines for {name} in the last {since}")
+        note(f"no log lines for {name}{f' component {ic}' if ic else ''} in the last {since}")
 
 
 def delete_command(
@@ -195,17 +245,23 @@ def gc_command(
     region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Delete peagle-managed endpoint configs and models that no endpoint uses."""
+    """Delete peagle-managed inference components whose endpoint is gone (with their
+    autoscaling), then endpoint configs and models that no endpoint or component uses."""
+    from ..lifecycle.components import deregister_component_scaling
     from ..lifecycle.inventory import find_orphans
     from ..lifecycle.waiter import parse_duration
 
     lc = _lifecycle(region, json_out)
     orphans = find_orphans(lc.sm, min_age_seconds=parse_duration(min_age))
     young = orphans.pop("young")
-    names = orphans["endpoint_configs"] + orphans["models"]
+    names = orphans["inference_components"] + orphans["endpoint_configs"] + orphans["models"]
     deleted: list[str] = []
     if names and not dry_run:
         confirm(f"Delete {len(names)} orphaned resources?", yes)
+        for ic in orphans["inference_components"]:  # first: they name the models
+            deregister_component_scaling(lc, ic)
+            lc.delete_and_confirm("inference_component", ic)
+            deleted.append(ic)
         for cfg in orphans["endpoint_configs"]:
             lc.delete_and_confirm("endpoint_config", cfg)
             deleted.append(cfg)

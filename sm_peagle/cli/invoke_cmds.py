@@ -23,6 +23,14 @@ MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", help="Most tokens to 
 TemperatureOpt = Annotated[
     float | None, typer.Option("--temperature", help="Sampling temperature (model default).")
 ]
+ComponentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--component",
+        help="Inference component to invoke (InferenceComponentName; the short name it was "
+        "deployed with is enough). Required on an endpoint that hosts components.",
+    ),
+]
 StreamOpt = Annotated[
     bool,
     typer.Option("--stream/--no-stream", help="Stream tokens (InvokeEndpointWithResponseStream)."),
@@ -30,7 +38,10 @@ StreamOpt = Annotated[
 
 
 def _runtime(name: str, region: str | None, component: str | None = None) -> Any:
+    """The runtime client for `name` (and its inference component: checked against the
+    endpoint's components first, a one-line error before any traffic)."""
     from ..aws import AwsContext
+    from ..lifecycle.component_targets import resolve_component
     from ..runtime.client import RuntimeClient
     from .context import describe_target
 
@@ -42,6 +53,7 @@ def _runtime(name: str, region: str | None, component: str | None = None) -> Any
     runtime_url = os.environ.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME")
     if runtime_url and not os.environ.get("PEAGLE_SANDBOX_URL"):  # the sandbox line says it
         note(f"runtime: custom endpoint {runtime_url}")
+    component = resolve_component(aws.client("sagemaker"), name, component)
     return RuntimeClient(aws, name, inference_component=component)
 
 
@@ -146,10 +158,7 @@ def invoke_command(
         typer.Option("--raw", help="Send this JSON request body as is (stream flags set)."),
     ] = None,
     region: RegionOpt = None,
-    component: Annotated[
-        str | None,
-        typer.Option("--component", help="Inference component to invoke (InferenceComponentName)."),
-    ] = None,
+    component: ComponentOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Send one prompt; stream the answer to stdout and a stats line to stderr."""
@@ -184,11 +193,12 @@ def chat_command(
     temperature: TemperatureOpt = None,
     stream: StreamOpt = True,
     region: RegionOpt = None,
+    component: ComponentOpt = None,
 ) -> None:
     """Multi-turn chat with history. One line per message; /exit or end of input quits."""
     from ..errors import PeagleError
 
-    rt = _runtime(name, region)
+    rt = _runtime(name, region, component)
     _require_endpoint(rt.aws, name)  # `chat nope` must not wait for input, then exit 0
     interactive = sys.stdin.isatty()
     history: list[dict[str, str]] = [{"role": "system", "content": system}] if system else []

@@ -1,5 +1,11 @@
 """`peagle race A B`: two endpoints, one prompt, streamed side by side.
 
+A side is an endpoint, or one inference component of an endpoint: `peagle race EP/p-eagle
+EP/baseline`, or `peagle race EP --component p-eagle --component baseline` (two
+components of one endpoint, compared on the same instances). Each target is checked
+before any traffic: a component the endpoint does not host, or an endpoint with
+components and none named, is one line and exit 2.
+
 On a terminal both answers grow live in two panes with their TTFT, tokens and tokens/s;
 then one verdict line. Not on a terminal: the final numbers and the verdict as lines;
 `--json`: the numbers (and both texts) as one JSON document.
@@ -66,9 +72,47 @@ def _live_view(lanes_height: int) -> Any:
     return live, update
 
 
+def _targets(a: str, b: str | None, components: list[str]) -> list[tuple[str, str | None]]:
+    """[(endpoint, component or None)] for sides A and B, from the arguments."""
+    from ..errors import SpecError
+
+    usage = "peagle race EP-A EP-B | EP/COMP-A EP/COMP-B | EP --component A --component B"
+    if components:
+        if b is not None or "/" in a or len(components) != 2:
+            raise SpecError(
+                "--component races two components of one endpoint: give one endpoint and "
+                f"--component twice (got {1 + (b is not None)} endpoint(s), "
+                f"{len(components)} --component)",
+                remedy=usage,
+            )
+        return [(a, components[0]), (a, components[1])]
+    if b is None:
+        raise SpecError("race needs two sides", remedy=usage)
+    out: list[tuple[str, str | None]] = []
+    for side in (a, b):
+        endpoint, slash, component = side.partition("/")
+        if not endpoint or (slash and (not component or "/" in component)):
+            raise SpecError(f"race: {side!r} is not ENDPOINT or ENDPOINT/COMPONENT", remedy=usage)
+        out.append((endpoint, component or None))
+    return out
+
+
 def race_command(
-    a: Annotated[str, typer.Argument(help="Endpoint A.")],
-    b: Annotated[str, typer.Argument(help="Endpoint B.")],
+    a: Annotated[str, typer.Argument(help="Side A: ENDPOINT or ENDPOINT/COMPONENT.")],
+    b: Annotated[
+        str | None,
+        typer.Argument(
+            help="Side B: ENDPOINT or ENDPOINT/COMPONENT (omit it with --component twice)."
+        ),
+    ] = None,
+    component: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--component",
+            help="Give it twice to race two inference components of the one endpoint A "
+            "(short names as deployed, e.g. --component p-eagle --component baseline).",
+        ),
+    ] = None,
     prompt: Annotated[
         str | None, typer.Option("--prompt", "-p", help="The prompt both get (chat).")
     ] = None,
@@ -79,16 +123,24 @@ def race_command(
     region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Stream one prompt to two endpoints at once, side by side; verdict on output tok/s."""
+    """Stream one prompt to two endpoints (or inference components) at once, side by side;
+    verdict on output tok/s.
+
+    peagle race EP-A EP-B · peagle race EP/p-eagle EP/baseline ·
+    peagle race EP --component p-eagle --component baseline"""
     from ..aws import AwsContext
     from ..bench.race import RaceTarget, race
     from ..bench.results import is_sandbox
     from ..errors import SpecError
+    from ..lifecycle.component_targets import resolve_component
 
     if max_tokens < 1:
         raise SpecError("--max-tokens must be at least 1")
+    sides = _targets(a, b, list(component or []))
     aws = AwsContext(region)
     aws.check_credentials()
+    sm = aws.client("sagemaker")
+    ta, tb = (RaceTarget(ep, resolve_component(sm, ep, c)) for ep, c in sides)  # before traffic
     live_tty = sys.stdout.isatty() and not json_out
     kwargs: dict[str, Any] = dict(
         aws=aws, prompt=prompt or DEFAULT_PROMPT, max_tokens=max_tokens, temperature=temperature
@@ -98,9 +150,9 @@ def race_command(
 
         live, update = _live_view(max(console().size.height - 6, 6))
         with live:
-            result = race(RaceTarget(a), RaceTarget(b), on_update=update, **kwargs)
+            result = race(ta, tb, on_update=update, **kwargs)
     else:
-        result = race(RaceTarget(a), RaceTarget(b), **kwargs)
+        result = race(ta, tb, **kwargs)
     result["simulated"] = is_sandbox()
     if json_out:
         print_json(result)

@@ -43,11 +43,11 @@ def components_status(
         d = sm.describe_inference_component(InferenceComponentName=name)
         spec = d.get("Specification", {})
         rc = d.get("RuntimeConfig", {})
-        env = (spec.get("Container") or {}).get("Environment") or {}
+        container = spec.get("Container") or {}
         if spec.get("ModelName"):
             container = sm.describe_model(ModelName=spec["ModelName"]).get("PrimaryContainer", {})
-            env = container.get("Environment", {})
-        mode, k, _ = speculative_of(env)
+        env = container.get("Environment") or {}
+        mode, k, spec_cfg = speculative_of(env)
         desired, current = rc.get("DesiredCopyCount"), rc.get("CurrentCopyCount")
         rows.append(
             {
@@ -57,6 +57,8 @@ def components_status(
                 "model": spec.get("ModelName"),
                 "mode": mode,
                 "k": k,
+                "image": container.get("Image"),
+                "speculative_config": spec_cfg,
                 "accelerators_per_copy": (spec.get("ComputeResourceRequirements") or {}).get(
                     "NumberOfAcceleratorDevicesRequired"
                 ),

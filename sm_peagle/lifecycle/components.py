@@ -55,11 +55,14 @@ def component_models(sm: Any, names: list[str]) -> list[str]:
     return out
 
 
-def component_model_users(sm: Any) -> dict[str, set[str]]:
-    """{model name: the endpoints whose components use it}, so `gc` keeps those models."""
+def component_model_users(sm: Any, skip: frozenset[str] = frozenset()) -> dict[str, set[str]]:
+    """{model name: the endpoints whose components use it}, so `gc` keeps those models;
+    the components in `skip` (orphans `gc` deletes first) do not count."""
     users: dict[str, set[str]] = {}
     for page in sm.get_paginator("list_inference_components").paginate():
         for c in page["InferenceComponents"]:
+            if c["InferenceComponentName"] in skip:
+                continue
             for model in component_models(sm, [c["InferenceComponentName"]]):
                 users.setdefault(model, set()).add(c["EndpointName"])
     return users

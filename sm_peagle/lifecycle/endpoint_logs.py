@@ -3,6 +3,10 @@
 The acceptance length of a SageMaker endpoint can only be read here: vLLM logs
 `SpecDecoding metrics: Mean acceptance length: 3.41, ... Avg Draft acceptance rate:
 48.2%` every 10 s, and /metrics is not reachable through SageMaker.
+
+An inference component's container logs go to its own group,
+`/aws/sagemaker/InferenceComponents/<component>` (see
+`sm_peagle.testing.moto_sagemaker.component_log_group` for where that name comes from).
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ _ACCEPT_LEN = re.compile(r"Mean acceptance length:\s*([0-9.]+)")
 _ACCEPT_RATE = re.compile(r"Avg Draft acceptance rate:\s*([0-9.]+)%")
 
 
-def log_group(endpoint: str) -> str:
+def log_group(endpoint: str, component: str | None = None) -> str:
+    """The endpoint's log group, or its inference `component`'s."""
+    if component:
+        return f"/aws/sagemaker/InferenceComponents/{component}"
     return f"/aws/sagemaker/Endpoints/{endpoint}"
 
 
@@ -40,13 +47,15 @@ def fetch_log_events(
     since: float,
     until: float | None = None,
     start_ms: int | None = None,
+    component: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Events of every stream of the endpoint's group, oldest first. Empty if no group."""
+    """Events of every stream of the endpoint's group (or its inference `component`'s),
+    oldest first. Empty if no group."""
     from botocore.exceptions import ClientError
 
     logs = aws.client("logs")
     kwargs: dict[str, Any] = {
-        "logGroupName": log_group(endpoint),
+        "logGroupName": log_group(endpoint, component),
         "startTime": start_ms if start_ms is not None else int((time.time() - since) * 1000),
     }
     if until is not None:
@@ -64,14 +73,22 @@ def fetch_log_events(
 
 
 def follow_log_events(
-    aws: Any, endpoint: str, *, since: float, interval: float = 2.0, max_polls: int | None = None
+    aws: Any,
+    endpoint: str,
+    *,
+    since: float,
+    interval: float = 2.0,
+    max_polls: int | None = None,
+    component: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Yield events as they arrive (like `tail -f`), never the same event twice."""
     seen: set[str] = set()
     start_ms = int((time.time() - since) * 1000)
     polls = 0
     while max_polls is None or polls < max_polls:
-        for e in fetch_log_events(aws, endpoint, since=since, start_ms=start_ms):
+        for e in fetch_log_events(
+            aws, endpoint, since=since, start_ms=start_ms, component=component
+        ):
             key = e.get("eventId") or f"{e['timestamp']}:{e['message']}"
             if key not in seen:
                 seen.add(key)

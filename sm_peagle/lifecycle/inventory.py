@@ -108,9 +108,22 @@ def _paginate(sm: Any, op: str, key: str, **kw: Any) -> list[dict[str, Any]]:
     return [item for page in sm.get_paginator(op).paginate(**kw) for item in page.get(key, [])]
 
 
+def _components_by_endpoint(sm: Any) -> dict[str, list[str]]:
+    """{endpoint: its inference components}; empty when they cannot be listed."""
+    out: dict[str, list[str]] = {}
+    try:
+        for c in _paginate(sm, "list_inference_components", "InferenceComponents"):
+            out.setdefault(c["EndpointName"], []).append(c["InferenceComponentName"])
+    except Exception:  # no permission, a fake without the call: the endpoints still list
+        return {}
+    return out
+
+
 def list_endpoints(sm: Any, *, include_unmanaged: bool = False) -> list[dict[str, Any]]:
     rows = []
-    for ep in _paginate(sm, "list_endpoints", "Endpoints"):
+    endpoints = _paginate(sm, "list_endpoints", "Endpoints")
+    components = _components_by_endpoint(sm) if endpoints else {}
+    for ep in endpoints:
         tags = tag_dict(sm.list_tags(ResourceArn=ep["EndpointArn"]).get("Tags", []))
         managed = tags.get(MANAGED) == "true"
         if managed or include_unmanaged:
@@ -121,6 +134,7 @@ def list_endpoints(sm: Any, *, include_unmanaged: bool = False) -> list[dict[str
                     "created": ep["CreationTime"].isoformat(),
                     "managed": managed,
                     "spec_sha256": tags.get("peagle:spec-sha256"),
+                    "components": sorted(components.get(ep["EndpointName"], [])),
                 }
             )
     return rows
@@ -162,16 +176,39 @@ def is_managed(sm: Any, arn: str) -> bool:
     return tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", [])).get(MANAGED) == "true"
 
 
+def orphan_components(sm: Any, cutoff: datetime) -> tuple[list[str], list[str]]:
+    """peagle-managed inference components whose endpoint is gone: (those created before
+    `cutoff`, younger ones). A component peagle did not tag is never listed."""
+    live = {ep["EndpointName"] for ep in _paginate(sm, "list_endpoints", "Endpoints")}
+    old: list[str] = []
+    young: list[str] = []
+    for c in _paginate(sm, "list_inference_components", "InferenceComponents"):
+        if c["EndpointName"] in live or c.get("InferenceComponentStatus") == "Deleting":
+            continue
+        if not is_managed(sm, c["InferenceComponentArn"]):
+            continue
+        (young if c["CreationTime"] > cutoff else old).append(c["InferenceComponentName"])
+    return sorted(old), sorted(young)
+
+
 def find_orphans(sm: Any, *, min_age_seconds: float = 0) -> dict[str, list[str]]:
-    """peagle-managed endpoint configs and models that no live endpoint uses; those younger
-    than `min_age_seconds` are listed under `young` instead (a deploy may be running)."""
+    """peagle-managed inference components whose endpoint is gone, then endpoint configs
+    and models that no live endpoint (or remaining component) uses; those younger than
+    `min_age_seconds` are listed under `young` instead (a deploy may be running)."""
+    cutoff = datetime.now(UTC) - timedelta(seconds=min_age_seconds)
+    components, young_components = orphan_components(sm, cutoff)
     used = resource_users(sm)
     from .components import component_model_users
 
-    used.update(component_model_users(sm))  # models named by inference components
+    # Models named by inference components, except the orphans deleted first.
+    used.update(component_model_users(sm, skip=frozenset(components)))
     used_configs = used_models = used
-    cutoff = datetime.now(UTC) - timedelta(seconds=min_age_seconds)
-    out: dict[str, list[str]] = {"endpoint_configs": [], "models": [], "young": []}
+    out: dict[str, list[str]] = {
+        "inference_components": components,
+        "endpoint_configs": [],
+        "models": [],
+        "young": list(young_components),
+    }
     listings = (
         ("endpoint_configs", "list_endpoint_configs", "EndpointConfigs", "EndpointConfig"),
         ("models", "list_models", "Models", "Model"),

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from tests.e2e.test_sandbox import Sandbox
 from tests.plan_helpers import TWO_COMPONENTS
@@ -51,10 +52,13 @@ def test_two_components_invoke_scale_to_zero_delete(sandbox: Sandbox) -> None:
     runs = [r for r in sb.ground_truth(NAME) if r.get("status") == "ok"]
     assert [(r["mode"], r.get("k")) for r in runs[-2:]] == [("p-eagle", 7), ("baseline", None)]
 
-    # An endpoint with components refuses an invocation that names none.
+    # An endpoint with components refuses an invocation that names none: the CLI before
+    # sending (exit 2, naming them), the runtime itself with SageMaker's message.
     refused = invoke(sb, None, check=False)
-    assert refused.returncode != 0
-    assert "Inference Component Name header is required" in refused.stderr + refused.stdout
+    assert refused.returncode == 2 and "pass --component with one of p-eagle" in refused.stderr
+    runtime = sb.client("sagemaker-runtime")
+    with pytest.raises(ClientError, match="Inference Component Name header is required"):
+        runtime.invoke_endpoint(EndpointName=NAME, Body=b'{"prompt": "Hi", "max_tokens": 4}')
 
     # Scale baseline to zero: its invocations fail with a clear message; p-eagle still works.
     sb.cli("--sandbox", "update", NAME, "--component", "baseline", "--copies", "0", "--yes")
