@@ -88,7 +88,7 @@ class EngineHost(ComponentEngines):
     def submit(self, region: str, name: str, config: str, kind: str) -> None:
         """CreateEndpoint/UpdateEndpoint (moto's request thread: must not block): queue an
         engine start, or, for an endpoint that hosts components, settle it InService."""
-        if self._model_of(region, config) is None:
+        if self._hosts_components(region, config):
             self._log(Engine(region, name, config, kind, 0), [_NO_MODEL])
             for engine in self._take((region, ENDPOINT, name)):  # a switch to components
                 self._stop(engine, "replaced by an endpoint config without a model")
@@ -181,11 +181,12 @@ class EngineHost(ComponentEngines):
             except Exception as e:  # a host bug must fail the owner, not the sandbox
                 self._fail(engine, f"sandbox host error: {type(e).__name__}: {e}")
 
-    def _model_of(self, region: str, config: str) -> Any:
-        """The model of the config's first variant; None when it names none (components)."""
+    def _hosts_components(self, region: str, config: str) -> bool:
+        """The config's first variant names no model: the endpoint hosts components."""
         backend = sagemaker_backends[self.account][region]
-        variant = backend.endpoint_configs[config].production_variants[0]
-        return backend._models[variant["ModelName"]] if variant.get("ModelName") else None
+        found = backend.endpoint_configs.get(config)
+        variants = getattr(found, "production_variants", None) or [{"ModelName": "?"}]
+        return not variants[0].get("ModelName")  # a broken config fails in the worker
 
     def _container(self, engine: Engine) -> tuple[dict[str, Any], float]:
         """(PrimaryContainer of the owner's model, start-up timeout)."""
@@ -193,7 +194,7 @@ class EngineHost(ComponentEngines):
             return self._component_container(engine)
         backend = sagemaker_backends[self.account][engine.region]
         variant = backend.endpoint_configs[engine.source].production_variants[0]
-        model = self._model_of(engine.region, engine.source)
+        model = backend._models[variant["ModelName"]]
         timeout = variant.get("ContainerStartupHealthCheckTimeoutInSeconds")
         return dict(model.primary_container or {}), float(timeout or DEFAULT_STARTUP_TIMEOUT)
 
