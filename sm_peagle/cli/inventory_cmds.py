@@ -176,8 +176,9 @@ def logs_command(
 
     seconds = parse_duration(since)
     lc = _lifecycle(region, json_out)
-    _check_log_source(lc, name)
-    ic = _log_component(lc, name, component)
+    if component is None:
+        _check_log_source(lc, name)
+    ic = _log_component(lc, name, component)  # a component's logs outlive its endpoint
     if json_out and not follow:
         events_now = fetch_log_events(lc.aws, name, since=seconds, component=ic)
         print_json([_log_doc(e) for e in events_now])

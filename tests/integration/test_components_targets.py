@@ -1,0 +1,218 @@
+"""`--component` on race, bench, logs and invoke, and `gc` of orphaned inference
+components, through the real CLI against the moto harness: the exact requests sent (each
+invocation's InferenceComponentName, the log group read), what is refused before any
+traffic, and what gc deletes (only what peagle owns)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+
+from sm_peagle.aws import AwsContext
+from sm_peagle.testing.moto_components import leftovers
+from tests.integration.lifecycle_env import REGION, World, run
+from tests.plan_helpers import TWO_COMPONENTS
+
+NAME = "peagle-gpt-oss-20b-p-eagle"
+PEAGLE, BASELINE = f"{NAME}-p-eagle", f"{NAME}-baseline"
+STREAM = "InvokeEndpointWithResponseStream"
+ROLE = "arn:aws:iam::123456789012:role/theirs"
+
+
+@pytest.fixture
+def deployed(world: World, capsys: Any, monkeypatch: pytest.MonkeyPatch) -> World:
+    """TWO_COMPONENTS deployed; runtime and CloudWatch Logs requests recorded too."""
+    recorded = AwsContext.client  # the world's recorder (sagemaker, autoscaling)
+
+    def client(self: AwsContext, service: str, region: str | None = None, **cfg: Any) -> Any:
+        c = recorded(self, service, region, **cfg)
+        if service in ("sagemaker-runtime", "logs") and not getattr(c, "_recorded", False):
+            c._recorded = True
+
+            def before(params: dict, model: Any, **_: Any) -> None:
+                world.requests.append((model.name, json.loads(json.dumps(params, default=str))))
+
+            event = f"provide-client-params.{c.meta.service_model.service_id.hyphenize()}.*"
+            c.meta.events.register(event, before)
+        return c
+
+    monkeypatch.setattr(AwsContext, "client", client)
+    code, _, err = run(capsys, "deploy", *TWO_COMPONENTS, "--yes", "--json")
+    assert code == 0, err
+    world.requests.clear()
+    return world
+
+
+def components_sent(world: World) -> list[str | None]:
+    return [p.get("InferenceComponentName") for p in world.sent(STREAM)]
+
+
+def test_race_sends_each_lane_to_its_component(deployed: World, capsys: Any) -> None:
+    code, out, err = run(capsys, "race", NAME, "--component", "p-eagle",
+                         "--component", "baseline", "--max-tokens", "8", "--json")  # fmt: skip
+    assert code == 0, err
+    result = json.loads(out)
+    assert (result["a"]["component"], result["b"]["component"]) == (PEAGLE, BASELINE)
+    assert sorted(components_sent(deployed)) == sorted([PEAGLE, BASELINE])
+    assert {p["EndpointName"] for p in deployed.sent(STREAM)} == {NAME}
+    # The other syntax sends the same two requests.
+    deployed.requests.clear()
+    code, out, err = run(capsys, "race", f"{NAME}/p-eagle", f"{NAME}/{BASELINE}", "--json")
+    assert code == 0, err
+    assert sorted(components_sent(deployed)) == sorted([PEAGLE, BASELINE])
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (("race", NAME, NAME), "pass --component with one of p-eagle"),
+        (("race", f"{NAME}/p-eagle", f"{NAME}/typo"), "no inference component 'typo'"),
+        (("race", NAME, "--component", "p-eagle"), "--component twice"),
+        (("race", f"{NAME}/", NAME), "is not ENDPOINT or ENDPOINT/COMPONENT"),
+        (("bench", NAME, "-c", "1", "-n", "1"), "pass --component with one of p-eagle"),
+        (("bench", NAME, "--component", "typo", "-n", "1"), "no inference component 'typo'"),
+        (("invoke", NAME, "hi"), "pass --component with one of p-eagle"),
+        (("logs", NAME, "--component", "typo"), "no inference component 'typo'"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, tuple) else None,
+)
+def test_refused_before_any_traffic(
+    deployed: World, capsys: Any, argv: tuple[str, ...], message: str
+) -> None:
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and message in err, err
+    assert [line for line in err.splitlines() if line.startswith("error")] == [err.splitlines()[-1]]
+    assert deployed.sent(STREAM) == [] and deployed.sent("InvokeEndpoint") == []
+    assert deployed.sent("FilterLogEvents") == []
+
+
+def test_bench_every_request_names_the_component(deployed: World, capsys: Any) -> None:
+    code, out, err = run(capsys, "bench", NAME, "--component", "baseline", "-c", "2", "-n", "3",
+                         "--acceptance-wait", "0", "--json")  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    assert (doc["component"], doc["mode"], doc["k"]) == (BASELINE, "baseline", None)
+    sent = components_sent(deployed)
+    assert len(sent) >= 3 and set(sent) == {BASELINE}  # warm-up connections included
+
+
+def test_bench_reads_acceptance_from_the_component_log_group(
+    deployed: World, capsys: Any, sagemaker_harness: Any
+) -> None:
+    code, out, err = run(capsys, "bench", NAME, "--component", PEAGLE, "-c", "1", "-n", "1",
+                         "--acceptance-wait", "0", "--json")  # fmt: skip
+    assert code == 0, err
+    (query,) = deployed.sent("FilterLogEvents")
+    assert query["logGroupName"] == f"/aws/sagemaker/InferenceComponents/{PEAGLE}"
+
+
+def test_logs_of_a_component_and_after_its_endpoint_is_gone(
+    deployed: World, capsys: Any, sagemaker_harness: Any
+) -> None:
+    sagemaker_harness.seed_logs(NAME, ["INFO endpoint-level line"])
+    sagemaker_harness.seed_logs(
+        NAME,
+        [
+            "INFO Starting vLLM API server on http://0.0.0.0:8080",
+            "INFO SpecDecoding metrics: Mean acceptance length: 3.41, Accepted: 120 tokens, "
+            "Drafted: 249 tokens, Avg Draft acceptance rate: 48.2%",
+        ],
+        component=PEAGLE,
+    )
+    code, out, err = run(capsys, "logs", NAME, "--component", "p-eagle", "--json")
+    assert code == 0, err
+    events = json.loads(out)
+    assert [e["spec_decoding"] for e in events] == [
+        None,
+        {"mean_acceptance_length": 3.41, "draft_acceptance_rate": 0.482},
+    ]
+    (query,) = deployed.sent("FilterLogEvents")
+    assert query["logGroupName"] == f"/aws/sagemaker/InferenceComponents/{PEAGLE}"
+    # Without --component: the endpoint's own group, and a note naming the components.
+    code, out, err = run(capsys, "logs", NAME, "--json")
+    assert [e["message"] for e in json.loads(out)] == ["INFO endpoint-level line"]
+    assert "add --component with one of p-eagle" in err
+    # The component's logs outlive it and its endpoint.
+    assert run(capsys, "delete", NAME, "--yes")[0] == 0
+    code, out, err = run(capsys, "logs", NAME, "--component", "p-eagle", "--json")
+    assert code == 0, err
+    assert len(json.loads(out)) == 2
+
+
+def test_component_on_a_single_model_endpoint_is_refused(world: World, capsys: Any) -> None:
+    sm = boto3.client("sagemaker", region_name=REGION)
+    sm.create_model(ModelName="m1", ExecutionRoleArn=ROLE, PrimaryContainer={"Image": "i:1"})
+    variant = {"VariantName": "AllTraffic", "ModelName": "m1", "InstanceType": "ml.g7e.2xlarge",
+               "InitialInstanceCount": 1}  # fmt: skip
+    sm.create_endpoint_config(EndpointConfigName="c1", ProductionVariants=[variant])
+    sm.create_endpoint(EndpointName="single", EndpointConfigName="c1")
+    code, _, err = run(capsys, "invoke", "single", "hi", "--component", "p-eagle")
+    assert code == 2 and "endpoint single hosts no inference components" in err
+    assert world.sent(STREAM) == []
+
+
+def _their_orphan(sm: Any) -> None:
+    """An inference component peagle did not make, whose endpoint is gone."""
+    sm.create_model(ModelName="their-m", ExecutionRoleArn=ROLE, PrimaryContainer={"Image": "i"})
+    variant = {"VariantName": "AllTraffic", "InstanceType": "ml.g7e.12xlarge",
+               "InitialInstanceCount": 1}  # fmt: skip
+    sm.create_endpoint_config(
+        EndpointConfigName="their-c", ExecutionRoleArn=ROLE, ProductionVariants=[variant]
+    )
+    sm.create_endpoint(EndpointName="their-e", EndpointConfigName="their-c")
+    sm.create_inference_component(
+        InferenceComponentName="their-ic",
+        EndpointName="their-e",
+        VariantName="AllTraffic",
+        Specification={"ModelName": "their-m",
+                       "ComputeResourceRequirements": {"MinMemoryRequiredInMb": 1024}},
+        RuntimeConfig={"CopyCount": 1},
+    )  # fmt: skip
+    sm.delete_endpoint(EndpointName="their-e")
+
+
+def test_gc_removes_peagle_components_whose_endpoint_is_gone(deployed: World, capsys: Any) -> None:
+    sm = boto3.client("sagemaker", region_name=REGION)
+    _their_orphan(sm)
+    sm.delete_endpoint(EndpointName=NAME)  # outside peagle: its components are orphans
+    before = leftovers("123456789012", REGION)
+    assert before["inference_components"] == sorted([PEAGLE, BASELINE, "their-ic"])
+
+    # Young orphans (default --min-age 10m) are only reported.
+    code, out, err = run(capsys, "gc", "--yes", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    (config,) = [c for c in before["endpoint_configs"] if c != "their-c"]
+    assert doc["deleted"] == []
+    assert sorted(doc["skipped_young"]) == sorted([PEAGLE, BASELINE, config])
+    # A dry run lists the components, then the config and the models only they used.
+    code, out, err = run(capsys, "gc", "--dry-run", "--min-age", "0", "--json")
+    doc = json.loads(out)
+    assert doc["inference_components"] == sorted([PEAGLE, BASELINE])
+    ours = [m for m in before["models"] if m != "their-m"]
+    assert len(ours) == 2 and doc["models"] == ours  # the models only our components used
+    assert doc["endpoint_configs"] == [config]
+    assert leftovers("123456789012", REGION) == before
+
+    deployed.requests.clear()
+    code, out, err = run(capsys, "gc", "--min-age", "0", "--yes", "--json")
+    assert code == 0, err
+    assert sorted(json.loads(out)["deleted"][:2]) == sorted([PEAGLE, BASELINE])
+    assert leftovers("123456789012", REGION) == {
+        "models": ["their-m"],
+        "endpoint_configs": ["their-c"],
+        "endpoints": [],
+        "inference_components": ["their-ic"],  # not peagle's: never touched
+        "scalable_targets": [],
+        "scaling_policies": [],
+        "alarms": [],
+    }
+    deleted = [p["InferenceComponentName"] for p in deployed.sent("DeleteInferenceComponent")]
+    assert sorted(deleted) == sorted([PEAGLE, BASELINE])
+    ops = [op for op, _ in deployed.requests]
+    assert ops.index("DeregisterScalableTarget") < ops.index("DeleteInferenceComponent")
+    last_ic = max(i for i, op in enumerate(ops) if op == "DeleteInferenceComponent")
+    assert last_ic < ops.index("DeleteEndpointConfig") < ops.index("DeleteModel")
