@@ -115,8 +115,10 @@ def test_3_race_two_components_of_one_endpoint(sb: Sandbox, args: tuple[str, ...
 
 def test_4_bench_one_component(sb: Sandbox) -> None:
     before = {r["request_id"] for r in sb.ground_truth(NAME)}
+    # Two client processes (--workers 2): the component reaches each worker's client too.
     out = sb.cli("--sandbox", "bench", NAME, "--component", "p-eagle", "-c", "2", "-n", "4",
-                 "--max-tokens", "32", "--acceptance-wait", "20s", "--json")  # fmt: skip
+                 "--workers", "2", "--max-tokens", "32", "--acceptance-wait", "20s",
+                 "--json")  # fmt: skip
     doc = json.loads(out.stdout)
     assert (doc["component"], doc["mode"], doc["k"]) == (PEAGLE, "p-eagle", 7)
     jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text())).validate(doc)
@@ -124,7 +126,7 @@ def test_4_bench_one_component(sb: Sandbox) -> None:
     assert {r["component"] for r in truth.values()} == {PEAGLE}  # warm-up ones included
     (level,) = doc["levels"]
     measured = [truth[r["request_id"]] for r in level["records"]]
-    assert len(measured) == 4
+    assert len(measured) == 4 and {r["worker"] for r in level["records"]} == {0, 1}
     assert [r["output_tokens"] for r in level["records"]] == [
         r["completion_tokens"] for r in measured
     ]
