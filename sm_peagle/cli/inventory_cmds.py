@@ -24,7 +24,6 @@ def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = 
         print_json(st)
         return
     price = f"${st['usd_per_hour']:.2f}/h" if st["usd_per_hour"] is not None else "unknown"
-    k = f", K={st['k']}" if st["k"] is not None else ""
     rows = [
         ["status", st["status"]],
         [
@@ -32,17 +31,51 @@ def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = 
             f"{st['instance_count']} (desired {st['desired_instance_count']}) x "
             f"{st['instance_type']}",
         ],
-        ["mode", st["mode"] + k],
-        ["image", st["image"]],
-        ["age", f"{st['age_seconds'] // 60} min"],
-        ["cost", price],
     ]
+    if st.get("managed_instance_scaling"):
+        m = st["managed_instance_scaling"]
+        rows.append(["managed scaling", f"min {m['min']} / max {m['max']} instances"])
+    if "components" not in st:  # one model on the variant; components carry their own
+        k = f", K={st['k']}" if st["k"] is not None else ""
+        rows += [["mode", st["mode"] + k], ["image", st["image"]]]
+    rows += [["age", f"{st['age_seconds'] // 60} min"], ["cost", price]]
     if st.get("autoscaling"):
         a = st["autoscaling"]
         rows.append(["autoscaling", f"min {a['min']} / max {a['max']}"])
     if st["failure_reason"]:
         rows.append(["failure reason", st["failure_reason"]])
     console().print(table(name, ["field", "value"], rows))
+    if "components" in st:
+        console().print(_components_table(name, st["components"]))
+
+
+def _components_table(endpoint: str, comps: list[dict]) -> object:
+    """One row per inference component: what it runs, its copies (current/desired) and
+    its copy-count autoscaling range; narrow, so a row fits an 80-column terminal."""
+    rows = []
+    for c in comps:
+        short = (
+            c["name"][len(endpoint) + 1 :] if c["name"].startswith(f"{endpoint}-") else c["name"]
+        )
+        mode = c["mode"] + (f", K={c['k']}" if c.get("k") is not None else "")
+        copies = f"{c['current_copies']}/{c['desired_copies']}"
+        if c["scaled_to_zero"]:
+            copies += " (scaled to zero)"
+        scaling = c.get("autoscaling")
+        rows.append(
+            [
+                short,
+                c["status"] + (f": {c['failure_reason']}" if c.get("failure_reason") else ""),
+                mode,
+                copies,
+                f"{scaling['min']}..{scaling['max']}" if scaling else "-",
+            ]
+        )
+    return table(
+        "inference components",
+        ["component", "status", "mode", "copies", "autoscaling"],
+        rows,
+    )
 
 
 def ls_command(

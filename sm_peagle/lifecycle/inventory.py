@@ -28,6 +28,14 @@ def speculative_of(env: dict[str, str]) -> tuple[str, int | None, dict | None]:
     return mode, cfg.get("num_speculative_tokens"), cfg
 
 
+def _managed_scaling(variant: dict[str, Any]) -> dict[str, Any] | None:
+    """The variant's ManagedInstanceScaling (inference-component endpoints), if enabled."""
+    m = variant.get("ManagedInstanceScaling") or {}
+    if m.get("Status") != "ENABLED":
+        return None
+    return {"min": m.get("MinInstanceCount"), "max": m.get("MaxInstanceCount")}
+
+
 def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
     """Everything `peagle status` shows, from describe calls only."""
     from botocore.exceptions import ClientError
@@ -66,6 +74,7 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
             if inst and inst.usd_per_hour
             else None,
             "model": variant.get("ModelName"),
+            "managed_instance_scaling": _managed_scaling(variant),
         }
     )
     if not variant.get("ModelName"):  # inference components: each names its own model

@@ -117,3 +117,29 @@ def test_a_component_that_fails_to_start_rolls_back_everything(
     deletes = [op for op in ops if op.startswith("Delete")]
     assert deletes[:2] == ["DeleteInferenceComponent", "DeleteInferenceComponent"]
     assert deletes[2:] == ["DeleteEndpoint", "DeleteEndpointConfig", "DeleteModel", "DeleteModel"]
+
+
+def test_status_text_shows_each_component_and_scale_to_zero(
+    world: Any, capsys: Any, sagemaker_harness: Any
+) -> None:
+    """The table a user reads (not only --json): one row per component with what it
+    runs and its copies, the endpoint's managed instance scaling, and "scaled to zero"."""
+    assert run(capsys, *DEPLOY)[0] == 0
+    (config,) = world.sent("CreateEndpointConfig")
+    mis = config["ProductionVariants"][0]["ManagedInstanceScaling"]
+    code, out, err = run(capsys, "status", NAME)
+    assert code == 0, err
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") > 2}
+    assert f"min {mis['MinInstanceCount']} / max {mis['MaxInstanceCount']} instances" in out
+    assert "p-eagle, K=7" in rows["p-eagle"] and "1/1" in rows["p-eagle"]
+    assert "baseline" in rows["baseline"].split("│")[3] and "1/1" in rows["baseline"]
+    assert "scaled to zero" not in out
+
+    assert run(capsys, "update", NAME, "--component", "baseline", "--copies", "0", "--yes")[0] == 0
+    code, out, err = run(capsys, "status", NAME)
+    assert code == 0, err
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") > 2}
+    assert "0/0 (scaled to zero)" in rows["baseline"]
+    assert "scaled to zero" not in rows["p-eagle"]
+    run(capsys, "delete", NAME, "--yes")
+    assert left() == NOTHING
