@@ -30,7 +30,12 @@ class RaceTarget:
 
     @property
     def label(self) -> str:
-        return f"{self.endpoint}/{self.component}" if self.component else self.endpoint
+        if not self.component:
+            return self.endpoint
+        # `EP/p-eagle`, not `EP/EP-p-eagle`: the short name the user deployed and typed.
+        prefix = f"{self.endpoint}-"
+        short = self.component[len(prefix) :] if self.component.startswith(prefix) else None
+        return f"{self.endpoint}/{short or self.component}"
 
     def client(self, aws: Any) -> Any:
         from ..runtime.client import RuntimeClient

@@ -56,6 +56,8 @@ def test_race_sends_each_lane_to_its_component(deployed: World, capsys: Any) -> 
     assert code == 0, err
     result = json.loads(out)
     assert (result["a"]["component"], result["b"]["component"]) == (PEAGLE, BASELINE)
+    # Lanes are labelled with the short names the user deployed (and typed).
+    assert (result["a"]["target"], result["b"]["target"]) == (f"{NAME}/p-eagle", f"{NAME}/baseline")
     assert sorted(components_sent(deployed)) == sorted([PEAGLE, BASELINE])
     assert {p["EndpointName"] for p in deployed.sent(STREAM)} == {NAME}
     # The other syntax sends the same two requests.
