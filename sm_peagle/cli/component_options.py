@@ -45,3 +45,27 @@ MinInstancesOpt = Annotated[
 MaxInstancesOpt = Annotated[
     int | None, typer.Option("--max-instances", help="Managed instance scaling maximum.")
 ]
+ScaleInStrategyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scale-in-strategy",
+        help="ManagedInstanceScaling ScaleInPolicy: idle-release (release instances that "
+        "host no copies) or consolidation (pack copies onto fewer instances). Unset: none "
+        "is sent.",
+    ),
+]
+ScaleInMaxStepOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--scale-in-max-step",
+        help="Consolidation: instances terminated at a time (1-100; AWS default 1).",
+    ),
+]
+ScaleInCooldownOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--scale-in-cooldown-minutes",
+        help="Consolidation: minutes after the last endpoint operation before it is "
+        "evaluated (5-1440; AWS default 20).",
+    ),
+]

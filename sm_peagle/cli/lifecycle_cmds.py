@@ -14,6 +14,9 @@ from .component_options import (
     HostingOpt,
     MaxInstancesOpt,
     MinInstancesOpt,
+    ScaleInCooldownOpt,
+    ScaleInMaxStepOpt,
+    ScaleInStrategyOpt,
     ScaleToZeroOpt,
 )
 from .output import note, print_json
@@ -133,6 +136,9 @@ def deploy_command(
     accelerators_per_copy: AcceleratorsOpt = None,
     min_instances: MinInstancesOpt = None,
     max_instances: MaxInstancesOpt = None,
+    scale_in_strategy: ScaleInStrategyOpt = None,
+    scale_in_max_step: ScaleInMaxStepOpt = None,
+    scale_in_cooldown_minutes: ScaleInCooldownOpt = None,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait until InService.")] = True,
     timeout: TimeoutOpt = None,
     keep_on_failure: Annotated[
@@ -176,6 +182,9 @@ def deploy_command(
         accelerators_per_copy=accelerators_per_copy,
         min_instances=min_instances,
         max_instances=max_instances,
+        scale_in_strategy=scale_in_strategy,
+        scale_in_max_step=scale_in_max_step,
+        scale_in_cooldown_minutes=scale_in_cooldown_minutes,
     )
     spec = build_spec(model, spec_file, options)
     p = make_plan(spec)

@@ -13,6 +13,9 @@ from .component_options import (
     HostingOpt,
     MaxInstancesOpt,
     MinInstancesOpt,
+    ScaleInCooldownOpt,
+    ScaleInMaxStepOpt,
+    ScaleInStrategyOpt,
     ScaleToZeroOpt,
 )
 from .output import STATUS_STYLE, console, print_json, table
@@ -119,6 +122,9 @@ def plan_command(
     accelerators_per_copy: AcceleratorsOpt = None,
     min_instances: MinInstancesOpt = None,
     max_instances: MaxInstancesOpt = None,
+    scale_in_strategy: ScaleInStrategyOpt = None,
+    scale_in_max_step: ScaleInMaxStepOpt = None,
+    scale_in_cooldown_minutes: ScaleInCooldownOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Validate a deployment and print the exact AWS requests, without creating anything."""
@@ -149,6 +155,9 @@ def plan_command(
         accelerators_per_copy=accelerators_per_copy,
         min_instances=min_instances,
         max_instances=max_instances,
+        scale_in_strategy=scale_in_strategy,
+        scale_in_max_step=scale_in_max_step,
+        scale_in_cooldown_minutes=scale_in_cooldown_minutes,
     )
     spec = build_spec(model, spec_file, options)
     p = make_plan(spec)

@@ -17,7 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..errors import SpecError
 
-__all__ = ["ComponentSpec", "InferenceComponentsSpec", "parse_component", "HOSTING_CHOICES"]
+__all__ = [
+    "ComponentSpec",
+    "InferenceComponentsSpec",
+    "ScaleInSpec",
+    "parse_component",
+    "HOSTING_CHOICES",
+    "SCALE_IN_STRATEGIES",
+]
 
 HOSTING_CHOICES = ("endpoint", "inference-components")
 MODES = ("p-eagle", "eagle3", "baseline")
@@ -28,6 +35,73 @@ COMPONENT_NAME_MAX = 16
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+# ProductionVariantManagedInstanceScaling.ScaleInPolicy (botocore 1.44 sagemaker model):
+# Strategy is the enum ManagedInstanceScalingScaleInStrategy; MaximumStepSize (min 1,
+# max 100) and CooldownInMinutes (min 5, max 1440) are documented as governing
+# consolidation scale-in. botocore's ParamValidator checks neither enums nor maxima, so
+# they are checked here.
+SCALE_IN_STRATEGIES = {"idle-release": "IDLE_RELEASE", "consolidation": "CONSOLIDATION"}
+
+
+class ScaleInSpec(_Strict):
+    """How managed instance scaling releases instances (`ScaleInPolicy`). In a spec,
+    `scale_in: idle-release` is short for `scale_in: {strategy: idle-release}`."""
+
+    strategy: Literal["idle-release", "consolidation"] = Field(
+        description="idle-release: release instances that host no component copies; "
+        "consolidation: move copies onto fewer instances to release more."
+    )
+    max_step_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=100,
+        description="Consolidation only: instances terminated at a time (AWS default 1).",
+    )
+    cooldown_minutes: int | None = Field(
+        default=None,
+        ge=5,
+        le=1440,
+        description="Consolidation only: minutes after the last endpoint operation before "
+        "consolidation is evaluated (AWS default 20).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = {"strategy": v}
+        if isinstance(v, dict) and v.get("strategy") is None:
+            raise ValueError(
+                "a scale-in policy needs its strategy: idle-release or consolidation "
+                "(--scale-in-strategy)"
+            )
+        if isinstance(v, dict) and isinstance(v.get("strategy"), str):
+            # The API's spelling (IDLE_RELEASE) is accepted too.
+            given = v["strategy"]
+            by_api = {api: ours for ours, api in SCALE_IN_STRATEGIES.items()}
+            v = {**v, "strategy": by_api.get(given, given)}
+        return v
+
+    @model_validator(mode="after")
+    def _consolidation_only(self) -> ScaleInSpec:
+        extra = [f for f in ("max_step_size", "cooldown_minutes") if getattr(self, f) is not None]
+        if extra and self.strategy != "consolidation":
+            raise ValueError(
+                f"{' and '.join(extra)}: consolidation scale-in only (SageMaker's "
+                f"ScaleInPolicy docs); with {self.strategy} drop it or use consolidation"
+            )
+        return self
+
+    def request(self) -> dict[str, Any]:
+        """The ScaleInPolicy request member: only what was given."""
+        out: dict[str, Any] = {"Strategy": SCALE_IN_STRATEGIES[self.strategy]}
+        if self.max_step_size is not None:
+            out["MaximumStepSize"] = self.max_step_size
+        if self.cooldown_minutes is not None:
+            out["CooldownInMinutes"] = self.cooldown_minutes
+        return out
 
 
 class ComponentSpec(_Strict):
@@ -81,6 +155,11 @@ class InferenceComponentsSpec(_Strict):
         default=None, ge=0, le=100, description="ManagedInstanceScaling minimum (0 allowed)."
     )
     max_instances: int | None = Field(default=None, ge=1, le=100)
+    scale_in: ScaleInSpec | None = Field(
+        default=None,
+        description="ManagedInstanceScaling.ScaleInPolicy; unset: none is sent (SageMaker's "
+        "default scale-in).",
+    )
     scale_to_zero: bool = Field(
         default=False,
         description="Register each component's copy count with min 0, a target-tracking "

@@ -53,6 +53,11 @@ DEFAULT_TARGET_CONCURRENCY = 8.0
 # memory): a conservative start; set min_memory_mb per component to change it.
 DEFAULT_MIN_MEMORY_MB = 8192
 DEFAULT_ROUTING = "LEAST_OUTSTANDING_REQUESTS"
+# The Strategy enum's documentation in botocore's sagemaker model.
+SCALE_IN_MEANING = {
+    "IDLE_RELEASE": "releases instances that have no hosted inference component copies",
+    "CONSOLIDATION": "consolidates copies onto fewer instances to release more",
+}
 _STARTUP = ("ModelDataDownloadTimeoutInSeconds", "ContainerStartupHealthCheckTimeoutInSeconds")
 
 
@@ -224,6 +229,9 @@ def _rewrite_config(p: Any, ics: InferenceComponentsSpec) -> None:
         "MinInstanceCount": lo,
         "MaxInstanceCount": hi,
     }
+    if ics.scale_in is not None:
+        variant["ManagedInstanceScaling"]["ScaleInPolicy"] = ics.scale_in.request()
+    p.checks += _scale_in_check(ics, lo)
     variant["RoutingConfig"] = {
         "RoutingStrategy": p.spec.endpoint.routing_strategy or DEFAULT_ROUTING
     }
@@ -235,6 +243,21 @@ def _rewrite_config(p: Any, ics: InferenceComponentsSpec) -> None:
             + (" (scales to zero when idle)" if lo == 0 else ""),
         )
     )
+
+
+def _scale_in_check(ics: InferenceComponentsSpec, lo: int) -> list[Check]:
+    """The ScaleInPolicy the endpoint gets; with none and a minimum of 0, a hint. No AWS
+    source found recommends a strategy for scale to zero, so none is chosen for the user."""
+    name = "inference_components.scale_in"
+    if ics.scale_in is None:
+        if lo != 0:
+            return []
+        hint = "--scale-in-strategy idle-release releases instances that host no copies"
+        return [passed(name, f"no ScaleInPolicy (SageMaker's default scale-in); {hint}")]
+    policy = ics.scale_in.request()
+    message = f"ScaleInPolicy {policy['Strategy']}: {SCALE_IN_MEANING[policy['Strategy']]}"
+    detail = ", ".join(f"{k} {v}" for k, v in policy.items() if k != "Strategy")
+    return [passed(name, f"{message} ({detail})" if detail else message)]
 
 
 def _copy_scaling(

@@ -53,6 +53,9 @@ class SpecOptions:
     accelerators_per_copy: int | None = None
     min_instances: int | None = None
     max_instances: int | None = None
+    scale_in_strategy: str | None = None  # idle-release | consolidation (ScaleInPolicy)
+    scale_in_max_step: int | None = None
+    scale_in_cooldown_minutes: int | None = None
 
     @classmethod
     def from_keywords(cls, options: dict[str, Any]) -> SpecOptions:
@@ -99,11 +102,22 @@ class SpecOptions:
             "inference_components.accelerators_per_copy": self.accelerators_per_copy,
             "inference_components.min_instances": self.min_instances,
             "inference_components.max_instances": self.max_instances,
+            "inference_components.scale_in.strategy": self.scale_in_strategy,
+            "inference_components.scale_in.max_step_size": self.scale_in_max_step,
+            "inference_components.scale_in.cooldown_minutes": self.scale_in_cooldown_minutes,
         }
 
     def _component_options_given(self) -> bool:
         """--component, --scale-to-zero and the rest imply inference-component hosting."""
-        given = (self.copies, self.accelerators_per_copy, self.min_instances, self.max_instances)
+        given = (
+            self.copies,
+            self.accelerators_per_copy,
+            self.min_instances,
+            self.max_instances,
+            self.scale_in_strategy,
+            self.scale_in_max_step,
+            self.scale_in_cooldown_minutes,
+        )
         return bool(self.components or self.scale_to_zero) or any(v is not None for v in given)
 
 

@@ -377,6 +377,8 @@ class DeploymentSpec(_Strict):
         # older peagle deployed show no drift.
         if data.get("inference_components") is None:
             data.pop("inference_components", None)
+        elif data["inference_components"].get("scale_in") is None:
+            data["inference_components"].pop("scale_in", None)  # no ScaleInPolicy
         if data["endpoint"].get("hosting") == "endpoint":
             data["endpoint"].pop("hosting")
         if data["speculative"].get("num_speculative_tokens_per_batch_size") is None:
