@@ -48,6 +48,16 @@ def render_adoption(result: Any) -> None:
         c.print(f"  {escape(str(d))}", soft_wrap=True)
 
 
+def _write_spec(output: Path, spec: Any) -> None:
+    from ..errors import SpecError
+
+    try:
+        output.write_text(_spec_text(spec) + "\n")
+    except OSError as e:
+        raise SpecError(f"cannot write {output}: {e.strerror}", remedy="pick another -o") from None
+    note(f"wrote the spec to {output}")
+
+
 def adopt_command(
     name: Annotated[str, typer.Argument(help="Endpoint name.")],
     model: Annotated[
@@ -80,11 +90,12 @@ def adopt_command(
             render_adoption(result)
         names = ", ".join(n for _, n in result.resources)
         confirm(f"Tag {names} as managed by peagle?", yes)
+        if output is not None:  # before tagging: a path it cannot write changes nothing
+            _write_spec(output, result.adoption.spec)
 
     result = adopt(lc.aws, name, model=model, dry_run=dry_run, confirm=ask, say=note)
-    if output is not None:
-        output.write_text(_spec_text(result.adoption.spec) + "\n")
-        note(f"wrote the spec to {output}")
+    if dry_run and output is not None:
+        _write_spec(output, result.adoption.spec)
     if json_out:
         print_json({**result.to_dict(), "action": "dry-run" if dry_run else "adopted"})
         return

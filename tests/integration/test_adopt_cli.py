@@ -1,0 +1,95 @@
+"""`peagle adopt`'s confirmation and outputs, against moto: without --yes it asks at a
+terminal (no -> "aborted", exit 1, nothing tagged) and refuses in one line elsewhere (exit
+2, like `peagle delete`); a spec file it cannot write is bad input (exit 2) and nothing is
+tagged; --json prints one JSON document, the error included."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+import yaml
+
+from tests.integration.lifecycle_env import run
+from tests.integration.test_adopt import NAME, all_tags, create_jumpstart_endpoint
+from tests.integration.test_adopt_refusals import assert_untouched, one_error_line
+
+
+class Terminal(io.StringIO):
+    """stdin as a terminal that types `answer`."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def endpoint(world):
+    create_jumpstart_endpoint(world.role_arn)
+    before = all_tags()
+    world.requests.clear()
+    return before
+
+
+def test_without_yes_and_without_a_terminal_it_refuses_in_one_line(
+    world, capsys, monkeypatch, endpoint
+):
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    code, _, err = run(capsys, "adopt", NAME)
+    assert code == 2
+    line = one_error_line(err)
+    assert line.endswith("needs confirmation: pass --yes in non-interactive use"), line
+    assert_untouched(world, endpoint)
+    # The same words and exit code as `peagle delete` without --yes.
+    create_jumpstart_endpoint(world.role_arn, name="other", config="other-c", model="other-m")
+    code, _, err = run(capsys, "delete", "other")
+    assert code == 2 and "pass --yes in non-interactive use" in one_error_line(err)
+
+
+def test_with_json_the_refusal_is_one_json_document(world, capsys, monkeypatch, endpoint):
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    code, out, _ = run(capsys, "adopt", NAME, "--json")
+    assert code == 2
+    error = json.loads(out)["error"]
+    assert error["exit_code"] == 2 and "pass --yes" in error["message"]
+    assert_untouched(world, endpoint)
+
+
+def test_at_a_terminal_no_aborts_and_yes_adopts(world, capsys, monkeypatch, endpoint):
+    monkeypatch.setattr(sys, "stdin", Terminal("n\n"))
+    code, out, err = run(capsys, "adopt", NAME)
+    assert code == 1 and "aborted" in err
+    assert "as managed by peagle? [y/N]" in out
+    assert_untouched(world, endpoint)
+    monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
+    code, out, err = run(capsys, "adopt", NAME)
+    assert code == 0, err
+    assert f"adopted {NAME}: 3 resources tagged peagle:managed" in out  # (no echo of "y")
+    assert {tags.get("peagle:managed") for tags in all_tags().values()} == {"true"}
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_spec_file_it_cannot_write_is_bad_input_and_tags_nothing(
+    world, capsys, tmp_path, endpoint, dry_run
+):
+    target = tmp_path / "no-such-dir" / "spec.yaml"
+    flags = ["--dry-run"] if dry_run else ["--yes"]
+    code, out, err = run(capsys, "adopt", NAME, *flags, "-o", str(target))
+    assert code == 2
+    line = one_error_line(err)
+    assert line.startswith(f"error: cannot write {target}: No such file or directory"), line
+    assert not target.exists()
+    assert_untouched(world, endpoint)
+
+
+def test_dry_run_json_is_one_document_and_the_spec_file_matches_it(
+    world, capsys, tmp_path, endpoint
+):
+    target = tmp_path / "spec.yaml"
+    code, out, err = run(capsys, "adopt", NAME, "--dry-run", "--json", "-o", str(target))
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["action"] == "dry-run" and doc["tagged"] == []
+    assert yaml.safe_load(target.read_text()) == doc["spec"]
+    assert_untouched(world, endpoint)
