@@ -3,7 +3,11 @@
 moto knows only ~70 old instance types, so every GPU peagle deploys to (g5, g6, g6e,
 g7e, p4d, p5, p6) would be rejected: its list is swapped for botocore's own
 ``ProductionVariantInstanceType`` enum, so bogus names are still rejected. moto also
-knows no ``InstancePools`` (capacity fallbacks); they are validated as AWS does.
+knows no ``InstancePools`` (capacity fallbacks); they are validated as AWS does. moto
+stores ``ManagedInstanceScaling`` as sent and echoes it (``ScaleInPolicy`` included) in
+DescribeEndpointConfig, but checks none of it: the ``ScaleInPolicy`` enum and ranges the
+service model declares (which botocore's client-side validator does not enforce: it
+checks no enum and no maximum) are checked here.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Any
 from moto.sagemaker.exceptions import ValidationError
 from moto.sagemaker.models import FakeEndpointConfig
 
-__all__ = ["config_patches", "valid_instance_types"]
+__all__ = ["config_patches", "scale_in_problem", "valid_instance_types"]
 
 
 @functools.cache
@@ -24,6 +28,41 @@ def valid_instance_types() -> frozenset[str]:
 
     model = botocore.session.get_session().get_service_model("sagemaker")
     return frozenset(model.shape_for("ProductionVariantInstanceType").enum)
+
+
+def scale_in_problem(variant: dict[str, Any], index: int) -> str | None:
+    """AWS's constraint message for a ScaleInPolicy outside botocore's model, or None."""
+    import botocore.session
+
+    policy = (variant.get("ManagedInstanceScaling") or {}).get("ScaleInPolicy")
+    if not policy:
+        return None
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    shape = model.shape_for("ProductionVariantManagedInstanceScalingScaleInPolicy")
+    where = f"productionVariants.{index}.member.managedInstanceScaling.scaleInPolicy"
+    for member, value in policy.items():
+        spec = shape.members.get(member)
+        field = f"{where}.{member[0].lower()}{member[1:]}"
+        if spec is None:
+            return f"Unknown parameter {member} at '{where}'"
+        enum = spec.metadata.get("enum")
+        if enum and value not in enum:
+            return (
+                f"Value '{value}' at '{field}' failed to satisfy constraint: "
+                f"Member must satisfy enum value set: {list(enum)}"
+            )
+        low, high = spec.metadata.get("min"), spec.metadata.get("max")
+        if low is not None and value < low:
+            return (
+                f"Value '{value}' at '{field}' failed to satisfy constraint: "
+                f"Member must have value greater than or equal to {low}"
+            )
+        if high is not None and value > high:
+            return (
+                f"Value '{value}' at '{field}' failed to satisfy constraint: "
+                f"Member must have value less than or equal to {high}"
+            )
+    return None
 
 
 def config_patches() -> list[tuple[type, str, Any]]:
@@ -46,7 +85,10 @@ def config_patches() -> list[tuple[type, str, Any]]:
         # moto only knows InstanceType / ServerlessConfig variants; AWS also takes
         # InstancePools (capacity fallbacks, 1-5 pools, distinct priorities).
         plain = []
-        for variant in production_variants:
+        for index, variant in enumerate(production_variants, start=1):
+            problem = scale_in_problem(variant, index)
+            if problem:
+                raise ValidationError(message=f"1 validation error detected: {problem}")
             pools = variant.get("InstancePools")
             if pools and "InstanceType" not in variant:
                 if not 1 <= len(pools) <= 5:
