@@ -152,7 +152,7 @@ def adopt(
             remedy=f"`peagle status {name}`, `peagle update {name} ...` or `peagle apply`",
         )
     adoption = reconstruct(d, model=model, jumpstart_spec=_jumpstart_spec(d, model))
-    checks = adoption.notes + adoption.plan.checks + _head_checks(aws, adoption)
+    checks = _merged(adoption.notes, adoption.plan.checks) + _head_checks(aws, adoption)
     checks += _shared_notes(aws.client("sagemaker"), d)
     result = AdoptResult(adoption, d, checks)
     if dry_run:
@@ -161,6 +161,13 @@ def adopt(
         confirm(result)
     result.tagged = _tag(aws.client("sagemaker"), result, say)
     return result
+
+
+def _merged(notes: list[Check], plan_checks: list[Check]) -> list[Check]:
+    """adopt's notes, then the plan's checks less a pass on a field a note warns about
+    ("K=3 pass" under "K=3 but the head's recommended K is 7" reads as a contradiction)."""
+    warned_fields = {c.name for c in notes if c.status != "pass"}
+    return notes + [c for c in plan_checks if c.status != "pass" or c.name not in warned_fields]
 
 
 def _shared_notes(sm: Any, d: Deployed) -> list[Check]:

@@ -1,7 +1,8 @@
 """`peagle adopt`'s confirmation and outputs, against moto: without --yes it asks at a
 terminal (no -> "aborted", exit 1, nothing tagged) and refuses in one line elsewhere (exit
 2, like `peagle delete`); a spec file it cannot write is bad input (exit 2) and nothing is
-tagged; --json prints one JSON document, the error included."""
+tagged; --json prints one JSON document, the error included; the checks give one verdict
+on K."""
 
 from __future__ import annotations
 
@@ -91,5 +92,11 @@ def test_dry_run_json_is_one_document_and_the_spec_file_matches_it(
     assert code == 0, err
     doc = json.loads(out)
     assert doc["action"] == "dry-run" and doc["tagged"] == []
+    # One verdict on K: JumpStart runs 3, the head's card recommends 7; the plan's own
+    # "K=3" pass is not listed under it as well.
+    k_checks = [c for c in doc["checks"] if c["name"] == "speculative.num_speculative_tokens"]
+    assert [(c["status"], c["message"]) for c in k_checks] == [
+        ("warn", "K=3 but the head's recommended K is 7 (amazon/GPT-OSS-20B-P-EAGLE)")
+    ]
     assert yaml.safe_load(target.read_text()) == doc["spec"]
     assert_untouched(world, endpoint)
