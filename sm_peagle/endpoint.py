@@ -144,47 +144,103 @@ class Endpoint:
             "created": [n for _, n in result.created],
         }
 
-    def logs(self, *, since: float = 600, follow: bool = False) -> Iterator[dict[str, Any]]:
+    def inference_component(self, component: str | None = None) -> str | None:
+        """The InferenceComponentName invocations of this endpoint carry for `component`
+        (its full name, or the short name it was deployed with), checked against the
+        endpoint's components as `--component` is in the CLI: SpecError naming them when
+        the endpoint hosts components and none (or another) is named, or when one is named
+        for an endpoint that hosts none. Checked once per handle and name."""
+        from .lifecycle.component_targets import resolve_component
+
+        cache = self.__dict__.setdefault("_components", {})
+        if component not in cache:
+            sm = self.aws.client("sagemaker")
+            cache[component] = resolve_component(sm, self.name, component, flag="component=")
+        return cache[component]
+
+    def logs(
+        self, *, since: float = 600, follow: bool = False, component: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The endpoint's CloudWatch log events, or with `component` that inference
+        component's (its own log group)."""
         from .lifecycle.endpoint_logs import fetch_log_events, follow_log_events
 
+        ic = self.inference_component(component) if component is not None else None
         if follow:
-            return follow_log_events(self.aws, self.name, since=since)
-        return iter(fetch_log_events(self.aws, self.name, since=since))
+            return follow_log_events(self.aws, self.name, since=since, component=ic)
+        return iter(fetch_log_events(self.aws, self.name, since=since, component=ic))
 
-    def runtime(self, *, max_pool_connections: int = 10) -> Any:
-        """The endpoint's RuntimeClient (cached per pool size: size it to concurrency)."""
+    def runtime(self, *, max_pool_connections: int = 10, component: str | None = None) -> Any:
+        """The endpoint's RuntimeClient (cached per pool size and component: size it to
+        concurrency); with `component`, every invocation carries InferenceComponentName."""
         from .runtime.client import RuntimeClient
 
+        ic = self.inference_component(component)
         cache = self.__dict__.setdefault("_runtimes", {})
-        if max_pool_connections not in cache:
-            cache[max_pool_connections] = RuntimeClient(
-                self.aws, self.name, max_pool_connections=max_pool_connections
+        if (max_pool_connections, ic) not in cache:
+            cache[max_pool_connections, ic] = RuntimeClient(
+                self.aws,
+                self.name,
+                max_pool_connections=max_pool_connections,
+                inference_component=ic,
             )
-        return cache[max_pool_connections]
+        return cache[max_pool_connections, ic]
 
-    def invoke(self, messages: Any = None, prompt: Any = None, **params: Any) -> Any:
+    def invoke(
+        self,
+        messages: Any = None,
+        prompt: Any = None,
+        *,
+        component: str | None = None,
+        **params: Any,
+    ) -> Any:
         """One whole answer -> runtime.Completion. `messages` (chat; a str is one user
-        message) or `prompt` (completions); params: max_tokens, temperature, system, …"""
-        return self.runtime().invoke(messages, prompt, **params)
+        message) or `prompt` (completions); params: max_tokens, temperature, system, …
+        `component`: the inference component to invoke (required on an endpoint that
+        hosts components; see `inference_component()`)."""
+        return self.runtime(component=component).invoke(messages, prompt, **params)
 
-    def stream(self, messages: Any = None, prompt: Any = None, **params: Any) -> Any:
+    def stream(
+        self,
+        messages: Any = None,
+        prompt: Any = None,
+        *,
+        component: str | None = None,
+        **params: Any,
+    ) -> Any:
         """A streamed answer -> runtime.StreamResult: iterate StreamChunks, then
         `.completion()` for text, usage, TTFT, TPOT and tokens per chunk."""
-        return self.runtime().stream(messages, prompt, **params)
+        return self.runtime(component=component).stream(messages, prompt, **params)
 
-    async def ainvoke(self, messages: Any = None, prompt: Any = None, **params: Any) -> Any:
-        return await self.runtime().ainvoke(messages, prompt, **params)
+    async def ainvoke(
+        self,
+        messages: Any = None,
+        prompt: Any = None,
+        *,
+        component: str | None = None,
+        **params: Any,
+    ) -> Any:
+        return await self.runtime(component=component).ainvoke(messages, prompt, **params)
 
-    def astream(self, messages: Any = None, prompt: Any = None, **params: Any) -> Any:
+    def astream(
+        self,
+        messages: Any = None,
+        prompt: Any = None,
+        *,
+        component: str | None = None,
+        **params: Any,
+    ) -> Any:
         """-> runtime.AsyncStreamResult: `async for chunk in ep.astream(...)`."""
-        return self.runtime().astream(messages, prompt, **params)
+        return self.runtime(component=component).astream(messages, prompt, **params)
 
-    def bench(self, **options: Any) -> dict[str, Any]:
+    def bench(self, *, component: str | None = None, **options: Any) -> dict[str, Any]:
         """Benchmark this endpoint (see `peagle bench`): the peagle.bench/1 document.
-        Options: concurrency=[1, 4], requests=, duration_s=, max_tokens=, dataset=, …"""
+        Options: concurrency=[1, 4], requests=, duration_s=, max_tokens=, dataset=, …
+        `component`: the inference component to benchmark (checked before any traffic)."""
         from .bench.runner import bench_endpoint
 
-        return bench_endpoint(self.name, aws=self.aws, **options)
+        ic = self.inference_component(component)
+        return bench_endpoint(self.name, aws=self.aws, component=ic, **options)
 
     def to_sagemaker(self, component: str | None = None) -> Any:
         """This endpoint as a `sagemaker.core.resources.Endpoint` (or, with `component`,

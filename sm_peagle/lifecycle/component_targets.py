@@ -55,12 +55,15 @@ def choices(endpoint: str, names: list[str]) -> str:
     return ", ".join(f"{s} ({n})" if s != n else n for s, n in zip(short, names, strict=True))
 
 
-def resolve_component(sm: Any, endpoint: str, component: str | None) -> str | None:
+def resolve_component(
+    sm: Any, endpoint: str, component: str | None, *, flag: str = "--component"
+) -> str | None:
     """The InferenceComponentName to send to `endpoint` for `component` (None: none).
 
     SpecError (exit 2) when the endpoint hosts components and none is named, when the
     named one is not on the endpoint, or when one is named for an endpoint that hosts
-    none; unchecked (returned as given) when the control plane cannot answer."""
+    none; unchecked (returned as given) when the control plane cannot answer. `flag` is
+    how the caller names the choice in messages (`component=` in the SDK)."""
     names = components_of(sm, endpoint)
     if names is None:
         return component
@@ -69,13 +72,13 @@ def resolve_component(sm: Any, endpoint: str, component: str | None) -> str | No
             return None
         raise SpecError(
             f"endpoint {endpoint} hosts no inference components (or does not exist); "
-            f"drop --component {component}",
+            f"drop {flag}{'' if flag.endswith('=') else ' '}{component}",
             remedy=f"see `peagle status {endpoint}`",
         )
     if component is None:
         raise SpecError(
             f"endpoint {endpoint} hosts inference components and SageMaker needs one named: "
-            f"pass --component with one of {choices(endpoint, names)}"
+            f"pass {flag} with one of {choices(endpoint, names)}"
         )
     for name in (component, f"{endpoint}-{component}"):
         if name in names:
