@@ -47,12 +47,19 @@ def to_sagemaker(endpoint: Any, component: str | None = None) -> Any:
     session, region = endpoint.aws.session, endpoint.aws.region
     if component is None:
         return sdk.Endpoint.get(endpoint_name=endpoint.name, session=session, region=region)
+    from ..lifecycle.component_targets import resolve_component
+
+    # The short name the user deployed works, as in every CLI command; a name the
+    # endpoint does not host is peagle's one-line error, not the SDK's raw ClientError.
+    name = resolve_component(
+        endpoint.aws.client("sagemaker"), endpoint.name, component, flag="component="
+    )
     found = sdk.InferenceComponent.get(
-        inference_component_name=component, session=session, region=region
+        inference_component_name=name, session=session, region=region
     )
     if found.endpoint_name != endpoint.name:
         raise SpecError(
-            f"inference component {component!r} is on endpoint {found.endpoint_name!r}, "
+            f"inference component {name!r} is on endpoint {found.endpoint_name!r}, "
             f"not {endpoint.name!r}"
         )
     return found

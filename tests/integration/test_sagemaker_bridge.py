@@ -80,6 +80,13 @@ def test_inference_components_both_ways(world: Any, capsys: Any) -> None:
     assert component.inference_component_status == "InService"
     back = sm_peagle.Endpoint.from_sagemaker(component)
     assert back.name == NAME and back.status()["status"] == "InService"
+    # The short name deployed with (`--component p-eagle`) names the same component, as
+    # on the CLI; one the endpoint does not host is a one-line SpecError.
+    short = ep.to_sagemaker(component="p-eagle")
+    assert short.inference_component_name == PEAGLE_COMPONENT
+    with pytest.raises(sm_peagle.SpecError) as caught:
+        ep.to_sagemaker(component="typo")
+    assert caught.value.message.startswith(f"endpoint {NAME} has no inference component 'typo'")
 
 
 @pytest.mark.usefixtures("sagemaker_core", "sagemaker_harness")
@@ -87,8 +94,7 @@ def test_from_sagemaker_refuses_other_objects(world: Any) -> None:
     with pytest.raises(sm_peagle.SpecError) as caught:
         sm_peagle.Endpoint.from_sagemaker({"EndpointName": NAME})
     assert caught.value.message == (
-        "from_sagemaker takes a sagemaker.core.resources Endpoint or InferenceComponent, "
-        "not dict"
+        "from_sagemaker takes a sagemaker.core.resources Endpoint or InferenceComponent, not dict"
     )
 
 
