@@ -140,7 +140,8 @@ def race_command(
     aws = AwsContext(region)
     aws.check_credentials()
     sm = aws.client("sagemaker")
-    ta, tb = (RaceTarget(ep, resolve_component(sm, ep, c)) for ep, c in sides)  # before traffic
+    flag = "/" if "/" in a + (b or "") else "--component"  # as the user wrote it, for messages
+    ta, tb = (RaceTarget(ep, resolve_component(sm, ep, c, flag=flag)) for ep, c in sides)
     live_tty = sys.stdout.isatty() and not json_out
     kwargs: dict[str, Any] = dict(
         aws=aws, prompt=prompt or DEFAULT_PROMPT, max_tokens=max_tokens, temperature=temperature

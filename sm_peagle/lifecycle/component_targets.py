@@ -63,22 +63,25 @@ def resolve_component(
     SpecError (exit 2) when the endpoint hosts components and none is named, when the
     named one is not on the endpoint, or when one is named for an endpoint that hosts
     none; unchecked (returned as given) when the control plane cannot answer. `flag` is
-    how the caller names the choice in messages (`component=` in the SDK)."""
+    how the caller names the choice in messages (`component=` in the SDK, `/` for race's
+    ENDPOINT/COMPONENT)."""
     names = components_of(sm, endpoint)
     if names is None:
         return component
     if not names:
         if component is None:
             return None
+        named = {"/": f"/{component}", "component=": f"component={component!r}"}
         raise SpecError(
             f"endpoint {endpoint} hosts no inference components (or does not exist); "
-            f"drop {flag}{'' if flag.endswith('=') else ' '}{component}",
+            f"drop {named.get(flag, f'{flag} {component}')}",
             remedy=f"see `peagle status {endpoint}`",
         )
     if component is None:
         raise SpecError(
             f"endpoint {endpoint} hosts inference components and SageMaker needs one named: "
-            f"pass {flag} with one of {choices(endpoint, names)}"
+            + (f"write {endpoint}/COMPONENT" if flag == "/" else f"pass {flag}")
+            + f" with one of {choices(endpoint, names)}"
         )
     for name in (component, f"{endpoint}-{component}"):
         if name in names:

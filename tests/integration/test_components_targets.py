@@ -74,6 +74,11 @@ def test_race_sends_each_lane_to_its_component(deployed: World, capsys: Any) -> 
         (("race", f"{NAME}/p-eagle", f"{NAME}/typo"), "no inference component 'typo'"),
         (("race", NAME, "--component", "p-eagle"), "--component twice"),
         (("race", f"{NAME}/", NAME), "is not ENDPOINT or ENDPOINT/COMPONENT"),
+        (("race", f"{NAME}/p-eagle", NAME), f"write {NAME}/COMPONENT with one of p-eagle"),
+        (
+            ("race", "nosuch/a", "nosuch/b"),
+            "hosts no inference components (or does not exist); drop /a",
+        ),
         (("bench", NAME, "-c", "1", "-n", "1"), "pass --component with one of p-eagle"),
         (("bench", NAME, "--component", "typo", "-n", "1"), "no inference component 'typo'"),
         (("invoke", NAME, "hi"), "pass --component with one of p-eagle"),
