@@ -34,7 +34,8 @@ def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = 
     ]
     if st.get("managed_instance_scaling"):
         m = st["managed_instance_scaling"]
-        rows.append(["managed scaling", f"min {m['min']} / max {m['max']} instances"])
+        scale_in = f", scale-in {m['scale_in']}" if m.get("scale_in") else ""
+        rows.append(["managed scaling", f"min {m['min']} / max {m['max']} instances{scale_in}"])
     if "components" not in st:  # one model on the variant; components carry their own
         k = f", K={st['k']}" if st["k"] is not None else ""
         rows += [["mode", st["mode"] + k], ["image", st["image"]]]

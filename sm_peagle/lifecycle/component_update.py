@@ -4,8 +4,10 @@ Per component: a new configuration (mode, K, image, environment) gets a new mode
 UpdateInferenceComponent pointing at it, then the old model is removed once the component
 is InService again; a new component is created; a component the plan no longer has is
 removed (scaling first). The instances themselves (instance type, managed instance
-scaling) are the endpoint config's: changing them is refused here, because SageMaker
-moves every component when the config changes; delete and deploy instead.
+scaling) are the endpoint config's: peagle refuses to change them in place (exit 2,
+before any request), because it has no tested path for UpdateEndpoint under live
+components (moto implements none, and no AWS source we hold says what happens to the
+components then); delete and deploy instead.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..errors import DeploymentFailed
+from ..errors import SpecError
 from ..planning.plan_result import Plan
 from .components import (
     _register_scaling,
@@ -40,7 +42,7 @@ def _check_hosts(lc: Any, plan: Plan, config_name: str) -> None:
     want = plan.create_endpoint_config["ProductionVariants"][0]
     changed = [k for k in _HOST_KEYS if live.get(k) != want.get(k)]
     if changed:
-        raise DeploymentFailed(
+        raise SpecError(
             f"{plan.names['endpoint']}: {', '.join(changed)} of a component endpoint cannot "
             "be changed in place by peagle",
             remedy=f"`peagle delete {plan.names['endpoint']} --yes`, then deploy the new spec",

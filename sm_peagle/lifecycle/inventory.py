@@ -33,7 +33,12 @@ def _managed_scaling(variant: dict[str, Any]) -> dict[str, Any] | None:
     m = variant.get("ManagedInstanceScaling") or {}
     if m.get("Status") != "ENABLED":
         return None
-    return {"min": m.get("MinInstanceCount"), "max": m.get("MaxInstanceCount")}
+    policy = m.get("ScaleInPolicy") or {}
+    return {
+        "min": m.get("MinInstanceCount"),
+        "max": m.get("MaxInstanceCount"),
+        "scale_in": policy.get("Strategy"),  # None: SageMaker's default scale-in
+    }
 
 
 def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:

@@ -102,7 +102,7 @@ def test_readme_block_runs_as_written(block: Block, env: dict[str, str]) -> None
     assert proc.returncode == 0, detail
     assert "Traceback" not in proc.stderr, detail
     if "peagle --sandbox bench" in block.code:  # progress: each level says it started
-        assert "level concurrency 4: sending 8 requests ..." in proc.stderr, detail
+        assert re.search(r"level concurrency \d+: sending \d+ requests \.\.\.", proc.stderr), detail
 
 
 def test_block_counts_are_the_declared_ones() -> None:

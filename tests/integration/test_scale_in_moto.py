@@ -66,6 +66,12 @@ def test_describe_echoes_the_policy_as_sent(world: Any, capsys: Any, tmp_path: P
         "CooldownInMinutes": 30,
     }
     assert live_scaling() == scaling
+    # `status` tells the user which scale-in strategy the endpoint runs with.
+    code, out, err = run(capsys, "status", NAME)
+    assert code == 0, err
+    assert "scale-in CONSOLIDATION" in out
+    st = json.loads(run(capsys, "status", NAME, "--json")[1])
+    assert st["managed_instance_scaling"]["scale_in"] == "CONSOLIDATION"
 
 
 @pytest.mark.parametrize(
@@ -135,7 +141,7 @@ def test_diff_shows_a_policy_change_and_apply_refuses_it(
 
     before = len(mutating(world))
     code, out, err = run(capsys, "apply", "-f", str(spec), "--yes", "--json")
-    assert code == 1
+    assert code == 2  # refused before any change: the brief's exit code for that
     lines = [ln for ln in err.splitlines() if ln.startswith("error")]
     assert len(lines) == 1 and "ManagedInstanceScaling" in lines[0], err
     assert "Traceback" not in err
