@@ -8,7 +8,8 @@
 - What AWS enforces and moto would let through: the endpoint must exist, be InService
   and host components (no ModelName on its variant); the model must exist; names are
   unique; `CopyCount` must be >= 1 at creation (a user-reported message, facts §10) and
-  may be 0 afterwards (scale to zero).
+  may be 0 afterwards (scale to zero); DeleteEndpoint is refused while a component on it
+  is not Deleting (`refuse_endpoint_delete`: user reports; its error text is assumed).
 - An endpoint config whose variants name no model must carry `ExecutionRoleArn` (echoed
   by DescribeEndpointConfig, which moto drops).
 - The endpoint's instance count follows the copies: 0 when every component is at 0
@@ -32,7 +33,13 @@ from moto.sagemaker.models import SageMakerModelBackend, arn_formatter, sagemake
 
 from .moto_component_responses import autoscaling_patches, config_patches, response_patches
 
-__all__ = ["component_patches", "leftovers", "schedule_component", "NO_COPY_ERROR"]
+__all__ = [
+    "NO_COPY_ERROR",
+    "component_patches",
+    "leftovers",
+    "refuse_endpoint_delete",
+    "schedule_component",
+]
 
 NO_COPY_ERROR = "Inference components copy count an integer larger than 0"
 
@@ -180,6 +187,32 @@ def _check_endpoint(backend: Any, harness: Any, endpoint_name: str, variant: str
             "host inference components."
         )
     return endpoint
+
+
+def refuse_endpoint_delete(harness: Any, backend: Any, endpoint_name: str) -> None:
+    """DeleteEndpoint is refused while a component on the endpoint is not Deleting (or
+    gone). SageMaker users report it: aws/amazon-sagemaker-feedback#49 and #143 (the
+    console refuses until the endpoint's "Models" are deleted; #49 deleted the inference
+    component with the CLI first, then the endpoint), aws/amazon-sagemaker-examples#3432
+    ("to delete the endpoint ... I need to delete the InferenceComponent"). The API
+    reference (API_DeleteEndpoint) does not state it. ASSUMPTION: the code
+    (ValidationException) and the message below; no source quotes the API's own words."""
+    if endpoint_name not in backend.endpoints:
+        return  # moto's own "Could not find endpoint"
+    left = []
+    for name in list(_components(backend)):
+        ic = _components(backend).get(name)
+        if ic is None or ic.endpoint_name != endpoint_name:
+            continue
+        _advance(harness, backend, ic, consume=False)
+        if name in _components(backend) and ic.status != "Deleting":
+            left.append(name)
+    if left:
+        arn = arn_formatter("endpoint", endpoint_name, backend.account_id, backend.region_name)
+        raise ValidationError(
+            message=f"Cannot delete endpoint '{arn}' while it hosts inference components "
+            f"({', '.join(sorted(left))}); delete them first."
+        )
 
 
 def component_patches(_harness: Callable[[], Any]) -> list[tuple[Any, str, Any]]:

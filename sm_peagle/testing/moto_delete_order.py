@@ -39,6 +39,7 @@ from moto.sagemaker.exceptions import ValidationError
 from moto.sagemaker.models import FakeEndpointConfig, SageMakerModelBackend
 from moto.sagemaker.utils import arn_formatter
 
+from .moto_components import refuse_endpoint_delete
 from .moto_sagemaker import SageMakerHarness
 from .moto_timelines import Key, key_of
 
@@ -82,6 +83,7 @@ class StrictDeletes:
         if endpoint is None:
             self._originals["delete_endpoint"](backend, name)  # moto's "Could not find"
             return
+        refuse_endpoint_delete(self.harness, backend, name)  # as the harness's own delete
         key = key_of(backend, name)
         with self._lock, self.harness._lock:
             self.log.append(("endpoint", name))

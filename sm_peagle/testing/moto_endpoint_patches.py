@@ -1,7 +1,8 @@
 """Patches for moto's endpoint calls: create (refuse a duplicate, start a schedule),
-describe / list (advance it), delete (forget it), and UpdateEndpoint, which moto does
-not implement, on both the backend and the response class. Each calls the installed
-harness's hook (`moto_timelines.EndpointTimelines`).
+describe / list (advance it), delete (refused while inference components remain on it,
+see `moto_components.refuse_endpoint_delete`; else forget it), and UpdateEndpoint, which
+moto does not implement, on both the backend and the response class. Each calls the
+installed harness's hook (`moto_timelines.EndpointTimelines`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from moto.core.responses import ActionResult
 from moto.sagemaker.exceptions import ValidationError
 from moto.sagemaker.models import FakeEndpoint, SageMakerModelBackend
 from moto.sagemaker.responses import SageMakerResponse
+
+from .moto_components import refuse_endpoint_delete
 
 __all__ = ["endpoint_patches"]
 
@@ -43,6 +46,7 @@ def endpoint_patches(_harness: Callable[[], Any]) -> list[tuple[type, str, Any]]
         return original_describe(self, endpoint_name)
 
     def delete_endpoint(self: SageMakerModelBackend, endpoint_name: str) -> None:
+        refuse_endpoint_delete(_harness(), self, endpoint_name)  # components must go first
         original_delete(self, endpoint_name)
         _harness()._on_delete(self, endpoint_name)
 

@@ -161,7 +161,7 @@ def test_component_on_a_single_model_endpoint_is_refused(world: World, capsys: A
     assert world.sent(STREAM) == []
 
 
-def _their_orphan(sm: Any) -> None:
+def _their_orphan(sm: Any, harness: Any) -> None:
     """An inference component peagle did not make, whose endpoint is gone."""
     sm.create_model(ModelName="their-m", ExecutionRoleArn=ROLE, PrimaryContainer={"Image": "i"})
     variant = {"VariantName": "AllTraffic", "InstanceType": "ml.g7e.12xlarge",
@@ -178,13 +178,27 @@ def _their_orphan(sm: Any) -> None:
                        "ComputeResourceRequirements": {"MinMemoryRequiredInMb": 1024}},
         RuntimeConfig={"CopyCount": 1},
     )  # fmt: skip
-    sm.delete_endpoint(EndpointName="their-e")
+    _lose_endpoint(harness, "their-e")
 
 
-def test_gc_removes_peagle_components_whose_endpoint_is_gone(deployed: World, capsys: Any) -> None:
+def _lose_endpoint(harness: Any, name: str) -> None:
+    """The endpoint is gone while its inference components remain. SageMaker refuses
+    DeleteEndpoint in that case (so does the harness), so the state is built in the
+    harness's backend directly: it stands for what a crash mid-delete, or an out-of-band
+    deletion by another tool or by AWS, leaves behind."""
+    from moto.sagemaker.models import sagemaker_backends
+
+    backend = sagemaker_backends["123456789012"][REGION]
+    del backend.endpoints[name]
+    harness._on_delete(backend, name)  # forget its status schedule, as a delete does
+
+
+def test_gc_removes_peagle_components_whose_endpoint_is_gone(
+    deployed: World, capsys: Any, sagemaker_harness: Any
+) -> None:
     sm = boto3.client("sagemaker", region_name=REGION)
-    _their_orphan(sm)
-    sm.delete_endpoint(EndpointName=NAME)  # outside peagle: its components are orphans
+    _their_orphan(sm, sagemaker_harness)
+    _lose_endpoint(sagemaker_harness, NAME)  # outside peagle: its components are orphans
     before = leftovers("123456789012", REGION)
     assert before["inference_components"] == sorted([PEAGLE, BASELINE, "their-ic"])
 
