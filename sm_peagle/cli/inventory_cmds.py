@@ -247,7 +247,12 @@ def delete_command(
     name: NameArg,
     keep_model: Annotated[bool, typer.Option("--keep-model", help="Keep the model(s).")] = False,
     force: Annotated[
-        bool, typer.Option("--force", help="Also delete an endpoint peagle did not create.")
+        bool,
+        typer.Option(
+            "--force",
+            help="Also delete an endpoint peagle did not create, or inference components "
+            "someone else added to it (their models are kept).",
+        ),
     ] = False,
     yes: YesOpt = False,
     region: RegionOpt = None,
@@ -255,8 +260,9 @@ def delete_command(
 ) -> None:
     """Delete the endpoint, then the config and models only it uses. Idempotent.
 
-    Refuses an endpoint without the peagle:managed tag unless --force; never deletes a
-    config or model another endpoint uses."""
+    Refuses an endpoint without the peagle:managed tag, or one hosting inference
+    components peagle did not create, unless --force; never deletes a config or model
+    another endpoint (or inference component) uses, nor a foreign component's model."""
     lc = _lifecycle(region, json_out)
     confirm(f"Delete endpoint {name} and its config/models?", yes)
     result = lc.delete(name, keep_model=keep_model, force=force)

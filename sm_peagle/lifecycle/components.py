@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import DeploymentFailed, DeploymentTimeout, NotFound
 from ..planning.components import COPY_DIMENSION, step_policy_arn_placeholder
 from ..planning.plan_result import Plan
-from .resources import DeployResult, as_error, not_found, tagged_requests
+from .resources import DeployResult, as_error, is_managed, not_found, tagged_requests
 from .waiter import default_timeout, wait_for_endpoint
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "deregister_component_scaling",
     "list_components",
     "set_copies",
+    "split_components",
     "wait_for_component",
 ]
 
@@ -55,13 +56,16 @@ def component_models(sm: Any, names: list[str]) -> list[str]:
     return out
 
 
-def component_model_users(sm: Any, skip: frozenset[str] = frozenset()) -> dict[str, set[str]]:
-    """{model name: the endpoints whose components use it}, so `gc` keeps those models;
-    the components in `skip` (orphans `gc` deletes first) do not count."""
+def component_model_users(
+    sm: Any, skip: frozenset[str] = frozenset(), *, skip_endpoint: str | None = None
+) -> dict[str, set[str]]:
+    """{model name: the endpoints whose components use it}; the components in `skip`
+    (orphans `gc` deletes first) and those on `skip_endpoint` do not count. Callers use
+    `inventory.resource_users`, which adds the endpoint configs' users."""
     users: dict[str, set[str]] = {}
     for page in sm.get_paginator("list_inference_components").paginate():
         for c in page["InferenceComponents"]:
-            if c["InferenceComponentName"] in skip:
+            if c["InferenceComponentName"] in skip or c["EndpointName"] == skip_endpoint:
                 continue
             for model in component_models(sm, [c["InferenceComponentName"]]):
                 users.setdefault(model, set()).add(c["EndpointName"])
@@ -253,15 +257,42 @@ def rollback_components(lc: Any, created: list[tuple[str, str]]) -> list[str]:
     return left
 
 
-def delete_components(lc: Any, endpoint: str) -> list[str]:
+def split_components(sm: Any, endpoint: str) -> tuple[list[str], list[str]]:
+    """The components on `endpoint`: (those peagle created, tagged peagle:managed at
+    creation; the others, which someone added outside peagle)."""
+    pages = sm.get_paginator("list_inference_components").paginate(EndpointNameEquals=endpoint)
+    mine: list[str] = []
+    foreign: list[str] = []
+    for page in pages:
+        for c in page["InferenceComponents"]:
+            managed = is_managed(sm, c["InferenceComponentArn"])
+            (mine if managed else foreign).append(c["InferenceComponentName"])
+    return mine, foreign
+
+
+def delete_components(lc: Any, endpoint: str, *, force: bool = False) -> list[str]:
     """Before an endpoint goes: each component's scaling, then the component, waiting
-    until it is gone. Returns the models they named, for the caller to delete last."""
-    names = list_components(lc.sm, endpoint)
-    models = component_models(lc.sm, names)
-    for name in names:
+    until it is gone (SageMaker refuses DeleteEndpoint while components remain). Returns
+    the models peagle's components named, for the caller to delete last. A component
+    peagle did not create is refused (nothing deleted) unless `force`; forced, it goes
+    with the endpoint, but its model is never deleted."""
+    from ..errors import SpecError
+
+    mine, foreign = split_components(lc.sm, endpoint)
+    if foreign and not force:
+        raise SpecError(
+            f"endpoint {endpoint} also hosts inference component(s) peagle did not create: "
+            f"{', '.join(foreign)}; deleting the endpoint would destroy them; nothing was deleted",
+            remedy=f"`peagle delete {endpoint} --force` if you mean it",
+        )
+    theirs = component_models(lc.sm, foreign)
+    models = [m for m in component_models(lc.sm, mine) if m not in theirs]
+    for name in [*mine, *foreign]:
         deregister_component_scaling(lc, name)
         if lc.delete_and_confirm("inference_component", name):
             lc.say(f"deleted inference component {name}")
+    for model in dict.fromkeys(theirs):
+        lc.say(f"kept model {model}: an inference component peagle did not create named it")
     return models
 
 

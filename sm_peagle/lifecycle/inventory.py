@@ -9,9 +9,8 @@ from typing import Any
 from ..catalog.instances import get_instance
 from ..errors import NotFound
 from ..planning.plan_result import variant_instance_types
+from .resources import MANAGED, is_managed  # kept importable from here (adopt, manager)
 from .spec_tags import tag_dict
-
-MANAGED = "peagle:managed"
 
 
 def _not_found(e: Exception) -> bool:
@@ -154,10 +153,19 @@ def list_endpoints(sm: Any, *, include_unmanaged: bool = False) -> list[dict[str
     return rows
 
 
-def resource_users(sm: Any, *, skip: str | None = None) -> dict[str, set[str]]:
+def resource_users(
+    sm: Any, *, skip: str | None = None, skip_components: frozenset[str] = frozenset()
+) -> dict[str, set[str]]:
     """{config or model name: the endpoints using it}, over every live endpoint except
-    `skip` (its current and pending configs, each variant's model and pool models)."""
+    `skip`: its current and pending configs, each variant's model and pool models, and the
+    model each inference component names (Specification.ModelName), except the components
+    on `skip` and those in `skip_components`. The one answer to "does something else still
+    use it?" for update, delete, adopt and gc."""
+    from .components import component_model_users
+
     users: dict[str, set[str]] = {}
+    for name, endpoints in component_model_users(sm, skip_components, skip_endpoint=skip).items():
+        users.setdefault(name, set()).update(endpoints)
     for ep in _paginate(sm, "list_endpoints", "Endpoints"):
         if ep["EndpointName"] == skip:
             continue
@@ -186,10 +194,6 @@ def resource_users(sm: Any, *, skip: str | None = None) -> dict[str, set[str]]:
     return users
 
 
-def is_managed(sm: Any, arn: str) -> bool:
-    return tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", [])).get(MANAGED) == "true"
-
-
 def orphan_components(sm: Any, cutoff: datetime) -> tuple[list[str], list[str]]:
     """peagle-managed inference components whose endpoint is gone: (those created before
     `cutoff`, younger ones). A component peagle did not tag is never listed."""
@@ -211,11 +215,8 @@ def find_orphans(sm: Any, *, min_age_seconds: float = 0) -> dict[str, list[str]]
     `min_age_seconds` are listed under `young` instead (a deploy may be running)."""
     cutoff = datetime.now(UTC) - timedelta(seconds=min_age_seconds)
     components, young_components = orphan_components(sm, cutoff)
-    used = resource_users(sm)
-    from .components import component_model_users
-
-    # Models named by inference components, except the orphans deleted first.
-    used.update(component_model_users(sm, skip=frozenset(components)))
+    # Models named by inference components count too, except the orphans deleted first.
+    used = resource_users(sm, skip_components=frozenset(components))
     used_configs = used_models = used
     out: dict[str, list[str]] = {
         "inference_components": components,

@@ -259,8 +259,9 @@ class Lifecycle:
     def delete(
         self, endpoint: str, *, keep_model: bool = False, force: bool = False
     ) -> dict[str, Any]:
-        """Delete an endpoint, then the config and models it uses that no other endpoint
-        uses. An endpoint peagle did not create is refused unless `force`."""
+        """Delete an endpoint (its components first), then the config and models it uses
+        that nothing else uses. An endpoint peagle did not create, or one hosting
+        components peagle did not create, is refused unless `force`."""
         from botocore.exceptions import ClientError
 
         from ..errors import SpecError
@@ -287,7 +288,7 @@ class Lifecycle:
             models += models_of(self.sm, cfg)
         from .components import delete_components
 
-        models += delete_components(self, endpoint)  # components (and their scaling) first
+        models += delete_components(self, endpoint, force=force)  # components come first
         # Never delete a config or model another endpoint still uses.
         users = resource_users(self.sm, skip=endpoint)
         shared = {n: sorted(users[n]) for n in [*configs, *models] if n in users}

@@ -12,9 +12,20 @@ from typing import Any
 
 from ..errors import DeploymentFailed, NotFound, PeagleError, QuotaExceeded
 from ..planning.plan_result import Plan
-from .spec_tags import encode_spec
+from .spec_tags import encode_spec, tag_dict
 
-__all__ = ["KINDS", "DeployResult", "as_error", "models_of", "not_found", "tagged_requests"]
+__all__ = [
+    "KINDS",
+    "MANAGED",
+    "DeployResult",
+    "as_error",
+    "is_managed",
+    "models_of",
+    "not_found",
+    "tagged_requests",
+]
+
+MANAGED = "peagle:managed"
 
 # kind -> (delete operation, describe operation, name argument)
 KINDS = {
@@ -32,6 +43,11 @@ KINDS = {
 def not_found(e: Exception) -> bool:
     """True when a SageMaker error says the resource does not exist."""
     return "Could not find" in str(e) or "does not exist" in str(e)
+
+
+def is_managed(sm: Any, arn: str) -> bool:
+    """True when the resource carries the peagle:managed tag (peagle created or adopted it)."""
+    return tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", [])).get(MANAGED) == "true"
 
 
 def describe_existing(sm: Any, name: str) -> dict[str, Any]:
