@@ -60,7 +60,11 @@ def confirm(question: str, yes: bool) -> None:
 
     if not sys.stdin.isatty():
         raise SpecError(f"{question} needs confirmation: pass --yes in non-interactive use")
-    if not typer.confirm(question, default=False):
+    # The prompt goes to stderr: stdout carries the result (`--json > out.json`).
+    answer = typer.confirm(question, default=False, err=True)
+    if not sys.stderr.isatty():  # a terminal echoes the Enter; a log file needs the newline
+        typer.echo("", err=True)
+    if not answer:
         raise typer.Abort()  # the boundary prints "aborted" and exits 1
 
 

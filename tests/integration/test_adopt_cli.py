@@ -61,13 +61,32 @@ def test_at_a_terminal_no_aborts_and_yes_adopts(world, capsys, monkeypatch, endp
     monkeypatch.setattr(sys, "stdin", Terminal("n\n"))
     code, out, err = run(capsys, "adopt", NAME)
     assert code == 1 and "aborted" in err
-    assert "as managed by peagle? [y/N]" in out
+    assert "as managed by peagle? [y/N]" in err  # the prompt is not the output
+    assert err.splitlines()[-1] == "error: aborted"  # on its own line, after the prompt
     assert_untouched(world, endpoint)
     monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
     code, out, err = run(capsys, "adopt", NAME)
     assert code == 0, err
     assert f"adopted {NAME}: 3 resources tagged peagle:managed" in out  # (no echo of "y")
     assert {tags.get("peagle:managed") for tags in all_tags().values()} == {"true"}
+
+
+def test_with_json_at_a_terminal_stdout_is_exactly_one_json_document(
+    world, capsys, monkeypatch, endpoint
+):
+    """`peagle adopt X --json > out.json` at a terminal: the prompt goes to stderr, so the
+    user sees it and the file holds the result alone; the same for delete."""
+    monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
+    code, out, err = run(capsys, "adopt", NAME, "--json")
+    assert code == 0, err
+    assert "as managed by peagle? [y/N]" in err
+    doc = json.loads(out)  # the whole of stdout: nothing before or after the document
+    assert doc["action"] == "adopted" and len(doc["tagged"]) == 3
+    monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
+    code, out, err = run(capsys, "delete", NAME, "--json")
+    assert code == 0, err
+    assert f"Delete endpoint {NAME}" in err
+    assert NAME in json.loads(out)["deleted"]
 
 
 @pytest.mark.parametrize("dry_run", [True, False])
