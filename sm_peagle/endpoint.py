@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .lifecycle.spec_tags import deployed_spec
 from .planning.spec_loading import spec_from_data
@@ -19,6 +19,9 @@ from .planning.spec_options import spec_from_options
 from .planning.specs import DeploymentSpec
 
 __all__ = ["Endpoint", "deploy", "plan_for", "deployed_spec"]
+
+if TYPE_CHECKING:  # annotations only
+    from .lifecycle.adopt import AdoptResult
 
 
 def _aws(region: str | None, aws: Any) -> Any:
@@ -87,6 +90,9 @@ class Endpoint:
         ep.status()
         return ep
 
+    # Set by `Endpoint.adopt`: `.spec`, `.checks`, `.differences`, `.tagged`.
+    adoption: AdoptResult | None = None
+
     @classmethod
     def adopt(
         cls,
@@ -94,19 +100,29 @@ class Endpoint:
         *,
         model: str | None = None,
         dry_run: bool = False,
+        accept_differences: bool = False,
         region: str | None = None,
         aws: Any = None,
         say: Callable[[str], None] | None = None,
     ) -> Endpoint:
         """Take an endpoint made elsewhere under peagle's management (`peagle adopt`):
-        its reconstructed spec, checks and differences are in `.adoption`; with
-        `dry_run` nothing is tagged. SpecError (nothing tagged) for what peagle cannot
-        represent or an endpoint it already manages; NotFound if there is none."""
+        its reconstructed spec, checks and differences are in `.adoption` (`.spec`,
+        `.checks`, `.differences`); with `dry_run` nothing is tagged. SpecError (nothing
+        tagged) for what peagle cannot represent (fields its spec cannot carry unless
+        `accept_differences`), an endpoint not settled InService, one sharing its config
+        or model with another endpoint, or one it already manages; NotFound if none."""
         from .lifecycle.adopt import adopt
 
         ep = cls(name, aws=aws, region=region, say=say)
-        ep.adoption = adopt(ep.aws, name, model=model, dry_run=dry_run, say=ep._say)
-        ep.plan = ep.adoption.adoption.plan
+        ep.adoption = adopt(
+            ep.aws,
+            name,
+            model=model,
+            dry_run=dry_run,
+            accept_differences=accept_differences,
+            say=ep._say,
+        )
+        ep.plan = ep.adoption.plan
         return ep
 
     def lifecycle(self, **kw: Any) -> Any:

@@ -24,12 +24,12 @@ def render_adoption(result: Any) -> None:
     from rich.markup import escape
 
     c = console()
-    p = result.adoption.plan
+    p = result.plan
     c.print(f"[bold]Adopt[/] {result.deployed.name}  ({p.region}, {p.spec.speculative.mode.value})")
     for kind, name in result.resources:
         c.print(f"  {kind:<16}{name}")
     c.print("[bold]Spec[/] (what `update`, `apply` and `diff` will start from)")
-    c.print(escape(_spec_text(result.adoption.spec)), soft_wrap=True)
+    c.print(escape(_spec_text(result.spec)), soft_wrap=True)
     rows = [
         [
             ch.name,
@@ -39,7 +39,7 @@ def render_adoption(result: Any) -> None:
         for ch in result.checks
     ]
     c.print(table(None, ["check", "status", "detail"], rows))
-    diffs = result.adoption.differences
+    diffs = result.differences
     if not diffs:
         c.print("The spec plans to the same requests as the endpoint runs (names and tags aside).")
         return
@@ -71,6 +71,14 @@ def adopt_command(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show the spec and checks; tag nothing.")
     ] = False,
+    accept_differences: Annotated[
+        bool,
+        typer.Option(
+            "--accept-differences",
+            help="Adopt even when the spec cannot represent every field it runs; the "
+            "next update or apply changes those fields.",
+        ),
+    ] = False,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Also write the spec to this YAML file."),
@@ -91,11 +99,19 @@ def adopt_command(
         names = ", ".join(n for _, n in result.resources)
         confirm(f"Tag {names} as managed by peagle?", yes)
         if output is not None:  # before tagging: a path it cannot write changes nothing
-            _write_spec(output, result.adoption.spec)
+            _write_spec(output, result.spec)
 
-    result = adopt(lc.aws, name, model=model, dry_run=dry_run, confirm=ask, say=note)
+    result = adopt(
+        lc.aws,
+        name,
+        model=model,
+        dry_run=dry_run,
+        accept_differences=accept_differences,
+        confirm=ask,
+        say=note,
+    )
     if dry_run and output is not None:
-        _write_spec(output, result.adoption.spec)
+        _write_spec(output, result.spec)
     if json_out:
         print_json({**result.to_dict(), "action": "dry-run" if dry_run else "adopted"})
         return
@@ -108,3 +124,8 @@ def adopt_command(
         f"`peagle update {name} -k N`, `peagle bench {name}` and `peagle delete {name}` "
         "now work on it"
     )
+    if result.differences:
+        typer.echo(
+            f"the next update or apply will change {len(result.differences)} field(s): "
+            + "; ".join(d.path for d in result.differences)
+        )

@@ -16,8 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import NotFound, SpecError
+from ..planning.adopt_compare import Difference
+from ..planning.adopt_refusals import refusal
 from ..planning.adopt_spec import Adoption, Deployed, reconstruct
 from ..planning.checks import Check, warned
+from ..planning.plan_result import Plan
+from ..planning.specs import DeploymentSpec
 from .inventory import MANAGED
 from .resources import not_found, tagged_requests
 from .spec_tags import tag_dict
@@ -33,6 +37,20 @@ class AdoptResult:
     deployed: Deployed
     checks: list[Check]  # the plan's, the head's, and adopt's own notes
     tagged: list[str] = field(default_factory=list)  # ARNs, empty on a dry run
+
+    @property
+    def spec(self) -> DeploymentSpec:
+        """The reconstructed spec (what `update`, `apply` and `diff` start from)."""
+        return self.adoption.spec
+
+    @property
+    def plan(self) -> Plan:
+        return self.adoption.plan
+
+    @property
+    def differences(self) -> list[Difference]:
+        """Fields the spec cannot carry: the next update or apply would change them."""
+        return self.adoption.differences
 
     @property
     def resources(self) -> list[tuple[str, str]]:
@@ -140,11 +158,15 @@ def adopt(
     *,
     model: str | None = None,
     dry_run: bool = False,
+    accept_differences: bool = False,
     confirm: Callable[[AdoptResult], None] | None = None,
     say: Callable[[str], None] = lambda _m: None,
 ) -> AdoptResult:
     """Reconstruct `name`'s spec and, unless `dry_run`, tag it as peagle's. `confirm`
-    sees the result first and raises to stop (nothing is tagged then)."""
+    sees the result first and raises to stop (nothing is tagged then). Refused (SpecError,
+    nothing tagged): an endpoint not settled InService, one whose config or model another
+    endpoint uses, and, unless `accept_differences`, one whose spec does not plan to the
+    requests it runs."""
     d = read_deployed(aws, name)
     if d.tags.get(MANAGED) == "true":
         raise SpecError(
@@ -153,14 +175,75 @@ def adopt(
         )
     adoption = reconstruct(d, model=model, jumpstart_spec=_jumpstart_spec(d, model))
     checks = _merged(adoption.notes, adoption.plan.checks) + _head_checks(aws, adoption)
-    checks += _shared_notes(aws.client("sagemaker"), d)
     result = AdoptResult(adoption, d, checks)
     if dry_run:
+        result.checks += _shared_notes(aws.client("sagemaker"), d)
         return result
+    _refuse_shared(aws.client("sagemaker"), d)
+    if adoption.differences and not accept_differences:
+        raise _differences_refusal(d.name, adoption.differences)
     if confirm is not None:
         confirm(result)
+    _refuse_if_moved(aws.client("sagemaker"), d)  # the answer may have taken a while
     result.tagged = _tag(aws.client("sagemaker"), result, say)
     return result
+
+
+def _differences_refusal(name: str, diffs: list[Difference]) -> SpecError:
+    listed = "; ".join(str(x) for x in diffs)
+    return SpecError(
+        f"cannot adopt {name}: its spec does not plan to what it runs, so the next update "
+        f"or apply would change {len(diffs)} field(s) peagle cannot represent: {listed}",
+        remedy=f"`peagle adopt {name} --dry-run` shows them; --accept-differences adopts anyway",
+    )
+
+
+def _shared(sm: Any, d: Deployed) -> list[tuple[str, str, list[str]]]:
+    """(kind, name, the other endpoints using it) for its config and models."""
+    from .inventory import resource_users
+
+    users = resource_users(sm, skip=d.name)
+    mine = [("endpoint config", d.config["EndpointConfigName"])]
+    mine += [("model", m) for m in d.models]
+    return [(kind, n, sorted(users[n])) for kind, n in mine if users.get(n)]
+
+
+def _shared_notes(sm: Any, d: Deployed) -> list[Check]:
+    """On a dry run, the refusal that adopting would meet, as a check."""
+    return [
+        warned(
+            "shared",
+            f"{kind} {n} is also used by endpoint {', '.join(others)}; adopt refuses it",
+            "give each endpoint its own config and model first",
+        )
+        for kind, n, others in _shared(sm, d)
+    ]
+
+
+def _refuse_shared(sm: Any, d: Deployed) -> None:
+    """peagle:managed means peagle may delete it; a resource another endpoint (or its
+    inference component) uses cannot be peagle's alone, and peagle has no shared owner."""
+    shared = _shared(sm, d)
+    if not shared:
+        return
+    what = "; ".join(f"{k} {n} is also used by {', '.join(o)}" for k, n, o in shared)
+    others = sorted({o for *_, users in shared for o in users})
+    raise SpecError(
+        f"cannot adopt {d.name}: {what}; tagging them peagle:managed would let peagle "
+        "delete what another endpoint runs",
+        remedy=f"update {', '.join(others)} to its own endpoint config and model "
+        f"(CreateModel, CreateEndpointConfig, UpdateEndpoint), then adopt {d.name}",
+    )
+
+
+def _refuse_if_moved(sm: Any, d: Deployed) -> None:
+    """Refuse if, since it was read, the endpoint left InService or changed config."""
+    now = sm.describe_endpoint(EndpointName=d.name)
+    reason = refusal(Deployed(d.name, d.region, now, d.config, d.models))
+    if reason is None and now["EndpointConfigName"] != d.config["EndpointConfigName"]:
+        reason = (f"it now runs config {now['EndpointConfigName']}", f"`peagle adopt {d.name}`")
+    if reason:
+        raise SpecError(f"cannot adopt {d.name}: {reason[0]}", remedy=reason[1])
 
 
 def _merged(notes: list[Check], plan_checks: list[Check]) -> list[Check]:
@@ -168,21 +251,6 @@ def _merged(notes: list[Check], plan_checks: list[Check]) -> list[Check]:
     ("K=3 pass" under "K=3 but the head's recommended K is 7" reads as a contradiction)."""
     warned_fields = {c.name for c in notes if c.status != "pass"}
     return notes + [c for c in plan_checks if c.status != "pass" or c.name not in warned_fields]
-
-
-def _shared_notes(sm: Any, d: Deployed) -> list[Check]:
-    from .inventory import resource_users
-
-    users = resource_users(sm, skip=d.name)
-    return [
-        warned(
-            "shared",
-            f"{name} is also used by endpoint {', '.join(sorted(users[name]))}; "
-            "delete and update keep it while that is so",
-        )
-        for name in [d.config["EndpointConfigName"], *d.models]
-        if name in users
-    ]
 
 
 def _tag(sm: Any, result: AdoptResult, say: Callable[[str], None]) -> list[str]:

@@ -75,6 +75,29 @@ def _is_vllm_image(image: str) -> bool:
     return "vllm" in repo.lower()
 
 
+def _status_refusal(d: Deployed) -> Reason | None:
+    """Only a settled InService endpoint: while it is Updating, DescribeEndpoint's
+    EndpointConfigName is the outgoing config (the incoming one is in
+    PendingDeploymentSummary), so adopting would tag a config about to be retired."""
+    status = d.endpoint.get("EndpointStatus")
+    pending = (d.endpoint.get("PendingDeploymentSummary") or {}).get("EndpointConfigName")
+    wait = f"wait until it is InService: `peagle status {d.name}`"
+    if status == "Failed":
+        reason = d.endpoint.get("FailureReason") or "no FailureReason given"
+        return (
+            f"it is Failed ({reason}); SageMaker accepts only DeleteEndpoint on a failed "
+            "endpoint, so there is nothing peagle could update or serve",
+            f"delete it (`aws sagemaker delete-endpoint --endpoint-name {d.name}`) and "
+            "deploy again",
+        )
+    if status != "InService":
+        moving = f" to config {pending}" if pending else ""
+        return f"it is {status}{moving}; peagle adopts only a settled InService endpoint", wait
+    if pending:
+        return f"a deployment to config {pending} is still pending", wait
+    return None
+
+
 def _config_refusal(d: Deployed) -> Reason | None:
     variants = d.config.get("ProductionVariants") or []
     if len(variants) != 1:
@@ -158,4 +181,4 @@ def _speculative_refusal(d: Deployed) -> Reason | None:
 
 def refusal(d: Deployed) -> Reason | None:
     """Why `d` cannot be adopted, with the fix if there is one; None if it can."""
-    return _config_refusal(d) or _model_refusal(d) or _speculative_refusal(d)
+    return _status_refusal(d) or _config_refusal(d) or _model_refusal(d) or _speculative_refusal(d)

@@ -42,6 +42,7 @@ __all__ = ["Adoption", "Deployed", "reconstruct"]
 JS_MODEL_ID = "sagemaker-sdk:jumpstart-model-id"
 JS_VERSION = "sagemaker-sdk:jumpstart-model-version"
 JS_CONFIG = "sagemaker-sdk:jumpstart-inference-config-name"
+NOT_CARRIED_TAGS = ("peagle:", "aws:", "sagemaker-sdk:")
 _SPECULATIVE_KEYS = (
     "draft_tensor_parallel_size",
     "max_model_len",
@@ -218,7 +219,10 @@ def _base(d: Deployed, model: str, jumpstart_spec: dict | None) -> tuple[dict, l
     }
     if channel:
         data["drafter"] = {"channel": channel}
-    user_tags = {k: v for k, v in d.tags.items() if not k.startswith(("peagle:", "aws:"))}
+    # Not carried: peagle's own, AWS's reserved `aws:` and the SageMaker SDK's provenance
+    # (`sagemaker-sdk:jumpstart-*`), which would make what peagle creates later claim to
+    # be that JumpStart deployment. They only identify the model (`_identify`).
+    user_tags = {k: v for k, v in d.tags.items() if not k.startswith(NOT_CARRIED_TAGS)}
     if user_tags:
         data["tags"] = user_tags
     notes: list[Check] = []
@@ -273,7 +277,14 @@ def _pin_sources(data: dict, d: Deployed, diffs: list[Difference] | None) -> dic
         elif hf_id.count("/") == 1 and not hf_id.startswith("/"):
             out["model_data"] = f"hf://{hf_id}"
     channel = (out.get("drafter") or {}).get("channel")
-    if channel and differs("model.PrimaryContainer.AdditionalModelDataSources"):
+    # Only a head at another place is pinned: a pinned source is "not the catalog's head"
+    # to the plan (no card, so no recommended K), which a difference in, say, its
+    # CompressionType does not make it.
+    head_moved = paths is None or any(
+        p.startswith("model.PrimaryContainer.AdditionalModelDataSources") and p.endswith("S3Uri")
+        for p in paths
+    )
+    if channel and head_moved:
         for src in container.get("AdditionalModelDataSources") or []:
             if src.get("ChannelName") == channel:
                 out["drafter"]["source"] = src["S3DataSource"]["S3Uri"]

@@ -212,8 +212,10 @@ def test_adopted_jumpstart_endpoint_plans_to_the_same_requests(world, capsys, tm
     # A cu129 image runs on the default host AMI: JumpStart sets none, nor does the plan.
     assert "InferenceAmiVersion" not in variant and "InferenceAmiVersion" not in planned_variant
     # Whole requests: only names and tags may differ (and what a describe adds: the ARN,
-    # the creation time; moto also echoes empty Containers and VpcConfig).
-    echoed = {"ModelArn", "CreationTime", "Containers", "VpcConfig", "ResponseMetadata"}
+    # the creation time; moto also echoes an empty Containers). The harness leaves out the
+    # empty VpcConfig moto would echo, as SageMaker does (moto_shape_patches).
+    assert "VpcConfig" not in model and model.get("Containers") == []
+    echoed = {"ModelArn", "CreationTime", "Containers", "ResponseMetadata"}
     live_model = {k: v for k, v in model.items() if k not in echoed | NAMES_AND_TAGS}
     live_model["PrimaryContainer"] = with_spec_as_json(live_model["PrimaryContainer"])
     plan_model = {k: v for k, v in planned.create_model.items() if k not in NAMES_AND_TAGS}

@@ -1,6 +1,7 @@
 """`peagle adopt` refuses what one spec cannot describe (one line, exit 2, nothing
-tagged), says so for an endpoint it already manages or one that does not exist, works
-through the SDK (`Endpoint.adopt`), and never retires a resource another endpoint uses."""
+tagged), says so for an endpoint it already manages or one that does not exist, and works
+through the SDK (`Endpoint.adopt`). Shared resources, endpoints mid-update and JumpStart's
+tags: test_adopt_guards.py; fields a spec cannot carry: test_adopt_differences.py."""
 
 from __future__ import annotations
 
@@ -125,34 +126,19 @@ def test_sdk_adopt_dry_run_then_adopt(world):
     create_jumpstart_endpoint(world.role_arn)
     before = all_tags()
     ep = sm_peagle.Endpoint.adopt(NAME, dry_run=True, region=REGION)
-    assert ep.adoption.tagged == [] and all_tags() == before
-    assert ep.adoption.adoption.spec.speculative.num_speculative_tokens == 3
+    assert ep.adoption is not None and ep.adoption.tagged == [] and all_tags() == before
+    assert ep.adoption.spec.speculative.num_speculative_tokens == 3
+    assert ep.adoption.differences == [] and ep.plan is ep.adoption.plan
+    assert "K=3 but the head's recommended K is 7" in "\n".join(
+        c.message for c in ep.adoption.checks
+    )
+    assert sm_peagle.Endpoint("x", region=REGION).adoption is None  # declared, not adopted
     ep = sm_peagle.Endpoint.adopt(NAME, region=REGION)
     assert len(ep.adoption.tagged) == 3
-    assert ep.spec() == ep.adoption.adoption.spec  # read back from the tags
+    assert ep.spec() == ep.adoption.spec  # read back from the tags
     with pytest.raises(SpecError, match="already managed"):
         sm_peagle.Endpoint.adopt(NAME, region=REGION)
     assert ep.delete()["deleted"] == [NAME, CONFIG, MODEL]
-
-
-def test_update_keeps_the_old_config_and_model_another_endpoint_uses(world, capsys):
-    create_jumpstart_endpoint(world.role_arn)
-    sm = boto3.client("sagemaker", region_name=REGION)
-    sm.create_endpoint(EndpointName="other", EndpointConfigName=CONFIG)  # shares both
-    code, out, _ = run(capsys, "adopt", NAME, "--yes", "--json")
-    assert code == 0
-    shared = [c["message"] for c in json.loads(out)["checks"] if c["name"] == "shared"]
-    assert len(shared) == 2 and all("also used by endpoint other" in m for m in shared)
-    assert run(capsys, "update", NAME, "-k", "7", "--yes")[0] == 0
-    inventory = sagemaker_inventory()
-    assert CONFIG in inventory["endpoint_configs"] and MODEL in inventory["models"]
-    assert sm.describe_endpoint(EndpointName="other")["EndpointConfigName"] == CONFIG
-    assert run(capsys, "delete", NAME, "--yes")[0] == 0
-    assert sagemaker_inventory() == {
-        "models": [MODEL],
-        "endpoint_configs": [CONFIG],
-        "endpoints": ["other"],
-    }
 
 
 def test_autoscaling_is_read_into_the_spec_and_removed_with_the_endpoint(world, capsys):

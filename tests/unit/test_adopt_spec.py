@@ -70,7 +70,7 @@ def deployed(
     return Deployed(
         name="ep",
         region=REGION,
-        endpoint={"EndpointName": "ep", "EndpointConfigName": "c"},
+        endpoint={"EndpointName": "ep", "EndpointConfigName": "c", "EndpointStatus": "InService"},
         config={"EndpointConfigName": "c", "ProductionVariants": [v], **(config or {})},
         models={
             "m": {
@@ -288,3 +288,83 @@ def test_an_unidentified_model_is_refused_with_the_fix():
         env={"SM_VLLM_SPECULATIVE_CONFIG": spec_env(), "HF_MODEL_ID": "openai/gpt-oss-20b"}
     )
     assert reconstruct(d).spec.model == "gpt-oss-20b"
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "reason", "fix"),
+    [
+        (
+            {
+                "EndpointStatus": "Updating",
+                "PendingDeploymentSummary": {"EndpointConfigName": "c2"},
+            },
+            "it is Updating to config c2",
+            "wait until it is InService: `peagle status ep`",
+        ),
+        (
+            {
+                "EndpointStatus": "InService",
+                "PendingDeploymentSummary": {"EndpointConfigName": "c2"},
+            },
+            "a deployment to config c2 is still pending",
+            "wait until it is InService: `peagle status ep`",
+        ),
+        ({"EndpointStatus": "Creating"}, "it is Creating;", "`peagle status ep`"),
+        (
+            {"EndpointStatus": "Failed", "FailureReason": "CUDA out of memory"},
+            "it is Failed (CUDA out of memory); SageMaker accepts only DeleteEndpoint",
+            "delete-endpoint --endpoint-name ep",
+        ),
+    ],
+)
+def test_an_endpoint_not_settled_in_service_is_refused(endpoint, reason, fix):
+    """botocore's DescribeEndpointOutput: while Updating, EndpointConfigName is the config
+    being served and PendingDeploymentSummary.EndpointConfigName the incoming one."""
+    d = deployed()
+    d.endpoint.update(endpoint)
+    with pytest.raises(SpecError) as exc:
+        reconstruct(d, model="gpt-oss-20b")
+    assert exc.value.message.startswith("cannot adopt ep: ")
+    assert reason in exc.value.message and fix in exc.value.remedy
+
+
+def test_only_user_tags_are_carried_into_the_spec():
+    """The SageMaker SDK's JumpStart tags name what JumpStart deployed (and identify the
+    model); `aws:` is AWS's reserved prefix. Neither is the user's to carry."""
+    tags = {
+        "sagemaker-sdk:jumpstart-model-id": "openai-reasoning-gpt-oss-20b",
+        "sagemaker-sdk:jumpstart-model-version": "3.38.0",
+        "sagemaker-sdk:jumpstart-inference-config-name": "lmi-optimized",
+        "aws:cloudformation:stack-name": "s",
+        "team": "ml",
+    }
+    a = reconstruct(deployed(tags=tags))
+    assert a.spec.model == "gpt-oss-20b"
+    assert a.spec.tags == {"team": "ml"}
+
+
+def test_a_difference_beside_the_heads_location_keeps_the_catalog_head_and_its_advice():
+    """The head at JumpStart's location with a field the plan does not send (a
+    ModelAccessConfig, botocore's S3ModelDataSource member): still the catalog's head, so
+    its card's K advice stands; the field is listed, not hidden by pinning the source."""
+    js_head = f"s3://jumpstart-cache-prod-{REGION}/lmi-eagle-heads/models/gpt-oss-20b-p-eagle/"
+    src = {
+        "ChannelName": "eagle",
+        "S3DataSource": {
+            "S3Uri": js_head,
+            "S3DataType": "S3Prefix",
+            "CompressionType": "None",
+            "ModelAccessConfig": {"AcceptEula": True},
+        },
+    }
+    d = deployed(
+        env={"SM_VLLM_SPECULATIVE_CONFIG": spec_env(k=3)},
+        container={"AdditionalModelDataSources": [src]},
+    )
+    a = reconstruct(d, model="gpt-oss-20b")
+    assert a.spec.drafter.source is None
+    assert "K=3 but the head's recommended K is 7 (amazon/GPT-OSS-20B-P-EAGLE)" in [
+        c.message for c in a.notes
+    ]
+    prefix = "model.PrimaryContainer.AdditionalModelDataSources[0].S3DataSource"
+    assert paths(a)[f"{prefix}.ModelAccessConfig.AcceptEula"] == (True, None)
