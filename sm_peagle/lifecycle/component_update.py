@@ -73,9 +73,9 @@ def update_components(lc: Any, plan: Plan, *, timeout: float | None = None) -> D
         deregister_component_scaling(lc, ic)
         old = lc.sm.describe_inference_component(InferenceComponentName=ic)["Specification"]
         lc.delete_and_confirm("inference_component", ic)
-        if old.get("ModelName"):
-            lc.delete_and_confirm("model", old["ModelName"])
         lc.say(f"removed inference component {ic}")
+        if old.get("ModelName"):
+            _retire_model(lc, old["ModelName"])
     if plan.autoscaling:
         _register_scaling(lc, plan, [])
     _retag_endpoint(lc, current["EndpointArn"], tagged_requests(plan)[2]["Tags"])
@@ -107,5 +107,17 @@ def _update_one(
     lc.say(f"updating inference component {ic}: {old_model} -> {new_model}")
     wait_for_component(lc, ic, timeout=limit)
     if old_model:
-        lc.delete_and_confirm("model", old_model)
-        lc.say(f"removed old model {old_model}")
+        _retire_model(lc, old_model)
+
+
+def _retire_model(lc: Any, model: str) -> None:
+    """Delete a model its component no longer names, unless something else still uses it
+    (an endpoint config, or any inference component: another endpoint's or a sibling)."""
+    from .inventory import resource_users
+
+    users = resource_users(lc.sm).get(model)
+    if users:
+        lc.say(f"kept old model {model}: {', '.join(sorted(users))} uses it")
+        return
+    lc.delete_and_confirm("model", model)
+    lc.say(f"removed old model {model}")

@@ -20,6 +20,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from sm_peagle.aws import AwsContext
+from sm_peagle.endpoint import deployed_spec, plan_for
+from sm_peagle.lifecycle.manager import Lifecycle
 from sm_peagle.testing.moto_components import leftovers
 from sm_peagle.testing.moto_delete_order import strict_deletes
 from tests.integration.lifecycle_env import REGION, World, run, sagemaker_inventory
@@ -180,3 +183,27 @@ def test_harness_refuses_delete_endpoint_while_a_component_remains(
     sm().delete_inference_component(InferenceComponentName="their-ic")
     sm().delete_endpoint(EndpointName="their-e")
     assert sm().list_endpoints()["Endpoints"] == []
+
+
+def test_component_update_keeps_the_old_model_another_endpoints_component_names(
+    world: World, capsys: Any
+) -> None:
+    code, _, err = run(capsys, "deploy", *TWO_COMPONENTS, "--yes", "--json")
+    assert code == 0, err
+    peagle_ic = f"{NAME}-p-eagle"
+    spec = sm().describe_inference_component(InferenceComponentName=peagle_ic)["Specification"]
+    old = spec["ModelName"]
+    their_component_endpoint(old)
+    world.requests.clear()
+    # The p-eagle component's K 7 -> 5, through the lifecycle `update`/`apply` use.
+    said: list[str] = []
+    spec = deployed_spec(sm(), NAME)
+    comps = spec.inference_components.components
+    comps[[c.name for c in comps].index("p-eagle")].k = 5
+    Lifecycle(AwsContext(region=REGION), say=said.append).update(plan_for(spec))
+    err = "\n".join(said)
+    new = sm().describe_inference_component(InferenceComponentName=peagle_ic)["Specification"]
+    assert new["ModelName"] != old  # K changed: the component moved to a new model
+    assert f"kept old model {old}: their-e uses it" in err
+    assert old not in [p["ModelName"] for p in world.sent("DeleteModel")]
+    assert old in sagemaker_inventory()["models"]
