@@ -328,7 +328,10 @@ def reconstruct(
 
 
 def _k_advice(p: Plan) -> list[Check]:
-    """The catalog head's recommended K, when the endpoint runs the catalog's head."""
+    """The catalog head's recommended K, when the endpoint runs the catalog's head.
+    Silent on a pinned drafter source: it is pinned only when the head's S3 location is
+    not the catalog's (`_pin_sources`), so it is another head whose card peagle does not
+    know; `plan` and deploy preflight treat a pinned source the same way."""
     head = p.model.drafter if (p.model and p.spec.drafter.source is None) else None
     k = (p.speculative_config or {}).get("num_speculative_tokens")
     if head is None or head.recommended_k is None or k is None or k >= head.recommended_k:
