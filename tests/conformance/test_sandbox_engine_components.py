@@ -29,13 +29,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 
 from sm_peagle.sandbox.procs import group_alive
 from sm_peagle.sandbox.vllm_engine.install import EngineEnv
 from tests.e2e.test_sandbox_engine_host import Cli, descendants, port_free
+from tests.sandbox_helpers import leftovers
 
 NAME = "peagle-tiny-llama-p-eagle"
 PEAGLE, BASELINE = f"{NAME}-p-eagle", f"{NAME}-baseline"
@@ -63,16 +63,6 @@ inference_components:
 """
 
 
-def client(cli: Cli, service: str) -> Any:
-    return boto3.client(
-        service,
-        endpoint_url=cli.state()["url"],
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-    )
-
-
 def counters(url: str) -> dict[str, float]:
     """vLLM's own counters of one engine."""
     with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
@@ -92,7 +82,7 @@ def counters(url: str) -> dict[str, float]:
 def invoke(cli: Cli, component: str) -> tuple[str, int, dict[str, str]]:
     """(text, completion tokens, response headers) of a greedy completion."""
     body = {"prompt": PROMPT, "max_tokens": 24, "temperature": 0, "ignore_eos": True}
-    resp = client(cli, "sagemaker-runtime").invoke_endpoint(
+    resp = cli.client("sagemaker-runtime").invoke_endpoint(
         EndpointName=NAME,
         InferenceComponentName=component,
         Body=json.dumps(body),
@@ -104,7 +94,7 @@ def invoke(cli: Cli, component: str) -> tuple[str, int, dict[str, str]]:
 
 
 def component_log(cli: Cli, component: str) -> str:
-    logs = client(cli, "logs")
+    logs = cli.client("logs")
     group = f"/aws/sagemaker/InferenceComponents/{component}"
     events = logs.filter_log_events(logGroupName=group)["events"]
     return "\n".join(e["message"] for e in events)
@@ -112,19 +102,6 @@ def component_log(cli: Cli, component: str) -> str:
 
 def engines_by_component(cli: Cli) -> dict[str, dict[str, Any]]:
     return {e["component"]: e for e in cli.engines()}
-
-
-def nothing_left(cli: Cli) -> dict[str, list[Any]]:
-    sm = client(cli, "sagemaker")
-    aas = client(cli, "application-autoscaling")
-    left = {
-        "models": sm.list_models()["Models"],
-        "configs": sm.list_endpoint_configs()["EndpointConfigs"],
-        "endpoints": sm.list_endpoints()["Endpoints"],
-        "components": sm.list_inference_components()["InferenceComponents"],
-        "targets": aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"],
-    }
-    return {k: v for k, v in left.items() if v}
 
 
 def gone(engine: dict[str, Any]) -> bool:
@@ -151,7 +128,7 @@ def test_two_components_each_on_its_own_engine(sandbox: Cli, engine: EngineEnv) 
 def check_two_components(sandbox: Cli, engine: EngineEnv) -> None:
     out = sandbox("--sandbox", "deploy", *DEPLOY, "--yes", "--json")
     assert json.loads(out.stdout)["status"] == "InService"
-    sm = client(sandbox, "sagemaker")
+    sm = sandbox.client("sagemaker")
     for name in (PEAGLE, BASELINE):
         desc = sm.describe_inference_component(InferenceComponentName=name)
         assert desc["InferenceComponentStatus"] == "InService"
@@ -216,7 +193,7 @@ def check_two_components(sandbox: Cli, engine: EngineEnv) -> None:
     assert all(gone(e) for e in engines.values())
     assert sandbox.engines() == [] and descendants(sandbox.state()["pid"]) == []
     assert not list(Path(sandbox.env["PEAGLE_STATE_DIR"], "engines").glob("*.pgid"))
-    assert nothing_left(sandbox) == {}
+    assert leftovers(sandbox.client) == {}
 
 
 def test_a_component_vllm_refuses_fails_and_the_deploy_rolls_back(
@@ -241,4 +218,4 @@ def test_a_component_vllm_refuses_fails_and_the_deploy_rolls_back(
     assert VLLM_ERROR in component_log(sandbox, PEAGLE)
     assert sandbox.engines() == [] and descendants(sandbox.state()["pid"]) == []
     assert not list(Path(sandbox.env["PEAGLE_STATE_DIR"], "engines").glob("*.pgid"))
-    assert nothing_left(sandbox) == {}
+    assert leftovers(sandbox.client) == {}

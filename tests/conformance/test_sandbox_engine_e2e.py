@@ -24,7 +24,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
 from sm_peagle.sandbox.procs import group_alive
@@ -52,19 +51,8 @@ def counters(url: str) -> dict[str, float]:
     return out
 
 
-def sandbox_client(cli: Cli, service: str) -> Any:
-    """A boto3 client for `service` of the running sandbox."""
-    return boto3.client(
-        service,
-        endpoint_url=cli.state()["url"],
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-    )
-
-
 def spec_lines(cli: Cli, name: str, since: float) -> list[tuple[int, int]]:
-    logs = sandbox_client(cli, "logs")
+    logs = cli.client("logs")
     events = logs.filter_log_events(
         logGroupName=f"/aws/sagemaker/Endpoints/{name}", startTime=int(since * 1000)
     )["events"]
@@ -124,7 +112,7 @@ def check_p_eagle(sandbox: Cli, engine: EngineEnv) -> None:
     inv = sandbox("--sandbox", "invoke", P_EAGLE, "Explain parallel drafting.", "--json")
     first = json.loads(inv.stdout)
     assert first["usage"]["completion_tokens"] > 0 and first["text"]
-    rt = sandbox_client(sandbox, "sagemaker-runtime")
+    rt = sandbox.client("sagemaker-runtime")
     body = {"prompt": "hello", "max_tokens": 8, "stream": True}
     resp = rt.invoke_endpoint_with_response_stream(EndpointName=P_EAGLE, Body=json.dumps(body))
     assert resp["ResponseMetadata"]["HTTPHeaders"]["x-peagle-engine"] == label

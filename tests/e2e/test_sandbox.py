@@ -19,9 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
+
+from tests.sandbox_helpers import sandbox_client
 
 pytestmark = pytest.mark.e2e
 
@@ -62,13 +63,7 @@ class Sandbox:
         return str(self.state["url"])
 
     def client(self, service: str) -> Any:
-        return boto3.client(
-            service,
-            endpoint_url=self.url,
-            region_name="us-east-1",
-            aws_access_key_id="test",
-            aws_secret_access_key="test",
-        )
+        return sandbox_client(self.url, service)
 
     def ground_truth(self, endpoint: str) -> list[dict[str, Any]]:
         with urllib.request.urlopen(f"{self.url}/_peagle/ground-truth?endpoint={endpoint}") as r:

@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from tests.e2e.test_sandbox import Sandbox
 from tests.plan_helpers import TWO_COMPONENTS
+from tests.sandbox_helpers import leftovers
 
 pytestmark = pytest.mark.e2e
 
@@ -71,14 +72,4 @@ def test_two_components_invoke_scale_to_zero_delete(sandbox: Sandbox) -> None:
     invoke(sb, PEAGLE)
 
     sb.cli("--sandbox", "delete", NAME, "--yes")
-    sm, aas, cw = (sb.client(s) for s in ("sagemaker", "application-autoscaling", "cloudwatch"))
-    left = {
-        "models": sm.list_models()["Models"],
-        "configs": sm.list_endpoint_configs()["EndpointConfigs"],
-        "endpoints": sm.list_endpoints()["Endpoints"],
-        "components": sm.list_inference_components()["InferenceComponents"],
-        "targets": aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"],
-        "policies": aas.describe_scaling_policies(ServiceNamespace="sagemaker")["ScalingPolicies"],
-        "alarms": cw.describe_alarms()["MetricAlarms"],
-    }
-    assert {k: v for k, v in left.items() if v} == {}
+    assert leftovers(sb.client) == {}

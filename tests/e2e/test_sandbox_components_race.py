@@ -21,6 +21,7 @@ import pytest
 
 from tests.e2e.test_sandbox import Sandbox
 from tests.plan_helpers import TWO_COMPONENTS
+from tests.sandbox_helpers import leftovers
 
 pytestmark = pytest.mark.e2e
 
@@ -177,15 +178,5 @@ def test_7_scaled_to_zero_then_delete_leaves_nothing(sb: Sandbox) -> None:
     assert result["verdict"] == "no verdict: B produced no tokens"
 
     sb.cli("--sandbox", "delete", NAME, "--yes")
-    sm, aas, cw = (sb.client(s) for s in ("sagemaker", "application-autoscaling", "cloudwatch"))
-    left = {
-        "models": sm.list_models()["Models"],
-        "configs": sm.list_endpoint_configs()["EndpointConfigs"],
-        "endpoints": sm.list_endpoints()["Endpoints"],
-        "components": sm.list_inference_components()["InferenceComponents"],
-        "targets": aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"],
-        "policies": aas.describe_scaling_policies(ServiceNamespace="sagemaker")["ScalingPolicies"],
-        "alarms": cw.describe_alarms()["MetricAlarms"],
-    }
-    assert {k: v for k, v in left.items() if v} == {}
+    assert leftovers(sb.client) == {}
     assert json.loads(sb.cli("--sandbox", "ls", "--json").stdout) == []

@@ -24,6 +24,7 @@ import pytest
 
 from sm_peagle.sandbox.procs import group_alive
 from sm_peagle.sandbox.seed_tiny import _placeholders
+from tests.sandbox_helpers import sandbox_client
 
 pytestmark = pytest.mark.e2e
 FAKE = Path(__file__).resolve().parents[1] / "integration" / "fake_vllm.py"
@@ -83,6 +84,9 @@ class Cli:
 
     def state(self) -> dict[str, Any]:
         return json.loads((Path(self.env["PEAGLE_STATE_DIR"]) / "sandbox.json").read_text())
+
+    def client(self, service: str) -> Any:
+        return sandbox_client(self.state()["url"], service)
 
     def engines(self) -> list[dict[str, Any]]:
         with urllib.request.urlopen(f"{self.state()['url']}/_peagle/engines", timeout=5) as r:

@@ -17,12 +17,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 
 from sm_peagle.sandbox.procs import group_alive
 from tests.e2e.test_sandbox_engine_host import Cli, descendants, fake_engine_home, port_free
+from tests.sandbox_helpers import leftovers
 
 pytestmark = pytest.mark.e2e
 NAME = "peagle-tiny-llama-p-eagle"
@@ -50,18 +50,8 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> Any:
     cli("sandbox", "stop", code=None)
 
 
-def client(cli: Cli, service: str) -> Any:
-    return boto3.client(
-        service,
-        endpoint_url=cli.state()["url"],
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-    )
-
-
 def invoke(cli: Cli, component: str) -> dict[str, Any]:
-    resp = client(cli, "sagemaker-runtime").invoke_endpoint(
+    resp = cli.client("sagemaker-runtime").invoke_endpoint(
         EndpointName=NAME,
         InferenceComponentName=component,
         Body=json.dumps({"prompt": "hello", "max_tokens": 8}),
@@ -72,7 +62,7 @@ def invoke(cli: Cli, component: str) -> dict[str, Any]:
 
 def component_log(cli: Cli, component: str) -> str:
     group = f"/aws/sagemaker/InferenceComponents/{component}"
-    events = client(cli, "logs").filter_log_events(logGroupName=group)["events"]
+    events = cli.client("logs").filter_log_events(logGroupName=group)["events"]
     return "\n".join(e["message"] for e in events)
 
 
@@ -83,17 +73,6 @@ def served(cli: Cli, component: str) -> int:
 
 def engines(cli: Cli) -> dict[str, dict[str, Any]]:
     return {e["component"]: e for e in cli.engines()}
-
-
-def leftovers(cli: Cli) -> dict[str, list[Any]]:
-    sm = client(cli, "sagemaker")
-    left = {
-        "models": sm.list_models()["Models"],
-        "configs": sm.list_endpoint_configs()["EndpointConfigs"],
-        "endpoints": sm.list_endpoints()["Endpoints"],
-        "components": sm.list_inference_components()["InferenceComponents"],
-    }
-    return {k: v for k, v in left.items() if v}
 
 
 def test_each_component_runs_and_answers_on_its_own_engine(real: Cli) -> None:
@@ -134,7 +113,7 @@ def test_each_component_runs_and_answers_on_its_own_engine(real: Cli) -> None:
     assert all(not group_alive(e["pid"]) and port_free(e["port"]) for e in live.values())
     assert real.engines() == [] and descendants(real.state()["pid"]) == []
     assert not list(Path(real.env["PEAGLE_STATE_DIR"], "engines").glob("*.pgid"))
-    assert leftovers(real) == {}
+    assert leftovers(real.client) == {}
 
 
 def test_a_component_whose_engine_exits_fails_and_the_deploy_rolls_back(
@@ -155,4 +134,4 @@ def test_a_component_whose_engine_exits_fails_and_the_deploy_rolls_back(
     assert "rolling back" in out.stderr
     assert FAKE_ERROR in component_log(real, PEAGLE)
     assert real.engines() == [] and descendants(real.state()["pid"]) == []
-    assert leftovers(real) == {}
+    assert leftovers(real.client) == {}
