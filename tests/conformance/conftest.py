@@ -14,6 +14,7 @@ the command that installs one, and FAILS when `CI` is set: CI must never skip it
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from sm_peagle.sandbox.vllm_engine.install import (
     default_home,
     engine_env,
 )
+from tests.e2e.test_sandbox_engine_host import Cli
 
 _HERE = Path(__file__).resolve().parent
 
@@ -63,3 +65,15 @@ def engine_or_skip() -> EngineEnv:
 @pytest.fixture(scope="session")
 def engine() -> EngineEnv:
     return engine_or_skip()
+
+
+@pytest.fixture(scope="module")
+def sandbox(engine: EngineEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
+    """A `--engine vllm` sandbox on the real engine, one per test module, stopped after."""
+    root = tmp_path_factory.mktemp("real-engine")
+    cli = Cli(root, engine.home, timeout=900)  # bounded; a busy machine starts slowly
+    cli.env["PEAGLE_ENGINE_VERSION"] = engine.version
+    out = cli("sandbox", "start", "--engine", "vllm")
+    assert f"engine: vllm {engine.version} (CPU, tiny model)" in out.stderr
+    yield cli
+    cli("sandbox", "stop", code=None)

@@ -14,6 +14,8 @@ which is always killed as a group.
   `complete()` sends one /v1/completions request; `spec_counters()` reads the
   `vllm:spec_decode_*` counters (per position too) from /metrics; `stop()` kills the
   process group. Use it as a context manager so the engine never outlives the test.
+- `engine_counters(url)`: the token and speculative-decoding counters of any engine's
+  /metrics (e.g. one the sandbox started).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 from sm_peagle.sandbox.procs import kill_group
 from sm_peagle.sandbox.vllm_engine.install import EngineEnv
 
-__all__ = ["ServeProcess", "run_engine_module"]
+__all__ = ["ServeProcess", "engine_counters", "run_engine_module"]
 
 _ERR = re.compile(r"Error|error:|FATAL|Exception")
 
@@ -75,6 +77,23 @@ def run_engine_module(
             f"stdout tail: {out[-500:]!r}; stderr tail: {tail}"
         )
     return json.loads(lines[-1])
+
+
+def engine_counters(url: str) -> dict[str, float]:
+    """vLLM's own counters of the engine at `url` (its /metrics): generated tokens,
+    drafts, drafted and accepted tokens (0.0 for a counter not exported yet)."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for name in (
+        "generation_tokens_total",
+        "spec_decode_num_drafts_total",
+        "spec_decode_num_draft_tokens_total",
+        "spec_decode_num_accepted_tokens_total",
+    ):
+        m = re.search(rf"^vllm:{name}{{[^}}]*}} ([0-9.e+]+)$", text, re.M)
+        out[name] = float(m.group(1)) if m else 0.0
+    return out
 
 
 def _free_port() -> int:

@@ -24,8 +24,6 @@ Two engines run at once here (about 3 GB each); each start takes 20-40 s on 2 CP
 from __future__ import annotations
 
 import json
-import re
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +32,7 @@ from botocore.exceptions import ClientError
 
 from sm_peagle.sandbox.procs import group_alive
 from sm_peagle.sandbox.vllm_engine.install import EngineEnv
+from tests.conformance.engine_proc import engine_counters as counters
 from tests.e2e.test_sandbox_engine_host import Cli, descendants, port_free
 from tests.sandbox_helpers import leftovers
 
@@ -63,22 +62,6 @@ inference_components:
 """
 
 
-def counters(url: str) -> dict[str, float]:
-    """vLLM's own counters of one engine."""
-    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    out = {}
-    for name in (
-        "generation_tokens_total",
-        "spec_decode_num_drafts_total",
-        "spec_decode_num_draft_tokens_total",
-        "spec_decode_num_accepted_tokens_total",
-    ):
-        m = re.search(rf"^vllm:{name}{{[^}}]*}} ([0-9.e+]+)$", text, re.M)
-        out[name] = float(m.group(1)) if m else 0.0
-    return out
-
-
 def invoke(cli: Cli, component: str) -> tuple[str, int, dict[str, str]]:
     """(text, completion tokens, response headers) of a greedy completion."""
     body = {"prompt": PROMPT, "max_tokens": 24, "temperature": 0, "ignore_eos": True}
@@ -106,16 +89,6 @@ def engines_by_component(cli: Cli) -> dict[str, dict[str, Any]]:
 
 def gone(engine: dict[str, Any]) -> bool:
     return not group_alive(engine["pid"]) and port_free(engine["port"])
-
-
-@pytest.fixture(scope="module")
-def sandbox(engine: EngineEnv, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    root = tmp_path_factory.mktemp("real-engine-components")
-    cli = Cli(root, engine.home, timeout=900)  # bounded; a busy machine starts slowly
-    cli.env["PEAGLE_ENGINE_VERSION"] = engine.version
-    cli("sandbox", "start", "--engine", "vllm")
-    yield cli
-    cli("sandbox", "stop", code=None)
 
 
 def test_two_components_each_on_its_own_engine(sandbox: Cli, engine: EngineEnv) -> None:

@@ -24,31 +24,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from sm_peagle.sandbox.procs import group_alive
 from sm_peagle.sandbox.vllm_engine.install import EngineEnv
+from tests.conformance.engine_proc import engine_counters as counters
 from tests.e2e.test_sandbox_engine_host import Cli, descendants, port_free
 
 P_EAGLE = "peagle-tiny-llama-p-eagle"
 BASELINE = "peagle-tiny-llama-baseline"
 SPEC_LINE = re.compile(r"SpecDecoding metrics: .*Accepted: (\d+) tokens, Drafted: (\d+) tokens")
-
-
-def counters(url: str) -> dict[str, float]:
-    """vLLM's own counters: generated tokens, drafts, accepted draft tokens."""
-    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    out = {}
-    for name in (
-        "generation_tokens_total",
-        "spec_decode_num_drafts_total",
-        "spec_decode_num_accepted_tokens_total",
-        "spec_decode_num_draft_tokens_total",
-    ):
-        m = re.search(rf"^vllm:{name}{{[^}}]*}} ([0-9.e+]+)$", text, re.M)
-        out[name] = float(m.group(1)) if m else 0.0
-    return out
 
 
 def spec_lines(cli: Cli, name: str, since: float) -> list[tuple[int, int]]:
@@ -73,17 +56,6 @@ def wait_for_new_line(cli: Cli, name: str, since: float, timeout: float = 25.0) 
     deadline = time.monotonic() + timeout
     while not spec_lines(cli, name, since) and time.monotonic() < deadline:
         time.sleep(1.0)
-
-
-@pytest.fixture(scope="module")
-def sandbox(engine: EngineEnv, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    root = tmp_path_factory.mktemp("real-engine")
-    cli = Cli(root, engine.home, timeout=900)  # bounded; a busy machine starts slowly
-    cli.env["PEAGLE_ENGINE_VERSION"] = engine.version
-    out = cli("sandbox", "start", "--engine", "vllm")
-    assert f"engine: vllm {engine.version} (CPU, tiny model)" in out.stderr
-    yield cli
-    cli("sandbox", "stop", code=None)
 
 
 def engine_of(cli: Cli, name: str) -> dict[str, Any]:

@@ -14,11 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from sm_peagle.sandbox.vllm_engine.install import EngineEnv
 from tests.e2e.test_sandbox_engine_host import Cli, descendants
 
 NAME = "peagle-tiny-llama-p-eagle"
@@ -27,16 +23,6 @@ SPEC = """model: tiny-llama
 speculative: {mode: p-eagle, num_speculative_tokens: 3}
 container: {engine_args: {max_model_len: 4096}}
 """
-
-
-@pytest.fixture(scope="module")
-def sandbox(engine: EngineEnv, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    root = tmp_path_factory.mktemp("real-engine-failure")
-    cli = Cli(root, engine.home, timeout=900)  # bounded; a busy machine starts slowly
-    cli.env["PEAGLE_ENGINE_VERSION"] = engine.version
-    cli("sandbox", "start", "--engine", "vllm")
-    yield cli
-    cli("sandbox", "stop", code=None)
 
 
 def test_vllm_refusal_fails_the_endpoint_and_leaves_nothing(sandbox: Cli, tmp_path: Path) -> None:
