@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -70,15 +71,25 @@ class Sandbox:
             return json.loads(r.read())["requests"]
 
 
-@pytest.fixture(scope="module")
-def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    sb = Sandbox(tmp_path_factory.mktemp("sandbox"))
+def running_sandbox(root: Path, *deploy: str) -> Iterator[Sandbox]:
+    """A started SIMULATED sandbox in `root`, its state read; with `deploy` arguments,
+    `peagle --sandbox deploy <deploy> --yes --json` first, InService. Stopped after (a
+    no-op when a test already stopped it). For fixtures: `yield from running_sandbox(..)`."""
+    sb = Sandbox(root)
     started = sb.cli("sandbox", "start", "--creating-seconds", "1", "--metrics-interval", "1")
     assert "SIMULATED" in started.stderr
     sb.state = json.loads(sb.cli("sandbox", "status", "--json").stdout)
     assert sb.state["running"] and sb.state["healthy"]
+    if deploy:
+        out = sb.cli("--sandbox", "deploy", *deploy, "--yes", "--json")
+        assert json.loads(out.stdout)["status"] == "InService"
     yield sb
-    sb.cli("sandbox", "stop", check=False)  # no-op when test_stop already stopped it
+    sb.cli("sandbox", "stop", check=False)
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    yield from running_sandbox(tmp_path_factory.mktemp("sandbox"))
 
 
 @pytest.fixture(scope="module")

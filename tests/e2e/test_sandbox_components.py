@@ -7,12 +7,13 @@ alarms. The engine is the SIMULATED one."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.e2e.test_sandbox import Sandbox
+from tests.e2e.test_sandbox import Sandbox, running_sandbox
 from tests.plan_helpers import TWO_COMPONENTS
 from tests.sandbox_helpers import leftovers
 
@@ -23,12 +24,8 @@ PEAGLE, BASELINE = f"{NAME}-p-eagle", f"{NAME}-baseline"
 
 
 @pytest.fixture(scope="module")
-def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    sb = Sandbox(tmp_path_factory.mktemp("sandbox-ic"))
-    sb.cli("sandbox", "start", "--creating-seconds", "1", "--metrics-interval", "1")
-    sb.state = json.loads(sb.cli("sandbox", "status", "--json").stdout)
-    yield sb
-    sb.cli("sandbox", "stop", check=False)
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    yield from running_sandbox(tmp_path_factory.mktemp("sandbox-ic"))
 
 
 def invoke(sb: Sandbox, component: str | None, check: bool = True) -> Any:

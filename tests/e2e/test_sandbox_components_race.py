@@ -13,13 +13,14 @@ request count does not move.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
-from tests.e2e.test_sandbox import Sandbox
+from tests.e2e.test_sandbox import Sandbox, running_sandbox
 from tests.plan_helpers import TWO_COMPONENTS
 from tests.sandbox_helpers import leftovers
 
@@ -31,14 +32,8 @@ SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-1.sch
 
 
 @pytest.fixture(scope="module")
-def sb(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    sb = Sandbox(tmp_path_factory.mktemp("sandbox-ic-race"))
-    sb.cli("sandbox", "start", "--creating-seconds", "1", "--metrics-interval", "1")
-    sb.state = json.loads(sb.cli("sandbox", "status", "--json").stdout)
-    out = sb.cli("--sandbox", "deploy", *TWO_COMPONENTS, "--yes", "--json")
-    assert json.loads(out.stdout)["status"] == "InService"
-    yield sb
-    sb.cli("sandbox", "stop", check=False)
+def sb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    yield from running_sandbox(tmp_path_factory.mktemp("sandbox-ic-race"), *TWO_COMPONENTS)
 
 
 def ok(sb: Sandbox) -> list[dict[str, Any]]:

@@ -9,16 +9,16 @@ that component's model); a refusal before traffic leaves the request count uncha
 
 from __future__ import annotations
 
-import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sm_peagle.errors import SpecError
-from tests.e2e.test_sandbox import Sandbox
+from tests.e2e.test_sandbox import Sandbox, running_sandbox
 from tests.plan_helpers import TWO_COMPONENTS
 
 pytestmark = pytest.mark.e2e
@@ -29,14 +29,8 @@ BOTH = f"p-eagle ({PEAGLE}), baseline ({BASELINE})"
 
 
 @pytest.fixture(scope="module")
-def sb(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    sb = Sandbox(tmp_path_factory.mktemp("sandbox-sdk-ic"))
-    sb.cli("sandbox", "start", "--creating-seconds", "1", "--metrics-interval", "1")
-    sb.state = json.loads(sb.cli("sandbox", "status", "--json").stdout)
-    out = sb.cli("--sandbox", "deploy", *TWO_COMPONENTS, "--yes", "--json")
-    assert json.loads(out.stdout)["status"] == "InService"
-    yield sb
-    sb.cli("sandbox", "stop", check=False)
+def sb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    yield from running_sandbox(tmp_path_factory.mktemp("sandbox-sdk-ic"), *TWO_COMPONENTS)
 
 
 @pytest.fixture
