@@ -72,6 +72,15 @@ def sagemaker_inventory() -> dict[str, list[str]]:
     }
 
 
+def left_in_moto() -> dict[str, list[str]]:
+    """Every kind of resource a deployment can leave in moto (`moto_components.leftovers`:
+    models, configs, endpoints, components, scalable targets, policies, alarms), only the
+    kinds with something left: `{}` means nothing is left."""
+    from sm_peagle.testing.moto_components import leftovers
+
+    return {k: v for k, v in leftovers("123456789012", REGION).items() if v}
+
+
 def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
     """`peagle <argv>` in this process: (exit code, stdout, stderr)."""
     from sm_peagle.cli.app import main

@@ -8,26 +8,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sm_peagle.testing.moto_components import leftovers, schedule_component
-from tests.integration.lifecycle_env import REGION, run
+from sm_peagle.testing.moto_components import schedule_component
+from tests.integration.lifecycle_env import left_in_moto, run
 from tests.plan_helpers import TWO_COMPONENTS
 
 NAME = "peagle-gpt-oss-20b-p-eagle"
 PEAGLE, BASELINE = f"{NAME}-p-eagle", f"{NAME}-baseline"
-NOTHING = {
-    "models": [],
-    "endpoint_configs": [],
-    "endpoints": [],
-    "inference_components": [],
-    "scalable_targets": [],
-    "scaling_policies": [],
-    "alarms": [],
-}
 DEPLOY = ("deploy", *TWO_COMPONENTS, "--yes", "--json")
-
-
-def left() -> dict[str, list[str]]:
-    return leftovers("123456789012", REGION)
 
 
 def test_deploy_status_scale_to_zero_delete(
@@ -55,7 +42,7 @@ def test_deploy_status_scale_to_zero_delete(
     assert "ModelName" not in config["ProductionVariants"][0]
     registered = world.sent("RegisterScalableTarget")
     assert [r["MinCapacity"] for r in registered] == [0, 0]
-    alarms = left()["alarms"]
+    alarms = left_in_moto()["alarms"]
     assert alarms == sorted([f"{PEAGLE}-no-capacity", f"{BASELINE}-no-capacity"])
 
     code, out, err = run(capsys, "status", NAME, "--json")
@@ -80,7 +67,7 @@ def test_deploy_status_scale_to_zero_delete(
 
     code, out, err = run(capsys, "delete", NAME, "--yes", "--json")
     assert code == 0, err
-    assert left() == NOTHING
+    assert left_in_moto() == {}
     # Reverse order: scaling, components (waiting until gone), endpoint, config, models.
     ops = [op for op, _ in world.requests]
     last_component_delete = max(i for i, op in enumerate(ops) if op == "DeleteInferenceComponent")
@@ -99,7 +86,7 @@ def test_gc_keeps_the_models_components_use(
     assert code == 0, err
     assert json.loads(out).get("models", []) == []
     run(capsys, "delete", NAME, "--yes")
-    assert left() == NOTHING
+    assert left_in_moto() == {}
 
 
 def test_a_component_that_fails_to_start_rolls_back_everything(
@@ -111,7 +98,7 @@ def test_a_component_that_fails_to_start_rolls_back_everything(
     code, out, err = run(capsys, *DEPLOY)
     assert code != 0
     assert "CUDA out of memory" in err
-    assert left() == NOTHING
+    assert left_in_moto() == {}
     ops = [op for op, _ in world.requests]
     # Newest first: the components (the failed one too), then the endpoint, config, models.
     deletes = [op for op in ops if op.startswith("Delete")]
@@ -142,4 +129,4 @@ def test_status_text_shows_each_component_and_scale_to_zero(
     assert "0/0 (scaled to zero)" in rows["baseline"]
     assert "scaled to zero" not in rows["p-eagle"]
     run(capsys, "delete", NAME, "--yes")
-    assert left() == NOTHING
+    assert left_in_moto() == {}
