@@ -41,6 +41,8 @@ NAME, CONFIG, MODEL = (
     "jumpstart-gpt-oss-20b-mdl",
 )
 EMPTY = {"models": [], "endpoint_configs": [], "endpoints": []}
+# The JumpStart endpoint's own resources, as sagemaker_inventory() lists them.
+JS_RESOURCES = {"models": [MODEL], "endpoint_configs": [CONFIG], "endpoints": [NAME]}
 # What differs by design between a console-made endpoint and peagle's plan of it.
 NAMES_AND_TAGS = {"ModelName", "EndpointConfigName", "Tags"}
 
@@ -247,11 +249,7 @@ def test_adopted_jumpstart_endpoint_plans_to_the_same_requests(world, capsys, tm
     # gc leaves the adopted resources alone: the endpoint uses them.
     code, out, _ = run(capsys, "gc", "--min-age", "0", "--yes", "--json")
     assert (code, json.loads(out)["deleted"]) == (0, [])
-    assert sagemaker_inventory() == {
-        "models": [MODEL],
-        "endpoint_configs": [CONFIG],
-        "endpoints": [NAME],
-    }
+    assert sagemaker_inventory() == JS_RESOURCES
 
 
 def test_update_k7_after_adopt_then_delete_leaves_nothing(world, capsys):

@@ -19,7 +19,7 @@ import sm_peagle
 from sm_peagle.errors import SpecError
 from tests.integration.lifecycle_env import REGION, run
 from tests.integration.test_adopt import NAME, SPEC_ENV, all_tags, create_jumpstart_endpoint, js_env
-from tests.integration.test_adopt_refusals import assert_untouched, one_error_line
+from tests.integration.test_adopt_refusals import assert_untouched, refused_adoption
 
 PATH = f"model.PrimaryContainer.Environment.{SPEC_ENV}.parallel_drafting"
 
@@ -37,13 +37,10 @@ def endpoint(world):
 
 
 def test_differences_are_refused_in_one_line_and_nothing_is_tagged(world, capsys, endpoint):
-    code, _, err = run(capsys, "adopt", NAME, "--yes")
-    assert code == 2
-    line = one_error_line(err)
+    line = refused_adoption(world, capsys)
     assert f"cannot adopt {NAME}: its spec does not plan to what it runs" in line
     assert f"{PATH}: endpoint has false, peagle would send nothing" in line
     assert "--accept-differences" in line
-    assert_untouched(world, endpoint)
 
 
 def test_dry_run_lists_them(world, capsys, endpoint):

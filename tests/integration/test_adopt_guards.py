@@ -25,13 +25,14 @@ from sm_peagle.lifecycle.adopt import adopt
 from tests.integration.lifecycle_env import REGION, run, sagemaker_inventory
 from tests.integration.test_adopt import (
     CONFIG,
+    JS_RESOURCES,
     JS_TAGS,
     MODEL,
     NAME,
     all_tags,
     create_jumpstart_endpoint,
 )
-from tests.integration.test_adopt_refusals import assert_untouched, one_error_line
+from tests.integration.test_adopt_refusals import one_error_line, refused_adoption
 
 NEW_CONFIG = "jumpstart-gpt-oss-20b-cfg-2"
 
@@ -63,15 +64,9 @@ def test_an_updating_endpoint_is_refused_until_the_update_settles(world, capsys,
     ep = sm.describe_endpoint(EndpointName=NAME)
     assert ep["EndpointStatus"] == "Updating" and ep["EndpointConfigName"] == CONFIG
     assert ep["PendingDeploymentSummary"]["EndpointConfigName"] == NEW_CONFIG
-    before = all_tags()
-    world.requests.clear()
-
-    code, _, err = run(capsys, "adopt", NAME, "--yes")
-    assert code == 2
-    line = one_error_line(err)
+    line = refused_adoption(world, capsys)
     assert line.startswith(f"error: cannot adopt {NAME}: it is Updating to config {NEW_CONFIG}")
     assert line.endswith(f"(fix: wait until it is InService: `peagle status {NAME}`)"), line
-    assert_untouched(world, before)
     code, _, err = run(capsys, "adopt", NAME, "--dry-run")  # no spec of the outgoing config
     assert code == 2 and "it is Updating" in one_error_line(err)
 
@@ -92,14 +87,9 @@ def test_a_failed_endpoint_is_refused_with_its_reason(world, capsys, sagemaker_h
     create_jumpstart_endpoint(world.role_arn)
     reason = "Image size 30 GB is greater than supported size 20 GB"
     sagemaker_harness.schedule(NAME, ("Failed",), failure_reason=reason)
-    before = all_tags()
-    world.requests.clear()
-    code, _, err = run(capsys, "adopt", NAME, "--yes")
-    assert code == 2
-    line = one_error_line(err)
+    line = refused_adoption(world, capsys)
     assert f"cannot adopt {NAME}: it is Failed ({reason})" in line
     assert "accepts only DeleteEndpoint" in line
-    assert_untouched(world, before)
 
 
 def test_an_update_started_while_confirming_stops_the_adoption(world, sagemaker_harness):
@@ -122,15 +112,10 @@ def test_a_config_another_endpoint_uses_is_refused_and_gc_keeps_it(world, capsys
     create_jumpstart_endpoint(world.role_arn)
     sm = boto3.client("sagemaker", region_name=REGION)
     sm.create_endpoint(EndpointName="other", EndpointConfigName=CONFIG)  # shares both
-    before = all_tags()
-    world.requests.clear()
-    code, _, err = run(capsys, "adopt", NAME, "--yes")
-    assert code == 2
-    line = one_error_line(err)
+    line = refused_adoption(world, capsys)
     assert f"endpoint config {CONFIG} is also used by other" in line
     assert f"model {MODEL} is also used by other" in line
     assert "(fix: update other to its own endpoint config and model" in line
-    assert_untouched(world, before)
     # The dry run shows the same, as a check.
     code, out, _ = run(capsys, "adopt", NAME, "--dry-run", "--json")
     assert code == 0
@@ -143,11 +128,7 @@ def test_a_config_another_endpoint_uses_is_refused_and_gc_keeps_it(world, capsys
     world.requests.clear()
     assert run(capsys, "gc", "--min-age", "0", "--yes")[0] == 0
     assert not [op for op, _ in world.requests if op.startswith("Delete")]
-    assert sagemaker_inventory() == {
-        "models": [MODEL],
-        "endpoint_configs": [CONFIG],
-        "endpoints": [NAME],
-    }
+    assert sagemaker_inventory() == JS_RESOURCES
 
 
 def test_a_model_another_endpoints_inference_component_uses_is_refused(world, capsys):
@@ -176,12 +157,7 @@ def test_a_model_another_endpoints_inference_component_uses_is_refused(world, ca
         },
         RuntimeConfig={"CopyCount": 1},
     )
-    before = all_tags()
-    world.requests.clear()
-    code, _, err = run(capsys, "adopt", NAME, "--yes")
-    assert code == 2
-    assert f"model {MODEL} is also used by ic-ep" in one_error_line(err)
-    assert_untouched(world, before)
+    assert f"model {MODEL} is also used by ic-ep" in refused_adoption(world, capsys)
 
 
 def test_jumpstart_provenance_tags_identify_the_model_but_are_not_carried(world, capsys):

@@ -15,6 +15,7 @@ from sm_peagle.errors import SpecError
 from tests.integration.lifecycle_env import REGION, run, sagemaker_inventory
 from tests.integration.test_adopt import (
     CONFIG,
+    EMPTY,
     MODEL,
     NAME,
     VIEW,
@@ -36,6 +37,18 @@ def one_error_line(err: str) -> str:
     assert len(lines) == 1, err
     assert lines[0].startswith("error: ")
     return lines[0]
+
+
+def refused_adoption(world, capsys) -> str:
+    """`peagle adopt NAME --yes` from here on: exit 2, nothing on stdout, one error line
+    (returned), nothing tagged and no mutating request sent."""
+    before = all_tags()
+    world.requests.clear()
+    code, out, err = run(capsys, "adopt", NAME, "--yes")
+    assert code == 2 and out == "", err
+    line = one_error_line(err)
+    assert_untouched(world, before)
+    return line
 
 
 def djl_image() -> str:
@@ -67,31 +80,21 @@ def test_what_peagle_cannot_represent_is_refused_in_one_line(world, capsys, shap
         env=env,
         variants=shape.get("variants", 1),
     )
-    before = all_tags()
-    world.requests.clear()
-    code, out, err = run(capsys, "adopt", NAME, "--yes")
-    assert code == 2 and out == ""
-    line = one_error_line(err)
+    line = refused_adoption(world, capsys)
     assert line.startswith(f"error: cannot adopt {NAME}: ") and reason in line, line
-    assert_untouched(world, before)
 
 
 def test_an_endpoint_peagle_manages_is_not_adopted_again(world, capsys):
     create_jumpstart_endpoint(world.role_arn)
     assert run(capsys, "adopt", NAME, "--yes")[0] == 0
-    before = all_tags()
-    world.requests.clear()
-    code, _, err = run(capsys, "adopt", NAME, "--yes")
-    assert code == 2
-    assert f"endpoint {NAME} is already managed by peagle" in one_error_line(err)
-    assert_untouched(world, before)
+    assert f"endpoint {NAME} is already managed by peagle" in refused_adoption(world, capsys)
 
 
 def test_a_missing_endpoint_is_one_line_exit_1(world, capsys):
     code, out, err = run(capsys, "adopt", "no-such-endpoint", "--yes")
     assert (code, out) == (1, "")
     assert "endpoint no-such-endpoint does not exist" in one_error_line(err)
-    assert sagemaker_inventory() == {"models": [], "endpoint_configs": [], "endpoints": []}
+    assert sagemaker_inventory() == EMPTY
 
 
 def test_without_tags_the_jumpstart_weights_name_the_model(world, capsys):
@@ -180,4 +183,4 @@ def test_autoscaling_is_read_into_the_spec_and_removed_with_the_endpoint(world, 
     assert run(capsys, "delete", NAME, "--yes")[0] == 0
     targets = aas.describe_scalable_targets(ServiceNamespace="sagemaker", ResourceIds=[rid])
     assert targets["ScalableTargets"] == []
-    assert sagemaker_inventory() == {"models": [], "endpoint_configs": [], "endpoints": []}
+    assert sagemaker_inventory() == EMPTY
