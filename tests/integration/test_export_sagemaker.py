@@ -65,6 +65,18 @@ def differences(sent: Any, planned: Any, path: str = "") -> list[str]:
     return [] if sent == planned else [f"{path}: sent {sent!r}, planned {planned!r}"]
 
 
+def assert_creates(
+    sent: list[tuple[str, dict]], expected: list[tuple[str, dict]]
+) -> list[tuple[str, dict]]:
+    """The Create* requests sent are `expected` (operation, request), in order, with no
+    field different; returns them."""
+    creates = [(op, params) for op, params in sent if op in CREATES]
+    assert [op for op, _ in creates] == [op for op, _ in expected]
+    for (op, params), (_, request) in zip(creates, expected, strict=True):
+        assert differences(params, request) == [], op
+    return creates
+
+
 def run_script(path: Path, capsys: pytest.CaptureFixture) -> str:
     capsys.readouterr()
     runpy.run_path(str(path), run_name="__main__")
@@ -89,14 +101,12 @@ def test_the_script_sends_the_plans_requests(
 
     assert out.splitlines()[-1] == NAME
     planned = sm_peagle.plan_for("gpt-oss-20b", role=world.role_arn, region=REGION)
-    creates = [(op, params) for op, params in sent if op in CREATES]
-    assert [op for op, _ in creates] == ["CreateModel", "CreateEndpointConfig", "CreateEndpoint"]
-    for (op, params), expected in zip(
-        creates,
-        (planned.create_model, planned.create_endpoint_config, planned.create_endpoint),
-        strict=True,
-    ):
-        assert differences(params, expected) == [], op
+    expected = [
+        ("CreateModel", planned.create_model),
+        ("CreateEndpointConfig", planned.create_endpoint_config),
+        ("CreateEndpoint", planned.create_endpoint),
+    ]
+    creates = assert_creates(sent, expected)
     # The drafter channel, spelled out: what SDK releases before 3.19 dropped.
     (model,) = [p for op, p in creates if op == "CreateModel"]
     assert model["PrimaryContainer"]["AdditionalModelDataSources"] == [
@@ -151,10 +161,7 @@ def test_components_script_sends_the_plans_requests(
         ("CreateEndpoint", planned.create_endpoint),
         *(("CreateInferenceComponent", ic) for ic in planned.inference_components),
     ]
-    creates = [(op, params) for op, params in sent if op in CREATES]
-    assert [op for op, _ in creates] == [op for op, _ in expected]
-    for (op, params), (_, request) in zip(creates, expected, strict=True):
-        assert differences(params, request) == [], op
+    assert_creates(sent, expected)
     # Components are created only once the endpoint is in service (AWS refuses otherwise).
     ops = [op for op, _ in sent]
     assert ops.index("CreateInferenceComponent") > ops.index("DescribeEndpoint")
@@ -186,10 +193,7 @@ def test_fallback_pools_script_sends_the_plans_requests(
         ("CreateEndpointConfig", planned.create_endpoint_config),
         ("CreateEndpoint", planned.create_endpoint),
     ]
-    creates = [(op, params) for op, params in sent if op in CREATES]
-    assert [op for op, _ in creates] == [op for op, _ in expected]
-    for (op, params), (_, request) in zip(creates, expected, strict=True):
-        assert differences(params, request) == [], op
+    creates = assert_creates(sent, expected)
     (variant,) = creates[2][1]["ProductionVariants"]
     assert [p["InstanceType"] for p in variant["InstancePools"]] == [
         "ml.g7e.2xlarge",
