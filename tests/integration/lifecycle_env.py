@@ -51,14 +51,27 @@ def build_world(trust: dict | None = None, **head: Any) -> World:
     return World(role["Role"]["Arn"])
 
 
-def record_requests(aws: Any, world: World) -> None:
-    """Record the parameters of every SageMaker call as botocore sends them."""
-    sm = aws.client("sagemaker")
+def record_requests(world: World, monkeypatch: pytest.MonkeyPatch, *services: str) -> None:
+    """From now on, every client of `services` made through the one AWS seam
+    (AwsContext.client) records each request's (operation, parameters), as botocore
+    sends them, in world.requests. Stacks: a later call adds services."""
+    from sm_peagle.aws import AwsContext
 
-    def before(params: dict, model: Any, **_: Any) -> None:
-        world.requests.append((model.name, json.loads(json.dumps(params, default=str))))
+    wrapped = AwsContext.client
 
-    sm.meta.events.register("provide-client-params.sagemaker.*", before)
+    def client(self: AwsContext, service: str, region: str | None = None, **cfg: Any) -> Any:
+        c = wrapped(self, service, region, **cfg)
+        if service in services and not getattr(c, "_recorded", False):
+            c._recorded = True
+
+            def before(params: dict, model: Any, **_: Any) -> None:
+                world.requests.append((model.name, json.loads(json.dumps(params, default=str))))
+
+            event = f"provide-client-params.{c.meta.service_model.service_id.hyphenize()}.*"
+            c.meta.events.register(event, before)
+        return c
+
+    monkeypatch.setattr(AwsContext, "client", client)
 
 
 def sagemaker_inventory() -> dict[str, list[str]]:

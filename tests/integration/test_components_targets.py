@@ -11,9 +11,8 @@ from typing import Any
 import boto3
 import pytest
 
-from sm_peagle.aws import AwsContext
 from sm_peagle.testing.moto_components import leftovers
-from tests.integration.lifecycle_env import REGION, World, left_in_moto, run
+from tests.integration.lifecycle_env import REGION, World, left_in_moto, record_requests, run
 from tests.plan_helpers import TWO_COMPONENTS
 
 NAME = "peagle-gpt-oss-20b-p-eagle"
@@ -25,21 +24,7 @@ ROLE = "arn:aws:iam::123456789012:role/theirs"
 @pytest.fixture
 def deployed(world: World, capsys: Any, monkeypatch: pytest.MonkeyPatch) -> World:
     """TWO_COMPONENTS deployed; runtime and CloudWatch Logs requests recorded too."""
-    recorded = AwsContext.client  # the world's recorder (sagemaker, autoscaling)
-
-    def client(self: AwsContext, service: str, region: str | None = None, **cfg: Any) -> Any:
-        c = recorded(self, service, region, **cfg)
-        if service in ("sagemaker-runtime", "logs") and not getattr(c, "_recorded", False):
-            c._recorded = True
-
-            def before(params: dict, model: Any, **_: Any) -> None:
-                world.requests.append((model.name, json.loads(json.dumps(params, default=str))))
-
-            event = f"provide-client-params.{c.meta.service_model.service_id.hyphenize()}.*"
-            c.meta.events.register(event, before)
-        return c
-
-    monkeypatch.setattr(AwsContext, "client", client)
+    record_requests(world, monkeypatch, "sagemaker-runtime", "logs")  # on top of the world's
     code, _, err = run(capsys, "deploy", *TWO_COMPONENTS, "--yes", "--json")
     assert code == 0, err
     world.requests.clear()
