@@ -33,8 +33,7 @@ from botocore.exceptions import ClientError
 from sm_peagle.sandbox.procs import group_alive
 from sm_peagle.sandbox.vllm_engine.install import EngineEnv
 from tests.conformance.engine_proc import engine_counters as counters
-from tests.e2e.test_sandbox_engine_host import Cli, descendants, port_free
-from tests.sandbox_helpers import leftovers
+from tests.e2e.test_sandbox_engine_host import Cli, assert_nothing_left, port_free
 
 NAME = "peagle-tiny-llama-p-eagle"
 PEAGLE, BASELINE = f"{NAME}-p-eagle", f"{NAME}-baseline"
@@ -164,9 +163,7 @@ def check_two_components(sandbox: Cli, engine: EngineEnv) -> None:
 
     sandbox("--sandbox", "delete", NAME, "--yes")
     assert all(gone(e) for e in engines.values())
-    assert sandbox.engines() == [] and descendants(sandbox.state()["pid"]) == []
-    assert not list(Path(sandbox.env["PEAGLE_STATE_DIR"], "engines").glob("*.pgid"))
-    assert leftovers(sandbox.client) == {}
+    assert_nothing_left(sandbox)
 
 
 def test_a_component_vllm_refuses_fails_and_the_deploy_rolls_back(
@@ -189,6 +186,4 @@ def test_a_component_vllm_refuses_fails_and_the_deploy_rolls_back(
 
     # The engine's output stayed in the component's log group (CloudWatch keeps it).
     assert VLLM_ERROR in component_log(sandbox, PEAGLE)
-    assert sandbox.engines() == [] and descendants(sandbox.state()["pid"]) == []
-    assert not list(Path(sandbox.env["PEAGLE_STATE_DIR"], "engines").glob("*.pgid"))
-    assert leftovers(sandbox.client) == {}
+    assert_nothing_left(sandbox)

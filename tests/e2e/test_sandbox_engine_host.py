@@ -24,7 +24,7 @@ import pytest
 
 from sm_peagle.sandbox.procs import group_alive
 from sm_peagle.sandbox.seed_tiny import _placeholders
-from tests.sandbox_helpers import sandbox_client
+from tests.sandbox_helpers import leftovers, sandbox_client
 
 pytestmark = pytest.mark.e2e
 FAKE = Path(__file__).resolve().parents[1] / "integration" / "fake_vllm.py"
@@ -91,6 +91,14 @@ class Cli:
     def engines(self) -> list[dict[str, Any]]:
         with urllib.request.urlopen(f"{self.state()['url']}/_peagle/engines", timeout=5) as r:
             return json.loads(r.read())["engines"]
+
+
+def assert_nothing_left(cli: Cli) -> None:
+    """After a delete or a rollback: no engine the sandbox knows, no process under it, no
+    engine process-group file, and no resource of any kind (`sandbox_helpers.leftovers`)."""
+    assert cli.engines() == [] and descendants(cli.state()["pid"]) == []
+    assert not list(Path(cli.env["PEAGLE_STATE_DIR"], "engines").glob("*.pgid"))
+    assert leftovers(cli.client) == {}
 
 
 def port_free(port: int) -> bool:

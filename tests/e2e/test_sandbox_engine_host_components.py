@@ -21,8 +21,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 from sm_peagle.sandbox.procs import group_alive
-from tests.e2e.test_sandbox_engine_host import Cli, descendants, fake_engine_home, port_free
-from tests.sandbox_helpers import leftovers
+from tests.e2e.test_sandbox_engine_host import (
+    Cli,
+    assert_nothing_left,
+    fake_engine_home,
+    port_free,
+)
 
 pytestmark = pytest.mark.e2e
 NAME = "peagle-tiny-llama-p-eagle"
@@ -111,9 +115,7 @@ def test_each_component_runs_and_answers_on_its_own_engine(real: Cli) -> None:
     finally:
         real("--sandbox", "delete", NAME, "--yes", code=None)
     assert all(not group_alive(e["pid"]) and port_free(e["port"]) for e in live.values())
-    assert real.engines() == [] and descendants(real.state()["pid"]) == []
-    assert not list(Path(real.env["PEAGLE_STATE_DIR"], "engines").glob("*.pgid"))
-    assert leftovers(real.client) == {}
+    assert_nothing_left(real)
 
 
 def test_a_component_whose_engine_exits_fails_and_the_deploy_rolls_back(
@@ -133,5 +135,4 @@ def test_a_component_whose_engine_exits_fails_and_the_deploy_rolls_back(
     assert reason and FAKE_ERROR in reason[0], out.stderr
     assert "rolling back" in out.stderr
     assert FAKE_ERROR in component_log(real, PEAGLE)
-    assert real.engines() == [] and descendants(real.state()["pid"]) == []
-    assert leftovers(real.client) == {}
+    assert_nothing_left(real)
