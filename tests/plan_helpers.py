@@ -29,6 +29,19 @@ TWO_COMPONENTS = (
     "1",
     "--scale-to-zero",
 )
+# The tiny model with the same two components (K=3, the tiny head's), one accelerator
+# each on an 8-GPU instance: the engine-host sandbox tests' scenario (fake and real vLLM).
+TINY_TWO_COMPONENTS = (
+    "tiny-llama",
+    "-t",
+    "ml.g7e.12xlarge",
+    "--component",
+    "p-eagle:k=3",
+    "--component",
+    "baseline",
+    "--accelerators-per-copy",
+    "1",
+)
 
 
 def load_fixture() -> dict[str, Any]:

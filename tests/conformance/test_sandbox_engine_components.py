@@ -34,20 +34,10 @@ from sm_peagle.sandbox.procs import group_alive
 from sm_peagle.sandbox.vllm_engine.install import EngineEnv
 from tests.conformance.engine_proc import engine_counters as counters
 from tests.e2e.test_sandbox_engine_host import Cli, assert_nothing_left, port_free
+from tests.plan_helpers import TINY_TWO_COMPONENTS
 
 NAME = "peagle-tiny-llama-p-eagle"
 PEAGLE, BASELINE = f"{NAME}-p-eagle", f"{NAME}-baseline"
-DEPLOY = (
-    "tiny-llama",
-    "-t",
-    "ml.g7e.12xlarge",  # 8 GPUs: room for two components of 1 accelerator each
-    "--component",
-    "p-eagle:k=3",
-    "--component",
-    "baseline",
-    "--accelerators-per-copy",
-    "1",
-)
 PROMPT = "user: how many tokens does the drafter propose?\nassistant:"
 # The tiny target's context is 2048 (max_position_embeddings); vLLM refuses more.
 VLLM_ERROR = "User-specified max_model_len (4096) is greater than the derived max_model_len"
@@ -98,7 +88,7 @@ def test_two_components_each_on_its_own_engine(sandbox: Cli, engine: EngineEnv) 
 
 
 def check_two_components(sandbox: Cli, engine: EngineEnv) -> None:
-    out = sandbox("--sandbox", "deploy", *DEPLOY, "--yes", "--json")
+    out = sandbox("--sandbox", "deploy", *TINY_TWO_COMPONENTS, "--yes", "--json")
     assert json.loads(out.stdout)["status"] == "InService"
     sm = sandbox.client("sagemaker")
     for name in (PEAGLE, BASELINE):

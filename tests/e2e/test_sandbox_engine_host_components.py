@@ -27,21 +27,11 @@ from tests.e2e.test_sandbox_engine_host import (
     fake_engine_home,
     port_free,
 )
+from tests.plan_helpers import TINY_TWO_COMPONENTS
 
 pytestmark = pytest.mark.e2e
 NAME = "peagle-tiny-llama-p-eagle"
 PEAGLE, BASELINE = f"{NAME}-p-eagle", f"{NAME}-baseline"
-DEPLOY = (
-    "tiny-llama",
-    "-t",
-    "ml.g7e.12xlarge",
-    "--component",
-    "p-eagle:k=3",
-    "--component",
-    "baseline",
-    "--accelerators-per-copy",
-    "1",
-)
 FAKE_ERROR = "User-specified max_model_len (4096) is greater than"  # fake_vllm.py says so
 
 
@@ -81,7 +71,7 @@ def engines(cli: Cli) -> dict[str, dict[str, Any]]:
 
 def test_each_component_runs_and_answers_on_its_own_engine(real: Cli) -> None:
     try:
-        out = real("--sandbox", "deploy", *DEPLOY, "--yes", "--json")
+        out = real("--sandbox", "deploy", *TINY_TWO_COMPONENTS, "--yes", "--json")
         assert json.loads(out.stdout)["status"] == "InService"
         live = engines(real)
         assert set(live) == {PEAGLE, BASELINE}
