@@ -135,6 +135,25 @@ def check_two_components(sandbox: Cli, engine: EngineEnv) -> None:
     print(f"greedy text of both components: {texts[PEAGLE]!r}")
     assert texts[PEAGLE] == texts[BASELINE]  # greedy output is lossless under drafting
 
+    # `peagle race` of the two components (the comparison on one instance): each
+    # lane's stream came from its own engine, whose generation counter moved by exactly
+    # the tokens that lane reports.
+    before = {n: counters(e["url"]) for n, e in engines.items()}
+    out = sandbox("--sandbox", "race", NAME, "--component", "p-eagle", "--component",
+                  "baseline", "--max-tokens", "16", "--temperature", "0", "--json")  # fmt: skip
+    after = {n: counters(e["url"]) for n, e in engines.items()}
+    result = json.loads(out.stdout)
+    for lane, name in (("a", PEAGLE), ("b", BASELINE)):
+        assert result[lane]["component"] == name and result[lane]["error"] is None
+        moved = after[name]["generation_tokens_total"] - before[name]["generation_tokens_total"]
+        assert result[lane]["output_tokens"] > 0 and moved == result[lane]["output_tokens"]
+    assert after[BASELINE]["spec_decode_num_drafts_total"] == 0
+    assert (
+        after[PEAGLE]["spec_decode_num_drafts_total"]
+        > before[PEAGLE]["spec_decode_num_drafts_total"]
+    )
+    print(f"race on the real engine: {result['verdict']}")
+
     # Scale baseline to zero: its engine is gone and it refuses; p-eagle still answers.
     sandbox("--sandbox", "update", NAME, "--component", "baseline", "--copies", "0", "--yes")
     assert gone(engines[BASELINE]) and set(engines_by_component(sandbox)) == {PEAGLE}
