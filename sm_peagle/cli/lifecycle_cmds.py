@@ -60,10 +60,13 @@ def confirm(question: str, yes: bool) -> None:
 
     if not sys.stdin.isatty():
         raise SpecError(f"{question} needs confirmation: pass --yes in non-interactive use")
-    # The prompt goes to stderr: stdout carries the result (`--json > out.json`).
-    answer = typer.confirm(question, default=False, err=True)
-    if not sys.stderr.isatty():  # a terminal echoes the Enter; a log file needs the newline
-        typer.echo("", err=True)
+    # The prompt goes where the user sees it: stderr, since stdout carries the result
+    # (`--json > out.json`); stdout when only stdout is a terminal (`2> log`), else the
+    # prompt would sit in the log while the command waits with nothing on screen.
+    err = sys.stderr.isatty() or not sys.stdout.isatty()
+    answer = typer.confirm(question, default=False, err=err)
+    if not (sys.stderr if err else sys.stdout).isatty():  # a terminal echoes the Enter
+        typer.echo("", err=err)
     if not answer:
         raise typer.Abort()  # the boundary prints "aborted" and exits 1
 
