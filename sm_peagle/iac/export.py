@@ -1,10 +1,11 @@
 """`peagle export`: the plan's three SageMaker requests as Terraform JSON, a CloudFormation
 template, the raw plan, or a `sagemaker` SDK script (export_sagemaker.py).
 
-Every value comes from the plan (the same dicts `deploy` sends), translated key by key
-through the tables below. A plan key a table does not know is an error, not a silently
-dropped setting: an export that deploys something other than what `peagle plan` showed
-would be worse than no export.
+Every value comes from the requests `deploy` sends (the plan's, with the spec carried in
+`peagle:spec:*` tags: planning/spec_tags.py), translated key by key through the tables
+below, so what an export creates is a peagle endpoint at once (`update`, `diff`, `delete`).
+A plan key a table does not know is an error, not a silently dropped setting: an export
+that deploys something other than what `peagle plan` showed would be worse than no export.
 
 Terraform argument names are those of the hashicorp/aws provider docs
 (website/docs/r/sagemaker_model.html.markdown, sagemaker_endpoint_configuration and
@@ -28,6 +29,7 @@ import re
 from typing import Any
 
 from ..errors import SpecError
+from ..planning.spec_tags import tagged_requests
 from ..planning.vllm_versions import CUDA13_AMI
 
 __all__ = [
@@ -215,11 +217,10 @@ def tf_resource_id(plan: Any) -> str:
 def to_terraform(plan: Any) -> dict[str, Any]:
     """Terraform JSON (`*.tf.json`): model, endpoint configuration and endpoint."""
     rid = tf_resource_id(plan)
-    model = _translate(plan.create_model, _TF_MODEL, "CreateModel", "Terraform")
-    config = _translate(
-        plan.create_endpoint_config, _TF_CONFIG, "CreateEndpointConfig", "Terraform"
-    )
-    endpoint = _translate(plan.create_endpoint, _TF_ENDPOINT, "CreateEndpoint", "Terraform")
+    (model_req, *_), config_req, endpoint_req = tagged_requests(plan)
+    model = _translate(model_req, _TF_MODEL, "CreateModel", "Terraform")
+    config = _translate(config_req, _TF_CONFIG, "CreateEndpointConfig", "Terraform")
+    endpoint = _translate(endpoint_req, _TF_ENDPOINT, "CreateEndpoint", "Terraform")
     kms = config.get("kms_key_arn")
     if kms is not None and not kms.startswith("arn:"):
         raise SpecError(
@@ -268,11 +269,10 @@ def to_cloudformation(plan: Any) -> dict[str, Any]:
             f"({src['S3DataSource']['S3Uri']}) cannot be mounted",
             remedy="use `peagle export --format terraform` or `peagle apply -f <spec>`",
         )
-    model = _translate(plan.create_model, _CFN_MODEL, "CreateModel", "CloudFormation")
-    config = _translate(
-        plan.create_endpoint_config, _CFN_CONFIG, "CreateEndpointConfig", "CloudFormation"
-    )
-    endpoint = _translate(plan.create_endpoint, _CFN_ENDPOINT, "CreateEndpoint", "CloudFormation")
+    (model_req, *_), config_req, endpoint_req = tagged_requests(plan)
+    model = _translate(model_req, _CFN_MODEL, "CreateModel", "CloudFormation")
+    config = _translate(config_req, _CFN_CONFIG, "CreateEndpointConfig", "CloudFormation")
+    endpoint = _translate(endpoint_req, _CFN_ENDPOINT, "CreateEndpoint", "CloudFormation")
     # Literal names (exactly the plan's) + DependsOn for ordering: Ref on these types
     # returns the ARN, not the name.
     return {

@@ -3,10 +3,13 @@ same resources with the `sagemaker` SDK's resource classes (`sagemaker.core.reso
 from the `sagemaker-core` distribution), for teams whose deployments must go through the
 SDK.
 
-Every value comes from the plan's request dicts. Keywords are sagemaker-core's: the
-snake_case of the API member (its `utils.pascal_to_snake`), and each nested structure is
-built from the `sagemaker.core.shapes` class named like its botocore shape (sagemaker-core
-generates both from the same service model). The shape of each member is read from
+Every value comes from the requests `peagle deploy` sends (`planning.spec_tags.
+deploy_requests`: the plan's, with the spec carried in `peagle:spec:*` tags), so the
+endpoint the script makes is a peagle endpoint at once: `update`, `apply`, `diff` and
+`delete` work on it. Keywords are sagemaker-core's: the snake_case of the API member (its
+`utils.pascal_to_snake`), and each nested structure is built from the
+`sagemaker.core.shapes` class named like its botocore shape (sagemaker-core generates both
+from the same service model). The shape of each member is read from
 botocore's service model (`planning.aws_shapes`), so nothing is spelled twice. The
 top-level keywords of each `create()` are listed below (sagemaker-core 2.27's
 signatures): a plan key outside them is an error, never a silently dropped setting.
@@ -24,6 +27,7 @@ import re
 from typing import Any
 
 from ..errors import SpecError
+from ..planning.spec_tags import deploy_requests
 
 __all__ = ["SDK_REQUIREMENT", "CREATE_KEYWORDS", "snake", "to_sagemaker_script"]
 
@@ -219,12 +223,15 @@ def to_sagemaker_script(plan: Any, provenance: str) -> str:
     """The script's text (ends with a newline); `provenance` opens its docstring."""
     _refuse(plan)
     w = _Writer()
-    components = list(plan.inference_components)
-    models = list(plan.component_models) if components else [plan.create_model, *plan.pool_models]
+    requests = deploy_requests(plan)  # exactly what `peagle deploy` sends, spec tags too
+    models = [req for op, req in requests if op == "CreateModel"]
+    components = [req for op, req in requests if op == "CreateInferenceComponent"]
+    ((_, config),) = [(op, req) for op, req in requests if op == "CreateEndpointConfig"]
+    ((_, endpoint),) = [(op, req) for op, req in requests if op == "CreateEndpoint"]
     body = [w.create("CreateModel", req, f"model_{i}") for i, req in enumerate(models)]
     body.append(_drafter_guard(models))
-    body.append(w.create("CreateEndpointConfig", plan.create_endpoint_config, "config"))
-    body.append(w.create("CreateEndpoint", plan.create_endpoint, "endpoint"))
+    body.append(w.create("CreateEndpointConfig", config, "config"))
+    body.append(w.create("CreateEndpoint", endpoint, "endpoint"))
     body.append('endpoint.wait_for_status("InService", poll=30)\n')
     for i, req in enumerate(components):
         body.append(w.create("CreateInferenceComponent", req, f"component_{i}"))

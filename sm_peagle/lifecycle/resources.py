@@ -1,5 +1,6 @@
 """What create, update and delete share: the resource kinds, the result of a run, the
-tagged requests, and how a botocore error becomes a typed peagle error.
+tagged requests (built in planning/spec_tags.py, re-exported here), and how a botocore
+error becomes a typed peagle error.
 
 The lowest module of the lifecycle: `manager` and `update` both import it, and it
 imports neither, so the dependency runs one way.
@@ -11,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DeploymentFailed, NotFound, PeagleError, QuotaExceeded
-from ..planning.plan_result import Plan
-from .spec_tags import encode_spec, tag_dict
+from ..planning.spec_tags import tagged_requests  # pure: the exports send the same tags
+from .spec_tags import tag_dict
 
 __all__ = [
     "KINDS",
@@ -67,21 +68,6 @@ class DeployResult:
     created: list[tuple[str, str]]
     elapsed: float
     description: dict[str, Any] = field(default_factory=dict)
-
-
-def tagged_requests(plan: Plan) -> tuple[list[dict], dict, dict]:
-    """The plan's requests with the spec carried in tags (see spec_tags): the models
-    (primary first, then one per fallback pool), the endpoint config, the endpoint."""
-    spec_tags = [
-        {"Key": k, "Value": v}
-        for k, v in encode_spec(plan.spec.model_dump(mode="json", exclude_defaults=True)).items()
-    ]
-
-    def tagged(req: dict) -> dict:
-        return {**req, "Tags": req["Tags"] + spec_tags}
-
-    models = [tagged(m) for m in (plan.create_model, *plan.pool_models)]
-    return models, tagged(plan.create_endpoint_config), tagged(plan.create_endpoint)
 
 
 def as_error(exc: BaseException) -> PeagleError:

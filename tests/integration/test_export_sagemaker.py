@@ -1,7 +1,9 @@
 """`peagle export --format sagemaker`: the script runs with the real sagemaker-core
-against the moto harness, and the requests it sends are the plan's, field by field
-(AdditionalModelDataSources included: facts 4 says SDK releases silently dropped them).
-Refusals say why; the script without the SDK says how to install it."""
+against the moto harness, and the requests it sends are the ones `peagle deploy` sends,
+field by field: the plan's (AdditionalModelDataSources included: facts 4 says SDK releases
+silently dropped them) with the spec in `peagle:spec:*` tags, so the endpoint it makes is
+peagle's at once (`update`, `delete`). Refusals say why; the script without the SDK says
+how to install it."""
 
 from __future__ import annotations
 
@@ -20,8 +22,15 @@ from sm_peagle.drafter.synthetic import synthetic_head
 from sm_peagle.iac.export import export_text
 from sm_peagle.planning.build import plan as build_plan
 from sm_peagle.planning.spec_options import spec_from_options
-from tests.integration.lifecycle_env import HEAD_PREFIX, JS_BUCKET, REGION, run
+from tests.integration.lifecycle_env import (
+    HEAD_PREFIX,
+    JS_BUCKET,
+    REGION,
+    run,
+    sagemaker_inventory,
+)
 from tests.integration.sagemaker_extra import sagemaker_core  # noqa: F401 (fixture)
+from tests.spec_tags_rule import documented_spec_tags, spec_data_in
 
 NAME = "peagle-gpt-oss-20b-p-eagle"
 CREATES = {"CreateModel", "CreateEndpointConfig", "CreateEndpoint", "CreateInferenceComponent"}
@@ -77,6 +86,26 @@ def assert_creates(
     return creates
 
 
+def with_spec_tags(planned: Any, expected: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """The plan's requests as `peagle deploy` tags them: its tags, then the spec's
+    (tests/spec_tags_rule.py, written from the documented rule)."""
+    spec = [{"Key": k, "Value": v} for k, v in documented_spec_tags(planned.spec).items()]
+    return [(op, {**req, "Tags": req["Tags"] + spec}) for op, req in expected]
+
+
+def what_deploy_sends(world: Any, capsys: Any, harness: Any, *argv: str) -> list[tuple[str, dict]]:
+    """The Create* requests `peagle deploy <argv>` sends in this harness, in order; then
+    `peagle delete` removes what it made, so the script starts from nothing."""
+    world.requests.clear()
+    code, _, err = run(capsys, "deploy", *argv, "--yes")
+    assert code == 0, err
+    sent = [(op, params) for op, params in world.requests if op in CREATES]
+    code, _, err = run(capsys, "delete", NAME, "--yes")
+    assert code == 0, err
+    assert harness.resources().is_empty
+    return sent
+
+
 def run_script(path: Path, capsys: pytest.CaptureFixture) -> str:
     capsys.readouterr()
     runpy.run_path(str(path), run_name="__main__")
@@ -91,6 +120,7 @@ def test_the_script_sends_the_plans_requests(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    deployed = what_deploy_sends(world, capsys, sagemaker_harness, "gpt-oss-20b")
     script = tmp_path / "deploy_peagle.py"
     code, _, err = run(capsys, "export", "gpt-oss-20b", "--format", "sagemaker", "-o", str(script))
     assert code == 0, err
@@ -100,13 +130,19 @@ def test_the_script_sends_the_plans_requests(
     out = run_script(script, capsys)
 
     assert out.splitlines()[-1] == NAME
+    assert [op for op, _ in deployed] == ["CreateModel", "CreateEndpointConfig", "CreateEndpoint"]
+    creates = assert_creates(sent, deployed)
+    # Which is the plan's requests plus the spec tags, each resource carrying the spec.
     planned = sm_peagle.plan_for("gpt-oss-20b", role=world.role_arn, region=REGION)
-    expected = [
+    plain = [
         ("CreateModel", planned.create_model),
         ("CreateEndpointConfig", planned.create_endpoint_config),
         ("CreateEndpoint", planned.create_endpoint),
     ]
-    creates = assert_creates(sent, expected)
+    assert creates == with_spec_tags(planned, plain)
+    for _, params in creates:
+        tags = {t["Key"]: t["Value"] for t in params["Tags"]}
+        assert spec_data_in(tags)["model"] == "gpt-oss-20b"
     # The drafter channel, spelled out: what SDK releases before 3.19 dropped.
     (model,) = [p for op, p in creates if op == "CreateModel"]
     assert model["PrimaryContainer"]["AdditionalModelDataSources"] == [
@@ -161,7 +197,7 @@ def test_components_script_sends_the_plans_requests(
         ("CreateEndpoint", planned.create_endpoint),
         *(("CreateInferenceComponent", ic) for ic in planned.inference_components),
     ]
-    assert_creates(sent, expected)
+    assert_creates(sent, with_spec_tags(planned, expected))
     # Components are created only once the endpoint is in service (AWS refuses otherwise).
     ops = [op for op, _ in sent]
     assert ops.index("CreateInferenceComponent") > ops.index("DescribeEndpoint")
@@ -193,12 +229,40 @@ def test_fallback_pools_script_sends_the_plans_requests(
         ("CreateEndpointConfig", planned.create_endpoint_config),
         ("CreateEndpoint", planned.create_endpoint),
     ]
-    creates = assert_creates(sent, expected)
+    creates = assert_creates(sent, with_spec_tags(planned, expected))
     (variant,) = creates[2][1]["ProductionVariants"]
     assert [p["InstanceType"] for p in variant["InstancePools"]] == [
         "ml.g7e.2xlarge",
         "ml.g7e.4xlarge",
     ]
+
+
+@pytest.mark.usefixtures("sagemaker_core")
+def test_the_endpoint_the_script_makes_is_peagles_update_and_delete_work(
+    world: Any, capsys: Any, sagemaker_harness: Any, tmp_path: Path
+) -> None:
+    """No `peagle adopt` step: the script tags what deploy tags, so update reads the spec
+    from the tags and delete owns all of it."""
+    script = tmp_path / "deploy_peagle.py"
+    assert run(capsys, "export", "gpt-oss-20b", "--format", "sagemaker", "-o", str(script))[0] == 0
+    assert run_script(script, capsys).splitlines()[-1] == NAME
+    sm = boto3.client("sagemaker", region_name=REGION)
+    first = sm.describe_endpoint(EndpointName=NAME)["EndpointConfigName"]
+
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--yes")
+
+    assert code == 0, err
+    now = sm.describe_endpoint(EndpointName=NAME)
+    assert now["EndpointStatus"] == "InService" and now["EndpointConfigName"] != first
+    (variant,) = sm.describe_endpoint_config(EndpointConfigName=now["EndpointConfigName"])[
+        "ProductionVariants"
+    ]
+    env = sm.describe_model(ModelName=variant["ModelName"])["PrimaryContainer"]["Environment"]
+    assert json.loads(env["SM_VLLM_SPECULATIVE_CONFIG"])["num_speculative_tokens"] == 5
+    code, _, err = run(capsys, "delete", NAME, "--yes")
+    assert code == 0, err
+    assert sagemaker_harness.resources().is_empty
+    assert sagemaker_inventory() == {"models": [], "endpoint_configs": [], "endpoints": []}
 
 
 COMPONENTS = {

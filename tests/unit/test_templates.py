@@ -23,6 +23,7 @@ from sm_peagle.iac.export import CFN_TABLES, export_text, tf_resource_id
 from sm_peagle.iac.iam import execution_role_policy
 from sm_peagle.planning.specs import Mode
 from tests.plan_helpers import make_offline, run_cli
+from tests.spec_tags_rule import documented_spec_tags, spec_data_in
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "templates" / "specs"
@@ -132,7 +133,8 @@ def assert_terraform_matches(tf: dict[str, Any], p: Any) -> None:
         "version": ">= 6.39.0" if cuda13 else ">= 6.22.0",
     }
     cm, cfg, ep = p.create_model, p.create_endpoint_config, p.create_endpoint
-    tags = {t["Key"]: t["Value"] for t in cm["Tags"]}
+    # The plan's tags plus the spec, as `peagle deploy` tags: `update` and `diff` read it.
+    tags = {t["Key"]: t["Value"] for t in cm["Tags"]} | documented_spec_tags(p.spec)
 
     model = res["aws_sagemaker_model"][rid]
     container = cm["PrimaryContainer"]
@@ -279,6 +281,13 @@ def test_cloudformation_baselines_pass_cfn_lint(tmp_path: Path) -> None:
         [exe, "--", *map(str, paths)], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stdout + result.stderr
+    # Each resource carries the plan's tags and the spec, as `peagle deploy` tags them.
+    for p, path in zip(plans, paths, strict=True):
+        for resource in json.loads(path.read_text())["Resources"].values():
+            expected = {t["Key"]: t["Value"] for t in p.create_model["Tags"]}
+            assert {t["Key"]: t["Value"] for t in resource["Properties"]["Tags"]} == (
+                expected | documented_spec_tags(p.spec)
+            )
     rich_cfg = json.loads(paths[1].read_text())["Resources"]["PeagleEndpointConfig"]
     assert (
         rich_cfg["Properties"]["ProductionVariants"]
@@ -414,3 +423,8 @@ def test_terraform_example_values_by_hand() -> None:
     assert variant["model_data_download_timeout_in_seconds"] == 3600
     (ep,) = res["aws_sagemaker_endpoint"].values()
     assert ep["name"] == "peagle-gpt-oss-20b-p-eagle"
+    # The spec rides along (what `peagle update` reads): the example spec's non-default
+    # fields (p-eagle is the default mode), so the endpoint is peagle's once applied.
+    for resource in (model, cfg, ep):
+        assert resource["tags"]["peagle:managed"] == "true"
+        assert spec_data_in(resource["tags"]) == {"model": "gpt-oss-20b", "region": "us-east-1"}

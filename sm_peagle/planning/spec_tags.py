@@ -1,0 +1,89 @@
+"""The spec carried on the resources themselves, as tags, and the requests with them.
+
+`peagle update` and `peagle apply` need the spec an endpoint was deployed from. Keeping
+it in tags (zlib + base64 of the spec's compact, key-sorted JSON, split into 256-character
+values `peagle:spec:0`, `peagle:spec:1`, …, which the tag alphabet allows) means any
+machine with access can read it: no local state file to lose.
+
+Pure, so every writer of peagle's requests sends the same tags: `peagle deploy`
+(lifecycle) and the exports (iac: Terraform, CloudFormation, the sagemaker script). Reading
+the tags back from AWS lives in `lifecycle/spec_tags.py`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from typing import Any
+
+from ..errors import SpecError
+from .plan_result import Plan
+from .specs import DeploymentSpec
+
+__all__ = [
+    "CHUNK",
+    "MAX_CHUNKS",
+    "PREFIX",
+    "decode_spec",
+    "deploy_requests",
+    "encode_spec",
+    "spec_tag_list",
+    "tagged_requests",
+]
+
+PREFIX = "peagle:spec:"
+CHUNK = 256
+MAX_CHUNKS = 8  # leaves room for the user's tags within SageMaker's 50
+
+
+def encode_spec(spec_data: dict[str, Any]) -> dict[str, str]:
+    raw = json.dumps(spec_data, sort_keys=True, separators=(",", ":")).encode()
+    text = base64.b64encode(zlib.compress(raw, 9)).decode()
+    chunks = [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)]
+    if len(chunks) > MAX_CHUNKS:
+        raise SpecError(f"spec is too large to carry in tags ({len(text)} characters encoded)")
+    return {f"{PREFIX}{i}": c for i, c in enumerate(chunks)}
+
+
+def decode_spec(tags: dict[str, str]) -> dict[str, Any] | None:
+    keys = sorted((k for k in tags if k.startswith(PREFIX)), key=lambda k: int(k[len(PREFIX) :]))
+    if not keys:
+        return None
+    text = "".join(tags[k] for k in keys)
+    return json.loads(zlib.decompress(base64.b64decode(text)))
+
+
+def spec_tag_list(spec: DeploymentSpec) -> list[dict[str, str]]:
+    """The `peagle:spec:*` tags for `spec`, as [{Key, Value}]."""
+    data = spec.model_dump(mode="json", exclude_defaults=True)
+    return [{"Key": k, "Value": v} for k, v in encode_spec(data).items()]
+
+
+def tagged_requests(plan: Plan) -> tuple[list[dict], dict, dict]:
+    """The plan's requests with the spec carried in tags: the models (primary first, then
+    one per fallback pool), the endpoint config, the endpoint."""
+    spec_tags = spec_tag_list(plan.spec)
+
+    def tagged(req: dict) -> dict:
+        return {**req, "Tags": req["Tags"] + spec_tags}
+
+    models = [tagged(m) for m in (plan.create_model, *plan.pool_models)]
+    return models, tagged(plan.create_endpoint_config), tagged(plan.create_endpoint)
+
+
+def deploy_requests(plan: Plan) -> list[tuple[str, dict]]:
+    """(operation, request) for every Create* `peagle deploy` sends, in its order, each
+    with the spec tags: the models, the config, the endpoint, then (with
+    `endpoint.hosting: inference-components`) the components once it is in service."""
+    spec_tags = spec_tag_list(plan.spec)
+    models, config, endpoint = tagged_requests(plan)
+    components = [{**ic, "Tags": ic["Tags"] + spec_tags} for ic in plan.inference_components]
+    if components:
+        models = [{**m, "Tags": m["Tags"] + spec_tags} for m in plan.component_models]
+    return [
+        *(("CreateModel", m) for m in models),
+        ("CreateEndpointConfig", config),
+        ("CreateEndpoint", endpoint),
+        *(("CreateInferenceComponent", ic) for ic in components),
+    ]
