@@ -2,12 +2,13 @@
 
 Per component: a new configuration (mode, K, image, environment) gets a new model and
 UpdateInferenceComponent pointing at it, then the old model is removed once the component
-is InService again; a new component is created; a component the plan no longer has is
-removed (scaling first). The instances themselves (instance type, managed instance
-scaling) are the endpoint config's: peagle refuses to change them in place (exit 2,
-before any request), because it has no tested path for UpdateEndpoint under live
-components (moto implements none, and no AWS source we hold says what happens to the
-components then); delete and deploy instead.
+is InService again; a new component is created; a peagle component the plan no longer
+has is removed (scaling first). A component someone else added to the endpoint (no
+peagle:managed tag) is never changed or removed, nor is its model. The instances
+themselves (instance type, managed instance scaling) are the endpoint config's: peagle
+refuses to change them in place (exit 2, before any request), because it has no tested
+path for UpdateEndpoint under live components (moto implements none, and no AWS source
+we hold says what happens to the components then); delete and deploy instead.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .components import (
     _register_scaling,
     _tagged_components,
     deregister_component_scaling,
-    list_components,
+    split_components,
     wait_for_component,
 )
 from .resources import DeployResult, describe_existing, tagged_requests
@@ -49,33 +50,71 @@ def _check_hosts(lc: Any, plan: Plan, config_name: str) -> None:
         )
 
 
+class _ModelUsers:
+    """Who still uses a model, for retiring the old ones. Everything except peagle's own
+    components on this endpoint (other endpoints, their configs and components, and the
+    foreign components here) is scanned once, on first need: an update changes none of it.
+    What peagle's components here name changes as each is created, updated or removed, so
+    it is tracked in `mine`, not read from that one scan."""
+
+    def __init__(self, lc: Any, endpoint: str, mine: dict[str, str | None]) -> None:
+        self.lc, self.endpoint, self.mine = lc, endpoint, mine
+        self._others: dict[str, set[str]] | None = None
+
+    def of(self, model: str) -> set[str]:
+        if self._others is None:
+            from .inventory import resource_users
+
+            self._others = resource_users(self.lc.sm, skip_components=frozenset(self.mine))
+        users = set(self._others.get(model, ()))
+        if model in self.mine.values():
+            users.add(self.endpoint)
+        return users
+
+
 def update_components(lc: Any, plan: Plan, *, timeout: float | None = None) -> DeployResult:
-    """Bring the live components to the plan's; returns what was created."""
+    """Bring peagle's live components to the plan's; returns what was created."""
     plan.raise_for_failures()
     name = plan.names["endpoint"]
     current = describe_existing(lc.sm, name)
     _check_hosts(lc, plan, current["EndpointConfigName"])
-    start, limit = time.monotonic(), timeout or 7200
-    live = set(list_components(lc.sm, name))
+    mine, foreign = split_components(lc.sm, name)
     models, requests = _tagged_components(plan)
+    taken = [
+        r["InferenceComponentName"] for r in requests if r["InferenceComponentName"] in foreign
+    ]
+    if taken:
+        raise SpecError(
+            f"{name}: inference component(s) {', '.join(taken)} were not created by peagle; "
+            "nothing was changed",
+            remedy="remove them, or rename the plan's components",
+        )
+    start, limit = time.monotonic(), timeout or 7200
+    specs = {ic: lc.sm.describe_inference_component(InferenceComponentName=ic) for ic in mine}
+    users = _ModelUsers(
+        lc, name, {ic: d["Specification"].get("ModelName") for ic, d in specs.items()}
+    )
     by_name = {m["ModelName"]: m for m in models}
     created: list[tuple[str, str]] = []
     for req in requests:
         ic = req["InferenceComponentName"]
-        if ic not in live:
+        if ic not in specs:
             lc.sm.create_model(**by_name[req["Specification"]["ModelName"]])
             lc.sm.create_inference_component(**req)
+            users.mine[ic] = req["Specification"].get("ModelName")
             created.append(("inference_component", ic))
             wait_for_component(lc, ic, timeout=limit)
             continue
-        _update_one(lc, ic, req, by_name, created, limit)
-    for ic in sorted(live - {r["InferenceComponentName"] for r in requests}):
+        _update_one(lc, specs[ic], req, by_name, created, limit, users)
+    for ic in sorted(set(mine) - {r["InferenceComponentName"] for r in requests}):
         deregister_component_scaling(lc, ic)
-        old = lc.sm.describe_inference_component(InferenceComponentName=ic)["Specification"]
         lc.delete_and_confirm("inference_component", ic)
         lc.say(f"removed inference component {ic}")
-        if old.get("ModelName"):
-            _retire_model(lc, old["ModelName"])
+        old = users.mine.pop(ic)
+        if old:
+            _retire_model(lc, old, users)
+    for ic in foreign:
+        lc.say(f"kept inference component {ic}: not peagle's")
     if plan.autoscaling:
         _register_scaling(lc, plan, [])
     _retag_endpoint(lc, current["EndpointArn"], tagged_requests(plan)[2]["Tags"])
@@ -85,14 +124,15 @@ def update_components(lc: Any, plan: Plan, *, timeout: float | None = None) -> D
 
 def _update_one(
     lc: Any,
-    ic: str,
+    live: dict[str, Any],
     req: dict[str, Any],
     models: dict[str, dict[str, Any]],
     created: list[tuple[str, str]],
     limit: float,
+    users: _ModelUsers,
 ) -> None:
     """A new model for a changed configuration; copies follow the plan otherwise."""
-    live = lc.sm.describe_inference_component(InferenceComponentName=ic)
+    ic = live["InferenceComponentName"]
     old_model = live["Specification"].get("ModelName")
     new_model = req["Specification"].get("ModelName")
     same = False
@@ -104,20 +144,19 @@ def _update_one(
     lc.sm.create_model(**models[new_model])
     created.append(("model", new_model))
     lc.sm.update_inference_component(InferenceComponentName=ic, Specification=req["Specification"])
+    users.mine[ic] = new_model
     lc.say(f"updating inference component {ic}: {old_model} -> {new_model}")
     wait_for_component(lc, ic, timeout=limit)
     if old_model:
-        _retire_model(lc, old_model)
+        _retire_model(lc, old_model, users)
 
 
-def _retire_model(lc: Any, model: str) -> None:
+def _retire_model(lc: Any, model: str, users: _ModelUsers) -> None:
     """Delete a model its component no longer names, unless something else still uses it
     (an endpoint config, or any inference component: another endpoint's or a sibling)."""
-    from .inventory import resource_users
-
-    users = resource_users(lc.sm).get(model)
-    if users:
-        lc.say(f"kept old model {model}: {', '.join(sorted(users))} uses it")
+    using = users.of(model)
+    if using:
+        lc.say(f"kept old model {model}: {', '.join(sorted(using))} uses it")
         return
     lc.delete_and_confirm("model", model)
     lc.say(f"removed old model {model}")

@@ -18,6 +18,7 @@ from typing import Any
 
 import boto3
 import pytest
+import yaml
 from botocore.exceptions import ClientError
 
 from sm_peagle.aws import AwsContext
@@ -199,3 +200,55 @@ def test_component_update_keeps_the_old_model_another_endpoints_component_names(
     assert f"kept old model {old}: their-e uses it" in err
     assert old not in [p["ModelName"] for p in world.sent("DeleteModel")]
     assert old in sagemaker_inventory()["models"]
+
+
+def their_component_intact() -> None:
+    """their-ic still there (not Deleting), naming their-m, which is still there."""
+    desc = sm().describe_inference_component(InferenceComponentName="their-ic")
+    assert desc["InferenceComponentStatus"] != "Deleting"
+    assert desc["Specification"]["ModelName"] == "their-m"
+    assert "their-m" in sagemaker_inventory()["models"]
+
+
+def test_update_leaves_a_component_peagle_did_not_create(with_foreign: World, capsys: Any) -> None:
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--yes", "--json")
+    assert code == 0, err
+    assert "kept inference component their-ic: not peagle's" in err
+    assert with_foreign.sent("DeleteInferenceComponent") == []
+    assert with_foreign.sent("DeleteModel") == []
+    their_component_intact()
+
+
+def component_spec(path: Any, components: list[dict[str, Any]]) -> Any:
+    """TWO_COMPONENTS as a spec file, with `components` instead of its two."""
+    doc = {
+        "model": "gpt-oss-20b",
+        "region": REGION,
+        "endpoint": {"hosting": "inference-components", "instance_type": "ml.g7e.12xlarge"},
+        "inference_components": {
+            "components": components, "accelerators_per_copy": 1, "scale_to_zero": True,
+        },
+    }  # fmt: skip
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_apply_removes_only_peagles_dropped_component(
+    with_foreign: World, capsys: Any, tmp_path: Any
+) -> None:
+    peagle, baseline = f"{NAME}-p-eagle", f"{NAME}-baseline"
+    old = {ic: sm().describe_inference_component(InferenceComponentName=ic)["Specification"]
+           ["ModelName"] for ic in (peagle, baseline)}  # fmt: skip
+    spec = component_spec(tmp_path / "ic.yaml", [{"name": "p-eagle", "k": 5}])
+    code, _, err = run(capsys, "apply", "-f", str(spec), "--yes", "--json")
+    assert code == 0, err
+    assert "kept inference component their-ic: not peagle's" in err
+    assert [p["InferenceComponentName"] for p in with_foreign.sent("DeleteInferenceComponent")] == [
+        baseline
+    ]
+    # Both retired models go (nothing else names them); their-m never does.
+    assert sorted(p["ModelName"] for p in with_foreign.sent("DeleteModel")) == sorted(old.values())
+    their_component_intact()
+    assert sorted(left_in_moto()["inference_components"]) == sorted([peagle, "their-ic"])
+    # "Is the old model still used?" is one scan of the account, not one per retired model.
+    assert len(with_foreign.sent("ListEndpoints")) == 1
