@@ -259,14 +259,17 @@ def rollback_components(lc: Any, created: list[tuple[str, str]]) -> list[str]:
 
 def split_components(sm: Any, endpoint: str) -> tuple[list[str], list[str]]:
     """The components on `endpoint`: (those peagle created, tagged peagle:managed at
-    creation; the others, which someone added outside peagle)."""
+    creation; the others, which someone added outside peagle). A foreign component already
+    Deleting is left out: its owner is removing it, and it does not stop DeleteEndpoint."""
     pages = sm.get_paginator("list_inference_components").paginate(EndpointNameEquals=endpoint)
     mine: list[str] = []
     foreign: list[str] = []
     for page in pages:
         for c in page["InferenceComponents"]:
-            managed = is_managed(sm, c["InferenceComponentArn"])
-            (mine if managed else foreign).append(c["InferenceComponentName"])
+            if is_managed(sm, c["InferenceComponentArn"]):
+                mine.append(c["InferenceComponentName"])
+            elif c.get("InferenceComponentStatus") != "Deleting":
+                foreign.append(c["InferenceComponentName"])
     return mine, foreign
 
 

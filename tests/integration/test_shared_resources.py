@@ -252,3 +252,16 @@ def test_apply_removes_only_peagles_dropped_component(
     assert sorted(left_in_moto()["inference_components"]) == sorted([peagle, "their-ic"])
     # "Is the old model still used?" is one scan of the account, not one per retired model.
     assert len(with_foreign.sent("ListEndpoints")) == 1
+
+
+def test_delete_does_not_count_a_foreign_component_already_deleting(
+    with_foreign: World, capsys: Any
+) -> None:
+    sm().delete_inference_component(InferenceComponentName="their-ic")  # its owner removes it
+    code, _, err = run(capsys, "delete", NAME, "--yes", "--json")
+    assert code == 0, err
+    # peagle neither refused nor sent a delete of their component; their model stays.
+    assert "their-ic" not in [p["InferenceComponentName"]
+                              for p in with_foreign.sent("DeleteInferenceComponent")]  # fmt: skip
+    assert "their-m" not in [p["ModelName"] for p in with_foreign.sent("DeleteModel")]
+    assert sagemaker_inventory()["endpoints"] == []
