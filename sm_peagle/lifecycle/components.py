@@ -246,14 +246,10 @@ def deregister_component_scaling(lc: Any, name: str) -> None:
 
 
 def rollback_components(lc: Any, created: list[tuple[str, str]]) -> list[str]:
-    """Newest first: scaling sets, components (until gone), endpoint, config, models."""
-    left: list[str] = []
-    for kind, name in reversed(created):
-        if kind == SCALING:
-            lc.say(f"rolling back autoscaling of {name}")
-            deregister_component_scaling(lc, name)
-        else:
-            left += lc.rollback([(kind, name)])
+    """Newest first: scaling sets, components (until gone), endpoint, config, models;
+    `Lifecycle.rollback` knows the scaling sets, and stops before the endpoint when a
+    component cannot be deleted."""
+    left: list[str] = lc.rollback(created)
     return left
 
 

@@ -25,6 +25,16 @@ def _quiet(_: str) -> None:
     pass
 
 
+def _cleanup(created: list[tuple[str, str]], left: list[str] | None) -> str:
+    """The commands that remove what a rollback left: `peagle delete` first when an
+    endpoint is among it (`left` None: any this run created), as gc never deletes an
+    endpoint, nor a component whose endpoint exists; then gc with --min-age 0, since what
+    is left is minutes old."""
+    endpoints = [n for k, n in created if k == "endpoint" and (left is None or n in left)]
+    delete = f"`peagle delete {endpoints[0]} --yes`, then " if endpoints else ""
+    return f"{delete}`peagle gc --min-age 0 --yes`"
+
+
 class Lifecycle:
     """Create, wait, roll back, update and delete endpoints through one AwsContext."""
 
@@ -203,30 +213,40 @@ class Lifecycle:
 
     # -- delete ---------------------------------------------------------------------
     def rollback(self, created: list[tuple[str, str]]) -> list[str]:
-        """Delete what this run created, newest first, and verify each is gone."""
+        """Delete what this run created, newest first, and verify each is gone. An
+        inference component that cannot be deleted stops it before the endpoint, config
+        and models (SageMaker refuses DeleteEndpoint while one remains): they are left for
+        `peagle delete`, which the advice names whenever an endpoint is left."""
+        from .components import SCALING, deregister_component_scaling
+
         left: list[str] = []
+        stuck = False  # a component is left: the endpoint and what it uses stay too
         try:
             for kind, name in reversed(created):
+                if stuck and kind in ("endpoint", "endpoint_config", "model"):
+                    left.append(name)
+                    continue
                 self.say(f"rolling back {kind.replace('_', ' ')} {name}")
                 try:
                     if kind == "autoscaling":
                         self._deregister_resource(name)
+                    elif kind == SCALING:
+                        deregister_component_scaling(self, name)
                     else:
                         self.delete_and_confirm(kind, name)
                 except Exception as e:  # keep going: the rest must still be removed
                     left.append(name)
+                    stuck = stuck or kind == "inference_component"
                     self.say(f"could not delete {name}: {e}")
         except KeyboardInterrupt:
             # What is left is minutes old: gc's default --min-age would skip it.
-            endpoints = [n for k, n in created if k == "endpoint"]
-            delete = f"`peagle delete {endpoints[0]} --yes`, then " if endpoints else ""
-            self.say(
-                f"rollback interrupted: run {delete}`peagle gc --min-age 0 --yes` to remove "
-                "what is left"
-            )
+            self.say(f"rollback interrupted: run {_cleanup(created, None)} to remove what is left")
             raise
         if left:
-            self.say(f"left behind: {', '.join(left)}; `peagle gc --min-age 0 --yes` removes them")
+            why = " (an inference component remains, so the endpoint was kept)" if stuck else ""
+            self.say(
+                f"left behind: {', '.join(left)}{why}; run {_cleanup(created, left)} to remove it"
+            )
         return left
 
     def delete_and_confirm(self, kind: str, name: str, timeout: float = 900) -> bool:

@@ -106,6 +106,47 @@ def test_a_component_that_fails_to_start_rolls_back_everything(
     assert deletes[2:] == ["DeleteEndpoint", "DeleteEndpointConfig", "DeleteModel", "DeleteModel"]
 
 
+
+def test_a_component_that_cannot_be_deleted_stops_the_rollback_before_the_endpoint(
+    world: Any, capsys: Any, sagemaker_harness: Any, monkeypatch: Any
+) -> None:
+    """SageMaker (and the harness) refuse DeleteEndpoint while a component remains, and gc
+    never deletes an endpoint: the rollback keeps the endpoint, config and models, and
+    names `peagle delete`; following the advice leaves nothing."""
+    from moto.sagemaker.exceptions import ValidationError
+    from moto.sagemaker.models import SageMakerModelBackend
+
+    schedule_component(sagemaker_harness, BASELINE, ["Creating", "Failed"])
+    harness_delete = SageMakerModelBackend.delete_inference_component
+    fault = {"on": True}
+
+    def refusing(self: Any, name: str) -> None:
+        if fault["on"] and name == BASELINE:
+            raise ValidationError(message=f"fault injected: cannot delete {name}")
+        harness_delete(self, name)
+
+    monkeypatch.setattr(SageMakerModelBackend, "delete_inference_component", refusing)
+    code, _, err = run(capsys, *DEPLOY)
+    assert code == 1
+    deletes = [(op, p) for op, p in world.requests if op.startswith("Delete")]
+    assert deletes == [
+        ("DeleteInferenceComponent", {"InferenceComponentName": BASELINE}),
+        ("DeleteInferenceComponent", {"InferenceComponentName": PEAGLE}),
+    ]
+    left = left_in_moto()
+    assert left["inference_components"] == [BASELINE] and left["endpoints"] == [NAME]
+    assert len(left["endpoint_configs"]) == 1 and len(left["models"]) == 2
+    advice = [line for line in err.splitlines() if line.startswith("left behind: ")]
+    assert len(advice) == 1 and BASELINE in advice[0] and NAME in advice[0]
+    assert advice[0].endswith(
+        f"run `peagle delete {NAME} --yes`, then `peagle gc --min-age 0 --yes` to remove it"
+    )
+
+    fault["on"] = False  # the cause is gone; the user follows the advice
+    assert run(capsys, "delete", NAME, "--yes")[0] == 0
+    assert run(capsys, "gc", "--min-age", "0", "--yes")[0] == 0
+    assert left_in_moto() == {}
+
 def test_status_text_shows_each_component_and_scale_to_zero(
     world: Any, capsys: Any, sagemaker_harness: Any
 ) -> None:
