@@ -251,7 +251,8 @@ def delete_command(
         typer.Option(
             "--force",
             help="Also delete an endpoint peagle did not create, or inference components "
-            "someone else added to it (their models are kept).",
+            "someone else added to it, with their scaling targets, policies and alarms "
+            "(their models are kept).",
         ),
     ] = False,
     yes: YesOpt = False,
@@ -264,7 +265,18 @@ def delete_command(
     components peagle did not create, unless --force; never deletes a config or model
     another endpoint (or inference component) uses, nor a foreign component's model."""
     lc = _lifecycle(region, json_out)
-    confirm(f"Delete endpoint {name} and its config/models?", yes)
+    question = f"Delete endpoint {name} and its config/models?"
+    if force and not yes:  # say what --force destroys that is not peagle's
+        from ..lifecycle.components import split_components
+
+        foreign = split_components(lc.sm, name)[1]
+        if foreign:
+            question = (
+                f"Delete endpoint {name} and its config/models, and inference component(s) "
+                f"peagle did not create: {', '.join(foreign)} (their scaling targets, "
+                "policies and alarms go too; their models are kept)?"
+            )
+    confirm(question, yes)
     result = lc.delete(name, keep_model=keep_model, force=force)
     if json_out:
         print_json(result)

@@ -13,7 +13,9 @@ the real CLI against the moto harness.
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from typing import Any
 
 import boto3
@@ -265,3 +267,31 @@ def test_delete_does_not_count_a_foreign_component_already_deleting(
                               for p in with_foreign.sent("DeleteInferenceComponent")]  # fmt: skip
     assert "their-m" not in [p["ModelName"] for p in with_foreign.sent("DeleteModel")]
     assert sagemaker_inventory()["endpoints"] == []
+
+
+class Terminal(io.StringIO):
+    """stdin as a terminal that types its text."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_delete_force_asks_naming_the_foreign_components(
+    with_foreign: World, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    question = (
+        f"Delete endpoint {NAME} and its config/models, and inference component(s) peagle "
+        "did not create: their-ic (their scaling targets, policies and alarms go too; their "
+        "models are kept)?"
+    )
+    before = leftovers("123456789012", REGION)
+    monkeypatch.setattr(sys, "stdin", Terminal("n\n"))
+    code, out, err = run(capsys, "delete", NAME, "--force")
+    assert code == 1 and question in err and question not in out
+    assert leftovers("123456789012", REGION) == before
+    assert [op for op, _ in with_foreign.requests if op.startswith(MUTATING)] == []
+
+    monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
+    code, _, err = run(capsys, "delete", NAME, "--force")
+    assert code == 0 and question in err
+    assert left_in_moto() == {"models": ["their-m"]}
