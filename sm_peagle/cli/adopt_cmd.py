@@ -98,7 +98,11 @@ def adopt_command(
             render_adoption(result)
         names = ", ".join(n for _, n in result.resources)
         confirm(f"Tag {names} as managed by peagle?", yes)
-        if output is not None:  # before tagging: a path it cannot write changes nothing
+
+    def write(result: Any) -> None:
+        # After adopt's re-check (a refusal leaves no spec file for an endpoint never
+        # adopted), before tagging (a path it cannot write changes nothing).
+        if output is not None:
             _write_spec(output, result.spec)
 
     result = adopt(
@@ -108,6 +112,7 @@ def adopt_command(
         dry_run=dry_run,
         accept_differences=accept_differences,
         confirm=ask,
+        before_tagging=write,
         say=note,
     )
     if dry_run and output is not None:

@@ -21,6 +21,7 @@ from ..planning.adopt_refusals import refusal
 from ..planning.adopt_spec import Adoption, Deployed, reconstruct
 from ..planning.checks import Check, warned
 from ..planning.plan_result import Plan
+from ..planning.spec_tags import PREFIX as SPEC_PREFIX
 from ..planning.specs import DeploymentSpec
 from .inventory import MANAGED
 from .resources import not_found, tagged_requests
@@ -160,17 +161,23 @@ def adopt(
     dry_run: bool = False,
     accept_differences: bool = False,
     confirm: Callable[[AdoptResult], None] | None = None,
+    before_tagging: Callable[[AdoptResult], None] | None = None,
     say: Callable[[str], None] = lambda _m: None,
 ) -> AdoptResult:
     """Reconstruct `name`'s spec and, unless `dry_run`, tag it as peagle's. `confirm`
-    sees the result first and raises to stop (nothing is tagged then). Refused (SpecError,
-    nothing tagged): an endpoint not settled InService, one whose config or model another
-    endpoint uses, and, unless `accept_differences`, one whose spec does not plan to the
-    requests it runs."""
+    sees the result first and raises to stop (nothing is tagged then); the endpoint is
+    then read again, and `before_tagging` runs once that re-check passes, just before
+    the first tag is written (it too may raise to stop). Refused (SpecError, nothing
+    tagged): an endpoint peagle already carries the spec of, one not settled InService,
+    one whose config or model another endpoint uses, and, unless `accept_differences`,
+    one whose spec does not plan to the requests it runs. An endpoint tagged
+    `peagle:managed` without the spec (an older peagle's, an older export's) is adopted:
+    its spec tags are written."""
     d = read_deployed(aws, name)
-    if d.tags.get(MANAGED) == "true":
+    if d.tags.get(MANAGED) == "true" and any(k.startswith(SPEC_PREFIX) for k in d.tags):
         raise SpecError(
-            f"endpoint {name} is already managed by peagle (tagged {MANAGED}); nothing to adopt",
+            f"endpoint {name} is already managed by peagle (tagged {MANAGED}, with its "
+            "spec); nothing to adopt",
             remedy=f"`peagle status {name}`, `peagle update {name} ...` or `peagle apply`",
         )
     adoption = reconstruct(d, model=model, jumpstart_spec=_jumpstart_spec(d, model))
@@ -185,6 +192,8 @@ def adopt(
     if confirm is not None:
         confirm(result)
     _refuse_if_moved(aws.client("sagemaker"), d)  # the answer may have taken a while
+    if before_tagging is not None:
+        before_tagging(result)
     result.tagged = _tag(aws.client("sagemaker"), result, say)
     return result
 
@@ -237,13 +246,15 @@ def _refuse_shared(sm: Any, d: Deployed) -> None:
 
 
 def _refuse_if_moved(sm: Any, d: Deployed) -> None:
-    """Refuse if, since it was read, the endpoint left InService or changed config."""
+    """Refuse if, since it was read, the endpoint left InService or changed config, or
+    another endpoint started using its config or model."""
     now = sm.describe_endpoint(EndpointName=d.name)
     reason = refusal(Deployed(d.name, d.region, now, d.config, d.models))
     if reason is None and now["EndpointConfigName"] != d.config["EndpointConfigName"]:
         reason = (f"it now runs config {now['EndpointConfigName']}", f"`peagle adopt {d.name}`")
     if reason:
         raise SpecError(f"cannot adopt {d.name}: {reason[0]}", remedy=reason[1])
+    _refuse_shared(sm, d)
 
 
 def _merged(notes: list[Check], plan_checks: list[Check]) -> list[Check]:

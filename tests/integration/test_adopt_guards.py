@@ -108,6 +108,50 @@ def test_an_update_started_while_confirming_stops_the_adoption(world, sagemaker_
     assert all_tags() == before
 
 
+def test_an_endpoint_sharing_its_config_while_confirming_stops_the_adoption(world):
+    """The shared-resource check is run again after the answer, with the status."""
+    create_jumpstart_endpoint(world.role_arn)
+    sm = boto3.client("sagemaker", region_name=REGION)
+    before = all_tags()
+
+    def someone_shares(_result: Any) -> None:
+        sm.create_endpoint(EndpointName="other", EndpointConfigName=CONFIG)
+
+    with pytest.raises(SpecError, match=f"endpoint config {CONFIG} is also used by other"):
+        adopt(AwsContext(REGION), NAME, confirm=someone_shares)
+    assert all_tags() == before
+    other = sm.describe_endpoint(EndpointName="other")["EndpointArn"]
+    assert sm.list_tags(ResourceArn=other)["Tags"] == []
+
+
+def test_a_refusal_after_confirming_leaves_no_spec_file(world, capsys, tmp_path, monkeypatch):
+    """`-o` is written after the re-check: an endpoint never adopted gets no spec file."""
+    import sm_peagle.cli.adopt_cmd as adopt_cmd
+
+    create_jumpstart_endpoint(world.role_arn)
+    sm = boto3.client("sagemaker", region_name=REGION)
+    before = all_tags()
+    answered = adopt_cmd.confirm
+
+    def answer_while_someone_shares(question: str, yes: bool) -> None:
+        answered(question, yes)
+        sm.create_endpoint(EndpointName="other", EndpointConfigName=CONFIG)
+
+    monkeypatch.setattr(adopt_cmd, "confirm", answer_while_someone_shares)
+    target = tmp_path / "spec.yaml"
+    code, _, err = run(capsys, "adopt", NAME, "--yes", "-o", str(target))
+    assert code == 2
+    assert f"endpoint config {CONFIG} is also used by other" in one_error_line(err)
+    assert not target.exists()
+    assert all_tags() == before
+    # Once the other endpoint is gone, the same command writes the file and adopts.
+    monkeypatch.setattr(adopt_cmd, "confirm", answered)
+    sm.delete_endpoint(EndpointName="other")
+    code, _, err = run(capsys, "adopt", NAME, "--yes", "-o", str(target))
+    assert code == 0, err
+    assert "model: gpt-oss-20b" in target.read_text().splitlines()
+
+
 def test_a_config_another_endpoint_uses_is_refused_and_gc_keeps_it(world, capsys):
     create_jumpstart_endpoint(world.role_arn)
     sm = boto3.client("sagemaker", region_name=REGION)

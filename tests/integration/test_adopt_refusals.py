@@ -23,6 +23,7 @@ from tests.integration.test_adopt import (
     create_jumpstart_endpoint,
     js_env,
 )
+from tests.spec_tags_rule import spec_data_in
 
 MUTATING = ("AddTags", "DeleteTags", "Create", "Delete", "Update")
 
@@ -88,6 +89,34 @@ def test_an_endpoint_peagle_manages_is_not_adopted_again(world, capsys):
     create_jumpstart_endpoint(world.role_arn)
     assert run(capsys, "adopt", NAME, "--yes")[0] == 0
     assert f"endpoint {NAME} is already managed by peagle" in refused_adoption(world, capsys)
+
+
+def test_an_endpoint_tagged_managed_without_its_spec_is_adopted(world, capsys):
+    """peagle:managed but no peagle:spec:* tags (an older peagle's or an older export's):
+    `update` cannot read a spec, so adopt writes it instead of calling it managed."""
+    old = [
+        {"Key": "peagle:managed", "Value": "true"},
+        {"Key": "peagle:deployment", "Value": NAME},
+        {"Key": "peagle:version", "Value": "0.0.1"},
+    ]
+    create_jumpstart_endpoint(world.role_arn, tags=old)
+    code, _, err = run(capsys, "update", NAME, "-k", "7", "--yes")
+    assert code == 2 and "no spec tags" in one_error_line(err)
+
+    code, _, err = run(capsys, "adopt", NAME, "--yes")
+
+    assert code == 0, err
+    sm = boto3.client("sagemaker", region_name=REGION)
+    arn = sm.describe_endpoint(EndpointName=NAME)["EndpointArn"]
+    keys = [t["Key"] for t in sm.list_tags(ResourceArn=arn)["Tags"]]
+    assert len(keys) == len(set(keys)), keys  # the stale peagle:version was replaced
+    for tags in all_tags().values():
+        assert tags["peagle:managed"] == "true"
+        assert tags["peagle:version"] == sm_peagle.__version__
+        assert spec_data_in(tags)["model"] == "gpt-oss-20b"
+    assert run(capsys, "update", NAME, "-k", "7", "--yes")[0] == 0
+    assert run(capsys, "delete", NAME, "--yes")[0] == 0
+    assert sagemaker_inventory() == EMPTY
 
 
 def test_a_missing_endpoint_is_one_line_exit_1(world, capsys):
