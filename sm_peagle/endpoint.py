@@ -148,11 +148,33 @@ class Endpoint:
     def spec(self) -> DeploymentSpec:
         return deployed_spec(self.aws.client("sagemaker"), self.name)
 
-    def update(self, *, timeout: float | None = None, **overrides: Any) -> dict[str, Any]:
-        """Redeploy with changed options (k=, mode=, instance_type=, …) in place."""
-        current = self.spec()
-        new = plan_for(current, **{**overrides, "name": self.name})
-        result = self.lifecycle().update(new, timeout=timeout)
+    def update(
+        self, *, timeout: float | None = None, component: str | None = None, **overrides: Any
+    ) -> dict[str, Any]:
+        """Redeploy with changed options (k=, mode=, instance_type=, …) in place. On an
+        endpoint hosting inference components K and mode are per component: name it,
+        `update(component="p-eagle", k=5)` (k= and mode= only); without `component`, k=
+        or mode= there is a SpecError naming the components. Nothing changes on error."""
+        from .planning.component_change import refuse_top_level_change
+
+        if component is not None:
+            from .errors import SpecError
+            from .lifecycle.component_update import plan_component_change
+
+            extra = sorted(set(overrides) - {"k", "mode"})
+            if extra:
+                raise SpecError(f"update(component=...) takes k= and mode= only (got {extra})")
+            sm = self.aws.client("sagemaker")
+            k, mode = overrides.get("k"), overrides.get("mode")
+            change = plan_component_change(sm, self.name, component, k=k, mode=mode)
+            result, new = change.apply(self.lifecycle(), timeout=timeout), change.plan
+        else:
+            current = self.spec()
+            refuse_top_level_change(
+                current, self.name, k=overrides.get("k"), mode=overrides.get("mode"), sdk=True
+            )
+            new = plan_for(current, **{**overrides, "name": self.name})
+            result = self.lifecycle().update(new, timeout=timeout)
         self.plan = new
         return {
             "endpoint": self.name,

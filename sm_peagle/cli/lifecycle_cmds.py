@@ -255,6 +255,26 @@ def _changes(old: Any, new: Any) -> list[str]:
     return [f"{label} {get(old)} -> {get(new)}" for label, get in fields if get(old) != get(new)]
 
 
+def _one_component_change(
+    name: str, copies: int | None, instance_type: Any, instance_count: int | None
+) -> None:
+    """`--component NAME -k/--mode` changes that component's configuration and nothing else."""
+    from ..errors import SpecError
+
+    if copies is not None:
+        raise SpecError(
+            "update: --copies and -k/--mode are separate updates of a component; run one, "
+            "then the other",
+            remedy=f"e.g. `peagle update {name} --component NAME -k 5`, then "
+            f"`peagle update {name} --component NAME --copies 2`",
+        )
+    if instance_type or instance_count is not None:
+        raise SpecError(
+            "update: --component changes one component; the instances are the endpoint's "
+            "(a component endpoint's instances cannot be changed in place)"
+        )
+
+
 def update_command(
     name: Annotated[str, typer.Argument(help="Endpoint name.")],
     k: KOpt = None,
@@ -267,7 +287,10 @@ def update_command(
     region: RegionOpt = None,
     component: Annotated[
         str | None,
-        typer.Option("--component", help="Inference component to scale (with --copies)."),
+        typer.Option(
+            "--component",
+            help="Inference component to change: its copies (--copies), K (-k) or --mode.",
+        ),
     ] = None,
     copies: Annotated[
         int | None,
@@ -277,20 +300,32 @@ def update_command(
     yes: YesOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Change K, mode or instances in place: new model + config, UpdateEndpoint, wait."""
+    """Change K, mode or instances in place: new model + config, UpdateEndpoint, wait.
+    On an endpoint hosting inference components, K and mode are per component:
+    `--component NAME -k N` changes that component (new model, UpdateInferenceComponent)."""
     from ..endpoint import deployed_spec, plan_for
     from ..errors import DeploymentFailed
     from ..lifecycle.waiter import parse_duration
+    from ..planning.component_change import refuse_top_level_change
     from ..planning.spec_options import SpecOptions, build_spec
     from .live import wait_view
 
+    ask = lambda question: confirm(question, yes)  # noqa: E731
+    if component is not None and (k is not None or mode is not None):  # its configuration
+        from .component_cmds import update_component_config
+
+        _one_component_change(name, copies, instance_type, instance_count)
+        lc = _lifecycle(region, json_out)
+        return update_component_config(
+            lc, name, component, k=k, mode=mode, timeout=timeout, ask=ask, json_out=json_out
+        )
     lc = _lifecycle(region, json_out)
     if component is not None or copies is not None:  # an inference component's copies
         from .component_cmds import update_copies
 
-        ask = lambda question: confirm(question, yes)  # noqa: E731
         return update_copies(lc, name, component, copies, timeout, ask=ask, json_out=json_out)
     current = deployed_spec(lc.sm, name)
+    refuse_top_level_change(current, name, k=k, mode=mode)
     options = SpecOptions(
         k=k, mode=mode, instance_type=instance_type, instance_count=instance_count, name=name
     )

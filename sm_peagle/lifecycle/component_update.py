@@ -14,6 +14,7 @@ we hold says what happens to the components then); delete and deploy instead.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import SpecError
@@ -28,7 +29,7 @@ from .components import (
 from .resources import DeployResult, describe_existing, tagged_requests
 from .update import _retag_endpoint
 
-__all__ = ["update_components"]
+__all__ = ["ComponentChange", "plan_component_change", "update_components"]
 
 _HOST_KEYS = ("InstanceType", "InitialInstanceCount", "ManagedInstanceScaling", "VolumeSizeInGB")
 
@@ -72,8 +73,45 @@ class _ModelUsers:
         return users
 
 
-def update_components(lc: Any, plan: Plan, *, timeout: float | None = None) -> DeployResult:
-    """Bring peagle's live components to the plan's; returns what was created."""
+@dataclass(frozen=True)
+class ComponentChange:
+    """One component's K/mode change, planned: the new plan, what changes (`component
+    p-eagle: K 7 -> 5`), and whether the scale-to-zero requests stay as they were."""
+
+    plan: Plan
+    changes: list[str]
+    same_scaling: bool
+
+    def apply(self, lc: Any, *, timeout: float | None = None) -> DeployResult:
+        return update_components(
+            lc, self.plan, timeout=timeout, register_scaling=not self.same_scaling
+        )
+
+
+def plan_component_change(
+    sm: Any, endpoint: str, component: str, *, k: int | None, mode: str | None
+) -> ComponentChange:
+    """The deployed spec (its tags) with `component`'s K and/or mode replaced, planned.
+    SpecError (nothing sent) for an endpoint without components, an unknown component,
+    a K for a baseline component, or a plan that fails its checks."""
+    from ..planning.component_change import change_component, component_changes
+    from .resolve import plan_resolved
+    from .spec_tags import deployed_spec
+
+    current = deployed_spec(sm, endpoint)
+    new = plan_resolved(change_component(current, endpoint, component, k=k, mode=mode))
+    new.raise_for_failures()
+    old = plan_resolved(current)
+    return ComponentChange(new, component_changes(old, new), old.autoscaling == new.autoscaling)
+
+
+def update_components(
+    lc: Any, plan: Plan, *, timeout: float | None = None, register_scaling: bool = True
+) -> DeployResult:
+    """Bring peagle's live components to the plan's; returns what was created. With
+    `register_scaling` False the plan's scale-to-zero requests are not re-sent: for a
+    change of one component's K or mode, which leaves every scaling request as it was
+    (`peagle update --component NAME -k N` checks that), so no other component sees one."""
     plan.raise_for_failures()
     name = plan.names["endpoint"]
     current = describe_existing(lc.sm, name)
@@ -115,7 +153,7 @@ def update_components(lc: Any, plan: Plan, *, timeout: float | None = None) -> D
             _retire_model(lc, old, users)
     for ic in foreign:
         lc.say(f"kept inference component {ic}: not peagle's")
-    if plan.autoscaling:
+    if plan.autoscaling and register_scaling:
         _register_scaling(lc, plan, [])
     _retag_endpoint(lc, current["EndpointArn"], tagged_requests(plan)[2]["Tags"])
     desc = lc.sm.describe_endpoint(EndpointName=name)

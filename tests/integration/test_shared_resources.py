@@ -213,11 +213,22 @@ def their_component_intact() -> None:
 
 
 def test_update_leaves_a_component_peagle_did_not_create(with_foreign: World, capsys: Any) -> None:
-    code, _, err = run(capsys, "update", NAME, "-k", "5", "--yes", "--json")
+    # K is per component: the update changes peagle's p-eagle component (a new model; its
+    # old one retired) and leaves their-ic and their model alone.
+    peagle_ic = f"{NAME}-p-eagle"
+    old_model = sm().describe_inference_component(InferenceComponentName=peagle_ic)[
+        "Specification"
+    ]["ModelName"]
+    code, _, err = run(
+        capsys, "update", NAME, "--component", "p-eagle", "-k", "5", "--yes", "--json"
+    )
     assert code == 0, err
     assert "kept inference component their-ic: not peagle's" in err
+    assert [u["InferenceComponentName"] for u in with_foreign.sent("UpdateInferenceComponent")] == [
+        peagle_ic
+    ]
     assert with_foreign.sent("DeleteInferenceComponent") == []
-    assert with_foreign.sent("DeleteModel") == []
+    assert with_foreign.sent("DeleteModel") == [{"ModelName": old_model}]
     their_component_intact()
 
 
