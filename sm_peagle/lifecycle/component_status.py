@@ -57,7 +57,11 @@ def components_status(
                 "model": spec.get("ModelName"),
                 "mode": mode,
                 "k": k,
-                "image": container.get("Image"),
+                # An inline container's describe answer (botocore's
+                # InferenceComponentContainerSpecificationSummary) holds the image under
+                # DeployedImage.SpecifiedImage; a model's PrimaryContainer under Image.
+                "image": container.get("Image")
+                or (container.get("DeployedImage") or {}).get("SpecifiedImage"),
                 "speculative_config": spec_cfg,
                 "accelerators_per_copy": (spec.get("ComputeResourceRequirements") or {}).get(
                     "NumberOfAcceleratorDevicesRequired"

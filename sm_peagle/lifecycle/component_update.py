@@ -160,6 +160,18 @@ def update_components(
     return DeployResult(name, desc["EndpointStatus"], created, time.monotonic() - start, desc)
 
 
+def _same_inline(live: dict[str, Any], spec: dict[str, Any]) -> bool:
+    """Whether a component's inline container (DescribeInferenceComponent's summary: the
+    image under DeployedImage.SpecifiedImage) is the one the plan asks for."""
+    want = spec.get("Container") or {}
+    image = (live.get("DeployedImage") or {}).get("SpecifiedImage", live.get("Image"))
+    return (
+        image == want.get("Image")
+        and (live.get("Environment") or {}) == (want.get("Environment") or {})
+        and live.get("ArtifactUrl") == want.get("ArtifactUrl")
+    )
+
+
 def _update_one(
     lc: Any,
     live: dict[str, Any],
@@ -177,10 +189,13 @@ def _update_one(
     if old_model and new_model:
         old = lc.sm.describe_model(ModelName=old_model)["PrimaryContainer"]
         same = _same_container(old, models[new_model]["PrimaryContainer"])
+    elif not old_model and not new_model:  # an inline container (no model) both times
+        same = _same_inline(live["Specification"].get("Container") or {}, req["Specification"])
     if same:
         return
-    lc.sm.create_model(**models[new_model])
-    created.append(("model", new_model))
+    if new_model:  # an inline container has no model to create
+        lc.sm.create_model(**models[new_model])
+        created.append(("model", new_model))
     lc.sm.update_inference_component(InferenceComponentName=ic, Specification=req["Specification"])
     users.mine[ic] = new_model
     lc.say(f"updating inference component {ic}: {old_model} -> {new_model}")
