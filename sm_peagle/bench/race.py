@@ -32,9 +32,10 @@ class RaceTarget:
     def label(self) -> str:
         if not self.component:
             return self.endpoint
+        from ..planning.components import component_short_name
+
         # `EP/p-eagle`, not `EP/EP-p-eagle`: the short name the user deployed and typed.
-        prefix = f"{self.endpoint}-"
-        short = self.component[len(prefix) :] if self.component.startswith(prefix) else None
+        short = component_short_name(self.endpoint, self.component)
         return f"{self.endpoint}/{short or self.component}"
 
     def client(self, aws: Any) -> Any:

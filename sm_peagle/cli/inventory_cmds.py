@@ -53,11 +53,11 @@ def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = 
 def _components_table(endpoint: str, comps: list[dict]) -> object:
     """One row per inference component: what it runs, its copies (current/desired) and
     its copy-count autoscaling range; narrow, so a row fits an 80-column terminal."""
+    from ..planning.components import component_short_name
+
     rows = []
     for c in comps:
-        short = (
-            c["name"][len(endpoint) + 1 :] if c["name"].startswith(f"{endpoint}-") else c["name"]
-        )
+        short = component_short_name(endpoint, c["name"])
         mode = c["mode"] + (f", K={c['k']}" if c.get("k") is not None else "")
         copies = f"{c['current_copies']}/{c['desired_copies']}"
         if c["scaled_to_zero"]:
@@ -98,9 +98,10 @@ def ls_command(
         typer.echo("no peagle endpoints" + ("" if all_ else " (--all shows every endpoint)"))
         return
 
+    from ..planning.components import component_short_name
+
     def short(r: dict) -> str:  # components by the short names they were deployed with
-        cut = len(r["endpoint"]) + 1
-        names = [c[cut:] if c.startswith(f"{r['endpoint']}-") else c for c in r["components"]]
+        names = [component_short_name(r["endpoint"], c) for c in r["components"]]
         return ", ".join(names) or "-"
 
     console().print(
@@ -142,9 +143,12 @@ def _log_component(lc: object, name: str, component: str | None) -> str | None:
                 f"log groups: add --component with one of {choices(name, names)}"
             )
         return None
-    if names and any(component in (n, f"{name}-{component}") for n in names):
+    from ..planning.components import component_full_name
+
+    full = component_full_name(name, component)
+    if names and (component in names or full in names):  # hosted now: the usual check
         return resolve_component(lc.sm, name, component)  # type: ignore[attr-defined]
-    for candidate in (f"{name}-{component}", component):
+    for candidate in (full, component):
         if _group_exists(lc, log_group(name, candidate)):
             return candidate  # deleted, or not listed: its logs remain
     return resolve_component(lc.sm, name, component)  # type: ignore[attr-defined]

@@ -51,7 +51,9 @@ def components_of(sm: Any, endpoint: str) -> list[str] | None:
 
 
 def choices(endpoint: str, names: list[str]) -> str:
-    short = [n[len(endpoint) + 1 :] if n.startswith(f"{endpoint}-") else n for n in names]
+    from ..planning.components import component_short_name
+
+    short = [component_short_name(endpoint, n) for n in names]
     return ", ".join(f"{s} ({n})" if s != n else n for s, n in zip(short, names, strict=True))
 
 
@@ -83,7 +85,9 @@ def resolve_component(
             + (f"write {endpoint}/COMPONENT" if flag == "/" else f"pass {flag}")
             + f" with one of {choices(endpoint, names)}"
         )
-    for name in (component, f"{endpoint}-{component}"):
+    from ..planning.components import component_full_name
+
+    for name in (component, component_full_name(endpoint, component)):
         if name in names:
             return name
     raise SpecError(

@@ -15,7 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import DeploymentFailed, DeploymentTimeout, NotFound
-from ..planning.components import COPY_DIMENSION, step_policy_arn_placeholder
+from ..planning.components import (
+    COPY_DIMENSION,
+    component_full_name,
+    step_policy_arn_placeholder,
+)
 from ..planning.plan_result import Plan
 from .resources import DeployResult, as_error, is_managed, not_found, tagged_requests
 from .waiter import default_timeout, wait_for_endpoint
@@ -298,7 +302,8 @@ def delete_components(lc: Any, endpoint: str, *, force: bool = False) -> list[st
 def set_copies(lc: Any, endpoint: str, component: str, copies: int, timeout: float) -> dict:
     """UpdateInferenceComponentRuntimeConfig and wait; 0 scales the component to zero."""
     names = list_components(lc.sm, endpoint)
-    matches = [n for n in names if n == component or n == f"{endpoint}-{component}"]
+    full = component_full_name(endpoint, component)
+    matches = [n for n in names if n in (component, full)]
     if not matches:
         raise NotFound(
             f"endpoint {endpoint} has no inference component {component!r}",

@@ -72,9 +72,11 @@ def refuse_top_level_change(
 
 
 def _find(spec: DeploymentSpec, endpoint: str, component: str) -> ComponentSpec:
+    from .components import component_full_name
+
     comps = _components(spec)
     for comp in comps:
-        if component in (comp.name, f"{endpoint}-{comp.name}"):
+        if component in (comp.name, component_full_name(endpoint, comp.name)):
             return comp
     raise SpecError(
         f"{endpoint} has no inference component {component!r}; its components: "

@@ -39,7 +39,9 @@ __all__ = [
     "COPY_DIMENSION",
     "DEFAULT_MIN_MEMORY_MB",
     "add_inference_components",
+    "component_full_name",
     "component_names",
+    "component_short_name",
     "scale_to_zero_requests",
     "step_policy_arn_placeholder",
 ]
@@ -74,9 +76,21 @@ def component_names(names: dict[str, str], component: str) -> dict[str, str]:
     """The inference component's and its model's names (<= 63 characters each)."""
     model_prefix = names["model"].removesuffix("-mdl")
     return {
-        "inference_component": _fit(names["endpoint"], f"-{component}"),
+        "inference_component": component_full_name(names["endpoint"], component),
         "model": _fit(model_prefix, f"-{component}-mdl"),
     }
+
+
+def component_full_name(endpoint: str, component: str) -> str:
+    """The InferenceComponentName peagle gives component `component` of `endpoint`: the
+    one rule every lookup by short name (`--component p-eagle`) must follow too."""
+    return _fit(endpoint, f"-{component}")
+
+
+def component_short_name(endpoint: str, component: str) -> str:
+    """The name a component was deployed with (`p-eagle` for `EP-p-eagle`), as users type
+    it; a name not built by `component_names` is returned as it is."""
+    return component.removeprefix(f"{endpoint}-")
 
 
 def _components(spec: Any) -> tuple[InferenceComponentsSpec, list[ComponentSpec]]:
