@@ -7,7 +7,7 @@ A fresh in-process sandbox (SIMULATED engine, its own state dir) serves gpt-oss-
 P-EAGLE K=3, EAGLE-3 K=3 and no speculation. Each runs at concurrency 1, 8, 64 and 128 with
 ~1,500-word chat prompts (so prefill dominates the client's fixed ~0.5 ms per request), and
 each level's TTFT, TPOT and output tokens/s are compared with what the sandbox recorded for
-the same requests (`sm_peagle.sandbox.groundtruth.level_truth`). Token counts are exact by
+the same requests (`peagle_sandbox.groundtruth.level_truth`). Token counts are exact by
 construction and asserted by tests/e2e/test_bench_accuracy.py; this script reports only the
 timing errors, which depend on the machine's load, so they are measured here rather than
 asserted in the suite.
@@ -50,10 +50,10 @@ def ground_truth(url: str, endpoint: str) -> dict[str, dict]:
 
 def measure(requests_per_level: int) -> list[dict]:
     import sm_peagle
+    from peagle_sandbox import manager
+    from peagle_sandbox.groundtruth import level_truth
     from sm_peagle.bench.load import LoadSpec, bench_client, run_level
     from sm_peagle.bench.metrics import summarize_level
-    from sm_peagle.sandbox import manager
-    from sm_peagle.sandbox.groundtruth import level_truth
 
     for name in [n for n in os.environ if n.startswith("AWS_")]:
         del os.environ[name]

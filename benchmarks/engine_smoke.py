@@ -1,6 +1,6 @@
 """Smoke-benchmark the REAL vLLM CPU engine: baseline, EAGLE-3 and P-EAGLE on the tiny pair.
 
-Needs an engine home made by ``python -m sm_peagle.sandbox.vllm_engine.install``. Starts
+Needs an engine home made by ``python -m peagle_sandbox.vllm_engine.install``. Starts
 ``vllm serve`` (through peagle's launcher) on 127.0.0.1, one engine at a time, with
 ``--enforce-eager`` and a 1 GiB KV cache, streams chat completions with
 ``continuous_usage_stats``, and reports per engine: start-up time, peak RSS of the whole
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from sm_peagle.sandbox.procs import kill_group  # noqa: E402
-from sm_peagle.sandbox.vllm_engine.install import (  # noqa: E402
+from peagle_sandbox.procs import kill_group  # noqa: E402
+from peagle_sandbox.vllm_engine.install import (  # noqa: E402
     DEFAULT_VLLM_VERSION,
     EngineEnv,
     default_home,

@@ -51,7 +51,7 @@ def start_sandbox(state: Path) -> Any:
     os.environ["PEAGLE_STATE_DIR"] = str(state)
     for name in [n for n in os.environ if n.startswith("AWS_")]:
         del os.environ[name]
-    from sm_peagle.sandbox import manager
+    from peagle_sandbox import manager
 
     info = manager.start(creating_seconds=1.0, metrics_interval=1.0)
     manager.activate(info)
@@ -198,7 +198,7 @@ def chunk_choices(raw: bytes) -> list[dict[str, Any]]:
 def tgi_reencode(raw: bytes, seed: int) -> bytes:
     """The same content chunks as TGI-shaped events (one per vLLM chunk, no `details`),
     framed into irregular PayloadParts like the sandbox does."""
-    from sm_peagle.sandbox.eventstream import IrregularSplitter
+    from peagle_sandbox.eventstream import IrregularSplitter
 
     events = []
     for doc in vllm_chunks(raw):
@@ -278,7 +278,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     state = Path(tempfile.mkdtemp(prefix="peagle-peer-"))
     info = start_sandbox(state)
-    from sm_peagle.sandbox import manager
+    from peagle_sandbox import manager
 
     try:
         name = "peer-compare-pe7"

@@ -13,7 +13,7 @@ point, so acceptance decays with position: ~0.6, 0.36, 0.2, ...).
 3. Print estimated vs measured tokens/s and acceptance length, and the relative errors.
 
 One engine at a time, each killed as a process group. Needs an engine home
-(`python -m sm_peagle.sandbox.vllm_engine.install`):
+(`python -m peagle_sandbox.vllm_engine.install`):
 
     python benchmarks/tune_k_real.py --home /work/engine-home [--vllm-version 0.31.0]
         [--k-max 4] [--seconds 40] [--json out.json]
@@ -33,15 +33,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from sm_peagle.bench.acceptance import combine_per_position, per_position_rates  # noqa: E402
-from sm_peagle.bench.tune_k import estimate_k  # noqa: E402
-from sm_peagle.lifecycle.endpoint_logs import parse_spec_decoding  # noqa: E402
-from sm_peagle.sandbox.procs import kill_group  # noqa: E402
-from sm_peagle.sandbox.vllm_engine.install import (  # noqa: E402
+from peagle_sandbox.procs import kill_group  # noqa: E402
+from peagle_sandbox.vllm_engine.install import (  # noqa: E402
     DEFAULT_VLLM_VERSION,
     default_home,
     engine_env,
 )
+from sm_peagle.bench.acceptance import combine_per_position, per_position_rates  # noqa: E402
+from sm_peagle.bench.tune_k import estimate_k  # noqa: E402
+from sm_peagle.lifecycle.endpoint_logs import parse_spec_decoding  # noqa: E402
 
 PROMPT = "Explain how a parallel drafter proposes several tokens at once."
 _OPEN = urllib.request.build_opener(urllib.request.ProxyHandler({})).open

@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 
 import sm_peagle
+from peagle_sandbox.synthetic_head import synthetic_head
 from sm_peagle.drafter import check_drafter, inspect_drafter
-from sm_peagle.drafter.synthetic import synthetic_head
 from sm_peagle.planning.vllm_versions import DEFAULT_VLLM, VllmVersion
 
 

@@ -21,8 +21,8 @@ import tempfile
 import boto3
 from moto.server import ThreadedMotoServer
 
-from sm_peagle.drafter.synthetic import synthetic_head
-from sm_peagle.testing.moto_sagemaker import SageMakerHarness
+from peagle_sandbox.synthetic_head import synthetic_head
+from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
 
 REGION = "us-east-1"
 

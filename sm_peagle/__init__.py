@@ -26,7 +26,8 @@ _LAZY = {
     "DeploymentTimeout": "errors",
     "NotFound": "errors",
     "NoCredentials": "errors",
-    "use_sandbox": "sandbox.manager",
+    # Moved to peagle_sandbox.use_sandbox (a deprecation notice for one release).
+    "use_sandbox": "plugins",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-pytest_plugins = ["sm_peagle.testing.pytest_plugin"]
+pytest_plugins = ["peagle_sandbox.testing.pytest_plugin"]
 
 
 @pytest.fixture(autouse=True)

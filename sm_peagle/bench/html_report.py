@@ -58,7 +58,7 @@ def engine_of(doc: dict[str, Any]) -> tuple[str, bool]:
     if real:  # a real vLLM engine made the tokens (in the sandbox, or on SageMaker)
         return f"real vLLM engine: {', '.join(real)}", simulated
     if simulated:
-        return "SIMULATED engine of the local sandbox (sm_peagle.sandbox.engine)", True
+        return "SIMULATED engine of the local sandbox (peagle_sandbox.engine)", True
     return "SageMaker endpoint (MEASURED)", False
 
 

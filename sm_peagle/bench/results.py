@@ -138,7 +138,7 @@ def bench_document(
         notes.insert(
             0,
             "SIMULATED: the local peagle sandbox made these tokens and timings up "
-            "(sm_peagle.sandbox.engine); they say nothing about real GPU performance",
+            "(peagle_sandbox.engine); they say nothing about real GPU performance",
         )
     return {
         "schema": SCHEMA,

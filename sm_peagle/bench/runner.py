@@ -66,11 +66,25 @@ def _sandbox_info() -> dict[str, Any] | None:
     url = os.environ.get("PEAGLE_SANDBOX_URL")
     if not url:
         return None
-    from ..sandbox.manager import health
-
-    doc = health(url) or {}
+    doc = _sandbox_health(url)
     keep = ("engine", "time_scale", "metrics_interval", "creating_seconds", "started_at")
     return {"url": url, **{k: doc.get(k) for k in keep if k in doc}}
+
+
+def _sandbox_health(url: str) -> dict[str, Any]:
+    """The sandbox's own /_peagle/health document ({} when it does not answer): read over
+    HTTP, as any client of the sandbox would, never by importing the sandbox."""
+    import json
+    import urllib.request
+
+    # No proxies: an HTTP(S)_PROXY without 127.0.0.1 in NO_PROXY must not intercept loopback.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(f"{url}/_peagle/health", timeout=1.0) as resp:
+            doc = json.loads(resp.read())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) and doc.get("ok") else {}
 
 
 def _model_of(aws: Any, endpoint: str) -> str | None:

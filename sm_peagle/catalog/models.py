@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from .sandbox_models import SANDBOX_MODELS
-
 __all__ = ["DrafterInfo", "ModelEntry", "MODELS", "find_model"]
 
 
@@ -55,8 +53,9 @@ class ModelEntry:
     # A multimodal target: parallel drafting raises NotImplementedError on it before
     # vLLM 0.21.0 (`v1/spec_decode/eagle.py`), so P-EAGLE needs a newer image.
     multimodal: bool = False
-    # Sandbox-only entries (catalog/sandbox_models.py): where the sandbox seeds the weights
-    # and the head, and the vLLM its engine runs. Never set for a real model.
+    # Sandbox-only entries, registered by the sandbox plugin (`sm_peagle/plugins.py`): their
+    # weights exist only in the sandbox's S3, so the SDK refuses them against AWS. Never set
+    # for a real model.
     sandbox_only: bool = False
     model_data: str | None = None
     drafter_source: str | None = None
@@ -204,11 +203,25 @@ for _m in MODELS:
     _BY_NAME[_m.hf_id.lower()] = _m
 
 
-# Sandbox-only models are found by name but kept out of MODELS (not deployable on AWS).
-for _d in SANDBOX_MODELS:
-    _BY_NAME[_d["alias"]] = ModelEntry(**{**_d, "drafter": DrafterInfo(**_d["drafter"])})
+_PLUGIN_MODELS: dict[str, ModelEntry] | None = None
+
+
+def _plugin_models() -> dict[str, ModelEntry]:
+    """Sandbox-only entries from installed plugins, read once and only on a miss (the
+    entry-point scan is not free); every one is sandbox-only, whatever it says."""
+    global _PLUGIN_MODELS
+    if _PLUGIN_MODELS is None:
+        from ..plugins import plugin_models
+
+        _PLUGIN_MODELS = {}
+        for d in plugin_models():
+            entry = ModelEntry(
+                **{**d, "drafter": DrafterInfo(**d["drafter"]), "sandbox_only": True}
+            )
+            _PLUGIN_MODELS[entry.alias] = entry
+    return _PLUGIN_MODELS
 
 
 def find_model(name: str) -> ModelEntry | None:
     """Look a model up by alias, JumpStart id or HF id (case-insensitive for HF ids)."""
-    return _BY_NAME.get(name) or _BY_NAME.get(name.lower())
+    return _BY_NAME.get(name) or _BY_NAME.get(name.lower()) or _plugin_models().get(name)

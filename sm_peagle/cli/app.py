@@ -40,8 +40,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("iac_cmds", "export_command"),
     "iam-policy": ("iac_cmds", "iam_policy_command"),
     "drafter": ("drafter_cmds", "drafter_app"),
-    "sandbox": ("sandbox_cmds", "sandbox_app"),
 }
+# Command groups a plugin adds through the `sm_peagle.commands` entry point: the sandbox's
+# `peagle sandbox …` (sm_peagle/plugins.py). Named here so `peagle sandbox` without the
+# plugin says how to install it instead of "No such command".
+PLUGIN_COMMANDS = ("sandbox",)
 
 
 def _print_version(value: bool) -> None:
@@ -97,6 +100,12 @@ def build_app(only: str | None = None) -> typer.Typer:
             app.add_typer(target, name=name)
         else:
             app.command(name)(target)
+    if only is None or only in PLUGIN_COMMANDS:
+        from ..plugins import command_groups
+
+        for name, ep in command_groups().items():
+            if only is None or name == only:
+                app.add_typer(ep.load(), name=name)
     return app
 
 
@@ -117,12 +126,17 @@ def main(argv: list[str] | None = None) -> int:
     if engine is not None:  # read by the sandbox manager, also for `peagle sandbox start`
         os.environ["PEAGLE_SANDBOX_ENGINE"] = engine
         sandbox = True
-    only = args[0] if args and args[0] in COMMANDS else None
+    only = args[0] if args and args[0] in (*COMMANDS, *PLUGIN_COMMANDS) else None
     try:
-        if sandbox and only not in (None, "sandbox") and "--help" not in args:
-            from ..sandbox.manager import activate, ensure_running
+        if only in PLUGIN_COMMANDS:
+            from ..plugins import command_groups, sandbox_plugin
 
-            activate(ensure_running())
+            if only not in command_groups():
+                sandbox_plugin()  # raises: the plugin is not installed, and how to install it
+        if sandbox and only not in (None, *PLUGIN_COMMANDS) and "--help" not in args:
+            from ..plugins import sandbox_plugin
+
+            sandbox_plugin().cli_activate()
         code = build_app(only)(args=args, standalone_mode=False)
         # typer >= 0.2x turns Ctrl-C into Exit(130), and `typer.Exit(n)` raised in a command,
         # into a *returned* exit code when standalone_mode is False: pass it on.

@@ -6,7 +6,7 @@ The acceptance length of a SageMaker endpoint can only be read here: vLLM logs
 
 An inference component's container logs go to its own group,
 `/aws/sagemaker/InferenceComponents/<component>` (see
-`sm_peagle.testing.moto_sagemaker.component_log_group` for where that name comes from).
+`peagle_sandbox.testing.moto_sagemaker.component_log_group` for where that name comes from).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from sm_peagle.sandbox.vllm_engine.install import (
+from peagle_sandbox.vllm_engine.install import (
     DEFAULT_VLLM_VERSION,
     EngineEnv,
     default_home,
@@ -53,7 +53,7 @@ def engine_or_skip() -> EngineEnv:
         message = (
             f"no vLLM {version} engine at {env.home} ({', '.join(missing)} missing): install "
             f"it with `peagle sandbox install-engine --vllm-version {version}` (or `python -m "
-            f"sm_peagle.sandbox.vllm_engine.install --home {env.home} --vllm-version "
+            f"peagle_sandbox.vllm_engine.install --home {env.home} --vllm-version "
             f"{version}`) and set PEAGLE_ENGINE_HOME"
         )
         if os.environ.get("CI"):

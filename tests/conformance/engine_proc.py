@@ -6,7 +6,7 @@ engine venv's python (`EngineEnv.python`) as a subprocess in its own process gro
 which is always killed as a group.
 
 - `run_engine_module(env, module, payload)`: run an engine-side module
-  (`sm_peagle.sandbox.vllm_engine.validate_args`, `...offline_runs`) with `payload` as
+  (`peagle_sandbox.vllm_engine.validate_args`, `...offline_runs`) with `payload` as
   JSON on stdin and return the JSON it prints on its last stdout line.
 - `ServeProcess`: `vllm serve` (through peagle's launcher) on 127.0.0.1 with a free port,
   `--enforce-eager` and the engine env's small KV cache; `wait_ready()` returns when
@@ -31,8 +31,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from sm_peagle.sandbox.procs import kill_group
-from sm_peagle.sandbox.vllm_engine.install import EngineEnv
+from peagle_sandbox.procs import kill_group
+from peagle_sandbox.vllm_engine.install import EngineEnv
 
 __all__ = ["ServeProcess", "engine_counters", "run_engine_module"]
 

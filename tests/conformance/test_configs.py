@@ -3,7 +3,7 @@
 Every catalog model x mode x K (config_cases.case_ids) is planned for the engine's vLLM
 version, turned into argv by the container entrypoint, pointed at the tiny models with
 only the CPU/tiny overrides of `config_cases.CPU_OVERRIDES`, and judged in ONE engine
-process (`sm_peagle.sandbox.vllm_engine.validate_args`): all must be accepted, and
+process (`peagle_sandbox.vllm_engine.validate_args`): all must be accepted, and
 peagle's entrypoint must accept the same speculative config. Then the bad-config table
 (`config_cases.BAD`): peagle refuses each (entrypoint, and `plan` where a spec can
 express it) naming a field, and vLLM refuses it naming the same field; the two rows
@@ -28,7 +28,7 @@ from tests.conformance import config_cases as cc
 from tests.conformance.engine_proc import run_engine_module
 
 GOOD = cc.case_ids()
-VALIDATOR = "sm_peagle.sandbox.vllm_engine.validate_args"
+VALIDATOR = "peagle_sandbox.vllm_engine.validate_args"
 
 
 def _gid(case: tuple[str, str, int | None]) -> str:
@@ -142,7 +142,7 @@ def test_startup_only_refusals(engine, tmp_path) -> None:
         for name, row in rows.items()
     ]
     job = {"log_dir": str(tmp_path / "logs"), "runs": runs}
-    out = run_engine_module(engine, "sm_peagle.sandbox.vllm_engine.offline_runs", job)
+    out = run_engine_module(engine, "peagle_sandbox.vllm_engine.offline_runs", job)
     for r in out["results"]:
         text = f"{r['error']} {r.get('log_errors', '')} " + _log_tail(r["log"])
         assert not r["ok"], f"vLLM {engine.version} starts AND serves {r['id']}; peagle refuses it"

@@ -65,7 +65,7 @@ def outputs(engine, tmp_path_factory) -> dict[str, dict]:
     job = {"log_dir": str(logs), "runs": runs}
     out = run_engine_module(
         engine,
-        "sm_peagle.sandbox.vllm_engine.offline_runs",
+        "peagle_sandbox.vllm_engine.offline_runs",
         job,
         stderr_path=logs / "offline_runs.stderr",
     )

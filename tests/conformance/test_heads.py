@@ -91,7 +91,7 @@ def engine_runs(engine, tmp_path_factory) -> dict[str, dict[str, Any]]:
     logs = tmp_path_factory.mktemp("heads")
     out = run_engine_module(
         engine,
-        "sm_peagle.sandbox.vllm_engine.offline_runs",
+        "peagle_sandbox.vllm_engine.offline_runs",
         {"log_dir": str(logs), "runs": runs},
         stderr_path=logs / "offline_runs.stderr",
     )

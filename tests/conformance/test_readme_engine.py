@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sm_peagle.sandbox.vllm_engine.install import DEFAULT_VLLM_VERSION, EngineEnv
+from peagle_sandbox.vllm_engine.install import DEFAULT_VLLM_VERSION, EngineEnv
 from tests.readme_blocks import README, Block, blocks
 
 ENGINE_BLOCKS = blocks("engine")

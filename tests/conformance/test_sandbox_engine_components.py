@@ -30,8 +30,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from sm_peagle.sandbox.procs import group_alive
-from sm_peagle.sandbox.vllm_engine.install import EngineEnv
+from peagle_sandbox.procs import group_alive
+from peagle_sandbox.vllm_engine.install import EngineEnv
 from tests.conformance.engine_proc import engine_counters as counters
 from tests.e2e.test_sandbox_engine_host import Cli, assert_nothing_left, port_free
 from tests.plan_helpers import TINY_TWO_COMPONENTS

@@ -24,8 +24,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from sm_peagle.sandbox.procs import group_alive
-from sm_peagle.sandbox.vllm_engine.install import EngineEnv
+from peagle_sandbox.procs import group_alive
+from peagle_sandbox.vllm_engine.install import EngineEnv
 from tests.conformance.engine_proc import engine_counters as counters
 from tests.e2e.test_sandbox_engine_host import Cli, descendants, port_free
 

@@ -40,7 +40,7 @@ def sandbox(tmp_path_factory):
     os.environ["PEAGLE_STATE_DIR"] = str(tmp_path_factory.mktemp("sandbox-state"))
     for name in [n for n in os.environ if n.startswith("AWS_")]:
         del os.environ[name]
-    from sm_peagle.sandbox import manager
+    from peagle_sandbox import manager
 
     info = manager.start(creating_seconds=1.0, metrics_interval=1.0)
     try:
@@ -66,9 +66,9 @@ def endpoints(sandbox):
 
 
 def measure_level(rt, ds, c: int, sandbox, name: str) -> tuple[dict, dict, dict]:
+    from peagle_sandbox.groundtruth import level_truth
     from sm_peagle.bench.load import LoadSpec, run_level
     from sm_peagle.bench.metrics import summarize_level
-    from sm_peagle.sandbox.groundtruth import level_truth
 
     run = run_level(rt, ds, LoadSpec(concurrency=c, requests=REQUESTS[c], max_tokens=96))
     assert run.simulated  # the sandbox's response header was seen

@@ -27,7 +27,7 @@ def sandbox_env(tmp_path, monkeypatch):
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     yield env
-    from sm_peagle.sandbox import manager
+    from peagle_sandbox import manager
 
     info = manager.read_state()
     manager.stop()

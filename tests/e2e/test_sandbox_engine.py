@@ -11,17 +11,17 @@ import statistics
 import pytest
 from botocore.eventstream import EventStreamBuffer
 
-from sm_peagle.cli.app import _take_sandbox_flag
-from sm_peagle.sandbox.engine import (
+from peagle_sandbox.engine import (
     CONSTANTS,
     Speculation,
     count_tokens,
     expected_acceptance_length,
     simulate,
 )
-from sm_peagle.sandbox.eventstream import IrregularSplitter, SplitPolicy, payload_part
-from sm_peagle.sandbox.manager import SandboxInfo, activate
-from sm_peagle.sandbox.openai_format import BadRequest, parse_request
+from peagle_sandbox.eventstream import IrregularSplitter, SplitPolicy, payload_part
+from peagle_sandbox.manager import SandboxInfo, activate
+from peagle_sandbox.openai_format import BadRequest, parse_request
+from sm_peagle.cli.app import _take_sandbox_flag
 
 
 @pytest.mark.parametrize("mode", ["p-eagle", "eagle3"])

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from sm_peagle.sandbox.procs import group_alive
-from sm_peagle.sandbox.seed_tiny import _placeholders
+from peagle_sandbox.procs import group_alive
+from peagle_sandbox.seed_tiny import _placeholders
 from tests.sandbox_helpers import leftovers, sandbox_client
 
 pytestmark = pytest.mark.e2e
@@ -39,7 +39,7 @@ def fake_engine_home(root: Path) -> Path:
     python.parent.mkdir(parents=True)
     python.write_text(
         "#!/bin/sh\n"
-        'if [ "$1" = "-m" ] && [ "$2" = "sm_peagle.sandbox.vllm_engine.launcher" ]; then\n'
+        'if [ "$1" = "-m" ] && [ "$2" = "peagle_sandbox.vllm_engine.launcher" ]; then\n'
         f'  shift 2; exec "{sys.executable}" "{FAKE}" "$@"\nfi\n'
         f'exec "{sys.executable}" "$@"\n'
     )

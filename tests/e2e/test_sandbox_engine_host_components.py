@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from sm_peagle.sandbox.procs import group_alive
+from peagle_sandbox.procs import group_alive
 from tests.e2e.test_sandbox_engine_host import (
     Cli,
     assert_nothing_left,

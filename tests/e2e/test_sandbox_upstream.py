@@ -18,7 +18,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from sm_peagle.sandbox import manager
+from peagle_sandbox import manager
 
 pytestmark = pytest.mark.e2e
 

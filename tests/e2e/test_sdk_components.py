@@ -36,8 +36,8 @@ def sb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
 @pytest.fixture
 def ep(sb: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
     """An Endpoint handle in this process, every boto3 client pointed at the sandbox."""
+    from peagle_sandbox.manager import SandboxInfo, activate
     from sm_peagle import Endpoint
-    from sm_peagle.sandbox.manager import SandboxInfo, activate
 
     for name in list(os.environ):
         if name.startswith(("AWS_", "PEAGLE_")):

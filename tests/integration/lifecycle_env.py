@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
-from sm_peagle.drafter.synthetic import synthetic_head
+from peagle_sandbox.synthetic_head import synthetic_head
 
 REGION = "us-east-1"
 ROLE_NAME = "peagle-exec"
@@ -89,7 +89,7 @@ def left_in_moto() -> dict[str, list[str]]:
     """Every kind of resource a deployment can leave in moto (`moto_components.leftovers`:
     models, configs, endpoints, components, scalable targets, policies, alarms), only the
     kinds with something left: `{}` means nothing is left."""
-    from sm_peagle.testing.moto_components import leftovers
+    from peagle_sandbox.testing.moto_components import leftovers
 
     return {k: v for k, v in leftovers("123456789012", REGION).items() if v}
 

@@ -11,7 +11,7 @@ from typing import Any
 import boto3
 import pytest
 
-from sm_peagle.testing.moto_components import leftovers
+from peagle_sandbox.testing.moto_components import leftovers
 from tests.integration.lifecycle_env import REGION, World, left_in_moto, record_requests, run
 from tests.plan_helpers import TWO_COMPONENTS
 

@@ -1,5 +1,5 @@
 """Deletion order and waiting, against the harness's strict delete mode
-(`sm_peagle.testing.moto_delete_order`): endpoints stay `Deleting` for a few describes, and
+(`peagle_sandbox.testing.moto_delete_order`): endpoints stay `Deleting` for a few describes, and
 a config or model an endpoint still uses (or is updating to) cannot be deleted. moto alone
 deletes anything instantly in any order, so none of these could fail without it."""
 
@@ -11,9 +11,9 @@ import boto3
 import pytest
 
 import sm_peagle
+from peagle_sandbox.testing.moto_delete_order import strict_deletes
 from sm_peagle.aws import AwsContext
 from sm_peagle.lifecycle.manager import Lifecycle
-from sm_peagle.testing.moto_delete_order import strict_deletes
 from tests.integration.lifecycle_env import REGION, run, sagemaker_inventory
 
 EMPTY = {"models": [], "endpoint_configs": [], "endpoints": []}

@@ -18,7 +18,7 @@ import boto3
 import pytest
 
 import sm_peagle
-from sm_peagle.drafter.synthetic import synthetic_head
+from peagle_sandbox.synthetic_head import synthetic_head
 from sm_peagle.iac.export import export_text
 from sm_peagle.planning.build import plan as build_plan
 from sm_peagle.planning.spec_options import spec_from_options

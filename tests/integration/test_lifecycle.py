@@ -388,7 +388,7 @@ def test_broken_jumpstart_head_fails_preflight_by_reading_headers_only(
 
 
 def test_deploy_local_head_pushes_to_private_default_bucket(world, capsys, tmp_path):
-    from sm_peagle.drafter.synthetic import synthetic_head
+    from peagle_sandbox.synthetic_head import synthetic_head
 
     head = tmp_path / "head"
     head.mkdir()

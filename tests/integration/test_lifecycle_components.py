@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sm_peagle.testing.moto_components import schedule_component
+from peagle_sandbox.testing.moto_components import schedule_component
 from tests.integration.lifecycle_env import left_in_moto, run
 from tests.plan_helpers import TWO_COMPONENTS
 

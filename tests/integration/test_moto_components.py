@@ -9,7 +9,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from sm_peagle.testing.moto_components import leftovers, schedule_component
+from peagle_sandbox.testing.moto_components import leftovers, schedule_component
 
 REGION = "us-east-1"
 ROLE = "arn:aws:iam::123456789012:role/r"

@@ -10,7 +10,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from sm_peagle.testing.moto_sagemaker import (
+from peagle_sandbox.testing.moto_sagemaker import (
     SageMakerHarness,
     endpoint_log_group,
     valid_instance_types,

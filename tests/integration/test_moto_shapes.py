@@ -12,7 +12,7 @@ import botocore.session
 from moto.sagemaker.responses import SageMakerResponse
 
 import sm_peagle
-from sm_peagle.testing.moto_sagemaker import SageMakerHarness
+from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
 from tests.integration.lifecycle_env import REGION
 from tests.integration.sagemaker_extra import require_sagemaker_core
 

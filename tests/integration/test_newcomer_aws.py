@@ -153,7 +153,7 @@ def test_a_typo_in_the_model_is_one_message_online_and_offline(world, capsys, mo
 
 
 def test_s3_and_pricing_commands_say_where_they_talk(world, capsys, tmp_path):
-    from sm_peagle.drafter.synthetic import synthetic_head
+    from peagle_sandbox.synthetic_head import synthetic_head
 
     head = tmp_path / "head"
     head.mkdir()

@@ -13,17 +13,17 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from sm_peagle.bench.results import engine_of
-from sm_peagle.container.entrypoint import main as entrypoint_main
-from sm_peagle.sandbox.engine_files import MaterialiseError, materialise
-from sm_peagle.sandbox.engine_host import last_error_line
-from sm_peagle.sandbox.engine_setup import (
+from peagle_sandbox.engine_files import MaterialiseError, materialise
+from peagle_sandbox.engine_host import last_error_line
+from peagle_sandbox.engine_setup import (
     SANDBOX_FLAGS,
     container_environ,
     entrypoint_command,
     flag_table_lines,
     map_opt_ml,
 )
+from sm_peagle.bench.results import engine_of
+from sm_peagle.container.entrypoint import main as entrypoint_main
 
 SPEC = {
     "model": "/opt/ml/additional-model-data-sources/eagle",

@@ -23,11 +23,11 @@ import pytest
 import yaml
 from botocore.exceptions import ClientError
 
+from peagle_sandbox.testing.moto_components import leftovers
+from peagle_sandbox.testing.moto_delete_order import strict_deletes
 from sm_peagle.aws import AwsContext
 from sm_peagle.endpoint import deployed_spec, plan_for
 from sm_peagle.lifecycle.manager import Lifecycle
-from sm_peagle.testing.moto_components import leftovers
-from sm_peagle.testing.moto_delete_order import strict_deletes
 from tests.integration.lifecycle_env import REGION, World, left_in_moto, run, sagemaker_inventory
 from tests.integration.test_adopt import MODEL as JS_MODEL
 from tests.integration.test_adopt import NAME as JS_NAME

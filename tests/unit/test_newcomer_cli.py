@@ -224,7 +224,7 @@ def test_tables_never_break_a_word(capsys, monkeypatch, width):
 
 
 def test_drafter_check_title_without_k_says_so(capsys, monkeypatch, tmp_path):
-    from sm_peagle.drafter.synthetic import synthetic_head
+    from peagle_sandbox.synthetic_head import synthetic_head
 
     for key, body in synthetic_head(target_hidden=2880, target_vocab=201088).items():
         (tmp_path / key).write_bytes(body)

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Modules that need optional dependencies this venv does not have, with the reason.
 OPTIONAL = {
-    "sm_peagle.sandbox.vllm_engine": "runs inside the real engine's own venv (torch, vllm)",
+    "peagle_sandbox.vllm_engine": "runs inside the real engine's own venv (torch, vllm)",
 }
 
 PUBLIC = [

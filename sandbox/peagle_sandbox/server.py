@@ -1,0 +1,242 @@
+"""Run the sandbox: ``python -m peagle_sandbox.server --port P [--upstream URL] ...``.
+
+One process, one port on 127.0.0.1: moto's threaded server (every control-plane service moto
+fakes: sagemaker, iam, s3, sts, logs, application-autoscaling, service-quotas, ...) with
+peagle's SageMaker harness installed, and in front of it the simulated SageMaker runtime and
+the ``/_peagle/`` routes (health, engine constants, ground truth). It must be one process:
+the runtime and the log simulator read moto's backends directly.
+
+On start it seeds the account (moto's 123456789012): the role ``peagle-sandbox-role`` and the
+JumpStart prefixes (see ``seed``), then writes ``--state-file`` (pid, port, url, ...) once it
+answers, and removes it on SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import tempfile
+import threading
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+from moto.moto_server.werkzeug_app import (
+    DomainDispatcherApplication,
+    MotoRequestHandler,
+    create_backend_app,
+)
+from werkzeug.serving import make_server
+
+from peagle_sandbox.engine import CONSTANTS, constants_from_env
+from peagle_sandbox.engine_harness import HOLD_SECONDS, EngineHarness
+from peagle_sandbox.engine_host import EngineHost
+from peagle_sandbox.groundtruth import GroundTruth
+from peagle_sandbox.logsim import LogSimulator
+from peagle_sandbox.runtime import Runtime
+from peagle_sandbox.seed import seed_account
+from peagle_sandbox.seed_tiny import seed_tiny_models
+from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
+
+log = logging.getLogger("peagle.sandbox")
+HOST = "127.0.0.1"  # never another interface: the sandbox has no authentication
+
+
+class SandboxServer(ThreadedMotoServer):
+    """moto's ThreadedMotoServer with the runtime mounted in front of its WSGI app."""
+
+    def __init__(self, runtime: Runtime, port: int) -> None:
+        super().__init__(ip_address=HOST, port=port, verbose=False)
+        self._runtime = runtime
+        self.error: BaseException | None = None
+
+    def _server_entry(self) -> None:
+        try:
+            app = self._runtime.wrap(DomainDispatcherApplication(create_backend_app))
+            self._server = make_server(
+                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+            )
+        except BaseException as e:  # e.g. port in use: start() would otherwise wait forever
+            self.error = e
+            self._server_ready_event.set()
+            return
+        self._server_ready_event.set()
+        self._server.serve_forever()
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m peagle_sandbox.server", description=__doc__)
+    p.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0 = any free)")
+    p.add_argument("--upstream", help="OpenAI-compatible server to forward invocations to")
+    p.add_argument("--state-file", type=Path, help="write pid/port/url here once ready")
+    p.add_argument("--log-file", help="where stdout/stderr go (recorded in the state file)")
+    p.add_argument("--creating-seconds", type=float, default=3.0)
+    p.add_argument("--updating-seconds", type=float, default=3.0)
+    p.add_argument("--metrics-interval", type=float, default=10.0, help="seconds between stats")
+    p.add_argument("--time-scale", type=float, default=CONSTANTS.time_scale)
+    p.add_argument("--seed", type=int, default=0, help="seed of the PayloadPart splits")
+    p.add_argument("--region", action="append", default=[], help="extra region to seed")
+    p.add_argument("-v", "--verbose", action="store_true", help="log every HTTP request")
+    p.add_argument("--engine", choices=("simulated", "vllm"), default="simulated")
+    p.add_argument("--engine-home", type=Path, help="real engine's home (install-engine)")
+    p.add_argument("--vllm-version", help="real engine's vLLM version")
+    return p.parse_args(argv)
+
+
+def _write_state(path: Path, state: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(state, indent=2) + "\n")
+    os.replace(tmp, path)  # atomic: readers never see half a file
+
+
+def _remove_state(path: Path) -> None:
+    try:
+        if json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def start_host(
+    harness: EngineHarness,
+    runtime: Runtime,
+    url: str,
+    home: Path | None,
+    version: str | None,
+    state_file: Path | None,
+) -> EngineHost:
+    """The real-engine host, hooked into the harness (create/update/delete) and the runtime
+    (invocations); engines are recorded next to the state file."""
+    from peagle_sandbox.vllm_engine.install import DEFAULT_VLLM_VERSION, engine_env
+
+    env = engine_env(home, version or DEFAULT_VLLM_VERSION)
+    state = state_file.parent if state_file else Path.cwd()
+    host = EngineHost(
+        harness,
+        DEFAULT_ACCOUNT_ID,
+        url,
+        env,
+        work_dir=Path(tempfile.mkdtemp(prefix="peagle-engines-")),
+        records_dir=state / "engines",
+    )
+    harness.host = host
+    runtime.engine_host = host
+    return host
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stdout, format="%(asctime)s %(name)s %(message)s"
+    )
+    logging.getLogger("werkzeug").setLevel(logging.INFO if args.verbose else logging.WARNING)
+    # This process's own boto3 calls (seeding) must never find real credentials.
+    for name in [n for n in os.environ if n.startswith("AWS_")]:
+        del os.environ[name]
+    os.environ.update(
+        AWS_ACCESS_KEY_ID="peagle-sandbox",
+        AWS_SECRET_ACCESS_KEY="peagle-sandbox",
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_CONFIG_FILE=os.devnull,
+        AWS_SHARED_CREDENTIALS_FILE=os.devnull,
+    )
+    real = args.engine == "vllm"
+    harness_cls = EngineHarness if real else SageMakerHarness
+    hold = HOLD_SECONDS if real else None  # the real engine's /ping ends Creating
+    harness = harness_cls(
+        creating_seconds=hold or args.creating_seconds,
+        updating_seconds=hold or args.updating_seconds,
+    ).install()
+    logs = LogSimulator(
+        harness,
+        DEFAULT_ACCOUNT_ID,
+        creating_seconds=args.creating_seconds,
+        metrics_interval=args.metrics_interval,
+        upstream=args.upstream,
+    )
+    info: dict[str, Any] = {"pid": os.getpid(), "account": DEFAULT_ACCOUNT_ID}
+    runtime = Runtime(
+        harness,
+        DEFAULT_ACCOUNT_ID,
+        logs,
+        GroundTruth(),
+        upstream=args.upstream,
+        seed=args.seed,
+        constants=replace(constants_from_env(), time_scale=args.time_scale),
+        info=info,
+    )
+    server = SandboxServer(runtime, args.port)
+    server.start()
+    if server.error is not None:
+        log.error("cannot listen on %s:%s: %s", HOST, args.port, server.error)
+        return 1
+    port = server.get_host_and_port()[1]
+    url = f"http://{HOST}:{port}"
+    regions = ["us-east-1", "us-west-2", *args.region]
+    role_arn = seed_account(url, regions)
+    tiny = seed_tiny_models(url, args.engine_home)
+    host = None
+    if real:
+        host = start_host(
+            harness, runtime, url, args.engine_home, args.vllm_version, args.state_file
+        )
+
+    stop = threading.Event()
+
+    def ticker() -> None:
+        while not stop.wait(0.25):
+            try:
+                logs.tick()
+            except Exception:  # a log hiccup must not take the sandbox down
+                log.exception("log simulator tick failed")
+
+    if host is None:  # real engines write their own log lines, never simulated ones
+        threading.Thread(target=ticker, name="peagle-logsim", daemon=True).start()
+    info.update(
+        port=port,
+        url=url,
+        runtime_url=url,
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        log=args.log_file,
+        upstream=args.upstream,
+        region="us-east-1",
+        seeded_regions=sorted(set(regions)),
+        role_arn=role_arn,
+        creating_seconds=args.creating_seconds,
+        metrics_interval=args.metrics_interval,
+        time_scale=args.time_scale,
+        simulated=not real,
+        engine_kind=args.engine,
+        engine_label=host.label if host else "SIMULATED",
+        tiny_models=tiny,
+    )
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    if args.state_file:
+        _write_state(args.state_file, info)
+    label = host.label if host else "SIMULATED"
+    log.info("peagle sandbox (engine: %s) listening on %s, pid %s", label, url, os.getpid())
+    while not stop.wait(0.1):
+        pass
+    log.info("stopping")
+    if host is not None:
+        host.stop_all()  # every engine's process group, before the state file goes
+    if args.state_file:
+        _remove_state(args.state_file)
+    logging.shutdown()
+    sys.stdout.flush()
+    # Everything lives in memory and dies with the process: skip the werkzeug shutdown poll
+    # (0.5 s) and interpreter teardown; in-flight streams end like a killed container's.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

