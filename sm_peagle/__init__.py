@@ -26,6 +26,15 @@ _LAZY = {
     "DeploymentTimeout": "errors",
     "NotFound": "errors",
     "NoCredentials": "errors",
+    "AwsUnreachable": "errors",
+    "AwsError": "errors",
+    "PayloadTooLarge": "errors",
+    "ModelInvocationError": "errors",
+    "ModelStreamError": "errors",
+    "InternalStreamFailure": "errors",
+    # -- ops: endpoints and changes --
+    # -- ops: measurement --
+    # -- ops: catalog, iac, drafter, sandbox --
     # Moved to peagle_sandbox.use_sandbox (a deprecation notice for one release).
     "use_sandbox": "plugins",
 }
