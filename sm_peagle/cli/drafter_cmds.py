@@ -184,7 +184,7 @@ def check_cmd(
     """Check a head against the target model, vLLM version and K; exit 2 if any check fails."""
     from ..drafter import check_drafter
     from ..errors import CheckFailed, SpecError
-    from ..planning.checks import any_failed
+    from ..checks import any_failed
     from ..planning.vllm_versions import VllmVersion
 
     try:

@@ -16,7 +16,7 @@ from sm_peagle.drafter.version_rules import (
     effective_architecture,
 )
 from sm_peagle.errors import SpecError
-from sm_peagle.planning.checks import Check, failed, passed, warned
+from sm_peagle.checks import Check, failed, passed, warned
 from sm_peagle.planning.vllm_versions import MAX_K, VllmVersion
 
 __all__ = ["MODES", "check_drafter"]

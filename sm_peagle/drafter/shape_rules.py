@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from sm_peagle.drafter.inspection import DrafterInspection, lookup
-from sm_peagle.planning.checks import Check, failed, passed, warned
+from sm_peagle.checks import Check, failed, passed, warned
 from sm_peagle.planning.vllm_versions import VllmVersion, aux_rule, mask_hidden_rule
 
 NO_CONFIG = "not checked: config.json is missing or unreadable (see drafter.config)"

@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..errors import PreflightFailed, QuotaExceeded
-from ..planning.checks import Check, any_failed, failed, passed, warned
+from ..checks import Check, any_failed, failed, passed, warned
 from ..planning.plan_result import PLACEHOLDER_ROLE, Plan, variant_instance_types
 
 _DENIED = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation")

@@ -30,7 +30,7 @@ from ..errors import PeagleError, SpecError
 from .adopt_compare import Difference, compare, deployed_view, plan_view
 from .adopt_refusals import Deployed, primary_model, refusal, speculative_of_env
 from .build import plan
-from .checks import Check, passed, warned
+from ..checks import Check, passed, warned
 from .plan_result import Plan
 from .scaling import CONCURRENCY_METRIC, INVOCATIONS_METRIC
 from .spec_loading import spec_from_data

@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .checks import Check, failed, passed
+from ..checks import Check, failed, passed
 
 __all__ = ["validate_request", "shape_enum", "check_request_shapes", "OPERATIONS"]
 

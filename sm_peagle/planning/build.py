@@ -18,7 +18,7 @@ named steps, each in the module that owns it:
 from __future__ import annotations
 
 from .aws_shapes import check_request_shapes
-from .checks import Check
+from ..checks import Check
 from .components import add_inference_components
 from .environment import build_environment
 from .plan_checks import check_deployment

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .aws_shapes import validate_request
-from .checks import Check, failed, passed
+from ..checks import Check, failed, passed
 from .component_checks import (
     check_accelerators,
     check_capacity,

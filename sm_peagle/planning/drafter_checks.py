@@ -11,7 +11,7 @@ from typing import Any
 
 from ..catalog.models import ModelEntry
 from ..errors import SpecError
-from .checks import Check, failed, warned
+from ..checks import Check, failed, warned
 from .vllm_versions import VllmVersion
 
 __all__ = ["check_local_drafter", "judge_drafter"]

@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .checks import Check, failed, passed
+from ..checks import Check, failed, passed
 from .vllm_versions import VllmVersion, dynamic_k_supported, first_version
 
 __all__ = [

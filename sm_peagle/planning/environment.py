@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..catalog.images import OLD_RULES
 from ..errors import SpecError
-from .checks import Check, failed, passed
+from ..checks import Check, failed, passed
 from .specs import DeploymentSpec
 from .speculative import SPEC_ENV, to_env_value
 

@@ -28,7 +28,7 @@ from ..catalog.images import (
 from ..catalog.jumpstart import JumpStartResolution
 from ..catalog.models import ModelEntry
 from ..errors import SpecError
-from .checks import Check, passed, warned
+from ..checks import Check, passed, warned
 from .specs import DeploymentSpec
 from .version_gates import default_vllm
 from .vllm_versions import VllmVersion, parse_image_tag

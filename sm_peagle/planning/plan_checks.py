@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..catalog.instances import INSTANCES, InstanceType, get_instance
 from .aws_shapes import shape_enum
-from .checks import Check, failed, passed, warned
+from ..checks import Check, failed, passed, warned
 from .environment import env_number
 from .fit import DEFAULT_GPU_MEMORY_UTILIZATION, check_fit
 from .specs import DeploymentSpec, Mode

@@ -11,7 +11,7 @@ from ..catalog.instances import InstanceType
 from ..catalog.jumpstart import JumpStartResolution
 from ..catalog.models import ModelEntry
 from ..errors import CheckFailed
-from .checks import Check, any_failed
+from ..checks import Check, any_failed
 from .specs import DeploymentSpec
 
 __all__ = ["DEFAULT_REGION", "PLACEHOLDER_ROLE", "Plan", "variant_instance_types"]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .aws_shapes import validate_request
-from .checks import Check, failed, passed
+from ..checks import Check, failed, passed
 
 SCALABLE_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
 CONCURRENCY_METRIC = "SageMakerVariantConcurrentRequestsPerModelHighResolution"

@@ -16,7 +16,7 @@ from ..catalog.models import DrafterInfo, ModelEntry, find_model
 from ..errors import CheckFailed
 from . import plan_checks as pc
 from .aws_shapes import shape_enum
-from .checks import Check, failed, passed
+from ..checks import Check, failed, passed
 from .environment import whole_number
 from .image_choice import resolve_image
 from .plan_result import DEFAULT_REGION, PLACEHOLDER_ROLE

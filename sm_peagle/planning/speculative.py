@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .checks import Check, failed, passed, warned
+from ..checks import Check, failed, passed, warned
 from .dynamic_k import check_k_schedule
 from .specs import DeploymentSpec, Mode, SpeculativeSpec
 from .version_gates import parallel_drafting_gate

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..catalog.images import classic_versions
 from ..catalog.models import ModelEntry
-from .checks import Check, failed, passed, warned
+from ..checks import Check, failed, passed, warned
 from .vllm_versions import (
     DEFAULT_VLLM,
     PARALLEL_DRAFTING_MIN,

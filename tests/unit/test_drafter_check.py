@@ -18,7 +18,7 @@ from sm_peagle.drafter import (
 )
 from sm_peagle.drafter.safetensors_header import parse_header
 from sm_peagle.errors import SpecError
-from sm_peagle.planning.checks import Check
+from sm_peagle.checks import Check
 from sm_peagle.planning.vllm_versions import VllmVersion
 from tests.drafter_fixtures import (
     TARGET_HIDDEN,
