@@ -33,6 +33,7 @@ from peagle_sandbox.logsim import LogSimulator
 from peagle_sandbox.openai_format import BadRequest, Responder, parse_request
 from peagle_sandbox.responses import after_send, aws_error, json_response, model_error
 from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
+from peagle_sandbox.testing.request_log import RecordedRequest
 from peagle_sandbox.upstream import UpstreamError, open_upstream, sse_events
 
 __all__ = ["Runtime"]
@@ -83,6 +84,7 @@ class Runtime:
             match = _INVOKE.match(path)
             if match and environ.get("REQUEST_METHOD") == "POST":
                 name, op = unquote(match.group(1)), match.group(2)
+                self._record_invoke(environ, name, op)
                 return self._invoke(environ, start_response, name, op.endswith("stream"))
             if quotas.handles(environ):
                 region = _region(environ, self.harness.region)
@@ -103,6 +105,11 @@ class Runtime:
             body = {"engines": self.engine_host.engines() if self.engine_host else []}
         elif path == "/_peagle/engine":
             body = {"engine": self._engine_name(), "constants": self.constants.to_dict()}
+        elif path == "/_peagle/requests" and method == "DELETE":
+            self.harness.requests.clear()
+            body = {"cleared": True}
+        elif path == "/_peagle/requests":  # every AWS request received (request_log.py)
+            body = {"requests": self.harness.requests.to_list()}
         elif path == "/_peagle/ground-truth" and method == "DELETE":
             body = {"deleted": self.truth.reset(query.get("endpoint"))}
         elif path == "/_peagle/ground-truth":
@@ -110,6 +117,23 @@ class Runtime:
         else:
             return json_response(start_response, 404, {"message": f"no such sandbox route {path}"})
         return json_response(start_response, 200, body)
+
+    def _record_invoke(self, environ: dict[str, Any], name: str, op: str) -> None:
+        """Runtime calls bypass moto, so the request log gets them here: the parameters a
+        SageMaker runtime request carries in its headers (the body is the model's payload)."""
+        headers = {
+            "InferenceComponentName": "HTTP_X_AMZN_SAGEMAKER_INFERENCE_COMPONENT",
+            "ContentType": "CONTENT_TYPE",
+            "Accept": "HTTP_X_AMZN_SAGEMAKER_ACCEPT",
+        }
+        params: dict[str, Any] = {"EndpointName": name}
+        params.update({k: environ[v] for k, v in headers.items() if environ.get(v)})
+        operation = (
+            "InvokeEndpointWithResponseStream" if op.endswith("stream") else "InvokeEndpoint"
+        )
+        self.harness.requests.record(
+            RecordedRequest("sagemaker-runtime", operation, params, time.time())
+        )
 
     def _admit(self, name: str) -> float:
         """Count a simulated request in; the queueing delay its arrival earns (engine.py)."""

@@ -290,3 +290,24 @@ def test_stop_leaves_no_process(sandbox: Sandbox) -> None:
             continue  # exited while we looked
     assert not (sandbox.root / "state" / "sandbox.json").exists()
     assert json.loads(sandbox.cli("sandbox", "status", "--json").stdout)["running"] is False
+
+
+def test_the_sandbox_serves_its_request_record_for_cli_runs(sandbox: Sandbox) -> None:
+    """`GET /_peagle/requests`: what a CLI run in another process sent, as the sandbox
+    received it (the record tests of CLI runs assert against); DELETE clears it."""
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    base = sandbox.url
+
+    def record() -> list[dict]:
+        with opener.open(f"{base}/_peagle/requests", timeout=10) as resp:
+            return json.loads(resp.read())["requests"]
+
+    opener.open(urllib.request.Request(f"{base}/_peagle/requests", method="DELETE"), timeout=10)
+    assert record() == []
+    sandbox.cli("--sandbox", "status", "no-such-endpoint", check=False)
+    ops = [(r["service"], r["operation"]) for r in record()]
+    assert ("sagemaker", "DescribeEndpoint") in ops
+    described = [r["params"] for r in record() if r["operation"] == "DescribeEndpoint"]
+    assert {"EndpointName": "no-such-endpoint"} in described

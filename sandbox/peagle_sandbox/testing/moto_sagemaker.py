@@ -13,6 +13,7 @@ useless for testing a vLLM deployer, plus two conveniences the tests and the loc
    consumed one per ``DescribeEndpoint`` call, or advanced by wall-clock time.
 4. ``seed_logs`` writes CloudWatch log lines where SageMaker would put container logs.
 5. ``resources`` lists what is left in the SageMaker backend, for "nothing left behind" checks.
+6. ``requests`` records every AWS request moto receives (service, operation, parameters, time).
 
 Everything is patched on moto's *classes* (not on backend instances), because moto keeps its
 backends in module globals that ``mock_aws`` resets and ``ThreadedMotoServer`` shares with the
@@ -57,6 +58,7 @@ from peagle_sandbox.testing.moto_timelines import (
     find_endpoint,
     make_plan,
 )
+from peagle_sandbox.testing.request_log import RequestLog, request_log_patches
 
 __all__ = [
     "DEFAULT_FAILURE_REASON",
@@ -121,6 +123,8 @@ class SageMakerHarness(EndpointTimelines):
     """
 
     _originals: list[tuple[type, str, Any]] = field(default_factory=list, init=False, repr=False)
+    # Every AWS request moto receives while this harness is installed (request_log.py).
+    requests: RequestLog = field(default_factory=RequestLog, init=False, repr=False)
 
     # ------------------------------------------------------------------ install / uninstall
 
@@ -287,6 +291,7 @@ def _patches() -> list[tuple[type, str, Any]]:
         + endpoint_patches(_harness)
         + component_patches(_harness)
         + shape_patches()
+        + request_log_patches(lambda: _harness().requests)
     )
 
 

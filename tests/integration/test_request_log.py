@@ -1,0 +1,86 @@
+"""The harness's record of every AWS request it receives (peagle_sandbox.testing.request_log):
+what later tests assert against, so it must hold exactly what the client sent, in order."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import boto3
+
+from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
+
+ROLE = "arn:aws:iam::123456789012:role/r"
+
+
+def _create_model(client, name: str) -> None:
+    client.create_model(
+        ModelName=name,
+        ExecutionRoleArn=ROLE,
+        PrimaryContainer={"Image": "123.dkr.ecr.us-east-1.amazonaws.com/x:1", "Environment": {}},
+    )
+
+
+def test_in_process_record_holds_each_request_in_order(sagemaker_harness: SageMakerHarness):
+    sm = boto3.client("sagemaker", region_name="us-east-1")
+    _create_model(sm, "m1")
+    sm.describe_model(ModelName="m1")
+    sm.delete_model(ModelName="m1")
+    boto3.client("sts", region_name="us-east-1").get_caller_identity()
+
+    log = sagemaker_harness.requests
+    assert log.operations("sagemaker") == ["CreateModel", "DescribeModel", "DeleteModel"]
+    assert log.operations("sts") == ["GetCallerIdentity"]
+    (create,) = log.params("CreateModel")
+    assert create["ModelName"] == "m1" and create["ExecutionRoleArn"] == ROLE
+    assert create["PrimaryContainer"]["Image"].endswith("/x:1")
+    times = [r.time for r in log.all()]
+    assert times == sorted(times)
+
+
+def test_the_record_is_empty_before_any_request_and_after_clear(
+    sagemaker_harness: SageMakerHarness,
+):
+    assert sagemaker_harness.requests.all() == []
+    boto3.client("sagemaker", region_name="us-east-1").list_endpoints()
+    assert sagemaker_harness.requests.operations() == ["ListEndpoints"]
+    sagemaker_harness.requests.clear()
+    assert sagemaker_harness.requests.all() == []
+
+
+def test_a_refused_request_is_recorded_too(sagemaker_harness: SageMakerHarness):
+    # What was sent matters even when AWS says no: a test of "nothing sent" must see it.
+    sm = boto3.client("sagemaker", region_name="us-east-1")
+    with contextlib.suppress(sm.exceptions.ClientError):
+        sm.describe_endpoint(EndpointName="nope")
+    assert sagemaker_harness.requests.params("DescribeEndpoint") == [{"EndpointName": "nope"}]
+
+
+def test_uninstall_stops_recording(aws):
+    harness = SageMakerHarness(region="us-east-1").install()
+    harness.uninstall()
+    boto3.client("sagemaker", region_name="us-east-1").list_models()
+    assert harness.requests.all() == []
+
+
+def test_the_threaded_server_records_what_a_subprocess_client_would_send(
+    moto_server: str, moto_server_harness: SageMakerHarness
+):
+    sm = boto3.client(
+        "sagemaker",
+        region_name="us-east-1",
+        endpoint_url=moto_server,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    _create_model(sm, "served")
+    assert moto_server_harness.requests.operations("sagemaker") == ["CreateModel"]
+    assert moto_server_harness.requests.params("CreateModel")[0]["ModelName"] == "served"
+
+
+def test_records_are_json_documents(sagemaker_harness: SageMakerHarness):
+    boto3.client("sagemaker", region_name="us-east-1").list_models(MaxResults=5)
+    (doc,) = sagemaker_harness.requests.to_list()
+    assert json.loads(json.dumps(doc)) == doc
+    assert doc["service"] == "sagemaker" and doc["operation"] == "ListModels"
+    assert doc["params"] == {"MaxResults": 5}
