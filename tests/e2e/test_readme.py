@@ -38,16 +38,21 @@ RUN = blocks("run")
 PIP_SHIM = """#!{python}
 import importlib.metadata as md, re, sys, tomllib
 args = sys.argv[1:]
-if args[:2] != ["install", "-e"] or len(args) != 3:
-    sys.exit(f"readme-test pip shim: only `pip install -e .[extra]` is expected, got {{args}}")
-m = re.fullmatch(r"\\.\\[([a-z,]+)\\]", args[2])
-extras = (m.group(1) if m else "").split(",")
-optional = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]
+pairs = list(zip(args[1::2], args[2::2]))
+if args[:1] != ["install"] or len(args) % 2 != 1 or any(flag != "-e" for flag, _ in pairs):
+    sys.exit(f"readme-test pip shim: only `pip install -e PATH[extras] ...` is expected, got {{args}}")
 missing = []
-for extra in extras:
-    if extra not in optional:
-        sys.exit(f"readme-test pip shim: pyproject.toml has no extra {{extra!r}}")
-    for req in optional[extra]:
+for _, target in pairs:
+    m = re.fullmatch(r"(\\.(?:/[a-z_]+)?)(?:\\[([a-z,]+)\\])?", target)
+    if not m:
+        sys.exit(f"readme-test pip shim: unexpected install target {{target!r}}")
+    project = tomllib.load(open(f"{{m.group(1)}}/pyproject.toml", "rb"))["project"]
+    reqs = [project["name"], *project.get("dependencies", [])]
+    for extra in (m.group(2) or "").split(",") if m.group(2) else []:
+        if extra not in project.get("optional-dependencies", {{}}):
+            sys.exit(f"readme-test pip shim: {{project['name']}} has no extra {{extra!r}}")
+        reqs += project["optional-dependencies"][extra]
+    for req in reqs:
         name = re.split(r"[\\[<>=!~ ;]", req, maxsplit=1)[0]
         try:
             md.version(name)
@@ -55,7 +60,7 @@ for extra in extras:
             missing.append(req)
 if missing:
     sys.exit(f"readme-test pip shim: not installed: {{missing}}")
-print(f"readme-test pip shim: .[{{','.join(extras)}}] is installed")
+print(f"readme-test pip shim: {{' '.join(t for _, t in pairs)}} is installed")
 """
 
 
@@ -112,22 +117,27 @@ def test_block_counts_are_the_declared_ones() -> None:
 
 
 def test_the_two_setup_commands_are_consistent() -> None:
-    """The first installs the sandbox extra and runs the lifecycle; the second installs
-    the test extra before running the tests; .ci/run runs that same test command."""
+    """The first installs the product and the sandbox distribution and runs the lifecycle;
+    the second installs the test extra (and the sandbox, whose harness the tests use) before
+    running the tests; .ci/run installs the same and runs that same test command."""
     first, second = blocks()[:2]
-    assert first.code.startswith('pip install -e ".[sandbox]"\n')
+    assert first.code.startswith("pip install -e . -e ./sandbox\n")
     assert "peagle sandbox stop" in first.code and "mktemp -d" in first.code
-    assert second.code.strip() == 'pip install -e ".[test]" && python -m pytest -q'
+    test_command = "python -m pytest -q -n auto"
+    assert second.code.strip() == f'pip install -e ".[test]" -e ./sandbox && {test_command}'
+    sandbox_deps = tomllib.loads((ROOT / "sandbox" / "pyproject.toml").read_text())["project"][
+        "dependencies"
+    ]
     optional = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
-    sandbox = {re.split(r"[\[<>=]", r)[0] for r in optional["sandbox"]}
+    sandbox = {re.split(r"[\[<>=]", r)[0] for r in sandbox_deps} - {"sm-peagle"}
     test = {re.split(r"[\[<>=]", r)[0] for r in optional["test"]}
     assert sandbox <= test  # the tests start sandboxes too
     ci = (ROOT / ".ci" / "run").read_text()
-    installed = re.search(r'pip install [^\n]*-e "\.\[([a-z,]+)\]"', ci)
+    installed = re.search(r'pip install [^\n]*-e "\.\[([a-z,]+)\]" -e \./sandbox', ci)
     assert installed and "test" in installed.group(1).split(",")
-    assert "python -m pytest" in ci and re.search(r"(?m)^(run_pytest|python -m pytest) -q$", ci)
+    assert re.search(rf"(?m)^run_pytest {test_command.removeprefix('python -m pytest ')}$", ci)
 
 
 def test_parser_marks_and_counts() -> None:
