@@ -1,0 +1,112 @@
+"""Names that moved keep working for one release, and every error class the README names
+is importable from `sm_peagle` (CHANGELOG.md lists the moves).
+
+- `sm_peagle.use_sandbox()` -> `peagle_sandbox.use_sandbox()`;
+- `sm_peagle.testing.pytest_plugin` -> `peagle_sandbox.testing.pytest_plugin`;
+- without the sandbox distribution, the product says how to install it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+import sm_peagle
+from sm_peagle import errors, plugins
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def readme_error_names(text: str) -> set[str]:
+    """Backticked CamelCase names ending like an error class, in the README's paragraph
+    that lists peagle's errors ("Errors are typed …"; other paragraphs quote vLLM's)."""
+    start = text.index("Errors are typed")
+    text = text[start : text.find("\n\n", start)]
+    return set(re.findall(r"`([A-Z][A-Za-z]*(?:Error|Failed|Timeout|Exceeded|NotFound|"
+                          r"Credentials|TooLarge|Failure))`", text))
+
+
+def test_every_error_class_the_readme_names_is_importable_from_sm_peagle() -> None:
+    names = readme_error_names((ROOT / "README.md").read_text())
+    assert {"ModelStreamError", "PayloadTooLarge", "ModelInvocationError"} <= names
+    for name in sorted(names):
+        cls = getattr(sm_peagle, name)
+        assert cls is getattr(errors, name) and issubclass(cls, errors.PeagleError), name
+
+
+def test_every_public_error_class_in_errors_is_exported() -> None:
+    classes = {
+        n for n, v in vars(errors).items()
+        if isinstance(v, type) and issubclass(v, errors.PeagleError)
+    }
+    assert classes <= set(sm_peagle.__all__), classes - set(sm_peagle.__all__)
+
+
+def test_readme_error_scan_can_fail() -> None:
+    assert readme_error_names("Errors are typed: `FooError`, `BarFailed`, not `Baz`.") == {
+        "FooError", "BarFailed"
+    }
+
+
+def test_use_sandbox_at_the_old_path_warns_once_and_calls_the_new_one(monkeypatch) -> None:
+    calls = []
+
+    class FakePlugin:
+        __name__ = "peagle_sandbox.plugin"
+
+        @staticmethod
+        def use_sandbox(**options):
+            calls.append(options)
+            return "info"
+
+    monkeypatch.setattr(plugins, "sandbox_plugin", lambda: FakePlugin)
+    with pytest.warns(FutureWarning, match=r"sm_peagle.use_sandbox moved to peagle_sandbox"):
+        assert sm_peagle.use_sandbox(engine="simulated") == "info"
+    assert calls == [{"engine": "simulated"}]
+
+
+def test_the_real_plugin_is_the_sandbox_distribution() -> None:
+    import peagle_sandbox.manager
+
+    plugin = plugins.sandbox_plugin()
+    assert plugin.use_sandbox is peagle_sandbox.manager.use_sandbox
+    dist = metadata.distribution("peagle-sandbox")
+    assert {ep.group for ep in dist.entry_points} == {
+        "sm_peagle.plugins", "sm_peagle.commands", "sm_peagle.models"
+    }
+
+
+def test_without_the_sandbox_the_error_names_the_install(monkeypatch) -> None:
+    monkeypatch.setattr(plugins, "_entry_points", lambda group: [])
+    with pytest.raises(errors.SpecError) as info:
+        plugins.sandbox_plugin()
+    assert info.value.remedy == "pip install -e ./sandbox"
+    assert info.value.exit_code == 2
+
+
+def test_old_pytest_plugin_path_loads_the_sandbox_fixtures_with_a_notice() -> None:
+    script = (
+        "import json, warnings\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import sm_peagle.testing.pytest_plugin as old\n"
+        "import peagle_sandbox.testing.pytest_plugin as new\n"
+        "names = ['aws', 'aws_credentials', 'sagemaker_harness', 'moto_server']\n"
+        "print(json.dumps({'same': [getattr(old, n) is getattr(new, n) for n in names],\n"
+        "  'warnings': [(c.category.__name__, str(c.message)) for c in w\n"
+        "               if 'moved' in str(c.message)]}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    doc = json.loads(out.stdout.strip().splitlines()[-1])
+    assert doc["same"] == [True] * 4
+    (warning,) = doc["warnings"]
+    assert warning[0] == "FutureWarning"
+    assert "peagle_sandbox.testing.pytest_plugin" in warning[1]
