@@ -4,8 +4,7 @@ imports it on every `peagle --sandbox` command)."""
 
 from __future__ import annotations
 
-import os
-
+from sm_peagle import settings
 from sm_peagle.errors import PeagleError
 
 __all__ = ["ENGINES", "EngineMissing", "engine_args", "resolve_engine"]
@@ -22,7 +21,7 @@ ENGINES = ("simulated", "vllm")
 
 def resolve_engine(explicit: str | None = None) -> str:
     """The engine asked for: the option, else $PEAGLE_SANDBOX_ENGINE, else simulated."""
-    engine = (explicit or os.environ.get("PEAGLE_SANDBOX_ENGINE") or "simulated").lower()
+    engine = (explicit or settings.sandbox_engine() or "simulated").lower()
     if engine not in ENGINES:
         raise EngineMissing(
             f"unknown sandbox engine {engine!r}", remedy=f"use one of: {', '.join(ENGINES)}"
@@ -41,7 +40,7 @@ def engine_args(engine: str) -> list[str]:
         engine_env,
     )
 
-    wanted = os.environ.get("PEAGLE_ENGINE_VERSION")
+    wanted = settings.get("PEAGLE_ENGINE_VERSION")
     for version in [wanted] if wanted else [DEFAULT_VLLM_VERSION, *SUPPORTED_VERSIONS]:
         env = engine_env(None, version)
         if env.python.exists() and (env.models / "manifest.json").exists():

@@ -22,6 +22,7 @@ from typing import Any
 
 from peagle_sandbox.engine_choice import EngineMissing, engine_args, resolve_engine
 from peagle_sandbox.procs import _children, _terminate, pid_alive, reap_recorded_engines
+from sm_peagle import settings
 from sm_peagle.errors import PeagleError
 
 __all__ = [
@@ -103,11 +104,7 @@ class SandboxInfo:
 
 
 def state_dir() -> Path:
-    explicit = os.environ.get("PEAGLE_STATE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
-    return Path(base) / "peagle"
+    return settings.state_dir()
 
 
 def directory_of_engines() -> Path:
@@ -306,7 +303,7 @@ def ensure_running(**options: Any) -> SandboxInfo:
     with _lock():
         current = read_state()
         if current is not None and _healthy(current):
-            if (options.get("engine") or os.environ.get("PEAGLE_SANDBOX_ENGINE")) and (
+            if (options.get("engine") or settings.sandbox_engine()) and (
                 current.engine != engine
             ):
                 raise EngineMissing(

