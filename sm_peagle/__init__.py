@@ -35,6 +35,24 @@ _LAZY = {
     # -- ops: endpoints and changes --
     # -- ops: measurement --
     # -- ops: catalog, iac, drafter, sandbox --
+    "models": "ops.catalog",
+    "instances": "ops.catalog",
+    "schema": "ops.catalog",
+    "recommend": "ops.catalog",
+    "Recommendation": "ops.catalog",
+    "export": "ops.iac",
+    "ExportResult": "ops.iac",
+    "EXPORT_FORMATS": "ops.iac",
+    "iam_policy": "ops.iac",
+    "IamPolicy": "ops.iac",
+    "drafter_inspect": "ops.drafter",
+    "drafter_check": "ops.drafter",
+    "DrafterCheck": "ops.drafter",
+    "drafter_push": "ops.drafter",
+    "DrafterPush": "ops.drafter",
+    "sandbox_start": "ops.sandbox",
+    "sandbox_stop": "ops.sandbox",
+    "sandbox_status": "ops.sandbox",
     # Moved to peagle_sandbox.use_sandbox (a deprecation notice for one release).
     "use_sandbox": "plugins",
 }

@@ -13,13 +13,14 @@ from .spec_options import JsonOpt, RegionOpt
 
 def models(json_out: JsonOpt = False) -> None:
     """List models with published P-EAGLE heads, and what is known about each."""
-    from ..catalog.models import MODELS
+    import sm_peagle
 
+    entries = sm_peagle.models()
     if json_out:
-        print_json([m.to_dict() for m in MODELS])
+        print_json([m.to_dict() for m in entries])
         return
     rows = []
-    for m in MODELS:
+    for m in entries:
         d = m.drafter
         rows.append(
             [
@@ -51,27 +52,6 @@ def models(json_out: JsonOpt = False) -> None:
     )
 
 
-def _live(items: list, region: str | None) -> list:
-    """Prices from the Price List API; what failed is warned about on stderr, once."""
-    import re
-
-    from ..aws import AwsContext, resolve_region
-    from ..catalog.pricing import with_live_prices
-    from .context import describe_target
-    from .output import note
-
-    aws = AwsContext(resolve_region(region) or "us-east-1")
-    note(describe_target(aws))
-    items = with_live_prices(items, aws.region, aws)
-    notes = sorted({i.price_note for i in items if i.price_note})
-    if notes:
-        # A proxy or a non-AWS endpoint may answer with an HTML page: one readable line.
-        text = re.sub(r"\s+", " ", re.sub(r"<[^>]*>", " ", notes[0])).strip()
-        more = f" (and {len(notes) - 1} other note(s); see --json)" if len(notes) > 1 else ""
-        note(f"warning: live prices: {text[:300]}{more}")
-    return items
-
-
 def instances(
     json_out: JsonOpt = False,
     live_prices: Annotated[
@@ -80,11 +60,11 @@ def instances(
     region: RegionOpt = None,
 ) -> None:
     """List GPU instance types peagle can deploy to, with GPU memory and $/h."""
-    from ..catalog.instances import INSTANCES
+    import sm_peagle
 
-    items = list(INSTANCES.values())
-    if live_prices:
-        items = _live(items, region)
+    from .output import note
+
+    items = sm_peagle.instances(live_prices, region=region, progress=note)
     if json_out:
         print_json([i.to_dict() for i in items])
         return
@@ -113,6 +93,6 @@ def instances(
 
 def schema() -> None:
     """Print the JSON Schema of the deployment spec."""
-    from ..planning.specs import DeploymentSpec
+    import sm_peagle
 
-    typer.echo(json.dumps(DeploymentSpec.model_json_schema(), indent=2))
+    typer.echo(json.dumps(sm_peagle.schema(), indent=2))

@@ -1,0 +1,33 @@
+"""Where an operation talks to, said in one line before the first request ("talking to:
+AWS, region …", "… peagle SANDBOX at …"), so nobody mistakes the sandbox for AWS.
+
+The SDK's operations pass this line to their `progress` callback; the CLI prints it on
+stderr. `sm_peagle.cli.context` says the same for the commands that still build it there.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .. import settings
+
+__all__ = ["talking_to", "talking_to_client"]
+
+
+def talking_to(region: str | None, service: str = "SAGEMAKER") -> str:
+    """The "talking to: …" line for `service` (as in AWS_ENDPOINT_URL_<SERVICE>)."""
+    sandbox = settings.sandbox_url()
+    if sandbox:
+        engine = settings.sandbox_engine_label()
+        return f"talking to: peagle SANDBOX at {sandbox} (engine: {engine}; not AWS)"
+    endpoint = os.environ.get(f"AWS_ENDPOINT_URL_{service}") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        return f"talking to: custom AWS endpoint {endpoint} (region {region})"
+    return f"talking to: AWS, region {region}"
+
+
+def talking_to_client(client: Any) -> str:
+    """The same line for a boto3 client already made (S3: its own endpoint setting)."""
+    service = client.meta.service_model.service_id.hyphenize().upper().replace("-", "_")
+    return talking_to(client.meta.region_name, service)
