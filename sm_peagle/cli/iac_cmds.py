@@ -1,16 +1,18 @@
 """`peagle export` and `peagle iam-policy`: a plan as IaC, and the role it needs.
 
-Both plan exactly as `peagle plan` does (same spec, same checks) and refuse a plan with
-failed checks: exporting requests that `deploy` itself would refuse helps nobody.
+Both call one SDK function (`sm_peagle.export`, `sm_peagle.iam_policy`), which plans
+exactly as `peagle plan` does and refuses a plan with failed checks.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
+from .output import note, print_json
 from .spec_options import (
     ImageOpt,
     JsonOpt,
@@ -21,19 +23,6 @@ from .spec_options import (
 )
 
 ModelArg = Annotated[str | None, typer.Argument(help="Catalog alias or JumpStart id (or use -f).")]
-
-
-def _planned(model: str | None, spec_file: Path | None, options: Any) -> Any:
-    from ..planning.spec_options import build_spec
-    from .output import note
-    from .plan_cmd import make_plan
-
-    p = make_plan(build_spec(model, spec_file, options))
-    p.raise_for_failures()
-    for c in p.checks:
-        if c.status == "warn":
-            note(f"warning: {c.name}: {c.message}" + (f" ({c.fix})" if c.fix else ""))
-    return p
 
 
 def export_command(
@@ -57,28 +46,23 @@ def export_command(
 ) -> None:
     """Export the planned deployment as Terraform JSON, CloudFormation, the raw plan, or a
     sagemaker SDK script."""
-    from ..errors import SpecError
-    from ..iac.export import FORMATS, export_text
+    import sm_peagle
 
-    if format_ not in FORMATS:  # before planning: a typo should not cost a plan
-        raise SpecError(
-            f"--format: unknown format {format_!r}", remedy=f"use one of {', '.join(FORMATS)}"
-        )
-    from ..planning.spec_options import SpecOptions
-
-    options = SpecOptions(role=role, region=region, image=image, vllm_version=vllm_version)
-    p = _planned(model, spec_file, options)
-    text = export_text(p, format_)
-    if output is None:
-        typer.echo(text, nl=False)
-        return
-    from .output import note
-
-    try:
-        output.write_text(text)
-    except OSError as e:
-        raise SpecError(f"cannot write {output}: {e.strerror}") from None
-    note(f"wrote {format_} export of {p.names['endpoint']} to {output}")
+    result = sm_peagle.export(
+        model,
+        format_,
+        output,
+        spec_file=spec_file,
+        role=role,
+        region=region,
+        image=image,
+        vllm_version=vllm_version,
+        progress=note,
+    )
+    if result.output is None:
+        typer.echo(result.text, nl=False)
+    else:
+        note(f"wrote {result.format} export of {result.endpoint} to {result.output}")
 
 
 def iam_policy_command(
@@ -95,26 +79,22 @@ def iam_policy_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Print the least-privilege execution-role policy and trust policy for a deployment."""
-    import json
-    import re
+    import sm_peagle
 
-    from ..errors import SpecError
-    from ..iac.iam import execution_role_policy
-    from .output import note, print_json
-
-    if account is not None and not re.fullmatch(r"\d{12}", account):
-        raise SpecError(f"--account: {account!r} is not a 12-digit AWS account id")
-    from ..planning.spec_options import SpecOptions
-
-    options = SpecOptions(role=role, region=region, image=image, vllm_version=vllm_version)
-    p = _planned(model, spec_file, options)
-    result = execution_role_policy(p, account=account)
-    for w in result.warnings:
-        note(f"warning: {w}")
+    result = sm_peagle.iam_policy(
+        model,
+        account=account,
+        spec_file=spec_file,
+        role=role,
+        region=region,
+        image=image,
+        vllm_version=vllm_version,
+        progress=note,
+    )
     if json_out:
-        print_json({"policy": result.policy, "trust_policy": result.trust_policy})
+        print_json(result.to_dict())
         return
-    typer.echo(f"# Execution-role policy for {p.names['endpoint']} (account {result.account})")
+    typer.echo(f"# Execution-role policy for {result.endpoint} (account {result.account})")
     typer.echo(json.dumps(result.policy, indent=2))
     typer.echo("# Trust policy (attach as the role's assume-role policy)")
     typer.echo(json.dumps(result.trust_policy, indent=2))

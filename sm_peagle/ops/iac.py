@@ -1,0 +1,203 @@
+"""Infrastructure code as SDK calls: `export()` (Terraform, CloudFormation, the raw plan or a
+sagemaker SDK script) and `iam_policy()` (the execution role a deployment needs).
+
+Both plan exactly as `peagle plan` does (same spec, same checks) and refuse a plan with
+failed checks: exporting requests that `deploy` itself would refuse helps nobody. Every
+argument is checked before the plan is made: an unknown format or an output path that
+cannot be written costs nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError
+from ..iac.export import FORMATS as EXPORT_FORMATS
+
+__all__ = ["EXPORT_FORMATS", "ExportResult", "IamPolicy", "export", "iam_policy"]
+
+Progress = Callable[[str], None]
+SpecInput = Any  # DeploymentSpec | dict | str | Path | None
+
+
+@dataclass
+class ExportResult:
+    """The exported document (`text`, as written) and where it went (`output`, or None)."""
+
+    format: str
+    endpoint: str
+    text: str
+    output: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "endpoint": self.endpoint,
+            "output": str(self.output) if self.output is not None else None,
+            "warnings": list(self.warnings),
+            "text": self.text,
+        }
+
+
+@dataclass
+class IamPolicy:
+    """The least-privilege execution-role policy and trust policy for one deployment."""
+
+    endpoint: str
+    account: str
+    policy: dict[str, Any]
+    trust_policy: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        # The document `peagle iam-policy --json` prints (the role's two policies).
+        return {"policy": self.policy, "trust_policy": self.trust_policy}
+
+
+def export(
+    spec_or_model: SpecInput = None,
+    format: str = "terraform",  # noqa: A002 - the CLI's --format
+    output: str | Path | None = None,
+    *,
+    spec_file: str | Path | None = None,
+    role: str | None = None,
+    region: str | None = None,
+    image: str | None = None,
+    vllm_version: str | None = None,
+    progress: Progress | None = None,
+) -> ExportResult:
+    """Export the planned deployment of `spec_or_model` (a DeploymentSpec, a spec dict, a
+    spec file path, or a catalog alias / JumpStart id; `spec_file` adds a spec file under a
+    model name) as `format`: terraform (*.tf.json), cloudformation, json or sagemaker.
+
+    With `output`, the text is also written there. Raises SpecError, before planning, for
+    an unknown format or an `output` that cannot be written, and CheckFailed when the plan
+    fails a check. Warnings of the plan go to `progress` as they are found."""
+    check_export_format(format)
+    target = check_output_path(output) if output is not None else None
+    from ..iac.export import export_text
+
+    warnings: list[str] = []
+    p = _planned(spec_or_model, spec_file, role, region, image, vllm_version, warnings, progress)
+    text = export_text(p, format)
+    if target is not None:
+        try:
+            target.write_text(text)
+        except OSError as e:
+            raise SpecError(f"cannot write {target}: {e.strerror}") from None
+    return ExportResult(format, p.names["endpoint"], text, target, warnings)
+
+
+def iam_policy(
+    spec_or_model: SpecInput = None,
+    *,
+    account: str | None = None,
+    spec_file: str | Path | None = None,
+    role: str | None = None,
+    region: str | None = None,
+    image: str | None = None,
+    vllm_version: str | None = None,
+    progress: Progress | None = None,
+) -> IamPolicy:
+    """The least-privilege execution-role policy and trust policy for the planned
+    deployment of `spec_or_model` (as `export` takes it). `account`: the 12-digit account
+    for log/KMS/EC2 ARNs (default: the role's). Raises SpecError for a bad account before
+    planning, CheckFailed when the plan fails a check."""
+    if account is not None and not re.fullmatch(r"\d{12}", str(account)):
+        raise SpecError(f"--account: {account!r} is not a 12-digit AWS account id")
+    from ..iac.iam import execution_role_policy
+
+    warnings: list[str] = []
+    p = _planned(spec_or_model, spec_file, role, region, image, vllm_version, warnings, progress)
+    result = execution_role_policy(p, account=account)
+    for w in result.warnings:
+        _warn(f"warning: {w}", warnings, progress)
+    return IamPolicy(
+        endpoint=p.names["endpoint"],
+        account=result.account,
+        policy=result.policy,
+        trust_policy=result.trust_policy,
+        warnings=warnings,
+    )
+
+
+def check_export_format(fmt: str) -> None:
+    if fmt not in EXPORT_FORMATS:
+        raise SpecError(
+            f"--format: unknown format {fmt!r}", remedy=f"use one of {', '.join(EXPORT_FORMATS)}"
+        )
+
+
+def check_output_path(output: str | Path) -> Path:
+    """`output` as a Path, or SpecError when it cannot be written (a directory, a parent
+    that is missing or a file, no write permission). Nothing is created or written."""
+    path = Path(output).expanduser()
+    remedy = "give -o/--output a file path in a writable directory"
+    if path.is_dir():
+        raise SpecError(f"--output: {path} is a directory", remedy=remedy)
+    parent = path.parent
+    if not parent.exists():
+        # /proc/x/y, a typo in a directory name: say which part is missing or not a dir.
+        up = parent
+        while not up.exists() and up != up.parent:
+            up = up.parent
+        if up.exists() and not up.is_dir():
+            raise SpecError(f"--output: {up} is a file, not a directory", remedy=remedy)
+        raise SpecError(f"--output: directory {parent} does not exist", remedy=remedy)
+    if not parent.is_dir():
+        raise SpecError(f"--output: {parent} is a file, not a directory", remedy=remedy)
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            raise SpecError(f"--output: {path} is not writable", remedy=remedy)
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        raise SpecError(f"--output: directory {parent} is not writable", remedy=remedy)
+    return path
+
+
+def _planned(
+    spec_or_model: SpecInput,
+    spec_file: str | Path | None,
+    role: str | None,
+    region: str | None,
+    image: str | None,
+    vllm_version: str | None,
+    warnings: list[str],
+    progress: Progress | None,
+) -> Any:
+    """Resolve and plan as `peagle plan` does; a failed check raises CheckFailed."""
+    from ..lifecycle.resolve import plan
+    from ..planning.spec_options import SpecOptions, build_spec
+    from ..planning.specs import DeploymentSpec
+
+    options = SpecOptions(role=role, region=region, image=image, vllm_version=vllm_version)
+    model: str | None = None
+    base: dict[str, Any] | None = None
+    if isinstance(spec_or_model, DeploymentSpec):
+        base = spec_or_model.model_dump(mode="json", exclude_unset=True)
+    elif isinstance(spec_or_model, dict):
+        base = spec_or_model
+    elif isinstance(spec_or_model, Path) or (
+        spec_file is None and str(spec_or_model or "").endswith((".yaml", ".yml", ".json"))
+    ):
+        spec_file = spec_or_model
+    elif spec_or_model is not None:
+        model = str(spec_or_model)
+    p = plan(build_spec(model, spec_file, options, base=base))
+    p.raise_for_failures()
+    for c in p.checks:
+        if c.status == "warn":
+            line = f"warning: {c.name}: {c.message}" + (f" ({c.fix})" if c.fix else "")
+            _warn(line, warnings, progress)
+    return p
+
+
+def _warn(line: str, warnings: list[str], progress: Progress | None) -> None:
+    warnings.append(line)
+    if progress is not None:
+        progress(line)
