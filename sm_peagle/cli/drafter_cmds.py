@@ -1,21 +1,18 @@
 """`peagle drafter inspect|check|push`: look at, validate and upload a drafter head.
 
-boto3, rich and the drafter modules are imported inside the commands, so registering
-this sub-app costs `peagle --help` nothing.
+Each command calls one SDK function (`sm_peagle.drafter_inspect`, `drafter_check`,
+`drafter_push`) and renders its result. boto3, rich and the drafter modules are imported
+only when a command runs, so registering this sub-app costs `peagle --help` nothing.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from ..planning.vllm_versions import (
-    DEFAULT_VLLM,  # a small module: `check` does not load the planner
-)
 from .output import STATUS_STYLE, console, note, print_json, table
 from .spec_options import JsonOpt, RegionOpt
 
@@ -34,33 +31,6 @@ SrcArg = Annotated[
 
 def _mib(n: int) -> str:
     return f"{n / 2**20:,.1f} MiB ({n:,} bytes)"
-
-
-def _inspect(src: str, region: str | None) -> Any:
-    from ..drafter import inspect_drafter, make_push_client
-
-    client = make_push_client(region) if src.startswith("s3://") else None
-    if client is not None:
-        from .context import describe_client
-
-        note(describe_client(client))
-    ins = inspect_drafter(src, s3_client=client)
-    _require_head(ins)
-    return ins
-
-
-def _require_head(ins: Any) -> None:
-    """Nothing that looks like a head (no config.json and no weights): exit 2, not a
-    table of problems and exit 0."""
-    from ..errors import SpecError
-
-    kinds = {p.kind for p in ins.problems}
-    if {"missing_config", "missing_weights"} <= kinds:
-        raise SpecError(
-            f"{ins.source}: no drafter head here (no config.json and no *.safetensors)",
-            remedy="point at the directory or s3:// prefix that holds config.json and the "
-            "safetensors files",
-        )
 
 
 def _shape(shape: list[int] | None) -> str:
@@ -112,46 +82,13 @@ def _render_inspection(ins: Any) -> None:
 @drafter_app.command("inspect")
 def inspect_cmd(src: SrcArg, region: RegionOpt = None, json_out: JsonOpt = False) -> None:
     """Read config.json and the safetensors headers (never the tensors) and summarise."""
-    ins = _inspect(src, region)
+    import sm_peagle
+
+    ins = sm_peagle.drafter_inspect(src, region=region, progress=note)
     if json_out:
         print_json(ins.to_dict())
     else:
         _render_inspection(ins)
-
-
-def _targets(
-    model: str | None, hidden: int | None, vocab: int | None, trained_k: int | None
-) -> tuple[int | None, int | None, int | None, int | None]:
-    """(target hidden, target vocab, trained K, default K): overrides win over the catalog."""
-    from ..catalog.models import find_model
-    from ..errors import SpecError
-
-    if model is None:
-        return hidden, vocab, trained_k, None
-    entry = find_model(model)
-    if entry is None:
-        from ..catalog.names import model_remedy
-
-        raise SpecError(
-            f"model: unknown model {model!r}",
-            remedy=model_remedy(model) + "; or pass --target-hidden-size/--target-vocab-size "
-            "without --model",
-        )
-    head = entry.drafter
-    return (
-        hidden if hidden is not None else entry.hidden_size,
-        vocab if vocab is not None else entry.vocab_size,
-        trained_k if trained_k is not None else (head.trained_k if head else None),
-        entry.default_k,
-    )
-
-
-def _check_doc(c: Any) -> dict[str, Any]:
-    # Same shape as the checks in `peagle plan --json`.
-    d = {"name": c.name, "status": c.status, "message": c.message}
-    if c.fix:
-        d["fix"] = c.fix
-    return d
 
 
 @drafter_app.command("check")
@@ -162,8 +99,11 @@ def check_cmd(
         typer.Option("--model", "-m", help="Target model (catalog alias, JumpStart or HF id)."),
     ] = None,
     vllm_version: Annotated[
-        str, typer.Option("--vllm-version", help="vLLM version of the serving image.")
-    ] = DEFAULT_VLLM,
+        str | None,
+        typer.Option(
+            "--vllm-version", help="vLLM version of the serving image (default: peagle's)."
+        ),
+    ] = None,
     mode: Annotated[str, typer.Option("--mode", help="p-eagle or eagle3.")] = "p-eagle",
     k: Annotated[
         int | None,
@@ -182,53 +122,30 @@ def check_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Check a head against the target model, vLLM version and K; exit 2 if any check fails."""
-    from ..drafter import check_drafter
-    from ..errors import CheckFailed, SpecError
-    from ..checks import any_failed
-    from ..planning.vllm_versions import VllmVersion
+    import sm_peagle
 
-    try:
-        version = VllmVersion(vllm_version)
-    except ValueError as exc:
-        raise SpecError(f"--vllm-version: {exc}") from None
-    hidden, vocab, trained, default_k = _targets(
-        model, target_hidden_size, target_vocab_size, trained_k
-    )
-    k = k if k is not None else default_k
-    ins = _inspect(src, region)
-    from ..catalog.models import find_model
-    from ..planning.version_gates import check_version_gates
-
-    # The version gates `plan` applies (one function): parallel drafting, model minimums.
-    gates = check_version_gates(
-        version, mode, find_model(model) if model else None, field="container.vllm_version"
-    )
-    checks = gates + check_drafter(
-        ins,
-        target_hidden_size=hidden,
-        target_vocab_size=vocab,
-        vllm_version=version,
+    result = sm_peagle.drafter_check(
+        src,
+        model=model,
+        vllm_version=vllm_version,
         mode=mode,
         k=k,
-        trained_k=trained,
+        trained_k=trained_k,
+        target_hidden_size=target_hidden_size,
+        target_vocab_size=target_vocab_size,
+        region=region,
+        progress=note,
     )
-    ok = not any_failed(checks)
+    checks, target = result.checks, result.target
     if json_out:
-        target = {"model": model, "hidden_size": hidden, "vocab_size": vocab}
-        target |= {"vllm_version": str(version), "mode": mode, "k": k, "trained_k": trained}
-        print_json(
-            {
-                "source": ins.source,
-                "target": target,
-                "checks": [_check_doc(c) for c in checks],
-                "ok": ok,
-            }
-        )
+        print_json(result.to_dict())
     else:
         from rich.markup import escape
 
+        k = target["k"]
         title = escape(
-            f"Drafter {ins.source} vs {model or 'custom target'} (vLLM {version}, {mode}, "
+            f"Drafter {result.source} vs {model or 'custom target'} "
+            f"(vLLM {target['vllm_version']}, {mode}, "
             + (f"K={k})" if k is not None else "K not given)")
         )
         rows = [
@@ -240,16 +157,20 @@ def check_cmd(
             for c in checks
         ]
         console().print(table(title, ["check", "status", "detail"], rows))
-    if not ok:
-        raise CheckFailed(checks)
+    result.raise_for_failures()
 
 
 class _Progress:
-    """Byte progress on stderr: a rich bar on a terminal, a few plain lines otherwise."""
+    """Byte progress on stderr: a rich bar on a terminal, a few plain lines otherwise.
+    Started by the first byte count (which carries the total), stopped by `close`."""
 
-    def __init__(self, total: int) -> None:
-        self.total, self.done, self._next_pct = total, 0, 25
+    def __init__(self) -> None:
+        self.total, self.done, self._next_pct = 0, 0, 25
         self._bar: Any = None
+        self._started = False
+
+    def _start(self, total: int) -> None:
+        self.total, self._started = total, True
         if sys.stderr.isatty():
             from rich.progress import (
                 BarColumn,
@@ -269,13 +190,11 @@ class _Progress:
                 transient=False,
             )
             self._task = self._bar.add_task("uploading", total=total)
-
-    def __enter__(self) -> _Progress:
-        if self._bar is not None:
             self._bar.start()
-        return self
 
-    def __call__(self, n: int) -> None:
+    def __call__(self, n: int, total: int) -> None:
+        if not self._started:
+            self._start(total)
         self.done += n  # n < 0 when s3transfer rolls back a retried part
         if self._bar is not None:
             self._bar.advance(self._task, n)
@@ -283,67 +202,22 @@ class _Progress:
             note(f"  uploaded {self.done / 2**20:,.1f} of {self.total / 2**20:,.1f} MiB")
             self._next_pct += 25
 
-    def __exit__(self, *exc: object) -> None:
+    def close(self, ok: bool) -> None:
         if self._bar is not None:
-            if exc[0] is None:  # skipped files were never "uploaded": show the push as done
+            if ok:  # skipped files were never "uploaded": show the push as done
                 self._bar.update(self._task, completed=self.total)
             self._bar.stop()
 
 
-def _download_hf(repo_id: str, dest: str) -> str:
-    from ..errors import PeagleError, SpecError
-
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError:
-        raise SpecError(
-            "--from-hf needs the huggingface_hub package, which is not installed",
-            remedy="pip install huggingface_hub, or download the head and push its directory",
-        ) from None
-    note(f"downloading {repo_id} from the Hugging Face Hub")
-    try:
-        return str(snapshot_download(repo_id=repo_id, local_dir=dest))
-    except Exception as exc:  # offline, gated repo, bad id: hub errors have no common base
-        raise PeagleError(
-            f"could not download {repo_id} from the Hugging Face Hub: {exc}",
-            remedy="check the repo id, network and HF_TOKEN, or download the head yourself "
-            "and push its directory",
-        ) from None
-
-
-def _push(src: str, dest: str, channel: str, region: str | None, json_out: bool) -> None:
-    from ..drafter import make_push_client, push_drafter
-    from ..errors import SpecError
-
-    root = Path(src).expanduser()
-    if not root.is_dir():
-        raise SpecError(f"drafter directory {src} does not exist or is not a directory")
-    # Hidden files (e.g. the Hub's .cache/) are not pushed, so they are not counted.
-    files = [
-        p
-        for p in root.rglob("*")
-        if p.is_file() and not any(x.startswith(".") for x in p.relative_to(root).parts)
-    ]
-    total = sum(p.stat().st_size for p in files)
-    client = make_push_client(region)
-    from .context import describe_client
-
-    note(describe_client(client))
-    note(f"pushing {src} ({len(files)} files, {total / 2**20:,.1f} MiB) to {dest}")
-    with _Progress(total) as progress:
-        result = push_drafter(src, dest, s3_client=client, progress=progress)
-    entry = result.additional_model_data_source(channel)
-    if json_out:
-        print_json({**result.to_dict(), "additional_model_data_source": entry})
-        return
+def _render_push(result: Any) -> None:
     c = console()
-    c.print(f"[bold]Pushed[/] {src} -> {result.s3_uri}")
+    c.print(f"[bold]Pushed[/] {result.source} -> {result.s3_uri}")
     c.print(f"  uploaded  {len(result.uploaded)} file(s), {_mib(result.bytes_uploaded)}")
     c.print(f"  skipped   {len(result.skipped)} file(s) already in S3 with the same sha256")
     for n in result.notes:
         c.print(f"  note      {n}", markup=False)
     c.print("AdditionalModelDataSources entry (CreateModel PrimaryContainer):")
-    c.print(json.dumps([entry], indent=2), markup=False)
+    c.print(json.dumps([result.entry], indent=2), markup=False)
 
 
 @drafter_app.command("push")
@@ -365,27 +239,28 @@ def push_cmd(
     region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Upload a head to S3 in the layout SageMaker mounts (resumable; unchanged files skipped)."""
-    from ..errors import SpecError
+    """Upload a head to S3 in the layout SageMaker mounts (resumable; unchanged files skipped).
+    A head that `peagle drafter check` would refuse is refused before anything is uploaded."""
+    import sm_peagle
 
-    if from_hf is not None:
-        if dest is None:  # `push --from-hf REPO s3://…/`: the one positional is the target
-            src, dest = None, src
-        elif src is not None:
-            raise SpecError("give either SRC or --from-hf, not both")
-    if dest is None or (src is None and from_hf is None):
-        raise SpecError(
-            "push needs SRC and an s3://bucket/prefix/ destination",
-            remedy="peagle drafter push ./head s3://bucket/prefix/ "
-            "(or --from-hf ORG/HEAD s3://bucket/prefix/)",
+    if from_hf is not None and dest is None:
+        src, dest = None, src  # `push --from-hf REPO s3://…/`: the one positional is the target
+    bar = _Progress()
+    ok = False
+    try:
+        result = sm_peagle.drafter_push(
+            src,
+            dest or "",
+            channel=channel,
+            from_hf=from_hf,
+            region=region,
+            progress=note,
+            on_bytes=bar,
         )
-    from ..drafter.inspect import parse_s3_uri
-
-    parse_s3_uri(dest)  # a malformed destination fails before any hashing or download
-    if from_hf is None:
-        _push(str(src), dest, channel, region, json_out)
-        return
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="peagle-hf-") as tmp:
-        _push(_download_hf(from_hf, tmp), dest, channel, region, json_out)
+        ok = True
+    finally:
+        bar.close(ok)
+    if json_out:
+        print_json(result.to_dict())
+    else:
+        _render_push(result)

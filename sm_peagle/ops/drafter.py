@@ -1,0 +1,363 @@
+"""Drafter heads as SDK calls: `drafter_inspect()`, `drafter_check()` and `drafter_push()`.
+
+`peagle drafter inspect|check|push` each call one of these and render the result. A head is
+a local directory or an s3://bucket/prefix/. Every argument is checked before anything is
+read or uploaded, and `drafter_push` refuses a head that `drafter_check` (and so
+`deploy --drafter`) would refuse, before the first byte goes to S3.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CheckFailed, PeagleError, SpecError
+
+if TYPE_CHECKING:
+    from ..checks import Check
+
+__all__ = [
+    "DRAFTER_MODES",
+    "DrafterCheck",
+    "DrafterPush",
+    "drafter_check",
+    "drafter_inspect",
+    "drafter_push",
+]
+
+Progress = Callable[[str], None]
+# bytes(n, total): n bytes more were sent (n < 0 when s3transfer rolls back a retried part)
+# of `total` bytes this push may send.
+BytesProgress = Callable[[int, int], None]
+DRAFTER_MODES = ("p-eagle", "eagle3")
+# What makes a head unloadable whatever the target, vLLM version or mode: `drafter push`
+# refuses a head failing one of these (`deploy --drafter` would refuse it after the upload).
+# (File names are push's own refusal, with its own message; folder objects are in S3.)
+PUSH_CHECKS = ("drafter.config", "drafter.weights")
+
+
+def drafter_inspect(
+    source: str, *, region: str | None = None, progress: Progress | None = None
+) -> Any:
+    """Read a head's config.json and safetensors headers (never the tensors) and return
+    its `DrafterInspection` (`to_dict()`). `source`: a local directory or an s3:// prefix
+    (read with ranged GETs; `region` for the S3 client). Raises SpecError when `source`
+    holds no head at all (no config.json and no *.safetensors) or cannot be read."""
+    from ..drafter.inspection import parse_s3_uri
+
+    if source.startswith("s3://"):
+        parse_s3_uri(source)  # a malformed URI fails before a client is made
+    return _inspect(source, region, progress)
+
+
+@dataclass
+class DrafterCheck:
+    """`drafter check`'s verdict: each check (same shape as the plan's) and whether all
+    passed. `raise_for_failures()` raises CheckFailed (exit 2 in the CLI) when not."""
+
+    source: str
+    target: dict[str, Any]
+    checks: list[Check]
+    inspection: Any = field(repr=False, default=None)
+
+    @property
+    def ok(self) -> bool:
+        return not any(c.status == "fail" for c in self.checks)
+
+    def raise_for_failures(self) -> None:
+        if not self.ok:
+            raise CheckFailed(self.checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "target": dict(self.target),
+            "checks": [_check_doc(c) for c in self.checks],
+            "ok": self.ok,
+        }
+
+
+def drafter_check(
+    source: str,
+    *,
+    model: str | None = None,
+    vllm_version: str | None = None,
+    mode: str = "p-eagle",
+    k: int | None = None,
+    trained_k: int | None = None,
+    target_hidden_size: int | None = None,
+    target_vocab_size: int | None = None,
+    region: str | None = None,
+    progress: Progress | None = None,
+) -> DrafterCheck:
+    """Check a head against the target `model` (catalog alias, JumpStart or HF id; or the
+    explicit `target_hidden_size`/`target_vocab_size`), the vLLM version (default: peagle's
+    default image) and K (default: the model's default K), as plan and deploy do.
+
+    Returns the checks; failed checks do not raise (call `raise_for_failures()`). Bad
+    arguments raise SpecError before the head is read."""
+    from ..planning.version_gates import check_version_gates
+    from ..vllm.versions import DEFAULT_VLLM, VllmVersion
+
+    try:
+        version = VllmVersion(vllm_version or DEFAULT_VLLM)
+    except ValueError as exc:
+        raise SpecError(f"--vllm-version: {exc}") from None
+    if mode not in DRAFTER_MODES:
+        raise SpecError(f"unknown drafter mode {mode!r}", remedy="use p-eagle or eagle3")
+    entry, hidden, vocab, trained, default_k = _targets(
+        model, target_hidden_size, target_vocab_size, trained_k
+    )
+    k = k if k is not None else default_k
+    if source.startswith("s3://"):
+        from ..drafter.inspection import parse_s3_uri
+
+        parse_s3_uri(source)
+    ins = _inspect(source, region, progress)
+    from ..drafter import check_drafter
+
+    # The version gates `plan` applies (one function): parallel drafting, model minimums.
+    checks = check_version_gates(version, mode, entry, field="container.vllm_version")
+    checks += check_drafter(
+        ins,
+        target_hidden_size=hidden,
+        target_vocab_size=vocab,
+        vllm_version=version,
+        mode=mode,
+        k=k,
+        trained_k=trained,
+    )
+    target = {"model": model, "hidden_size": hidden, "vocab_size": vocab}
+    target |= {"vllm_version": str(version), "mode": mode, "k": k, "trained_k": trained}
+    return DrafterCheck(ins.source, target, checks, ins)
+
+
+@dataclass
+class DrafterPush:
+    """What `drafter_push` uploaded and skipped, and the AdditionalModelDataSources entry
+    that mounts the head (`entry`, for CreateModel's PrimaryContainer)."""
+
+    source: str
+    s3_uri: str
+    channel: str
+    uploaded: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    bytes_uploaded: int = 0
+    notes: list[str] = field(default_factory=list)
+    stale_keys: list[str] = field(default_factory=list)
+    folder_keys: list[str] = field(default_factory=list)
+
+    @property
+    def entry(self) -> dict[str, Any]:
+        return {
+            "ChannelName": self.channel,
+            "S3DataSource": {
+                "S3Uri": self.s3_uri,
+                "S3DataType": "S3Prefix",
+                "CompressionType": "None",
+            },
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        # The document `peagle drafter push --json` prints.
+        return {
+            "s3_uri": self.s3_uri,
+            "uploaded": list(self.uploaded),
+            "skipped": list(self.skipped),
+            "bytes_uploaded": self.bytes_uploaded,
+            "notes": list(self.notes),
+            "stale_keys": list(self.stale_keys),
+            "folder_keys": list(self.folder_keys),
+            "additional_model_data_source": self.entry,
+        }
+
+
+def drafter_push(
+    source: str | Path | None,
+    dest: str,
+    *,
+    channel: str = "eagle",
+    from_hf: str | None = None,
+    region: str | None = None,
+    progress: Progress | None = None,
+    on_bytes: BytesProgress | None = None,
+) -> DrafterPush:
+    """Upload a head directory (or, with `from_hf`, a Hugging Face repo downloaded first)
+    to `dest` (s3://bucket/prefix/) in the layout SageMaker mounts. Resumable: files
+    already in S3 with the same sha256 are skipped.
+
+    Refused with SpecError before any upload: a malformed or bucket-root `dest`, a missing
+    source, and a head `drafter_check` would refuse whatever the target (no config.json,
+    unreadable or truncated safetensors, ambiguous file names): CheckFailed, a SpecError."""
+    from ..drafter.inspection import parse_s3_uri
+
+    if from_hf is not None and source is not None:
+        raise SpecError("give either SRC or --from-hf, not both")
+    if not dest or (source is None and from_hf is None):
+        raise SpecError(
+            "push needs SRC and an s3://bucket/prefix/ destination",
+            remedy="peagle drafter push ./head s3://bucket/prefix/ "
+            "(or --from-hf ORG/HEAD s3://bucket/prefix/)",
+        )
+    _bucket, prefix = parse_s3_uri(dest)  # before any hashing or download
+    if not prefix:
+        raise SpecError(
+            f"{dest} is a bucket root; SageMaker would mount the whole bucket",
+            remedy="push to a prefix such as s3://bucket/drafters/my-head/",
+        )
+    if not channel:
+        raise SpecError("--channel: the channel name is empty", remedy="use e.g. --channel eagle")
+    if from_hf is None:
+        root = Path(str(source)).expanduser()
+        if not root.is_dir():
+            raise SpecError(f"drafter directory {source} does not exist or is not a directory")
+        return _push(str(source), dest, channel, region, progress, on_bytes)
+    with tempfile.TemporaryDirectory(prefix="peagle-hf-") as tmp:
+        local = _download_hf(from_hf, tmp, progress)
+        return _push(local, dest, channel, region, progress, on_bytes)
+
+
+def check_pushable(source: str) -> list[Check]:
+    """The checks of a local head that do not depend on the target: CheckFailed (nothing
+    uploaded) when one fails, as `deploy --drafter` would fail it after the upload."""
+    from ..drafter import check_drafter
+    from ..drafter.readers import inspect_local
+    from ..vllm.versions import DEFAULT_VLLM, VllmVersion
+
+    ins = inspect_local(source)
+    _require_head(ins)
+    checks = [
+        c
+        for c in check_drafter(ins, vllm_version=VllmVersion(DEFAULT_VLLM))
+        if c.name in PUSH_CHECKS
+    ]
+    if any(c.status == "fail" for c in checks):
+        raise CheckFailed(checks)
+    return checks
+
+
+def _push(
+    src: str,
+    dest: str,
+    channel: str,
+    region: str | None,
+    progress: Progress | None,
+    on_bytes: BytesProgress | None,
+) -> DrafterPush:
+    from ..drafter import make_push_client, push_drafter
+    from .target import talking_to_client
+
+    check_pushable(src)
+    root = Path(src).expanduser()
+    # Hidden files (e.g. the Hub's .cache/) are not pushed, so they are not counted.
+    files = [
+        p
+        for p in root.rglob("*")
+        if p.is_file() and not any(x.startswith(".") for x in p.relative_to(root).parts)
+    ]
+    total = sum(p.stat().st_size for p in files)
+    client = make_push_client(region)
+    _say(progress, talking_to_client(client))
+    _say(progress, f"pushing {src} ({len(files)} files, {total / 2**20:,.1f} MiB) to {dest}")
+    sent = None if on_bytes is None else (lambda n: on_bytes(n, total))
+    r = push_drafter(src, dest, s3_client=client, progress=sent)
+    return DrafterPush(
+        source=src,
+        s3_uri=r.s3_uri,
+        channel=channel,
+        uploaded=r.uploaded,
+        skipped=r.skipped,
+        bytes_uploaded=r.bytes_uploaded,
+        notes=r.notes,
+        stale_keys=r.stale_keys,
+        folder_keys=r.folder_keys,
+    )
+
+
+def _download_hf(repo_id: str, dest: str, progress: Progress | None) -> str:
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        raise SpecError(
+            "--from-hf needs the huggingface_hub package, which is not installed",
+            remedy="pip install huggingface_hub, or download the head and push its directory",
+        ) from None
+    _say(progress, f"downloading {repo_id} from the Hugging Face Hub")
+    try:
+        return str(snapshot_download(repo_id=repo_id, local_dir=dest))
+    except Exception as exc:  # offline, gated repo, bad id: hub errors have no common base
+        raise PeagleError(
+            f"could not download {repo_id} from the Hugging Face Hub: {exc}",
+            remedy="check the repo id, network and HF_TOKEN, or download the head yourself "
+            "and push its directory",
+        ) from None
+
+
+def _inspect(source: str, region: str | None, progress: Progress | None) -> Any:
+    from ..drafter import inspect_drafter, make_push_client
+
+    client = None
+    if source.startswith("s3://"):
+        from .target import talking_to_client
+
+        client = make_push_client(region)
+        _say(progress, talking_to_client(client))
+    ins = inspect_drafter(source, s3_client=client)
+    _require_head(ins)
+    return ins
+
+
+def _require_head(ins: Any) -> None:
+    """Nothing that looks like a head (no config.json and no weights): SpecError, not a
+    table of problems."""
+    kinds = {p.kind for p in ins.problems}
+    if {"missing_config", "missing_weights"} <= kinds:
+        raise SpecError(
+            f"{ins.source}: no drafter head here (no config.json and no *.safetensors)",
+            remedy="point at the directory or s3:// prefix that holds config.json and the "
+            "safetensors files",
+        )
+
+
+def _targets(
+    model: str | None, hidden: int | None, vocab: int | None, trained_k: int | None
+) -> tuple[Any, int | None, int | None, int | None, int | None]:
+    """(catalog entry, target hidden, target vocab, trained K, default K): explicit values
+    win over the catalog's."""
+    from ..catalog.models import find_model
+
+    if model is None:
+        return None, hidden, vocab, trained_k, None
+    entry = find_model(model)
+    if entry is None:
+        from ..catalog.names import model_remedy
+
+        raise SpecError(
+            f"model: unknown model {model!r}",
+            remedy=model_remedy(model) + "; or pass --target-hidden-size/--target-vocab-size "
+            "without --model",
+        )
+    head = entry.drafter
+    return (
+        entry,
+        hidden if hidden is not None else entry.hidden_size,
+        vocab if vocab is not None else entry.vocab_size,
+        trained_k if trained_k is not None else (head.trained_k if head else None),
+        entry.default_k,
+    )
+
+
+def _check_doc(c: Any) -> dict[str, Any]:
+    # Same shape as the checks in `peagle plan --json`.
+    d = {"name": c.name, "status": c.status, "message": c.message}
+    if c.fix:
+        d["fix"] = c.fix
+    return d
+
+
+def _say(progress: Progress | None, line: str) -> None:
+    if progress is not None:
+        progress(line)
