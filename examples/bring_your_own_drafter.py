@@ -19,7 +19,7 @@ from pathlib import Path
 import sm_peagle
 from peagle_sandbox.synthetic_head import synthetic_head
 from sm_peagle.drafter import check_drafter, inspect_drafter
-from sm_peagle.planning.vllm_versions import DEFAULT_VLLM, VllmVersion
+from sm_peagle.vllm.versions import DEFAULT_VLLM, VllmVersion
 
 
 def write_synthetic_head(directory: Path) -> Path:

@@ -29,7 +29,7 @@ EXCLUSIONS = ROOT / "tests" / "mutation_exclusions.txt"
 # short name -> (source file, the unit tests that exercise it)
 CORE: dict[str, tuple[str, tuple[str, ...]]] = {
     "speculative": (
-        "sm_peagle/planning/speculative.py",
+        "sm_peagle/vllm/speculative.py",
         ("tests/unit/test_speculative.py", "tests/unit/test_speculative_rules.py"),
     ),
     "plan_checks": (

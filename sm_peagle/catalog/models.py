@@ -48,7 +48,7 @@ class ModelEntry:
     extra_env: dict[str, str] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
     # config.json architectures[0] of the target: vLLM must register it (the minimum vLLM
-    # per mode is derived from vLLM's source data, `planning/version_gates.py`).
+    # per mode is derived from vLLM's source data, `vllm/gates.py`).
     architecture: str | None = None
     # A multimodal target: parallel drafting raises NotImplementedError on it before
     # vLLM 0.21.0 (`v1/spec_decode/eagle.py`), so P-EAGLE needs a newer image.

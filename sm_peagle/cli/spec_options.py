@@ -75,8 +75,8 @@ def check_region(value: str | None) -> str | None:
     """`--region` on every command: the same check as the spec's `region` field."""
     if value is None:
         return value
+    from ..catalog.regions import region_problem
     from ..errors import SpecError
-    from ..planning.regions import region_problem
 
     problem = region_problem(value)
     if problem:

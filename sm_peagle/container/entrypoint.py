@@ -155,7 +155,7 @@ def installed_vllm(env: Mapping[str, str]) -> tuple[set[str] | None, Any]:
     version; without vLLM (tests, a broken image) the version comes from
     PEAGLE_VLLM_VERSION and the key check falls back to peagle's per-version table.
     """
-    from ..planning.vllm_versions import VllmVersion
+    from ..vllm.versions import VllmVersion
 
     fields: set[str] | None = None
     text = env.get("PEAGLE_VLLM_VERSION")
@@ -180,7 +180,7 @@ def validate_speculative_config(
 ) -> list[str]:
     """Raise Fatal for a config the installed vLLM would reject; return warnings.
     Values are read as vLLM's lax pydantic parsing reads them (`lax.py`)."""
-    from ..planning.vllm_versions import (
+    from ..vllm.versions import (
         MAX_K,
         PARALLEL_DRAFTING_MIN,
         speculative_keys,
@@ -280,7 +280,7 @@ def _check_head(path: str, mode: str, k: int | None, version: Any) -> list[str]:
     The target model is unknown in here, so target-dependent rules only warn."""
     from ..drafter import check_drafter, inspect_drafter
     from ..errors import SpecError
-    from ..planning.vllm_versions import NEWEST_CHECKED
+    from ..vllm.versions import NEWEST_CHECKED
 
     try:
         inspection = inspect_drafter(path)

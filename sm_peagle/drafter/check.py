@@ -8,16 +8,16 @@ than passing silently.
 
 from __future__ import annotations
 
+from sm_peagle.checks import Check, failed, passed, warned
 from sm_peagle.drafter.inspection import DrafterInspection
-from sm_peagle.drafter.shape_rules import check_fc_shape, check_mask_hidden, check_vocab
-from sm_peagle.drafter.version_rules import (
+from sm_peagle.errors import SpecError
+from sm_peagle.vllm.head_rules import (
     check_architecture,
     check_mask_token,
     effective_architecture,
 )
-from sm_peagle.errors import SpecError
-from sm_peagle.checks import Check, failed, passed, warned
-from sm_peagle.planning.vllm_versions import MAX_K, VllmVersion
+from sm_peagle.vllm.head_shapes import check_fc_shape, check_mask_hidden, check_vocab
+from sm_peagle.vllm.versions import MAX_K, VllmVersion
 
 __all__ = ["MODES", "check_drafter"]
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..errors import SpecError
 from ..planning.spec_tags import tagged_requests
-from ..planning.vllm_versions import CUDA13_AMI
+from ..vllm.versions import CUDA13_AMI
 
 __all__ = [
     "FORMATS",

@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..checks import Check, warned
 from ..errors import NotFound, SpecError
 from ..planning.adopt_compare import Difference
 from ..planning.adopt_refusals import refusal
 from ..planning.adopt_spec import Adoption, Deployed, reconstruct
-from ..checks import Check, warned
 from ..planning.plan_result import Plan
 from ..planning.spec_tags import PREFIX as SPEC_PREFIX
 from ..planning.specs import DeploymentSpec

@@ -7,8 +7,8 @@ import json
 from typing import Any
 from urllib.parse import unquote
 
-from ..errors import PreflightFailed, QuotaExceeded
 from ..checks import Check, any_failed, failed, passed, warned
+from ..errors import PreflightFailed, QuotaExceeded
 from ..planning.plan_result import PLACEHOLDER_ROLE, Plan, variant_instance_types
 
 _DENIED = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation")
@@ -159,7 +159,7 @@ def check_remote_head(s3: Any, uri: str, plan: Plan) -> list[Check]:
     safetensors headers: a few KB per file, never the weights."""
     from ..drafter.inspect import inspect_drafter
     from ..planning.drafter_checks import judge_drafter
-    from ..planning.vllm_versions import VllmVersion
+    from ..vllm.versions import VllmVersion
 
     spec = plan.spec
     head = plan.model.drafter if (plan.model and spec.drafter.source is None) else None

@@ -26,16 +26,16 @@ from typing import Any
 
 from ..catalog.jumpstart import load_snapshot
 from ..catalog.models import find_model
+from ..checks import Check, passed, warned
 from ..errors import PeagleError, SpecError
+from ..vllm.speculative import SPEC_ENV
 from .adopt_compare import Difference, compare, deployed_view, plan_view
 from .adopt_refusals import Deployed, primary_model, refusal, speculative_of_env
 from .build import plan
-from ..checks import Check, passed, warned
 from .plan_result import Plan
 from .scaling import CONCURRENCY_METRIC, INVOCATIONS_METRIC
 from .spec_loading import spec_from_data
 from .specs import DeploymentSpec
-from .speculative import SPEC_ENV
 
 __all__ = ["Adoption", "Deployed", "reconstruct"]
 

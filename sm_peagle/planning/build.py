@@ -17,8 +17,9 @@ named steps, each in the module that owns it:
 
 from __future__ import annotations
 
-from .aws_shapes import check_request_shapes
 from ..checks import Check
+from ..vllm.versions import DEFAULT_VLLM
+from .aws_shapes import check_request_shapes
 from .components import add_inference_components
 from .environment import build_environment
 from .plan_checks import check_deployment
@@ -28,7 +29,6 @@ from .scaling import add_autoscaling, add_fallback_pools
 from .sources import Sources, resolve_sources
 from .specs import DeploymentSpec
 from .speculative import plan_speculative
-from .vllm_versions import DEFAULT_VLLM
 
 __all__ = ["Plan", "plan", "PLACEHOLDER_ROLE", "DEFAULT_REGION", "DEFAULT_VLLM", "default_names"]
 

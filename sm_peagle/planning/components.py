@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .aws_shapes import validate_request
 from ..checks import Check, failed, passed
+from .aws_shapes import validate_request
 from .component_checks import (
     check_accelerators,
     check_capacity,

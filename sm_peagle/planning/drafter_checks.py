@@ -10,9 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..catalog.models import ModelEntry
-from ..errors import SpecError
 from ..checks import Check, failed, warned
-from .vllm_versions import VllmVersion
+from ..errors import SpecError
+from ..vllm.versions import VllmVersion
 
 __all__ = ["check_local_drafter", "judge_drafter"]
 

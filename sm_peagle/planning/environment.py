@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..catalog.images import OLD_RULES
-from ..errors import SpecError
 from ..checks import Check, failed, passed
+from ..errors import SpecError
+from ..vllm.speculative import SPEC_ENV, to_env_value
 from .specs import DeploymentSpec
-from .speculative import SPEC_ENV, to_env_value
 
 if TYPE_CHECKING:  # annotations only
     from .sources import Sources

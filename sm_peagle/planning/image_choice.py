@@ -27,11 +27,11 @@ from ..catalog.images import (
 )
 from ..catalog.jumpstart import JumpStartResolution
 from ..catalog.models import ModelEntry
-from ..errors import SpecError
 from ..checks import Check, passed, warned
+from ..errors import SpecError
+from ..vllm.versions import VllmVersion, parse_image_tag
 from .specs import DeploymentSpec
 from .version_gates import default_vllm
-from .vllm_versions import VllmVersion, parse_image_tag
 
 __all__ = ["DLC_ACCOUNT", "ResolvedImage", "resolve_image"]
 

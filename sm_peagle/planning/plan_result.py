@@ -10,8 +10,8 @@ from typing import Any
 from ..catalog.instances import InstanceType
 from ..catalog.jumpstart import JumpStartResolution
 from ..catalog.models import ModelEntry
-from ..errors import CheckFailed
 from ..checks import Check, any_failed
+from ..errors import CheckFailed
 from .specs import DeploymentSpec
 
 __all__ = ["DEFAULT_REGION", "PLACEHOLDER_ROLE", "Plan", "variant_instance_types"]

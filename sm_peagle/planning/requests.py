@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..version import __version__
 from ..checks import Check
+from ..version import __version__
 from .plan_checks import check_tags
 from .plan_result import PLACEHOLDER_ROLE
 from .specs import DeploymentSpec

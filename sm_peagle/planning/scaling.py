@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .aws_shapes import validate_request
 from ..checks import Check, failed, passed
+from .aws_shapes import validate_request
 
 SCALABLE_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
 CONCURRENCY_METRIC = "SageMakerVariantConcurrentRequestsPerModelHighResolution"

@@ -13,16 +13,16 @@ from typing import Any
 from ..catalog.instances import InstanceType
 from ..catalog.jumpstart import JumpStartResolution, load_snapshot, resolve
 from ..catalog.models import DrafterInfo, ModelEntry, find_model
+from ..checks import Check, failed, passed
 from ..errors import CheckFailed
+from ..vllm.versions import VllmVersion
 from . import plan_checks as pc
 from .aws_shapes import shape_enum
-from ..checks import Check, failed, passed
 from .environment import whole_number
 from .image_choice import resolve_image
 from .plan_result import DEFAULT_REGION, PLACEHOLDER_ROLE
 from .specs import DeploymentSpec, Mode
 from .version_gates import check_version_gates
-from .vllm_versions import VllmVersion
 
 
 @dataclass

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
+from ..vllm.dynamic_k import parse_k_schedule
 from .component_specs import parse_component
-from .dynamic_k import parse_k_schedule
 from .spec_loading import load_spec, merge_overrides, spec_from_data
 from .specs import DeploymentSpec
 

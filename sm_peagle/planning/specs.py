@@ -163,7 +163,7 @@ class ContainerSpec(_Strict):
     @classmethod
     def _version(cls, v: str | None) -> str | None:
         if v is not None:
-            from .vllm_versions import VllmVersion
+            from ..vllm.versions import VllmVersion
 
             VllmVersion(v)  # raises ValueError with a clear message
         return v
@@ -356,7 +356,7 @@ class DeploymentSpec(_Strict):
     @field_validator("region")
     @classmethod
     def _region(cls, v: str | None) -> str | None:
-        from .regions import region_problem
+        from ..catalog.regions import region_problem
 
         problem = region_problem(v) if v is not None else None
         if problem:

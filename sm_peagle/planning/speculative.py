@@ -1,59 +1,25 @@
-"""Build `SM_VLLM_SPECULATIVE_CONFIG` for one vLLM version.
+"""Step 2 of `plan()`: the speculative config for the resolved image and head.
 
-The result must be exactly what the container's vLLM accepts: it parses the JSON into a
-dataclass that forbids unknown keys, so one stray key costs an hour of SageMaker
-download and health-check time before it fails. Hence: always set `method`, emit only
-the keys that version knows, and refuse parallel drafting before 0.16.0.
+The config itself is `sm_peagle.vllm.speculative.build_speculative_config` (what one vLLM
+version accepts); this step feeds it the plan's sources (the catalog's default and trained
+K, the JumpStart config's K, the target's tensor-parallel size) and, for a local head,
+runs the drafter checks with the K actually planned.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..checks import Check, failed, passed, warned
-from .dynamic_k import check_k_schedule
-from .specs import DeploymentSpec, Mode, SpeculativeSpec
-from .version_gates import parallel_drafting_gate
-from .vllm_versions import VllmVersion, dynamic_k_supported, speculative_keys
+from ..checks import Check
+from ..vllm.speculative import SPEC_ENV, SpeculativeResult, build_speculative_config
+from .specs import DeploymentSpec, Mode
 
 if TYPE_CHECKING:  # annotations only
     from .sources import Sources
 
-__all__ = [
-    "SPEC_ENV",
-    "SpeculativeResult",
-    "build_speculative_config",
-    "drafter_mount_path",
-    "plan_speculative",
-    "to_env_value",
-]
-
-SPEC_ENV = "SM_VLLM_SPECULATIVE_CONFIG"
-
-MOUNT_ROOT = "/opt/ml/additional-model-data-sources"
-# Keys always first, in this order, so the JSON reads like AWS's own examples.
-_LEADING = ("model", "method", "num_speculative_tokens")
-
-
-def drafter_mount_path(channel: str) -> str:
-    return f"{MOUNT_ROOT}/{channel}"
-
-
-@dataclass
-class SpeculativeResult:
-    config: dict[str, Any] | None
-    k: int | None
-    checks: list[Check] = field(default_factory=list)
-
-
-def to_env_value(config: dict[str, Any]) -> str:
-    """Compact, deterministic JSON: leading keys in a fixed order, the rest sorted."""
-    ordered = {k: config[k] for k in _LEADING if k in config}
-    ordered.update({k: config[k] for k in sorted(config) if k not in ordered})
-    return json.dumps(ordered, separators=(",", ":"))
+__all__ = ["plan_speculative"]
 
 
 def plan_speculative(spec: DeploymentSpec, src: Sources, checks: list[Check]) -> SpeculativeResult:
@@ -87,117 +53,3 @@ def plan_speculative(spec: DeploymentSpec, src: Sources, checks: list[Check]) ->
         )
     return result
 
-
-def build_speculative_config(
-    spec: SpeculativeSpec,
-    *,
-    vllm_version: VllmVersion,
-    channel: str,
-    default_k: int,
-    trained_k: int | None,
-    recommended_k: int | None,
-    target_tp: int | None = None,
-) -> SpeculativeResult:
-    """The speculative config dict (None for baseline) plus the checks that decided it."""
-    if spec.mode == Mode.BASELINE:
-        return SpeculativeResult(None, None, [passed("speculative", "baseline: no speculation")])
-    schedule = spec.num_speculative_tokens_per_batch_size
-    top = max((e[2] for e in schedule or () if isinstance(e, list) and len(e) == 3), default=0)
-    # With a K schedule and no -k, K (the most any batch size drafts) is the schedule's max.
-    k = spec.num_speculative_tokens or (top if top > 0 else default_k)
-    checks = [_check_k(k, trained_k, recommended_k)]
-    checks += _check_mode(spec, vllm_version, target_tp)
-    config, key_checks = _config_for(spec, k, channel, vllm_version)
-    if schedule is not None:
-        checks += check_k_schedule(schedule, k=k, version=vllm_version, mode=spec.mode.value)
-        if dynamic_k_supported(vllm_version):
-            config["num_speculative_tokens_per_batch_size"] = schedule
-    return SpeculativeResult(config, k, checks + key_checks)
-
-
-def _check_k(k: int, trained_k: int | None, recommended_k: int | None) -> Check:
-    field_k = "speculative.num_speculative_tokens"
-    if trained_k is not None and k > trained_k:
-        return failed(
-            field_k,
-            f"K={k} exceeds the drafter's trained K={trained_k}",
-            f"use -k {recommended_k or trained_k} (at most {trained_k})",
-        )
-    if recommended_k is not None and k > recommended_k:
-        return warned(
-            field_k,
-            f"K={k} is above the head card's recommended K={recommended_k}; "
-            "acceptance falls off, measure with `peagle bench`",
-        )
-    return passed(field_k, f"K={k}")
-
-
-def _check_mode(
-    spec: SpeculativeSpec, vllm_version: VllmVersion, target_tp: int | None
-) -> list[Check]:
-    checks: list[Check] = []
-    parallel = spec.mode == Mode.P_EAGLE
-    if (gate := parallel_drafting_gate(vllm_version, spec.mode.value)) is not None:
-        checks.append(gate)  # the gate `peagle drafter check` applies too
-    if parallel and spec.disable_padded_drafter_batch:
-        checks.append(
-            failed(
-                "speculative.disable_padded_drafter_batch",
-                "must stay false for parallel drafting",
-                "remove disable_padded_drafter_batch",
-            )
-        )
-    if (
-        spec.draft_tensor_parallel_size is not None
-        and target_tp is not None
-        and spec.draft_tensor_parallel_size not in (1, target_tp)
-    ):
-        checks.append(
-            failed(
-                "speculative.draft_tensor_parallel_size",
-                f"must be 1 or the target's tensor-parallel size {target_tp} "
-                f"(got {spec.draft_tensor_parallel_size})",
-                "set it to 1" if target_tp == 1 else f"set it to 1 or {target_tp}",
-            )
-        )
-    return checks
-
-
-def _config_for(
-    spec: SpeculativeSpec, k: int, channel: str, vllm_version: VllmVersion
-) -> tuple[dict[str, Any], list[Check]]:
-    """The config with only the keys `vllm_version` accepts; a check per refused key."""
-    checks: list[Check] = []
-    config: dict[str, Any] = {
-        "model": drafter_mount_path(channel),
-        "method": "eagle3",
-        "num_speculative_tokens": k,
-    }
-    if spec.mode == Mode.P_EAGLE:
-        config["parallel_drafting"] = True
-    optional = {
-        "draft_tensor_parallel_size": spec.draft_tensor_parallel_size,
-        "max_model_len": spec.max_model_len,
-        "quantization": spec.quantization,
-        "enforce_eager": spec.enforce_eager,
-        "disable_padded_drafter_batch": spec.disable_padded_drafter_batch,
-        "disable_by_batch_size": spec.disable_by_batch_size,
-    }
-    allowed = speculative_keys(vllm_version)
-    for key, value in optional.items():
-        if value is None:
-            continue
-        if key not in allowed:
-            checks.append(
-                failed(
-                    f"speculative.{key}",
-                    f"vLLM {vllm_version} does not accept {key!r} in the speculative config "
-                    "and would fail at start-up",
-                    f"remove {key}, or use a vLLM version that accepts it",
-                )
-            )
-            continue
-        config[key] = value
-    unknown = set(config) - allowed
-    assert not unknown, f"builder emitted keys {unknown} unknown to vLLM {vllm_version}"
-    return config, checks

@@ -23,7 +23,7 @@ from sm_peagle.container.entrypoint import Fatal, validate_speculative_config
 from sm_peagle.errors import SpecError
 from sm_peagle.planning.build import plan
 from sm_peagle.planning.spec_options import spec_from_options
-from sm_peagle.planning.vllm_versions import VllmVersion
+from sm_peagle.vllm.versions import VllmVersion
 from tests.conformance import config_cases as cc
 from tests.conformance.engine_proc import run_engine_module
 

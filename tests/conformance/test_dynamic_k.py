@@ -1,5 +1,5 @@
 """Dynamic K (`num_speculative_tokens_per_batch_size`) on the REAL vLLM CPU engine: what peagle
-promises for it (`sm_peagle/planning/dynamic_k.py`) is what this measures.
+promises for it (`sm_peagle/vllm/dynamic_k.py`) is what this measures.
 
 - P-EAGLE (`parallel_drafting: true`) with schedule [[1,4,3],[5,256,2]]: the engine starts
   and serves one stream (batch size 1 -> K=3, exactly 3 draft tokens per draft), but six
@@ -20,7 +20,7 @@ import json
 import threading
 from pathlib import Path
 
-from sm_peagle.planning.dynamic_k import P_EAGLE_DYNAMIC_K, P_EAGLE_ENGINE_ERRORS
+from sm_peagle.vllm.dynamic_k import P_EAGLE_DYNAMIC_K, P_EAGLE_ENGINE_ERRORS
 from tests.conformance.engine_proc import ServeProcess
 
 K = 3

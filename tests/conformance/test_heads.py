@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from sm_peagle.drafter import check_drafter, inspect_local
-from sm_peagle.planning.vllm_versions import VllmVersion
+from sm_peagle.vllm.versions import VllmVersion
 from tests.conformance.engine_proc import run_engine_module
 
 _MASK_KEYS = r"ptd_token_id|pard_token|mask_token_id"

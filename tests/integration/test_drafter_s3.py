@@ -16,7 +16,7 @@ from moto import mock_aws
 from sm_peagle.drafter import check_drafter, inspect_drafter, push_drafter
 from sm_peagle.drafter.push import MANIFEST, manifest_key
 from sm_peagle.errors import PeagleError, SpecError
-from sm_peagle.planning.vllm_versions import VllmVersion
+from sm_peagle.vllm.versions import VllmVersion
 from tests.drafter_fixtures import TARGET_HIDDEN, TARGET_VOCAB, corrupt_header, make_head
 
 BUCKET = "peagle-drafters"

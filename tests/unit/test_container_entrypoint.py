@@ -17,7 +17,7 @@ from sm_peagle.container.entrypoint import (
     main,
     validate_speculative_config,
 )
-from sm_peagle.planning.vllm_versions import VllmVersion, speculative_keys
+from sm_peagle.vllm.versions import VllmVersion, speculative_keys
 from tests.drafter_fixtures import make_head
 
 SPEC = '{"model":"/opt/ml/additional-model-data-sources/eagle","method":"eagle3","num_speculative_tokens":3,"parallel_drafting":true}'  # noqa: E501

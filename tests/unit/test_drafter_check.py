@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sm_peagle.checks import Check
 from sm_peagle.drafter import (
     DrafterInspection,
     HeaderError,
@@ -18,8 +19,7 @@ from sm_peagle.drafter import (
 )
 from sm_peagle.drafter.safetensors_header import parse_header
 from sm_peagle.errors import SpecError
-from sm_peagle.checks import Check
-from sm_peagle.planning.vllm_versions import VllmVersion
+from sm_peagle.vllm.versions import VllmVersion
 from tests.drafter_fixtures import (
     TARGET_HIDDEN,
     TARGET_VOCAB,

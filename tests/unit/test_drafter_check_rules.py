@@ -9,7 +9,7 @@ import pytest
 from sm_peagle.drafter.check import check_drafter
 from sm_peagle.drafter.inspection import DrafterInspection, FileEntry, Problem
 from sm_peagle.errors import SpecError
-from sm_peagle.planning.vllm_versions import VllmVersion
+from sm_peagle.vllm.versions import VllmVersion
 from tests.unit.test_drafter_check import NAMES
 
 V = VllmVersion("0.18.0")

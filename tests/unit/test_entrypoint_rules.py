@@ -21,7 +21,7 @@ from sm_peagle.container.entrypoint import (
     main,
     validate_speculative_config,
 )
-from sm_peagle.planning.vllm_versions import VllmVersion
+from sm_peagle.vllm.versions import VllmVersion
 from tests.drafter_fixtures import edit_config, make_head
 
 SPEC = "SM_VLLM_SPECULATIVE_CONFIG"

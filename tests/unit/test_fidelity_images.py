@@ -17,7 +17,7 @@ from sm_peagle.catalog.images import classic_versions, find_image, nearest_class
 from sm_peagle.errors import SpecError
 from sm_peagle.planning.build import plan
 from sm_peagle.planning.spec_loading import spec_from_data
-from sm_peagle.planning.vllm_versions import VllmVersion as V
+from sm_peagle.vllm.versions import VllmVersion as V
 from tests.plan_helpers import run_cli
 
 AMI = "al2023-ami-sagemaker-inference-gpu-4-1"

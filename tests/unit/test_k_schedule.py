@@ -10,8 +10,8 @@ import json
 import pytest
 
 from sm_peagle.errors import SpecError
-from sm_peagle.planning import vllm_facts as vf
-from sm_peagle.planning.dynamic_k import (
+from sm_peagle.vllm import facts as vf
+from sm_peagle.vllm.dynamic_k import (
     P_EAGLE_DYNAMIC_K,
     P_EAGLE_ENGINE_ERRORS,
     VLLM_RULES,
@@ -20,7 +20,7 @@ from sm_peagle.planning.dynamic_k import (
     schedule_from_ranges,
     schedule_text,
 )
-from sm_peagle.planning.vllm_versions import VllmVersion, covered_versions, dynamic_k_supported
+from sm_peagle.vllm.versions import VllmVersion, covered_versions, dynamic_k_supported
 from tests.plan_helpers import make_offline, plan_json, run_cli
 
 V = VllmVersion("0.31.0")

@@ -92,8 +92,8 @@ def test_every_spec_error_is_shown_in_the_cli_json_and_sdk(capsys):
 
 
 def test_every_failed_check_is_shown():
-    from sm_peagle.errors import CheckFailed
     from sm_peagle.checks import Check
+    from sm_peagle.errors import CheckFailed
 
     err = CheckFailed([Check("a", "fail", "first", "fix a"), Check("b", "fail", "second", None)])
     assert err.one_line() == "a: first (fix: fix a); b: second"

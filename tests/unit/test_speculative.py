@@ -13,8 +13,8 @@ from sm_peagle.planning.build import plan
 from sm_peagle.planning.requests import default_names
 from sm_peagle.planning.spec_loading import spec_from_data
 from sm_peagle.planning.specs import AWS_NAME_RE, Mode, SpeculativeSpec
-from sm_peagle.planning.speculative import build_speculative_config, to_env_value
-from sm_peagle.planning.vllm_versions import CUDA13_AMI, VllmVersion, speculative_keys
+from sm_peagle.vllm.speculative import build_speculative_config, to_env_value
+from sm_peagle.vllm.versions import CUDA13_AMI, VllmVersion, speculative_keys
 from tests.plan_helpers import SPEC_ENV, load_fixture
 
 VERSIONS = ["0.16.0", "0.17.0", "0.18.0", "0.19.1", "0.20.0", "0.22.0", "0.25.0", "0.30.0"]

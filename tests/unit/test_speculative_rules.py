@@ -11,8 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from sm_peagle.planning.specs import Mode, SpeculativeSpec
-from sm_peagle.planning.speculative import build_speculative_config, drafter_mount_path
-from sm_peagle.planning.vllm_versions import VllmVersion
+from sm_peagle.vllm.speculative import build_speculative_config, drafter_mount_path
+from sm_peagle.vllm.versions import VllmVersion
 
 FIELD = "speculative.draft_tensor_parallel_size"
 

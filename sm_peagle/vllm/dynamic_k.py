@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..checks import Check, failed, passed
-from .vllm_versions import VllmVersion, dynamic_k_supported, first_version
+from .versions import VllmVersion, dynamic_k_supported, first_version
 
 __all__ = [
     "FIELD",

