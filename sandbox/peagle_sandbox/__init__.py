@@ -22,6 +22,6 @@ def use_sandbox(**options: Any) -> Any:
     """Start the sandbox if needed and point this process at it (see ``manager.use_sandbox``).
 
     Imported on call, so importing the package stays free."""
-    from .manager import use_sandbox as _use
+    from .plugin import use_sandbox as _use  # checks the options first
 
     return _use(**options)

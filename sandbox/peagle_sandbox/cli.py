@@ -59,46 +59,31 @@ def start_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Start the sandbox in the background (idempotent when nothing conflicts)."""
-    from peagle_sandbox import manager
+    import sm_peagle
 
-    wanted = manager.resolve_engine(engine)
-    current = manager.status()
-    if current.get("healthy"):
-        conflicts = (
-            (port is not None and port != current["port"])
-            or (upstream is not None and upstream != current.get("upstream"))
-            or (wanted != current.get("engine", "simulated"))
-        )
-        if conflicts:
-            raise manager.SandboxError(
-                f"a sandbox is already running at {current['url']} with other options",
-                remedy="`peagle sandbox stop` first",
-            )
-        info = manager.read_state()
-        assert info is not None
-        note(f"already running (pid {info.pid})")
-    else:
-        info = manager.start(
-            port,
-            upstream,
-            creating_seconds=creating_seconds,
-            metrics_interval=metrics_interval,
-            time_scale=time_scale,
-            engine=wanted,
-        )
+    started = sm_peagle.sandbox_start(
+        port=port,
+        upstream=upstream,
+        creating_seconds=creating_seconds,
+        metrics_interval=metrics_interval,
+        time_scale=time_scale,
+        engine=engine,
+    )
+    if started.already_running:
+        note(f"already running (pid {started.pid})")
     if json_out:
-        print_json(info.to_dict())
+        print_json(started.to_dict())
         return
-    _hint(info.url, info.engine_label)
-    typer.echo(f"pid {info.pid}  url {info.url}  log {info.log}")
+    _hint(started.url, started.engine_label)
+    typer.echo(f"pid {started.pid}  url {started.url}  log {started.info.get('log')}")
 
 
 @sandbox_app.command("status")
 def status_command(json_out: JsonOpt = False) -> None:
     """Whether the sandbox runs, where, and whether it answers."""
-    from peagle_sandbox import manager
+    import sm_peagle
 
-    st = manager.status()
+    st = sm_peagle.sandbox_status().to_dict()
     if json_out:
         print_json(st)
         return
@@ -116,15 +101,15 @@ def status_command(json_out: JsonOpt = False) -> None:
 @sandbox_app.command("stop")
 def stop_command(json_out: JsonOpt = False) -> None:
     """Stop the sandbox (SIGTERM, then SIGKILL) and remove its state file. All state is lost."""
-    from peagle_sandbox import manager
+    import sm_peagle
 
-    result = manager.stop()
+    result = sm_peagle.sandbox_stop()
     if json_out:
-        print_json(result)
-    elif result["stopped"]:
-        typer.echo(f"stopped sandbox pid {result['pid']}")
+        print_json(result.to_dict())
+    elif result.stopped:
+        typer.echo(f"stopped sandbox pid {result.doc['pid']}")
     else:
-        typer.echo(f"sandbox: {result['note']}")
+        typer.echo(f"sandbox: {result.note}")
 
 
 @sandbox_app.command("env")

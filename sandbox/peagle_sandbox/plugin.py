@@ -1,18 +1,178 @@
 """What the product loads through the `sm_peagle.plugins` entry point (`sm_peagle/plugins.py`).
 
 The product never imports this package by name: it talks to the sandbox the way it talks to
-AWS, through endpoint URLs and credentials, which `activate` sets.
+AWS, through endpoint URLs and credentials, which `activate` sets. `sm_peagle.sandbox_start`,
+`sandbox_stop` and `sandbox_status` (the SDK; `peagle sandbox start|stop|status` call them)
+come here: `start`, `stop`, `status`. Every option is checked (`check_options`) and the state
+directory too (`check_state_dir`) before anything starts.
 """
 
 from __future__ import annotations
 
-from .manager import SandboxInfo, activate, ensure_running, use_sandbox
+import math
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
 
-__all__ = ["cli_activate", "use_sandbox"]
+from sm_peagle import settings
+from sm_peagle.errors import SpecError
+
+from .manager import SandboxInfo
+
+__all__ = [
+    "OPTIONS",
+    "check_options",
+    "check_state_dir",
+    "cli_activate",
+    "start",
+    "status",
+    "stop",
+    "use_sandbox",
+]
+
+# The options `start`/`use_sandbox` take, as `peagle sandbox start` spells them.
+OPTIONS = {
+    "port": "--port",
+    "upstream": "--upstream",
+    "creating_seconds": "--creating-seconds",
+    "metrics_interval": "--metrics-interval",
+    "time_scale": "--time-scale",
+    "engine": "--engine",
+    "timeout": "--timeout",
+}
+
+
+def check_state_dir() -> Path:
+    """The state directory, or SpecError when it cannot be one (PEAGLE_STATE_DIR naming a
+    file, or a file where a parent directory should be)."""
+    path = settings.state_dir()
+    what = "PEAGLE_STATE_DIR" if settings.get("PEAGLE_STATE_DIR") else "the state directory"
+    fix = "point PEAGLE_STATE_DIR at a directory (or unset it for the default)"
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        where = "" if probe == path else f" ({probe} is a file)"
+        raise SpecError(f"{what}: {path} is not a directory{where}", remedy=fix)
+    return path
+
+
+def check_options(options: dict[str, Any]) -> dict[str, Any]:
+    """`options` checked as `peagle sandbox start` takes them: SpecError naming the option
+    for an unknown name or a bad value, before anything starts. Returns them unchanged."""
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise SpecError(
+            f"sandbox: unknown option(s) {', '.join(unknown)}",
+            remedy=f"use {', '.join(OPTIONS)}",
+        )
+    port = options.get("port")
+    if port is not None and (
+        isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535
+    ):
+        raise SpecError(
+            f"--port: {port!r} is not a port (0..65535; 0 picks a free one)",
+            remedy="--port 8080, or leave it out for any free port",
+        )
+    upstream = options.get("upstream")
+    if upstream is not None:
+        url = urlparse(str(upstream))
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise SpecError(
+                f"--upstream: {upstream!r} is not an http(s) URL",
+                remedy="--upstream http://localhost:8000 (an OpenAI-compatible server)",
+            )
+        try:
+            url.port  # noqa: B018 - raises ValueError for a port out of range
+        except ValueError:
+            raise SpecError(
+                f"--upstream: {upstream!r} has a bad port",
+                remedy="--upstream http://localhost:8000",
+            ) from None
+    for name, positive in (
+        ("time_scale", True),
+        ("metrics_interval", True),
+        ("timeout", True),
+        ("creating_seconds", False),
+    ):
+        value = options.get(name)
+        if value is None:
+            continue
+        flag = OPTIONS[name]
+        bad = isinstance(value, bool) or not isinstance(value, (int, float))
+        if not bad:
+            bad = not math.isfinite(value) or value < 0 or (positive and value == 0)
+        if bad:
+            need = "a positive number" if positive else "a number of seconds >= 0"
+            raise SpecError(f"{flag}: must be {need} (got {value!r})")
+    if options.get("engine") is not None:
+        from .engine_choice import resolve_engine
+
+        resolve_engine(options["engine"])
+    return options
+
+
+def start(**options: Any) -> dict[str, Any]:
+    """Start the sandbox in the background, idempotent when one runs with the same options.
+
+    Returns {"info": SandboxInfo.to_dict(), "already_running": bool}; SpecError for a bad
+    option or state directory, SandboxError when one runs with other options."""
+    from . import manager
+
+    check_options(options)
+    check_state_dir()
+    wanted = manager.resolve_engine(options.get("engine"))
+    current = manager.status()
+    if current.get("healthy"):
+        port, upstream = options.get("port"), options.get("upstream")
+        conflicts = (
+            (port is not None and port != current["port"])
+            or (upstream is not None and upstream != current.get("upstream"))
+            or (wanted != current.get("engine", "simulated"))
+        )
+        if conflicts:
+            raise manager.SandboxError(
+                f"a sandbox is already running at {current['url']} with other options",
+                remedy="`peagle sandbox stop` first",
+            )
+        info = manager.read_state()
+        if info is not None:
+            return {"info": info.to_dict(), "already_running": True}
+    extra = {k: v for k, v in options.items() if k not in ("port", "upstream", "engine")}
+    info = manager.start(options.get("port"), options.get("upstream"), engine=wanted, **extra)
+    return {"info": info.to_dict(), "already_running": False}
+
+
+def status() -> dict[str, Any]:
+    """{"running", "healthy", …the state (pid, url, log, engine_label, started_at)}."""
+    from . import manager
+
+    check_state_dir()
+    return manager.status()
+
+
+def stop() -> dict[str, Any]:
+    """Stop the sandbox (SIGTERM, then SIGKILL) and remove its state: {"stopped", …}."""
+    from . import manager
+
+    check_state_dir()
+    return manager.stop()
+
+
+def use_sandbox(**options: Any) -> SandboxInfo:
+    """Start the sandbox if needed (options as `start`) and point this process at it."""
+    from . import manager
+
+    check_options(options)
+    check_state_dir()
+    return manager.use_sandbox(**options)
 
 
 def cli_activate() -> SandboxInfo:
     """`peagle --sandbox <command>`: start the sandbox if needed and point this process at it."""
+    from .manager import activate, ensure_running
+
+    check_state_dir()
     info = ensure_running()
     activate(info)
     return info

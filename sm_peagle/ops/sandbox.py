@@ -1,0 +1,107 @@
+"""The local sandbox as SDK calls: `sandbox_start()`, `sandbox_stop()`, `sandbox_status()`.
+
+The sandbox is a separate distribution (`peagle-sandbox`); these reach it only through its
+plugin entry point (`sm_peagle.plugins.sandbox_plugin()`), never by import, and raise
+SpecError with the install line when it is absent. Options are checked by the plugin before
+anything starts: a bad port, URL, time scale or state directory is a SpecError.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..plugins import sandbox_plugin
+
+__all__ = [
+    "SandboxStart",
+    "SandboxState",
+    "SandboxStop",
+    "sandbox_start",
+    "sandbox_status",
+    "sandbox_stop",
+]
+
+
+@dataclass
+class SandboxStart:
+    """The sandbox that runs now (`info`: pid, port, url, runtime_url, log, engine,
+    engine_label, …) and whether it was already running with the same options."""
+
+    info: dict[str, Any]
+    already_running: bool = False
+
+    @property
+    def url(self) -> str:
+        return str(self.info["url"])
+
+    @property
+    def pid(self) -> int:
+        return int(self.info["pid"])
+
+    @property
+    def engine_label(self) -> str:
+        return str(self.info.get("engine_label") or "SIMULATED")
+
+    def to_dict(self) -> dict[str, Any]:
+        # The document `peagle sandbox start --json` prints: the sandbox's state.
+        return dict(self.info)
+
+
+@dataclass
+class SandboxState:
+    """Whether the sandbox runs (`running`), answers (`healthy`), and its state."""
+
+    doc: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def running(self) -> bool:
+        return bool(self.doc.get("running"))
+
+    @property
+    def healthy(self) -> bool:
+        return bool(self.doc.get("healthy"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.doc)
+
+
+@dataclass
+class SandboxStop:
+    """Whether a sandbox was stopped (`stopped`, its `pid`), or why not (`note`)."""
+
+    doc: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def stopped(self) -> bool:
+        return bool(self.doc.get("stopped"))
+
+    @property
+    def note(self) -> str | None:
+        return self.doc.get("note")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.doc)
+
+
+def sandbox_start(**options: Any) -> SandboxStart:
+    """Start the local sandbox in the background (idempotent when one runs with the same
+    options). Options, as `peagle sandbox start`: port (0..65535, 0 or None: any free one),
+    upstream (an http(s) URL of an OpenAI-compatible server), creating_seconds,
+    metrics_interval, time_scale (> 0), engine ("simulated" or "vllm").
+
+    SpecError, before anything starts, for a bad option or a state directory
+    (PEAGLE_STATE_DIR) that is not a directory; SpecError naming the install line when the
+    sandbox is not installed."""
+    doc = sandbox_plugin().start(**options)
+    return SandboxStart(dict(doc["info"]), bool(doc.get("already_running")))
+
+
+def sandbox_status() -> SandboxState:
+    """Whether the sandbox runs, where, and whether it answers."""
+    return SandboxState(dict(sandbox_plugin().status()))
+
+
+def sandbox_stop() -> SandboxStop:
+    """Stop the sandbox (SIGTERM, then SIGKILL) and remove its state. All its state is lost."""
+    return SandboxStop(dict(sandbox_plugin().stop()))
