@@ -15,12 +15,32 @@ Two graphs are checked:
   imports of its parent packages' `__init__` (Python runs them on the way in). The lazy
   tables of those parents are not followed, since they run only when an attribute is
   read from the package, which is an explicit edge of its own.
+
+Package level: module edges collapsed to the first-level packages under `sm_peagle` (a
+root module such as `aws.py` is its own node, the root package `sm_peagle` another). The
+allowed order is `LAYERS`, written once below: a package may import its own layer and
+the layers after it, never one before it; the cycle rule keeps each layer acyclic.
+
+    cli
+    -> the SDK: sm_peagle (root package), endpoint, ops
+    -> lifecycle, bench, runtime, iac, bridge, container (+ the deprecated testing shim)
+    -> planning -> drafter -> aws -> catalog -> vllm
+    -> checks, errors, settings, version, plugins, _lazy
+
+The issue's order had two chains (`lifecycle, ... -> aws` and `planning -> drafter ->
+catalog -> vllm -> ...`). Reality joins them at one place, so `aws` sits between drafter
+and catalog: drafter/push.py builds its S3 client through `aws.AwsContext`, and `aws`
+needs only `catalog.regions` (which regions exist; it was planning/regions.py, and with
+it `aws` -> `planning` made the cycle drafter -> aws -> planning -> drafter) and the
+base. Sitting below planning says nothing about purity: planning may not reach boto3,
+botocore or rich, and the purity rule (`PURE_PACKAGES`) holds it to that.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,8 +56,54 @@ PURE_MAY_NOT_IMPORT = tuple(
     f"{PACKAGE}.{p}" for p in ("lifecycle", "sandbox", "runtime", "bench", "cli")
 )
 
+# The allowed package order (see the module docstring): each layer may import itself and
+# the layers after it. Every package and root module must be placed here.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("cli",),
+    (PACKAGE, "endpoint", "ops"),
+    ("lifecycle", "bench", "runtime", "iac", "bridge", "container", "testing"),
+    ("planning",),
+    ("drafter",),
+    ("aws",),
+    ("catalog",),
+    ("vllm",),
+    ("checks", "errors", "settings", "version", "plugins", "_lazy"),
+)
+# The pure layers: nothing reachable from them imports boto3, botocore or rich. drafter
+# is not one (push.py uploads through boto3; the plan reaches only its local readers and
+# rules, which the reachability from planning covers), and neither is aws.
+PURE_PACKAGES = ("planning", "vllm", "catalog", "checks", "errors", "settings", "version")
+# Modules of a pure package that are not pure, each with the reason; pure code must not
+# reach them either.
+NOT_PURE: dict[str, str] = {
+    f"{PACKAGE}.catalog.pricing": "`instances --live-prices`: calls the Price List API "
+    "through the AwsContext its caller passes, and catches botocore's errors",
+}
+# What sm_peagle.vllm may import besides itself and the standard library.
+VLLM_MAY_IMPORT = frozenset({f"{PACKAGE}.errors", f"{PACKAGE}.checks"})
+# What cli/ may import besides its own modules: the public SDK, errors, the result and
+# spec types. A package listed here (ops) brings its submodules.
+CLI_MAY_IMPORT = frozenset(
+    f"{PACKAGE}{suffix}"
+    for suffix in (
+        "",
+        ".ops",
+        ".endpoint",
+        ".errors",
+        ".settings",
+        ".plugins",
+        ".version",
+        ".planning.specs",
+        ".planning.plan_result",
+        ".planning.spec_options",
+    )
+)
+CLI_MAY_IMPORT_PACKAGES = (f"{PACKAGE}.ops", f"{PACKAGE}.cli")
+EMULATOR = "peagle_sandbox"
+
 # Modules allowed to break a rule, each with the reason. Keep these short and honest.
 ALLOWED_CYCLES: dict[frozenset[str], str] = {}
+ALLOWED_PACKAGE_CYCLES: dict[frozenset[str], str] = {}
 ALLOWED_HEAVY_FROM_PURE: dict[str, str] = {}
 # planning/aws_shapes.py is not an exception: it locates botocore's service-2.json with
 # importlib.util.find_spec("botocore"), which finds a top-level package without running
@@ -50,6 +116,9 @@ class Graph:
     external: dict[str, set[str]] = field(default_factory=dict)  # module -> top-level names
     lazy: dict[str, dict[str, str]] = field(default_factory=dict)  # package -> name -> module
     packages: set[str] = field(default_factory=set)
+    # module -> internal modules as the import statement names them (`from .. import x`
+    # names the package, not the module its lazy table maps `x` to)
+    written: dict[str, set[str]] = field(default_factory=dict)
 
 
 def module_name(path: Path, root: Path) -> tuple[str, bool]:
@@ -155,12 +224,15 @@ def build_graph(sources: Mapping[str, tuple[str, bool]]) -> Graph:
     for m, tree in trees.items():
         edges = g.edges.setdefault(m, set())
         ext = g.external.setdefault(m, set())
+        written = g.written.setdefault(m, set())
         for target, name in _raw_imports(tree, m, sources[m][1]):
             root = target.split(".")[0]
             if root != PACKAGE:
                 ext.add(root)
                 continue
-            if name is not None and f"{target}.{name}" in known:
+            is_module = name is not None and f"{target}.{name}" in known
+            written.add(f"{target}.{name}" if is_module else target)
+            if is_module:
                 edges.add(f"{target}.{name}")
             elif name is not None and name in g.lazy.get(target, {}):
                 edges.add(g.lazy[target][name])
@@ -257,6 +329,112 @@ def package_sources(root: Path = ROOT) -> dict[str, tuple[str, bool]]:
     return out
 
 
+# -- package level --------------------------------------------------------------------
+
+
+def package_of(module: str) -> str:
+    """The first-level package (or root module) under sm_peagle; the root package itself."""
+    parts = module.split(".")
+    return PACKAGE if len(parts) == 1 else parts[1]
+
+
+def package_edges(g: Graph) -> dict[str, set[str]]:
+    """Module edges collapsed to packages (self edges dropped)."""
+    out: dict[str, set[str]] = {}
+    for m, targets in g.edges.items():
+        src = package_of(m)
+        out.setdefault(src, set()).update(package_of(t) for t in targets)
+        out[src].discard(src)
+    return out
+
+
+def module_edges_between(g: Graph, src: str, dst: str) -> list[str]:
+    """The module edges behind the package edge src -> dst, for the failure message."""
+    return sorted(
+        f"{m} -> {t}"
+        for m, targets in g.edges.items()
+        if package_of(m) == src
+        for t in targets
+        if package_of(t) == dst
+    )
+
+
+def unplaced(packages: Iterable[str], layers: tuple[tuple[str, ...], ...]) -> set[str]:
+    placed = {p for layer in layers for p in layer}
+    return set(packages) - placed
+
+
+def layer_violations(
+    edges: Mapping[str, Iterable[str]], layers: tuple[tuple[str, ...], ...]
+) -> list[tuple[str, str]]:
+    """(importer, imported) where the imported package sits in an earlier layer."""
+    rank = {p: i for i, layer in enumerate(layers) for p in layer}
+    return sorted(
+        (src, dst)
+        for src, targets in edges.items()
+        for dst in targets
+        if src in rank and dst in rank and rank[dst] < rank[src]
+    )
+
+
+def emulator_imports(g: Graph) -> dict[str, list[str]]:
+    return {m: [EMULATOR] for m, ext in g.external.items() if EMULATOR in ext}
+
+
+def pure_starts(g: Graph, pure: Iterable[str] = PURE_PACKAGES) -> list[str]:
+    pure = tuple(pure)
+    return sorted(m for m in g.edges if package_of(m) in pure and m not in NOT_PURE)
+
+
+def heavy_reached(g: Graph, starts: Iterable[str]) -> dict[str, tuple[list[str], str]]:
+    """module -> (heavy names it imports, the path from a start) over what starts reach;
+    reaching a NOT_PURE module counts too."""
+    seen = reachable(g, starts)
+    out = {}
+    for m in seen:
+        names = sorted(g.external.get(m, set()) & HEAVY)
+        if m in NOT_PURE:
+            names.append(f"not pure: {NOT_PURE[m]}")
+        if names and m not in ALLOWED_HEAVY_FROM_PURE:
+            out[m] = (names, " -> ".join(path_to(seen, m)))
+    return out
+
+
+def vllm_violations(g: Graph) -> dict[str, list[str]]:
+    """sm_peagle.vllm modules importing anything but vllm, errors, checks and the stdlib."""
+    out = {}
+    own = f"{PACKAGE}.vllm"
+    for m, targets in g.edges.items():
+        if package_of(m) != "vllm":
+            continue
+        bad = sorted(
+            t
+            for t in targets
+            if not (t == own or t.startswith(own + ".")) and t not in VLLM_MAY_IMPORT
+        )
+        bad += sorted(n for n in g.external.get(m, set()) if n not in sys.stdlib_module_names)
+        if bad:
+            out[m] = bad
+    return out
+
+
+def cli_violations(g: Graph) -> dict[str, list[str]]:
+    """cli modules importing (as written) anything outside CLI_MAY_IMPORT."""
+    out = {}
+    for m, targets in g.written.items():
+        if package_of(m) != "cli":
+            continue
+        bad = sorted(
+            t
+            for t in targets
+            if t not in CLI_MAY_IMPORT
+            and not any(t == p or t.startswith(p + ".") for p in CLI_MAY_IMPORT_PACKAGES)
+        )
+        if bad:
+            out[m] = bad
+    return out
+
+
 @pytest.fixture(scope="module")
 def graph() -> Graph:
     return build_graph(package_sources())
@@ -287,6 +465,45 @@ def test_planning_imports_nothing_from_the_layers_above(graph: Graph) -> None:
     seen = reachable(graph, starts)
     bad = [m for m in seen if m.startswith(PURE_MAY_NOT_IMPORT)]
     assert not bad, {m: " -> ".join(path_to(seen, m)) for m in bad}
+
+
+def test_every_package_is_placed_in_the_layers(graph: Graph) -> None:
+    assert not unplaced(package_edges(graph), LAYERS)
+
+
+def test_no_package_cycles(graph: Graph) -> None:
+    edges = package_edges(graph)
+    cycles = [c for c in find_cycles(edges) if c not in ALLOWED_PACKAGE_CYCLES]
+    assert not cycles, [
+        {f"{a} -> {b}": module_edges_between(graph, a, b) for a in c for b in edges[a] & c}
+        for c in cycles
+    ]
+
+
+def test_packages_import_only_the_layers_below(graph: Graph) -> None:
+    bad = layer_violations(package_edges(graph), LAYERS)
+    assert not bad, {f"{a} -> {b}": module_edges_between(graph, a, b) for a, b in bad}
+
+
+def test_the_product_never_imports_the_emulator(graph: Graph) -> None:
+    assert not emulator_imports(graph)
+
+
+def test_the_pure_layers_reach_no_boto3_botocore_or_rich(graph: Graph) -> None:
+    starts = pure_starts(graph)
+    assert {package_of(m) for m in starts} >= {"planning", "vllm", "catalog", "checks"}
+    assert not heavy_reached(graph, starts)
+
+
+def test_vllm_imports_only_the_stdlib_errors_and_checks(graph: Graph) -> None:
+    assert any(package_of(m) == "vllm" for m in graph.edges)
+    assert not vllm_violations(graph)
+
+
+@pytest.mark.xfail(strict=False, reason="cli slice rewrites in progress")
+def test_cli_imports_only_the_sdk_errors_and_spec_types(graph: Graph) -> None:
+    assert any(package_of(m) == "cli" for m in graph.written)
+    assert not cli_violations(graph)
 
 
 def test_no_module_shadows_a_public_function() -> None:
@@ -331,3 +548,118 @@ def test_graph_sees_function_level_lazy_and_string_imports() -> None:
     assert g.edges["sm_peagle.w"] == {"sm_peagle.x.y"}  # through the lazy table
     assert find_cycles(g.edges) == [frozenset({"sm_peagle.x.y", "sm_peagle.z", "sm_peagle.w"})]
     assert "sm_peagle.x.y" in reachable(g, ["sm_peagle.w"])
+
+
+def _synthetic(modules: Mapping[str, str]) -> Graph:
+    """A graph of sm_peagle-like modules; a name ending in `/` is a package."""
+    return build_graph({m.rstrip("/"): (text, m.endswith("/")) for m, text in modules.items()})
+
+
+def test_package_rules_fail_on_a_planted_cycle_and_an_upward_import() -> None:
+    g = _synthetic(
+        {
+            "sm_peagle/": "",
+            "sm_peagle.planning/": "",
+            "sm_peagle.planning.a": "from ..drafter.b import x\n",
+            "sm_peagle.drafter/": "",
+            "sm_peagle.drafter.b": "def f():\n    from ..planning import a\n",
+            "sm_peagle.aws": "from .planning.a import y\n",
+            "sm_peagle.errors": "",
+        }
+    )
+    edges = package_edges(g)
+    assert edges["planning"] == {"drafter"} and edges["drafter"] == {"planning"}
+    assert find_cycles(edges) == [frozenset({"planning", "drafter"})]
+    layers = (("planning",), ("drafter",), ("aws",), ("errors",))
+    assert layer_violations(edges, layers) == [("aws", "planning"), ("drafter", "planning")]
+    assert unplaced(edges, layers) == {PACKAGE}
+    assert module_edges_between(g, "aws", "planning") == ["sm_peagle.aws -> sm_peagle.planning.a"]
+    assert layer_violations({"planning": {"drafter"}, "drafter": {"errors"}}, layers) == []
+
+
+def test_emulator_rule_sees_any_import_of_the_sandbox() -> None:
+    g = _synthetic(
+        {
+            "sm_peagle/": "",
+            "sm_peagle.a": "def f():\n    from peagle_sandbox.engine import run\n",
+            "sm_peagle.b": "import importlib\nimportlib.import_module('peagle_sandbox')\n",
+            "sm_peagle.c": "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    import peagle_sandbox\n",
+            "sm_peagle.d": "import peagle_sandboxes\n",
+        }
+    )
+    assert sorted(emulator_imports(g)) == ["sm_peagle.a", "sm_peagle.b"]
+
+
+def test_purity_rule_follows_imports_out_of_the_pure_layers() -> None:
+    g = _synthetic(
+        {
+            "sm_peagle/": "",
+            "sm_peagle.planning/": "",
+            "sm_peagle.planning.a": "def f():\n    from ..drafter import b\n",
+            "sm_peagle.drafter/": "",
+            "sm_peagle.drafter.b": "import rich\n",
+            "sm_peagle.catalog/": "",
+            "sm_peagle.catalog.pricing": "import botocore\n",
+            "sm_peagle.catalog.images": "from . import pricing\n",
+            "sm_peagle.vllm/": "",
+            "sm_peagle.vllm.c": "import json\n",
+        }
+    )
+    starts = pure_starts(g, ("planning", "catalog", "vllm"))
+    assert f"{PACKAGE}.catalog.pricing" not in starts  # NOT_PURE is no start ...
+    bad = heavy_reached(g, starts)
+    assert bad["sm_peagle.drafter.b"] == (["rich"], "sm_peagle.planning.a -> sm_peagle.drafter.b")
+    names, path = bad["sm_peagle.catalog.pricing"]  # ... and no pure code may reach it
+    assert names[0] == "botocore" and names[1].startswith("not pure")
+    assert path == "sm_peagle.catalog.images -> sm_peagle.catalog.pricing"
+    assert sorted(bad) == ["sm_peagle.catalog.pricing", "sm_peagle.drafter.b"]
+
+
+def test_vllm_rule_refuses_catalog_planning_and_third_party_imports() -> None:
+    g = _synthetic(
+        {
+            "sm_peagle/": "",
+            "sm_peagle.errors": "",
+            "sm_peagle.checks": "",
+            "sm_peagle.catalog/": "",
+            "sm_peagle.catalog.images": "",
+            "sm_peagle.vllm/": "",
+            "sm_peagle.vllm.a": "import json\nfrom ..checks import x\nfrom . import b\n",
+            "sm_peagle.vllm.b": "from ..errors import E\nfrom ..catalog.images import rows\n",
+            "sm_peagle.vllm.c": "import pydantic\n",
+        }
+    )
+    assert vllm_violations(g) == {
+        "sm_peagle.vllm.b": ["sm_peagle.catalog.images"],
+        "sm_peagle.vllm.c": ["pydantic"],
+    }
+
+
+def test_cli_rule_reads_imports_as_written() -> None:
+    g = _synthetic(
+        {
+            "sm_peagle/": 'from ._lazy import lazy_getattr\n_LAZY = {"plan": "planning.build"}\n'
+            "__getattr__ = lazy_getattr(__name__, _LAZY)\n",
+            "sm_peagle._lazy": "",
+            "sm_peagle.errors": "",
+            "sm_peagle.planning/": "",
+            "sm_peagle.planning.build": "",
+            "sm_peagle.planning.specs": "",
+            "sm_peagle.lifecycle/": "",
+            "sm_peagle.lifecycle.manager": "",
+            "sm_peagle.ops/": "",
+            "sm_peagle.ops.deploy": "",
+            "sm_peagle.cli/": "",
+            "sm_peagle.cli.a": "from .. import plan\nfrom ..ops.deploy import d\n"
+            "from ..planning.specs import S\nfrom . import b\nfrom ..errors import E\n",
+            "sm_peagle.cli.b": "def f():\n    from ..lifecycle.manager import m\n"
+            "    from ..planning import build\n",
+        }
+    )
+    # `from .. import plan` goes through the public root package: allowed, although the
+    # resolved edge is planning.build
+    assert "sm_peagle.planning.build" in g.edges["sm_peagle.cli.a"]
+    assert cli_violations(g) == {
+        "sm_peagle.cli.b": ["sm_peagle.lifecycle.manager", "sm_peagle.planning.build"]
+    }
