@@ -9,23 +9,19 @@ The SDK is the product; the CLI is a skin over these calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .lifecycle.resolve import plan
 from .lifecycle.spec_tags import deployed_spec
-from .planning.plan_result import Plan
 from .planning.spec_loading import spec_from_data
+from .planning.spec_options import spec_from_options
 from .planning.specs import DeploymentSpec
 
-__all__ = ["Deployment", "Endpoint", "deploy", "deployed_spec", "plan"]
+__all__ = ["Endpoint", "deploy", "plan_for", "deployed_spec"]
 
 if TYPE_CHECKING:  # annotations only
     from .lifecycle.adopt import AdoptResult
-    from .ops.changes import UpdateResult
-    from .ops.endpoints import DeleteResult, EndpointStatus, LogStream
 
 
 def _aws(region: str | None, aws: Any) -> Any:
@@ -36,7 +32,26 @@ def _aws(region: str | None, aws: Any) -> Any:
     return AwsContext(region)
 
 
-def with_push_bucket(p: Plan, aws: Any) -> Plan:
+def plan_for(spec_or_model: DeploymentSpec | str | dict | Path, **overrides: Any) -> Any:
+    """Resolve and plan, as `peagle plan` does. `spec_or_model`: a spec, a dict, a spec
+    file path, or a catalog alias / JumpStart id; `overrides`: k=, mode=, role=, …"""
+    from .lifecycle.resolve import plan_resolved
+
+    if isinstance(spec_or_model, DeploymentSpec):
+        spec = spec_or_model
+        if overrides:
+            base = spec_or_model.model_dump(mode="json", exclude_unset=True)
+            spec = spec_from_options(base=base, **overrides)
+    elif isinstance(spec_or_model, dict):
+        spec = spec_from_options(base=spec_or_model, **overrides)
+    elif isinstance(spec_or_model, Path) or str(spec_or_model).endswith((".yaml", ".yml", ".json")):
+        spec = spec_from_options(None, spec_or_model, **overrides)
+    else:
+        spec = spec_from_options(str(spec_or_model), None, **overrides)
+    return plan_resolved(spec)
+
+
+def with_push_bucket(p: Any, aws: Any) -> Any:
     """A local head is pushed to `sagemaker-<region>-<account>` unless a bucket is given;
     the account is only known with credentials, so deploy re-plans with it here."""
     if not p.drafter_push or p.spec.drafter.bucket:
@@ -45,29 +60,7 @@ def with_push_bucket(p: Plan, aws: Any) -> Plan:
 
     bucket = f"sagemaker-{p.region}-{aws.account_id()}"
     data = p.spec.model_dump(mode="json", exclude_unset=True)
-    return plan(spec_from_data(merge_overrides(data, {"drafter.bucket": bucket})))
-
-
-@dataclass
-class Deployment:
-    """What `deploy` did (`Endpoint.deployment`): the `peagle deploy --json` document."""
-
-    endpoint: str
-    status: str
-    created: list[tuple[str, str]]
-    elapsed_seconds: float
-    region: str
-    speculative_config: dict | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "endpoint": self.endpoint,
-            "status": self.status,
-            "created": [{"kind": k, "name": n} for k, n in self.created],
-            "elapsed_seconds": round(self.elapsed_seconds, 1),
-            "region": self.region,
-            "speculative_config": self.speculative_config,
-        }
+    return plan_for(spec_from_data(merge_overrides(data, {"drafter.bucket": bucket})))
 
 
 class Endpoint:
@@ -99,8 +92,6 @@ class Endpoint:
 
     # Set by `Endpoint.adopt`: `.spec`, `.checks`, `.differences`, `.tagged`.
     adoption: AdoptResult | None = None
-    # Set by `deploy`: what was created, the status reached, the time it took.
-    deployment: Deployment | None = None
 
     @classmethod
     def adopt(
@@ -120,15 +111,15 @@ class Endpoint:
         tagged) for what peagle cannot represent (fields its spec cannot carry unless
         `accept_differences`), an endpoint not settled InService, one sharing its config
         or model with another endpoint, or one it already manages; NotFound if none."""
-        from .ops.changes import adopt
+        from .lifecycle.adopt import adopt
 
         ep = cls(name, aws=aws, region=region, say=say)
         ep.adoption = adopt(
+            ep.aws,
             name,
             model=model,
             dry_run=dry_run,
             accept_differences=accept_differences,
-            aws=ep.aws,
             say=ep._say,
         )
         ep.plan = ep.adoption.plan
@@ -139,59 +130,57 @@ class Endpoint:
 
         return Lifecycle(self.aws, say=self._say, **kw)
 
-    def status(self) -> EndpointStatus:
-        """`sm_peagle.status(name)` for this endpoint (a dict with attributes too)."""
-        from .ops.endpoints import status
+    def status(self) -> dict[str, Any]:
+        from .lifecycle.inventory import endpoint_status
 
-        return status(self.name, aws=self.aws)
+        return endpoint_status(
+            self.aws.client("sagemaker"), self.name, aas=self.aws.client("application-autoscaling")
+        )
 
     def wait(self, timeout: float = 8100, **kw: Any) -> dict[str, Any]:
         from .lifecycle.waiter import wait_for_endpoint
 
         return wait_for_endpoint(self.aws.client("sagemaker"), self.name, timeout=timeout, **kw)
 
-    def delete(self, *, keep_model: bool = False, force: bool = False) -> DeleteResult:
-        """`sm_peagle.delete(name)` for this endpoint."""
-        from .ops.endpoints import delete
-
-        return delete(self.name, keep_model=keep_model, force=force, aws=self.aws, say=self._say)
+    def delete(self, *, keep_model: bool = False) -> dict[str, Any]:
+        return self.lifecycle().delete(self.name, keep_model=keep_model)
 
     def spec(self) -> DeploymentSpec:
         return deployed_spec(self.aws.client("sagemaker"), self.name)
 
     def update(
-        self,
-        *,
-        k: int | None = None,
-        mode: str | None = None,
-        instance_type: str | None = None,
-        instance_count: int | None = None,
-        component: str | None = None,
-        copies: int | None = None,
-        timeout: str | float | None = None,
-        on_poll: Callable[[Any], None] | None = None,
-    ) -> UpdateResult:
-        """`sm_peagle.update(name, ...)` for this endpoint: K, mode or instances in place;
-        on an endpoint hosting inference components, one component's K or mode
-        (`update(component="p-eagle", k=5)`) or copies (`component=..., copies=0`).
-        Nothing changes on error."""
-        from .ops.changes import update
+        self, *, timeout: float | None = None, component: str | None = None, **overrides: Any
+    ) -> dict[str, Any]:
+        """Redeploy with changed options (k=, mode=, instance_type=, …) in place. On an
+        endpoint hosting inference components K and mode are per component: name it,
+        `update(component="p-eagle", k=5)` (k= and mode= only); without `component`, k=
+        or mode= there is a SpecError naming the components. Nothing changes on error."""
+        from .planning.component_change import refuse_top_level_change
 
-        result = update(
-            self.name,
-            k=k,
-            mode=mode,
-            instance_type=instance_type,
-            instance_count=instance_count,
-            component=component,
-            copies=copies,
-            timeout=timeout,
-            aws=self.aws,
-            say=self._say,
-            on_poll=on_poll,
-        )
-        self.plan = None  # the deployed spec changed: plan(self.spec()) to see it
-        return result
+        if component is not None:
+            from .errors import SpecError
+            from .lifecycle.component_update import plan_component_change
+
+            extra = sorted(set(overrides) - {"k", "mode"})
+            if extra:
+                raise SpecError(f"update(component=...) takes k= and mode= only (got {extra})")
+            sm = self.aws.client("sagemaker")
+            k, mode = overrides.get("k"), overrides.get("mode")
+            change = plan_component_change(sm, self.name, component, k=k, mode=mode)
+            result, new = change.apply(self.lifecycle(), timeout=timeout), change.plan
+        else:
+            current = self.spec()
+            refuse_top_level_change(
+                current, self.name, k=overrides.get("k"), mode=overrides.get("mode"), sdk=True
+            )
+            new = plan_for(current, **{**overrides, "name": self.name})
+            result = self.lifecycle().update(new, timeout=timeout)
+        self.plan = new
+        return {
+            "endpoint": self.name,
+            "status": result.status,
+            "created": [n for _, n in result.created],
+        }
 
     def inference_component(self, component: str | None = None) -> str | None:
         """The InferenceComponentName invocations of this endpoint carry for `component`
@@ -208,13 +197,16 @@ class Endpoint:
         return cache[component]
 
     def logs(
-        self, *, since: str | float = "10m", follow: bool = False, component: str | None = None
-    ) -> LogStream:
-        """`sm_peagle.logs(name, ...)` for this endpoint: its CloudWatch log events, or
-        with `component` that inference component's; `since` "5m", "2h" or seconds."""
-        from .ops.endpoints import logs
+        self, *, since: float = 600, follow: bool = False, component: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The endpoint's CloudWatch log events, or with `component` that inference
+        component's (its own log group)."""
+        from .lifecycle.endpoint_logs import fetch_log_events, follow_log_events
 
-        return logs(self.name, since=since, follow=follow, component=component, aws=self.aws)
+        ic = self.inference_component(component) if component is not None else None
+        if follow:
+            return follow_log_events(self.aws, self.name, since=since, component=ic)
+        return iter(fetch_log_events(self.aws, self.name, since=since, component=ic))
 
     def runtime(self, *, max_pool_connections: int = 10, component: str | None = None) -> Any:
         """The endpoint's RuntimeClient (cached per pool size and component: size it to
@@ -279,14 +271,23 @@ class Endpoint:
         """-> runtime.AsyncStreamResult: `async for chunk in ep.astream(...)`."""
         return self.runtime(component=component).astream(messages, prompt, **params)
 
-    def bench(self, *, component: str | None = None, **options: Any) -> dict[str, Any]:
-        """Benchmark this endpoint (see `peagle bench`): the peagle.bench/1 document.
-        Options: concurrency=[1, 4], requests=, duration_s=, max_tokens=, dataset=, …
-        `component`: the inference component to benchmark (checked before any traffic)."""
-        from .bench.runner import bench_endpoint
+    def bench(self, *, component: str | None = None, **options: Any) -> Any:
+        """Benchmark this endpoint (`peagle bench`; see `sm_peagle.bench` for every
+        option) -> BenchResult, which reads like the peagle.bench/1 document
+        (`r["levels"]`; `r.to_dict()`). `concurrency=2`, `[1, 4]` or `"1,4"`; every
+        option is checked before any request (SpecError). `component`: the inference
+        component to benchmark (checked before any traffic). The older spellings
+        `duration_s=`, `acceptance_wait_s=` and `rates=` still work."""
+        from .ops.measure import bench
 
-        ic = self.inference_component(component)
-        return bench_endpoint(self.name, aws=self.aws, component=ic, **options)
+        for old, new in (("duration_s", "duration"), ("acceptance_wait_s", "acceptance_wait"),
+                         ("rates", "rate")):  # fmt: skip
+            if old in options:
+                options[new] = options.pop(old)
+        if options.get("rate") in ([None], (None,)):
+            options["rate"] = None
+        options.setdefault("say", self._say)
+        return bench(self, component=component, **options)
 
     def to_sagemaker(self, component: str | None = None) -> Any:
         """This endpoint as a `sagemaker.core.resources.Endpoint` (or, with `component`,
@@ -312,57 +313,27 @@ class Endpoint:
 
 
 def deploy(
-    spec_or_model: DeploymentSpec | str | dict | Path | Plan,
+    spec_or_model: DeploymentSpec | str | dict | Path,
     *,
     wait: bool = True,
-    timeout: str | float | None = None,
+    timeout: float | None = None,
     keep_on_failure: bool = False,
     aws: Any = None,
     say: Callable[[str], None] | None = None,
     on_poll: Callable[[Any], None] | None = None,
-    confirm: Callable[[str], None] | None = None,
-    on_connect: Callable[[Any], None] | None = None,
     **overrides: Any,
 ) -> Endpoint:
-    """Plan, preflight, create and (by default) wait. Returns an Endpoint handle, with
-    what was done in `.deployment`.
+    """Plan, preflight, create and (by default) wait. Returns an Endpoint handle.
 
-    `spec_or_model`: as for `plan`, or a Plan it returned; `overrides`: k=, mode=, ….
-    `timeout`: "2h", "90m" or seconds. `confirm` is asked (with the instances and price)
-    before anything is created; `on_connect` sees the AWS context before the first request.
-    Raises SpecError for a sandbox-only model outside the sandbox and CheckFailed for a
-    failed check (nothing sent), PreflightFailed / QuotaExceeded (nothing created),
-    DeploymentFailed / DeploymentTimeout (everything rolled back unless keep_on_failure)."""
+    Raises PreflightFailed / QuotaExceeded (nothing created), DeploymentFailed /
+    DeploymentTimeout (everything rolled back unless keep_on_failure)."""
     from .lifecycle.manager import Lifecycle
-    from .ops.changes import refuse_sandbox_only
-    from .ops.session import context, seconds
-    from .planning.plan_result import variant_instance_types
 
-    wait_s = seconds(timeout, "timeout")
-    p = spec_or_model if isinstance(spec_or_model, Plan) else plan(spec_or_model, **overrides)
-    if isinstance(spec_or_model, Plan) and overrides:
-        p = plan(spec_or_model.spec, **overrides)
-    refuse_sandbox_only(p.spec.model, say=say)
+    p = plan_for(spec_or_model, **overrides)
     p.raise_for_failures()
-    ctx = context(p.region, aws, on_connect)
+    ctx = _aws(p.region, aws)
     p = with_push_bucket(p, ctx)
-    if confirm is not None:
-        price = f"${p.usd_per_hour:.2f}/h" if p.usd_per_hour is not None else "an unknown price"
-        v = p.create_endpoint_config["ProductionVariants"][0]
-        confirm(
-            f"Create {p.names['endpoint']} on {v['InitialInstanceCount']} x "
-            f"{' or '.join(variant_instance_types(v))} ({price})?"
-        )
-    result = Lifecycle(ctx, say=say or (lambda _m: None)).apply(
-        p, wait=wait, timeout=wait_s, keep_on_failure=keep_on_failure, on_poll=on_poll
+    Lifecycle(ctx, say=say or (lambda _m: None)).apply(
+        p, wait=wait, timeout=timeout, keep_on_failure=keep_on_failure, on_poll=on_poll
     )
-    ep = Endpoint(p.names["endpoint"], aws=ctx, say=say, plan=p)
-    ep.deployment = Deployment(
-        result.endpoint,
-        result.status,
-        list(result.created),
-        result.elapsed,
-        p.region,
-        p.speculative_config,
-    )
-    return ep
+    return Endpoint(p.names["endpoint"], aws=ctx, say=say, plan=p)

@@ -301,10 +301,10 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def render_console(doc: dict[str, Any]) -> None:
-    from ..cli.output import console, table
-
-    con = console()
+def render_console(doc: dict[str, Any], con: Any, table: Any) -> None:
+    """Print `doc` for people on `con` (a rich Console); `table(title, columns, rows)`
+    builds each table (the CLI's, which never breaks a word). Passed in, so bench never
+    imports the CLI."""
     style = "bold red" if doc.get("simulated") else "bold"
     con.print(f"[{style}]{title_of(doc)}[/]")
     for line in provenance_lines(doc):

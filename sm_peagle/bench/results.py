@@ -51,7 +51,9 @@ def iso(epoch: float | None) -> str | None:
 
 def is_sandbox() -> bool:
     """The CLI points at the local sandbox (peagle --sandbox / `peagle sandbox env`)."""
-    return bool(os.environ.get("PEAGLE_SANDBOX_URL"))
+    from .. import settings
+
+    return bool(settings.sandbox_url())
 
 
 def label_of(simulated: bool) -> str:

@@ -61,9 +61,9 @@ def level_line(level: dict[str, Any]) -> str:
 
 
 def _sandbox_info() -> dict[str, Any] | None:
-    import os
+    from .. import settings
 
-    url = os.environ.get("PEAGLE_SANDBOX_URL")
+    url = settings.sandbox_url()
     if not url:
         return None
     doc = _sandbox_health(url)

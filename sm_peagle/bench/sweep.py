@@ -217,11 +217,13 @@ def run_sweep(
     keep: bool = False,
     aws: Any = None,
     say: Callable[[str], None] = lambda _m: None,
+    deploy: Callable[..., Any],
     **bench: Any,
 ) -> dict[str, Any]:
     """Deploy -> bench -> delete, per configuration; writes per-config JSON as it goes and
-    returns the combined sweep document (also written as sweep.json by the caller)."""
-    from .. import deploy
+    returns the combined sweep document (also written as sweep.json by the caller).
+    `deploy` is `sm_peagle.deploy`, passed in by the caller (`sm_peagle.sweep`), so bench
+    stays below the SDK's top layer."""
     from ..aws import AwsContext
     from .runner import bench_endpoint
 

@@ -1,10 +1,11 @@
 """Options `peagle bench` and `peagle sweep` share for SLOs, goodput, the max-concurrency
-search, bursty arrivals and the per-request export (parsed here, before any AWS call)."""
+search, bursty arrivals and the per-request export (validated by the SDK,
+`sm_peagle.ops.measure`, before any AWS call)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -55,32 +56,3 @@ RequestsOutOpt = Annotated[
         help="Write every request as a JSON line (times, tokens, ITLs, status, SLO met).",
     ),
 ]
-
-
-def extra_options(
-    *, slo: str | None, search: bool, share: float, limit: int, probes: int,
-    burstiness: float, rate: str | None, requests_out: Path | None,
-) -> dict[str, Any]:  # fmt: skip
-    """The keyword arguments of `bench_endpoint` these options set (SpecError on misuse)."""
-    from ..bench.slo import parse_slo
-    from ..errors import SpecError
-
-    slo_s = parse_slo(slo)
-    if burstiness <= 0:
-        raise SpecError("--burstiness must be positive (1 = Poisson)")
-    if burstiness != 1.0 and not rate:
-        raise SpecError("--burstiness shapes open-loop arrivals: give --rate too")
-    out: dict[str, Any] = {"slo": slo_s, "burstiness": burstiness}
-    if search:
-        if slo_s is None:
-            raise SpecError("--search-max-concurrency needs --slo (what must hold)")
-        if rate:
-            raise SpecError("--search-max-concurrency is closed loop: drop --rate")
-        if not 0 < share <= 1 or limit < 1 or probes < 1:
-            raise SpecError("need 0 < --slo-share <= 1, --search-limit >= 1, --max-probes >= 1")
-        out["search"] = {"target_share": share, "max_concurrency": limit, "max_probes": probes}
-    if requests_out is not None:
-        from ..bench.export import RequestExporter
-
-        out["requests_out"] = RequestExporter(requests_out)
-    return out

@@ -6,8 +6,6 @@ reasoning text go to stderr, so `peagle invoke … > answer.txt` captures only t
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -37,44 +35,10 @@ StreamOpt = Annotated[
 ]
 
 
-def _runtime(name: str, region: str | None, component: str | None = None) -> Any:
-    """The runtime client for `name` (and its inference component: checked against the
-    endpoint's components first, a one-line error before any traffic)."""
-    from ..aws import AwsContext
-    from ..lifecycle.component_targets import resolve_component
-    from ..runtime.client import RuntimeClient
-    from .context import describe_target
+def _target(aws: Any) -> None:
+    from ..ops.target import talking_to
 
-    aws = AwsContext(region)
-    aws.check_credentials()
-    note(describe_target(aws))
-    # describe_target looks at the control-plane endpoint; invoke talks to the runtime
-    # API, which has its own override, so say so when it is set.
-    runtime_url = os.environ.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME")
-    if runtime_url and not os.environ.get("PEAGLE_SANDBOX_URL"):  # the sandbox line says it
-        note(f"runtime: custom endpoint {runtime_url}")
-    component = resolve_component(aws.client("sagemaker"), name, component)
-    return RuntimeClient(aws, name, inference_component=component)
-
-
-def _require_endpoint(aws: Any, name: str) -> None:
-    """NotFound (exit 1) when SageMaker says there is no such endpoint. Anything less
-    certain (no DescribeEndpoint permission, no control plane here) leaves it to the
-    first message."""
-    from botocore.exceptions import ClientError
-
-    from ..errors import NotFound
-
-    env = os.environ
-    if env.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME") and not (
-        env.get("AWS_ENDPOINT_URL") or env.get("AWS_ENDPOINT_URL_SAGEMAKER")
-    ):
-        return  # only the runtime API is redirected (a local server): nothing to describe
-    try:
-        aws.client("sagemaker").describe_endpoint(EndpointName=name)
-    except ClientError as e:
-        if "Could not find" in str(e):
-            raise NotFound(f"endpoint {name} does not exist", remedy="see `peagle ls`") from None
+    note(talking_to(aws.region))
 
 
 def stats_line(c: Any) -> str:
@@ -110,33 +74,38 @@ def _json_doc(c: Any) -> dict[str, Any]:
     return {k: doc[k] for k in JSON_KEYS}
 
 
-def _run(rt: Any, *, stream: bool, live: bool, **request: Any) -> Any:
-    """One request; with `live`, text is written to stdout as it arrives."""
-    if not stream:
-        completion = rt.invoke(**request)
-        if live:
-            if completion.reasoning:
-                note(completion.reasoning)
-            sys.stdout.write(completion.text + "\n")
-        return completion
-    result = rt.stream(**request)
-    try:
-        for chunk in result:
-            if live and chunk.reasoning:
-                sys.stderr.write(chunk.reasoning)
-                sys.stderr.flush()
-            if live and chunk.text:
-                sys.stdout.write(chunk.text)
+class _Live:
+    """Callbacks that write the answer to stdout as it arrives (reasoning to stderr), and
+    end a partial answer's line before an error line."""
+
+    def __init__(self, stream: bool) -> None:
+        self.stream = stream
+        self.wrote = False
+
+    def text(self, text: str) -> None:
+        self.wrote = True
+        sys.stdout.write(text if self.stream else text + "\n")
+        sys.stdout.flush()
+
+    def reasoning(self, text: str) -> None:
+        if not self.stream:
+            note(text)
+            return
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    def run(self, send: Any) -> Any:
+        try:
+            completion = send(on_text=self.text, on_reasoning=self.reasoning)
+        except Exception:
+            if self.stream and self.wrote:
+                sys.stdout.write("\n")
                 sys.stdout.flush()
-    except Exception:
-        if live and result.text:  # end the partial answer's line before the error line
+            raise
+        if self.stream:
             sys.stdout.write("\n")
             sys.stdout.flush()
-        raise
-    if live:
-        sys.stdout.write("\n")
-        sys.stdout.flush()
-    return result.completion()
+        return completion
 
 
 def _finish(completion: Any, json_out: bool) -> None:
@@ -162,27 +131,16 @@ def invoke_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Send one prompt; stream the answer to stdout and a stats line to stderr."""
-    from ..errors import SpecError
+    from functools import partial
 
-    if raw is not None:
-        if prompt is not None or system is not None:
-            raise SpecError("pass either a prompt or --raw, not both")
-        try:
-            payload = json.loads(raw.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise SpecError(f"cannot read --raw {raw}: {e}") from None
-        if not isinstance(payload, dict):
-            raise SpecError(f"--raw {raw} must hold a JSON object")
-        request: dict[str, Any] = {"payload": payload}
-    elif prompt is None or not prompt.strip():
-        what = "give a prompt" if prompt is None else "prompt: empty; give some text"
-        raise SpecError(f"{what} (or --raw payload.json)", remedy='peagle invoke NAME "Hi"')
-    else:
-        request = {"messages": prompt, "system": system, "max_tokens": max_tokens}
-        if temperature is not None:
-            request["temperature"] = temperature
-    rt = _runtime(name, region, component)
-    completion = _run(rt, stream=stream, live=not json_out, **request)
+    from ..ops.measure_traffic import invoke
+
+    send = partial(
+        invoke, name, prompt, system=system, max_tokens=max_tokens, temperature=temperature,
+        stream=stream, raw=raw, component=component, region=region, say=note,
+        on_connect=_target,
+    )  # fmt: skip
+    completion = send() if json_out else _Live(stream).run(send)
     _finish(completion, json_out)
 
 
@@ -197,14 +155,13 @@ def chat_command(
 ) -> None:
     """Multi-turn chat with history. One line per message; /exit or end of input quits."""
     from ..errors import PeagleError
+    from ..ops.measure_traffic import chat
 
-    rt = _runtime(name, region, component)
-    _require_endpoint(rt.aws, name)  # `chat nope` must not wait for input, then exit 0
+    session = chat(
+        name, system=system, max_tokens=max_tokens, temperature=temperature, stream=stream,
+        component=component, region=region, say=note, on_connect=_target,
+    )  # fmt: skip
     interactive = sys.stdin.isatty()
-    history: list[dict[str, str]] = [{"role": "system", "content": system}] if system else []
-    params: dict[str, Any] = {"max_tokens": max_tokens}
-    if temperature is not None:
-        params["temperature"] = temperature
     if interactive:
         note("type a message; /exit or Ctrl-D to quit")
     while True:
@@ -219,14 +176,12 @@ def chat_command(
             continue
         if text in ("/exit", "/quit"):
             break
-        turn = [*history, {"role": "user", "content": text}]
         try:
-            completion = _run(rt, stream=stream, live=True, messages=turn, **params)
+            completion = _Live(stream).run(lambda **cb: session.send(text, **cb))  # noqa: B023
         except PeagleError as e:
             if not interactive:  # scripted input: fail like any other command
                 raise
             # A person can retry; the failed turn is left out of the history.
             note(f"error: {e.one_line()}")
             continue
-        history = [*turn, {"role": "assistant", "content": completion.text}]
         note(stats_line(completion))

@@ -42,6 +42,13 @@ from .spec_options import (
 )
 
 
+def make_plan(spec: Any, *, allow_live: bool | None = None) -> Any:
+    """Resolve inputs (snapshot / cache / live JumpStart), then plan purely."""
+    from ..lifecycle.resolve import plan_resolved
+
+    return plan_resolved(spec, allow_live=allow_live)
+
+
 def render_plan(p: Any) -> None:
     from rich.markup import escape
 
@@ -152,9 +159,8 @@ def plan_command(
         scale_in_max_step=scale_in_max_step,
         scale_in_cooldown_minutes=scale_in_cooldown_minutes,
     )
-    import sm_peagle
-
-    p = sm_peagle.plan(build_spec(model, spec_file, options))
+    spec = build_spec(model, spec_file, options)
+    p = make_plan(spec)
     if json_out:
         print_json(p.to_dict())
     else:

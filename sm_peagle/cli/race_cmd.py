@@ -21,11 +21,6 @@ import typer
 from .output import note, print_json
 from .spec_options import JsonOpt, RegionOpt
 
-DEFAULT_PROMPT = (
-    "Write a Python function `merge_intervals(intervals)` that merges overlapping closed "
-    "intervals and returns them sorted, with a docstring and three doctests."
-)
-
 
 def _header(s: dict[str, Any]) -> str:
     def f(v: Any, fmt: str) -> str:
@@ -72,31 +67,6 @@ def _live_view(lanes_height: int) -> Any:
     return live, update
 
 
-def _targets(a: str, b: str | None, components: list[str]) -> list[tuple[str, str | None]]:
-    """[(endpoint, component or None)] for sides A and B, from the arguments."""
-    from ..errors import SpecError
-
-    usage = "peagle race EP-A EP-B | EP/COMP-A EP/COMP-B | EP --component A --component B"
-    if components:
-        if b is not None or "/" in a or len(components) != 2:
-            raise SpecError(
-                "--component races two components of one endpoint: give one endpoint and "
-                f"--component twice (got {1 + (b is not None)} endpoint(s), "
-                f"{len(components)} --component)",
-                remedy=usage,
-            )
-        return [(a, components[0]), (a, components[1])]
-    if b is None:
-        raise SpecError("race needs two sides", remedy=usage)
-    out: list[tuple[str, str | None]] = []
-    for side in (a, b):
-        endpoint, slash, component = side.partition("/")
-        if not endpoint or (slash and (not component or "/" in component)):
-            raise SpecError(f"race: {side!r} is not ENDPOINT or ENDPOINT/COMPONENT", remedy=usage)
-        out.append((endpoint, component or None))
-    return out
-
-
 def race_command(
     a: Annotated[str, typer.Argument(help="Side A: ENDPOINT or ENDPOINT/COMPONENT.")],
     b: Annotated[
@@ -128,42 +98,42 @@ def race_command(
 
     peagle race EP-A EP-B · peagle race EP/p-eagle EP/baseline ·
     peagle race EP --component p-eagle --component baseline"""
-    from ..aws import AwsContext
-    from ..bench.race import RaceTarget, race
-    from ..bench.results import is_sandbox
-    from ..errors import SpecError
-    from ..lifecycle.component_targets import resolve_component
+    from ..ops.measure import race
 
-    if max_tokens < 1:
-        raise SpecError("--max-tokens must be at least 1")
-    sides = _targets(a, b, list(component or []))
-    aws = AwsContext(region)
-    aws.check_credentials()
-    sm = aws.client("sagemaker")
-    flag = "/" if "/" in a + (b or "") else "--component"  # as the user wrote it, for messages
-    ta, tb = (RaceTarget(ep, resolve_component(sm, ep, c, flag=flag)) for ep, c in sides)
     live_tty = sys.stdout.isatty() and not json_out
     kwargs: dict[str, Any] = dict(
-        aws=aws, prompt=prompt or DEFAULT_PROMPT, max_tokens=max_tokens, temperature=temperature
-    )
+        components=component, prompt=prompt, max_tokens=max_tokens, temperature=temperature,
+        region=region,
+    )  # fmt: skip
     if live_tty:
         from .output import console
 
         live, update = _live_view(max(console().size.height - 6, 6))
-        with live:
-            result = race(ta, tb, on_update=update, **kwargs)
+        shown = []
+
+        def on_update(lanes: list[Any]) -> None:  # the view opens with the first request
+            if not shown:
+                live.start()
+                shown.append(live)
+            update(lanes)
+
+        try:
+            result = race(a, b, on_update=on_update, **kwargs)
+        finally:
+            if shown:
+                live.stop()
     else:
-        result = race(ta, tb, **kwargs)
-    result["simulated"] = is_sandbox()
+        result = race(a, b, **kwargs)
+    doc = result.to_dict()
     if json_out:
-        print_json(result)
+        print_json(doc)
         return
     if not live_tty:
         for side in ("a", "b"):
-            s = result[side]
+            s = doc[side]
             print(_header(s))
             if s["error"]:
                 print(f"  error: {s['error']}")
-    if result["simulated"]:
+    if result.simulated:
         note("SIMULATED: the local sandbox made these tokens and timings up")
-    print(result["verdict"])
+    print(result.verdict)

@@ -1,45 +1,16 @@
 """`peagle report`: re-render stored results (no AWS access): tables, markdown, CSV, PNG, and
-a self-contained HTML page (`--html`)."""
+a self-contained HTML page (`--html`). One SDK call, `sm_peagle.report`."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from .bench_cmds import CsvOpt, MarkdownOpt, PlotOpt, _show, write_outputs
+from .bench_cmds import CsvOpt, MarkdownOpt, PlotOpt, _show
 from .output import note
 from .spec_options import JsonOpt
-
-# Sweep fields derived from `runs` only: recomputed on every load.
-DERIVED = (
-    "schema", "kind", "label", "simulated", "runs", "table", "recommendation", "k_schedule",
-    "max_concurrency",
-)  # fmt: skip
-
-
-def load_results(path: Path) -> dict[str, Any]:
-    """A results file, or a directory: its sweep.json, else its bench documents combined.
-    Derived parts (comparison table, K recommendation) are recomputed from the runs."""
-    from ..bench.results import load_document
-    from ..bench.sweep import combine_runs
-    from ..errors import SpecError
-
-    if path.is_dir():
-        if (path / "sweep.json").exists():
-            doc = load_document(path / "sweep.json")
-        else:
-            runs = [load_document(p) for p in sorted(path.glob("*.json"))]
-            runs = [r for r in runs if r["kind"] == "bench"]
-            if not runs:
-                raise SpecError(f"no peagle.bench/1 results in {path}")
-            return combine_runs(runs)
-    else:
-        doc = load_document(path)
-    if doc["kind"] != "sweep":
-        return doc
-    return combine_runs(doc["runs"], extra={k: v for k, v in doc.items() if k not in DERIVED})
 
 
 def report_command(
@@ -58,10 +29,7 @@ def report_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Re-render stored results (no AWS access): tables, markdown, CSV, PNG, HTML."""
-    doc = load_results(path)
-    write_outputs(doc, csv_path=csv_path, markdown=markdown, plot_path=plot_path)
-    if html is not None:
-        from ..bench.html_report import write_html
+    from ..ops.measure import report
 
-        note(f"wrote {write_html(doc, html)}")
-    _show(doc, json_out)
+    result = report(path, markdown=markdown, csv=csv_path, plot=plot_path, html=html, say=note)
+    _show(result, json_out)

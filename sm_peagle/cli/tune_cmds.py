@@ -1,37 +1,17 @@
 """`peagle tune-k NAME`: estimate output tokens/s at every K' <= the deployed K from one
 deployment (vLLM's per-position acceptance rates + the step cost measured at K), without
-redeploying. The numbers are an ESTIMATE and say so (see sm_peagle/bench/tune_k.py)."""
+redeploying. The numbers are an ESTIMATE and say so (see sm_peagle/bench/tune_k.py).
+The work is one SDK call, `sm_peagle.tune_k`; this module renders its result."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from .output import note, print_json
 from .spec_options import JsonOpt, RegionOpt
-
-
-def _estimates(doc: dict[str, Any], position_cost: float, tolerance: float) -> list[dict]:
-    from ..bench.tune_k import estimate_for_level
-    from ..errors import PeagleError
-
-    if doc.get("mode") in (None, "baseline") or not doc.get("k"):
-        raise PeagleError(f"{doc.get('endpoint')} runs no speculation: nothing to tune")
-    out = []
-    for lv in doc["levels"]:
-        est = estimate_for_level(lv, doc["k"], position_cost=position_cost, tolerance=tolerance)
-        if est is not None:
-            out.append({"concurrency": lv["concurrency"], **est})
-    if not out:
-        reasons = {(lv.get("acceptance") or {}).get("reason") for lv in doc["levels"]}
-        raise PeagleError(
-            "no per-position acceptance rates for this endpoint "
-            f"({'; '.join(sorted(r for r in reasons if r)) or 'none in the SpecDecoding lines'})",
-            remedy="vLLM >= 0.16 logs them; run with traffic and --acceptance-wait 25s",
-        )
-    return out
 
 
 def tune_k_command(
@@ -63,50 +43,23 @@ def tune_k_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Estimate output tok/s for each K' <= K from one deployment's per-position acceptance."""
-    from ..bench.tune_k import ESTIMATE_LABEL
-    from ..errors import SpecError
+    from ..ops.measure import tune_k
 
-    if position_cost < 0 or not 0 <= tolerance < 1:
-        raise SpecError("--position-cost must be >= 0 and --tolerance in [0, 1)")
-    if results is not None:
-        from ..bench.results import load_document
-
-        doc = load_document(results)
-        if doc["kind"] != "bench":
-            raise SpecError(f"{results}: give one endpoint's bench document, not a sweep")
-    else:
-        from ..aws import AwsContext
-        from ..bench.runner import bench_endpoint
-        from ..lifecycle.waiter import parse_duration
-
-        if concurrency < 1 or requests < 1:
-            raise SpecError("--concurrency and --requests must be at least 1")
-        aws = AwsContext(region)
-        aws.check_credentials()
-        doc = bench_endpoint(
-            name, concurrency=[concurrency], requests=requests, max_tokens=max_tokens,
-            dataset=dataset, acceptance_wait_s=parse_duration(acceptance_wait), aws=aws,
-            say=note,
-        )  # fmt: skip
-    ests = _estimates(doc, position_cost, tolerance)
-    if doc.get("mode") == "eagle3" and position_cost == 0:
-        note("EAGLE-3 drafts one position per pass: a flat step cost flatters large K; "
-             "pass --position-cost (the share of a step one draft position costs)")  # fmt: skip
-    out = {
-        "endpoint": doc.get("endpoint"),
-        "label": ESTIMATE_LABEL,
-        "simulated": doc.get("simulated"),
-        "mode": doc.get("mode"),
-        "k": doc.get("k"),
-        "estimates": ests,
-    }
+    result = tune_k(
+        name, concurrency=concurrency, requests=requests, max_tokens=max_tokens,
+        dataset=dataset, results=results, position_cost=position_cost, tolerance=tolerance,
+        acceptance_wait=acceptance_wait, region=region, say=note,
+    )  # fmt: skip
+    out = result.to_dict()
+    ests = result.estimates
     if json_out:
         print_json(out)
         return
     from .output import console, table
 
     con = console()
-    if doc.get("simulated"):
+    label = out["label"]
+    if out.get("simulated"):
         con.print("[bold red]SIMULATED[/] sandbox numbers")
     for est in ests:
         rows = [
@@ -115,7 +68,7 @@ def tune_k_command(
              else ""]
             for r in est["by_k"]
         ]  # fmt: skip
-        title = f"{doc.get('endpoint')} at concurrency {est['concurrency']}: {ESTIMATE_LABEL}"
+        title = f"{out.get('endpoint')} at concurrency {est['concurrency']}: {label}"
         cols = ["K'", "acceptance length", "rate at K'", "est. out tok/s", ""]
         con.print(table(title, cols, rows))
         con.print(

@@ -85,7 +85,7 @@ def request_view(p: Plan) -> dict[str, Any]:
 def compare(new: Plan, aws: Any) -> ApplyPlan:
     """What `apply` would do for `new`, read from the live endpoint (describe + tags)."""
     from ..errors import NotFound
-    from .resolve import plan
+    from .resolve import plan_resolved
     from .spec_tags import deployed_spec, tag_dict
 
     sm = aws.client("sagemaker")
@@ -104,7 +104,7 @@ def compare(new: Plan, aws: Any) -> ApplyPlan:
             if live_tags.get(k) != v
         ]
         return ApplyPlan("update", new, spec_changes=lagging) if lagging else ApplyPlan("noop", new)
-    old = plan(current)
+    old = plan_resolved(current)
     return ApplyPlan(
         "update",
         new,

@@ -17,6 +17,8 @@ __all__ = [
     "MAX_PAYLOAD_BYTES",
     "STREAM_OPTIONS",
     "build_payload",
+    "check_max_tokens",
+    "check_temperature",
     "encode_payload",
     "normalize_messages",
     "prepare_payload",
@@ -30,9 +32,34 @@ MAX_PAYLOAD_BYTES = 6 * 1024 * 1024  # InvokeEndpoint(WithResponseStream) reques
 STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
 
 
+def check_max_tokens(max_tokens: Any, flag: str = "--max-tokens") -> int:
+    """vLLM's SamplingParams rule: max_tokens >= 1 (SpecError before anything is sent)."""
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise SpecError(
+            f"{flag} must be at least 1 (vLLM refuses max_tokens < 1), got {max_tokens!r}"
+        )
+    return max_tokens
+
+
+def check_temperature(temperature: Any, flag: str = "--temperature") -> float | None:
+    """vLLM's SamplingParams rule: temperature >= 0, 0 being greedy (None: the model's)."""
+    if temperature is None:
+        return None
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+        raise SpecError(f"{flag} must be a number >= 0, got {temperature!r}")
+    if not temperature >= 0:  # NaN too
+        raise SpecError(
+            f"{flag} must be >= 0 (vLLM refuses a negative temperature; 0 is greedy), "
+            f"got {temperature!r}"
+        )
+    return float(temperature)
+
+
 def normalize_messages(messages: Any, system: str | None = None) -> list[dict[str, Any]]:
     """A string becomes one user message; `system` is prepended unless one is there."""
     if isinstance(messages, str):
+        if not messages.strip():
+            raise SpecError("prompt: empty; give some text")
         out: list[dict[str, Any]] = [{"role": "user", "content": messages}]
     elif isinstance(messages, list | tuple):
         out = [dict(m) for m in messages]
@@ -67,8 +94,9 @@ def build_payload(
             raise SpecError("system= applies to chat messages, not to a raw prompt")
         body = {"prompt": prompt}
     if max_tokens is not None:
-        body["max_tokens"] = max_tokens
+        body["max_tokens"] = check_max_tokens(max_tokens)
     if temperature is not None:
+        check_temperature(temperature)
         body["temperature"] = temperature
     body.update(extra)
     return prepare_payload(body, stream=stream)

@@ -1,0 +1,495 @@
+"""Measurement as SDK calls: `bench`, `race`, `tune_k`, `report` (`sweep`, which deploys,
+is in measure_sweep.py).
+
+Each validates every argument first (`SpecError`, exit 2, with a fix; through
+`ops.measure_checks`, the one validation the CLI shares), before any request is sent or
+any file written; then does the work and returns a typed result (`ops.measure_results`)
+whose `to_dict()` is the `--json` document. Progress goes to callbacks (`say`,
+`progress`, `on_update`, `on_connect`), never to stdout.
+
+    r = sm_peagle.bench("my-endpoint", concurrency=2, requests=16)
+    r["levels"][0]["output_tokens_per_s"]
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import PeagleError, SpecError
+from .measure_checks import (
+    OnConnect,
+    Say,
+    check_max_tokens,
+    check_output_path,
+    check_requests,
+    check_temperature,
+    context,
+    parse_levels,
+    parse_rates,
+    parse_seconds,
+    quiet,
+)
+from .measure_results import BenchResult, RaceResult, ReportResult, TuneKResult
+
+if TYPE_CHECKING:
+    from ..endpoint import Endpoint
+
+__all__ = ["DEFAULT_RACE_PROMPT", "bench", "race", "report", "tune_k"]
+
+Levels = int | Sequence[int] | str
+Seconds = float | str
+
+DEFAULT_RACE_PROMPT = (
+    "Write a Python function `merge_intervals(intervals)` that merges overlapping closed "
+    "intervals and returns them sorted, with a docstring and three doctests."
+)
+RACE_USAGE = "peagle race EP-A EP-B | EP/COMP-A EP/COMP-B | EP --component A --component B"
+
+
+def _require_plot(*paths: Path | None) -> None:
+    """`--plot` needs matplotlib (sm-peagle[plot]): refused before anything runs."""
+    if all(p is None for p in paths) or importlib.util.find_spec("matplotlib") is not None:
+        return
+    raise SpecError(
+        "--plot: needs matplotlib, which is not installed; nothing was run",
+        remedy="pip install 'sm-peagle[plot]', or drop --plot (write --out and "
+        "`peagle report --plot` later)",
+    )
+
+
+def load_options(
+    *, requests: Any, duration: Any, warmup: Any, dataset: Any, max_tokens: Any,
+    temperature: Any, acceptance_wait: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """The load keyword arguments of `bench_endpoint`, validated."""
+    if requests is not None and duration is not None:
+        raise SpecError("pass --requests or --duration, not both")
+    check_requests(requests)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise SpecError("--warmup must be >= 0 and --max-tokens >= 1")
+    check_max_tokens(max_tokens)
+    return {
+        "requests": requests,
+        "duration_s": None if duration is None else parse_seconds(duration, "--duration",
+                                                                  allow_zero=False),
+        "warmup": warmup,
+        "dataset": dataset,
+        "max_tokens": max_tokens,
+        "temperature": check_temperature(temperature),
+        "acceptance_wait_s": parse_seconds(acceptance_wait, "--acceptance-wait", allow_zero=True),
+    }  # fmt: skip
+
+
+def slo_options(
+    *, slo: Any, search: bool, share: float, limit: int, probes: int, burstiness: float,
+    rate: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """SLO, goodput, the max-concurrency search and bursty arrivals, validated."""
+    from ..bench.slo import parse_slo
+
+    slo_s = dict(slo) if isinstance(slo, dict) else parse_slo(slo)
+    if not burstiness > 0:
+        raise SpecError("--burstiness must be positive (1 = Poisson)")
+    if burstiness != 1.0 and not rate:
+        raise SpecError("--burstiness shapes open-loop arrivals: give --rate too")
+    out: dict[str, Any] = {"slo": slo_s, "burstiness": burstiness}
+    if search:
+        if slo_s is None:
+            raise SpecError("--search-max-concurrency needs --slo (what must hold)")
+        if rate:
+            raise SpecError("--search-max-concurrency is closed loop: drop --rate")
+        if not 0 < share <= 1 or limit < 1 or probes < 1:
+            raise SpecError("need 0 < --slo-share <= 1, --search-limit >= 1, --max-probes >= 1")
+        out["search"] = {"target_share": share, "max_concurrency": limit, "max_probes": probes}
+    return out
+
+
+def write_outputs(
+    doc: dict[str, Any], say: Say, *, out: Path | None = None, csv: Path | None = None,
+    markdown: Path | None = None, plot: Path | None = None, plot_optional: bool = False,
+) -> list[Path]:  # fmt: skip
+    """Result files, JSON first (so a missing plotting library never costs the numbers)."""
+    from ..bench import report as rep
+    from ..bench.results import save_document
+
+    written: list[Path] = []
+    if out is not None:
+        written.append(save_document(doc, out))
+        say(f"wrote {written[-1]}")
+    for path, render in ((csv, rep.to_csv), (markdown, rep.to_markdown)):
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render(doc), encoding="utf-8")
+            written.append(path)
+            say(f"wrote {path}")
+    if plot is not None:
+        try:
+            written.append(rep.plot(doc, plot))
+            say(f"wrote {written[-1]}")
+        except rep.PlotUnavailable as e:
+            if not plot_optional:
+                raise
+            say(f"chart skipped: {e.one_line()}")
+    return written
+
+
+def _endpoint_and_component(
+    endpoint: str | Endpoint, component: str | None, region: str | None, aws: Any,
+    on_connect: OnConnect | None,
+) -> tuple[str, Any, str | None]:  # fmt: skip
+    """(name, aws, InferenceComponentName), the component checked before any traffic."""
+    if not isinstance(endpoint, str):  # an Endpoint handle: its session and its checks
+        context(None, endpoint.aws, on_connect)
+        return endpoint.name, endpoint.aws, endpoint.inference_component(component)
+    from ..lifecycle.component_targets import resolve_component
+
+    aws = context(region, aws, on_connect)
+    return endpoint, aws, resolve_component(aws.client("sagemaker"), endpoint, component)
+
+
+def _paths(**flags: Any) -> dict[str, Path | None]:
+    return {
+        key: check_output_path(value, "--" + key.replace("_", "-")) for key, value in flags.items()
+    }
+
+
+def bench(
+    endpoint: str | Endpoint,
+    *,
+    component: str | None = None,
+    concurrency: Levels = (1, 4, 8, 32),
+    rate: float | Sequence[float] | str | None = None,
+    requests: int | None = None,
+    duration: Seconds | None = None,
+    warmup: int = 0,
+    workers: int = 1,
+    burstiness: float = 1.0,
+    slo: str | dict[str, float] | None = None,
+    search: bool = False,
+    slo_share: float = 0.99,
+    search_limit: int = 1024,
+    max_probes: int = 16,
+    dataset: str | None = None,
+    max_tokens: int = 256,
+    temperature: float | None = None,
+    acceptance_wait: Seconds = 25.0,
+    requests_out: str | Path | None = None,
+    out: str | Path | None = None,
+    csv: str | Path | None = None,
+    markdown: str | Path | None = None,
+    plot: str | Path | None = None,
+    locust: bool = False,
+    locust_workers: int = 2,
+    locust_print_commands: bool = False,
+    region: str | None = None,
+    aws: Any = None,
+    say: Say | None = None,
+    progress: Callable[[int, int | None], None] | None = None,
+    on_connect: OnConnect | None = None,
+) -> BenchResult:
+    """Benchmark one endpoint at each concurrency level (`peagle bench`): tokens from vLLM's
+    usage, never chunks; what the endpoint runs is read back from SageMaker.
+
+    `concurrency`: an int, a list of ints or `"1,4,8"`. `rate`: open loop (Poisson
+    arrivals, requests/s; `concurrency` then caps requests in flight). `requests` per level
+    (default 4 x concurrency, >= 8) or `duration` ("60s", or seconds). `slo`
+    ("ttft=500ms,tpot=50ms" or {"ttft": 0.5}) adds goodput; `search` finds the highest
+    concurrency meeting it. `out`/`csv`/`markdown`/`plot`/`requests_out`: files to write
+    (checked writable first). `locust`: send the load from Locust's distributed mode;
+    `locust_print_commands`: only the master and worker commands for several machines,
+    in `.commands` (nothing runs, nothing is sent).
+
+    Every argument is checked before any request (SpecError); `say` gets progress lines,
+    `progress(done, planned)` each finished request, `on_connect(aws)` the AWS context
+    once credentials are checked."""
+    say = say or quiet
+    levels = parse_levels(concurrency, "--concurrency")
+    rates = parse_rates(rate)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise SpecError("--workers must be at least 1")
+    opts = load_options(
+        requests=requests, duration=duration, warmup=warmup, dataset=dataset,
+        max_tokens=max_tokens, temperature=temperature, acceptance_wait=acceptance_wait,
+    )  # fmt: skip
+    opts.update(
+        slo_options(
+            slo=slo, search=search, share=slo_share, limit=search_limit, probes=max_probes,
+            burstiness=burstiness, rate=rate,
+        )
+    )  # fmt: skip
+    _require_plot(None if plot is None else Path(plot))
+    if locust or locust_print_commands:
+        _check_locust(levels, opts, locust_workers, slo=slo, search=search, rate=rate,
+                      burstiness=burstiness, requests_out=requests_out, component=component,
+                      workers=workers)  # fmt: skip
+    if locust_print_commands:  # `out` is the master's path, maybe on another machine
+        from ..bench.distributed import commands_text
+
+        name = endpoint if isinstance(endpoint, str) else endpoint.name
+        text = commands_text(
+            name,
+            workers=locust_workers,
+            region=region,
+            out=str(out or "results.json"),
+            **_locust_common(levels[0], opts),
+        )
+        return BenchResult({}, commands=text)  # fmt: skip
+    paths = _paths(out=out, csv=csv, markdown=markdown, plot=plot, requests_out=requests_out)
+    files = {k: paths[k] for k in ("out", "csv", "markdown", "plot")}
+    if locust:
+        from ..bench.distributed import require_locust, run_locust
+
+        require_locust()  # before any AWS call: one line, exit 2
+        name = endpoint if isinstance(endpoint, str) else endpoint.name
+        ctx = context(region, aws if isinstance(endpoint, str) else endpoint.aws, on_connect)
+        doc = run_locust(name, workers=locust_workers, region=ctx.region, say=say,
+                         **_locust_common(levels[0], opts))  # fmt: skip
+        return BenchResult(doc, write_outputs(doc, say, **files))
+    from ..bench.datasets import Dataset, load_dataset
+    from ..bench.runner import bench_endpoint
+
+    ds = opts["dataset"]
+    opts["dataset"] = ds if isinstance(ds, Dataset) else load_dataset(ds)  # before traffic
+    name, ctx, ic = _endpoint_and_component(endpoint, component, region, aws, on_connect)
+    exporter = None
+    if paths["requests_out"] is not None:
+        from ..bench.export import RequestExporter
+
+        exporter = RequestExporter(paths["requests_out"])
+    doc = bench_endpoint(
+        name, concurrency=levels, rates=rates, workers=workers, aws=ctx, say=say,
+        progress=progress, component=ic, requests_out=exporter, **opts,
+    )  # fmt: skip
+    if exporter is not None:
+        say(f"wrote {exporter.path} ({exporter.lines} requests)")
+    written = write_outputs(doc, say, **files)
+    return BenchResult(
+        doc, written, requests_out=paths["requests_out"],
+        requests_written=exporter.lines if exporter is not None else 0,
+    )  # fmt: skip
+
+
+def _check_locust(levels: list[int], opts: dict[str, Any], locust_workers: Any, *,
+                  slo: Any, search: bool, rate: Any, burstiness: float, requests_out: Any,
+                  component: Any, workers: int) -> None:  # fmt: skip
+    if slo or search or burstiness != 1.0 or requests_out or component:
+        raise SpecError(
+            "--locust does not take --slo, --search-max-concurrency, --burstiness, "
+            "--requests-out or --component"
+        )
+    bad_workers = isinstance(locust_workers, bool) or not isinstance(locust_workers, int)
+    if (len(levels) > 1 or rate or opts["duration_s"] or opts["warmup"] or workers > 1
+            or bad_workers or locust_workers < 1):  # fmt: skip
+        raise SpecError(
+            "--locust runs one closed-loop level: one --concurrency (the users), "
+            "--requests and --locust-workers >= 1; not --rate, --duration, --warmup, --workers"
+        )
+
+
+def _locust_common(users: int, opts: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "users": users,
+        "requests": opts["requests"] or max(8, 4 * users),  # as LoadSpec.planned_requests
+        "dataset": opts["dataset"],
+        "max_tokens": opts["max_tokens"],
+        "temperature": opts["temperature"],
+        "acceptance_wait_s": opts["acceptance_wait_s"],
+    }
+
+
+def _race_targets(a: str, b: str | None, components: list[str]) -> list[tuple[str, str | None]]:
+    """[(endpoint, component or None)] for sides A and B, from the arguments."""
+    if components:
+        if b is not None or "/" in a or len(components) != 2:
+            raise SpecError(
+                "--component races two components of one endpoint: give one endpoint and "
+                f"--component twice (got {1 + (b is not None)} endpoint(s), "
+                f"{len(components)} --component)",
+                remedy=RACE_USAGE,
+            )
+        return [(a, components[0]), (a, components[1])]
+    if b is None:
+        raise SpecError("race needs two sides", remedy=RACE_USAGE)
+    out: list[tuple[str, str | None]] = []
+    for side in (a, b):
+        endpoint, slash, component = side.partition("/")
+        if not endpoint or (slash and (not component or "/" in component)):
+            raise SpecError(
+                f"race: {side!r} is not ENDPOINT or ENDPOINT/COMPONENT", remedy=RACE_USAGE
+            )
+        out.append((endpoint, component or None))
+    return out
+
+
+def race(
+    a: str,
+    b: str | None = None,
+    *,
+    components: Sequence[str] | None = None,
+    prompt: str | None = None,
+    max_tokens: int = 256,
+    temperature: float | None = None,
+    region: str | None = None,
+    aws: Any = None,
+    on_update: Callable[[list[Any]], None] | None = None,
+) -> RaceResult:
+    """Stream one prompt to two endpoints (`race("EP-A", "EP-B")`), two components
+    (`race("EP/p-eagle", "EP/baseline")` or `race("EP", components=["p-eagle",
+    "baseline"])`) at once; verdict on output tok/s. `on_update(lanes)` is called a few
+    times a second with both sides' live state (`lane.snapshot()`)."""
+    from ..bench.race import RaceTarget
+    from ..bench.race import race as run_race
+    from ..bench.results import is_sandbox
+    from ..lifecycle.component_targets import resolve_component
+
+    check_max_tokens(max_tokens)
+    check_temperature(temperature)
+    if prompt is not None and not prompt.strip():
+        raise SpecError("--prompt: empty; give some text", remedy="drop --prompt for the default")
+    sides = _race_targets(a, b, list(components or []))
+    ctx = context(region, aws, None)
+    sm = ctx.client("sagemaker")
+    flag = "/" if "/" in a + (b or "") else "--component"  # as the user wrote it, for messages
+    ta, tb = (RaceTarget(ep, resolve_component(sm, ep, c, flag=flag)) for ep, c in sides)
+    doc = run_race(
+        ta, tb, aws=ctx, prompt=prompt or DEFAULT_RACE_PROMPT, max_tokens=max_tokens,
+        temperature=temperature, on_update=on_update,
+    )  # fmt: skip
+    doc["simulated"] = is_sandbox()
+    return RaceResult(doc)
+
+
+def _estimates(doc: dict[str, Any], position_cost: float, tolerance: float) -> list[dict]:
+    from ..bench.tune_k import estimate_for_level
+
+    if doc.get("mode") in (None, "baseline") or not doc.get("k"):
+        raise PeagleError(f"{doc.get('endpoint')} runs no speculation: nothing to tune")
+    out = []
+    for lv in doc["levels"]:
+        est = estimate_for_level(lv, doc["k"], position_cost=position_cost, tolerance=tolerance)
+        if est is not None:
+            out.append({"concurrency": lv["concurrency"], **est})
+    if not out:
+        reasons = {(lv.get("acceptance") or {}).get("reason") for lv in doc["levels"]}
+        raise PeagleError(
+            "no per-position acceptance rates for this endpoint "
+            f"({'; '.join(sorted(r for r in reasons if r)) or 'none in the SpecDecoding lines'})",
+            remedy="vLLM >= 0.16 logs them; run with traffic and --acceptance-wait 25s",
+        )
+    return out
+
+
+def tune_k(
+    endpoint: str | Endpoint,
+    *,
+    concurrency: int = 1,
+    requests: int = 16,
+    max_tokens: int = 256,
+    dataset: str | None = None,
+    results: str | Path | None = None,
+    position_cost: float = 0.0,
+    tolerance: float = 0.02,
+    acceptance_wait: Seconds = 25.0,
+    region: str | None = None,
+    aws: Any = None,
+    say: Say | None = None,
+) -> TuneKResult:
+    """ESTIMATE output tok/s at every K' <= the deployed K from one deployment (`peagle
+    tune-k`): vLLM's per-position acceptance rates plus the step cost measured at K,
+    without redeploying. `results`: a stored bench document instead (sends nothing)."""
+    from ..bench.tune_k import ESTIMATE_LABEL
+
+    say = say or quiet
+    if position_cost < 0 or not 0 <= tolerance < 1:
+        raise SpecError("--position-cost must be >= 0 and --tolerance in [0, 1)")
+    if results is not None:
+        from ..bench.results import load_document
+
+        doc = load_document(Path(results))
+        if doc["kind"] != "bench":
+            raise SpecError(f"{results}: give one endpoint's bench document, not a sweep")
+    else:
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise SpecError("--concurrency and --requests must be at least 1")
+        if isinstance(requests, bool) or not isinstance(requests, int) or requests < 1:
+            raise SpecError("--concurrency and --requests must be at least 1")
+        check_requests(requests)
+        doc = bench(
+            endpoint, concurrency=concurrency, requests=requests, max_tokens=max_tokens,
+            dataset=dataset, acceptance_wait=acceptance_wait, region=region, aws=aws, say=say,
+        ).document  # fmt: skip
+    ests = _estimates(doc, position_cost, tolerance)
+    notes = []
+    if doc.get("mode") == "eagle3" and position_cost == 0:
+        notes.append(
+            "EAGLE-3 drafts one position per pass: a flat step cost flatters large "
+            "K; pass --position-cost (the share of a step one draft position costs)"
+        )
+        say(notes[-1])  # fmt: skip
+    out = {
+        "endpoint": doc.get("endpoint"),
+        "label": ESTIMATE_LABEL,
+        "simulated": doc.get("simulated"),
+        "mode": doc.get("mode"),
+        "k": doc.get("k"),
+        "estimates": ests,
+    }
+    return TuneKResult(out, notes=notes)
+
+
+# Sweep fields derived from `runs` only: recomputed on every load.
+DERIVED = (
+    "schema", "kind", "label", "simulated", "runs", "table", "recommendation", "k_schedule",
+    "max_concurrency",
+)  # fmt: skip
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """A results file, or a directory: its sweep.json, else its bench documents combined.
+    Derived parts (comparison table, K recommendation) are recomputed from the runs."""
+    from ..bench.results import load_document
+    from ..bench.sweep import combine_runs
+
+    path = Path(path)
+    if path.is_dir():
+        if (path / "sweep.json").exists():
+            doc = load_document(path / "sweep.json")
+        else:
+            runs = [load_document(p) for p in sorted(path.glob("*.json"))]
+            runs = [r for r in runs if r["kind"] == "bench"]
+            if not runs:
+                raise SpecError(f"no peagle.bench/1 results in {path}")
+            return combine_runs(runs)
+    else:
+        doc = load_document(path)
+    if doc["kind"] != "sweep":
+        return doc
+    return combine_runs(doc["runs"], extra={k: v for k, v in doc.items() if k not in DERIVED})
+
+
+def report(
+    path: str | Path,
+    *,
+    markdown: str | Path | None = None,
+    csv: str | Path | None = None,
+    plot: str | Path | None = None,
+    html: str | Path | None = None,
+    say: Say | None = None,
+) -> ReportResult:
+    """Re-read stored results (a file, or a directory of them; no AWS access) and write
+    them again as markdown, CSV, PNG or one self-contained HTML page (`peagle report`)."""
+    say = say or quiet
+    paths = _paths(markdown=markdown, csv=csv, plot=plot, html=html)
+    doc = load_results(path)
+    written = write_outputs(
+        doc, say, csv=paths["csv"], markdown=paths["markdown"], plot=paths["plot"]
+    )
+    if paths["html"] is not None:
+        from ..bench.html_report import write_html
+
+        written.append(write_html(doc, paths["html"]))
+        say(f"wrote {written[-1]}")
+    return ReportResult(doc, written)
