@@ -105,10 +105,15 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
         if bad:
             need = "a positive number" if positive else "a number of seconds >= 0"
             raise SpecError(f"{flag}: must be {need} (got {value!r})")
-    if options.get("engine") is not None:
-        from .engine_choice import resolve_engine
+    engine = options.get("engine")
+    if engine is not None:
+        from .engine_choice import ENGINES
 
-        resolve_engine(options["engine"])
+        if str(engine).lower() not in ENGINES:
+            raise SpecError(
+                f"--engine: unknown sandbox engine {engine!r}",
+                remedy=f"use one of: {', '.join(ENGINES)}",
+            )
     return options
 
 

@@ -1,0 +1,123 @@
+"""`sm_peagle.sandbox_start`, `sandbox_status`, `sandbox_stop` through the sandbox plugin:
+every bad option, and a state directory that is a file, is one SpecError line (exit 2 in
+the CLI), the same from the SDK and from `peagle sandbox start`, and nothing starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import sm_peagle
+from sm_peagle.errors import SpecError
+from tests.plan_helpers import run_cli
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(autouse=True)
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "state"
+    monkeypatch.setenv("PEAGLE_STATE_DIR", str(directory))
+    return directory
+
+
+@pytest.fixture
+def nothing_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from peagle_sandbox import manager
+
+    def spawned(*a, **k):
+        raise AssertionError("the sandbox was started despite a bad option")
+
+    monkeypatch.setattr(manager, "_spawn", spawned)
+    monkeypatch.setattr(manager, "start", spawned)
+
+
+BAD_OPTIONS = [
+    ({"port": 99999}, ["--port", "99999"], "--port: 99999 is not a port (0..65535"),
+    ({"port": -1}, ["--port", "-1"], "--port: -1 is not a port"),
+    ({"time_scale": -1.0}, ["--time-scale", "-1"], "--time-scale: must be a positive number"),
+    ({"time_scale": 0.0}, ["--time-scale", "0"], "--time-scale: must be a positive number"),
+    (
+        {"metrics_interval": 0.0},
+        ["--metrics-interval", "0"],
+        "--metrics-interval: must be a positive number",
+    ),
+    ({"creating_seconds": -1.0}, ["--creating-seconds", "-1"], "--creating-seconds: must be"),
+    (
+        {"upstream": "localhost-8000"},
+        ["--upstream", "localhost-8000"],
+        "--upstream: 'localhost-8000' is not an http(s) URL",
+    ),
+    (
+        {"upstream": "localhost:8000"},
+        ["--upstream", "localhost:8000"],
+        "--upstream: 'localhost:8000' is not an http(s) URL",
+    ),
+    ({"engine": "tpu"}, ["--engine", "tpu"], "--engine: unknown sandbox engine 'tpu'"),
+]
+
+
+@pytest.mark.parametrize(("options", "argv", "message"), BAD_OPTIONS)
+def test_bad_options_are_refused_before_anything_starts(
+    capsys, state: Path, nothing_starts, options, argv, message
+) -> None:
+    with pytest.raises(SpecError) as e:
+        sm_peagle.sandbox_start(**options)
+    assert e.value.message.startswith(message) and e.value.exit_code == 2
+    code, out, err = run_cli(capsys, "sandbox", "start", *argv)
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: {e.value.message}") and len(err.splitlines()) == 1
+    assert not state.exists()  # no state, no log, no lock: nothing was started
+
+
+def test_unknown_sdk_option_is_refused(nothing_starts) -> None:
+    with pytest.raises(SpecError, match="unknown option"):
+        sm_peagle.sandbox_start(prot=8080)
+
+
+def test_use_sandbox_checks_the_same_options(state: Path, nothing_starts) -> None:
+    import peagle_sandbox
+
+    with pytest.raises(SpecError, match="--port: 70000 is not a port"):
+        peagle_sandbox.use_sandbox(port=70000)
+    assert not state.exists()
+
+
+def test_state_dir_that_is_a_file_is_a_spec_error_with_a_fix(
+    tmp_path: Path, capsys, monkeypatch, nothing_starts
+) -> None:
+    a_file = tmp_path / "state-file"
+    a_file.write_text("")
+    for path in (a_file, a_file / "below"):
+        monkeypatch.setenv("PEAGLE_STATE_DIR", str(path))
+        for call in (sm_peagle.sandbox_start, sm_peagle.sandbox_status, sm_peagle.sandbox_stop):
+            with pytest.raises(SpecError) as e:
+                call()
+            assert e.value.message.startswith(f"PEAGLE_STATE_DIR: {path} is not a directory")
+            assert "PEAGLE_STATE_DIR" in (e.value.remedy or "")
+        for command in ("start", "status", "stop"):
+            code, out, err = run_cli(capsys, "sandbox", command)
+            assert code == 2 and out == "", command
+            assert err.startswith(f"error: {e.value.message}") and "internal error" not in err
+    assert a_file.read_text() == ""
+
+
+def test_status_and_stop_when_nothing_runs(state: Path, capsys) -> None:
+    st = sm_peagle.sandbox_status()
+    assert not st.running and not st.healthy and st.to_dict()["running"] is False
+    stopped = sm_peagle.sandbox_stop()
+    assert not stopped.stopped and stopped.note == "no sandbox is running"
+    code, out, _ = run_cli(capsys, "sandbox", "stop")
+    assert code == 0 and out == "sandbox: no sandbox is running\n"
+
+
+def test_without_the_sandbox_distribution_the_sdk_names_the_install(monkeypatch) -> None:
+    from sm_peagle import plugins
+
+    monkeypatch.setattr(plugins, "_entry_points", lambda group: [])
+    with pytest.raises(SpecError) as e:
+        sm_peagle.sandbox_start()
+    assert e.value.remedy == plugins.SANDBOX_INSTALL
+    with pytest.raises(SpecError):
+        sm_peagle.sandbox_status()

@@ -1,0 +1,118 @@
+"""The catalog through the SDK (`sm_peagle.models`, `instances`, `schema`, `recommend`): the
+same data the CLI prints, and the same SpecError for the same bad input on both sides."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import sm_peagle
+from sm_peagle.errors import SpecError
+from tests.plan_helpers import run_cli
+
+
+def test_models_are_the_catalog_and_the_cli_prints_them(capsys) -> None:
+    from sm_peagle.catalog.models import MODELS
+
+    got = sm_peagle.models()
+    assert got == list(MODELS)
+    code, out, _ = run_cli(capsys, "models", "--json")
+    assert code == 0 and json.loads(out) == json.loads(json.dumps([m.to_dict() for m in got]))
+
+
+def test_instances_without_live_prices_send_nothing(capsys, monkeypatch) -> None:
+    from sm_peagle.catalog import pricing
+    from sm_peagle.catalog.instances import INSTANCES
+
+    def no_lookup(*a, **k):
+        raise AssertionError("no Price List call without live_prices")
+
+    monkeypatch.setattr(pricing, "with_live_prices", no_lookup)
+    said: list[str] = []
+    got = sm_peagle.instances(progress=said.append)
+    assert got == list(INSTANCES.values()) and said == []
+    code, out, _ = run_cli(capsys, "instances", "--json")
+    assert code == 0 and json.loads(out) == json.loads(json.dumps([i.to_dict() for i in got]))
+
+
+def test_live_prices_say_where_they_talk_and_one_warning(monkeypatch) -> None:
+    from sm_peagle.catalog import pricing
+
+    monkeypatch.setenv("AWS_REGION", "us-west-2")
+    monkeypatch.delenv("PEAGLE_SANDBOX_URL", raising=False)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_ENDPOINT_URL_SAGEMAKER", raising=False)
+
+    def offline(items, region, aws):
+        return [pricing._kept(i, "<html><b>denied</b></html>") for i in items]
+
+    monkeypatch.setattr(pricing, "with_live_prices", offline)
+    said: list[str] = []
+    got = sm_peagle.instances(live_prices=True, progress=said.append)
+    assert said[0] == "talking to: AWS, region us-west-2" and len(said) == 2
+    # One readable warning line: the HTML a proxy may answer with is stripped.
+    assert said[1].startswith("warning: live prices: ") and "denied" in said[1]
+    assert "<" not in said[1]
+    assert all(i.price_note for i in got)
+
+
+def test_schema_is_the_spec_schema_and_what_the_cli_prints(capsys) -> None:
+    from sm_peagle.planning.specs import DeploymentSpec
+
+    doc = sm_peagle.schema()
+    assert doc == DeploymentSpec.model_json_schema()
+    code, out, _ = run_cli(capsys, "schema")
+    assert code == 0 and json.loads(out) == doc
+
+
+def test_recommend_result_is_the_cli_json(capsys) -> None:
+    rec = sm_peagle.recommend("gpt-oss-20b", concurrency=4)
+    assert isinstance(rec, sm_peagle.Recommendation)
+    assert rec.model == "gpt-oss-20b" and rec.candidates
+    assert rec.basis.endswith("(no measurement)")
+    code, out, err = run_cli(capsys, "recommend", "gpt-oss-20b", "--concurrency", "4", "--json")
+    assert code == 0, err
+    assert json.loads(out) == json.loads(json.dumps(rec.to_dict()))
+
+
+BAD_RECOMMEND = [
+    ({"model": "no-such-model"}, ["no-such-model"], "unknown model"),
+    ({"mode": "medusa"}, ["--mode", "medusa"], "speculative.mode: 'medusa' is not"),
+    ({"concurrency": 0}, ["--concurrency", "0"], "--concurrency: must be at least 1 (got 0)"),
+    ({"max_model_len": -1}, ["--max-model-len", "-1"], "--max-model-len: must be at least 1"),
+    ({"budget": -2.0}, ["--budget", "-2"], "--budget: must be a positive $/h (got -2)"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "argv", "message"), BAD_RECOMMEND)
+def test_recommend_refuses_the_same_way_in_the_sdk_and_the_cli(
+    capsys, monkeypatch, kwargs, argv, message
+) -> None:
+    from sm_peagle.planning import recommend as ranking
+
+    def no_ranking(*a, **k):
+        raise AssertionError("ranked despite a bad argument")
+
+    monkeypatch.setattr(ranking, "candidates", no_ranking)
+    args = {"model": "gpt-oss-20b", **kwargs}
+    with pytest.raises(SpecError) as e:
+        sm_peagle.recommend(args.pop("model"), **args)
+    assert message in str(e.value.message)
+    model = argv[0] if kwargs.get("model") else "gpt-oss-20b"
+    rest = argv[1:] if kwargs.get("model") else argv
+    code, out, err = run_cli(capsys, "recommend", model, *rest)
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: {e.value.message}") and len(err.strip().splitlines()) == 1
+
+
+def test_recommend_results_of_another_model_are_refused(tmp_path: Path, capsys) -> None:
+    (tmp_path / "r.json").write_text(json.dumps({"model": "gpt-oss-120b"}))
+    with pytest.raises(SpecError) as e:
+        sm_peagle.recommend("gpt-oss-20b", results=tmp_path)
+    assert "no results for gpt-oss-20b" in e.value.message and "gpt-oss-120b" in e.value.message
+    code, _, err = run_cli(capsys, "recommend", "gpt-oss-20b", "--results", str(tmp_path))
+    assert code == 2 and e.value.message in err
+    with pytest.raises(SpecError, match="no result JSON files"):
+        sm_peagle.recommend("gpt-oss-20b", results=tmp_path / "missing")
