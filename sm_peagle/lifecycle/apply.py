@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..planning.adopt_compare import flatten  # the one flatten (its empty-value rule)
 from ..planning.plan_result import Plan
 
 # Parts of a request that differ by construction (hash-derived names, tags), not intent.
@@ -45,20 +46,6 @@ class ApplyPlan:
         }
 
 
-def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    """{"a": {"b": 1}, "l": [x]} -> {"a.b": 1, "l[0]": x}; JSON strings stay strings."""
-    out: dict[str, Any] = {}
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out.update(flatten(v, f"{prefix}[{i}]"))
-    else:
-        out[prefix] = value
-    return out
-
-
 def diff(old: Any, new: Any) -> list[Change]:
     a, b = flatten(old), flatten(new)
     return [Change(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
@@ -85,7 +72,7 @@ def request_view(p: Plan) -> dict[str, Any]:
 def compare(new: Plan, aws: Any) -> ApplyPlan:
     """What `apply` would do for `new`, read from the live endpoint (describe + tags)."""
     from ..errors import NotFound
-    from .resolve import plan_resolved
+    from .resolve import plan
     from .spec_tags import deployed_spec, tag_dict
 
     sm = aws.client("sagemaker")
@@ -104,7 +91,7 @@ def compare(new: Plan, aws: Any) -> ApplyPlan:
             if live_tags.get(k) != v
         ]
         return ApplyPlan("update", new, spec_changes=lagging) if lagging else ApplyPlan("noop", new)
-    old = plan_resolved(current)
+    old = plan(current)
     return ApplyPlan(
         "update",
         new,

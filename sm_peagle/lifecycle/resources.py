@@ -71,8 +71,13 @@ class DeployResult:
 
 
 def as_error(exc: BaseException) -> PeagleError:
-    """The typed error to raise for whatever stopped a create or an update."""
+    """The typed error to raise for whatever stopped a create or an update: a
+    DeploymentFailed (QuotaExceeded for a quota) whose message and remedy come from the
+    one botocore translation, `aws.as_peagle_error` (AccessDenied names `peagle
+    iam-policy`, expired credentials say to refresh them, ...)."""
     from botocore.exceptions import ClientError
+
+    from ..aws import as_peagle_error
 
     if isinstance(exc, PeagleError):
         return exc
@@ -87,7 +92,9 @@ def as_error(exc: BaseException) -> PeagleError:
                 remedy="request an increase in Service Quotas for the "
                 "instance type's 'for endpoint usage' quota",
             )
-        return DeploymentFailed(f"{exc.operation_name} failed: {code}: {msg}")
+    translated = as_peagle_error(exc)
+    if isinstance(translated, PeagleError):
+        return DeploymentFailed(translated.message, remedy=translated.remedy)
     return DeploymentFailed(f"{type(exc).__name__}: {exc}")
 
 

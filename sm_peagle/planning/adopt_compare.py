@@ -101,14 +101,21 @@ def plan_view(p: Any) -> dict[str, Any]:
     return _view(p.create_model, p.create_endpoint_config)
 
 
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}, "l": [x]} -> {"a.b": 1, "l[0]": x}; JSON strings stay strings.
+
+    The one flatten of peagle (adopt's comparison and apply/diff's): an empty dict or list
+    contributes no leaf, so it equals an absent field. SageMaker treats an omitted request
+    field and an empty one alike (describe calls drop empty Environment/Tags/lists), so a
+    difference between {} and absent is no change anyone could make; emptying a field
+    that had values still shows, as each of its leaves going to None."""
     out: dict[str, Any] = {}
-    if isinstance(value, dict) and value:
+    if isinstance(value, dict):
         for k, v in value.items():
-            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-    elif isinstance(value, list) and value:
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    elif isinstance(value, list):
         for i, v in enumerate(value):
-            out.update(_flatten(v, f"{prefix}[{i}]"))
+            out.update(flatten(v, f"{prefix}[{i}]"))
     else:
         out[prefix] = value
     return out
@@ -116,7 +123,7 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 def compare(deployed: dict[str, Any], planned: dict[str, Any]) -> list[Difference]:
     """Every leaf that differs between two views, in path order."""
-    a, b = _flatten(deployed), _flatten(planned)
+    a, b = flatten(deployed), flatten(planned)
     return [
         Difference(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)
     ]
