@@ -102,7 +102,7 @@ class _Writer:
     """Renders request values as sagemaker-core constructor calls."""
 
     def __init__(self) -> None:
-        from ..planning.aws_shapes import _model
+        from ..planning.aws_shapes import service_model as _model
 
         model = _model("sagemaker")
         self.shapes: dict[str, Any] = model["shapes"]

@@ -22,7 +22,13 @@ from typing import Any
 
 from ..checks import Check, failed, passed
 
-__all__ = ["validate_request", "shape_enum", "check_request_shapes", "OPERATIONS"]
+__all__ = [
+    "OPERATIONS",
+    "check_request_shapes",
+    "service_model",
+    "shape_enum",
+    "validate_request",
+]
 
 OPERATIONS: dict[str, tuple[str, ...]] = {
     "sagemaker": (
@@ -90,7 +96,9 @@ def _reachable(shapes: dict, roots: list[str]) -> dict:
 
 
 @lru_cache(maxsize=4)
-def _model(service: str) -> dict:
+def service_model(service: str) -> dict:
+    """The slice of botocore's `service-2.json` for `service` that OPERATIONS need
+    (cached on disk, keyed by the file's size, mtime and the operation list)."""
     src = _service_file(service)
     st = src.stat()
     from ..catalog.jumpstart import cache_dir
@@ -123,7 +131,7 @@ def _model(service: str) -> dict:
 
 
 def shape_enum(service: str, shape: str) -> frozenset[str]:
-    return frozenset(_model(service)["shapes"].get(shape, {}).get("enum", ()))
+    return frozenset(service_model(service)["shapes"].get(shape, {}).get("enum", ()))
 
 
 @lru_cache(maxsize=256)
@@ -205,7 +213,7 @@ def _bounds(shape: dict, n: int, path: str, errors: list[str], unit: str) -> Non
 
 def validate_request(service: str, operation: str, params: dict) -> list[str]:
     """Every way `params` breaks botocore's model for `operation` (empty = valid)."""
-    model = _model(service)
+    model = service_model(service)
     errors: list[str] = []
     _check(model["shapes"], model["operations"][operation], params, operation, errors)
     return errors

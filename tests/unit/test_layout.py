@@ -1,17 +1,74 @@
-"""The size limits the README's architecture section promises, checked on the source:
-no module in `sm_peagle/` over 400 lines, no function in `planning/` or `lifecycle/` over
-80 lines, and at most 8 modules at the package root (the rest lives in packages that
-say what they may touch)."""
+"""The layout rules the README's architecture section promises, checked on the source.
+
+Seams over caps: a module holds one seam, however long. About 600 lines is the review
+signal (past it, ask whether the module holds two things); the test fails only past
+800, where no single seam in this codebase should need to go. No module reaches into
+another's privates: a `_name` is imported only inside its own module's package, and
+`obj._name` is used only where `_name` is defined. Also: no function in `planning/` or
+`lifecycle/` over 80 lines, and at most 9 modules at the package root (the rest lives in
+packages that say what they may touch)."""
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[2] / "sm_peagle"
-MAX_FILE_LINES = 400
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_import_graph import _raw_imports, module_name, package_of  # noqa: E402
+
+# 600 lines is the review guideline (a seam that long is worth a second look); the test
+# fails only above 800.
+REVIEW_FILE_LINES = 600
+MAX_FILE_LINES = 800
 MAX_FUNCTION_LINES = 80
-MAX_ROOT_MODULES = 8
+# checks.py (the Check result type, below planning, drafter, vllm and lifecycle) is the 9th.
+MAX_ROOT_MODULES = 9
+
+# Private reach-ins allowed for now, each with the reason: (module, "<where>.<_name>").
+# Remove an entry when its reach-in goes.
+ALLOWED_PRIVATE_REACH: dict[tuple[str, str], str] = {
+    ("sm_peagle.lifecycle.components", "lc._push_drafter"): "components' create sequence "
+    "calls Lifecycle privates and repeats manager.py's; lifecycle/ is being rewritten by "
+    "its owner (issue 22)",
+    ("sm_peagle.lifecycle.components", "lc._create_endpoint"): "same as lc._push_drafter",
+    ("sm_peagle.lifecycle.component_update", "sm_peagle.lifecycle.update._retag_endpoint"): (
+        "lifecycle/ rewrite in progress (issue 22)"
+    ),
+    (
+        "sm_peagle.lifecycle.component_update",
+        "sm_peagle.lifecycle.components._register_scaling",
+    ): "lifecycle/ rewrite in progress (issue 22)",
+    (
+        "sm_peagle.lifecycle.component_update",
+        "sm_peagle.lifecycle.components._tagged_components",
+    ): "lifecycle/ rewrite in progress (issue 22)",
+    ("sm_peagle.bench.distributed", "sm_peagle.bench.runner._sandbox_info"): (
+        "bench/ rewrite in progress (issue 22)"
+    ),
+    ("sm_peagle.bench.distributed", "sm_peagle.bench.runner._model_of"): (
+        "bench/ rewrite in progress (issue 22)"
+    ),
+    ("sm_peagle.bench.html_report", "sm_peagle.bench.report._config"): (
+        "bench/ rewrite in progress (issue 22)"
+    ),
+    ("sm_peagle.bench.html_report", "sm_peagle.bench.report._n"): (
+        "bench/ rewrite in progress (issue 22)"
+    ),
+    ("sm_peagle.bench.html_report", "sm_peagle.bench.report._runs"): (
+        "bench/ rewrite in progress (issue 22)"
+    ),
+    ("sm_peagle.bench.locustfile", "sm_peagle.bench.load._install_hooks"): (
+        "locust loads locustfile.py as a file, so the hooks it installs live in load.py"
+    ),
+    ("sm_peagle.bench.locustfile", "sm_peagle.bench.load._Requester"): (
+        "locust loads locustfile.py as a file, so the user class it needs lives in load.py"
+    ),
+    ("sm_peagle.cli.report_cmd", "sm_peagle.cli.bench_cmds._show"): (
+        "cli/ rewrite in progress (issue 22)"
+    ),
+}
 
 
 def long_files(root: Path, limit: int) -> dict[str, int]:
@@ -33,8 +90,72 @@ def long_functions(source: str, limit: int) -> dict[str, int]:
     return out
 
 
-def test_no_module_over_400_lines() -> None:
+def _defined(tree: ast.Module) -> set[str]:
+    """Every name a module binds anywhere: functions, classes, assignments, attributes
+    set on anything, arguments."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            out.add(node.attr)
+        elif isinstance(node, ast.arg):
+            out.add(node.arg)
+    return out
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_reach(sources: dict[str, tuple[str, bool]]) -> dict[tuple[str, str], str]:
+    """(module, what it reaches) -> 'across packages' | 'within a package', for every
+    `from m import _name` of another module's private name, and every `obj._name` on
+    something other than self/cls where the module defines no `_name` itself."""
+    known = set(sources)
+    out: dict[tuple[str, str], str] = {}
+    for m, (text, is_pkg) in sources.items():
+        tree = ast.parse(text)
+        for target, name in _raw_imports(tree, m, is_pkg):
+            if name is None or not _private(name) or f"{target}.{name}" in known:
+                continue  # a public name, or a private *module* (sm_peagle._lazy)
+            if target == m:
+                continue
+            where = "across packages" if package_of(target) != package_of(m) else "within"
+            out[(m, f"{target}.{name}")] = where
+        own = _defined(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr) and node.attr not in own:
+                base = ast.unparse(node.value)
+                if base not in ("self", "cls", "super()"):
+                    out[(m, f"{base}.{node.attr}")] = "within"
+    return out
+
+
+def _sources(root: Path) -> dict[str, tuple[str, bool]]:
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        name, is_pkg = module_name(path, root)
+        out[name] = (path.read_text(), is_pkg)
+    return out
+
+
+def test_no_module_over_800_lines() -> None:
+    # 600 is the review signal (REVIEW_FILE_LINES); this fails only past MAX_FILE_LINES.
     assert long_files(PKG, MAX_FILE_LINES) == {}
+
+
+def test_no_module_imports_another_packages_private_names() -> None:
+    found = private_reach(_sources(PKG))
+    across = {k: v for k, v in found.items() if v == "across packages"}
+    assert {k for k in across if k not in ALLOWED_PRIVATE_REACH} == set()
+
+
+def test_no_module_reaches_into_another_modules_privates() -> None:
+    found = private_reach(_sources(PKG))
+    assert {k for k in found if k not in ALLOWED_PRIVATE_REACH} == set()
 
 
 def test_no_function_over_80_lines_in_planning_or_lifecycle() -> None:
@@ -54,8 +175,37 @@ def test_package_root_holds_at_most_8_modules() -> None:
 
 def test_the_limits_can_fail(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "big.py").write_text("x = 1\n" * 401)
-    assert long_files(tmp_path / "pkg", MAX_FILE_LINES) == {"pkg/big.py": 401}
+    (tmp_path / "pkg" / "big.py").write_text("x = 1\n" * 801)
+    (tmp_path / "pkg" / "long.py").write_text("x = 1\n" * 700)  # past the guideline only
+    assert long_files(tmp_path / "pkg", MAX_FILE_LINES) == {"pkg/big.py": 801}
     body = "".join(f"    y{i} = {i}\n" for i in range(80))
     assert long_functions(f"def f():\n{body}", MAX_FUNCTION_LINES) == {"f:1": 81}
     assert long_functions(f"def f():\n{body[: body.rindex('    y79')]}", 80) == {}
+
+
+def test_the_private_rule_can_fail() -> None:
+    sources = {
+        "sm_peagle": ("", True),
+        "sm_peagle._lazy": ("def lazy_getattr(): ...\n", False),
+        "sm_peagle.a": ("", True),
+        "sm_peagle.a.x": (
+            "from ._y import z\nclass L:\n    def _own(self): self._p()\ndef _helper(): ...\n",
+            False,
+        ),
+        "sm_peagle.a._y": ("z = 1\n", False),
+        "sm_peagle.a.w": (
+            "from .x import _helper\nfrom .x import L\n"
+            "def go(lc: L):\n    lc._own()\n    _helper()\n",
+            False,
+        ),
+        "sm_peagle.b": (
+            "from . import _lazy\nfrom sm_peagle._lazy import lazy_getattr\n"
+            "from .a.x import _helper\n",
+            False,
+        ),
+    }
+    assert private_reach(sources) == {
+        ("sm_peagle.a.w", "sm_peagle.a.x._helper"): "within",
+        ("sm_peagle.a.w", "lc._own"): "within",
+        ("sm_peagle.b", "sm_peagle.a.x._helper"): "across packages",
+    }

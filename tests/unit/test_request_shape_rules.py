@@ -162,9 +162,9 @@ def fresh_model_cache(tmp_path, monkeypatch):
     from sm_peagle.planning import aws_shapes
 
     monkeypatch.setenv("PEAGLE_CACHE_DIR", str(tmp_path))
-    aws_shapes._model.cache_clear()
+    aws_shapes.service_model.cache_clear()
     yield tmp_path / "shapes"
-    aws_shapes._model.cache_clear()
+    aws_shapes.service_model.cache_clear()
 
 
 def _botocore_shapes(service: str) -> dict:
@@ -179,10 +179,10 @@ KEPT = ("type", "required", "min", "max", "enum", "pattern")
 
 @pytest.mark.parametrize("service", ["sagemaker", "application-autoscaling", "cloudwatch"])
 def test_the_slice_is_botocores_model_for_every_shape_peagle_sends(fresh_model_cache, service):
-    from sm_peagle.planning.aws_shapes import OPERATIONS, _model
+    from sm_peagle.planning.aws_shapes import OPERATIONS, service_model
 
     full = _botocore_shapes(service)
-    sliced = _model(service)
+    sliced = service_model(service)
     ops = {op: full["operations"][op]["input"]["shape"] for op in OPERATIONS[service]}
     assert sliced["operations"] == ops
     # Every shape reachable from those inputs is there, with botocore's constraints.
@@ -206,19 +206,19 @@ def test_the_slice_is_botocores_model_for_every_shape_peagle_sends(fresh_model_c
 
 
 def test_the_slice_is_cached_on_disk_and_a_broken_cache_is_rebuilt(fresh_model_cache):
-    from sm_peagle.planning.aws_shapes import _model
+    from sm_peagle.planning.aws_shapes import service_model
 
-    first = _model("sagemaker")
+    first = service_model("sagemaker")
     (cached,) = fresh_model_cache.glob("sagemaker-*.json")
     # sagemaker-<file size>-<mtime>-<8 hex digits of the operation list>.json
     assert re.fullmatch(r"sagemaker-\d+-\d+-[0-9a-f]{8}\.json", cached.name)
     assert json.loads(cached.read_text()) == first
-    _model.cache_clear()
+    service_model.cache_clear()
     cached.write_text(json.dumps({"operations": {}, "shapes": {}, "marker": 1}))
-    assert _model("sagemaker")["marker"] == 1  # read from disk, not rebuilt
-    _model.cache_clear()
+    assert service_model("sagemaker")["marker"] == 1  # read from disk, not rebuilt
+    service_model.cache_clear()
     cached.write_text("{not json")
-    assert _model("sagemaker") == first  # unreadable: rebuilt from botocore's file
+    assert service_model("sagemaker") == first  # unreadable: rebuilt from botocore's file
     assert json.loads(cached.read_text()) == first
     assert not list(fresh_model_cache.glob("*.tmp"))
 
