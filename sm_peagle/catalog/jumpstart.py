@@ -18,7 +18,6 @@ plus instance-specific variables), without importing the 800 MB SDK.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,10 +44,11 @@ def private_bucket(region: str) -> str:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("PEAGLE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "peagle"
-    )
-    return Path(base)
+    """Deprecated: `sm_peagle.settings.cache_dir()` is the one place the cache directory
+    (PEAGLE_CACHE_DIR) is read; this alias stays until planning/aws_shapes stops caching."""
+    from .. import settings
+
+    return settings.cache_dir()
 
 
 @dataclass

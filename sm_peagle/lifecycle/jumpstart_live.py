@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..catalog.jumpstart import cache_dir, public_bucket
+from .. import settings
+from ..catalog.jumpstart import public_bucket
 from ..errors import SpecError
 
 __all__ = ["fetch_spec", "find_hub_model_ids", "read_cached_spec", "DEFAULT_TTL_SECONDS"]
@@ -23,7 +24,7 @@ PUBLIC_HUB = "SageMakerPublicHub"
 
 
 def _cache_path(region: str, key: str) -> Path:
-    return cache_dir() / "jumpstart" / region / key.replace("/", "__")
+    return settings.cache_dir() / "jumpstart" / region / key.replace("/", "__")
 
 
 def _cached(path: Path, ttl: float) -> Any | None:
