@@ -1,69 +1,203 @@
-"""One sink for CLI output: JSON for machines, rich for people, one-line errors.
+"""One output object for the CLI: JSON for machines, rich for people, one-line errors.
 
-rich is imported only when a human-readable table is actually printed, so that
-`peagle --help` and `peagle plan --json` never pay for it.
+    out = current()                     # configured by the root options (--json, -q, -v)
+    out.result(obj, render=show)        # --json: obj.to_dict() as one JSON document;
+                                        # otherwise show(obj) (rich is fine in there)
+    out.note("creating model …")        # stderr; suppressed by --quiet
+    out.debug("polled 3 times")         # stderr; only with --verbose
+    out.warn("--out is deprecated …")   # stderr; always
+    out.table(title, columns, rows)     # a human table (nothing in JSON mode: the result
+                                        # document carries the data)
+
+The module-level `console`, `print_json`, `note`, `error` and `table` are the older names;
+they stay as thin wrappers over the object while the commands move to it.
+
+rich is imported only when something is rendered for people, so `peagle --help` and
+`peagle plan --json` never pay for it. Colour follows no-color.org: none when `NO_COLOR` is
+set to anything non-empty, and none when stdout is not a terminal (rich decides that).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
+__all__ = [
+    "STATUS_STYLE",
+    "Output",
+    "configure",
+    "console",
+    "current",
+    "error",
+    "json_printed",
+    "live_counter",
+    "note",
+    "print_json",
+    "reset",
+    "table",
+    "to_document",
+]
+
+
+def no_color() -> bool:
+    """no-color.org: `NO_COLOR` present and not empty turns colour off."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
+def to_document(obj: Any) -> Any:
+    """What `--json` prints for `obj`: its `to_dict()`, a dataclass as a dict, else obj."""
+    if hasattr(obj, "to_dict") and callable(obj.to_dict):
+        return obj.to_dict()
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    return obj
+
+
+class Output:
+    """Where a command's output goes, in one of two modes (human or JSON)."""
+
+    def __init__(self, *, json: bool = False, quiet: bool = False, verbose: bool = False):
+        self.json = json
+        self.quiet = quiet
+        self.verbose = verbose
+        self.documents = 0  # JSON documents printed by this command (the contract: one)
+
+    def __repr__(self) -> str:
+        return f"Output(json={self.json}, quiet={self.quiet}, verbose={self.verbose})"
+
+    # -- results (stdout) ---------------------------------------------------------------
+    def result(self, obj: Any, render: Callable[[Any], Any] | None = None) -> None:
+        """The command's result: one JSON document with --json, else `render(obj)` (which
+        prints, or returns something to print: a string or a rich renderable)."""
+        if self.json:
+            self.json_document(to_document(obj))
+            return
+        shown = render(obj) if render is not None else obj
+        if shown is not None:
+            self.print(shown)
+
+    def json_document(self, doc: Any) -> None:
+        self.documents += 1
+        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+        sys.stdout.flush()
+
+    def echo(self, text: str = "") -> None:
+        """Plain text on stdout (no markup, no rich)."""
+        sys.stdout.write(f"{text}\n")
+        sys.stdout.flush()
+
+    def print(self, *renderables: Any) -> None:
+        """Rich text or renderables on stdout, for people."""
+        self.console().print(*renderables)
+
+    def table(self, title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
+        if not self.json:
+            self.print(table(title, columns, rows))
+
+    # -- context (stderr) ---------------------------------------------------------------
+    def note(self, message: str) -> None:
+        """Progress and context for people; stderr, so stdout stays clean for pipes."""
+        if self.quiet:
+            return
+        # On a terminal, first erase a live counter line (live_counter) the note replaces.
+        sys.stderr.write(("\r\x1b[K" if sys.stderr.isatty() else "") + message + "\n")
+        sys.stderr.flush()
+
+    def debug(self, message: str) -> None:
+        if self.verbose:
+            sys.stderr.write(f"debug: {message}\n")
+            sys.stderr.flush()
+
+    def warn(self, message: str) -> None:
+        """A warning the user must see (a deprecated spelling): kept under --quiet."""
+        sys.stderr.write(f"warning: {message}\n")
+        sys.stderr.flush()
+
+    def error(self, message: str) -> None:
+        sys.stderr.write(f"error: {message}\n")
+        sys.stderr.flush()
+
+    # -- rich (lazily) ------------------------------------------------------------------
+    def console(self, stderr: bool = False) -> Any:
+        """rich's Console (made on first use, again after `reset()`)."""
+        global _console, _err_console
+        from rich.console import Console
+
+        if stderr:
+            if _err_console is None:
+                _err_console = Console(stderr=True, highlight=False, no_color=no_color())
+            return _err_console
+        if _console is None:
+            _console = Console(highlight=False, no_color=no_color())
+        return _console
+
+
+_current = Output()
 _console: Any = None
 _err_console: Any = None
 
 
+def current() -> Output:
+    """The output object of the command being run."""
+    return _current
+
+
+def configure(
+    *, json: bool | None = None, quiet: bool | None = None, verbose: bool | None = None
+) -> Output:
+    """Turn modes on (the root options and the per-command `--json` alias call this)."""
+    if json is not None:
+        _current.json = json
+    if quiet is not None:
+        _current.quiet = quiet
+    if verbose is not None:
+        _current.verbose = verbose
+    return _current
+
+
+def reset() -> Output:
+    """A fresh object for a new command (`main()` starts with this)."""
+    global _current, _console, _err_console
+    _current = Output()
+    _console = _err_console = None  # NO_COLOR and the width are read again
+    return _current
+
+
+# -- the older names, thin wrappers over the object ---------------------------------------
 def console(stderr: bool = False) -> Any:
-    global _console, _err_console
-    from rich.console import Console
-
-    if stderr:
-        if _err_console is None:
-            _err_console = Console(stderr=True, highlight=False)
-        return _err_console
-    if _console is None:
-        _console = Console(highlight=False)
-    return _console
-
-
-_documents = 0  # JSON documents printed by this command (the --json contract: one)
+    return _current.console(stderr)
 
 
 def print_json(obj: Any) -> None:
-    global _documents
-    _documents += 1
-    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
-    sys.stdout.flush()
+    _current.json_document(obj)
 
 
 def json_printed(reset: bool = False) -> bool:
     """Whether this command already printed its JSON document; `reset` starts a new one."""
-    global _documents
-    printed = _documents > 0
+    printed = _current.documents > 0
     if reset:
-        _documents = 0
+        _current.documents = 0
     return printed
 
 
 def error(message: str) -> None:
-    sys.stderr.write(f"error: {message}\n")
-    sys.stderr.flush()
+    _current.error(message)
 
 
 def note(message: str) -> None:
-    """Progress and context for people; stderr, so stdout stays clean for pipes."""
-    # On a terminal, first erase a live counter line (live_counter) the note replaces.
-    sys.stderr.write(("\r\x1b[K" if sys.stderr.isatty() else "") + message + "\n")
-    sys.stderr.flush()
+    """Progress and context for people (stderr; nothing with --quiet)."""
+    _current.note(message)
 
 
 def live_counter() -> Callable[[int, int | None], None] | None:
     """A live `12/16 requests finished` line on a terminal, erased when the level is done
     (or by the next note); None when stderr is not a terminal, so logs and pipes get only
     the level lines."""
-    if not sys.stderr.isatty():
+    if not sys.stderr.isatty() or _current.quiet:
         return None
 
     def show(done: int, planned: int | None) -> None:
