@@ -1,26 +1,53 @@
 """The options `plan`, `deploy` and `update` share, and how they become a spec.
 
 Each command passes its parameters by name into `SpecOptions(...)`
-(`sm_peagle.planning.spec_options`), whose `overrides()` names the spec field of each."""
+(`sm_peagle.planning.spec_options`), whose `overrides()` names the spec field of each.
+The options every command shares (`-f`, `-k`, `--mode`, `--region`, `--json`, ...) are
+declared in `cli/options.py` and re-exported here."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-SpecFileOpt = Annotated[
-    Path | None, typer.Option("--file", "-f", help="Deployment spec (YAML or JSON).")
+from .options import (
+    FileOpt,
+    JsonOpt,
+    KOpt,
+    ModeOpt,
+    RegionOpt,
+    check_region,
+)
+
+__all__ = [
+    "AutoscaleOpt",
+    "BucketOpt",
+    "DrafterOpt",
+    "FallbackOpt",
+    "ImageOpt",
+    "InstanceCountOpt",
+    "InstanceTypeOpt",
+    "JsonOpt",
+    "KOpt",
+    "KScheduleOpt",
+    "ModeOpt",
+    "ModelDataOpt",
+    "NameOpt",
+    "RegionOpt",
+    "RoleOpt",
+    "SpecFileOpt",
+    "TargetConcurrencyOpt",
+    "TargetInvocationsOpt",
+    "VllmVersionOpt",
+    "check_region",
 ]
+
+SpecFileOpt = FileOpt
 InstanceTypeOpt = Annotated[
     str | None, typer.Option("--instance-type", "-t", help="e.g. ml.g7e.2xlarge.")
 ]
 InstanceCountOpt = Annotated[int | None, typer.Option("--instance-count", help="Instances.")]
-ModeOpt = Annotated[
-    str | None, typer.Option("--mode", help="p-eagle (default), eagle3 or baseline.")
-]
-KOpt = Annotated[int | None, typer.Option("-k", "--num-speculative-tokens", help="K.")]
 KScheduleOpt = Annotated[
     str | None,
     typer.Option(
@@ -42,7 +69,11 @@ BucketOpt = Annotated[
 ]
 FallbackOpt = Annotated[
     list[str] | None,
-    typer.Option("--fallback", help="Capacity fallback instance type (repeat; priority order)."),
+    typer.Option(
+        "--fallback",
+        metavar="INSTANCE_TYPE",
+        help="Capacity fallback instance type (repeat; priority order).",
+    ),
 ]
 AutoscaleOpt = Annotated[
     str | None, typer.Option("--autoscale", help="Autoscaling range MIN:MAX, e.g. 1:4.")
@@ -68,29 +99,4 @@ VllmVersionOpt = Annotated[
 NameOpt = Annotated[str | None, typer.Option("--name", help="Endpoint name.")]
 RoleOpt = Annotated[
     str | None, typer.Option("--role", help="Execution role ARN (or PEAGLE_ROLE_ARN).")
-]
-
-
-def check_region(value: str | None) -> str | None:
-    """`--region` on every command: the same check as the spec's `region` field."""
-    if value is None:
-        return value
-    from ..catalog.regions import region_problem
-    from ..errors import SpecError
-
-    problem = region_problem(value)
-    if problem:
-        raise SpecError(f"region: {problem}", remedy="pass a region such as us-east-1")
-    return value
-
-
-RegionOpt = Annotated[
-    str | None, typer.Option("--region", help="AWS region.", callback=check_region)
-]
-JsonOpt = Annotated[
-    bool,
-    typer.Option(
-        "--json",
-        help='Print one JSON document on stdout (errors too: {"error": {...}}).',
-    ),
 ]

@@ -1,0 +1,257 @@
+"""The CLI's vocabulary, declared once: shared option types and the deprecated spellings.
+
+One meaning per short flag across every command (tests/unit/test_cli_vocabulary.py holds it):
+
+    -f --file         a spec file (YAML or JSON)
+    -o --output       where results go: a file or a directory
+    -k --k            K; a comma list (same long name) where a command tries several
+    -c --concurrency  concurrency levels, a comma list of ints everywhere
+    -n --requests     requests to send
+    -t --instance-type
+    -y --yes          do not ask
+    -q --quiet        no progress notes (root option, also accepted after every command)
+    -v --verbose      debug notes (root option, also accepted after every command)
+
+and one long name for each of `--region`, `--dry-run`, `--json`, `--component`.
+
+Options with a fixed set of values are typed with a `Literal`, so `--help` prints
+`<p-eagle|eagle3|baseline>` and the shell completes them. Most are parsed as plain strings
+(`parser=str`): the value is then checked by the same validation the SDK runs (the spec's,
+e.g. `speculative.mode: …`), so a bad value gets one message from either side.
+
+A renamed option keeps its old spelling for one release through `DEPRECATED`: the command
+accepts it and prints `warning: --out is deprecated, use --output/-o (removed in the next
+release)` on stderr. The rewrite happens before click parses (`rewrite_deprecated`, called
+by the root group in `app.py`), and only while the command accepts the new spelling and not
+the old one, so an entry is harmless before its command is converted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+import typer
+
+# -- fixed sets of values ------------------------------------------------------------------
+Mode = Literal["p-eagle", "eagle3", "baseline"]
+DrafterMode = Literal["p-eagle", "eagle3"]
+Hosting = Literal["endpoint", "inference-components"]
+ScaleInStrategy = Literal["idle-release", "consolidation"]
+ExportFormat = Literal["terraform", "cloudformation", "json", "sagemaker"]
+SandboxEngine = Literal["simulated", "vllm"]
+
+MODES: tuple[str, ...] = get_args(Mode)
+
+# Long option name -> the values it takes. The vocabulary test checks that every option of
+# that name lists them in `--help` (as a choice type, or in its help text for comma lists).
+CHOICES: dict[str, tuple[str, ...]] = {
+    "--mode": MODES,
+    "--modes": MODES,
+    "--hosting": get_args(Hosting),
+    "--scale-in-strategy": get_args(ScaleInStrategy),
+    "--format": get_args(ExportFormat),
+    "--engine": get_args(SandboxEngine),
+}
+
+# Short flag -> its one long meaning.
+SHORT_FLAGS: dict[str, str] = {
+    "-f": "--file",
+    "-o": "--output",
+    "-k": "--k",
+    "-c": "--concurrency",
+    "-n": "--requests",
+    "-t": "--instance-type",
+    "-y": "--yes",
+    "-q": "--quiet",
+    "-v": "--verbose",
+    "-m": "--model",
+    "-p": "--prompt",
+}
+
+
+# -- the global options (root callback; -q/-v also on every command, see app.py) ----------
+def _set_quiet(value: bool) -> bool:
+    if value:
+        from .output import configure
+
+        configure(quiet=True)
+    return value
+
+
+def _set_verbose(value: bool) -> bool:
+    if value:
+        from .output import configure
+
+        configure(verbose=True)
+    return value
+
+
+def _set_json(value: bool) -> bool:
+    """`--json` anywhere (before the command or after it) turns on the one JSON mode; a
+    command's own `--json` parameter also reads True when it was given before the command."""
+    from .output import configure, current
+
+    if value:
+        configure(json=True)
+    return bool(value) or current().json
+
+
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="No progress notes on stderr (results and errors stay).",
+        callback=_set_quiet, expose_value=False,
+    ),
+]  # fmt: skip
+VerboseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--verbose", "-v", help="Also print debug notes on stderr.",
+        callback=_set_verbose, expose_value=False,
+    ),
+]  # fmt: skip
+JsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help='Print one JSON document on stdout (errors too: {"error": {...}}); also a '
+        "global option (peagle --json COMMAND).",
+        callback=_set_json,
+    ),
+]
+
+
+# -- shared option types -------------------------------------------------------------------
+def file_option(help: str = "Deployment spec (YAML or JSON).", *, required: bool = False) -> Any:
+    kind = Path if required else Path | None
+    return Annotated[kind, typer.Option("--file", "-f", metavar="FILE", help=help)]
+
+
+def output_option(help: str = "Where results go: a file or a directory.") -> Any:
+    return Annotated[Path | None, typer.Option("--output", "-o", metavar="PATH", help=help)]
+
+
+def k_option(help: str = "K, the speculative tokens per step.") -> Any:
+    return Annotated[int | None, typer.Option("-k", "--k", help=help)]
+
+
+def k_list_option(help: str = "Comma-separated K values to try.") -> Any:
+    return Annotated[str, typer.Option("-k", "--k", metavar="K[,K...]", help=help)]
+
+
+def concurrency_option(help: str = "Comma-separated concurrency levels.") -> Any:
+    return Annotated[str, typer.Option("--concurrency", "-c", metavar="N[,N...]", help=help)]
+
+
+def requests_option(help: str = "Requests to send.", *, optional: bool = True) -> Any:
+    kind = int | None if optional else int
+    return Annotated[kind, typer.Option("--requests", "-n", help=help)]
+
+
+def component_option(help: str = "Inference component (the short name is enough).") -> Any:
+    return Annotated[str | None, typer.Option("--component", metavar="NAME", help=help)]
+
+
+def components_option(help: str) -> Any:
+    """A repeatable `--component` (deploy's NAME[:key=value,...], race's two sides)."""
+    return Annotated[list[str] | None, typer.Option("--component", metavar="NAME", help=help)]
+
+
+def dry_run_option(help: str = "Show what would happen; change nothing.") -> Any:
+    return Annotated[bool, typer.Option("--dry-run", help=help)]
+
+
+def mode_option(help: str = "p-eagle (default), eagle3 or baseline.") -> Any:
+    return Annotated[Mode | None, typer.Option("--mode", parser=str, help=help)]
+
+
+def check_region(value: str | None) -> str | None:
+    """`--region` on every command: the same check as the spec's `region` field."""
+    if value is None:
+        return value
+    from ..catalog.regions import region_problem
+    from ..errors import SpecError
+
+    problem = region_problem(value)
+    if problem:
+        raise SpecError(f"region: {problem}", remedy="pass a region such as us-east-1")
+    return value
+
+
+FileOpt = file_option()
+OutputOpt = output_option()
+KOpt = k_option()
+KListOpt = k_list_option()
+ConcurrencyOpt = concurrency_option()
+RequestsOpt = requests_option()
+ComponentOpt = component_option()
+DryRunOpt = dry_run_option()
+ModeOpt = mode_option()
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+RegionOpt = Annotated[
+    str | None, typer.Option("--region", help="AWS region.", callback=check_region)
+]
+
+
+# -- deprecated spellings ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Deprecated:
+    """`old` keeps working for one release on `commands` (command paths; empty: every
+    command), meaning `new`."""
+
+    old: str
+    new: str
+    commands: tuple[str, ...] = ()
+    removed_in: str = "the next release"
+
+    def applies_to(self, command: str) -> bool:
+        return not self.commands or command in self.commands
+
+
+DEPRECATED: tuple[Deprecated, ...] = (
+    Deprecated("--out", "--output", ("bench",)),
+    Deprecated("--out-dir", "--output", ("sweep",)),
+    Deprecated("-f", "--follow", ("logs",)),
+    Deprecated("--num-speculative-tokens", "--k"),
+)
+
+
+def rewrite_deprecated(
+    command: str,
+    args: list[str],
+    spellings: Callable[[str], Iterable[str] | None],
+    deprecated: Iterable[Deprecated] = DEPRECATED,
+) -> tuple[list[str], list[str]]:
+    """`args` with each deprecated spelling replaced by the new one, and the warnings.
+
+    `spellings(name)` gives every spelling of the option the command declares under `name`
+    (e.g. ("--output", "-o")), or None when it has none. An entry applies only when the
+    command declares `new` and does not declare `old`. Nothing after `--` is touched."""
+    rules = {}
+    for d in deprecated:
+        if not d.applies_to(command):
+            continue
+        new_spellings = spellings(d.new)
+        if new_spellings and not spellings(d.old):
+            longest_first = sorted(new_spellings, key=lambda o: not o.startswith("--"))
+            rules[d.old] = (d, "/".join(longest_first))
+    if not rules:
+        return args, []
+    out: list[str] = []
+    warnings: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            out.extend(args[i:])
+            break
+        name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name in rules:
+            d, shown = rules[name]
+            arg = d.new + eq + value
+            warning = f"{d.old} is deprecated, use {shown} (removed in {d.removed_in})"
+            if warning not in warnings:
+                warnings.append(warning)
+        out.append(arg)
+    return out, warnings
