@@ -12,6 +12,9 @@ import sys
 from typing import Any
 
 import typer
+from typer.core import TyperGroup
+
+from .options import JsonOpt, QuietOpt, VerboseOpt
 
 # name -> (module, attribute). A sub-app (typer.Typer) is added as a group.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -55,6 +58,82 @@ def _print_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+EPILOG = (
+    "Global options also work after the command: --json, -q/--quiet, -v/--verbose. "
+    "Environment: PEAGLE_DEBUG=1 prints the traceback of an unexpected error instead of "
+    "one line; NO_COLOR=1 turns colour off; every PEAGLE_* variable is listed in the "
+    "README (Settings). Shell completion: peagle --install-completion."
+)
+ROOT_FLAGS = ("--json", "--quiet", "-q", "--verbose", "-v")
+
+
+class PeagleGroup(TyperGroup):
+    """The root group (and `drafter`, `sandbox`): gives every command the global
+    -q/--quiet and -v/--verbose, and turns a deprecated spelling (`cli/options.py`,
+    DEPRECATED) into the current one with a one-line warning before click parses."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        for command in self.commands.values():
+            _add_global_options(command)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[Any, Any, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None and not isinstance(command, TyperGroup):
+            from .options import rewrite_deprecated
+            from .output import current
+
+            path = " ".join([*_command_path(ctx), name or ""]).strip()
+            rest, warnings = rewrite_deprecated(path, rest, lambda o: _spellings(command, o))
+            for warning in warnings:
+                current().warn(warning)
+        return name, command, rest
+
+
+def _command_path(ctx: Any) -> list[str]:
+    """The command names from the root to `ctx` (the root's own name left out)."""
+    names = []
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name)
+        ctx = ctx.parent
+    return names[::-1]
+
+
+def _spellings(command: Any, option: str) -> tuple[str, ...] | None:
+    for param in command.params:
+        spellings = (*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ()))
+        if param.param_type_name == "option" and option in spellings:
+            return tuple(spellings)
+    return None
+
+
+_GLOBAL_PARAMS: list[Any] = []
+
+
+def _global_params() -> list[Any]:
+    """-q/--quiet and -v/--verbose as click parameters, made once by typer itself."""
+    if not _GLOBAL_PARAMS:
+        probe = typer.Typer(add_completion=False)
+
+        @probe.command()
+        def _probe(quiet: QuietOpt = False, verbose: VerboseOpt = False) -> None:
+            """Only its parameters are used."""
+
+        _GLOBAL_PARAMS.extend(typer.main.get_command(probe).params)
+    return _GLOBAL_PARAMS
+
+
+def _add_global_options(command: Any) -> None:
+    if isinstance(command, TyperGroup):
+        for sub in command.commands.values():
+            _add_global_options(sub)
+        return
+    taken = {s for p in command.params for s in (*p.opts, *getattr(p, "secondary_opts", ()))}
+    for param in _global_params():
+        if not taken & set(param.opts):
+            command.params.append(param)
+
+
 def build_app(only: str | None = None) -> typer.Typer:
     """The typer app; with `only`, just that command.
 
@@ -66,14 +145,19 @@ def build_app(only: str | None = None) -> typer.Typer:
     app = typer.Typer(
         name="peagle",
         help="Deploy, verify, benchmark and cleanly remove P-EAGLE endpoints on SageMaker.",
+        epilog=EPILOG,
+        cls=PeagleGroup,
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,
         rich_markup_mode=None,  # plain click help: no rich import on --help
         pretty_exceptions_enable=False,
     )
 
-    @app.callback()
+    @app.callback(epilog=EPILOG)
     def _root(
+        json_out: JsonOpt = False,
+        quiet: QuietOpt = False,
+        verbose: VerboseOpt = False,
         version: bool = typer.Option(
             False, "--version", is_eager=True, callback=_print_version, help="Show the version."
         ),
@@ -97,7 +181,7 @@ def build_app(only: str | None = None) -> typer.Typer:
             continue
         target = getattr(importlib.import_module(f".{module}", __package__), attr)
         if isinstance(target, typer.Typer):
-            app.add_typer(target, name=name)
+            app.add_typer(target, name=name, cls=PeagleGroup)
         else:
             app.command(name)(target)
     if only is None or only in PLUGIN_COMMANDS:
@@ -105,7 +189,7 @@ def build_app(only: str | None = None) -> typer.Typer:
 
         for name, ep in command_groups().items():
             if only is None or name == only:
-                app.add_typer(ep.load(), name=name)
+                app.add_typer(ep.load(), name=name, cls=PeagleGroup)
     return app
 
 
@@ -118,15 +202,17 @@ def __getattr__(name: str) -> Any:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; `cli/boundary.py` turns whatever stops it into one line
     (and, with --json, one JSON error document) and an exit code."""
-    from .output import json_printed
+    from .output import reset
 
-    json_printed(reset=True)
+    reset()  # a fresh output object: --json, -q and -v set it while parsing
     args, sandbox = _take_sandbox_flag(sys.argv[1:] if argv is None else list(argv))
     args, engine = _take_engine_option(args)
     if engine is not None:  # read by the sandbox manager, also for `peagle sandbox start`
         os.environ["PEAGLE_SANDBOX_ENGINE"] = engine
         sandbox = True
-    only = args[0] if args and args[0] in (*COMMANDS, *PLUGIN_COMMANDS) else None
+    first = next((i for i, a in enumerate(args) if a not in ROOT_FLAGS), len(args))
+    command = args[first] if first < len(args) else None
+    only = command if command in (*COMMANDS, *PLUGIN_COMMANDS) else None
     try:
         if only in PLUGIN_COMMANDS:
             from ..plugins import command_groups, sandbox_plugin
@@ -137,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             from ..plugins import sandbox_plugin
 
             sandbox_plugin().cli_activate()
-        code = build_app(only)(args=args, standalone_mode=False)
+        code = build_app(only)(args=args, prog_name="peagle", standalone_mode=False)
         # typer >= 0.2x turns Ctrl-C into Exit(130), and `typer.Exit(n)` raised in a command,
         # into a *returned* exit code when standalone_mode is False: pass it on.
         if isinstance(code, int) and not isinstance(code, bool) and code:
@@ -155,7 +241,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _take_sandbox_flag(args: list[str]) -> tuple[list[str], bool]:
     """Strip a global `--sandbox` (before the command name); also on with PEAGLE_SANDBOX=1."""
-    wanted = os.environ.get("PEAGLE_SANDBOX", "").lower() in ("1", "true", "yes")
+    from ..settings import sandbox_requested
+
+    wanted = sandbox_requested()
     out: list[str] = []
     for i, arg in enumerate(args):
         if arg == "--sandbox":

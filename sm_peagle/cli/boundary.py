@@ -13,24 +13,32 @@ The contract (README, "Output and exit codes"):
 Network errors from botocore (no route, refused, timeouts) arrive here after the bounded
 retries of `aws.AwsContext` and become `AwsUnreachable`; every other botocore error
 becomes `AwsError`. Set PEAGLE_DEBUG=1 to get the traceback of an unexpected error.
+
+click's usage errors get a fix too (`usage_error`): an unknown option names the closest
+ones and the command's help, a missing argument shows the usage line, a bad choice lists
+the choices. Exit 2: nothing was sent.
 """
 
 from __future__ import annotations
 
-import os
+import re
 from typing import Any
 
+from .. import settings
 from ..errors import PeagleError
 
-__all__ = ["exit_code_for", "json_requested", "report"]
+__all__ = ["exit_code_for", "json_requested", "report", "usage_error"]
 
 INTERRUPTED = 130
 
 
 def json_requested(args: list[str]) -> bool:
-    """`--json` among the command's options (not after `--`)."""
+    """`--json` among the options (before or after the command, not after `--`), or the
+    output object already in JSON mode."""
+    from .output import current
+
     head = args[: args.index("--")] if "--" in args else args
-    return "--json" in head
+    return "--json" in head or current().json
 
 
 def report(
@@ -49,10 +57,72 @@ def report(
 
 
 def _usage_hint(message: str) -> str | None:
-    for flag in ("--sandbox", "--version"):
+    for flag in ("--sandbox", "--sandbox-engine", "--version"):
         if f"No such option: {flag}" in message:
             return f"{flag} is a global option: put it before the command (peagle {flag} ...)"
     return None
+
+
+GROUPS = ("drafter", "sandbox")
+
+
+def _help_command(exc: Any, args: list[str]) -> str:
+    """`peagle deploy --help` for the command the error is about (`peagle --help` if none).
+    Some of click's errors carry no context: then the command is read from `args`."""
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        path = ctx.command_path
+    else:
+        words = []
+        for arg in (a for a in args if not a.startswith("-")):
+            words.append(arg)
+            if arg not in GROUPS:
+                break
+        path = " ".join(["peagle", *words])
+    return f"`{path} --help`"
+
+
+def usage_error(exc: Any, args: list[str] | None = None) -> tuple[str, str]:
+    """A click usage error as (what, fix): one line each, the fix always present."""
+    kind = type(exc).__name__
+    see = f"see {_help_command(exc, args or [])}"
+    if kind == "NoSuchOption":
+        message = exc.message.strip()
+        hint = _usage_hint(message)
+        if hint:
+            return message, hint
+        close = sorted(getattr(exc, "possibilities", None) or ())
+        if close:
+            return message, f"did you mean {' or '.join(close)}? {see}"
+        return message, see
+    message = exc.format_message().strip()
+    param = getattr(exc, "param", None)
+    if kind == "MissingParameter":
+        ctx = getattr(exc, "ctx", None)
+        message = message.split(". ")[0].rstrip(".")
+        usage = ctx.get_usage().replace("Usage: ", "", 1).strip() if ctx is not None else ""
+        return message, (f"usage: {usage}; " if usage else "") + see
+    choices = _choices(param)
+    if choices:
+        message = message.split(": ")[0] if ": " in message else message
+        return message, f"use one of: {', '.join(choices)}"
+    if kind == "UsageError" and "No such command" in message:
+        found = re.search(r"Did you mean (.+)\?", message)
+        what = message.split(".")[0]
+        if found:
+            return what, f"did you mean {found.group(1)}? {see}"
+        return what, f"{see} for the commands"
+    if kind == "BadOptionUsage" and "requires an argument" in message:
+        return message.rstrip("."), f"give it a value; {see}"
+    return message.rstrip(".").replace("\n", " "), see
+
+
+def _choices(param: Any) -> list[str]:
+    descriptor = getattr(param, "type_descriptor", None)
+    values = getattr(descriptor, "choices", None)
+    if values is None:
+        values = getattr(getattr(param, "type", None), "choices", None)
+    return [str(getattr(v, "value", v)) for v in values or ()]
 
 
 def exit_code_for(exc: BaseException, args: list[str]) -> int:
@@ -89,18 +159,18 @@ def exit_code_for(exc: BaseException, args: list[str]) -> int:
     if callable(getattr(exc, "format_message", None)) and isinstance(
         getattr(exc, "exit_code", None), int
     ):
-        message = exc.format_message().strip()
-        if "\n" in message:  # no arguments: the help text itself
+        if type(exc).__name__ == "NoArgsIsHelpError":  # no arguments: the help text itself
             exc.show()  # type: ignore[attr-defined]
             return int(exc.exit_code)  # type: ignore[attr-defined]
+        message, fix = usage_error(exc, args)
         return report(
             message,
-            fix=_usage_hint(message),
+            fix=fix,
             exit_code=int(exc.exit_code),  # type: ignore[attr-defined]
             kind="UsageError",
             json_out=json_out,
         )
-    if os.environ.get("PEAGLE_DEBUG"):
+    if settings.debug():
         raise exc
     return report(
         f"internal error: {type(exc).__name__}: {exc}",

@@ -1,0 +1,226 @@
+"""The one output object (issue 22, item 5) and the root options that configure it, through
+the real entry point `sm_peagle.cli.app.main` where a command is involved. Expected values
+come from the README's contract: `--json` prints one JSON document on stdout, notes go to
+stderr, bad input is one line `error: <what> (fix: <remedy>)` with exit 2."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pytest
+import typer
+
+from sm_peagle.cli import output
+from sm_peagle.cli.app import main
+
+
+def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "fake")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "fake")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # never answers
+    monkeypatch.setenv("PEAGLE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("PEAGLE_SANDBOX", raising=False)
+    monkeypatch.chdir(tmp_path)
+    output.reset()
+
+
+@dataclass
+class Thing:
+    name: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": "thing"}
+
+
+# -- the object ------------------------------------------------------------------------------
+def test_result_is_the_json_document_of_to_dict_in_json_mode(capsys):
+    out = output.Output(json=True)
+    out.result(Thing("a"), render=lambda t: pytest.fail("rendered in JSON mode"))
+    assert json.loads(capsys.readouterr().out) == {"name": "a", "kind": "thing"}
+    assert out.documents == 1
+
+
+def test_result_is_the_human_rendering_otherwise(capsys):
+    out = output.Output()
+    out.result(Thing("a"), render=lambda t: out.echo(f"thing {t.name}"))
+    out.result(Thing("b"), render=lambda t: f"returned {t.name}")
+    assert capsys.readouterr().out == "thing a\nreturned b\n"
+    assert out.documents == 0
+
+
+def test_a_dataclass_without_to_dict_is_its_fields():
+    @dataclass
+    class Plain:
+        x: int
+
+    assert output.to_document(Plain(3)) == {"x": 3}
+    assert output.to_document([1, 2]) == [1, 2]
+
+
+def test_note_goes_to_stderr_and_quiet_drops_it(capsys):
+    output.Output().note("creating model")
+    output.Output(quiet=True).note("creating model")
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", "creating model\n")
+
+
+def test_debug_only_with_verbose_and_warn_always(capsys):
+    output.Output().debug("hidden")
+    output.Output(verbose=True).debug("shown")
+    output.Output(quiet=True).warn("--out is deprecated")
+    assert capsys.readouterr().err == "debug: shown\nwarning: --out is deprecated\n"
+
+
+def test_table_prints_for_people_and_nothing_in_json_mode(capsys):
+    output.Output(json=True).table("t", ["a"], [["1"]])
+    assert capsys.readouterr().out == ""
+    output.Output().table("t", ["name", "value"], [["k", "7"]])
+    out = capsys.readouterr().out
+    assert "name" in out and "k" in out and "7" in out
+
+
+def test_the_old_names_are_wrappers_over_the_current_object(capsys):
+    output.configure(quiet=True)
+    output.note("dropped")
+    output.print_json({"a": 1})
+    assert output.json_printed() and output.current().documents == 1
+    assert capsys.readouterr() == ('{\n  "a": 1\n}\n', "")
+    assert output.json_printed(reset=True) and not output.json_printed()
+
+
+def test_no_color_turns_colour_off(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert output.reset().console().no_color
+    monkeypatch.setenv("NO_COLOR", "")  # no-color.org: an empty value does not count
+    assert not output.reset().console().no_color
+
+
+def test_no_colour_codes_when_stdout_is_not_a_terminal(capsys, monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    output.reset().print("[red]FAIL[/]")
+    assert capsys.readouterr().out == "FAIL\n"
+
+
+# -- the root options, through main() -------------------------------------------------------
+def test_json_before_the_command_is_the_command_json(capsys):
+    code, out, _ = run(capsys, "--json", "plan", "gpt-oss-20b")
+    assert code == 0
+    assert "create_model" in json.loads(out)
+
+
+def test_json_before_the_command_makes_errors_json_too(capsys):
+    code, out, err = run(capsys, "--json", "status", "x", "--region", "mars-1")
+    assert code == 2 and err.startswith("error: region: ")
+    assert json.loads(out)["error"]["exit_code"] == 2
+
+
+def test_per_command_json_is_the_same_mode(capsys):
+    code, out, _ = run(capsys, "plan", "gpt-oss-20b", "--json")
+    assert code == 0 and "create_model" in json.loads(out)
+    assert output.current().json
+
+
+@pytest.mark.parametrize("flag", ["-q", "--quiet", "-v", "--verbose"])
+def test_quiet_and_verbose_before_or_after_the_command(capsys, flag):
+    assert run(capsys, flag, "plan", "gpt-oss-20b", "--json")[0] == 0
+    assert run(capsys, "plan", "gpt-oss-20b", "--json", flag)[0] == 0
+
+
+def test_root_help_documents_peagle_debug_and_completion(capsys):
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    for text in ("PEAGLE_DEBUG", "NO_COLOR", "--install-completion", "-q, --quiet", "--json"):
+        assert text in out, text
+
+
+# -- usage errors: one line, a fix, exit 2 ---------------------------------------------------
+def one_line(err: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ") and "(fix: " in lines[0] and lines[0].endswith(")")
+    return lines[0]
+
+
+def test_a_misspelt_option_names_the_close_ones_and_the_help(capsys):
+    code, _, err = run(capsys, "deploy", "--jsn")
+    assert code == 2
+    line = one_line(err)
+    assert "No such option: --jsn" in line and "did you mean --json" in line
+    assert "see `peagle deploy --help`" in line
+
+
+def test_an_unknown_option_with_nothing_close_names_the_help(capsys):
+    code, _, err = run(capsys, "status", "x", "--zzzzzz")
+    assert code == 2 and "(fix: see `peagle status --help`)" in one_line(err)
+
+
+def test_a_missing_argument_shows_the_usage(capsys):
+    code, _, err = run(capsys, "logs")
+    assert code == 2
+    line = one_line(err)
+    assert "Missing argument" in line and "usage: peagle logs" in line
+    assert "peagle logs --help" in line
+
+
+def test_an_option_without_its_value(capsys):
+    code, _, err = run(capsys, "plan", "gpt-oss-20b", "-k")
+    assert code == 2 and "see `peagle plan --help`" in one_line(err)
+
+
+def test_an_unknown_command_suggests_the_close_one(capsys):
+    code, _, err = run(capsys, "lss")
+    assert code == 2
+    line = one_line(err)
+    assert "No such command 'lss'" in line and "did you mean 'ls'" in line
+
+
+def test_an_unknown_subcommand_names_its_group_help(capsys):
+    code, _, err = run(capsys, "drafter", "nosuch")
+    assert code == 2 and "`peagle drafter --help`" in one_line(err)
+
+
+def test_a_bad_value_of_a_typed_option_still_starts_with_click_s_words(capsys):
+    code, _, err = run(capsys, "plan", "gpt-oss-20b", "-k", "abc")
+    assert code == 2 and one_line(err).startswith("error: Invalid value for '-k'")
+
+
+def test_a_global_option_after_the_command_says_where_it_goes(capsys):
+    code, _, err = run(capsys, "ls", "--sandbox")
+    assert code == 2 and "put it before the command" in one_line(err)
+
+
+def test_a_bad_choice_lists_the_choices(capsys):
+    """A strict choice (no spec validation behind it) fails in click: the fix lists it."""
+    from sm_peagle.cli.app import PeagleGroup
+    from sm_peagle.cli.boundary import exit_code_for
+
+    app = typer.Typer(cls=PeagleGroup, add_completion=False)
+
+    @app.callback()
+    def _root() -> None:
+        """Root."""
+
+    @app.command("export")
+    def export(fmt: Annotated[Literal["terraform", "json"], typer.Option("--format")] = "json"):
+        """Export."""
+
+    argv = ["export", "--format", "pulumi"]
+    try:
+        app(args=argv, prog_name="peagle", standalone_mode=False)
+        pytest.fail("accepted a value outside the choices")
+    except Exception as e:  # noqa: BLE001 - the boundary decides
+        code = exit_code_for(e, argv)
+    line = one_line(capsys.readouterr().err)
+    assert code == 2 and line.endswith("(fix: use one of: terraform, json)")
