@@ -9,19 +9,23 @@ The SDK is the product; the CLI is a skin over these calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .lifecycle.resolve import plan, to_spec
 from .lifecycle.spec_tags import deployed_spec
+from .planning.plan_result import Plan
 from .planning.spec_loading import spec_from_data
-from .planning.spec_options import spec_from_options
 from .planning.specs import DeploymentSpec
 
-__all__ = ["Endpoint", "deploy", "plan_for", "deployed_spec"]
+__all__ = ["Deployment", "Endpoint", "deploy", "deployed_spec", "plan"]
 
 if TYPE_CHECKING:  # annotations only
     from .lifecycle.adopt import AdoptResult
+    from .ops.changes import UpdateResult
+    from .ops.endpoints import DeleteResult, EndpointStatus, LogStream
 
 
 def _aws(region: str | None, aws: Any) -> Any:
@@ -32,26 +36,7 @@ def _aws(region: str | None, aws: Any) -> Any:
     return AwsContext(region)
 
 
-def plan_for(spec_or_model: DeploymentSpec | str | dict | Path, **overrides: Any) -> Any:
-    """Resolve and plan, as `peagle plan` does. `spec_or_model`: a spec, a dict, a spec
-    file path, or a catalog alias / JumpStart id; `overrides`: k=, mode=, role=, …"""
-    from .lifecycle.resolve import plan_resolved
-
-    if isinstance(spec_or_model, DeploymentSpec):
-        spec = spec_or_model
-        if overrides:
-            base = spec_or_model.model_dump(mode="json", exclude_unset=True)
-            spec = spec_from_options(base=base, **overrides)
-    elif isinstance(spec_or_model, dict):
-        spec = spec_from_options(base=spec_or_model, **overrides)
-    elif isinstance(spec_or_model, Path) or str(spec_or_model).endswith((".yaml", ".yml", ".json")):
-        spec = spec_from_options(None, spec_or_model, **overrides)
-    else:
-        spec = spec_from_options(str(spec_or_model), None, **overrides)
-    return plan_resolved(spec)
-
-
-def with_push_bucket(p: Any, aws: Any) -> Any:
+def with_push_bucket(p: Plan, aws: Any) -> Plan:
     """A local head is pushed to `sagemaker-<region>-<account>` unless a bucket is given;
     the account is only known with credentials, so deploy re-plans with it here."""
     if not p.drafter_push or p.spec.drafter.bucket:
@@ -60,7 +45,29 @@ def with_push_bucket(p: Any, aws: Any) -> Any:
 
     bucket = f"sagemaker-{p.region}-{aws.account_id()}"
     data = p.spec.model_dump(mode="json", exclude_unset=True)
-    return plan_for(spec_from_data(merge_overrides(data, {"drafter.bucket": bucket})))
+    return plan(spec_from_data(merge_overrides(data, {"drafter.bucket": bucket})))
+
+
+@dataclass
+class Deployment:
+    """What `deploy` did (`Endpoint.deployment`): the `peagle deploy --json` document."""
+
+    endpoint: str
+    status: str
+    created: list[tuple[str, str]]
+    elapsed_seconds: float
+    region: str
+    speculative_config: dict | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "endpoint": self.endpoint,
+            "status": self.status,
+            "created": [{"kind": k, "name": n} for k, n in self.created],
+            "elapsed_seconds": round(self.elapsed_seconds, 1),
+            "region": self.region,
+            "speculative_config": self.speculative_config,
+        }
 
 
 class Endpoint:
@@ -92,6 +99,8 @@ class Endpoint:
 
     # Set by `Endpoint.adopt`: `.spec`, `.checks`, `.differences`, `.tagged`.
     adoption: AdoptResult | None = None
+    # Set by `deploy`: what was created, the status reached, the time it took.
+    deployment: Deployment | None = None
 
     @classmethod
     def adopt(
@@ -111,15 +120,15 @@ class Endpoint:
         tagged) for what peagle cannot represent (fields its spec cannot carry unless
         `accept_differences`), an endpoint not settled InService, one sharing its config
         or model with another endpoint, or one it already manages; NotFound if none."""
-        from .lifecycle.adopt import adopt
+        from .ops.changes import adopt
 
         ep = cls(name, aws=aws, region=region, say=say)
         ep.adoption = adopt(
-            ep.aws,
             name,
             model=model,
             dry_run=dry_run,
             accept_differences=accept_differences,
+            aws=ep.aws,
             say=ep._say,
         )
         ep.plan = ep.adoption.plan
@@ -130,57 +139,59 @@ class Endpoint:
 
         return Lifecycle(self.aws, say=self._say, **kw)
 
-    def status(self) -> dict[str, Any]:
-        from .lifecycle.inventory import endpoint_status
+    def status(self) -> EndpointStatus:
+        """`sm_peagle.status(name)` for this endpoint (a dict with attributes too)."""
+        from .ops.endpoints import status
 
-        return endpoint_status(
-            self.aws.client("sagemaker"), self.name, aas=self.aws.client("application-autoscaling")
-        )
+        return status(self.name, aws=self.aws)
 
     def wait(self, timeout: float = 8100, **kw: Any) -> dict[str, Any]:
         from .lifecycle.waiter import wait_for_endpoint
 
         return wait_for_endpoint(self.aws.client("sagemaker"), self.name, timeout=timeout, **kw)
 
-    def delete(self, *, keep_model: bool = False) -> dict[str, Any]:
-        return self.lifecycle().delete(self.name, keep_model=keep_model)
+    def delete(self, *, keep_model: bool = False, force: bool = False) -> DeleteResult:
+        """`sm_peagle.delete(name)` for this endpoint."""
+        from .ops.endpoints import delete
+
+        return delete(self.name, keep_model=keep_model, force=force, aws=self.aws, say=self._say)
 
     def spec(self) -> DeploymentSpec:
         return deployed_spec(self.aws.client("sagemaker"), self.name)
 
     def update(
-        self, *, timeout: float | None = None, component: str | None = None, **overrides: Any
-    ) -> dict[str, Any]:
-        """Redeploy with changed options (k=, mode=, instance_type=, …) in place. On an
-        endpoint hosting inference components K and mode are per component: name it,
-        `update(component="p-eagle", k=5)` (k= and mode= only); without `component`, k=
-        or mode= there is a SpecError naming the components. Nothing changes on error."""
-        from .planning.component_change import refuse_top_level_change
+        self,
+        *,
+        k: int | None = None,
+        mode: str | None = None,
+        instance_type: str | None = None,
+        instance_count: int | None = None,
+        component: str | None = None,
+        copies: int | None = None,
+        timeout: str | float | None = None,
+        on_poll: Callable[[Any], None] | None = None,
+    ) -> UpdateResult:
+        """`sm_peagle.update(name, ...)` for this endpoint: K, mode or instances in place;
+        on an endpoint hosting inference components, one component's K or mode
+        (`update(component="p-eagle", k=5)`) or copies (`component=..., copies=0`).
+        Nothing changes on error."""
+        from .ops.changes import update
 
-        if component is not None:
-            from .errors import SpecError
-            from .lifecycle.component_update import plan_component_change
-
-            extra = sorted(set(overrides) - {"k", "mode"})
-            if extra:
-                raise SpecError(f"update(component=...) takes k= and mode= only (got {extra})")
-            sm = self.aws.client("sagemaker")
-            k, mode = overrides.get("k"), overrides.get("mode")
-            change = plan_component_change(sm, self.name, component, k=k, mode=mode)
-            result, new = change.apply(self.lifecycle(), timeout=timeout), change.plan
-        else:
-            current = self.spec()
-            refuse_top_level_change(
-                current, self.name, k=overrides.get("k"), mode=overrides.get("mode"), sdk=True
-            )
-            new = plan_for(current, **{**overrides, "name": self.name})
-            result = self.lifecycle().update(new, timeout=timeout)
-        self.plan = new
-        return {
-            "endpoint": self.name,
-            "status": result.status,
-            "created": [n for _, n in result.created],
-        }
+        result = update(
+            self.name,
+            k=k,
+            mode=mode,
+            instance_type=instance_type,
+            instance_count=instance_count,
+            component=component,
+            copies=copies,
+            timeout=timeout,
+            aws=self.aws,
+            say=self._say,
+            on_poll=on_poll,
+        )
+        self.plan = None  # the deployed spec changed: plan(self.spec()) to see it
+        return result
 
     def inference_component(self, component: str | None = None) -> str | None:
         """The InferenceComponentName invocations of this endpoint carry for `component`
@@ -197,16 +208,13 @@ class Endpoint:
         return cache[component]
 
     def logs(
-        self, *, since: float = 600, follow: bool = False, component: str | None = None
-    ) -> Iterator[dict[str, Any]]:
-        """The endpoint's CloudWatch log events, or with `component` that inference
-        component's (its own log group)."""
-        from .lifecycle.endpoint_logs import fetch_log_events, follow_log_events
+        self, *, since: str | float = "10m", follow: bool = False, component: str | None = None
+    ) -> LogStream:
+        """`sm_peagle.logs(name, ...)` for this endpoint: its CloudWatch log events, or
+        with `component` that inference component's; `since` "5m", "2h" or seconds."""
+        from .ops.endpoints import logs
 
-        ic = self.inference_component(component) if component is not None else None
-        if follow:
-            return follow_log_events(self.aws, self.name, since=since, component=ic)
-        return iter(fetch_log_events(self.aws, self.name, since=since, component=ic))
+        return logs(self.name, since=since, follow=follow, component=component, aws=self.aws)
 
     def runtime(self, *, max_pool_connections: int = 10, component: str | None = None) -> Any:
         """The endpoint's RuntimeClient (cached per pool size and component: size it to
@@ -313,27 +321,60 @@ class Endpoint:
 
 
 def deploy(
-    spec_or_model: DeploymentSpec | str | dict | Path,
+    spec_or_model: DeploymentSpec | str | dict | Path | Plan,
     *,
     wait: bool = True,
-    timeout: float | None = None,
+    timeout: str | float | None = None,
     keep_on_failure: bool = False,
     aws: Any = None,
     say: Callable[[str], None] | None = None,
     on_poll: Callable[[Any], None] | None = None,
+    confirm: Callable[[str], None] | None = None,
+    on_connect: Callable[[Any], None] | None = None,
     **overrides: Any,
 ) -> Endpoint:
-    """Plan, preflight, create and (by default) wait. Returns an Endpoint handle.
+    """Plan, preflight, create and (by default) wait. Returns an Endpoint handle, with
+    what was done in `.deployment`.
 
-    Raises PreflightFailed / QuotaExceeded (nothing created), DeploymentFailed /
-    DeploymentTimeout (everything rolled back unless keep_on_failure)."""
+    `spec_or_model`: as for `plan`, or a Plan it returned; `overrides`: k=, mode=, ….
+    `timeout`: "2h", "90m" or seconds. `confirm` is asked (with the instances and price)
+    before anything is created; `on_connect` sees the AWS context before the first request.
+    Raises SpecError for a sandbox-only model outside the sandbox and CheckFailed for a
+    failed check (nothing sent), PreflightFailed / QuotaExceeded (nothing created),
+    DeploymentFailed / DeploymentTimeout (everything rolled back unless keep_on_failure)."""
     from .lifecycle.manager import Lifecycle
+    from .ops.changes import refuse_sandbox_only
+    from .ops.session import context, seconds
+    from .planning.plan_result import variant_instance_types
 
-    p = plan_for(spec_or_model, **overrides)
+    wait_s = seconds(timeout, "timeout")
+    if isinstance(spec_or_model, Plan):
+        refuse_sandbox_only(spec_or_model.spec.model, say=say)
+        p = plan(spec_or_model.spec, **overrides) if overrides else spec_or_model
+    else:  # refused before planning: a JumpStart lookup is a request too
+        spec = to_spec(spec_or_model, overrides)
+        refuse_sandbox_only(spec.model, say=say)
+        p = plan(spec)
     p.raise_for_failures()
-    ctx = _aws(p.region, aws)
+    ctx = context(p.region, aws, on_connect)
     p = with_push_bucket(p, ctx)
-    Lifecycle(ctx, say=say or (lambda _m: None)).apply(
-        p, wait=wait, timeout=timeout, keep_on_failure=keep_on_failure, on_poll=on_poll
+    if confirm is not None:
+        price = f"${p.usd_per_hour:.2f}/h" if p.usd_per_hour is not None else "an unknown price"
+        v = p.create_endpoint_config["ProductionVariants"][0]
+        confirm(
+            f"Create {p.names['endpoint']} on {v['InitialInstanceCount']} x "
+            f"{' or '.join(variant_instance_types(v))} ({price})?"
+        )
+    result = Lifecycle(ctx, say=say or (lambda _m: None)).apply(
+        p, wait=wait, timeout=wait_s, keep_on_failure=keep_on_failure, on_poll=on_poll
     )
-    return Endpoint(p.names["endpoint"], aws=ctx, say=say, plan=p)
+    ep = Endpoint(p.names["endpoint"], aws=ctx, say=say, plan=p)
+    ep.deployment = Deployment(
+        result.endpoint,
+        result.status,
+        list(result.created),
+        result.elapsed,
+        p.region,
+        p.speculative_config,
+    )
+    return ep

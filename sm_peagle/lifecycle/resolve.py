@@ -1,20 +1,25 @@
-"""The impure step before `plan()`: fill defaults from the environment and find the
-JumpStart spec (bundled snapshot, disk cache, or live), so that plan stays pure."""
+"""Resolve and plan: `plan()` (public as `sm_peagle.plan`) fills defaults from the
+environment and finds the JumpStart spec (bundled snapshot, disk cache, or live), then
+runs the pure planner (`planning.build`). The one resolve-and-plan entry: the SDK, the CLI,
+`apply` and `update` all call it."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from .. import settings
 from ..aws import has_credentials_hint, resolve_region
 from ..catalog.models import ModelEntry, find_model
 from ..catalog.names import model_remedy, unknown_model
 from ..errors import SpecError
+from ..planning.plan_result import Plan
+from ..planning.spec_options import spec_from_options
 from ..planning.specs import DeploymentSpec, Mode
 from .jumpstart_live import fetch_spec, find_hub_model_ids, read_cached_spec
 
-__all__ = ["Inputs", "apply_environment", "plan_resolved", "resolve_inputs"]
+__all__ = ["Inputs", "apply_environment", "plan", "resolve_inputs", "to_spec"]
 
 # What to search the public hub for when a catalog model has no confirmed JumpStart id.
 _HUB_KEYWORDS = {"qwen3-coder-30b-a3b-instruct": "qwen3-coder-30b-a3b"}
@@ -33,7 +38,7 @@ def apply_environment(spec: DeploymentSpec) -> DeploymentSpec:
     updates: dict[str, Any] = {}
     if spec.region is None and (region := resolve_region()):
         updates["region"] = region
-    if spec.role is None and (role := os.environ.get("PEAGLE_ROLE_ARN")):
+    if spec.role is None and (role := settings.role_arn()):
         updates["role"] = role
     if not updates:
         return spec
@@ -99,12 +104,47 @@ def resolve_inputs(
         return Inputs(spec, None, "none", notes)
 
 
-def plan_resolved(spec: DeploymentSpec, *, allow_live: bool | None = None) -> Any:
-    """Resolve the inputs (snapshot / cache / live JumpStart), then plan purely: what
-    `peagle plan`, `sm_peagle.plan_for` and `apply` all do."""
-    from ..planning.build import plan
+def to_spec(spec_or_model: DeploymentSpec | str | dict | Path, overrides: dict[str, Any]) -> Any:
+    """The spec `plan` starts from (pure: no lookup, no request)."""
+    if isinstance(spec_or_model, DeploymentSpec):
+        if not overrides:
+            return spec_or_model
+        base = spec_or_model.model_dump(mode="json", exclude_unset=True)
+        return spec_from_options(base=base, **overrides)
+    if isinstance(spec_or_model, dict):
+        return spec_from_options(base=spec_or_model, **overrides)
+    if isinstance(spec_or_model, Path) or str(spec_or_model).endswith((".yaml", ".yml", ".json")):
+        return spec_from_options(None, spec_or_model, **overrides)
+    return spec_from_options(str(spec_or_model), None, **overrides)
 
+
+def plan(
+    spec_or_model: DeploymentSpec | str | dict | Path,
+    *,
+    allow_live: bool | None = None,
+    jumpstart_spec: dict | None = None,
+    jumpstart_source: str | None = None,
+    **overrides: Any,
+) -> Plan:
+    """Resolve and plan, as `peagle plan` does: the exact requests a deployment would
+    send, and its checks (`.checks`; `.raise_for_failures()` raises CheckFailed). The one
+    resolve-and-plan entry of peagle: `deploy`, `update`, `apply` and the CLI all call it.
+
+    `spec_or_model`: a DeploymentSpec, a dict, a spec file path, or a catalog alias /
+    JumpStart id; `overrides`: k=, mode=, role=, instance_type=, autoscale="1:4", …
+    (unknown names: SpecError). The JumpStart spec comes from the bundled snapshot, the
+    disk cache or, with credentials (or `allow_live=True`), a live fetch; pass
+    `jumpstart_spec=` to plan from a JumpStart spec you hold, with no lookup at all."""
+    from ..planning.build import plan as build_plan
+
+    spec = to_spec(spec_or_model, overrides)
+    if jumpstart_spec is not None:
+        return build_plan(
+            apply_environment(spec),
+            jumpstart_spec=jumpstart_spec,
+            jumpstart_source=jumpstart_source or "snapshot",
+        )
     inputs = resolve_inputs(spec, allow_live=allow_live)
-    return plan(
+    return build_plan(
         inputs.spec, jumpstart_spec=inputs.jumpstart_spec, jumpstart_source=inputs.jumpstart_source
     )

@@ -1,0 +1,446 @@
+"""Changing endpoints: `update`, `apply`/`diff` (a spec file in git), `adopt`, and the
+refusal of sandbox-only models outside the sandbox.
+
+Each is one SDK call that `peagle update|apply|diff|adopt` makes as it is; the CLI
+only parses and renders the typed result (`to_dict()` is the `--json` document).
+
+    sm_peagle.update("my-endpoint", k=4)                       # K of a one-model endpoint
+    sm_peagle.update("my-endpoint", component="p-eagle", k=5)  # K of one component
+    sm_peagle.update("my-endpoint", component="baseline", copies=0)
+    print(sm_peagle.diff("spec.yaml").action)                  # create | update | noop
+    sm_peagle.apply("spec.yaml")
+
+Prompts go through `confirm(question)` (it raises to stop; None proceeds), progress
+through `say` and `on_poll`. Every argument is checked before any AWS request, with
+the typed errors the CLI prints (SpecError, exit 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import SpecError
+from .session import OnConnect, Say, context, quiet, seconds
+
+if TYPE_CHECKING:
+    from ..lifecycle.adopt import AdoptResult
+    from ..lifecycle.apply import ApplyPlan
+    from ..planning.plan_result import Plan
+
+__all__ = [
+    "ApplyResult",
+    "UpdateResult",
+    "adopt",
+    "apply",
+    "diff",
+    "refuse_sandbox_only",
+    "update",
+]
+
+Confirm = Callable[[str], None]
+
+
+def refuse_sandbox_only(model: str | None, *, say: Say | None = None) -> None:
+    """A sandbox-only model (tiny-llama, registered by the sandbox) deploys only into the
+    sandbox: its weights exist nowhere else. Outside it: SpecError naming the sandbox,
+    before any request. Inside it: `say` which engine serves it."""
+    from .. import settings
+    from ..catalog.models import find_model
+
+    entry = find_model(model) if model else None
+    if entry is None or not entry.sandbox_only:
+        return
+    if settings.sandbox_url():
+        engine = settings.sandbox_engine_label()
+        (say or quiet)(
+            f"{entry.alias}: sandbox-only tiny model, served by the sandbox's {engine} engine"
+        )
+        return
+    raise SpecError(
+        f"{entry.alias} is a sandbox-only model: its weights exist only in the peagle "
+        "sandbox, not on AWS",
+        remedy=f"peagle --sandbox deploy {entry.alias} ... (--sandbox-engine vllm for the "
+        "real vLLM engine), or peagle_sandbox.use_sandbox() in Python",
+    )
+
+
+# -- update ---------------------------------------------------------------------------
+
+
+@dataclass
+class UpdateResult:
+    """What `update` did. `kind`: "endpoint" (K, mode or instances of a one-model
+    endpoint), "component" (K or mode of one inference component) or "copies" (an
+    inference component's copy count). `changes`: "K 5 -> 3", ... (empty: nothing to
+    change)."""
+
+    kind: str
+    endpoint: str
+    status: str
+    changes: list[str] = field(default_factory=list)
+    created: list[tuple[str, str]] = field(default_factory=list)
+    endpoint_config: str | None = None
+    speculative_config: dict | None = None
+    component: str | None = None
+    desired_copies: int | None = None
+    current_copies: int | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.created) if self.kind != "copies" else True
+
+    @property
+    def scaled_to_zero(self) -> bool:
+        return self.desired_copies == 0 and self.current_copies == 0
+
+    def __getitem__(self, key: str) -> Any:  # `result["status"]`, as before
+        return self.to_dict()[key]
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.kind == "copies":
+            return {
+                "endpoint": self.endpoint,
+                "component": self.component,
+                "status": self.status,
+                "desired_copies": self.desired_copies,
+                "current_copies": self.current_copies,
+                "scaled_to_zero": self.scaled_to_zero,
+            }
+        doc: dict[str, Any] = {"endpoint": self.endpoint, "status": self.status}
+        if self.kind == "endpoint":
+            doc["endpoint_config"] = self.endpoint_config
+        doc["changed"] = self.changed
+        doc["changes"] = self.changes
+        if self.kind == "endpoint":
+            doc["speculative_config"] = self.speculative_config
+        else:
+            doc["created"] = [{"kind": kind, "name": n} for kind, n in self.created]
+        return doc
+
+
+def _changes(old: Plan, new: Plan) -> list[str]:
+    """`K 5 -> 3`, `mode p-eagle -> eagle3`, ...: what an update changes, from the two
+    plans (so a K left to the catalog default shows its value, not "None")."""
+    from ..planning.plan_result import variant_instance_types
+
+    def variant(p: Any) -> dict:
+        return p.create_endpoint_config["ProductionVariants"][0]
+
+    fields = (
+        ("mode", lambda p: p.spec.speculative.mode.value),
+        ("K", lambda p: (p.speculative_config or {}).get("num_speculative_tokens", "-")),
+        ("instance type", lambda p: " > ".join(variant_instance_types(variant(p)))),
+        ("instances", lambda p: variant(p)["InitialInstanceCount"]),
+    )
+    return [f"{label} {get(old)} -> {get(new)}" for label, get in fields if get(old) != get(new)]
+
+
+def _check_update_args(
+    name: str,
+    k: Any,
+    mode: Any,
+    instance_type: Any,
+    instance_count: Any,
+    component: Any,
+    copies: Any,
+    cli: bool,
+) -> None:
+    """The update's arguments, checked by the spec's own validation before any request."""
+    from ..planning.spec_loading import spec_from_data
+
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"update: an endpoint name is needed, not {name!r}")
+    speculative = {"mode": mode, "num_speculative_tokens": k}
+    endpoint = {"instance_type": instance_type, "instance_count": instance_count}
+    doc = {
+        "model": "placeholder",
+        "speculative": {f: v for f, v in speculative.items() if v is not None},
+        "endpoint": {f: v for f, v in endpoint.items() if v is not None},
+    }
+    spec_from_data(doc)  # SpecError naming the field, as for a spec file
+    if component is not None and (not isinstance(component, str) or not component):
+        raise SpecError(f"update: component is a component name, not {component!r}")
+    if copies is not None and (isinstance(copies, bool) or not isinstance(copies, int)):
+        raise SpecError(f"update: copies is a whole number >= 0, not {copies!r}")
+    flags = (
+        ("--component NAME", "--copies", "-k", "--mode")
+        if cli
+        else ("component=NAME", "copies=", "k=", "mode=")
+    )
+    if component is not None and (k is not None or mode is not None):
+        if copies is not None:
+            raise SpecError(
+                f"update: {flags[1]} and {flags[2]}/{flags[3]} are separate updates of a "
+                "component; run one, then the other",
+                remedy=f"e.g. `peagle update {name} --component NAME -k 5`, then "
+                f"`peagle update {name} --component NAME --copies 2`",
+            )
+        if instance_type or instance_count is not None:
+            raise SpecError(
+                f"update: {flags[0].split()[0]} changes one component; the instances are the "
+                "endpoint's (a component endpoint's instances cannot be changed in place)"
+            )
+        return
+    if (component is not None or copies is not None) and (
+        component is None or copies is None or copies < 0
+    ):
+        raise SpecError(
+            f"update: {flags[0]} and {flags[1]} N (N >= 0) go together",
+            remedy=f"e.g. `peagle update {name} --component baseline --copies 0`",
+        )
+
+
+def update(
+    name: str,
+    *,
+    k: int | None = None,
+    mode: str | None = None,
+    instance_type: str | None = None,
+    instance_count: int | None = None,
+    component: str | None = None,
+    copies: int | None = None,
+    timeout: str | float | None = None,
+    confirm: Confirm | None = None,
+    region: str | None = None,
+    aws: Any = None,
+    say: Say | None = None,
+    on_connect: OnConnect | None = None,
+    on_poll: Callable[[Any], None] | None = None,
+    _cli: bool = False,
+) -> UpdateResult:
+    """Change an endpoint in place; nothing changes on error.
+
+    - `k`, `mode`, `instance_type`, `instance_count`: a new model and config, then
+      UpdateEndpoint (the old ones are removed only after success).
+    - On an endpoint hosting inference components K and mode are per component:
+      `component="p-eagle", k=5` gives that component a new model and
+      UpdateInferenceComponent; `k`/`mode` without `component` there is a SpecError
+      naming the components.
+    - `component=..., copies=N`: UpdateInferenceComponentRuntimeConfig (0 scales to zero).
+
+    `timeout`: "2h", "90m" or seconds. `confirm` is asked with what would change.
+    SpecError (before any request) for a bad value or a bad combination."""
+    _check_update_args(name, k, mode, instance_type, instance_count, component, copies, _cli)
+    wait_s = seconds(timeout, "timeout")
+    ctx = context(region, aws, on_connect)
+    from ..lifecycle.manager import Lifecycle
+
+    lc = Lifecycle(ctx, say=say or quiet)
+    ask = confirm or quiet
+    if component is not None and (k is not None or mode is not None):  # its configuration
+        from ..lifecycle.component_update import plan_component_change
+
+        change = plan_component_change(lc.sm, name, component, k=k, mode=mode)
+        refuse_sandbox_only(change.plan.spec.model)
+        ask(f"Update {name} ({', '.join(change.changes) or 'no change'})?")
+        result = change.apply(lc, timeout=wait_s)
+        return UpdateResult(
+            "component", name, result.status, list(change.changes), list(result.created)
+        )
+    if component is not None:  # its copies
+        from ..lifecycle.components import set_copies
+
+        assert copies is not None
+        ask(f"Set {name} component {component} to {copies} copies?")
+        desc = set_copies(lc, name, component, copies, wait_s or 3600)
+        rc = desc.get("RuntimeConfig", {})
+        return UpdateResult(
+            "copies",
+            name,
+            desc["InferenceComponentStatus"],
+            component=desc["InferenceComponentName"],
+            desired_copies=rc.get("DesiredCopyCount"),
+            current_copies=rc.get("CurrentCopyCount"),
+        )
+    from ..endpoint import plan
+    from ..lifecycle.spec_tags import deployed_spec
+    from ..planning.component_change import refuse_top_level_change
+    from ..planning.spec_options import SpecOptions, build_spec
+
+    current = deployed_spec(lc.sm, name)
+    refuse_sandbox_only(current.model)
+    refuse_top_level_change(current, name, k=k, mode=mode, sdk=not _cli)
+    options = SpecOptions(
+        k=k, mode=mode, instance_type=instance_type, instance_count=instance_count, name=name
+    )
+    base = current.model_dump(mode="json", exclude_unset=True)
+    new = plan(build_spec(None, None, options, base=base))
+    new.raise_for_failures()
+    changes = _changes(plan(current), new)
+    ask(f"Update {name} ({', '.join(changes) or 'no change'})?")
+    result = lc.update(new, timeout=wait_s, on_poll=on_poll)
+    return UpdateResult(
+        "endpoint",
+        name,
+        result.status,
+        changes,
+        list(result.created),
+        endpoint_config=new.names["endpoint_config"],
+        speculative_config=new.speculative_config,
+    )
+
+
+# -- apply / diff -----------------------------------------------------------------------
+
+
+@dataclass
+class ApplyResult:
+    """What `apply` did: the comparison (`diff`'s result), whether it was applied, and
+    the endpoint's status after."""
+
+    diff: ApplyPlan
+    applied: bool
+    status: str | None = None
+
+    @property
+    def action(self) -> str:
+        return self.diff.action
+
+    def to_dict(self) -> dict[str, Any]:
+        doc = {**self.diff.to_dict(), "applied": self.applied}
+        if self.applied:
+            doc["status"] = self.status
+        return doc
+
+
+def _compare(
+    spec_or_path: Any,
+    region: str | None,
+    aws: Any,
+    on_connect: OnConnect | None,
+    *,
+    refuse_sandbox: bool = False,
+    say: Say | None = None,
+) -> tuple[Any, ApplyPlan]:
+    from ..endpoint import plan, with_push_bucket
+    from ..lifecycle.apply import compare
+    from ..lifecycle.resolve import to_spec
+
+    spec = to_spec(spec_or_path, {"region": region} if region else {})
+    if refuse_sandbox:  # before planning: a JumpStart lookup is a request too
+        refuse_sandbox_only(spec.model, say=say)
+    p = plan(spec)
+    p.raise_for_failures()
+    ctx = context(p.region, aws, on_connect)
+    p = with_push_bucket(p, ctx)
+    return ctx, compare(p, ctx)
+
+
+def diff(
+    spec_or_path: Any,
+    *,
+    region: str | None = None,
+    aws: Any = None,
+    on_connect: OnConnect | None = None,
+) -> ApplyPlan:
+    """How the live endpoint differs from the spec (a path, a dict or a DeploymentSpec):
+    `.action` is "create", "update" or "noop", with `.spec_changes` and
+    `.request_changes`. Read from the endpoint's own tags; changes nothing."""
+    return _compare(spec_or_path, region, aws, on_connect)[1]
+
+
+def apply(
+    spec_or_path: Any,
+    *,
+    dry_run: bool = False,
+    timeout: str | float | None = None,
+    confirm: Confirm | None = None,
+    region: str | None = None,
+    aws: Any = None,
+    say: Say | None = None,
+    on_connect: OnConnect | None = None,
+    on_poll: Callable[[Any], None] | None = None,
+    on_diff: Callable[[ApplyPlan], None] | None = None,
+) -> ApplyResult:
+    """Make the endpoint match the spec: create it, update it in place, or do nothing.
+    `on_diff` sees the comparison first (as `diff` returns it), `confirm` is asked
+    before anything changes; with `dry_run` nothing changes."""
+    from ..lifecycle.manager import Lifecycle
+
+    wait_s = seconds(timeout, "timeout")
+    ctx, ap = _compare(spec_or_path, region, aws, on_connect, refuse_sandbox=not dry_run, say=say)
+    if on_diff is not None:
+        on_diff(ap)
+    if dry_run or ap.action == "noop":
+        return ApplyResult(ap, applied=False)
+    (confirm or quiet)(f"{ap.action.capitalize()} {ap.plan.names['endpoint']}?")
+    lc = Lifecycle(ctx, say=say or quiet)
+    if ap.action == "create":
+        result = lc.apply(ap.plan, timeout=wait_s, on_poll=on_poll)
+    else:
+        result = lc.update(ap.plan, timeout=wait_s, on_poll=on_poll)
+    return ApplyResult(ap, applied=True, status=result.status)
+
+
+# -- adopt --------------------------------------------------------------------------------
+
+
+def _write_spec(output: Path, result: AdoptResult, say: Say) -> None:
+    try:
+        Path(output).write_text(result.spec_yaml() + "\n")
+    except OSError as e:
+        raise SpecError(f"cannot write {output}: {e.strerror}", remedy="pick another -o") from None
+    say(f"wrote the spec to {output}")
+
+
+def adopt(
+    name: str,
+    *,
+    model: str | None = None,
+    dry_run: bool = False,
+    accept_differences: bool = False,
+    output: str | Path | None = None,
+    confirm: Confirm | None = None,
+    on_result: Callable[[AdoptResult], None] | None = None,
+    region: str | None = None,
+    aws: Any = None,
+    say: Say | None = None,
+    on_connect: OnConnect | None = None,
+) -> AdoptResult:
+    """Take an endpoint made elsewhere (console, sagemaker SDK, boto3) under peagle's
+    management: reconstruct its spec, run plan's checks, tag it as peagle's. The result
+    has `.spec`, `.checks`, `.differences`, `.tagged` (empty on a dry run).
+
+    `on_result` sees the result before `confirm` is asked; `output` also writes the spec
+    as YAML (after the re-check that follows the answer, before the first tag). SpecError
+    (nothing tagged) for what peagle cannot represent (unless `accept_differences`), an
+    endpoint not settled InService, one sharing its config or model with another
+    endpoint, or one it already manages; NotFound if there is none."""
+    from ..lifecycle.adopt import adopt as adopt_endpoint
+
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"adopt: an endpoint name is needed, not {name!r}")
+    if model is not None:
+        from ..catalog.models import find_model
+
+        if find_model(model) is not None:
+            refuse_sandbox_only(model)
+    tell = say or quiet
+    ctx = context(region, aws, on_connect)
+
+    def ask(result: AdoptResult) -> None:
+        if on_result is not None:
+            on_result(result)
+        names = ", ".join(n for _, n in result.resources)
+        (confirm or quiet)(f"Tag {names} as managed by peagle?")
+
+    def write(result: AdoptResult) -> None:
+        if output is not None:
+            _write_spec(Path(output), result, tell)
+
+    result = adopt_endpoint(
+        ctx,
+        name,
+        model=model,
+        dry_run=dry_run,
+        accept_differences=accept_differences,
+        confirm=ask,
+        before_tagging=write,
+        say=tell,
+    )
+    if dry_run and output is not None:
+        _write_spec(Path(output), result, tell)
+    return result
