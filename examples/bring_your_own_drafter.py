@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"head: {info.architecture}, mask_hidden {info.mask_hidden_shape}, fc {info.fc_shape}")
 
     # 2. Check against the target model and the vLLM version the image runs.
-    target = sm_peagle.plan_for("gpt-oss-20b").model
+    target = sm_peagle.plan("gpt-oss-20b").model
     checks = check_drafter(
         info,
         target_hidden_size=target.hidden_size,

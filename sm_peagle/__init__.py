@@ -11,8 +11,7 @@ from .version import __version__
 _LAZY = {
     "deploy": "endpoint",
     "Endpoint": "endpoint",
-    "plan_for": "endpoint",
-    "plan": "planning.build",
+    "plan": "lifecycle.resolve",
     "Plan": "planning.plan_result",
     "DeploymentSpec": "planning.specs",
     "load_spec": "planning.spec_loading",
@@ -33,6 +32,25 @@ _LAZY = {
     "ModelStreamError": "errors",
     "InternalStreamFailure": "errors",
     # -- ops: endpoints and changes --
+    "status": "ops.endpoints",
+    "ls": "ops.endpoints",
+    "logs": "ops.endpoints",
+    "delete": "ops.endpoints",
+    "gc": "ops.endpoints",
+    "EndpointStatus": "ops.endpoints",
+    "EndpointSummary": "ops.endpoints",
+    "DeleteResult": "ops.endpoints",
+    "GcResult": "ops.endpoints",
+    "LogEvent": "ops.endpoints",
+    "LogStream": "ops.endpoints",
+    "update": "ops.changes",
+    "apply": "ops.changes",
+    "diff": "ops.changes",
+    "adopt": "ops.changes",
+    "UpdateResult": "ops.changes",
+    "ApplyResult": "ops.changes",
+    "Deployment": "endpoint",
+    "connect": "ops.session",
     # -- ops: measurement --
     # `sm_peagle.bench` is also the subpackage; it is callable as this function
     # (sm_peagle/bench/__init__.py), so either object answers sm_peagle.bench(...).

@@ -7,16 +7,9 @@ from typing import Annotated, Any
 
 import typer
 
-from .lifecycle_cmds import YesOpt, _lifecycle, confirm
+from .lifecycle_cmds import YesOpt, asker
 from .output import STATUS_STYLE, console, note, print_json, table
 from .spec_options import JsonOpt, RegionOpt
-
-
-def _spec_text(spec: Any) -> str:
-    import yaml
-
-    data = spec.model_dump(mode="json", exclude_defaults=True)
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False).rstrip()
 
 
 def render_adoption(result: Any) -> None:
@@ -29,7 +22,7 @@ def render_adoption(result: Any) -> None:
     for kind, name in result.resources:
         c.print(f"  {kind:<16}{name}")
     c.print("[bold]Spec[/] (what `update`, `apply` and `diff` will start from)")
-    c.print(escape(_spec_text(result.spec)), soft_wrap=True)
+    c.print(escape(result.spec_yaml()), soft_wrap=True)
     rows = [
         [
             ch.name,
@@ -46,16 +39,6 @@ def render_adoption(result: Any) -> None:
     c.print(f"[bold]Not represented[/] ({len(diffs)}): the next update or apply would change")
     for d in diffs:
         c.print(f"  {escape(str(d))}", soft_wrap=True)
-
-
-def _write_spec(output: Path, spec: Any) -> None:
-    from ..errors import SpecError
-
-    try:
-        output.write_text(_spec_text(spec) + "\n")
-    except OSError as e:
-        raise SpecError(f"cannot write {output}: {e.strerror}", remedy="pick another -o") from None
-    note(f"wrote the spec to {output}")
 
 
 def adopt_command(
@@ -89,34 +72,21 @@ def adopt_command(
 ) -> None:
     """Take an endpoint made elsewhere (console, sagemaker SDK, boto3) under peagle's
     management: reconstruct its spec, run plan's checks, tag it as peagle's."""
-    from ..lifecycle.adopt import adopt
-
-    lc = _lifecycle(region, json_out)
-
-    def ask(result: Any) -> None:
-        if not json_out:
-            render_adoption(result)
-        names = ", ".join(n for _, n in result.resources)
-        confirm(f"Tag {names} as managed by peagle?", yes)
-
-    def write(result: Any) -> None:
-        # After adopt's re-check (a refusal leaves no spec file for an endpoint never
-        # adopted), before tagging (a path it cannot write changes nothing).
-        if output is not None:
-            _write_spec(output, result.spec)
+    from ..ops.changes import adopt
+    from .context import hello
 
     result = adopt(
-        lc.aws,
         name,
         model=model,
         dry_run=dry_run,
         accept_differences=accept_differences,
-        confirm=ask,
-        before_tagging=write,
+        output=output,
+        confirm=asker(yes),
+        on_result=None if json_out else render_adoption,
+        region=region,
         say=note,
+        on_connect=hello,
     )
-    if dry_run and output is not None:
-        _write_spec(output, result.spec)
     if json_out:
         print_json({**result.to_dict(), "action": "dry-run" if dry_run else "adopted"})
         return

@@ -7,22 +7,11 @@ from typing import Annotated, Any
 
 import typer
 
-from .lifecycle_cmds import TimeoutOpt, YesOpt, _lifecycle, confirm, report_failure
+from .lifecycle_cmds import TimeoutOpt, YesOpt, asker, report_failure
 from .output import note, print_json
 from .spec_options import JsonOpt
 
 SpecArg = Annotated[Path, typer.Option("--file", "-f", help="Deployment spec (YAML or JSON).")]
-
-
-def _compare(spec_file: Path, json_out: bool) -> tuple[Any, Any]:
-    from ..endpoint import plan_for, with_push_bucket
-    from ..lifecycle.apply import compare
-
-    p = plan_for(spec_file)
-    p.raise_for_failures()
-    lc = _lifecycle(p.region, json_out)
-    p = with_push_bucket(p, lc.aws)
-    return lc, compare(p, lc.aws)
 
 
 def _render(ap: Any) -> None:
@@ -58,7 +47,10 @@ def diff_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Show how the live endpoint differs from the spec file. Changes nothing."""
-    _, ap = _compare(spec_file, json_out)
+    from ..ops.changes import diff
+    from .context import hello
+
+    ap = diff(spec_file, on_connect=hello)
     print_json(ap.to_dict()) if json_out else _render(ap)
     if detailed_exitcode and ap.action != "noop":
         raise typer.Exit(CHANGES_PENDING)
@@ -73,28 +65,26 @@ def apply_command(
 ) -> None:
     """Create the endpoint, update it in place, or do nothing: whatever makes it match."""
     from ..errors import DeploymentFailed
-    from ..lifecycle.waiter import parse_duration
+    from ..ops.changes import apply
+    from .context import hello
     from .live import wait_view
 
-    lc, ap = _compare(spec_file, json_out)
-    if not json_out:
-        _render(ap)
-    if dry_run or ap.action == "noop":
-        if json_out:
-            print_json({**ap.to_dict(), "applied": False})
-        return
-    seconds = parse_duration(timeout) if timeout else None
-    confirm(f"{ap.action.capitalize()} {ap.plan.names['endpoint']}?", yes)
     try:
         with wait_view(quiet=json_out) as on_poll:
-            if ap.action == "create":
-                result = lc.apply(ap.plan, timeout=seconds, on_poll=on_poll)
-            else:
-                result = lc.update(ap.plan, timeout=seconds, on_poll=on_poll)
+            result = apply(
+                spec_file,
+                dry_run=dry_run,
+                timeout=timeout,
+                confirm=asker(yes),
+                say=note,
+                on_poll=on_poll,
+                on_diff=None if json_out else _render,
+                on_connect=hello,
+            )
     except DeploymentFailed as e:
         report_failure(e)
         raise
     if json_out:
-        print_json({**ap.to_dict(), "applied": True, "status": result.status})
-    else:
-        note(f"{result.endpoint} is {result.status}")
+        print_json(result.to_dict())
+    elif result.applied:
+        note(f"{result.diff.plan.names['endpoint']} is {result.status}")

@@ -1,87 +1,26 @@
-"""`peagle update ENDPOINT --component NAME ...`: an inference component's copy count
-(`--copies N`: UpdateInferenceComponentRuntimeConfig; 0 scales it to zero) or its
-configuration (`-k N`, `--mode M`: a new model and UpdateInferenceComponent for that
-component only, its old model retired)."""
+"""How `peagle update` shows what it did: an endpoint's K/mode/instances, one inference
+component's configuration (`--component NAME -k N`), or its copy count (`--copies N`).
+The update itself is one SDK call, `sm_peagle.update` (sm_peagle/ops/changes.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import typer
 
-from .output import print_json
 
-
-def update_copies(
-    lc: Any,
-    endpoint: str,
-    component: str | None,
-    copies: int | None,
-    timeout: str | None,
-    *,
-    ask: Callable[[str], None],
-    json_out: bool,
-) -> None:
-    from ..errors import SpecError
-    from ..lifecycle.components import set_copies
-    from ..lifecycle.waiter import parse_duration
-
-    if component is None or copies is None or copies < 0:
-        raise SpecError(
-            "update: --component NAME and --copies N (N >= 0) go together",
-            remedy=f"e.g. `peagle update {endpoint} --component baseline --copies 0`",
+def render_update(result: Any) -> None:
+    """One line for an `UpdateResult`."""
+    if result.kind == "copies":
+        zero = " (scaled to zero)" if result.scaled_to_zero else ""
+        typer.echo(
+            f"{result.component} is {result.status} with {result.current_copies} copies{zero}"
         )
-    ask(f"Set {endpoint} component {component} to {copies} copies?")
-    desc = set_copies(lc, endpoint, component, copies, parse_duration(timeout) if timeout else 3600)
-    rc = desc.get("RuntimeConfig", {})
-    doc = {
-        "endpoint": endpoint,
-        "component": desc["InferenceComponentName"],
-        "status": desc["InferenceComponentStatus"],
-        "desired_copies": rc.get("DesiredCopyCount"),
-        "current_copies": rc.get("CurrentCopyCount"),
-        "scaled_to_zero": rc.get("DesiredCopyCount") == 0 and rc.get("CurrentCopyCount") == 0,
-    }
-    if json_out:
-        print_json(doc)
         return
-    zero = " (scaled to zero)" if doc["scaled_to_zero"] else ""
-    typer.echo(f"{doc['component']} is {doc['status']} with {doc['current_copies']} copies{zero}")
-
-
-def update_component_config(
-    lc: Any,
-    endpoint: str,
-    component: str,
-    *,
-    k: int | None,
-    mode: str | None,
-    timeout: str | None,
-    ask: Callable[[str], None],
-    json_out: bool,
-) -> None:
-    """The deployed spec (its tags) with one component's K/mode replaced, re-planned,
-    then `update_components`: only that component gets a new model."""
-    from ..lifecycle.component_update import plan_component_change
-    from ..lifecycle.waiter import parse_duration
-
-    change = plan_component_change(lc.sm, endpoint, component, k=k, mode=mode)
-    changes = change.changes
-    ask(f"Update {endpoint} ({', '.join(changes) or 'no change'})?")
-    result = change.apply(lc, timeout=parse_duration(timeout) if timeout else None)
-    doc = {
-        "endpoint": endpoint,
-        "status": result.status,
-        "changed": bool(result.created),
-        "changes": changes,
-        "created": [{"kind": kind, "name": n} for kind, n in result.created],
-    }
-    if json_out:
-        print_json(doc)
-        return
-    typer.echo(
-        f"{endpoint} is {result.status} ({', '.join(changes) or 'components updated'})"
-        if result.created
-        else f"{endpoint}: nothing to change"
-    )
+    name, changes = result.endpoint, ", ".join(result.changes)
+    if not result.changed:
+        typer.echo(f"{name}: nothing to change")
+    elif result.kind == "component":
+        typer.echo(f"{name} is {result.status} ({changes or 'components updated'})")
+    else:
+        typer.echo(f"{name} is {result.status} on {result.endpoint_config} ({changes})")

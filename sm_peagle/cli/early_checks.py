@@ -33,9 +33,9 @@ def require_plannable(
 ) -> None:
     """Plan one configuration as `deploy` would: an unknown model, a bad instance type or
     a failed check stops a sweep before it deploys anything or writes a directory."""
-    from ..endpoint import plan_for
+    from ..endpoint import plan
 
     options = {"mode": mode, "instance_type": instance_type, "role": role, "region": region}
     if mode != "baseline":
         options["k"] = k
-    plan_for(model, **{key: v for key, v in options.items() if v is not None}).raise_for_failures()
+    plan(model, **{key: v for key, v in options.items() if v is not None}).raise_for_failures()

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .lifecycle_cmds import YesOpt, _lifecycle, confirm
+from .lifecycle_cmds import YesOpt, asker
 from .output import console, note, print_json, table
 from .spec_options import JsonOpt, RegionOpt
 
@@ -16,12 +16,12 @@ NameArg = Annotated[str, typer.Argument(help="Endpoint name.")]
 
 def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = False) -> None:
     """Status, instances, mode and K (read from the deployed model), image, age, $/h."""
-    from ..lifecycle.inventory import endpoint_status
+    from ..ops.endpoints import status
+    from .context import hello
 
-    lc = _lifecycle(region, json_out)
-    st = endpoint_status(lc.sm, name, aas=lc.aws.client("application-autoscaling"))
+    st = status(name, region=region, on_connect=hello)
     if json_out:
-        print_json(st)
+        print_json(st.to_dict())
         return
     price = f"${st['usd_per_hour']:.2f}/h" if st["usd_per_hour"] is not None else "unknown"
     rows = [
@@ -53,7 +53,7 @@ def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = 
 def _components_table(endpoint: str, comps: list[dict]) -> object:
     """One row per inference component: what it runs, its copies (current/desired) and
     its copy-count autoscaling range; narrow, so a row fits an 80-column terminal."""
-    from ..planning.components import component_short_name
+    from ..ops.endpoints import component_short_name
 
     rows = []
     for c in comps:
@@ -87,10 +87,10 @@ def ls_command(
     json_out: JsonOpt = False,
 ) -> None:
     """List endpoints managed by peagle (by tag)."""
-    from ..lifecycle.inventory import list_endpoints
+    from ..ops.endpoints import ls
+    from .context import hello
 
-    lc = _lifecycle(region, json_out)
-    rows = list_endpoints(lc.sm, include_unmanaged=all_)
+    rows = [r.to_dict() for r in ls(include_unmanaged=all_, region=region, on_connect=hello)]
     if json_out:
         print_json(rows)
         return
@@ -98,7 +98,7 @@ def ls_command(
         typer.echo("no peagle endpoints" + ("" if all_ else " (--all shows every endpoint)"))
         return
 
-    from ..planning.components import component_short_name
+    from ..ops.endpoints import component_short_name
 
     def short(r: dict) -> str:  # components by the short names they were deployed with
         names = [component_short_name(r["endpoint"], c) for c in r["components"]]
@@ -120,67 +120,6 @@ def ls_command(
             ],
         )
     )
-
-
-def _group_exists(lc: object, group: str) -> bool:
-    found = lc.aws.client("logs").describe_log_groups(logGroupNamePrefix=group)  # type: ignore[attr-defined]
-    return any(g["logGroupName"] == group for g in found.get("logGroups", []))
-
-
-def _log_component(lc: object, name: str, component: str | None) -> str | None:
-    """The inference component whose logs `logs NAME --component C` reads: one the
-    endpoint hosts (full or short name), or a deleted one whose log group remains
-    (exit 2 if neither). Without --component on an endpoint with components: a note
-    naming them (their container logs are in their own groups)."""
-    from ..lifecycle.component_targets import choices, components_of, resolve_component
-    from ..lifecycle.endpoint_logs import log_group
-
-    names = components_of(lc.sm, name)  # type: ignore[attr-defined]
-    if component is None:
-        if names:
-            note(
-                f"{name} hosts inference components, whose container logs are in their own "
-                f"log groups: add --component with one of {choices(name, names)}"
-            )
-        return None
-    from ..planning.components import component_full_name
-
-    full = component_full_name(name, component)
-    if names and (component in names or full in names):  # hosted now: the usual check
-        return resolve_component(lc.sm, name, component)  # type: ignore[attr-defined]
-    for candidate in (full, component):
-        if _group_exists(lc, log_group(name, candidate)):
-            return candidate  # deleted, or not listed: its logs remain
-    return resolve_component(lc.sm, name, component)  # type: ignore[attr-defined]
-
-
-def _check_log_source(lc: object, name: str) -> None:
-    """`logs NAME` for a name with neither an endpoint nor a log group is a mistake (exit 1);
-    a deleted endpoint whose logs remain is not."""
-    from botocore.exceptions import ClientError
-
-    from ..errors import NotFound
-    from ..lifecycle.endpoint_logs import log_group
-
-    try:
-        lc.sm.describe_endpoint(EndpointName=name)  # type: ignore[attr-defined]
-        return
-    except ClientError as e:
-        if "Could not find" not in str(e):
-            raise
-    if not _group_exists(lc, log_group(name)):
-        raise NotFound(f"endpoint {name} does not exist and has no logs", remedy="see `peagle ls`")
-
-
-def _log_doc(e: dict) -> dict:
-    from ..lifecycle.endpoint_logs import parse_spec_decoding
-
-    return {
-        "timestamp": e["timestamp"],
-        "stream": e.get("logStreamName"),
-        "message": e["message"],
-        "spec_decoding": parse_spec_decoding(e["message"]),
-    }
 
 
 def logs_command(
@@ -209,36 +148,36 @@ def logs_command(
     metrics lines are highlighted."""
     from datetime import UTC, datetime
 
-    from ..lifecycle.endpoint_logs import fetch_log_events, follow_log_events, parse_spec_decoding
-    from ..lifecycle.waiter import parse_duration
+    from ..ops.endpoints import logs
+    from .context import hello
 
-    seconds = parse_duration(since)
-    lc = _lifecycle(region, json_out)
-    if component is None:
-        _check_log_source(lc, name)
-    ic = _log_component(lc, name, component)  # a component's logs outlive its endpoint
-    if json_out and not follow:
-        events_now = fetch_log_events(lc.aws, name, since=seconds, component=ic)
-        print_json([_log_doc(e) for e in events_now])
-        return
-    events = (
-        follow_log_events(lc.aws, name, since=seconds, component=ic)
-        if follow
-        else fetch_log_events(lc.aws, name, since=seconds, component=ic)
+    stream = logs(
+        name,
+        since=since,
+        follow=follow,
+        component=component,
+        region=region,
+        say=note,
+        on_connect=hello,
+        _cli=True,
     )
+    ic = stream.component
+    if json_out and not follow:
+        print_json(stream.to_dict())
+        return
     from rich.markup import escape  # vLLM lines hold [file.py:123] tags, not markup
 
     out = console()
     count = 0
-    for e in events:
+    for e in stream:
         count += 1
         if json_out:  # --follow --json: JSON Lines
-            typer.echo(json.dumps(_log_doc(e)))
+            typer.echo(json.dumps(e.to_dict()))
             continue
-        ts = datetime.fromtimestamp(e["timestamp"] / 1000, UTC).strftime("%H:%M:%S")
-        style = "[bold magenta]{}[/]" if parse_spec_decoding(e["message"]) else "{}"
+        ts = datetime.fromtimestamp(e.timestamp / 1000, UTC).strftime("%H:%M:%S")
+        style = "[bold magenta]{}[/]" if e.spec_decoding else "{}"
         out.print(
-            f"[dim]{ts}[/] " + style.format(escape(e["message"])),
+            f"[dim]{ts}[/] " + style.format(escape(e.message)),
             markup=True,
             highlight=False,
             soft_wrap=True,
@@ -268,23 +207,21 @@ def delete_command(
     Refuses an endpoint without the peagle:managed tag, or one hosting inference
     components peagle did not create, unless --force; never deletes a config or model
     another endpoint (or inference component) uses, nor a foreign component's model."""
-    lc = _lifecycle(region, json_out)
-    question = f"Delete endpoint {name} and its config/models?"
-    if force and not yes:  # say what --force destroys that is not peagle's
-        from ..lifecycle.components import split_components
+    from ..ops.endpoints import delete
+    from .context import hello
 
-        foreign = split_components(lc.sm, name)[1]
-        if foreign:
-            question = (
-                f"Delete endpoint {name} and its config/models, and inference component(s) "
-                f"peagle did not create: {', '.join(foreign)} (their scaling targets, "
-                "policies and alarms go too; their models are kept)?"
-            )
-    confirm(question, yes)
-    result = lc.delete(name, keep_model=keep_model, force=force)
+    result = delete(
+        name,
+        keep_model=keep_model,
+        force=force,
+        confirm=asker(yes),
+        region=region,
+        say=note,
+        on_connect=hello,
+    )
     if json_out:
-        print_json(result)
-    elif result.get("note"):
+        print_json(result.to_dict())
+    elif result.note:
         typer.echo(f"{name}: {result['note']}")
     # Otherwise the lifecycle already said "deleted N resources: ..." (once, on stderr).
 
@@ -304,29 +241,20 @@ def gc_command(
 ) -> None:
     """Delete peagle-managed inference components whose endpoint is gone (with their
     autoscaling), then endpoint configs and models that no endpoint or component uses."""
-    from ..lifecycle.components import deregister_component_scaling
-    from ..lifecycle.inventory import find_orphans
-    from ..lifecycle.waiter import parse_duration
+    from ..ops.endpoints import gc
+    from .context import hello
 
-    lc = _lifecycle(region, json_out)
-    orphans = find_orphans(lc.sm, min_age_seconds=parse_duration(min_age))
-    young = orphans.pop("young")
-    names = orphans["inference_components"] + orphans["endpoint_configs"] + orphans["models"]
-    deleted: list[str] = []
-    if names and not dry_run:
-        confirm(f"Delete {len(names)} orphaned resources?", yes)
-        for ic in orphans["inference_components"]:  # first: they name the models
-            deregister_component_scaling(lc, ic)
-            lc.delete_and_confirm("inference_component", ic)
-            deleted.append(ic)
-        for cfg in orphans["endpoint_configs"]:
-            lc.delete_and_confirm("endpoint_config", cfg)
-            deleted.append(cfg)
-        for m in orphans["models"]:
-            lc.delete_and_confirm("model", m)
-            deleted.append(m)
+    result = gc(
+        dry_run=dry_run,
+        min_age=min_age,
+        confirm=asker(yes),
+        region=region,
+        say=note,
+        on_connect=hello,
+    )
+    names, young = result.orphans, result.skipped_young
     if json_out:
-        print_json({**orphans, "skipped_young": young, "deleted": deleted, "dry_run": dry_run})
+        print_json(result.to_dict())
         return
     verb = "would delete" if dry_run else "deleted"
     for n in names:

@@ -16,7 +16,8 @@ def _fmt(seconds: float) -> str:
 
 @contextmanager
 def wait_view(quiet: bool = False) -> Iterator[Callable[[Any], None]]:
-    """Yield an on_poll callback. Plain mode prints a line when something changes."""
+    """Yield an on_poll callback. Plain mode prints a line when something changes; on a
+    terminal a live panel appears at the first poll."""
     if quiet:
         yield lambda _s: None
         return
@@ -51,5 +52,18 @@ def wait_view(quiet: bool = False) -> Iterator[Callable[[Any], None]]:
         t.add_row("newest log", (state.log_line or "-")[:160])
         return t
 
-    with Live(console=console(stderr=True), refresh_per_second=4, transient=False) as live:
-        yield lambda state: live.update(render(state))
+    # Started at the first poll, not before: the SDK asks its confirmation (a prompt on
+    # this terminal) inside the same call, before anything is waited for.
+    live: list[Live] = []
+
+    def show(state: Any) -> None:
+        if not live:
+            live.append(Live(console=console(stderr=True), refresh_per_second=4, transient=False))
+            live[0].start()
+        live[0].update(render(state))
+
+    try:
+        yield show
+    finally:
+        if live:
+            live[0].stop()

@@ -42,13 +42,6 @@ from .spec_options import (
 )
 
 
-def make_plan(spec: Any, *, allow_live: bool | None = None) -> Any:
-    """Resolve inputs (snapshot / cache / live JumpStart), then plan purely."""
-    from ..lifecycle.resolve import plan_resolved
-
-    return plan_resolved(spec, allow_live=allow_live)
-
-
 def render_plan(p: Any) -> None:
     from rich.markup import escape
 
@@ -159,8 +152,9 @@ def plan_command(
         scale_in_max_step=scale_in_max_step,
         scale_in_cooldown_minutes=scale_in_cooldown_minutes,
     )
-    spec = build_spec(model, spec_file, options)
-    p = make_plan(spec)
+    import sm_peagle
+
+    p = sm_peagle.plan(build_spec(model, spec_file, options))
     if json_out:
         print_json(p.to_dict())
     else:

@@ -61,6 +61,13 @@ class AdoptResult:
         out += [("model", m) for m in self.deployed.models]
         return out
 
+    def spec_yaml(self) -> str:
+        """The reconstructed spec as YAML, defaults left out (what `adopt -o` writes)."""
+        import yaml
+
+        data = self.spec.model_dump(mode="json", exclude_defaults=True)
+        return yaml.safe_dump(data, sort_keys=False, default_flow_style=False).rstrip()
+
     def to_dict(self) -> dict[str, Any]:
         doc = self.adoption.to_dict()
         doc["checks"] = [c.to_dict() for c in self.checks]

@@ -95,13 +95,13 @@ def plan_component_change(
     SpecError (nothing sent) for an endpoint without components, an unknown component,
     a K for a baseline component, or a plan that fails its checks."""
     from ..planning.component_change import change_component, component_changes
-    from .resolve import plan_resolved
+    from .resolve import plan
     from .spec_tags import deployed_spec
 
     current = deployed_spec(sm, endpoint)
-    new = plan_resolved(change_component(current, endpoint, component, k=k, mode=mode))
+    new = plan(change_component(current, endpoint, component, k=k, mode=mode))
     new.raise_for_failures()
-    old = plan_resolved(current)
+    old = plan(current)
     return ComponentChange(new, component_changes(old, new), old.autoscaling == new.autoscaling)
 
 

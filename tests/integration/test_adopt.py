@@ -184,7 +184,7 @@ def test_adopted_jumpstart_endpoint_plans_to_the_same_requests(world, capsys, tm
 
     sm = boto3.client("sagemaker", region_name=REGION)
     spec = deployed_spec(sm, NAME)
-    planned = sm_peagle.plan_for(spec)
+    planned = sm_peagle.plan(spec)
     model = sm.describe_model(ModelName=MODEL)
     variant = sm.describe_endpoint_config(EndpointConfigName=CONFIG)["ProductionVariants"][0]
     container = planned.create_model["PrimaryContainer"]

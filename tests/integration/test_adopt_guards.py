@@ -131,13 +131,13 @@ def test_a_refusal_after_confirming_leaves_no_spec_file(world, capsys, tmp_path,
     create_jumpstart_endpoint(world.role_arn)
     sm = boto3.client("sagemaker", region_name=REGION)
     before = all_tags()
-    answered = adopt_cmd.confirm
+    answered = adopt_cmd.asker
 
-    def answer_while_someone_shares(question: str, yes: bool) -> None:
-        answered(question, yes)
+    def answer_while_someone_shares(question: str) -> None:
         sm.create_endpoint(EndpointName="other", EndpointConfigName=CONFIG)
 
-    monkeypatch.setattr(adopt_cmd, "confirm", answer_while_someone_shares)
+    # The prompt the CLI gives the SDK: the answer comes while someone shares the config.
+    monkeypatch.setattr(adopt_cmd, "asker", lambda yes: answer_while_someone_shares)
     target = tmp_path / "spec.yaml"
     code, _, err = run(capsys, "adopt", NAME, "--yes", "-o", str(target))
     assert code == 2
@@ -145,7 +145,7 @@ def test_a_refusal_after_confirming_leaves_no_spec_file(world, capsys, tmp_path,
     assert not target.exists()
     assert all_tags() == before
     # Once the other endpoint is gone, the same command writes the file and adopts.
-    monkeypatch.setattr(adopt_cmd, "confirm", answered)
+    monkeypatch.setattr(adopt_cmd, "asker", answered)
     sm.delete_endpoint(EndpointName="other")
     code, _, err = run(capsys, "adopt", NAME, "--yes", "-o", str(target))
     assert code == 0, err

@@ -208,7 +208,7 @@ def test_interrupted_update_waits_for_sagemakers_rollback_before_removing_the_ne
     sagemaker_harness.schedule_update(
         NAME, ["Updating"] * 4 + ["InService"], failure_reason="health check failed"
     )
-    new = sm_peagle.plan_for(ep.spec(), k=6, name=NAME)
+    new = sm_peagle.plan(ep.spec(), k=6, name=NAME)
     with pytest.raises(KeyboardInterrupt):
         ep.lifecycle().update(new, on_poll=_interrupt_on(1))
     # Interrupted while Updating: the new config was pending until SageMaker rolled back.
@@ -222,7 +222,7 @@ def test_interrupted_update_that_sagemaker_completes_keeps_what_the_endpoint_ser
     ep = sm_peagle.deploy("gpt-oss-20b", role=world.role_arn, region=REGION)
     old_model, old_config = _names(world)
     sagemaker_harness.schedule_update(NAME, ["Updating"] * 4 + ["InService"])
-    new = sm_peagle.plan_for(ep.spec(), k=6, name=NAME)
+    new = sm_peagle.plan(ep.spec(), k=6, name=NAME)
     with pytest.raises(KeyboardInterrupt):
         ep.lifecycle().update(new, on_poll=_interrupt_on(1))
     # Ctrl-C does not stop SageMaker: the update went through, so the new config and model

@@ -133,7 +133,7 @@ def test_the_script_sends_the_plans_requests(
     assert [op for op, _ in deployed] == ["CreateModel", "CreateEndpointConfig", "CreateEndpoint"]
     creates = assert_creates(sent, deployed)
     # Which is the plan's requests plus the spec tags, each resource carrying the spec.
-    planned = sm_peagle.plan_for("gpt-oss-20b", role=world.role_arn, region=REGION)
+    planned = sm_peagle.plan("gpt-oss-20b", role=world.role_arn, region=REGION)
     plain = [
         ("CreateModel", planned.create_model),
         ("CreateEndpointConfig", planned.create_endpoint_config),
@@ -209,7 +209,7 @@ def test_components_script_sends_the_plans_requests(
 def test_fallback_pools_script_sends_the_plans_requests(
     world: Any, capsys: Any, sagemaker_harness: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:
-    planned = sm_peagle.plan_for(
+    planned = sm_peagle.plan(
         {
             "model": "gpt-oss-20b",
             "region": REGION,

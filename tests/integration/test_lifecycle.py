@@ -39,7 +39,7 @@ def test_cli_lifecycle_sends_the_planned_requests_and_leaves_nothing(
     assert [c["kind"] for c in doc["created"]] == ["model", "endpoint_config", "endpoint"]
     assert "talking to: AWS, region us-east-1" in err
 
-    planned = sm_peagle.plan_for("gpt-oss-20b", role=world.role_arn, region=REGION)
+    planned = sm_peagle.plan("gpt-oss-20b", role=world.role_arn, region=REGION)
     for op, expected in (
         ("CreateModel", planned.create_model),
         ("CreateEndpointConfig", planned.create_endpoint_config),

@@ -34,7 +34,7 @@ def missing_required(value: Any, shape: Any, path: str) -> list[str]:
 
 
 def deployed(world: Any) -> tuple[Any, dict[str, dict]]:
-    planned = sm_peagle.plan_for("gpt-oss-20b", role=world.role_arn, region=REGION)
+    planned = sm_peagle.plan("gpt-oss-20b", role=world.role_arn, region=REGION)
     sm = boto3.client("sagemaker", region_name=REGION)
     sm.create_model(**planned.create_model)
     sm.create_endpoint_config(**planned.create_endpoint_config)
@@ -62,7 +62,7 @@ def test_describe_answers_carry_every_required_member(world: Any, sagemaker_harn
 
 
 def test_set_values_still_come_back(world: Any, sagemaker_harness: Any) -> None:
-    planned = sm_peagle.plan_for("gpt-oss-20b", role=world.role_arn, region=REGION)
+    planned = sm_peagle.plan("gpt-oss-20b", role=world.role_arn, region=REGION)
     sm = boto3.client("sagemaker", region_name=REGION)
     vpc = {"SecurityGroupIds": ["sg-0123456789abcdef0"], "Subnets": ["subnet-0123456789abcdef0"]}
     sm.create_model(**{**planned.create_model, "VpcConfig": vpc})

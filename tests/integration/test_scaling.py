@@ -21,7 +21,7 @@ def test_autoscale_registers_exactly_the_planned_target_and_policy(world, capsys
     )
     assert code == 0, err
     planned = dict(
-        sm_peagle.plan_for(
+        sm_peagle.plan(
             "gpt-oss-20b", role=world.role_arn, region=REGION, autoscale="1:4", target_concurrency=6
         ).autoscaling
     )
@@ -80,7 +80,7 @@ def test_bad_autoscale_input_is_one_line_exit_2(capsys):
 
 
 def test_fallback_pools_plan_two_models_with_their_own_tensor_parallel_size():
-    p = sm_peagle.plan_for("gpt-oss-20b", fallback=["ml.g7e.12xlarge"])
+    p = sm_peagle.plan("gpt-oss-20b", fallback=["ml.g7e.12xlarge"])
     (variant,) = p.create_endpoint_config["ProductionVariants"]
     assert "InstanceType" not in variant
     assert variant["InstancePools"] == [
@@ -106,7 +106,7 @@ def test_fallback_pools_plan_two_models_with_their_own_tensor_parallel_size():
 
 
 def test_fit_is_checked_per_pool():
-    p = sm_peagle.plan_for(
+    p = sm_peagle.plan(
         "gpt-oss-120b",
         instance_type="ml.g7e.2xlarge",
         fallback=["ml.g6e.xlarge"],
@@ -158,12 +158,12 @@ def test_quota_is_checked_for_every_pool(world, capsys, monkeypatch):
 
 
 def test_sdk_options_map_the_same_for_every_input_kind():
-    # plan_for(spec, …) and plan_for(dict, …) go through the same option mapping as an
+    # plan(spec, …) and plan(dict, …) go through the same option mapping as an
     # alias does, so `autoscale="MIN:MAX"` works on a deployed spec too (Endpoint.update).
-    spec = sm_peagle.plan_for("gpt-oss-20b").spec
+    spec = sm_peagle.plan("gpt-oss-20b").spec
     for source in (spec, {"model": "gpt-oss-20b"}, "gpt-oss-20b"):
-        p = sm_peagle.plan_for(source, autoscale="1:3", k=4)
+        p = sm_peagle.plan(source, autoscale="1:3", k=4)
         assert (p.spec.autoscaling.min_instances, p.spec.autoscaling.max_instances) == (1, 3)
         assert p.speculative_config["num_speculative_tokens"] == 4
     with pytest.raises(sm_peagle.SpecError, match=r"unknown option\(s\) \['bogus'\].*autoscale,"):
-        sm_peagle.plan_for(spec, bogus=1)
+        sm_peagle.plan(spec, bogus=1)

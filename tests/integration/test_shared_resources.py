@@ -26,7 +26,7 @@ from botocore.exceptions import ClientError
 from peagle_sandbox.testing.moto_components import leftovers
 from peagle_sandbox.testing.moto_delete_order import strict_deletes
 from sm_peagle.aws import AwsContext
-from sm_peagle.endpoint import deployed_spec, plan_for
+from sm_peagle.endpoint import deployed_spec, plan
 from sm_peagle.lifecycle.manager import Lifecycle
 from tests.integration.lifecycle_env import REGION, World, left_in_moto, run, sagemaker_inventory
 from tests.integration.test_adopt import MODEL as JS_MODEL
@@ -195,7 +195,7 @@ def test_component_update_keeps_the_old_model_another_endpoints_component_names(
     spec = deployed_spec(sm(), NAME)
     comps = spec.inference_components.components
     comps[[c.name for c in comps].index("p-eagle")].k = 5
-    Lifecycle(AwsContext(region=REGION), say=said.append).update(plan_for(spec))
+    Lifecycle(AwsContext(region=REGION), say=said.append).update(plan(spec))
     err = "\n".join(said)
     new = sm().describe_inference_component(InferenceComponentName=peagle_ic)["Specification"]
     assert new["ModelName"] != old  # K changed: the component moved to a new model

@@ -178,9 +178,9 @@ def test_no_model_is_fatal() -> None:
 
 def test_planned_env_round_trips(tmp_path: Path) -> None:
     """What `peagle plan` sends for the P-EAGLE template arrives as those exact flags."""
-    from sm_peagle.endpoint import plan_for
+    from sm_peagle.endpoint import plan
 
-    p = plan_for(Path("templates/specs/gpt-oss-20b-p-eagle.yaml"))
+    p = plan(Path("templates/specs/gpt-oss-20b-p-eagle.yaml"))
     env = p.create_model["PrimaryContainer"]["Environment"]
     argv = build_argv(env, model_dir_nonempty=lambda: True)
     assert argv[:5] == HEAD + ["/opt/ml/model"] + PORT

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sm_peagle.endpoint import plan_for
+from sm_peagle.endpoint import plan
 from sm_peagle.iac.iam import PLACEHOLDER_ACCOUNT, WILDCARD_ACTIONS, execution_role_policy
 from tests.plan_helpers import make_offline, run_cli
 
@@ -133,7 +133,7 @@ def assert_least_privilege(policy: dict[str, Any], p: Any, wildcards: set[str]) 
 
 
 def test_template_policy_is_least_privilege() -> None:
-    p = plan_for(TEMPLATE)
+    p = plan(TEMPLATE)
     result = execution_role_policy(p)
     assert_least_privilege(result.policy, p, BASE_WILDCARDS)
     actions = {a for s in _statements(result.policy) for a in s["Action"]}
@@ -154,7 +154,7 @@ def test_template_policy_is_least_privilege() -> None:
 
 
 def test_vpc_and_kms_add_only_their_statements() -> None:
-    p = plan_for(VPC_SPEC)
+    p = plan(VPC_SPEC)
     result = execution_role_policy(p)
     assert result.account == ACCOUNT and result.warnings == []
     assert_least_privilege(result.policy, p, BASE_WILDCARDS | VPC_WILDCARDS)
@@ -179,14 +179,14 @@ def test_vpc_and_kms_add_only_their_statements() -> None:
 def test_kms_key_id_becomes_a_key_arn() -> None:
     spec = json.loads(json.dumps(VPC_SPEC))
     spec["network"]["kms_key_id"] = "1234abcd-12ab-34cd-56ef-1234567890ab"
-    [kms] = _by_action(execution_role_policy(plan_for(spec)).policy, "kms:Decrypt")
+    [kms] = _by_action(execution_role_policy(plan(spec)).policy, "kms:Decrypt")
     assert _resources(kms) == [
         f"arn:aws:kms:eu-west-1:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
     ]
 
 
 def test_trust_policy_is_sagemaker_for_this_account() -> None:
-    trust = execution_role_policy(plan_for(VPC_SPEC)).trust_policy
+    trust = execution_role_policy(plan(VPC_SPEC)).trust_policy
     [s] = trust["Statement"]
     assert s["Principal"] == {"Service": "sagemaker.amazonaws.com"}
     assert s["Action"] == "sts:AssumeRole" and s["Effect"] == "Allow"
@@ -194,7 +194,7 @@ def test_trust_policy_is_sagemaker_for_this_account() -> None:
 
 
 def test_account_override_wins_with_a_warning() -> None:
-    result = execution_role_policy(plan_for(VPC_SPEC), account="444455556666")
+    result = execution_role_policy(plan(VPC_SPEC), account="444455556666")
     assert result.account == "444455556666"
     assert any("differs" in w for w in result.warnings)
     assert result.trust_policy["Statement"][0]["Condition"]["StringEquals"] == {
@@ -207,7 +207,7 @@ def test_cli_json_and_human(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     doc = json.loads(out)
     assert set(doc) == {"policy", "trust_policy"}
-    assert doc["policy"] == execution_role_policy(plan_for(TEMPLATE)).policy
+    assert doc["policy"] == execution_role_policy(plan(TEMPLATE)).policy
     assert "placeholder account" in err
 
     code, out, _ = run_cli(capsys, "iam-policy", "-f", str(TEMPLATE), "--account", ACCOUNT)
@@ -286,7 +286,7 @@ TEMPLATE_POLICY = {
 
 
 def test_template_policy_is_the_hand_written_one() -> None:
-    assert execution_role_policy(plan_for(TEMPLATE)).policy == TEMPLATE_POLICY
+    assert execution_role_policy(plan(TEMPLATE)).policy == TEMPLATE_POLICY
     # ... and so is the checked-in example (test_templates keeps it fresh).
     example = TEMPLATE.parents[1] / "iam" / "execution-role-policy.json"
     assert json.loads(example.read_text()) == TEMPLATE_POLICY

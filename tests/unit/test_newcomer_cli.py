@@ -87,7 +87,7 @@ def test_every_spec_error_is_shown_in_the_cli_json_and_sdk(capsys):
     message = json.loads(out)["error"]["message"]
     assert "model_data:" in message and "drafter.source:" in message
     with pytest.raises(sm_peagle.SpecError) as e:
-        sm_peagle.plan_for("gpt-oss-120b", model_data="s3://b/m/", drafter="s3://b/h/")
+        sm_peagle.plan("gpt-oss-120b", model_data="s3://b/m/", drafter="s3://b/h/")
     assert "model_data:" in str(e.value) and "drafter.source:" in str(e.value)
 
 

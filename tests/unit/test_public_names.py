@@ -25,7 +25,15 @@ OPTIONAL = {
 PUBLIC = [
     "deploy",
     "plan",
-    "plan_for",
+    "status",
+    "ls",
+    "logs",
+    "delete",
+    "gc",
+    "update",
+    "apply",
+    "diff",
+    "adopt",
     "Endpoint",
     "Plan",
     "DeploymentSpec",
@@ -91,7 +99,9 @@ def test_every_public_name_is_stable_after_importing_every_submodule() -> None:
     assert {n for n, r in names.items() if not r["same"]} == set()
     assert {n for n, r in names.items() if not r["in_all"]} == set()
     assert names["plan"]["kind"] == names["deploy"]["kind"] == "function"
-    assert names["plan_for"]["kind"] == names["use_sandbox"]["kind"] == "function"
+    assert names["use_sandbox"]["kind"] == "function"
+    for fn in ("status", "ls", "logs", "delete", "gc", "update", "apply", "diff", "adopt"):
+        assert names[fn]["kind"] == "function", fn
     assert {n for n, r in names.items() if r["kind"] == "module"} == set()
     for cls in ("Endpoint", "Plan", "DeploymentSpec", "PeagleError", "NotFound"):
         assert names[cls]["kind"] == "class", cls
@@ -99,6 +109,6 @@ def test_every_public_name_is_stable_after_importing_every_submodule() -> None:
 
 def test_no_submodule_is_named_like_a_public_function() -> None:
     pkg = ROOT / "sm_peagle"
-    for name in ("plan", "deploy", "plan_for", "use_sandbox"):
+    for name in ("plan", "deploy", "use_sandbox", "status", "ls", "update", "apply", "diff"):
         assert not (pkg / f"{name}.py").exists(), name
         assert not (pkg / name).is_dir(), name

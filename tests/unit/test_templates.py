@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from sm_peagle.catalog.models import MODELS
-from sm_peagle.endpoint import plan_for
+from sm_peagle.endpoint import plan
 from sm_peagle.iac.export import CFN_TABLES, export_text, tf_resource_id
 from sm_peagle.iac.iam import execution_role_policy
 from sm_peagle.planning.specs import Mode
@@ -74,7 +74,7 @@ def test_one_spec_per_model_and_mode() -> None:
 
 @pytest.mark.parametrize("path", sorted(SPECS.glob("*.yaml")), ids=lambda p: p.stem)
 def test_spec_template_plans_clean(path: Path) -> None:
-    p = plan_for(path)
+    p = plan(path)
     not_passed = [(c.name, c.status) for c in p.checks if c.status != "pass"]
     assert not_passed == [("role", "warn")], [c for c in p.checks if c.status != "pass"]
     assert path.stem.endswith(p.spec.speculative.mode.value)
@@ -89,11 +89,11 @@ def test_spec_template_plans_clean(path: Path) -> None:
 
 
 def test_terraform_example_is_a_fresh_export() -> None:
-    assert TF_EXAMPLE.read_text() == export_text(plan_for(EXAMPLE_SPEC), "terraform"), REGEN
+    assert TF_EXAMPLE.read_text() == export_text(plan(EXAMPLE_SPEC), "terraform"), REGEN
 
 
 def test_iam_example_is_a_fresh_policy() -> None:
-    policy = execution_role_policy(plan_for(EXAMPLE_SPEC)).policy
+    policy = execution_role_policy(plan(EXAMPLE_SPEC)).policy
     assert IAM_EXAMPLE.read_text() == json.dumps(policy, indent=2) + "\n", REGEN
 
 
@@ -209,11 +209,11 @@ def assert_terraform_matches(tf: dict[str, Any], p: Any) -> None:
 
 
 def test_terraform_example_matches_its_plan() -> None:
-    assert_terraform_matches(json.loads(TF_EXAMPLE.read_text()), plan_for(EXAMPLE_SPEC))
+    assert_terraform_matches(json.loads(TF_EXAMPLE.read_text()), plan(EXAMPLE_SPEC))
 
 
 def test_terraform_export_carries_every_optional_field() -> None:
-    p = plan_for(RICH_SPEC)
+    p = plan(RICH_SPEC)
     tf = json.loads(export_text(p, "terraform"))
     assert_terraform_matches(tf, p)
     variant = tf["resource"]["aws_sagemaker_endpoint_configuration"][tf_resource_id(p)][
@@ -232,7 +232,7 @@ def test_terraform_needs_a_kms_key_arn() -> None:
     from sm_peagle.errors import SpecError
 
     with pytest.raises(SpecError, match="kms_key_arn"):
-        export_text(plan_for(spec), "terraform")
+        export_text(plan(spec), "terraform")
 
 
 # --- CloudFormation ------------------------------------------------------------------------
@@ -265,7 +265,7 @@ def test_cfn_tables_stay_within_the_installed_schemas() -> None:
 def test_cloudformation_baselines_pass_cfn_lint(tmp_path: Path) -> None:
     rich = json.loads(json.dumps(RICH_SPEC))
     rich["speculative"] = {"mode": "baseline"}
-    plans = [plan_for(SPECS / "gpt-oss-20b-baseline.yaml"), plan_for(rich)]
+    plans = [plan(SPECS / "gpt-oss-20b-baseline.yaml"), plan(rich)]
     paths = []
     for i, p in enumerate(plans):
         path = tmp_path / f"stack{i}.json"
@@ -322,7 +322,7 @@ def test_export_output_file_equals_stdout(
 def test_export_json_is_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "export", "-f", str(EXAMPLE_SPEC), "--format", "json")
     assert code == 0
-    assert json.loads(out) == json.loads(json.dumps(plan_for(EXAMPLE_SPEC).to_dict()))
+    assert json.loads(out) == json.loads(json.dumps(plan(EXAMPLE_SPEC).to_dict()))
 
 
 def test_export_bad_format_and_failed_plan(capsys: pytest.CaptureFixture[str]) -> None:
@@ -349,7 +349,7 @@ def test_export_refuses_what_it_cannot_carry(extra: dict, needle: str, fmt: str)
     from sm_peagle.errors import SpecError
 
     spec = {"model": "gpt-oss-20b", "region": "us-east-1", "speculative": {"mode": "baseline"}}
-    p = plan_for({**spec, **extra})
+    p = plan({**spec, **extra})
     with pytest.raises(SpecError, match=needle):
         export_text(p, fmt)
     assert json.loads(export_text(p, "json"))["create_model"] == p.create_model
@@ -362,14 +362,14 @@ def test_terraform_escapes_template_sequences() -> None:
         "region": "us-east-1",
         "container": {"env": {"GREETING": "${HOME} and %{ if }"}},
     }
-    p = plan_for(spec)
+    p = plan(spec)
     tf = json.loads(export_text(p, "terraform"))
     env = tf["resource"]["aws_sagemaker_model"][tf_resource_id(p)]["primary_container"][
         "environment"
     ]
     assert env["GREETING"] == "$${HOME} and %%{ if }"
     cfn = json.loads(
-        export_text(plan_for({**spec, "speculative": {"mode": "baseline"}}), "cloudformation")
+        export_text(plan({**spec, "speculative": {"mode": "baseline"}}), "cloudformation")
     )
     assert (
         cfn["Resources"]["PeagleModel"]["Properties"]["PrimaryContainer"]["Environment"]["GREETING"]

@@ -1,0 +1,389 @@
+"""Endpoints as they are: `status`, `ls`, `logs`, and the ways they go, `delete` and `gc`.
+
+Each is one SDK call that `peagle status|ls|logs|delete|gc` makes as it is; the CLI only
+parses and renders the typed result (`to_dict()` is the command's `--json` document).
+
+    import sm_peagle
+    for row in sm_peagle.ls():
+        print(row.endpoint, sm_peagle.status(row.endpoint).status)
+    for event in sm_peagle.logs("my-endpoint", since="5m"):
+        print(event.message)
+
+Prompts go through `confirm` (called with the question; it raises to stop, None
+proceeds, as an SDK call does), progress lines through `say`. Arguments are checked
+before any AWS request, with the same typed errors the CLI prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import NotFound, SpecError
+from ..planning.components import component_short_name  # what the CLI's tables show
+from .session import OnConnect, Say, context, quiet, seconds
+
+__all__ = [
+    "DeleteResult",
+    "EndpointStatus",
+    "EndpointSummary",
+    "GcResult",
+    "LogEvent",
+    "LogStream",
+    "delete",
+    "gc",
+    "logs",
+    "ls",
+    "component_short_name",
+    "status",
+]
+
+Confirm = Callable[[str], None]
+
+
+class _Doc(dict):  # type: ignore[type-arg]
+    """A result that is also the plain JSON document (so `result["status"]` keeps working)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self)
+
+
+class EndpointStatus(_Doc):
+    """`peagle status`: status, instances, mode and K, image, age, $/h; on an endpoint
+    hosting inference components, `components` (one dict each) instead of mode/K/image."""
+
+    @property
+    def endpoint(self) -> str:
+        return self["endpoint"]
+
+    @property
+    def status(self) -> str:
+        return self["status"]
+
+    @property
+    def k(self) -> int | None:
+        return self.get("k")
+
+    @property
+    def mode(self) -> str | None:
+        return self.get("mode")
+
+    @property
+    def components(self) -> list[dict[str, Any]] | None:
+        return self.get("components")
+
+
+class DeleteResult(_Doc):
+    """`peagle delete`: `deleted` (names, in order), `kept_models`, `kept_shared`
+    (name -> the endpoints still using it), or `note` ("already gone")."""
+
+    @property
+    def deleted(self) -> list[str]:
+        return self.get("deleted", [])
+
+    @property
+    def note(self) -> str | None:
+        return self.get("note")
+
+
+class LogEvent(_Doc):
+    """One CloudWatch event: `timestamp` (ms), `stream`, `message`, and `spec_decoding`
+    (the SpecDecoding metrics parsed from the line, or None)."""
+
+    @property
+    def timestamp(self) -> int:
+        return self["timestamp"]
+
+    @property
+    def message(self) -> str:
+        return self["message"]
+
+    @property
+    def spec_decoding(self) -> dict[str, float] | None:
+        return self["spec_decoding"]
+
+
+@dataclass(frozen=True)
+class EndpointSummary:
+    """One row of `peagle ls`."""
+
+    endpoint: str
+    status: str
+    created: str
+    managed: bool
+    spec_sha256: str | None
+    components: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "endpoint": self.endpoint,
+            "status": self.status,
+            "created": self.created,
+            "managed": self.managed,
+            "spec_sha256": self.spec_sha256,
+            "components": list(self.components),
+        }
+
+
+@dataclass
+class GcResult:
+    """`peagle gc`: the orphans found (by kind), those skipped as younger than
+    `min_age`, and what was deleted (nothing on a dry run)."""
+
+    inference_components: list[str]
+    endpoint_configs: list[str]
+    models: list[str]
+    skipped_young: list[str]
+    deleted: list[str]
+    dry_run: bool
+
+    @property
+    def orphans(self) -> list[str]:
+        """Every orphan, in deletion order (components first: they name the models)."""
+        return self.inference_components + self.endpoint_configs + self.models
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "inference_components": self.inference_components,
+            "endpoint_configs": self.endpoint_configs,
+            "models": self.models,
+            "skipped_young": self.skipped_young,
+            "deleted": self.deleted,
+            "dry_run": self.dry_run,
+        }
+
+
+@dataclass
+class LogStream:
+    """The events of `logs()`: iterate for `LogEvent`s (once; with `follow`, until
+    interrupted). `component` is the InferenceComponentName read, if any."""
+
+    endpoint: str
+    component: str | None
+    since_seconds: float
+    follow: bool
+    _events: Any = field(repr=False, default=())
+
+    def __iter__(self) -> Iterator[LogEvent]:
+        from ..lifecycle.endpoint_logs import parse_spec_decoding
+
+        for e in self._events:
+            yield LogEvent(
+                timestamp=e["timestamp"],
+                stream=e.get("logStreamName"),
+                message=e["message"],
+                spec_decoding=parse_spec_decoding(e["message"]),
+            )
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        return [e.to_dict() for e in self]
+
+
+def _name(name: Any, what: str = "endpoint name") -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise SpecError(f"{what}: a non-empty name is needed, not {name!r}")
+    return name
+
+
+def status(
+    name: str,
+    *,
+    region: str | None = None,
+    aws: Any = None,
+    on_connect: OnConnect | None = None,
+) -> EndpointStatus:
+    """The endpoint's status, instances, mode and K (read from the deployed model),
+    image, age and $/h, from describe calls only. NotFound if there is no such endpoint."""
+    from ..lifecycle.inventory import endpoint_status
+
+    name = _name(name)
+    ctx = context(region, aws, on_connect)
+    doc = endpoint_status(ctx.client("sagemaker"), name, aas=ctx.client("application-autoscaling"))
+    return EndpointStatus(doc)
+
+
+def ls(
+    *,
+    include_unmanaged: bool = False,
+    region: str | None = None,
+    aws: Any = None,
+    on_connect: OnConnect | None = None,
+) -> list[EndpointSummary]:
+    """The endpoints peagle manages (tagged `peagle:managed`), or with
+    `include_unmanaged` every endpoint of the region, each with its components."""
+    from ..lifecycle.inventory import list_endpoints
+
+    ctx = context(region, aws, on_connect)
+    rows = list_endpoints(ctx.client("sagemaker"), include_unmanaged=include_unmanaged)
+    return [EndpointSummary(**r) for r in rows]
+
+
+def _lifecycle(aws: Any, say: Say) -> Any:
+    from ..lifecycle.manager import Lifecycle
+
+    return Lifecycle(aws, say=say)
+
+
+def delete(
+    name: str,
+    *,
+    keep_model: bool = False,
+    force: bool = False,
+    confirm: Confirm | None = None,
+    region: str | None = None,
+    aws: Any = None,
+    say: Say | None = None,
+    on_connect: OnConnect | None = None,
+) -> DeleteResult:
+    """Delete the endpoint (its inference components first), then the config and models
+    only it uses. Idempotent (`note` says "already gone"). Refused (SpecError, nothing
+    deleted) for an endpoint without the peagle:managed tag, or hosting components peagle
+    did not create, unless `force`; a config or model another endpoint (or component)
+    uses is never deleted, nor a foreign component's model. `confirm` is asked first
+    (with `force`, naming the foreign components that would go)."""
+    name = _name(name)
+    ctx = context(region, aws, on_connect)
+    lc = _lifecycle(ctx, say or quiet)
+    if confirm is not None:
+        question = f"Delete endpoint {name} and its config/models?"
+        if force:  # say what --force destroys that is not peagle's
+            from ..lifecycle.components import split_components
+
+            foreign = split_components(lc.sm, name)[1]
+            if foreign:
+                question = (
+                    f"Delete endpoint {name} and its config/models, and inference "
+                    f"component(s) peagle did not create: {', '.join(foreign)} (their "
+                    "scaling targets, policies and alarms go too; their models are kept)?"
+                )
+        confirm(question)
+    return DeleteResult(lc.delete(name, keep_model=keep_model, force=force))
+
+
+def gc(
+    *,
+    dry_run: bool = False,
+    min_age: str | float = "10m",
+    confirm: Confirm | None = None,
+    region: str | None = None,
+    aws: Any = None,
+    say: Say | None = None,
+    on_connect: OnConnect | None = None,
+) -> GcResult:
+    """Delete peagle-managed inference components whose endpoint is gone (with their
+    autoscaling), then endpoint configs and models that no endpoint or component uses.
+    Orphans younger than `min_age` ("10m", "2h" or seconds) are skipped: a deploy may be
+    running elsewhere. With `dry_run`, only list them."""
+    from ..lifecycle.components import deregister_component_scaling
+    from ..lifecycle.inventory import find_orphans
+
+    min_age_seconds = seconds(min_age, "min_age") or 0.0
+    ctx = context(region, aws, on_connect)
+    lc = _lifecycle(ctx, say or quiet)
+    orphans = find_orphans(lc.sm, min_age_seconds=min_age_seconds)
+    result = GcResult(
+        inference_components=orphans["inference_components"],
+        endpoint_configs=orphans["endpoint_configs"],
+        models=orphans["models"],
+        skipped_young=orphans["young"],
+        deleted=[],
+        dry_run=dry_run,
+    )
+    if not result.orphans or dry_run:
+        return result
+    if confirm is not None:
+        confirm(f"Delete {len(result.orphans)} orphaned resources?")
+    for ic in result.inference_components:  # first: they name the models
+        deregister_component_scaling(lc, ic)
+        lc.delete_and_confirm("inference_component", ic)
+        result.deleted.append(ic)
+    for kind, names in (("endpoint_config", result.endpoint_configs), ("model", result.models)):
+        for n in names:
+            lc.delete_and_confirm(kind, n)
+            result.deleted.append(n)
+    return result
+
+
+def _group_exists(aws: Any, group: str) -> bool:
+    found = aws.client("logs").describe_log_groups(logGroupNamePrefix=group)
+    return any(g["logGroupName"] == group for g in found.get("logGroups", []))
+
+
+def _check_log_source(aws: Any, name: str) -> None:
+    """A name with neither an endpoint nor a log group is a mistake (NotFound); a
+    deleted endpoint whose logs remain is not."""
+    from botocore.exceptions import ClientError
+
+    from ..lifecycle.endpoint_logs import log_group
+
+    try:
+        aws.client("sagemaker").describe_endpoint(EndpointName=name)
+        return
+    except ClientError as e:
+        if "Could not find" not in str(e):
+            raise
+    if not _group_exists(aws, log_group(name)):
+        raise NotFound(f"endpoint {name} does not exist and has no logs", remedy="see `peagle ls`")
+
+
+def _log_component(aws: Any, name: str, component: str | None, say: Say, flag: str) -> str | None:
+    """The inference component whose logs are read: one the endpoint hosts (full or
+    short name), or a deleted one whose log group remains (SpecError if neither).
+    Without `component` on an endpoint with components: a note naming them."""
+    from ..lifecycle.component_targets import choices, components_of, resolve_component
+    from ..lifecycle.endpoint_logs import log_group
+    from ..planning.components import component_full_name
+
+    sm = aws.client("sagemaker")
+    names = components_of(sm, name)
+    if component is None:
+        if names:
+            say(
+                f"{name} hosts inference components, whose container logs are in their own "
+                f"log groups: add {flag} with one of {choices(name, names)}"
+            )
+        return None
+    full = component_full_name(name, component)
+    if names and (component in names or full in names):  # hosted now: the usual check
+        return resolve_component(sm, name, component, flag=flag)
+    for candidate in (full, component):
+        if _group_exists(aws, log_group(name, candidate)):
+            return candidate  # deleted, or not listed: its logs remain
+    return resolve_component(sm, name, component, flag=flag)
+
+
+def logs(
+    name: str,
+    *,
+    since: str | float = "10m",
+    follow: bool = False,
+    component: str | None = None,
+    region: str | None = None,
+    aws: Any = None,
+    say: Say | None = None,
+    on_connect: OnConnect | None = None,
+    _cli: bool = False,
+) -> LogStream:
+    """The CloudWatch log events of the endpoint, or with `component` of that inference
+    component (its own log group, which outlives it), oldest first. `since`: how far back,
+    "5m", "2h", "1h30m" or seconds; `follow`: keep polling for new events (like tail -f).
+    NotFound for a name with neither an endpoint nor logs; SpecError (before any request)
+    for a malformed `since`, or a component the endpoint does not host."""
+    from ..lifecycle.endpoint_logs import fetch_log_events, follow_log_events
+
+    name = _name(name)
+    since_s = seconds(since, "since")
+    assert since_s is not None
+    if component is not None:
+        _name(component, "component")
+    ctx = context(region, aws, on_connect)
+    if component is None:
+        _check_log_source(ctx, name)
+    flag = "--component" if _cli else "component="
+    ic = _log_component(ctx, name, component, say or quiet, flag)
+    if follow:
+        events: Any = follow_log_events(ctx, name, since=since_s, component=ic)
+    else:
+        events = fetch_log_events(ctx, name, since=since_s, component=ic)
+    return LogStream(name, ic, since_s, follow, events)

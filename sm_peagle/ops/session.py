@@ -1,0 +1,60 @@
+"""The AWS context every SDK operation runs on, and argument checks they all share.
+
+`aws=` on each operation takes an `AwsContext` (to reuse clients, a profile or a
+sandbox); without one, the operation makes its own for `region`, failing in one line
+(NoCredentials) when no credentials can be found, before any request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import SpecError
+
+__all__ = ["OnConnect", "Say", "connect", "context", "quiet", "seconds"]
+
+OnConnect = Callable[[Any], None]
+
+Say = Callable[[str], None]
+
+
+def quiet(_message: str) -> None:
+    """The default `say`: an SDK call prints nothing."""
+
+
+def connect(region: str | None = None) -> Any:
+    """A fresh AWS context for `region` whose credentials are known to exist (no request
+    is sent: the local credential chain is consulted). NoCredentials otherwise."""
+    from ..aws import AwsContext
+
+    aws = AwsContext(region)
+    aws.check_credentials()
+    return aws
+
+
+def context(region: str | None, aws: Any, on_connect: Callable[[Any], None] | None = None) -> Any:
+    """`aws` when given, else `connect(region)`; `on_connect` sees it before the first
+    request (the CLI says where it talks to)."""
+    ctx = aws if aws is not None else connect(region)
+    if on_connect is not None:
+        on_connect(ctx)
+    return ctx
+
+
+def seconds(value: str | float | int | None, what: str) -> float | None:
+    """A duration as the CLI takes it ("5m", "2h", "1h30m", "600s", "600") or a number of
+    seconds, checked: SpecError (exit 2) naming `what` for a malformed or negative one."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise SpecError(f"{what}: a duration, not {value!r}", remedy="e.g. 5m, 2h or 600")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise SpecError(f"{what}: {value} is negative", remedy="e.g. 5m, 2h or 600")
+        return float(value)
+    if not isinstance(value, str):
+        raise SpecError(f"{what}: a duration, not {value!r}", remedy="e.g. 5m, 2h or 600")
+    from ..lifecycle.waiter import parse_duration
+
+    return parse_duration(value)
