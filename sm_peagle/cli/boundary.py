@@ -130,7 +130,7 @@ def exit_code_for(exc: BaseException, args: list[str]) -> int:
     an error of the user's or AWS's making (unless we can still say it in one line)."""
     import typer
 
-    from ..aws import as_peagle_error
+    from ..ops.session import as_peagle_error
 
     json_out = json_requested(args)
     if isinstance(exc, typer.Exit):  # --help, or a command's own exit code

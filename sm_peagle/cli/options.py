@@ -172,13 +172,9 @@ def check_region(value: str | None) -> str | None:
     """`--region` on every command: the same check as the spec's `region` field."""
     if value is None:
         return value
-    from ..catalog.regions import region_problem
-    from ..errors import SpecError
+    from ..ops.session import check_region as check
 
-    problem = region_problem(value)
-    if problem:
-        raise SpecError(f"region: {problem}", remedy="pass a region such as us-east-1")
-    return value
+    return check(value)
 
 
 FileOpt = file_option()

@@ -12,7 +12,16 @@ from typing import Any
 
 from ..errors import SpecError
 
-__all__ = ["OnConnect", "Say", "connect", "context", "quiet", "seconds"]
+__all__ = [
+    "OnConnect",
+    "Say",
+    "as_peagle_error",
+    "check_region",
+    "connect",
+    "context",
+    "quiet",
+    "seconds",
+]
 
 OnConnect = Callable[[Any], None]
 
@@ -40,6 +49,28 @@ def context(region: str | None, aws: Any, on_connect: Callable[[Any], None] | No
     if on_connect is not None:
         on_connect(ctx)
     return ctx
+
+
+def check_region(value: str | None) -> str | None:
+    """`region`, checked as the spec's `region` field is: SpecError (exit 2) for a name
+    that is not an AWS region, before any request."""
+    if value is None:
+        return value
+    from ..catalog.regions import region_problem
+
+    problem = region_problem(value)
+    if problem:
+        raise SpecError(f"region: {problem}", remedy="pass a region such as us-east-1")
+    return value
+
+
+def as_peagle_error(exc: BaseException) -> Exception | None:
+    """The one botocore -> peagle error translation (`aws.as_peagle_error`, remedy kept;
+    None for an exception that is not botocore's), for callers that must not import the
+    AWS layer (the CLI's error boundary)."""
+    from ..aws import as_peagle_error as translate
+
+    return translate(exc)
 
 
 def seconds(value: str | float | int | None, what: str) -> float | None:
