@@ -8,10 +8,19 @@ from typing import Annotated
 import typer
 
 from .lifecycle_cmds import YesOpt, asker
+from .options import component_option, json_option
 from .output import console, note, print_json, table
 from .spec_options import JsonOpt, RegionOpt
 
 NameArg = Annotated[str, typer.Argument(help="Endpoint name.")]
+LogsComponentOpt = component_option(
+    "Read this inference component's logs (its own log group, "
+    "/aws/sagemaker/InferenceComponents/<name>); the short name is enough."
+)
+LogsJsonOpt = json_option(
+    "Print one JSON document (a list of events); with --follow, one JSON "
+    "object per line (JSON Lines), so the stream can be piped."
+)
 
 
 def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = False) -> None:
@@ -125,24 +134,12 @@ def ls_command(
 def logs_command(
     name: NameArg,
     since: Annotated[str, typer.Option("--since", help="How far back (10m, 2h).")] = "10m",
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep streaming.")] = False,
-    region: RegionOpt = None,
-    component: Annotated[
-        str | None,
-        typer.Option(
-            "--component",
-            help="Read this inference component's logs (its own log group, "
-            "/aws/sagemaker/InferenceComponents/<name>); the short name is enough.",
-        ),
-    ] = None,
-    json_out: Annotated[
-        bool,
-        typer.Option(
-            "--json",
-            help="Print one JSON document (a list of events); with --follow, one JSON "
-            "object per line (JSON Lines), so the stream can be piped.",
-        ),
+    follow: Annotated[
+        bool, typer.Option("--follow", help="Keep streaming (-f is deprecated: it means --file).")
     ] = False,
+    region: RegionOpt = None,
+    component: LogsComponentOpt = None,
+    json_out: LogsJsonOpt = False,
 ) -> None:
     """Stream the endpoint's (or an inference component's) CloudWatch logs; SpecDecoding
     metrics lines are highlighted."""

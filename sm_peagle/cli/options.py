@@ -124,6 +124,11 @@ JsonOpt = Annotated[
 ]
 
 
+def json_option(help: str) -> Any:
+    """`--json` with a command's own help text (the same mode as the global option)."""
+    return Annotated[bool, typer.Option("--json", help=help, callback=_set_json)]
+
+
 # -- shared option types -------------------------------------------------------------------
 def file_option(help: str = "Deployment spec (YAML or JSON).", *, required: bool = False) -> Any:
     kind = Path if required else Path | None
