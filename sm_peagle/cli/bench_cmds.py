@@ -24,16 +24,20 @@ from .bench_options import (
     ShareOpt,
     SloOpt,
 )
+from .options import (
+    concurrency_option,
+    k_list_option,
+    output_option,
+    requests_option,
+)
 from .output import live_counter, note, print_json
 from .spec_options import InstanceTypeOpt, JsonOpt, RegionOpt, RoleOpt
 
-ConcurrencyOpt = Annotated[
-    str, typer.Option("--concurrency", "-c", help="Comma-separated concurrency levels.")
-]
-RequestsOpt = Annotated[
-    int | None,
-    typer.Option("--requests", "-n", help="Requests per level (default: 4 x concurrency, >= 8)."),
-]
+ConcurrencyOpt = concurrency_option("Comma-separated concurrency levels.")
+RequestsOpt = requests_option("Requests per level (default: 4 x concurrency, >= 8).")
+BenchOutputOpt = output_option("Write the results JSON here (was --out).")
+SweepOutputOpt = output_option("Results directory (default: ./peagle-sweep-<time>; was --out-dir).")
+SweepKOpt = k_list_option("Comma-separated K values to try.")
 DurationOpt = Annotated[
     str | None, typer.Option("--duration", help="Run each level this long instead (60s, 5m).")
 ]
@@ -112,7 +116,7 @@ def bench_command(
     max_tokens: MaxTokensOpt = 256,
     temperature: TemperatureOpt = None,
     acceptance_wait: AcceptanceWaitOpt = "25s",
-    out: Annotated[Path | None, typer.Option("--out", help="Write the results JSON.")] = None,
+    out: BenchOutputOpt = None,
     csv_path: CsvOpt = None,
     markdown: MarkdownOpt = None,
     plot_path: PlotOpt = None,
@@ -161,7 +165,7 @@ def sweep_command(
     modes: Annotated[
         str, typer.Option("--modes", help="Comma-separated: baseline, eagle3, p-eagle.")
     ] = "baseline,eagle3,p-eagle",
-    k: Annotated[str, typer.Option("-k", help="Comma-separated K values to try.")] = "3,7",
+    k: SweepKOpt = "3,7",
     concurrency: ConcurrencyOpt = "1,4,8,32,128",
     instance_type: InstanceTypeOpt = None,
     requests: RequestsOpt = None,
@@ -177,10 +181,7 @@ def sweep_command(
     search_limit: SearchLimitOpt = 1024,
     max_probes: ProbesOpt = 16,
     requests_out: RequestsOutOpt = None,
-    out_dir: Annotated[
-        Path | None,
-        typer.Option("--out-dir", help="Results directory (default: ./peagle-sweep-<time>)."),
-    ] = None,
+    out_dir: SweepOutputOpt = None,
     keep: Annotated[
         bool, typer.Option("--keep", help="Keep the last configuration's endpoint.")
     ] = False,

@@ -55,7 +55,7 @@ def _require_plot(*paths: Path | None) -> None:
         return
     raise SpecError(
         "--plot: needs matplotlib, which is not installed; nothing was run",
-        remedy="pip install 'sm-peagle[plot]', or drop --plot (write --out and "
+        remedy="pip install 'sm-peagle[plot]', or drop --plot (write --output and "
         "`peagle report --plot` later)",
     )
 

@@ -85,7 +85,7 @@ def sweep(
         )
     )  # fmt: skip
     where = Path(out_dir) if out_dir is not None else None
-    check_output_path(where, "--out-dir", directory=True)
+    check_output_path(where, "--output", directory=True)
     export_path = check_output_path(requests_out, "--requests-out")
     for mode0, k0 in configs[:1]:  # a typo in MODEL: refused before any deploy or directory
         _plannable(model, mode=mode0, k=k0, instance_type=instance_type, role=role,

@@ -82,7 +82,7 @@ def test_goodput_is_exact_against_ground_truth_and_the_export(sandbox):
     result = peagle(
         env, "--sandbox", "bench", "gp-peagle", "--concurrency", "4", "--requests", "12",
         "--max-tokens", "8", "--dataset", str(data), "--slo", SLO, "--acceptance-wait", "0",
-        "--out", str(out), "--requests-out", str(reqs),
+        "--output", str(out), "--requests-out", str(reqs),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     doc = json.loads(out.read_text())
@@ -144,7 +144,7 @@ def test_humaneval_offline_sweep_with_search_html_and_tune_k(sandbox):
         env, "--sandbox", "sweep", "gpt-oss-20b", "--modes", "p-eagle", "-k", "3,5",
         "--search-max-concurrency", "--slo", "ttft=2s", "--search-limit", "4",
         "--requests", "4", "--max-tokens", "8", "--acceptance-wait", "5s",
-        "--out-dir", str(out), "--json",
+        "--output", str(out), "--json",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     doc = json.loads(result.stdout)

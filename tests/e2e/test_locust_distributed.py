@@ -108,7 +108,7 @@ def test_two_workers_on_loopback_match_ground_truth(tmp_path: Path) -> None:
         run = sb.cli(
             "--sandbox", "bench", NAME, "--locust", "--locust-workers", str(WORKERS),
             "--requests", str(REQUESTS), "--concurrency", str(USERS),
-            "--max-tokens", str(MAX_TOKENS), "--acceptance-wait", "10s", "--out", str(out),
+            "--max-tokens", str(MAX_TOKENS), "--acceptance-wait", "10s", "--output", str(out),
             timeout=120,
         )  # fmt: skip
         doc = json.loads(out.read_text())

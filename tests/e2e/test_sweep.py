@@ -91,7 +91,7 @@ def test_sweep_end_to_end(sandbox, tmp_path, capsys):
     result = peagle(
         env, "--sandbox", "sweep", "gpt-oss-20b", "--modes", "baseline,eagle3,p-eagle",
         "-k", "3,7", "--concurrency", "1,4,8", "--requests", "8", "--max-tokens", "32",
-        "--acceptance-wait", "5s", "--out-dir", str(out),
+        "--acceptance-wait", "5s", "--output", str(out),
     )  # fmt: skip
     elapsed = time.monotonic() - started
     with capsys.disabled():
@@ -157,7 +157,7 @@ def test_ctrl_c_mid_benchmark_leaves_nothing_behind(sandbox, tmp_path):
     proc = subprocess.Popen(
         [str(peagle_script()), "--sandbox", "sweep", "gpt-oss-20b", "--modes",
          "baseline,p-eagle", "-k", "3", "--concurrency", "2", "--requests", "400",
-         "--max-tokens", "32", "--out-dir", str(tmp_path / "out")],
+         "--max-tokens", "32", "--output", str(tmp_path / "out")],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -186,7 +186,7 @@ def test_a_failing_configuration_is_reported_and_the_rest_run(sandbox, tmp_path)
     result = peagle(
         env, "--sandbox", "sweep", "gpt-oss-20b", "--modes", "p-eagle", "-k", "3,11",
         "--concurrency", "1", "--requests", "2", "--max-tokens", "16",
-        "--acceptance-wait", "0", "--out-dir", str(out), "--json",
+        "--acceptance-wait", "0", "--output", str(out), "--json",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     doc = json.loads(result.stdout)

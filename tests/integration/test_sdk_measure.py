@@ -96,7 +96,7 @@ def test_sweep_out_dir_under_a_file_is_refused_before_any_plan(
     err = _both(
         sagemaker_harness,
         lambda: sm_peagle.sweep("gpt-oss-20b", out_dir=a_file),
-        ["sweep", "gpt-oss-20b", "--out-dir", str(a_file)],
+        ["sweep", "gpt-oss-20b", "--output", str(a_file)],
     )
     assert "is a file, not a directory" in err.message
 

@@ -153,7 +153,7 @@ def test_plot_without_matplotlib_fails_before_any_work(capsys, monkeypatch, tmp_
 
 
 def test_sweep_typo_fails_before_any_work(capsys, tmp_path):
-    code, _, err = run(capsys, "sweep", "gpt-oss-20bb", "--out-dir", str(tmp_path / "out"))
+    code, _, err = run(capsys, "sweep", "gpt-oss-20bb", "--output", str(tmp_path / "out"))
     assert code == 2 and "did you mean gpt-oss-20b?" in err
     assert not (tmp_path / "out").exists() and "talking to" not in err
 
