@@ -13,8 +13,11 @@ from typing import Annotated, Any
 
 import typer
 
+from .options import DrafterMode, k_option
 from .output import STATUS_STYLE, console, note, print_json, table
 from .spec_options import JsonOpt, RegionOpt
+
+CheckKOpt = k_option("K (default: the model's default K).")
 
 __all__ = ["drafter_app"]
 
@@ -104,11 +107,10 @@ def check_cmd(
             "--vllm-version", help="vLLM version of the serving image (default: peagle's)."
         ),
     ] = None,
-    mode: Annotated[str, typer.Option("--mode", help="p-eagle or eagle3.")] = "p-eagle",
-    k: Annotated[
-        int | None,
-        typer.Option("-k", "--num-speculative-tokens", help="K (default: the model's default K)."),
-    ] = None,
+    mode: Annotated[
+        DrafterMode, typer.Option("--mode", parser=str, help="p-eagle (default) or eagle3.")
+    ] = "p-eagle",
+    k: CheckKOpt = None,
     trained_k: Annotated[
         int | None, typer.Option("--trained-k", help="K the head was trained for.")
     ] = None,
