@@ -10,10 +10,13 @@ from typing import Annotated
 
 import typer
 
+from .options import Hosting, ScaleInStrategy
+
 HostingOpt = Annotated[
-    str | None,
+    Hosting | None,
     typer.Option(
         "--hosting",
+        parser=str,
         help="endpoint (one model, default) or inference-components (several components, "
         "managed instance scaling, scale to zero).",
     ),
@@ -22,6 +25,7 @@ ComponentOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--component",
+        metavar="NAME[:key=value,...]",
         help="An inference component NAME[:key=value,...] (repeat): p-eagle:k=7, baseline, "
         "fast:mode=p-eagle,k=5,copies=2,accelerators=1.",
     ),
@@ -46,9 +50,10 @@ MaxInstancesOpt = Annotated[
     int | None, typer.Option("--max-instances", help="Managed instance scaling maximum.")
 ]
 ScaleInStrategyOpt = Annotated[
-    str | None,
+    ScaleInStrategy | None,
     typer.Option(
         "--scale-in-strategy",
+        parser=str,
         help="ManagedInstanceScaling ScaleInPolicy: idle-release (release instances that "
         "host no copies) or consolidation (pack copies onto fewer instances). Unset: none "
         "is sent.",
