@@ -20,6 +20,7 @@ from .component_options import (
     ScaleInStrategyOpt,
     ScaleToZeroOpt,
 )
+from .options import YesOpt, component_option, mode_option
 from .output import note, print_json
 from .spec_options import (
     AutoscaleOpt,
@@ -43,7 +44,10 @@ from .spec_options import (
     VllmVersionOpt,
 )
 
-YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+UpdateModeOpt = mode_option("p-eagle, eagle3 or baseline (default: keep the current).")
+UpdateComponentOpt = component_option(
+    "Inference component to change: its copies (--copies), K (-k) or --mode."
+)
 TimeoutOpt = Annotated[
     str | None,
     typer.Option(
@@ -202,20 +206,11 @@ def deploy_command(
 def update_command(
     name: Annotated[str, typer.Argument(help="Endpoint name.")],
     k: KOpt = None,
-    mode: Annotated[
-        str | None,
-        typer.Option("--mode", help="p-eagle, eagle3 or baseline (default: keep the current)."),
-    ] = None,
+    mode: UpdateModeOpt = None,
     instance_type: InstanceTypeOpt = None,
     instance_count: InstanceCountOpt = None,
     region: RegionOpt = None,
-    component: Annotated[
-        str | None,
-        typer.Option(
-            "--component",
-            help="Inference component to change: its copies (--copies), K (-k) or --mode.",
-        ),
-    ] = None,
+    component: UpdateComponentOpt = None,
     copies: Annotated[
         int | None,
         typer.Option("--copies", help="Copies of --component; 0 scales it to zero."),
