@@ -7,12 +7,12 @@ exactly as `peagle plan` does and refuses a plan with failed checks.
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from .output import note, print_json
+from .options import ExportFormat, output_option
+from .output import current, note, print_json
 from .spec_options import (
     ImageOpt,
     JsonOpt,
@@ -23,29 +23,32 @@ from .spec_options import (
 )
 
 ModelArg = Annotated[str | None, typer.Argument(help="Catalog alias or JumpStart id (or use -f).")]
+FormatOpt = Annotated[
+    ExportFormat,
+    typer.Option(
+        "--format",
+        parser=str,  # the SDK checks it (one message from either side)
+        help="terraform (*.tf.json), cloudformation, json, or sagemaker (a Python script "
+        "using the sagemaker SDK's resource classes).",
+    ),
+]
+ExportOutputOpt = output_option("Write here instead of stdout.")
 
 
 def export_command(
     model: ModelArg = None,
     spec_file: SpecFileOpt = None,
-    format_: Annotated[
-        str,
-        typer.Option(
-            "--format",
-            help="terraform (*.tf.json), cloudformation, json, or sagemaker (a Python script "
-            "using the sagemaker SDK's resource classes).",
-        ),
-    ] = "terraform",
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
-    ] = None,
+    format_: FormatOpt = "terraform",
+    output: ExportOutputOpt = None,
     role: RoleOpt = None,
     region: RegionOpt = None,
     image: ImageOpt = None,
     vllm_version: VllmVersionOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Export the planned deployment as Terraform JSON, CloudFormation, the raw plan, or a
-    sagemaker SDK script."""
+    sagemaker SDK script. With --json: one document (format, endpoint, output, warnings and
+    the exported text)."""
     import sm_peagle
 
     result = sm_peagle.export(
@@ -59,10 +62,14 @@ def export_command(
         vllm_version=vllm_version,
         progress=note,
     )
+    if result.output is not None:
+        note(f"wrote {result.format} export of {result.endpoint} to {result.output}")
+    current().result(result, render=_show_export)
+
+
+def _show_export(result: Any) -> None:
     if result.output is None:
         typer.echo(result.text, nl=False)
-    else:
-        note(f"wrote {result.format} export of {result.endpoint} to {result.output}")
 
 
 def iam_policy_command(
