@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
@@ -91,8 +90,9 @@ def instances(
     )
 
 
-def schema() -> None:
-    """Print the JSON Schema of the deployment spec."""
+def schema(json_out: JsonOpt = False) -> None:
+    """Print the JSON Schema of the deployment spec (a JSON document with or without
+    --json, which is accepted so every command that prints data takes it)."""
     import sm_peagle
 
-    typer.echo(json.dumps(sm_peagle.schema(), indent=2))
+    print_json(sm_peagle.schema())
