@@ -152,8 +152,11 @@ def chat_command(
     stream: StreamOpt = True,
     region: RegionOpt = None,
     component: ComponentOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
-    """Multi-turn chat with history. One line per message; /exit or end of input quits."""
+    """Multi-turn chat with history. One line per message; /exit or end of input quits.
+    With --json, stdout gets one document at the end: the transcript (messages) and each
+    turn's stats; answers are shown on stderr meanwhile."""
     from ..errors import PeagleError
     from ..ops.measure_traffic import chat
 
@@ -164,6 +167,7 @@ def chat_command(
     interactive = sys.stdin.isatty()
     if interactive:
         note("type a message; /exit or Ctrl-D to quit")
+    turns: list[dict[str, Any]] = []
     while True:
         if interactive:
             sys.stderr.write("you> ")
@@ -177,11 +181,19 @@ def chat_command(
         if text in ("/exit", "/quit"):
             break
         try:
-            completion = _Live(stream).run(lambda **cb: session.send(text, **cb))  # noqa: B023
+            if json_out:  # stdout keeps the one document: answers go to stderr
+                completion = session.send(text)
+                note(completion.text)
+            else:
+                completion = _Live(stream).run(lambda **cb: session.send(text, **cb))  # noqa: B023
         except PeagleError as e:
             if not interactive:  # scripted input: fail like any other command
                 raise
             # A person can retry; the failed turn is left out of the history.
             note(f"error: {e.one_line()}")
             continue
+        turns.append(_json_doc(completion))
         note(stats_line(completion))
+    if json_out:
+        print_json({"endpoint": name, "component": component, "messages": session.history,
+                    "turns": turns})  # fmt: skip

@@ -145,6 +145,18 @@ def test_chat_ends_at_end_of_input(fake, capsys, monkeypatch) -> None:
     assert fake.requests[0]["body"]["messages"] == [{"role": "user", "content": "only"}]
 
 
+def test_chat_json_is_one_transcript_document(fake, capsys, monkeypatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("first\nsecond\n"))
+    code, out, err = run(capsys, "--json", "chat", ENDPOINT, "--system", "be kind")
+    assert code == 0, err
+    doc = json.loads(out)  # one document: nothing else on stdout
+    assert [m["role"] for m in doc["messages"]] == ["system", "user", "assistant", "user",
+                                                    "assistant"]  # fmt: skip
+    assert [m["content"] for m in doc["messages"][2::2]] == [TEXT, TEXT]
+    assert [t["text"] for t in doc["turns"]] == [TEXT, TEXT]
+    assert err.count(TEXT) == 2  # the answers were shown on stderr meanwhile
+
+
 def test_chat_error_with_piped_input_exits_1(fake, capsys, monkeypatch) -> None:
     fake.stream_reply = lambda _req: [model_stream_error("too slow")]
     monkeypatch.setattr("sys.stdin", io.StringIO("hi\nagain\n"))
