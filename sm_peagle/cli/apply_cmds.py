@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from .lifecycle_cmds import TimeoutOpt, YesOpt, asker, report_failure
+from .options import dry_run_option, file_option
 from .output import note, print_json
-from .spec_options import JsonOpt
+from .spec_options import JsonOpt, RegionOpt
 
-SpecArg = Annotated[Path, typer.Option("--file", "-f", help="Deployment spec (YAML or JSON).")]
+SpecArg = file_option(required=True)
+ApplyDryRunOpt = dry_run_option("Show what would change.")
 
 
 def _render(ap: Any) -> None:
@@ -44,13 +45,14 @@ def diff_command(
             "endpoint matches; 1 and 2 keep their meaning (AWS failure, bad input).",
         ),
     ] = False,
+    region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Show how the live endpoint differs from the spec file. Changes nothing."""
     from ..ops.changes import diff
     from .context import hello
 
-    ap = diff(spec_file, on_connect=hello)
+    ap = diff(spec_file, region=region, on_connect=hello)
     print_json(ap.to_dict()) if json_out else _render(ap)
     if detailed_exitcode and ap.action != "noop":
         raise typer.Exit(CHANGES_PENDING)
@@ -58,9 +60,10 @@ def diff_command(
 
 def apply_command(
     spec_file: SpecArg,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change.")] = False,
+    dry_run: ApplyDryRunOpt = False,
     timeout: TimeoutOpt = None,
     yes: YesOpt = False,
+    region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Create the endpoint, update it in place, or do nothing: whatever makes it match."""
@@ -80,6 +83,7 @@ def apply_command(
                 on_poll=on_poll,
                 on_diff=None if json_out else _render,
                 on_connect=hello,
+                region=region,
             )
     except DeploymentFailed as e:
         report_failure(e)

@@ -87,3 +87,18 @@ def test_apply_dry_run_creates_nothing(world, capsys, tmp_path):
     code, out, _ = run(capsys, "apply", "-f", spec, "--dry-run")
     assert code == 0 and "does not exist: apply will create it" in out
     assert mutating(world) == []
+
+
+def test_region_on_apply_and_diff_overrides_the_spec(world, capsys, tmp_path):
+    """The spec says us-east-1; `--region` points apply and diff elsewhere, as on every
+    other command that talks to AWS."""
+    spec = write_spec(tmp_path / "r.yaml", 4)
+    assert run(capsys, "apply", "-f", spec, "--yes", "--json")[0] == 0
+    code, out, _ = run(capsys, "diff", "-f", spec, "--json")
+    assert code == 0 and json.loads(out)["action"] == "noop"
+    code, out, _ = run(capsys, "diff", "-f", spec, "--region", "us-west-2", "--json")
+    assert code == 0 and json.loads(out)["action"] == "create"  # nothing there yet
+    before = len(mutating(world))
+    code, out, _ = run(capsys, "apply", "-f", spec, "--region", "us-west-2", "--dry-run")
+    assert code == 0 and "does not exist: apply will create it" in out
+    assert len(mutating(world)) == before

@@ -28,6 +28,8 @@ REGION_COMMANDS = [
     ["drafter", "inspect", "s3://bucket/head/"],
     ["plan", "gpt-oss-20b"],
     ["deploy", "gpt-oss-20b"],
+    ["apply", "-f", "spec.yaml"],
+    ["diff", "-f", "spec.yaml"],
 ]
 
 
