@@ -32,7 +32,7 @@ def long_prompt_dataset():
     """Chat prompts of ~1,500 words: ~55 ms of simulated prefill, as a code-review or RAG
     request would have, so a fixed ~0.5 ms client cost is well under 2% of TTFT. Shared
     with tests/e2e/test_bench_accuracy.py, which asserts the exact counts on the same load."""
-    from sm_peagle.bench.datasets import Dataset
+    from sm_peagle.benchmarking.datasets import Dataset
 
     words = ("def", "return", "self", "value", "index", "buffer", "parse", "token", "cache")
     items = []
@@ -52,8 +52,8 @@ def measure(requests_per_level: int) -> list[dict]:
     import sm_peagle
     from peagle_sandbox import manager
     from peagle_sandbox.groundtruth import level_truth
-    from sm_peagle.bench.load import LoadSpec, bench_client, run_level
-    from sm_peagle.bench.metrics import summarize_level
+    from sm_peagle.benchmarking.load import LoadSpec, bench_client, run_level
+    from sm_peagle.benchmarking.metrics import summarize_level
 
     for name in [n for n in os.environ if n.startswith("AWS_")]:
         del os.environ[name]

@@ -60,7 +60,7 @@ def start_sandbox(state: Path) -> Any:
 
 def payloads(max_tokens: int) -> list[dict[str, Any]]:
     """The built-in chat prompts as vLLM OpenAI bodies (usage on every chunk)."""
-    from sm_peagle.bench.datasets import builtin
+    from sm_peagle.benchmarking.datasets import builtin
     from sm_peagle.runtime.payloads import build_payload
 
     chats = [i["messages"] for i in builtin().items if "messages" in i]
@@ -74,8 +74,8 @@ def ground_truth(url: str, endpoint: str) -> dict[str, dict[str, Any]]:
 
 
 def live_peagle(name: str, bodies: list[dict], c: int) -> dict[str, Any]:
-    from sm_peagle.bench.datasets import Dataset
-    from sm_peagle.bench.load import LoadSpec, bench_client, run_level
+    from sm_peagle.benchmarking.datasets import Dataset
+    from sm_peagle.benchmarking.load import LoadSpec, bench_client, run_level
 
     items = tuple({"messages": b["messages"]} for b in bodies)
     rt = bench_client(None, name, c)

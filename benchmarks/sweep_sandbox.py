@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> tuple[dict, float, Path]:
 
 
 def block(doc: dict, elapsed: float, args: argparse.Namespace) -> str:
-    from sm_peagle.bench.report import comparison_rows, recommendation_lines
+    from sm_peagle.benchmarking.report import comparison_rows, recommendation_lines
 
     cols, rows = comparison_rows(doc)
     lines = [

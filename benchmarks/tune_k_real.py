@@ -8,7 +8,7 @@ point, so acceptance decays with position: ~0.6, 0.36, 0.2, ...).
 1. Deploy K = --k-max (default 4) and measure output tokens/s at concurrency 1 (sequential
    streams, `ignore_eos`, tokens from `usage`); read the `SpecDecoding metrics` lines the
    engine logged meanwhile with peagle's own parser and estimate tokens/s for every
-   K' <= K (`sm_peagle.bench.tune_k.estimate_k`, default position cost 0).
+   K' <= K (`sm_peagle.benchmarking.tune_k.estimate_k`, default position cost 0).
 2. Deploy each K' < K in turn and measure the same way (the "real sweep").
 3. Print estimated vs measured tokens/s and acceptance length, and the relative errors.
 
@@ -39,8 +39,8 @@ from peagle_sandbox.vllm_engine.install import (  # noqa: E402
     default_home,
     engine_env,
 )
-from sm_peagle.bench.acceptance import combine_per_position, per_position_rates  # noqa: E402
-from sm_peagle.bench.tune_k import estimate_k  # noqa: E402
+from sm_peagle.benchmarking.acceptance import combine_per_position, per_position_rates  # noqa: E402
+from sm_peagle.benchmarking.tune_k import estimate_k  # noqa: E402
 from sm_peagle.lifecycle.endpoint_logs import parse_spec_decoding  # noqa: E402
 
 PROMPT = "Explain how a parallel drafter proposes several tokens at once."

@@ -50,7 +50,7 @@ CORE: dict[str, tuple[str, tuple[str, ...]]] = {
         ("tests/unit/test_eventstream_decode.py", "tests/unit/test_eventstream_rules.py"),
     ),
     "metrics": (
-        "sm_peagle/bench/metrics.py",
+        "sm_peagle/benchmarking/metrics.py",
         ("tests/unit/test_bench_metrics.py", "tests/unit/test_bench_metrics_rules.py"),
     ),
     "aws_shapes": (

@@ -52,8 +52,6 @@ _LAZY = {
     "Deployment": "endpoint",
     "connect": "ops.session",
     # -- ops: measurement --
-    # `sm_peagle.bench` is also the subpackage; it is callable as this function
-    # (sm_peagle/bench/__init__.py), so either object answers sm_peagle.bench(...).
     "bench": "ops.measure",
     "sweep": "ops.measure_sweep",
     "race": "ops.measure",

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .lifecycle.resolve import plan, to_spec
+from .lifecycle.resolve import plan, to_spec, with_push_bucket
 from .lifecycle.spec_tags import deployed_spec
 from .planning.plan_result import Plan
-from .planning.spec_loading import spec_from_data
 from .planning.specs import DeploymentSpec
 
 __all__ = ["Deployment", "Endpoint", "deploy", "deployed_spec", "plan"]
@@ -34,18 +33,6 @@ def _aws(region: str | None, aws: Any) -> Any:
     from .aws import AwsContext
 
     return AwsContext(region)
-
-
-def with_push_bucket(p: Plan, aws: Any) -> Plan:
-    """A local head is pushed to `sagemaker-<region>-<account>` unless a bucket is given;
-    the account is only known with credentials, so deploy re-plans with it here."""
-    if not p.drafter_push or p.spec.drafter.bucket:
-        return p
-    from .planning.spec_loading import merge_overrides
-
-    bucket = f"sagemaker-{p.region}-{aws.account_id()}"
-    data = p.spec.model_dump(mode="json", exclude_unset=True)
-    return plan(spec_from_data(merge_overrides(data, {"drafter.bucket": bucket})))
 
 
 @dataclass

@@ -148,3 +148,15 @@ def plan(
     return build_plan(
         inputs.spec, jumpstart_spec=inputs.jumpstart_spec, jumpstart_source=inputs.jumpstart_source
     )
+
+
+def with_push_bucket(p: Plan, aws: Any) -> Plan:
+    """A local head is pushed to `sagemaker-<region>-<account>` unless a bucket is given;
+    the account is only known with credentials, so deploy re-plans with it here."""
+    if not p.drafter_push or p.spec.drafter.bucket:
+        return p
+    from ..planning.spec_loading import merge_overrides, spec_from_data
+
+    bucket = f"sagemaker-{p.region}-{aws.account_id()}"
+    data = p.spec.model_dump(mode="json", exclude_unset=True)
+    return plan(spec_from_data(merge_overrides(data, {"drafter.bucket": bucket})))

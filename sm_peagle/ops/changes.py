@@ -255,7 +255,7 @@ def update(
             desired_copies=rc.get("DesiredCopyCount"),
             current_copies=rc.get("CurrentCopyCount"),
         )
-    from ..endpoint import plan
+    from ..lifecycle.resolve import plan
     from ..lifecycle.spec_tags import deployed_spec
     from ..planning.component_change import refuse_top_level_change
     from ..planning.spec_options import SpecOptions, build_spec
@@ -315,9 +315,8 @@ def _compare(
     refuse_sandbox: bool = False,
     say: Say | None = None,
 ) -> tuple[Any, ApplyPlan]:
-    from ..endpoint import plan, with_push_bucket
     from ..lifecycle.apply import compare
-    from ..lifecycle.resolve import to_spec
+    from ..lifecycle.resolve import plan, to_spec, with_push_bucket
 
     spec = to_spec(spec_or_path, {"region": region} if region else {})
     if refuse_sandbox:  # before planning: a JumpStart lookup is a request too

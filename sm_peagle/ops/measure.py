@@ -88,7 +88,7 @@ def slo_options(
     rate: Any,
 ) -> dict[str, Any]:  # fmt: skip
     """SLO, goodput, the max-concurrency search and bursty arrivals, validated."""
-    from ..bench.slo import parse_slo
+    from ..benchmarking.slo import parse_slo
 
     slo_s = dict(slo) if isinstance(slo, dict) else parse_slo(slo)
     if not burstiness > 0:
@@ -112,8 +112,8 @@ def write_outputs(
     markdown: Path | None = None, plot: Path | None = None, plot_optional: bool = False,
 ) -> list[Path]:  # fmt: skip
     """Result files, JSON first (so a missing plotting library never costs the numbers)."""
-    from ..bench import report as rep
-    from ..bench.results import save_document
+    from ..benchmarking import report as rep
+    from ..benchmarking.results import save_document
 
     written: list[Path] = []
     if out is not None:
@@ -226,7 +226,7 @@ def bench(
                       burstiness=burstiness, requests_out=requests_out, component=component,
                       workers=workers)  # fmt: skip
     if locust_print_commands:  # `out` is the master's path, maybe on another machine
-        from ..bench.distributed import commands_text
+        from ..benchmarking.distributed import commands_text
 
         name = endpoint if isinstance(endpoint, str) else endpoint.name
         text = commands_text(
@@ -240,7 +240,7 @@ def bench(
     paths = _paths(out=out, csv=csv, markdown=markdown, plot=plot, requests_out=requests_out)
     files = {k: paths[k] for k in ("out", "csv", "markdown", "plot")}
     if locust:
-        from ..bench.distributed import require_locust, run_locust
+        from ..benchmarking.distributed import require_locust, run_locust
 
         require_locust()  # before any AWS call: one line, exit 2
         name = endpoint if isinstance(endpoint, str) else endpoint.name
@@ -248,15 +248,15 @@ def bench(
         doc = run_locust(name, workers=locust_workers, region=ctx.region, say=say,
                          **_locust_common(levels[0], opts))  # fmt: skip
         return BenchResult(doc, write_outputs(doc, say, **files))
-    from ..bench.datasets import Dataset, load_dataset
-    from ..bench.runner import bench_endpoint
+    from ..benchmarking.datasets import Dataset, load_dataset
+    from ..benchmarking.runner import bench_endpoint
 
     ds = opts["dataset"]
     opts["dataset"] = ds if isinstance(ds, Dataset) else load_dataset(ds)  # before traffic
     name, ctx, ic = _endpoint_and_component(endpoint, component, region, aws, on_connect)
     exporter = None
     if paths["requests_out"] is not None:
-        from ..bench.export import RequestExporter
+        from ..benchmarking.export import RequestExporter
 
         exporter = RequestExporter(paths["requests_out"])
     doc = bench_endpoint(
@@ -340,9 +340,9 @@ def race(
     (`race("EP/p-eagle", "EP/baseline")` or `race("EP", components=["p-eagle",
     "baseline"])`) at once; verdict on output tok/s. `on_update(lanes)` is called a few
     times a second with both sides' live state (`lane.snapshot()`)."""
-    from ..bench.race import RaceTarget
-    from ..bench.race import race as run_race
-    from ..bench.results import is_sandbox
+    from ..benchmarking.race import RaceTarget
+    from ..benchmarking.race import race as run_race
+    from ..benchmarking.results import is_sandbox
     from ..lifecycle.component_targets import resolve_component
 
     check_max_tokens(max_tokens)
@@ -363,7 +363,7 @@ def race(
 
 
 def _estimates(doc: dict[str, Any], position_cost: float, tolerance: float) -> list[dict]:
-    from ..bench.tune_k import estimate_for_level
+    from ..benchmarking.tune_k import estimate_for_level
 
     if doc.get("mode") in (None, "baseline") or not doc.get("k"):
         raise PeagleError(f"{doc.get('endpoint')} runs no speculation: nothing to tune")
@@ -385,7 +385,8 @@ def _estimates(doc: dict[str, Any], position_cost: float, tolerance: float) -> l
 def tune_k(
     endpoint: str | Endpoint,
     *,
-    concurrency: int = 1,
+    component: str | None = None,
+    concurrency: Levels = 1,
     requests: int = 16,
     max_tokens: int = 256,
     dataset: str | None = None,
@@ -399,27 +400,28 @@ def tune_k(
 ) -> TuneKResult:
     """ESTIMATE output tok/s at every K' <= the deployed K from one deployment (`peagle
     tune-k`): vLLM's per-position acceptance rates plus the step cost measured at K,
-    without redeploying. `results`: a stored bench document instead (sends nothing)."""
-    from ..bench.tune_k import ESTIMATE_LABEL
+    without redeploying, at each `concurrency` level (checked as `bench` checks it), for
+    one inference `component` where the endpoint hosts several. `results`: a stored bench
+    document instead (sends nothing)."""
+    from ..benchmarking.tune_k import ESTIMATE_LABEL
 
     say = say or quiet
     if position_cost < 0 or not 0 <= tolerance < 1:
         raise SpecError("--position-cost must be >= 0 and --tolerance in [0, 1)")
     if results is not None:
-        from ..bench.results import load_document
+        from ..benchmarking.results import load_document
 
         doc = load_document(Path(results))
         if doc["kind"] != "bench":
             raise SpecError(f"{results}: give one endpoint's bench document, not a sweep")
     else:
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise SpecError("--concurrency and --requests must be at least 1")
         if isinstance(requests, bool) or not isinstance(requests, int) or requests < 1:
-            raise SpecError("--concurrency and --requests must be at least 1")
+            raise SpecError("--requests must be at least 1")
         check_requests(requests)
         doc = bench(
-            endpoint, concurrency=concurrency, requests=requests, max_tokens=max_tokens,
-            dataset=dataset, acceptance_wait=acceptance_wait, region=region, aws=aws, say=say,
+            endpoint, component=component, concurrency=concurrency, requests=requests,
+            max_tokens=max_tokens, dataset=dataset, acceptance_wait=acceptance_wait,
+            region=region, aws=aws, say=say,
         ).document  # fmt: skip
     ests = _estimates(doc, position_cost, tolerance)
     notes = []
@@ -450,8 +452,8 @@ DERIVED = (
 def load_results(path: str | Path) -> dict[str, Any]:
     """A results file, or a directory: its sweep.json, else its bench documents combined.
     Derived parts (comparison table, K recommendation) are recomputed from the runs."""
-    from ..bench.results import load_document
-    from ..bench.sweep import combine_runs
+    from ..benchmarking.results import load_document
+    from ..benchmarking.sweep import combine_runs
 
     path = Path(path)
     if path.is_dir():
@@ -488,7 +490,7 @@ def report(
         doc, say, csv=paths["csv"], markdown=paths["markdown"], plot=paths["plot"]
     )
     if paths["html"] is not None:
-        from ..bench.html_report import write_html
+        from ..benchmarking.html_report import write_html
 
         written.append(write_html(doc, paths["html"]))
         say(f"wrote {written[-1]}")

@@ -44,7 +44,7 @@ class MeasureResult(Mapping[str, Any]):
     def render(self, con: Any, table: Any) -> None:
         """Print the document for people (tables on the rich Console `con`; `table` builds
         each table)."""
-        from ..bench.report import render_console
+        from ..benchmarking.report import render_console
 
         render_console(self.document, con, table)
 

@@ -21,7 +21,7 @@ def _plannable(model: str, *, mode: str, k: int | None, instance_type: str | Non
                role: str | None, region: str | None) -> None:  # fmt: skip
     """Plan one configuration as `deploy` would: an unknown model, a bad instance type or
     a failed check stops a sweep before it deploys anything or writes a directory."""
-    from ..endpoint import plan
+    from ..lifecycle.resolve import plan
 
     options = {"mode": mode, "instance_type": instance_type, "role": role, "region": region}
     if mode != "baseline":
@@ -61,9 +61,9 @@ def sweep(
     (`peagle sweep`). Results go to `out_dir` (default ./peagle-sweep-<time>): one JSON
     per configuration as it finishes, then sweep.json/.csv/.md/.png. A configuration that
     fails is recorded and the others still run; `.failed` says every one failed."""
-    from ..bench.datasets import default_sweep_dataset
-    from ..bench.results import save_document
-    from ..bench.sweep import configurations, run_sweep
+    from ..benchmarking.datasets import default_sweep_dataset
+    from ..benchmarking.results import save_document
+    from ..benchmarking.sweep import configurations, run_sweep
     from ..endpoint import deploy
 
     say = say or quiet
@@ -95,7 +95,7 @@ def sweep(
     where = where or Path(f"peagle-sweep-{time.strftime('%Y%m%d-%H%M%S')}")
     ctx = context(region, aws, on_connect)
     if export_path is not None:
-        from ..bench.export import RequestExporter
+        from ..benchmarking.export import RequestExporter
 
         opts["requests_out"] = RequestExporter(export_path)
     say(f"results go to {where}/")

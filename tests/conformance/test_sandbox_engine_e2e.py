@@ -121,7 +121,7 @@ def check_p_eagle(sandbox: Cli, engine: EngineEnv) -> None:
     for rec in records:
         assert rec["output_tokens"] == truth[rec["request_id"]]["completion_tokens"]
     # ... and with the bench's unrecorded pool-opening requests (one 1-token stream per
-    # connection per level, `bench/load.py: open_pool`) they are the engine's own counter.
+    # connection per level, `benchmarking/load.py: open_pool`) they are the engine's own counter.
     total = sum(lv["output_tokens"] for lv in doc["levels"])
     assert total == sum(r["output_tokens"] for r in records)
     recorded = {r["request_id"] for r in records}

@@ -67,8 +67,8 @@ def endpoints(sandbox):
 
 def measure_level(rt, ds, c: int, sandbox, name: str) -> tuple[dict, dict, dict]:
     from peagle_sandbox.groundtruth import level_truth
-    from sm_peagle.bench.load import LoadSpec, run_level
-    from sm_peagle.bench.metrics import summarize_level
+    from sm_peagle.benchmarking.load import LoadSpec, run_level
+    from sm_peagle.benchmarking.metrics import summarize_level
 
     run = run_level(rt, ds, LoadSpec(concurrency=c, requests=REQUESTS[c], max_tokens=96))
     assert run.simulated  # the sandbox's response header was seen
@@ -104,7 +104,7 @@ def test_counts_match_ground_truth(sandbox, endpoints, mode, k):
     the server wrote it, so its TTFT is never below the true TTFT and its tokens/s never
     above the true tokens/s.
     """
-    from sm_peagle.bench.load import bench_client
+    from sm_peagle.benchmarking.load import bench_client
 
     name = endpoints[(mode, k)]
     ds = long_prompt_dataset()
@@ -129,12 +129,12 @@ def test_acceptance_length_from_logs_matches_engine(sandbox, endpoints):
     """The SpecDecoding lines the sandbox logs, read back like on AWS, give the engine's
     own acceptance length for the steps they cover."""
     from sm_peagle.aws import AwsContext
-    from sm_peagle.bench.acceptance import acceptance_for_levels
+    from sm_peagle.benchmarking.acceptance import acceptance_for_levels
 
     name = endpoints[("p-eagle", 3)]
     gt = ground_truth(sandbox.url, name)
     if not gt:  # run on its own (e.g. with -k), it makes its own traffic
-        from sm_peagle.bench.load import bench_client
+        from sm_peagle.benchmarking.load import bench_client
 
         rt = bench_client(None, name, 1)
         try:
@@ -158,7 +158,7 @@ def test_acceptance_length_from_logs_matches_engine(sandbox, endpoints):
 def test_progress_counts_every_finished_request_once(sandbox, endpoints):
     """The live counter a terminal shows (`peagle bench`): one call per measured request,
     1..N in order, none for the pool-warming requests."""
-    from sm_peagle.bench.load import LoadSpec, bench_client, run_level
+    from sm_peagle.benchmarking.load import LoadSpec, bench_client, run_level
 
     seen: list[int] = []
     rt = bench_client(None, endpoints[("p-eagle", 3)], 3)

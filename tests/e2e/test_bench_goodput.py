@@ -101,7 +101,7 @@ def test_goodput_is_exact_against_ground_truth_and_the_export(sandbox):
         assert ln["output_tokens"] == g["completion_tokens"]
         assert len(ln["itl_s"]) >= 1
     # Recounted from the export alone: the same goodput.
-    from sm_peagle.bench.export import recount_goodput
+    from sm_peagle.benchmarking.export import recount_goodput
 
     assert recount_goodput(lines, SLO_S, concurrency=4) == gp
     assert "SLO met by 75%" in result.stderr

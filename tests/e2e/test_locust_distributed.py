@@ -165,7 +165,7 @@ def test_two_workers_on_loopback_match_ground_truth(tmp_path: Path) -> None:
 
 
 def test_budget_split_and_printed_commands() -> None:
-    from sm_peagle.bench.distributed import commands_text, split_budget
+    from sm_peagle.benchmarking.distributed import commands_text, split_budget
 
     # In proportion to users; indices 0..n-1 in order, each exactly once.
     assert split_budget([2, 2], 16) == [(0, 8), (8, 8)]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from peagle_sandbox.synthetic_head import synthetic_head
 from sm_peagle.aws import MAX_RETRIES
 from sm_peagle.cli.app import main
 
@@ -72,9 +73,12 @@ def offline(listener: Listener, monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     monkeypatch.setenv("PEAGLE_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "d.yaml").write_text("model: gpt-oss-20b\nregion: us-east-1\n")
+    # A head push would accept (it checks the head before the first upload), so the push
+    # reaches S3 and meets the unreachable endpoint.
     head = tmp_path / "head"
     head.mkdir()
-    (head / "config.json").write_text("{}")
+    for rel, data in synthetic_head(target_hidden=2880, target_vocab=201088).items():
+        (head / rel).write_bytes(data)
     listener.take()
     return listener
 

@@ -40,7 +40,7 @@ import importlib.metadata as md, re, sys, tomllib
 args = sys.argv[1:]
 pairs = list(zip(args[1::2], args[2::2]))
 if args[:1] != ["install"] or len(args) % 2 != 1 or any(flag != "-e" for flag, _ in pairs):
-    sys.exit(f"readme-test pip shim: only `pip install -e PATH[extras] ...` is expected, got {{args}}")
+    sys.exit(f"readme-test pip shim: expected `pip install -e PATH[extras] ...`, got {{args}}")
 missing = []
 for _, target in pairs:
     m = re.fullmatch(r"(\\.(?:/[a-z_]+)?)(?:\\[([a-z,]+)\\])?", target)
@@ -123,7 +123,7 @@ def test_the_two_setup_commands_are_consistent() -> None:
     first, second = blocks()[:2]
     assert first.code.startswith("pip install -e . -e ./sandbox\n")
     assert "peagle sandbox stop" in first.code and "mktemp -d" in first.code
-    test_command = "python -m pytest -q -n auto"
+    test_command = "python -m pytest -q -n auto --dist loadfile"
     assert second.code.strip() == f'pip install -e ".[test]" -e ./sandbox && {test_command}'
     sandbox_deps = tomllib.loads((ROOT / "sandbox" / "pyproject.toml").read_text())["project"][
         "dependencies"

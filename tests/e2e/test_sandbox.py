@@ -276,22 +276,6 @@ def test_delete_leaves_nothing(sandbox: Sandbox, deployed: str, baseline: str) -
     assert sm.list_endpoints()["Endpoints"] == []
 
 
-def test_stop_leaves_no_process(sandbox: Sandbox) -> None:
-    pid = int(sandbox.state["pid"])
-    out = json.loads(sandbox.cli("sandbox", "stop", "--json").stdout)
-    assert out == {"stopped": True, "pid": pid, "url": sandbox.url}
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
-    marker = str(sandbox.root).encode()
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            assert marker not in (proc / "cmdline").read_bytes(), proc.name
-        except OSError:
-            continue  # exited while we looked
-    assert not (sandbox.root / "state" / "sandbox.json").exists()
-    assert json.loads(sandbox.cli("sandbox", "status", "--json").stdout)["running"] is False
-
-
 def test_the_sandbox_serves_its_request_record_for_cli_runs(sandbox: Sandbox) -> None:
     """`GET /_peagle/requests`: what a CLI run in another process sent, as the sandbox
     received it (the record tests of CLI runs assert against); DELETE clears it."""
@@ -311,3 +295,19 @@ def test_the_sandbox_serves_its_request_record_for_cli_runs(sandbox: Sandbox) ->
     assert ("sagemaker", "DescribeEndpoint") in ops
     described = [r["params"] for r in record() if r["operation"] == "DescribeEndpoint"]
     assert {"EndpointName": "no-such-endpoint"} in described
+
+
+def test_stop_leaves_no_process(sandbox: Sandbox) -> None:
+    pid = int(sandbox.state["pid"])
+    out = json.loads(sandbox.cli("sandbox", "stop", "--json").stdout)
+    assert out == {"stopped": True, "pid": pid, "url": sandbox.url}
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    marker = str(sandbox.root).encode()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            assert marker not in (proc / "cmdline").read_bytes(), proc.name
+        except OSError:
+            continue  # exited while we looked
+    assert not (sandbox.root / "state" / "sandbox.json").exists()
+    assert json.loads(sandbox.cli("sandbox", "status", "--json").stdout)["running"] is False

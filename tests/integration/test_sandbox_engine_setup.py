@@ -22,7 +22,7 @@ from peagle_sandbox.engine_setup import (
     flag_table_lines,
     map_opt_ml,
 )
-from sm_peagle.bench.results import engine_of
+from sm_peagle.benchmarking.results import engine_of
 from sm_peagle.container.entrypoint import main as entrypoint_main
 
 SPEC = {

@@ -10,12 +10,12 @@ import statistics
 
 import pytest
 
-from sm_peagle.bench.export import RequestExporter, read_requests, recount_goodput
-from sm_peagle.bench.load import arrival_gaps
-from sm_peagle.bench.metrics import RequestRecord, saturation, summarize_level
-from sm_peagle.bench.search import search_max_concurrency
-from sm_peagle.bench.slo import format_slo, goodput, parse_slo, request_meets
-from sm_peagle.bench.tune_k import estimate_k
+from sm_peagle.benchmarking.export import RequestExporter, read_requests, recount_goodput
+from sm_peagle.benchmarking.load import arrival_gaps
+from sm_peagle.benchmarking.metrics import RequestRecord, saturation, summarize_level
+from sm_peagle.benchmarking.search import search_max_concurrency
+from sm_peagle.benchmarking.slo import format_slo, goodput, parse_slo, request_meets
+from sm_peagle.benchmarking.tune_k import estimate_k
 from sm_peagle.errors import SpecError
 
 

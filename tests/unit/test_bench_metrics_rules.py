@@ -1,4 +1,4 @@
-"""bench/metrics.py's definitions, each with numbers worked out by hand from the module
+"""benchmarking/metrics.py's definitions, each with numbers worked out by hand from the module
 docstring (not from the code): wall time from the FIRST REQUEST SENT (failed ones too) to
 the last response, the 85%-of-a-core client CPU warning, the 95% saturation rule,
 numpy-style percentiles, and the level's TTFT over completed requests only."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from sm_peagle.bench.metrics import (
+from sm_peagle.benchmarking.metrics import (
     RequestRecord,
     cost_per_million,
     cpu_summary,

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sm_peagle.bench.datasets import builtin
-from sm_peagle.bench.metrics import RequestRecord, summarize_level
-from sm_peagle.bench.results import SCHEMA, bench_document
-from sm_peagle.bench.sweep import combine_runs, comparison, recommend_k
+from sm_peagle.benchmarking.datasets import builtin
+from sm_peagle.benchmarking.metrics import RequestRecord, summarize_level
+from sm_peagle.benchmarking.results import SCHEMA, bench_document
+from sm_peagle.benchmarking.sweep import combine_runs, comparison, recommend_k
 from sm_peagle.cli.app import main
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-1.schema.json"

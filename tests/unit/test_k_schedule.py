@@ -173,7 +173,7 @@ def test_plan_refuses_what_vllm_would_not_run(capsys, monkeypatch, tmp_path, arg
 
 
 def test_sweep_schedule_is_deployable_for_eagle3_refused_for_p_eagle():
-    from sm_peagle.bench.sweep import k_schedules
+    from sm_peagle.benchmarking.sweep import k_schedules
 
     ranges = [{"from": 1, "to": 4, "k": 7}, {"from": 32, "to": 128, "k": 3}]
     out = k_schedules({"eagle3": ranges, "p-eagle": ranges, "other": ranges[:1]})

@@ -44,25 +44,25 @@ ALLOWED_PRIVATE_REACH: dict[tuple[str, str], str] = {
         "sm_peagle.lifecycle.component_update",
         "sm_peagle.lifecycle.components._tagged_components",
     ): "lifecycle/ rewrite in progress (issue 22)",
-    ("sm_peagle.bench.distributed", "sm_peagle.bench.runner._sandbox_info"): (
-        "bench/ rewrite in progress (issue 22)"
+    ("sm_peagle.benchmarking.distributed", "sm_peagle.benchmarking.runner._sandbox_info"): (
+        "benchmarking/ rewrite in progress (issue 22)"
     ),
-    ("sm_peagle.bench.distributed", "sm_peagle.bench.runner._model_of"): (
-        "bench/ rewrite in progress (issue 22)"
+    ("sm_peagle.benchmarking.distributed", "sm_peagle.benchmarking.runner._model_of"): (
+        "benchmarking/ rewrite in progress (issue 22)"
     ),
-    ("sm_peagle.bench.html_report", "sm_peagle.bench.report._config"): (
-        "bench/ rewrite in progress (issue 22)"
+    ("sm_peagle.benchmarking.html_report", "sm_peagle.benchmarking.report._config"): (
+        "benchmarking/ rewrite in progress (issue 22)"
     ),
-    ("sm_peagle.bench.html_report", "sm_peagle.bench.report._n"): (
-        "bench/ rewrite in progress (issue 22)"
+    ("sm_peagle.benchmarking.html_report", "sm_peagle.benchmarking.report._n"): (
+        "benchmarking/ rewrite in progress (issue 22)"
     ),
-    ("sm_peagle.bench.html_report", "sm_peagle.bench.report._runs"): (
-        "bench/ rewrite in progress (issue 22)"
+    ("sm_peagle.benchmarking.html_report", "sm_peagle.benchmarking.report._runs"): (
+        "benchmarking/ rewrite in progress (issue 22)"
     ),
-    ("sm_peagle.bench.locustfile", "sm_peagle.bench.load._install_hooks"): (
+    ("sm_peagle.benchmarking.locustfile", "sm_peagle.benchmarking.load._install_hooks"): (
         "locust loads locustfile.py as a file, so the hooks it installs live in load.py"
     ),
-    ("sm_peagle.bench.locustfile", "sm_peagle.bench.load._Requester"): (
+    ("sm_peagle.benchmarking.locustfile", "sm_peagle.benchmarking.load._Requester"): (
         "locust loads locustfile.py as a file, so the user class it needs lives in load.py"
     ),
     ("sm_peagle.cli.report_cmd", "sm_peagle.cli.bench_cmds._show"): (

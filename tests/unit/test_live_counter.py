@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from sm_peagle.bench.load import _counting
+from sm_peagle.benchmarking.load import _counting
 from sm_peagle.cli import output
 
 

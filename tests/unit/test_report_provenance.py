@@ -7,9 +7,9 @@ that engine, and must not claim the tokens were made up.
 
 from __future__ import annotations
 
-from sm_peagle.bench.report import provenance_lines
-from sm_peagle.bench.results import provenance
-from sm_peagle.bench.sweep import combine_runs
+from sm_peagle.benchmarking.report import provenance_lines
+from sm_peagle.benchmarking.results import provenance
+from sm_peagle.benchmarking.sweep import combine_runs
 
 REAL = "vllm 0.31.0 (CPU, tiny model)"
 NOTE = f"SANDBOX, real engine: tokens, usage and acceptance come from {REAL} on this machine"

@@ -3,7 +3,7 @@
     doc = run_locust("my-endpoint", users=64, requests=1024, workers=4)
 
 `--workers N` spreads load over processes of one machine; Locust (master + workers) spreads
-it over machines. Each Locust worker runs sm_peagle/bench/locustfile.py, which sends every
+it over machines. Each Locust worker runs sm_peagle/benchmarking/locustfile.py, which sends every
 request with the same RuntimeClient and `_Requester` as `peagle bench` and ships its
 RequestRecords to the master; the master merges them into one `peagle.bench/1` document
 (one level, `load.tool == "locust"`). `run_locust` runs that on one machine over loopback
@@ -207,7 +207,7 @@ def commands_text(endpoint: str, *, workers: int, port: int = DEFAULT_PORT, **op
     def line(args: list[str]) -> str:
         return " ".join(a if a.startswith('"$') else shlex.quote(a) for a in ["locust", *args])
 
-    find = "from sm_peagle.bench.distributed import LOCUSTFILE; print(LOCUSTFILE)"
+    find = "from sm_peagle.benchmarking.distributed import LOCUSTFILE; print(LOCUSTFILE)"
     return "\n".join(
         [
             "# every machine: pip install 'sm-peagle[locust]' and AWS credentials for the region",

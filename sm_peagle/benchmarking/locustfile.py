@@ -86,8 +86,8 @@ class _WorkerSide:
         """Build the client and load the prompts before the clock starts, then report ready."""
         if self.requester is not None:  # a later re-dispatch (a worker left): keep going
             return
-        from sm_peagle.bench.datasets import load_dataset
-        from sm_peagle.bench.load import LoadSpec, _install_hooks, _Requester, bench_client
+        from sm_peagle.benchmarking.datasets import load_dataset
+        from sm_peagle.benchmarking.load import LoadSpec, _install_hooks, _Requester, bench_client
 
         try:
             dataset = load_dataset(_opt(env, "dataset") or None)
@@ -125,7 +125,7 @@ class _WorkerSide:
         return self.first + self.taken - 1
 
     def record(self, env: Environment, record: Any) -> None:
-        from sm_peagle.bench.distributed import encode_record
+        from sm_peagle.benchmarking.distributed import encode_record
 
         exc = None if record.ok else StreamFailed(record.error_kind or "failed")
         env.events.request.fire(
@@ -177,7 +177,7 @@ class _MasterSide:
         self.notes: list[str] = []
 
     def on_ready(self, env: Environment, node: str, data: dict[str, Any]) -> None:
-        from sm_peagle.bench.distributed import split_budget
+        from sm_peagle.benchmarking.distributed import split_budget
 
         self.ready[node] = data
         if data.get("error"):
@@ -208,7 +208,7 @@ class _MasterSide:
         )
 
     def on_records(self, env: Environment, node: str, records: list[dict[str, Any]]) -> None:
-        from sm_peagle.bench.distributed import decode_record
+        from sm_peagle.benchmarking.distributed import decode_record
 
         self.records.extend(decode_record(r) for r in records)
         self.received[node] = self.received.get(node, 0) + len(records)
@@ -242,9 +242,9 @@ class _MasterSide:
         self.written = True
         from locust import __version__ as locust_version
 
-        from sm_peagle.bench.distributed import locust_document
-        from sm_peagle.bench.results import save_document
-        from sm_peagle.bench.runner import level_line
+        from sm_peagle.benchmarking.distributed import locust_document
+        from sm_peagle.benchmarking.results import save_document
+        from sm_peagle.benchmarking.runner import level_line
 
         notes = list(self.notes)
         if incomplete:
