@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from . import settings
 from .errors import NoCredentials, SpecError
 
 __all__ = ["AwsContext", "has_credentials_hint", "resolve_region"]
@@ -187,7 +188,7 @@ def as_peagle_error(exc: BaseException) -> Exception | None:
         )
     if type(exc).__name__ in _UNREACHABLE or isinstance(exc, bx.HTTPClientError):
         where = getattr(exc, "kwargs", {}).get("endpoint_url") or "AWS"
-        if os.environ.get("PEAGLE_SANDBOX_URL"):
+        if settings.sandbox_url():
             remedy = "the sandbox did not answer: `peagle sandbox status`, or restart it"
         elif os.environ.get("AWS_ENDPOINT_URL"):
             remedy = "check AWS_ENDPOINT_URL and that its server is running"

@@ -8,11 +8,11 @@ gone, unless the caller asked to keep it. Every resource is tagged peagle:manage
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any
 
+from .. import settings
 from ..errors import DeploymentFailed
 from ..planning.plan_result import Plan
 from .resources import KINDS, DeployResult, as_error, models_of, not_found, tagged_requests
@@ -50,9 +50,9 @@ class Lifecycle:
         self.aws = aws
         self.say = say
         # PEAGLE_POLL_SECONDS lets the sandbox and tests poll fast without new CLI flags.
-        env_poll = os.environ.get("PEAGLE_POLL_SECONDS")
-        self.poll_initial = poll_initial or (float(env_poll) if env_poll else 5.0)
-        self.poll_max = max(poll_max if not env_poll else float(env_poll), self.poll_initial)
+        env_poll = settings.poll_seconds()
+        self.poll_initial = poll_initial or env_poll or 5.0
+        self.poll_max = max(env_poll or poll_max, self.poll_initial)
         self.sleep = sleep
 
     @property

@@ -72,10 +72,10 @@ def test_use_sandbox_at_the_old_path_warns_once_and_calls_the_new_one(monkeypatc
 
 
 def test_the_real_plugin_is_the_sandbox_distribution() -> None:
-    import peagle_sandbox.manager
+    import peagle_sandbox.plugin
 
     plugin = plugins.sandbox_plugin()
-    assert plugin.use_sandbox is peagle_sandbox.manager.use_sandbox
+    assert plugin is peagle_sandbox.plugin and callable(plugin.use_sandbox)
     dist = metadata.distribution("peagle-sandbox")
     assert {ep.group for ep in dist.entry_points} == {
         "sm_peagle.plugins", "sm_peagle.commands", "sm_peagle.models"
