@@ -1,6 +1,6 @@
 """`peagle tune-k NAME`: estimate output tokens/s at every K' <= the deployed K from one
 deployment (vLLM's per-position acceptance rates + the step cost measured at K), without
-redeploying. The numbers are an ESTIMATE and say so (see sm_peagle/bench/tune_k.py).
+redeploying. The numbers are an ESTIMATE and say so (see sm_peagle/benchmarking/tune_k.py).
 The work is one SDK call, `sm_peagle.tune_k`; this module renders its result."""
 
 from __future__ import annotations
@@ -10,16 +10,25 @@ from typing import Annotated
 
 import typer
 
+from .options import component_option, concurrency_option, requests_option
 from .output import note, print_json
 from .spec_options import JsonOpt, RegionOpt
+
+TuneComponentOpt = component_option(
+    "Inference component to tune (its short name is enough); required on an endpoint "
+    "that hosts components."
+)
+TuneConcurrencyOpt = concurrency_option(
+    "Comma-separated concurrency levels to measure at (one estimate per level)."
+)
+TuneRequestsOpt = requests_option("Requests per level.", optional=False)
 
 
 def tune_k_command(
     name: Annotated[str, typer.Argument(help="Endpoint name (deployed with K).")],
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", "-c", help="Concurrency of the measuring level.")
-    ] = 1,
-    requests: Annotated[int, typer.Option("--requests", "-n", help="Requests to send.")] = 16,
+    component: TuneComponentOpt = None,
+    concurrency: TuneConcurrencyOpt = "1",
+    requests: TuneRequestsOpt = 16,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="max_tokens per request.")] = 256,
     dataset: Annotated[str | None, typer.Option("--dataset", help="As `peagle bench`.")] = None,
     results: Annotated[
@@ -46,9 +55,9 @@ def tune_k_command(
     from ..ops.measure import tune_k
 
     result = tune_k(
-        name, concurrency=concurrency, requests=requests, max_tokens=max_tokens,
-        dataset=dataset, results=results, position_cost=position_cost, tolerance=tolerance,
-        acceptance_wait=acceptance_wait, region=region, say=note,
+        name, component=component, concurrency=concurrency, requests=requests,
+        max_tokens=max_tokens, dataset=dataset, results=results, position_cost=position_cost,
+        tolerance=tolerance, acceptance_wait=acceptance_wait, region=region, say=note,
     )  # fmt: skip
     out = result.to_dict()
     ests = result.estimates
