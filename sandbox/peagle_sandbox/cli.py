@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from sm_peagle.cli.options import JsonOpt, SandboxEngine
 from sm_peagle.cli.output import note, print_json
 
 sandbox_app = typer.Typer(
@@ -20,8 +21,6 @@ sandbox_app = typer.Typer(
     "engine, or with --engine vllm on the real vLLM engine on this CPU).",
     no_args_is_help=True,
 )
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
 
 
 def _hint(url: str, engine: str = "SIMULATED") -> None:
@@ -49,9 +48,10 @@ def start_command(
         float | None, typer.Option("--time-scale", help="Multiply simulated step times (1.0).")
     ] = None,
     engine: Annotated[
-        str | None,
+        SandboxEngine | None,
         typer.Option(
             "--engine",
+            parser=str,  # checked by the sandbox (one message for CLI and SDK)
             help="simulated (default) or vllm: host endpoints on the real vLLM CPU engine "
             "(needs `peagle sandbox install-engine`; also PEAGLE_SANDBOX_ENGINE).",
         ),
