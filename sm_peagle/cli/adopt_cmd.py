@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from .lifecycle_cmds import YesOpt, asker
+from .options import dry_run_option, output_option
 from .output import STATUS_STYLE, console, note, print_json, table
 from .spec_options import JsonOpt, RegionOpt
 
@@ -41,6 +41,10 @@ def render_adoption(result: Any) -> None:
         c.print(f"  {escape(str(d))}", soft_wrap=True)
 
 
+AdoptDryRunOpt = dry_run_option("Show the spec and checks; tag nothing.")
+AdoptOutputOpt = output_option("Also write the spec to this YAML file.")
+
+
 def adopt_command(
     name: Annotated[str, typer.Argument(help="Endpoint name.")],
     model: Annotated[
@@ -51,9 +55,7 @@ def adopt_command(
             "HF_MODEL_ID and weights do not tell.",
         ),
     ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show the spec and checks; tag nothing.")
-    ] = False,
+    dry_run: AdoptDryRunOpt = False,
     accept_differences: Annotated[
         bool,
         typer.Option(
@@ -62,10 +64,7 @@ def adopt_command(
             "next update or apply changes those fields.",
         ),
     ] = False,
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="Also write the spec to this YAML file."),
-    ] = None,
+    output: AdoptOutputOpt = None,
     region: RegionOpt = None,
     yes: YesOpt = False,
     json_out: JsonOpt = False,
