@@ -216,7 +216,7 @@ DEPRECATED: tuple[Deprecated, ...] = (
     Deprecated("--out", "--output", ("bench",)),
     Deprecated("--out-dir", "--output", ("sweep",)),
     Deprecated("-f", "--follow", ("logs",)),
-    Deprecated("--num-speculative-tokens", "--k"),
+    Deprecated("--num-speculative-tokens", "--k", ("plan", "deploy", "update", "drafter check")),
 )
 
 

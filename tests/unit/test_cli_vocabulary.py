@@ -20,8 +20,6 @@ import typer
 from sm_peagle.cli import options
 from sm_peagle.cli.app import PeagleGroup, build_app, main
 
-PHASE2 = pytest.mark.xfail(strict=False, reason="phase 2: command modules not yet converted")
-
 # Leaf commands that print no data of their own, with the reason.
 PRINTS_NO_DATA = {
     "sandbox env": "prints shell `export` lines for eval",
@@ -131,7 +129,6 @@ def test_the_walk_finds_every_command(commands):
     assert len(paths) >= 27
 
 
-@PHASE2
 def test_each_short_flag_has_one_long_meaning(commands):
     assert short_flag_problems(commands) == {}
 
@@ -149,12 +146,10 @@ def test_json_is_a_root_option(root):
     assert any("--json" in p.opts for p in option_params(root))
 
 
-@PHASE2
 def test_every_command_that_prints_data_accepts_json(root, commands):
     assert commands_without_json(root, commands) == []
 
 
-@PHASE2
 def test_options_with_a_fixed_set_of_values_list_them_in_help(commands):
     assert unlisted_choices(commands) == []
 
@@ -194,15 +189,7 @@ def deprecated_spelling_problem(run: Any, command: Any, path: str, d: Any) -> st
 
 def _real_cases() -> list[Any]:
     cmds = list(leaves(typer.main.get_command(build_app())))
-    by_path = dict(cmds)
-    params = []
-    for d, path in deprecated_cases(cmds):
-        problem_now = any(
-            d.new in p.opts or d.new in p.secondary_opts for p in option_params(by_path[path])
-        ) and not any(d.old in (*p.opts, *p.secondary_opts) for p in option_params(by_path[path]))
-        marks = () if problem_now else (PHASE2,)
-        params.append(pytest.param(d, path, id=f"{path} {d.old}", marks=marks))
-    return params
+    return [pytest.param(d, path, id=f"{path} {d.old}") for d, path in deprecated_cases(cmds)]
 
 
 @pytest.mark.parametrize(("d", "path"), _real_cases())
@@ -214,7 +201,6 @@ def test_deprecated_spellings_still_parse_and_warn(d, path, commands, capsys):
     assert deprecated_spelling_problem(run, dict(commands)[path], path, d) is None
 
 
-@PHASE2
 @pytest.mark.parametrize(
     "d", [d for d in options.DEPRECATED if d.commands], ids=lambda d: f"{d.commands[0]} {d.old}"
 )
