@@ -50,7 +50,10 @@ def parse_duration(text: str) -> float:
     if not text or not m or not any(m.groups()):
         from ..errors import SpecError
 
-        raise SpecError(f"duration {text!r}: use forms like 2h, 90m, 1h30m or 600s")
+        raise SpecError(
+            f"duration {text!r} is not a duration",
+            remedy="use forms like 2h, 90m, 1h30m or 600s",
+        )
     h, mnt, s = (int(g or 0) for g in m.groups())
     return float(h * 3600 + mnt * 60 + s)
 

@@ -114,7 +114,10 @@ def recommend(
         if value is not None and value < 1:
             raise SpecError(f"{flag}: must be at least 1 (got {value})")
     if budget is not None and budget <= 0:
-        raise SpecError(f"--budget: must be a positive $/h (got {budget:g})")
+        raise SpecError(
+            f"--budget: must be a positive $/h (got {budget:g})",
+            remedy="a budget above 0 in $/h, e.g. --budget 20, or leave it out",
+        )
     docs: list[dict] = []
     if results is not None:
         results = Path(results)

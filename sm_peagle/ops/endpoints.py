@@ -181,8 +181,22 @@ class LogStream:
 
 
 def _name(name: Any, what: str = "endpoint name") -> str:
+    """A SageMaker resource name as AWS's own pattern allows it (botocore's EndpointName /
+    InferenceComponentName: `^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`), checked before a request:
+    AWS would answer a ValidationException, and a malformed name cannot exist to be found."""
+    from ..planning.specs import AWS_NAME_RE
+
     if not isinstance(name, str) or not name.strip():
-        raise SpecError(f"{what}: a non-empty name is needed, not {name!r}")
+        raise SpecError(
+            f"{what}: a non-empty name is needed, not {name!r}",
+            remedy="`peagle ls` lists the endpoints peagle manages",
+        )
+    if not AWS_NAME_RE.match(name):
+        raise SpecError(
+            f"{what} {name!r} is not a SageMaker name (letters, digits and hyphens, "
+            "1-63 characters, starting and ending with a letter or digit)",
+            remedy="`peagle ls` lists the endpoints peagle manages",
+        )
     return name
 
 

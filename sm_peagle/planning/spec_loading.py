@@ -43,7 +43,9 @@ def spec_from_data(data: dict[str, Any]) -> DeploymentSpec:
     try:
         return DeploymentSpec.model_validate(data)
     except ValidationError as e:
-        raise SpecError(_format_validation_error(e)) from None
+        raise SpecError(
+            _format_validation_error(e), remedy="`peagle schema` lists every field and its rules"
+        ) from None
 
 
 def load_spec(path: str | Path, overrides: dict[str, Any] | None = None) -> DeploymentSpec:

@@ -36,7 +36,8 @@ def check_max_tokens(max_tokens: Any, flag: str = "--max-tokens") -> int:
     """vLLM's SamplingParams rule: max_tokens >= 1 (SpecError before anything is sent)."""
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise SpecError(
-            f"{flag} must be at least 1 (vLLM refuses max_tokens < 1), got {max_tokens!r}"
+            f"{flag} must be at least 1 (vLLM refuses max_tokens < 1), got {max_tokens!r}",
+            remedy="ask for at least one token, e.g. 256",
         )
     return max_tokens
 
@@ -46,11 +47,14 @@ def check_temperature(temperature: Any, flag: str = "--temperature") -> float | 
     if temperature is None:
         return None
     if isinstance(temperature, bool) or not isinstance(temperature, int | float):
-        raise SpecError(f"{flag} must be a number >= 0, got {temperature!r}")
+        raise SpecError(
+            f"{flag} must be a number >= 0, got {temperature!r}",
+            remedy="0 for greedy decoding, or a positive number such as 0.7",
+        )
     if not temperature >= 0:  # NaN too
         raise SpecError(
-            f"{flag} must be >= 0 (vLLM refuses a negative temperature; 0 is greedy), "
-            f"got {temperature!r}"
+            f"{flag} must be >= 0 (vLLM refuses a negative temperature), got {temperature!r}",
+            remedy="0 for greedy decoding, or a positive number such as 0.7",
         )
     return float(temperature)
 

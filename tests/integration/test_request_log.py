@@ -84,3 +84,38 @@ def test_records_are_json_documents(sagemaker_harness: SageMakerHarness):
     assert json.loads(json.dumps(doc)) == doc
     assert doc["service"] == "sagemaker" and doc["operation"] == "ListModels"
     assert doc["params"] == {"MaxResults": 5}
+
+
+def test_s3_requests_are_recorded_with_their_api_names(sagemaker_harness: SageMakerHarness):
+    """S3 has its own dispatch in moto; its calls are in the record all the same."""
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="bkt")
+    s3.put_object(Bucket="bkt", Key="heads/x/config.json", Body=b"{}")
+    s3.head_object(Bucket="bkt", Key="heads/x/config.json")
+    s3.get_object(Bucket="bkt", Key="heads/x/config.json", Range="bytes=0-1")
+    s3.list_objects_v2(Bucket="bkt", Prefix="heads/")
+    s3.delete_object(Bucket="bkt", Key="heads/x/config.json")
+    log = sagemaker_harness.requests
+    assert log.operations("s3") == [
+        "CreateBucket", "PutObject", "HeadObject", "GetObject", "ListObjectsV2", "DeleteObject"
+    ]
+    assert log.params("GetObject") == [
+        {"Bucket": "bkt", "Key": "heads/x/config.json", "Range": "bytes=0-1"}
+    ]
+    assert log.params("ListObjectsV2")[0]["prefix"] == "heads/"
+
+
+def test_multipart_uploads_are_named(sagemaker_harness: SageMakerHarness):
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="bkt")
+    up = s3.create_multipart_upload(Bucket="bkt", Key="k")
+    part = s3.upload_part(
+        Bucket="bkt", Key="k", UploadId=up["UploadId"], PartNumber=1, Body=b"x" * 10
+    )
+    s3.complete_multipart_upload(
+        Bucket="bkt", Key="k", UploadId=up["UploadId"],
+        MultipartUpload={"Parts": [{"ETag": part["ETag"], "PartNumber": 1}]},
+    )
+    assert sagemaker_harness.requests.operations("s3") == [
+        "CreateBucket", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload"
+    ]

@@ -4,10 +4,10 @@ and time, in arrival order.
 Tests assert against what AWS would have been sent, not against what the client believes
 it sent: the record is taken where moto dispatches a request to its backend
 (``BaseResponse.call_action``), which in-process ``mock_aws`` and the threaded server (the
-sandbox) share. S3 object calls have their own dispatch in moto and are recorded only as far
-as they pass through ``call_action``. In the sandbox, ``GET /_peagle/requests`` returns the
-record and ``DELETE /_peagle/requests`` clears it, for tests that drive the CLI in a
-subprocess.
+sandbox) share. S3 has its own dispatch in moto (``S3Response``), so S3 calls are recorded
+there, each named as S3's API reference names it (from the method and sub-resource). In
+the sandbox, ``GET /_peagle/requests`` returns the record and ``DELETE /_peagle/requests``
+clears it, for tests that drive the CLI in a subprocess.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlparse
 
 from moto.core.responses import BaseResponse
+from moto.s3.responses import S3Response
 
 __all__ = ["RecordedRequest", "RequestLog", "request_log_patches"]
 
@@ -86,9 +87,83 @@ def _params(response: BaseResponse) -> dict[str, Any]:
     return {k: v[0] if len(v) == 1 else v for k, v in query.items() if k != "Action"}
 
 
+def _flat(query: dict[str, list[str]]) -> dict[str, Any]:
+    return {k: v[0] if len(v) == 1 else v for k, v in query.items()}
+
+
+def s3_operation(method: str, has_key: bool, query: dict[str, Any], headers: Any) -> str:
+    """The S3 API operation a REST request is (the common ones peagle sends; anything else
+    is named by its method and sub-resource, so it is still recorded and still visible)."""
+    if not has_key:
+        if method == "HEAD":
+            return "HeadBucket"
+        if method == "GET":
+            if "list-type" in query:
+                return "ListObjectsV2"
+            if "location" in query:
+                return "GetBucketLocation"
+            if "uploads" in query:
+                return "ListMultipartUploads"
+            return "ListObjects" if not query else f"GetBucket?{','.join(sorted(query))}"
+        if method == "PUT":
+            return "CreateBucket" if not query else f"PutBucket?{','.join(sorted(query))}"
+        if method == "POST" and "delete" in query:
+            return "DeleteObjects"
+        if method == "DELETE":
+            return "DeleteBucket" if not query else f"DeleteBucket?{','.join(sorted(query))}"
+        return f"{method} bucket"
+    if method == "GET":
+        return "ListParts" if "uploadId" in query else "GetObject"
+    if method == "HEAD":
+        return "HeadObject"
+    if method == "PUT":
+        if "partNumber" in query:
+            return "UploadPartCopy" if "x-amz-copy-source" in headers else "UploadPart"
+        return "CopyObject" if "x-amz-copy-source" in headers else "PutObject"
+    if method == "POST":
+        if "uploads" in query:
+            return "CreateMultipartUpload"
+        if "uploadId" in query:
+            return "CompleteMultipartUpload"
+    if method == "DELETE":
+        return "AbortMultipartUpload" if "uploadId" in query else "DeleteObject"
+    return f"{method} object"
+
+
 def request_log_patches(log: Callable[[], RequestLog]) -> list[tuple[type, str, Any]]:
     """(class, attribute, replacement): record each request, then dispatch it as moto does."""
     original = BaseResponse.call_action
+    bucket_original = S3Response._bucket_response
+    key_original = S3Response._key_response
+
+    def s3(self: S3Response, request: Any, full_url: str, has_key: bool) -> None:
+        try:
+            query = _flat(parse_qs(urlparse(full_url).query, keep_blank_values=True))
+            params: dict[str, Any] = {}
+            bucket = self.parse_bucket_name_from_url(request, full_url)
+            if bucket:
+                params["Bucket"] = bucket
+            if has_key:
+                params["Key"] = self.parse_key_name()
+            if request.headers.get("range"):
+                params["Range"] = request.headers["range"]
+            params.update({k: v for k, v in query.items() if v != "" or k not in params})
+            operation = (
+                s3_operation(request.method, has_key, query, request.headers)
+                if bucket
+                else "ListBuckets"
+            )
+            log().record(RecordedRequest("s3", operation, params, time.time()))
+        except Exception:  # recording must never change what moto answers
+            return
+
+    def bucket_response(self: S3Response, request: Any, full_url: str) -> Any:
+        s3(self, request, full_url, has_key=False)
+        return bucket_original(self, request, full_url)
+
+    def key_response(self: S3Response, request: Any, full_url: str) -> Any:
+        s3(self, request, full_url, has_key=True)
+        return key_original(self, request, full_url)
 
     def call_action(self: BaseResponse) -> Any:
         try:
@@ -105,4 +180,8 @@ def request_log_patches(log: Callable[[], RequestLog]) -> list[tuple[type, str, 
             log().record(item)
         return original(self)
 
-    return [(BaseResponse, "call_action", call_action)]
+    return [
+        (BaseResponse, "call_action", call_action),
+        (S3Response, "_bucket_response", bucket_response),
+        (S3Response, "_key_response", key_response),
+    ]
