@@ -511,7 +511,6 @@ def test_vllm_imports_only_the_stdlib_errors_and_checks(graph: Graph) -> None:
     assert not vllm_violations(graph)
 
 
-@pytest.mark.xfail(strict=False, reason="cli slice rewrites in progress")
 def test_cli_imports_only_the_sdk_errors_and_spec_types(graph: Graph) -> None:
     assert any(package_of(m) == "cli" for m in graph.written)
     assert not cli_violations(graph)
