@@ -102,7 +102,7 @@ def _set_json(value: bool) -> bool:
 QuietOpt = Annotated[
     bool,
     typer.Option(
-        "--quiet", "-q", help="No progress notes on stderr (results and errors stay).",
+        "--quiet", "-q", help="No progress notes on stderr (results, warnings, errors stay).",
         callback=_set_quiet, expose_value=False,
     ),
 ]  # fmt: skip

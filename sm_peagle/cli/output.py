@@ -3,7 +3,7 @@
     out = current()                     # configured by the root options (--json, -q, -v)
     out.result(obj, render=show)        # --json: obj.to_dict() as one JSON document;
                                         # otherwise show(obj) (rich is fine in there)
-    out.note("creating model …")        # stderr; suppressed by --quiet
+    out.note("creating model …")        # stderr; suppressed by --quiet (warnings stay)
     out.debug("polled 3 times")         # stderr; only with --verbose
     out.warn("--out is deprecated …")   # stderr; always
     out.table(title, columns, rows)     # a human table (nothing in JSON mode: the result
@@ -100,8 +100,10 @@ class Output:
 
     # -- context (stderr) ---------------------------------------------------------------
     def note(self, message: str) -> None:
-        """Progress and context for people; stderr, so stdout stays clean for pipes."""
-        if self.quiet:
+        """Progress and context for people; stderr, so stdout stays clean for pipes. With
+        --quiet only warnings (a note starting `warning:`, as the SDK's progress callback
+        passes them) are kept."""
+        if self.quiet and not message.startswith("warning:"):
             return
         # On a terminal, first erase a live counter line (live_counter) the note replaces.
         sys.stderr.write(("\r\x1b[K" if sys.stderr.isatty() else "") + message + "\n")

@@ -75,6 +75,11 @@ def test_note_goes_to_stderr_and_quiet_drops_it(capsys):
     assert (captured.out, captured.err) == ("", "creating model\n")
 
 
+def test_quiet_keeps_the_warnings_the_sdk_passes_as_notes(capsys):
+    output.Output(quiet=True).note("warning: role: no execution role given")
+    assert capsys.readouterr().err == "warning: role: no execution role given\n"
+
+
 def test_debug_only_with_verbose_and_warn_always(capsys):
     output.Output().debug("hidden")
     output.Output(verbose=True).debug("shown")
