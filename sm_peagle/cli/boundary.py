@@ -135,6 +135,7 @@ def exit_code_for(exc: BaseException, args: list[str]) -> int:
     json_out = json_requested(args)
     if isinstance(exc, typer.Exit):  # --help, or a command's own exit code
         return exc.exit_code
+    _debug_origin(exc)
     if isinstance(exc, KeyboardInterrupt):
         return report(
             "interrupted", fix=None, exit_code=INTERRUPTED, kind="Interrupted", json_out=json_out
@@ -179,6 +180,17 @@ def exit_code_for(exc: BaseException, args: list[str]) -> int:
         kind="InternalError",
         json_out=json_out,
     )
+
+
+def _debug_origin(exc: BaseException) -> None:
+    """With --verbose: which exception stopped the command, and where it was raised."""
+    import traceback
+
+    from .output import current
+
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    current().debug(f"{type(exc).__module__}.{type(exc).__qualname__}{where}")
 
 
 def interrupted(args: list[str]) -> int:

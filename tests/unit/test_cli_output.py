@@ -143,6 +143,15 @@ def test_quiet_and_verbose_before_or_after_the_command(capsys, flag):
     assert run(capsys, "plan", "gpt-oss-20b", "--json", flag)[0] == 0
 
 
+def test_verbose_says_which_error_stopped_the_command_and_where(capsys):
+    code, _, err = run(capsys, "-v", "status", "x", "--region", "mars-1")
+    lines = err.splitlines()
+    assert code == 2 and lines[-1].startswith("error: region: ")
+    assert lines[0].startswith("debug: sm_peagle.errors.SpecError at ") and ".py:" in lines[0]
+    code, _, err = run(capsys, "status", "x", "--region", "mars-1")
+    assert "debug:" not in err
+
+
 def test_root_help_documents_peagle_debug_and_completion(capsys):
     code, out, _ = run(capsys, "--help")
     assert code == 0
