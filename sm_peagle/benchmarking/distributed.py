@@ -4,7 +4,7 @@
 
 `--workers N` spreads load over processes of one machine; Locust (master + workers) spreads
 it over machines. Each Locust worker runs sm_peagle/benchmarking/locustfile.py, which sends every
-request with the same RuntimeClient and `_Requester` as `peagle bench` and ships its
+request with the same RuntimeClient and `Requester` as `peagle bench` and ships its
 RequestRecords to the master; the master merges them into one `peagle.bench/1` document
 (one level, `load.tool == "locust"`). `run_locust` runs that on one machine over loopback
 (master + N worker processes) and never leaves a process behind; `commands_text` prints
@@ -93,7 +93,7 @@ def read_provenance(aws: Any, endpoint: str) -> dict[str, Any]:
     """What the endpoint runs, read back from SageMaker, as `bench_endpoint` does."""
     from ..lifecycle.inventory import endpoint_status
     from .results import provenance_of
-    from .runner import SERVING, _model_of
+    from .runner import SERVING, model_of
 
     status = endpoint_status(aws.client("sagemaker"), endpoint)
     if status["status"] not in SERVING:
@@ -101,7 +101,7 @@ def read_provenance(aws: Any, endpoint: str) -> dict[str, Any]:
             f"endpoint {endpoint} is {status['status']}, not InService",
             remedy=f"wait: `peagle status {endpoint}`",
         )
-    return {"model": _model_of(aws, endpoint), **provenance_of(status)}
+    return {"model": model_of(aws, endpoint), **provenance_of(status)}
 
 
 def locust_document(
@@ -116,7 +116,7 @@ def locust_document(
     from .datasets import load_dataset
     from .metrics import summarize_level
     from .results import bench_document, is_sandbox
-    from .runner import _sandbox_info
+    from .runner import sandbox_info
 
     aws = AwsContext(region)
     prov = read_provenance(aws, endpoint)
@@ -149,7 +149,7 @@ def locust_document(
     return bench_document(
         provenance=prov, dataset=load_dataset(dataset).describe(), load=load, levels=[level],
         started_at=started_at, ended_at=time.time(), simulated=simulated or is_sandbox(),
-        sandbox=_sandbox_info(), notes=list(notes),
+        sandbox=sandbox_info(), notes=list(notes),
     )  # fmt: skip
 
 

@@ -20,12 +20,12 @@ from typing import Any
 from .report import (
     PLOT_HINT,
     PlotUnavailable,
-    _config,
-    _n,
-    _runs,
     comparison_rows,
+    fmt_number,
     provenance_lines,
     recommendation_lines,
+    run_config,
+    runs_of,
     title_of,
 )
 from .results import provenance
@@ -51,7 +51,7 @@ ul.prov{font-size:.85rem;color:#3b4558}.chart svg{max-width:100%;height:auto}
 
 def engine_of(doc: dict[str, Any]) -> tuple[str, bool]:
     """(what produced the numbers, simulated?) from the documents' own provenance."""
-    runs = _runs(doc)
+    runs = runs_of(doc)
     simulated = bool(doc.get("simulated"))
     named = {str(r.get("engine") or (r.get("sandbox") or {}).get("engine") or "") for r in runs}
     real = sorted(e for e in named if e and e.lower() not in ("simulated",))
@@ -97,10 +97,10 @@ def _charts(doc: dict[str, Any]) -> tuple[str, str]:
                               remedy=PLOT_HINT) from None  # fmt: skip
     matplotlib.rcParams["svg.fonttype"] = "path"  # no font files needed to view it
     series = []
-    for run in _runs(doc):
+    for run in runs_of(doc):
         pts = sorted((lv["concurrency"], lv) for lv in run["levels"] if not lv.get("rate"))
         if pts:
-            series.append((_config(run), pts))
+            series.append((run_config(run), pts))
     fig, ax = plt.subplots(figsize=(8.5, 4.6), dpi=100)
     for label, pts in series:
         xs = [c for c, lv in pts if lv["output_tokens_per_s"] is not None]
@@ -138,24 +138,31 @@ def _charts(doc: dict[str, Any]) -> tuple[str, str]:
 
 
 def _ms(d: dict[str, Any], p: str) -> str:
-    return _n(d.get(p), "{:.1f}", 1000)
+    return fmt_number(d.get(p), "{:.1f}", 1000)
 
 
 def _latency_rows(doc: dict[str, Any]) -> list[list[str]]:
     rows = []
-    for run in _runs(doc):
+    for run in runs_of(doc):
         for lv in run["levels"]:
             t, p, e = lv["ttft_s"], lv["tpot_s"], lv["e2e_s"]
             conc = str(lv["concurrency"]) + (f" @{lv['rate']:g}/s" if lv.get("rate") else "")
-            rows.append([_config(run), conc, *(_ms(t, q) for q in ("p50", "p90", "p99")),
-                         *(_ms(p, q) for q in ("p50", "p90", "p99")),
-                         _n(e.get("p50"), "{:.2f}"), _n(e.get("p99"), "{:.2f}")])  # fmt: skip
+            rows.append(
+                [
+                    run_config(run),
+                    conc,
+                    *(_ms(t, q) for q in ("p50", "p90", "p99")),
+                    *(_ms(p, q) for q in ("p50", "p90", "p99")),
+                    fmt_number(e.get("p50"), "{:.2f}"),
+                    fmt_number(e.get("p99"), "{:.2f}"),
+                ]
+            )
     return rows
 
 
 def _goodput_rows(doc: dict[str, Any]) -> tuple[str, list[list[str]]]:
     rows, slos = [], set()
-    for run in _runs(doc):
+    for run in runs_of(doc):
         for lv in run["levels"]:
             gp = lv.get("goodput")
             if not gp:
@@ -165,34 +172,49 @@ def _goodput_rows(doc: dict[str, Any]) -> tuple[str, list[list[str]]]:
             per = ", ".join(
                 f"{k} {v:.0%}" for k, v in share.items() if k != "all" and v is not None
             )
-            rows.append([_config(run), str(lv["concurrency"]), _n(share["all"], "{:.1%}"), per,
-                         _n(gp["requests_per_s"], "{:.2f}"), _n(gp["output_tokens_per_s"]),
-                         _n(lv["output_tokens_per_s"])])  # fmt: skip
+            rows.append(
+                [
+                    run_config(run),
+                    str(lv["concurrency"]),
+                    fmt_number(share["all"], "{:.1%}"),
+                    per,
+                    fmt_number(gp["requests_per_s"], "{:.2f}"),
+                    fmt_number(gp["output_tokens_per_s"]),
+                    fmt_number(lv["output_tokens_per_s"]),
+                ]
+            )
     return "; ".join(sorted(slos)), rows
 
 
 def _search_rows(doc: dict[str, Any]) -> list[list[str]]:
     rows = []
-    for run in _runs(doc):
+    for run in runs_of(doc):
         s = run.get("search")
         if not s:
             continue
         probes = " ".join(f"{p['concurrency']}{'✓' if p['passed'] else '✗'}" for p in s["probes"])
-        rows.append([_config(run), _n(s["max_concurrency"], "{}"), _n(s["output_tokens_per_s"]),
-                     _n(s["usd_per_million_output_tokens"], "${:.3f}"),
-                     f"{s['target_share']:.0%}", probes])  # fmt: skip
+        rows.append(
+            [
+                run_config(run),
+                fmt_number(s["max_concurrency"], "{}"),
+                fmt_number(s["output_tokens_per_s"]),
+                fmt_number(s["usd_per_million_output_tokens"], "${:.3f}"),
+                f"{s['target_share']:.0%}",
+                probes,
+            ]
+        )
     return rows
 
 
 def _estimate_rows(doc: dict[str, Any]) -> list[list[str]]:
     rows = []
-    for run in _runs(doc):
+    for run in runs_of(doc):
         for lv in run["levels"]:
             est = lv.get("k_estimate")
             if not est:
                 continue
             cells = ", ".join(f"K'={r['k']}: {r['output_tokens_per_s']:,.0f}" for r in est["by_k"])
-            rows.append([_config(run), str(lv["concurrency"]), cells, str(est["recommended_k"])])
+            rows.append([run_config(run), str(lv["concurrency"]), cells, str(est["recommended_k"])])
     return rows
 
 

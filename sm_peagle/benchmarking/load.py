@@ -93,7 +93,7 @@ def _after_call(parsed: Any = None, **_: Any) -> None:
     _TLS.simulated = (meta.get("HTTPHeaders") or {}).get("x-peagle-simulated") == "true"
 
 
-def _install_hooks(rt: Any) -> None:
+def install_hooks(rt: Any) -> None:
     rt.client.meta.events.register(_AFTER_CALL, _after_call, unique_id="peagle-bench-after-call")
 
 
@@ -110,7 +110,7 @@ def _error_kind(e: BaseException) -> str:
     return f"{type(e).__name__}:{status}" if status else type(e).__name__
 
 
-class _Requester:
+class Requester:
     """Sends request number `g` (its prompt: dataset item g) and returns its record."""
 
     def __init__(self, rt: Any, dataset: Dataset, spec: LoadSpec, worker: int) -> None:
@@ -324,8 +324,8 @@ def run_level(
     """One level in this process. Request i of worker w uses dataset item i*workers + w, so
     processes never send the same prompt sequence. `progress(n)` is called after each
     measured request finishes, n counting them (a terminal's live counter)."""
-    _install_hooks(rt)
-    requester = _Requester(rt, dataset, spec, worker)
+    install_hooks(rt)
+    requester = Requester(rt, dataset, spec, worker)
     call: Callable[..., RequestRecord] = (
         requester if progress is None else _counting(requester, progress)
     )

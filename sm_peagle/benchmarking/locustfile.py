@@ -6,7 +6,7 @@
 
 (`peagle bench NAME --locust --locust-print-commands` prints these for a given run.)
 
-Each worker sends requests with the benchmark's own RuntimeClient and `_Requester`, so a
+Each worker sends requests with the benchmark's own RuntimeClient and `Requester`, so a
 request is timed and recorded exactly as `peagle bench` does it (TTFT from the first
 content chunk, tokens from usage, retries off). Every record also becomes a Locust request
 event ("stream", e2e in ms, output tokens as the length) for Locust's UI and stats.
@@ -87,7 +87,7 @@ class _WorkerSide:
         if self.requester is not None:  # a later re-dispatch (a worker left): keep going
             return
         from sm_peagle.benchmarking.datasets import load_dataset
-        from sm_peagle.benchmarking.load import LoadSpec, _install_hooks, _Requester, bench_client
+        from sm_peagle.benchmarking.load import LoadSpec, Requester, bench_client, install_hooks
 
         try:
             dataset = load_dataset(_opt(env, "dataset") or None)
@@ -98,8 +98,8 @@ class _WorkerSide:
             )
             rt = bench_client(_opt(env, "region") or None, _opt(env, "endpoint"), spec.concurrency)
             # The same hooks and requester as run_level: request id, sandbox marker, timing.
-            _install_hooks(rt)
-            self.requester = _Requester(rt, dataset, spec, worker=0)
+            install_hooks(rt)
+            self.requester = Requester(rt, dataset, spec, worker=0)
             self.dataset_sha = dataset.sha256
         except Exception as e:  # one line to the master's log; the run cannot start
             log.error("peagle worker cannot start: %s: %s", type(e).__name__, e)

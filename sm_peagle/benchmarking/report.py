@@ -26,15 +26,15 @@ class PlotUnavailable(PeagleError):
     """matplotlib is not installed."""
 
 
-def _n(v: Any, fmt: str = "{:,.0f}", scale: float = 1.0) -> str:
+def fmt_number(v: Any, fmt: str = "{:,.0f}", scale: float = 1.0) -> str:
     return "-" if v is None else fmt.format(v * scale)
 
 
-def _runs(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def runs_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return doc["runs"] if doc.get("kind") == "sweep" else [doc]
 
 
-def _config(run: dict[str, Any]) -> str:
+def run_config(run: dict[str, Any]) -> str:
     from .sweep import config_label
 
     return config_label(run.get("mode"), run.get("k"))
@@ -49,7 +49,7 @@ def title_of(doc: dict[str, Any]) -> str:
 def provenance_lines(doc: dict[str, Any]) -> list[str]:
     """Where the numbers came from, one fact per line."""
     lines = []
-    notes = {n for r in _runs(doc) for n in r.get("notes") or () if n.startswith("SANDBOX")}
+    notes = {n for r in runs_of(doc) for n in r.get("notes") or () if n.startswith("SANDBOX")}
     if doc.get("simulated") and str(doc.get("engine") or "").startswith("vllm "):
         # The sandbox's real engine: the runs carry the note that says what is real.
         lines.extend(sorted(notes) or [f"SANDBOX, real engine: {doc.get('engine')}"])
@@ -65,7 +65,7 @@ def provenance_lines(doc: dict[str, Any]) -> list[str]:
         lines.append(
             f"dataset: {what}, {ds.get('count')} prompts, sha256 {str(ds.get('sha256'))[:16]}"
         )
-    runs = _runs(doc)
+    runs = runs_of(doc)
     shared = ("instance_type", "usd_per_hour", "image", "vllm_version")
     common = len({tuple(r.get(k) for k in shared) for r in runs}) == 1
 
@@ -83,9 +83,9 @@ def provenance_lines(doc: dict[str, Any]) -> list[str]:
         spec = json.dumps(run.get("speculative_config"), sort_keys=True)
         at = "" if common and len(runs) > 1 else f", {where(run)}"
         lines.append(
-            f"{_config(run)}: endpoint {run.get('endpoint')}{at}, speculative_config {spec}"
+            f"{run_config(run)}: endpoint {run.get('endpoint')}{at}, speculative_config {spec}"
         )
-    load = doc.get("load") or (_runs(doc)[0].get("load") if _runs(doc) else None) or {}
+    load = doc.get("load") or (runs_of(doc)[0].get("load") if runs_of(doc) else None) or {}
     if load:
         amount = (
             f"{load['duration_s']:g}s per level"
@@ -100,7 +100,7 @@ def provenance_lines(doc: dict[str, Any]) -> list[str]:
             f"{load.get('workers')} client process(es), max_tokens {load.get('max_tokens')}, "
             f"temperature {temp}, no retries"
         )
-    client = doc.get("client") or (_runs(doc)[0].get("client") if _runs(doc) else None) or {}
+    client = doc.get("client") or (runs_of(doc)[0].get("client") if runs_of(doc) else None) or {}
     if client:
         lines.append(
             f"client: {client.get('host')}, {client.get('platform')}, Python "
@@ -120,26 +120,26 @@ LEVEL_COLUMNS = [
 
 def level_rows(doc: dict[str, Any]) -> list[list[str]]:
     rows = []
-    for run in _runs(doc):
+    for run in runs_of(doc):
         for lv in run["levels"]:
             req, t, it = lv["requests"], lv["ttft_s"], lv["itl_s"]
             acc = (lv.get("acceptance") or {}).get("mean_acceptance_length")
             conc = str(lv["concurrency"]) + (f" @{lv['rate']:g}/s" if lv.get("rate") else "")
             rows.append(
                 [
-                    _config(run),
+                    run_config(run),
                     conc,
                     f"{req['ok']}/{req['failed']}",
-                    _n(lv["output_tokens_per_s"]),
-                    _n(lv["request_throughput_per_s"], "{:.2f}"),
-                    "/".join(_n(t[p], "{:.1f}", 1000) for p in ("p50", "p90", "p99")),
-                    _n(lv["tpot_s"]["p50"], "{:.2f}", 1000),
-                    "/".join(_n(it[p], "{:.2f}", 1000) for p in ("p50", "p99")),
-                    _n(lv["e2e_s"]["p50"], "{:.2f}"),
-                    _n(lv["mean_tokens_per_chunk"], "{:.2f}"),
-                    _n(acc, "{:.2f}"),
-                    _n(lv["client_cpu"]["max_process_core_fraction"], "{:.0%}"),
-                    _n(lv["usd_per_million_output_tokens"], "{:.3f}"),
+                    fmt_number(lv["output_tokens_per_s"]),
+                    fmt_number(lv["request_throughput_per_s"], "{:.2f}"),
+                    "/".join(fmt_number(t[p], "{:.1f}", 1000) for p in ("p50", "p90", "p99")),
+                    fmt_number(lv["tpot_s"]["p50"], "{:.2f}", 1000),
+                    "/".join(fmt_number(it[p], "{:.2f}", 1000) for p in ("p50", "p99")),
+                    fmt_number(lv["e2e_s"]["p50"], "{:.2f}"),
+                    fmt_number(lv["mean_tokens_per_chunk"], "{:.2f}"),
+                    fmt_number(acc, "{:.2f}"),
+                    fmt_number(lv["client_cpu"]["max_process_core_fraction"], "{:.0%}"),
+                    fmt_number(lv["usd_per_million_output_tokens"], "{:.3f}"),
                 ]
             )
     return rows
@@ -150,9 +150,9 @@ def comparison_rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     cols = ["concurrency", *table["columns"], "best P-EAGLE / best EAGLE-3", "best P-EAGLE / base"]
     rows = []
     for row in table["rows"]:
-        vals = [_n(row["output_tokens_per_s"].get(c)) for c in table["columns"]]
+        vals = [fmt_number(row["output_tokens_per_s"].get(c)) for c in table["columns"]]
         ratios = [
-            _n(row[k], "{:.2f}x")
+            fmt_number(row[k], "{:.2f}x")
             for k in ("best_p_eagle_vs_best_eagle3", "best_p_eagle_vs_baseline")
         ]
         rows.append([str(row["concurrency"]), *vals, *ratios])
@@ -204,7 +204,7 @@ def to_markdown(doc: dict[str, Any]) -> str:
     out.append(_md_table(LEVEL_COLUMNS, level_rows(doc)))
     warnings = {
         lv["client_cpu"]["warning"]
-        for run in _runs(doc)
+        for run in runs_of(doc)
         for lv in run["levels"]
         if lv["client_cpu"].get("warning")
     }
@@ -228,12 +228,12 @@ def to_csv(doc: dict[str, Any]) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
     w.writeheader()
-    for run in _runs(doc):
+    for run in runs_of(doc):
         ds = run.get("dataset") or {}
         for lv in run["levels"]:
             row: dict[str, Any] = {
                 "label": run.get("label"),
-                "configuration": _config(run),
+                "configuration": run_config(run),
                 **{k: run.get(k) for k in ("endpoint", "model", "instance_type", "image")},
                 **{k: run.get(k) for k in ("vllm_version", "mode", "k")},
                 "dataset": ds.get("name"),
@@ -273,14 +273,14 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
             "--plot needs matplotlib, which is not installed", remedy=PLOT_HINT
         ) from None
     fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
-    for run in _runs(doc):
+    for run in runs_of(doc):
         pts = sorted(
             (lv["concurrency"], lv["output_tokens_per_s"])
             for lv in run["levels"]
             if lv["output_tokens_per_s"] is not None and not lv.get("rate")
         )
         if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=_config(run))
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=run_config(run))
     ax.set_xscale("log", base=2)
     ax.set_xlabel("concurrency (closed loop)")
     ax.set_ylabel("output tokens/s")
@@ -321,7 +321,7 @@ def render_console(doc: dict[str, Any], con: Any, table: Any) -> None:
     cols = [LEVEL_COLUMNS[i] if i != 5 else "TTFT p50 ms" for i in keep]
     rows = [[row[i] if i != 5 else row[i].split("/")[0] for i in keep] for row in level_rows(doc)]
     con.print(table(f"levels ({provenance(doc)})", cols, rows))
-    for run in _runs(doc):
+    for run in runs_of(doc):
         for lv in run["levels"]:
             if lv["client_cpu"].get("warning"):
                 con.print(

@@ -60,7 +60,7 @@ def level_line(level: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def _sandbox_info() -> dict[str, Any] | None:
+def sandbox_info() -> dict[str, Any] | None:
     from .. import settings
 
     url = settings.sandbox_url()
@@ -87,7 +87,7 @@ def _sandbox_health(url: str) -> dict[str, Any]:
     return doc if isinstance(doc, dict) and doc.get("ok") else {}
 
 
-def _model_of(aws: Any, endpoint: str) -> str | None:
+def model_of(aws: Any, endpoint: str) -> str | None:
     from ..lifecycle.spec_tags import deployed_spec
 
     try:
@@ -171,7 +171,7 @@ def bench_endpoint(
         )
     if component is not None:
         status = _component_status(status, component)
-    prov = {"model": _model_of(aws, endpoint), **provenance_of(status)}
+    prov = {"model": model_of(aws, endpoint), **provenance_of(status)}
     if component is not None:
         prov["component"] = component
     levels_spec = [(c, r) for c in concurrency for r in rates]
@@ -289,7 +289,7 @@ def bench_endpoint(
         started_at=started,
         ended_at=time.time(),
         simulated=simulated,
-        sandbox=_sandbox_info(),
+        sandbox=sandbox_info(),
     )
     if search_result is not None:
         doc["search"] = search_result

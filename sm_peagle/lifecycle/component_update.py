@@ -20,14 +20,14 @@ from typing import Any
 from ..errors import SpecError
 from ..planning.plan_result import Plan
 from .components import (
-    _register_scaling,
-    _tagged_components,
     deregister_component_scaling,
+    register_component_scaling,
     split_components,
+    tagged_components,
     wait_for_component,
 )
 from .resources import DeployResult, describe_existing, tagged_requests
-from .update import _retag_endpoint
+from .update import retag_endpoint
 
 __all__ = ["ComponentChange", "plan_component_change", "update_components"]
 
@@ -117,7 +117,7 @@ def update_components(
     current = describe_existing(lc.sm, name)
     _check_hosts(lc, plan, current["EndpointConfigName"])
     mine, foreign = split_components(lc.sm, name)
-    models, requests = _tagged_components(plan)
+    models, requests = tagged_components(plan)
     taken = [
         r["InferenceComponentName"] for r in requests if r["InferenceComponentName"] in foreign
     ]
@@ -154,8 +154,8 @@ def update_components(
     for ic in foreign:
         lc.say(f"kept inference component {ic}: not peagle's")
     if plan.autoscaling and register_scaling:
-        _register_scaling(lc, plan, [])
-    _retag_endpoint(lc, current["EndpointArn"], tagged_requests(plan)[2]["Tags"])
+        register_component_scaling(lc, plan, [])
+    retag_endpoint(lc, current["EndpointArn"], tagged_requests(plan)[2]["Tags"])
     desc = lc.sm.describe_endpoint(EndpointName=name)
     return DeployResult(name, desc["EndpointStatus"], created, time.monotonic() - start, desc)
 

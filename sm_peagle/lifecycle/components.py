@@ -109,7 +109,7 @@ def wait_for_component(
         lc.sleep(interval)
 
 
-def _tagged_components(plan: Plan) -> tuple[list[dict], list[dict]]:
+def tagged_components(plan: Plan) -> tuple[list[dict], list[dict]]:
     """Component models and CreateInferenceComponent requests, with the spec tags."""
     models, _, endpoint = tagged_requests(plan)
     extra = [t for t in endpoint["Tags"] if t not in plan.create_endpoint["Tags"]]
@@ -137,20 +137,20 @@ def apply_components(
             if c.status == "warn":
                 lc.say(f"warning: {c.name}: {c.message}")
     _, config_req, endpoint_req = tagged_requests(plan)
-    model_reqs, component_reqs = _tagged_components(plan)
+    model_reqs, component_reqs = tagged_components(plan)
     created: list[tuple[str, str]] = []
     start = time.monotonic()
     limit = timeout or default_timeout({"ProductionVariants": [_startup(plan)]})
     try:
         if plan.drafter_push:
-            lc._push_drafter(plan)
+            lc.push_drafter(plan)
         for req in model_reqs:
             lc.sm.create_model(**req)
             created.append(("model", req["ModelName"]))
             lc.say(f"created model {req['ModelName']}")
         lc.sm.create_endpoint_config(**config_req)
         created.append(("endpoint_config", config_req["EndpointConfigName"]))
-        lc._create_endpoint(endpoint_req)
+        lc.create_endpoint(endpoint_req)
         created.append(("endpoint", endpoint_req["EndpointName"]))
         lc.say(f"created endpoint {endpoint_req['EndpointName']}")
         desc = wait_for_endpoint(
@@ -169,7 +169,7 @@ def apply_components(
         for req in component_reqs if wait else []:
             wait_for_component(lc, req["InferenceComponentName"], timeout=limit)
         if plan.autoscaling:
-            _register_scaling(lc, plan, created)
+            register_component_scaling(lc, plan, created)
         return DeployResult(
             plan.names["endpoint"], desc["EndpointStatus"], created, time.monotonic() - start, desc
         )
@@ -193,7 +193,7 @@ def _startup(plan: Plan) -> dict[str, Any]:
     return out
 
 
-def _register_scaling(lc: Any, plan: Plan, created: list[tuple[str, str]]) -> None:
+def register_component_scaling(lc: Any, plan: Plan, created: list[tuple[str, str]]) -> None:
     """The scale-to-zero requests, in order; each component's set is recorded as soon as
     its target exists, so a failure part-way still removes it."""
     aas = lc.aws.client("application-autoscaling")

@@ -86,7 +86,7 @@ class Lifecycle:
         start = time.monotonic()
         try:
             if plan.drafter_push:
-                self._push_drafter(plan)
+                self.push_drafter(plan)
             for model_req in model_reqs:
                 self.sm.create_model(**model_req)
                 created.append(("model", model_req["ModelName"]))
@@ -94,7 +94,7 @@ class Lifecycle:
             self.sm.create_endpoint_config(**config_req)
             created.append(("endpoint_config", config_req["EndpointConfigName"]))
             self.say(f"created endpoint config {config_req['EndpointConfigName']}")
-            self._create_endpoint(endpoint_req)
+            self.create_endpoint(endpoint_req)
             created.append(("endpoint", endpoint_req["EndpointName"]))
             self.say(f"created endpoint {endpoint_req['EndpointName']}")
             desc: dict[str, Any] = {}
@@ -154,7 +154,7 @@ class Lifecycle:
                 aas.put_scaling_policy(**request)
                 self.say(f"put scaling policy {request['PolicyName']}")
 
-    def _push_drafter(self, plan: Plan) -> None:
+    def push_drafter(self, plan: Plan) -> None:
         """Push a local head. Content-addressed, so it is kept on rollback and reused by
         the next deploy of the same head (a second push uploads nothing)."""
         from ..drafter import push_drafter
@@ -197,7 +197,7 @@ class Lifecycle:
         )
         self.say(f"created bucket {bucket} (public access blocked, SSE-S3)")
 
-    def _create_endpoint(self, req: dict) -> None:
+    def create_endpoint(self, req: dict) -> None:
         """CreateEndpoint reads the new config with eventual consistency: retry briefly."""
         from botocore.exceptions import ClientError
 

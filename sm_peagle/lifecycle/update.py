@@ -46,7 +46,7 @@ def update_in_place(
     old_config = current["EndpointConfigName"]
     if old_config == plan.names["endpoint_config"]:
         # Same config; the endpoint's own tags may still lag the spec (tags only).
-        _retag_endpoint(lc, current["EndpointArn"], tagged_requests(plan)[2]["Tags"])
+        retag_endpoint(lc, current["EndpointArn"], tagged_requests(plan)[2]["Tags"])
         return DeployResult(name, "InService", [], 0.0, current)
     old_models = models_of(lc.sm, old_config)
     model_reqs, config_req, _ = tagged_requests(plan)
@@ -102,7 +102,7 @@ def _switch_over(
     the names peagle generates are its own)."""
     from .inventory import resource_users
 
-    _retag_endpoint(lc, arn, config_req["Tags"])
+    retag_endpoint(lc, arn, config_req["Tags"])
     users = resource_users(lc.sm, skip=name)
     for kind, old in [("endpoint_config", old_config)] + [("model", m) for m in old_models]:
         if old in users:
@@ -129,7 +129,7 @@ def _wait_settled(lc: Any, name: str) -> dict[str, Any]:
     return {}
 
 
-def _retag_endpoint(lc: Any, arn: str, tags: list[dict[str, str]]) -> None:
+def retag_endpoint(lc: Any, arn: str, tags: list[dict[str, str]]) -> None:
     """Give the endpoint the new spec's tags: peagle's own and the spec's `tags`, and drop
     the user tags the old spec set that the new one does not (tags added outside peagle
     stay). Delete first: AWS overwrites on AddTags, but moto appends duplicates."""

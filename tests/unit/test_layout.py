@@ -29,42 +29,6 @@ MAX_ROOT_MODULES = 9
 # Private reach-ins allowed for now, each with the reason: (module, "<where>.<_name>").
 # Remove an entry when its reach-in goes.
 ALLOWED_PRIVATE_REACH: dict[tuple[str, str], str] = {
-    ("sm_peagle.lifecycle.components", "lc._push_drafter"): "components' create sequence "
-    "calls Lifecycle privates and repeats manager.py's; lifecycle/ is being rewritten by "
-    "its owner (issue 22)",
-    ("sm_peagle.lifecycle.components", "lc._create_endpoint"): "same as lc._push_drafter",
-    ("sm_peagle.lifecycle.component_update", "sm_peagle.lifecycle.update._retag_endpoint"): (
-        "lifecycle/ rewrite in progress (issue 22)"
-    ),
-    (
-        "sm_peagle.lifecycle.component_update",
-        "sm_peagle.lifecycle.components._register_scaling",
-    ): "lifecycle/ rewrite in progress (issue 22)",
-    (
-        "sm_peagle.lifecycle.component_update",
-        "sm_peagle.lifecycle.components._tagged_components",
-    ): "lifecycle/ rewrite in progress (issue 22)",
-    ("sm_peagle.benchmarking.distributed", "sm_peagle.benchmarking.runner._sandbox_info"): (
-        "benchmarking/ rewrite in progress (issue 22)"
-    ),
-    ("sm_peagle.benchmarking.distributed", "sm_peagle.benchmarking.runner._model_of"): (
-        "benchmarking/ rewrite in progress (issue 22)"
-    ),
-    ("sm_peagle.benchmarking.html_report", "sm_peagle.benchmarking.report._config"): (
-        "benchmarking/ rewrite in progress (issue 22)"
-    ),
-    ("sm_peagle.benchmarking.html_report", "sm_peagle.benchmarking.report._n"): (
-        "benchmarking/ rewrite in progress (issue 22)"
-    ),
-    ("sm_peagle.benchmarking.html_report", "sm_peagle.benchmarking.report._runs"): (
-        "benchmarking/ rewrite in progress (issue 22)"
-    ),
-    ("sm_peagle.benchmarking.locustfile", "sm_peagle.benchmarking.load._install_hooks"): (
-        "locust loads locustfile.py as a file, so the hooks it installs live in load.py"
-    ),
-    ("sm_peagle.benchmarking.locustfile", "sm_peagle.benchmarking.load._Requester"): (
-        "locust loads locustfile.py as a file, so the user class it needs lives in load.py"
-    ),
     ("sm_peagle.cli.report_cmd", "sm_peagle.cli.bench_cmds._show"): (
         "cli/ rewrite in progress (issue 22)"
     ),
