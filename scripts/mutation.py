@@ -33,10 +33,10 @@ CORE: dict[str, tuple[str, tuple[str, ...]]] = {
         ("tests/unit/test_speculative.py", "tests/unit/test_speculative_rules.py"),
     ),
     "plan_checks": (
-        "sm_peagle/planning/plan_checks.py",
+        "sm_peagle/planning/steps/checks.py",
         ("tests/unit/test_fit.py", "tests/unit/test_plan_checks.py"),
     ),
-    "fit": ("sm_peagle/planning/fit.py", ("tests/unit/test_fit.py",)),
+    "fit": ("sm_peagle/planning/steps/fit.py", ("tests/unit/test_fit.py",)),
     "sse": (
         "sm_peagle/runtime/sse.py",
         ("tests/unit/test_sse_stream.py", "tests/unit/test_sse_edges.py"),
@@ -54,7 +54,7 @@ CORE: dict[str, tuple[str, tuple[str, ...]]] = {
         ("tests/unit/test_bench_metrics.py", "tests/unit/test_bench_metrics_rules.py"),
     ),
     "aws_shapes": (
-        "sm_peagle/planning/aws_shapes.py",
+        "sm_peagle/planning/steps/aws_shapes.py",
         ("tests/unit/test_request_shapes.py", "tests/unit/test_request_shape_rules.py"),
     ),
     "drafter_check": (

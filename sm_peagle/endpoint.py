@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .lifecycle.resolve import plan, to_spec, with_push_bucket
 from .lifecycle.spec_tags import deployed_spec
 from .planning.plan_result import Plan
-from .planning.specs import DeploymentSpec
+from .planning.spec.model import DeploymentSpec
 
 __all__ = ["Deployment", "Endpoint", "deploy", "deployed_spec", "plan"]
 

@@ -32,7 +32,7 @@ class RaceTarget:
     def label(self) -> str:
         if not self.component:
             return self.endpoint
-        from ..planning.components import component_short_name
+        from ..planning.components.hosting import component_short_name
 
         # `EP/p-eagle`, not `EP/EP-p-eagle`: the short name the user deployed and typed.
         short = component_short_name(self.endpoint, self.component)

@@ -1,6 +1,6 @@
 """The options of inference-component hosting that `plan` and `deploy` share.
 
-Each maps to one `SpecOptions` field (`sm_peagle.planning.spec_options`), and from there
+Each maps to one `SpecOptions` field (`sm_peagle.planning.spec.options`), and from there
 to `endpoint.hosting` or `inference_components.*`. Any of them implies
 `--hosting inference-components`."""
 

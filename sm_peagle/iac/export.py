@@ -29,7 +29,7 @@ import re
 from typing import Any
 
 from ..errors import SpecError
-from ..planning.spec_tags import tagged_requests
+from ..planning.spec.tags import tagged_requests
 from ..vllm.versions import CUDA13_AMI
 
 __all__ = [

@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 from ..errors import SpecError
-from ..planning.spec_tags import deploy_requests
+from ..planning.spec.tags import deploy_requests
 
 __all__ = ["SDK_REQUIREMENT", "CREATE_KEYWORDS", "snake", "to_sagemaker_script"]
 
@@ -102,7 +102,7 @@ class _Writer:
     """Renders request values as sagemaker-core constructor calls."""
 
     def __init__(self) -> None:
-        from ..planning.aws_shapes import service_model as _model
+        from ..planning.steps.aws_shapes import service_model as _model
 
         model = _model("sagemaker")
         self.shapes: dict[str, Any] = model["shapes"]

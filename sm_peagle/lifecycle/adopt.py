@@ -17,12 +17,12 @@ from typing import Any
 
 from ..checks import Check, warned
 from ..errors import NotFound, SpecError
-from ..planning.adopt_compare import Difference
-from ..planning.adopt_refusals import refusal
-from ..planning.adopt_spec import Adoption, Deployed, reconstruct
+from ..planning.adopt.compare import Difference
+from ..planning.adopt.refusals import refusal
+from ..planning.adopt.spec import Adoption, Deployed, reconstruct
 from ..planning.plan_result import Plan
-from ..planning.spec_tags import PREFIX as SPEC_PREFIX
-from ..planning.specs import DeploymentSpec
+from ..planning.spec.model import DeploymentSpec
+from ..planning.spec.tags import PREFIX as SPEC_PREFIX
 from .inventory import MANAGED
 from .resources import not_found, tagged_requests
 from .spec_tags import tag_dict
@@ -130,8 +130,8 @@ def _read_scaling(aws: Any, d: Deployed, variant: str) -> None:
 def _jumpstart_spec(d: Deployed, model: str | None) -> dict | None:
     """The JumpStart spec a non-catalog model plans from (cache or live), if any."""
     from ..catalog.models import find_model
-    from ..planning.adopt_spec import JS_MODEL_ID
-    from ..planning.spec_loading import spec_from_data
+    from ..planning.adopt.spec import JS_MODEL_ID
+    from ..planning.spec.loading import spec_from_data
     from .resolve import resolve_inputs
 
     name = model or d.tags.get(JS_MODEL_ID) or d.model_tags.get(JS_MODEL_ID)

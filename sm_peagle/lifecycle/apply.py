@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..planning.adopt_compare import flatten  # the one flatten (its empty-value rule)
+from ..planning.adopt.compare import flatten  # the one flatten (its empty-value rule)
 from ..planning.plan_result import Plan
 
 # Parts of a request that differ by construction (hash-derived names, tags), not intent.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..planning.components import COPY_DIMENSION
+from ..planning.components.hosting import COPY_DIMENSION
 from .components import list_components
 
 __all__ = ["components_status"]

@@ -51,7 +51,7 @@ def components_of(sm: Any, endpoint: str) -> list[str] | None:
 
 
 def choices(endpoint: str, names: list[str]) -> str:
-    from ..planning.components import component_short_name
+    from ..planning.components.hosting import component_short_name
 
     short = [component_short_name(endpoint, n) for n in names]
     return ", ".join(f"{s} ({n})" if s != n else n for s, n in zip(short, names, strict=True))
@@ -85,7 +85,7 @@ def resolve_component(
             + (f"write {endpoint}/COMPONENT" if flag == "/" else f"pass {flag}")
             + f" with one of {choices(endpoint, names)}"
         )
-    from ..planning.components import component_full_name
+    from ..planning.components.hosting import component_full_name
 
     for name in (component, component_full_name(endpoint, component)):
         if name in names:

@@ -94,7 +94,7 @@ def plan_component_change(
     """The deployed spec (its tags) with `component`'s K and/or mode replaced, planned.
     SpecError (nothing sent) for an endpoint without components, an unknown component,
     a K for a baseline component, or a plan that fails its checks."""
-    from ..planning.component_change import change_component, component_changes
+    from ..planning.components.change import change_component, component_changes
     from .resolve import plan
     from .spec_tags import deployed_spec
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import DeploymentFailed, DeploymentTimeout, NotFound
-from ..planning.components import (
+from ..planning.components.hosting import (
     COPY_DIMENSION,
     component_full_name,
     step_policy_arn_placeholder,

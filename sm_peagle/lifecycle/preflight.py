@@ -158,7 +158,7 @@ def check_remote_head(s3: Any, uri: str, plan: Plan) -> list[Check]:
     """The drafter checks on an S3 head (a JumpStart head too), by ranged GETs of the
     safetensors headers: a few KB per file, never the weights."""
     from ..drafter.inspect import inspect_drafter
-    from ..planning.drafter_checks import judge_drafter
+    from ..planning.steps.drafter_checks import judge_drafter
     from ..vllm.versions import VllmVersion
 
     spec = plan.spec

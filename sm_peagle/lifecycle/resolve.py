@@ -15,8 +15,8 @@ from ..catalog.models import ModelEntry, find_model
 from ..catalog.names import model_remedy, unknown_model
 from ..errors import SpecError
 from ..planning.plan_result import Plan
-from ..planning.spec_options import spec_from_options
-from ..planning.specs import DeploymentSpec, Mode
+from ..planning.spec.model import DeploymentSpec, Mode
+from ..planning.spec.options import spec_from_options
 from .jumpstart_live import fetch_spec, find_hub_model_ids, read_cached_spec
 
 __all__ = ["Inputs", "apply_environment", "plan", "resolve_inputs", "to_spec"]
@@ -42,7 +42,7 @@ def apply_environment(spec: DeploymentSpec) -> DeploymentSpec:
         updates["role"] = role
     if not updates:
         return spec
-    from ..planning.spec_loading import spec_from_data
+    from ..planning.spec.loading import spec_from_data
 
     return spec_from_data({**spec.model_dump(mode="json", exclude_unset=True), **updates})
 
@@ -155,7 +155,7 @@ def with_push_bucket(p: Plan, aws: Any) -> Plan:
     the account is only known with credentials, so deploy re-plans with it here."""
     if not p.drafter_push or p.spec.drafter.bucket:
         return p
-    from ..planning.spec_loading import merge_overrides, spec_from_data
+    from ..planning.spec.loading import merge_overrides, spec_from_data
 
     bucket = f"sagemaker-{p.region}-{aws.account_id()}"
     data = p.spec.model_dump(mode="json", exclude_unset=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DeploymentFailed, NotFound, PeagleError, QuotaExceeded
-from ..planning.spec_tags import tagged_requests  # pure: the exports send the same tags
+from ..planning.spec.tags import tagged_requests  # pure: the exports send the same tags
 from .spec_tags import tag_dict
 
 __all__ = [

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import NotFound, SpecError
-from ..planning.spec_loading import spec_from_data
-from ..planning.spec_tags import CHUNK, MAX_CHUNKS, PREFIX, decode_spec, encode_spec
-from ..planning.specs import DeploymentSpec
+from ..planning.spec.loading import spec_from_data
+from ..planning.spec.model import DeploymentSpec
+from ..planning.spec.tags import CHUNK, MAX_CHUNKS, PREFIX, decode_spec, encode_spec
 
 # The encoding is pure and lives in planning/spec_tags.py (the exports write it too);
 # these names stay importable from here.

@@ -65,7 +65,7 @@ def instances(
 
 def schema() -> dict[str, Any]:
     """The JSON Schema of the deployment spec (`peagle schema`)."""
-    from ..planning.specs import DeploymentSpec
+    from ..planning.spec.model import DeploymentSpec
 
     return DeploymentSpec.model_json_schema()
 

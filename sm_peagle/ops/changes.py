@@ -149,7 +149,7 @@ def _check_update_args(
     cli: bool,
 ) -> None:
     """The update's arguments, checked by the spec's own validation before any request."""
-    from ..planning.spec_loading import spec_from_data
+    from ..planning.spec.loading import spec_from_data
 
     if not isinstance(name, str) or not name:
         raise SpecError(f"update: an endpoint name is needed, not {name!r}")
@@ -257,8 +257,8 @@ def update(
         )
     from ..lifecycle.resolve import plan
     from ..lifecycle.spec_tags import deployed_spec
-    from ..planning.component_change import refuse_top_level_change
-    from ..planning.spec_options import SpecOptions, build_spec
+    from ..planning.components.change import refuse_top_level_change
+    from ..planning.spec.options import SpecOptions, build_spec
 
     current = deployed_spec(lc.sm, name)
     refuse_sandbox_only(current.model)

@@ -99,7 +99,7 @@ def drafter_check(
 
     Returns the checks; failed checks do not raise (call `raise_for_failures()`). Bad
     arguments raise SpecError before the head is read."""
-    from ..planning.version_gates import check_version_gates
+    from ..planning.steps.version_gates import check_version_gates
     from ..vllm.versions import DEFAULT_VLLM, VllmVersion
 
     try:

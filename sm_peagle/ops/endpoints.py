@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import NotFound, SpecError
-from ..planning.components import component_short_name  # what the CLI's tables show
+from ..planning.components.hosting import component_short_name  # what the CLI's tables show
 from .session import OnConnect, Say, context, quiet, seconds
 
 __all__ = [
@@ -184,7 +184,7 @@ def _name(name: Any, what: str = "endpoint name") -> str:
     """A SageMaker resource name as AWS's own pattern allows it (botocore's EndpointName /
     InferenceComponentName: `^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`), checked before a request:
     AWS would answer a ValidationException, and a malformed name cannot exist to be found."""
-    from ..planning.specs import AWS_NAME_RE
+    from ..planning.spec.model import AWS_NAME_RE
 
     if not isinstance(name, str) or not name.strip():
         raise SpecError(
@@ -347,7 +347,7 @@ def _log_component(aws: Any, name: str, component: str | None, say: Say, flag: s
     Without `component` on an endpoint with components: a note naming them."""
     from ..lifecycle.component_targets import choices, components_of, resolve_component
     from ..lifecycle.endpoint_logs import log_group
-    from ..planning.components import component_full_name
+    from ..planning.components.hosting import component_full_name
 
     sm = aws.client("sagemaker")
     names = components_of(sm, name)

@@ -172,8 +172,8 @@ def _planned(
 ) -> Any:
     """Resolve and plan as `peagle plan` does; a failed check raises CheckFailed."""
     from ..lifecycle.resolve import plan
-    from ..planning.spec_options import SpecOptions, build_spec
-    from ..planning.specs import DeploymentSpec
+    from ..planning.spec.model import DeploymentSpec
+    from ..planning.spec.options import SpecOptions, build_spec
 
     options = SpecOptions(role=role, region=region, image=image, vllm_version=vllm_version)
     model: str | None = None

@@ -19,16 +19,16 @@ from __future__ import annotations
 
 from ..checks import Check
 from ..vllm.versions import DEFAULT_VLLM
-from .aws_shapes import check_request_shapes
-from .components import add_inference_components
-from .environment import build_environment
-from .plan_checks import check_deployment
+from .components.hosting import add_inference_components
 from .plan_result import DEFAULT_REGION, PLACEHOLDER_ROLE, Plan
-from .requests import build_requests, default_names
-from .scaling import add_autoscaling, add_fallback_pools
-from .sources import Sources, resolve_sources
-from .specs import DeploymentSpec
-from .speculative import plan_speculative
+from .spec.model import DeploymentSpec
+from .steps.aws_shapes import check_request_shapes
+from .steps.checks import check_deployment
+from .steps.environment import build_environment
+from .steps.requests import build_requests, default_names
+from .steps.scaling import add_autoscaling, add_fallback_pools
+from .steps.sources import Sources, resolve_sources
+from .steps.speculative import plan_speculative
 
 __all__ = ["Plan", "plan", "PLACEHOLDER_ROLE", "DEFAULT_REGION", "DEFAULT_VLLM", "default_names"]
 

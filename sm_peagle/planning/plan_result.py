@@ -12,7 +12,7 @@ from ..catalog.jumpstart import JumpStartResolution
 from ..catalog.models import ModelEntry
 from ..checks import Check, any_failed
 from ..errors import CheckFailed
-from .specs import DeploymentSpec
+from .spec.model import DeploymentSpec
 
 __all__ = ["DEFAULT_REGION", "PLACEHOLDER_ROLE", "Plan", "variant_instance_types"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..catalog.instances import INSTANCES
 from ..catalog.models import ModelEntry
-from .fit import DEFAULT_GPU_MEMORY_UTILIZATION, GB, fit_budget
+from .steps.fit import DEFAULT_GPU_MEMORY_UTILIZATION, GB, fit_budget
 
 
 @dataclass

@@ -16,7 +16,7 @@ from sm_peagle.catalog.models import MODELS
 from sm_peagle.container.entrypoint import MODEL_DIR, SPEC_ENV, build_argv
 from sm_peagle.errors import SpecError
 from sm_peagle.planning.build import plan
-from sm_peagle.planning.spec_options import spec_from_options
+from sm_peagle.planning.spec.options import spec_from_options
 from sm_peagle.vllm.speculative import MOUNT_ROOT
 
 MODES = ("baseline", "eagle3", "p-eagle")

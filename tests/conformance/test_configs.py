@@ -22,7 +22,7 @@ import pytest
 from sm_peagle.container.entrypoint import Fatal, validate_speculative_config
 from sm_peagle.errors import SpecError
 from sm_peagle.planning.build import plan
-from sm_peagle.planning.spec_options import spec_from_options
+from sm_peagle.planning.spec.options import spec_from_options
 from sm_peagle.vllm.versions import VllmVersion
 from tests.conformance import config_cases as cc
 from tests.conformance.engine_proc import run_engine_module

@@ -26,7 +26,7 @@ import jsonschema
 import pytest
 import yaml
 
-from sm_peagle.planning.spec_loading import load_spec
+from sm_peagle.planning.spec.loading import load_spec
 from tests.e2e.test_sandbox import Sandbox
 from tests.integration.test_adopt import CONFIG, MODEL, NAME, create_jumpstart_endpoint
 

@@ -21,7 +21,7 @@ import sm_peagle
 from peagle_sandbox.synthetic_head import synthetic_head
 from sm_peagle.iac.export import export_text
 from sm_peagle.planning.build import plan as build_plan
-from sm_peagle.planning.spec_options import spec_from_options
+from sm_peagle.planning.spec.options import spec_from_options
 from tests.integration.lifecycle_env import (
     HEAD_PREFIX,
     JS_BUCKET,

@@ -21,7 +21,7 @@ from sm_peagle.lifecycle import jumpstart_live
 from sm_peagle.lifecycle.jumpstart_live import fetch_spec
 from sm_peagle.lifecycle.resolve import resolve_inputs
 from sm_peagle.planning.build import plan
-from sm_peagle.planning.spec_loading import spec_from_data
+from sm_peagle.planning.spec.loading import spec_from_data
 from tests.plan_helpers import assert_matches_lmi_optimized, lmi_optimized, load_fixture
 
 REGION = "us-east-1"

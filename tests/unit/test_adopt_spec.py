@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sm_peagle.errors import SpecError
-from sm_peagle.planning.adopt_spec import Deployed, reconstruct
+from sm_peagle.planning.adopt.spec import Deployed, reconstruct
 
 REGION = "us-east-1"
 ROLE = "arn:aws:iam::123456789012:role/exec"

@@ -62,7 +62,7 @@ def test_instances_json_lists_the_gpu_types(capsys) -> None:
 
 def test_every_catalog_instance_is_a_real_sagemaker_hosting_type() -> None:
     from sm_peagle.catalog.instances import INSTANCES
-    from sm_peagle.planning.aws_shapes import shape_enum
+    from sm_peagle.planning.steps.aws_shapes import shape_enum
 
     assert set(INSTANCES) <= shape_enum("sagemaker", "ProductionVariantInstanceType")
 
@@ -120,7 +120,7 @@ def test_schema_rejects_what_the_spec_rejects(schema, bad) -> None:
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
     from sm_peagle.errors import SpecError
-    from sm_peagle.planning.spec_loading import spec_from_data
+    from sm_peagle.planning.spec.loading import spec_from_data
 
     with pytest.raises(SpecError):
         spec_from_data(bad)

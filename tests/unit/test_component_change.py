@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from sm_peagle.errors import SpecError
-from sm_peagle.planning.component_change import change_component, refuse_top_level_change
-from sm_peagle.planning.spec_options import spec_from_options
+from sm_peagle.planning.components.change import change_component, refuse_top_level_change
+from sm_peagle.planning.spec.options import spec_from_options
 
 EP = "ep"
 

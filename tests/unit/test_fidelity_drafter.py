@@ -20,8 +20,8 @@ import pytest
 from sm_peagle.catalog.models import find_model
 from sm_peagle.drafter import check_drafter, inspect_drafter
 from sm_peagle.planning.build import plan
-from sm_peagle.planning.spec_loading import spec_from_data
-from sm_peagle.planning.version_gates import check_version_gates
+from sm_peagle.planning.spec.loading import spec_from_data
+from sm_peagle.planning.steps.version_gates import check_version_gates
 from sm_peagle.vllm.versions import VllmVersion as V
 from sm_peagle.vllm.versions import covered_versions, mask_token_keys
 from tests.drafter_fixtures import TARGET_HIDDEN, TARGET_VOCAB, edit_config, make_head, resave

@@ -16,7 +16,7 @@ import pytest
 from sm_peagle.catalog.images import classic_versions, find_image, nearest_classic
 from sm_peagle.errors import SpecError
 from sm_peagle.planning.build import plan
-from sm_peagle.planning.spec_loading import spec_from_data
+from sm_peagle.planning.spec.loading import spec_from_data
 from sm_peagle.vllm.versions import VllmVersion as V
 from tests.plan_helpers import run_cli
 

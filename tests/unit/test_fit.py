@@ -12,7 +12,7 @@ import pytest
 
 from sm_peagle.catalog.instances import INSTANCES, InstanceType
 from sm_peagle.catalog.models import find_model as get_model
-from sm_peagle.planning.fit import check_fit, fit_budget
+from sm_peagle.planning.steps.fit import check_fit, fit_budget
 
 GB = 10**9
 # A model shaped for round numbers: 2 x 10 layers x 5 KV heads x 100 dims x 2 bytes =

@@ -10,7 +10,7 @@ from sm_peagle.errors import SpecError
 from sm_peagle.iac.export import export_document
 from sm_peagle.iac.iam import execution_role_policy
 from sm_peagle.planning.build import plan
-from sm_peagle.planning.spec_options import spec_from_options
+from sm_peagle.planning.spec.options import spec_from_options
 
 ROLE = "arn:aws:iam::123456789012:role/peagle"
 

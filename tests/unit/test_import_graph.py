@@ -93,9 +93,9 @@ CLI_MAY_IMPORT = frozenset(
         ".settings",
         ".plugins",
         ".version",
-        ".planning.specs",
+        ".planning.spec.model",
         ".planning.plan_result",
-        ".planning.spec_options",
+        ".planning.spec.options",
     )
 )
 CLI_MAY_IMPORT_PACKAGES = (f"{PACKAGE}.ops", f"{PACKAGE}.cli")
@@ -659,14 +659,15 @@ def test_cli_rule_reads_imports_as_written() -> None:
             "sm_peagle.errors": "",
             "sm_peagle.planning/": "",
             "sm_peagle.planning.build": "",
-            "sm_peagle.planning.specs": "",
+            "sm_peagle.planning.spec/": "",
+            "sm_peagle.planning.spec.model": "",
             "sm_peagle.lifecycle/": "",
             "sm_peagle.lifecycle.manager": "",
             "sm_peagle.ops/": "",
             "sm_peagle.ops.deploy": "",
             "sm_peagle.cli/": "",
             "sm_peagle.cli.a": "from .. import plan\nfrom ..ops.deploy import d\n"
-            "from ..planning.specs import S\nfrom . import b\nfrom ..errors import E\n",
+            "from ..planning.spec.model import S\nfrom . import b\nfrom ..errors import E\n",
             "sm_peagle.cli.b": "def f():\n    from ..lifecycle.manager import m\n"
             "    from ..planning import build\n",
         }

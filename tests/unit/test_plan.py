@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sm_peagle.planning.specs import AWS_NAME_RE
+from sm_peagle.planning.spec.model import AWS_NAME_RE
 from tests.plan_helpers import (
     SPEC_ENV,
     assert_matches_lmi_optimized,

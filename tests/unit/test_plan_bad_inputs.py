@@ -246,7 +246,7 @@ ELSEWHERE = {
 
 def test_every_spec_section_has_a_bad_input_case_and_ids_are_unique() -> None:
     # A new section of the spec comes with a case here (or says where its cases are).
-    from sm_peagle.planning.specs import DeploymentSpec
+    from sm_peagle.planning.spec.model import DeploymentSpec
 
     covered = {c.field.split(".")[0] for c in CASES}
     missing = set(DeploymentSpec.model_fields) - covered - set(ELSEWHERE)

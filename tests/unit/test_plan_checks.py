@@ -13,13 +13,13 @@ import pytest
 
 from sm_peagle.catalog.instances import INSTANCES
 from sm_peagle.planning.build import plan
-from sm_peagle.planning.plan_checks import (
+from sm_peagle.planning.spec.loading import spec_from_data
+from sm_peagle.planning.steps.checks import (
     check_host_ami,
     check_instance,
     check_tags,
     check_tensor_parallel,
 )
-from sm_peagle.planning.spec_loading import spec_from_data
 from tests.plan_helpers import make_offline
 
 AMI_4_1 = "al2023-ami-sagemaker-inference-gpu-4-1"

@@ -16,7 +16,7 @@ from botocore.validate import ParamValidator
 
 from sm_peagle.errors import SpecError
 from sm_peagle.planning.build import plan
-from sm_peagle.planning.spec_options import spec_from_options
+from sm_peagle.planning.spec.options import spec_from_options
 from tests.plan_helpers import TWO_COMPONENTS, plan_json
 
 ROLE = "arn:aws:iam::123456789012:role/peagle"
@@ -182,7 +182,7 @@ def test_accelerators_per_copy_must_equal_the_tensor_parallel_size() -> None:
     )
     data = spec.model_dump(mode="json", exclude_unset=True)
     data["container"] = {"engine_args": {"tensor_parallel_size": 2}}
-    from sm_peagle.planning.spec_loading import spec_from_data
+    from sm_peagle.planning.spec.loading import spec_from_data
 
     p = plan(spec_from_data(data))
     bad = [c for c in p.checks if c.status == "fail"]
@@ -199,7 +199,7 @@ def test_more_copies_than_one_instance_holds_fit_when_max_instances_allows() -> 
 
 
 def test_inline_container_env_limit_and_no_drafter() -> None:
-    from sm_peagle.planning.component_checks import INLINE_ENV_MAX, check_inline_env
+    from sm_peagle.planning.components.checks import INLINE_ENV_MAX, check_inline_env
 
     assert INLINE_ENV_MAX == 16  # facts §10
     ok = check_inline_env("b", {f"K{i}": "v" for i in range(16)}, "baseline")
@@ -216,7 +216,7 @@ def test_inline_component_carries_its_container() -> None:
     )
     data = spec.model_dump(mode="json", exclude_unset=True)
     data["inference_components"]["components"][0]["inline_container"] = True
-    from sm_peagle.planning.spec_loading import spec_from_data
+    from sm_peagle.planning.spec.loading import spec_from_data
 
     p = plan(spec_from_data(data))
     (ic,) = p.inference_components
@@ -241,7 +241,7 @@ def test_single_model_options_are_refused_with_components(
 
 
 def test_component_option_parsing() -> None:
-    from sm_peagle.planning.component_specs import parse_component
+    from sm_peagle.planning.components.specs import parse_component
 
     assert parse_component("p-eagle:k=7") == {"name": "p-eagle", "k": 7}
     assert parse_component("fast:mode=p-eagle,k=5,copies=2,accelerators=1") == {

@@ -17,7 +17,7 @@ from botocore.validate import ParamValidator
 
 from sm_peagle.errors import SpecError
 from sm_peagle.planning.build import plan
-from sm_peagle.planning.spec_options import spec_from_options
+from sm_peagle.planning.spec.options import spec_from_options
 from tests.plan_helpers import make_offline, run_cli
 
 ROLE = "arn:aws:iam::123456789012:role/peagle"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sm_peagle.planning.aws_shapes import shape_enum, validate_request
+from sm_peagle.planning.steps.aws_shapes import shape_enum, validate_request
 
 ROLE = "arn:aws:iam::123456789012:role/peagle-exec"
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.18.0-gpu-py312-cu129-ubuntu22.04"
@@ -159,7 +159,7 @@ def test_errors_accumulate_in_request_order() -> None:
 @pytest.fixture
 def fresh_model_cache(tmp_path, monkeypatch):
     """No cached slice, on disk or in memory: the next lookup reads botocore's file."""
-    from sm_peagle.planning import aws_shapes
+    from sm_peagle.planning.steps import aws_shapes
 
     monkeypatch.setenv("PEAGLE_CACHE_DIR", str(tmp_path))
     aws_shapes.service_model.cache_clear()
@@ -179,7 +179,7 @@ KEPT = ("type", "required", "min", "max", "enum", "pattern")
 
 @pytest.mark.parametrize("service", ["sagemaker", "application-autoscaling", "cloudwatch"])
 def test_the_slice_is_botocores_model_for_every_shape_peagle_sends(fresh_model_cache, service):
-    from sm_peagle.planning.aws_shapes import OPERATIONS, service_model
+    from sm_peagle.planning.steps.aws_shapes import OPERATIONS, service_model
 
     full = _botocore_shapes(service)
     sliced = service_model(service)
@@ -206,7 +206,7 @@ def test_the_slice_is_botocores_model_for_every_shape_peagle_sends(fresh_model_c
 
 
 def test_the_slice_is_cached_on_disk_and_a_broken_cache_is_rebuilt(fresh_model_cache):
-    from sm_peagle.planning.aws_shapes import service_model
+    from sm_peagle.planning.steps.aws_shapes import service_model
 
     first = service_model("sagemaker")
     (cached,) = fresh_model_cache.glob("sagemaker-*.json")
@@ -250,7 +250,7 @@ def test_the_service_file_is_found_compressed_or_not(tmp_path, monkeypatch) -> N
     import importlib.util
     from types import SimpleNamespace
 
-    from sm_peagle.planning import aws_shapes
+    from sm_peagle.planning.steps import aws_shapes
 
     root = tmp_path / "botocore"
     older, newer = root / "data" / "svc" / "2015-01-01", root / "data" / "svc" / "2020-01-01"
@@ -279,7 +279,7 @@ def test_the_service_file_is_found_compressed_or_not(tmp_path, monkeypatch) -> N
 def test_check_request_shapes_names_the_first_three_errors(monkeypatch) -> None:
     from types import SimpleNamespace
 
-    from sm_peagle.planning.aws_shapes import check_request_shapes
+    from sm_peagle.planning.steps.aws_shapes import check_request_shapes
 
     good = SimpleNamespace(
         create_model=MODEL,

@@ -15,9 +15,9 @@ from botocore.validate import ParamValidator
 from sm_peagle.catalog.instances import INSTANCES
 from sm_peagle.catalog.models import MODELS
 from sm_peagle.errors import CheckFailed
-from sm_peagle.planning.aws_shapes import validate_request
 from sm_peagle.planning.build import plan
-from sm_peagle.planning.spec_loading import spec_from_data
+from sm_peagle.planning.spec.loading import spec_from_data
+from sm_peagle.planning.steps.aws_shapes import validate_request
 
 OPERATIONS = {
     "CreateModel": "create_model",

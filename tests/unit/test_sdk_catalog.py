@@ -59,7 +59,7 @@ def test_live_prices_say_where_they_talk_and_one_warning(monkeypatch) -> None:
 
 
 def test_schema_is_the_spec_schema_and_what_the_cli_prints(capsys) -> None:
-    from sm_peagle.planning.specs import DeploymentSpec
+    from sm_peagle.planning.spec.model import DeploymentSpec
 
     doc = sm_peagle.schema()
     assert doc == DeploymentSpec.model_json_schema()

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sm_peagle.planning.build import plan
-from sm_peagle.planning.requests import default_names
-from sm_peagle.planning.spec_loading import spec_from_data
-from sm_peagle.planning.specs import AWS_NAME_RE, Mode, SpeculativeSpec
+from sm_peagle.planning.spec.loading import spec_from_data
+from sm_peagle.planning.spec.model import AWS_NAME_RE, Mode, SpeculativeSpec
+from sm_peagle.planning.steps.requests import default_names
 from sm_peagle.vllm.speculative import build_speculative_config, to_env_value
 from sm_peagle.vllm.versions import CUDA13_AMI, VllmVersion, speculative_keys
 from tests.plan_helpers import SPEC_ENV, load_fixture

@@ -10,7 +10,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from sm_peagle.planning.specs import Mode, SpeculativeSpec
+from sm_peagle.planning.spec.model import Mode, SpeculativeSpec
 from sm_peagle.vllm.speculative import build_speculative_config, drafter_mount_path
 from sm_peagle.vllm.versions import VllmVersion
 
@@ -198,14 +198,14 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
 
 def planned(**data):
     from sm_peagle.planning.build import plan
-    from sm_peagle.planning.spec_loading import spec_from_data
+    from sm_peagle.planning.spec.loading import spec_from_data
 
     return plan(spec_from_data({"model": "gpt-oss-20b", "region": "us-east-1", **data}), **{})
 
 
 def test_k_defaults_come_from_jumpstart_then_the_catalog(offline) -> None:
     from sm_peagle.planning.build import plan
-    from sm_peagle.planning.spec_loading import spec_from_data
+    from sm_peagle.planning.spec.loading import spec_from_data
     from tests.plan_helpers import load_fixture
 
     assert planned().speculative_config["num_speculative_tokens"] == 3  # JumpStart's K

@@ -21,7 +21,7 @@ from sm_peagle.catalog.models import MODELS
 from sm_peagle.endpoint import plan
 from sm_peagle.iac.export import CFN_TABLES, export_text, tf_resource_id
 from sm_peagle.iac.iam import execution_role_policy
-from sm_peagle.planning.specs import Mode
+from sm_peagle.planning.spec.model import Mode
 from tests.plan_helpers import make_offline, run_cli
 from tests.spec_tags_rule import documented_spec_tags, spec_data_in
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..checks import Check
-from ..version import __version__
-from .plan_checks import check_tags
-from .plan_result import PLACEHOLDER_ROLE
-from .specs import DeploymentSpec
+from ...checks import Check
+from ...version import __version__
+from ..plan_result import PLACEHOLDER_ROLE
+from ..spec.model import DeploymentSpec
+from .checks import check_tags
 
 if TYPE_CHECKING:  # annotations only
     from .sources import Sources

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
-from .specs import DeploymentSpec
+from ...errors import SpecError
+from .model import DeploymentSpec
 
 __all__ = ["load_spec", "merge_overrides", "spec_from_data"]
 

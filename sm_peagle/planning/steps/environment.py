@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..catalog.images import OLD_RULES
-from ..checks import Check, failed, passed
-from ..errors import SpecError
-from ..vllm.speculative import SPEC_ENV, to_env_value
-from .specs import DeploymentSpec
+from ...catalog.images import OLD_RULES
+from ...checks import Check, failed, passed
+from ...errors import SpecError
+from ...vllm.speculative import SPEC_ENV, to_env_value
+from ..spec.model import DeploymentSpec
 
 if TYPE_CHECKING:  # annotations only
     from .sources import Sources

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..catalog.instances import InstanceType
-from ..checks import Check, failed, passed, warned
+from ...catalog.instances import InstanceType
+from ...checks import Check, failed, passed, warned
 
 __all__ = [
     "INLINE_ENV_MAX",

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..vllm.speculative import MOUNT_ROOT, SPEC_ENV
+from ...vllm.speculative import MOUNT_ROOT, SPEC_ENV
 
 __all__ = ["Deployed", "primary_model", "refusal", "speculative_of_env"]
 

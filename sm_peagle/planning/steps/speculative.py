@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..checks import Check
-from ..vllm.speculative import SPEC_ENV, SpeculativeResult, build_speculative_config
-from .specs import DeploymentSpec, Mode
+from ...checks import Check
+from ...vllm.speculative import SPEC_ENV, SpeculativeResult, build_speculative_config
+from ..spec.model import DeploymentSpec, Mode
 
 if TYPE_CHECKING:  # annotations only
     from .sources import Sources

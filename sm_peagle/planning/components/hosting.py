@@ -24,16 +24,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..checks import Check, failed, passed
-from .aws_shapes import validate_request
-from .component_checks import (
+from ...checks import Check, failed, passed
+from ..plan_result import PLACEHOLDER_ROLE
+from ..steps.aws_shapes import validate_request
+from .checks import (
     check_accelerators,
     check_capacity,
     check_hosting_conflicts,
     check_inline_env,
 )
-from .component_specs import ComponentSpec, InferenceComponentsSpec
-from .plan_result import PLACEHOLDER_ROLE
+from .specs import ComponentSpec, InferenceComponentsSpec
 
 __all__ = [
     "COPY_DIMENSION",
@@ -100,7 +100,7 @@ def _components(spec: Any) -> tuple[InferenceComponentsSpec, list[ComponentSpec]
 
 def component_subspec(spec: Any, comp: ComponentSpec, ics: InferenceComponentsSpec) -> Any:
     """The single-model spec of one component: its mode, K and tensor-parallel size."""
-    from .spec_loading import spec_from_data
+    from ..spec.loading import spec_from_data
 
     data = spec.model_dump(mode="json", exclude_unset=True)
     data.pop("inference_components", None)

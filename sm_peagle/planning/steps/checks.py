@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..catalog.instances import INSTANCES, InstanceType, get_instance
-from ..checks import Check, failed, passed, warned
-from ..vllm.versions import CUDA13_AMI, needs_cuda13_ami
+from ...catalog.instances import INSTANCES, InstanceType, get_instance
+from ...checks import Check, failed, passed, warned
+from ...vllm.versions import CUDA13_AMI, needs_cuda13_ami
+from ..spec.model import DeploymentSpec, Mode
 from .aws_shapes import shape_enum
 from .environment import env_number
 from .fit import DEFAULT_GPU_MEMORY_UTILIZATION, check_fit
-from .specs import DeploymentSpec, Mode
 
 if TYPE_CHECKING:  # annotations only: sources imports this module
     from .sources import Sources

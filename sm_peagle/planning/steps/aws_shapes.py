@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..checks import Check, failed, passed
+from ...checks import Check, failed, passed
 
 __all__ = [
     "OPERATIONS",
@@ -101,7 +101,7 @@ def service_model(service: str) -> dict:
     (cached on disk, keyed by the file's size, mtime and the operation list)."""
     src = _service_file(service)
     st = src.stat()
-    from ..catalog.jumpstart import cache_dir
+    from ...catalog.jumpstart import cache_dir
 
     # The operation list is part of the key: a slice cached for fewer operations is stale.
     ops_key = hashlib.sha256(",".join(OPERATIONS[service]).encode()).hexdigest()[:8]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..catalog.images import (
+from ...catalog.images import (
     ImageRow,
     classic_image,
     find_image,
@@ -25,12 +25,12 @@ from ..catalog.images import (
     nearest_classic,
     server_images,
 )
-from ..catalog.jumpstart import JumpStartResolution
-from ..catalog.models import ModelEntry
-from ..checks import Check, passed, warned
-from ..errors import SpecError
-from ..vllm.versions import VllmVersion, parse_image_tag
-from .specs import DeploymentSpec
+from ...catalog.jumpstart import JumpStartResolution
+from ...catalog.models import ModelEntry
+from ...checks import Check, passed, warned
+from ...errors import SpecError
+from ...vllm.versions import VllmVersion, parse_image_tag
+from ..spec.model import DeploymentSpec
 from .version_gates import default_vllm
 
 __all__ = ["DLC_ACCOUNT", "ResolvedImage", "resolve_image"]

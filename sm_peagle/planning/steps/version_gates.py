@@ -5,11 +5,11 @@ images: the default version and the fix a gate names come from `classic_versions
 
 from __future__ import annotations
 
-from ..catalog.images import classic_versions
-from ..catalog.models import ModelEntry
-from ..checks import Check
-from ..vllm import gates
-from ..vllm.versions import VllmVersion
+from ...catalog.images import classic_versions
+from ...catalog.models import ModelEntry
+from ...checks import Check
+from ...vllm import gates
+from ...vllm.versions import VllmVersion
 
 __all__ = ["check_version_gates", "default_vllm"]
 

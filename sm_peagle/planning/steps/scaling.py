@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..checks import Check, failed, passed
+from ...checks import Check, failed, passed
 from .aws_shapes import validate_request
 
 SCALABLE_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
@@ -41,7 +41,7 @@ def add_fallback_pools(p: Any, plan_fn: Callable[[Any], Any]) -> None:
         return
     pools = [{"InstanceType": variant.pop("InstanceType"), "Priority": 1}]
     base = p.spec.model_dump(mode="json", exclude_unset=True)
-    from .spec_loading import merge_overrides, spec_from_data
+    from ..spec.loading import merge_overrides, spec_from_data
 
     for priority, instance_type in enumerate(fallbacks, start=2):
         data = merge_overrides(base, {"endpoint.instance_type": instance_type})

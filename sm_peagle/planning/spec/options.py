@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
-from ..vllm.dynamic_k import parse_k_schedule
-from .component_specs import parse_component
-from .spec_loading import load_spec, merge_overrides, spec_from_data
-from .specs import DeploymentSpec
+from ...errors import SpecError
+from ...vllm.dynamic_k import parse_k_schedule
+from ..components.specs import parse_component
+from .loading import load_spec, merge_overrides, spec_from_data
+from .model import DeploymentSpec
 
 __all__ = ["SpecOptions", "build_spec", "parse_autoscale", "spec_from_options"]
 

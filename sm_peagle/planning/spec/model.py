@@ -3,7 +3,7 @@
 Every model forbids unknown keys, so a typo in a YAML file is an error that names the
 key instead of a silently ignored setting (the same reason vLLM forbids unknown keys in
 its speculative config). Rules that need more than one field, or the catalog, live in
-`sm_peagle.planning.plan_checks`; the rules here are the ones a single field can decide.
+`sm_peagle.planning.steps.checks`; the rules here are the ones a single field can decide.
 Reading a spec from a file or a dict is `spec_loading`; flat options are `spec_options`.
 """
 
@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .component_specs import InferenceComponentsSpec
+from ..components.specs import InferenceComponentsSpec
 
 __all__ = [
     "Mode",
@@ -163,7 +163,7 @@ class ContainerSpec(_Strict):
     @classmethod
     def _version(cls, v: str | None) -> str | None:
         if v is not None:
-            from ..vllm.versions import VllmVersion
+            from ...vllm.versions import VllmVersion
 
             VllmVersion(v)  # raises ValueError with a clear message
         return v
@@ -356,7 +356,7 @@ class DeploymentSpec(_Strict):
     @field_validator("region")
     @classmethod
     def _region(cls, v: str | None) -> str | None:
-        from ..catalog.regions import region_problem
+        from ...catalog.regions import region_problem
 
         problem = region_problem(v) if v is not None else None
         if problem:

@@ -17,9 +17,9 @@ import json
 import zlib
 from typing import Any
 
-from ..errors import SpecError
-from .plan_result import Plan
-from .specs import DeploymentSpec
+from ...errors import SpecError
+from ..plan_result import Plan
+from .model import DeploymentSpec
 
 __all__ = [
     "CHUNK",

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..vllm.speculative import SPEC_ENV
+from ...vllm.speculative import SPEC_ENV
 
 __all__ = ["Difference", "compare", "deployed_view", "plan_view"]
 

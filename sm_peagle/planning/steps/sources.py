@@ -10,18 +10,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..catalog.instances import InstanceType
-from ..catalog.jumpstart import JumpStartResolution, load_snapshot, resolve
-from ..catalog.models import DrafterInfo, ModelEntry, find_model
-from ..checks import Check, failed, passed
-from ..errors import CheckFailed
-from ..vllm.versions import VllmVersion
-from . import plan_checks as pc
+from ...catalog.instances import InstanceType
+from ...catalog.jumpstart import JumpStartResolution, load_snapshot, resolve
+from ...catalog.models import DrafterInfo, ModelEntry, find_model
+from ...checks import Check, failed, passed
+from ...errors import CheckFailed
+from ...vllm.versions import VllmVersion
+from ..plan_result import DEFAULT_REGION, PLACEHOLDER_ROLE
+from ..spec.model import DeploymentSpec, Mode
+from . import checks as pc
 from .aws_shapes import shape_enum
 from .environment import whole_number
 from .image_choice import resolve_image
-from .plan_result import DEFAULT_REGION, PLACEHOLDER_ROLE
-from .specs import DeploymentSpec, Mode
 from .version_gates import check_version_gates
 
 
@@ -61,7 +61,7 @@ def resolve_sources(
     if jumpstart_spec is None and model and model.jumpstart_snapshot:
         jumpstart_spec = load_snapshot(model.jumpstart_snapshot)
     if model is None and jumpstart_spec is None:
-        from ..catalog.names import unknown_model
+        from ...catalog.names import unknown_model
 
         raise unknown_model(spec.model)
     checks.append(

@@ -24,18 +24,18 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..catalog.jumpstart import load_snapshot
-from ..catalog.models import find_model
-from ..checks import Check, passed, warned
-from ..errors import PeagleError, SpecError
-from ..vllm.speculative import SPEC_ENV
-from .adopt_compare import Difference, compare, deployed_view, plan_view
-from .adopt_refusals import Deployed, primary_model, refusal, speculative_of_env
-from .build import plan
-from .plan_result import Plan
-from .scaling import CONCURRENCY_METRIC, INVOCATIONS_METRIC
-from .spec_loading import spec_from_data
-from .specs import DeploymentSpec
+from ...catalog.jumpstart import load_snapshot
+from ...catalog.models import find_model
+from ...checks import Check, passed, warned
+from ...errors import PeagleError, SpecError
+from ...vllm.speculative import SPEC_ENV
+from ..build import plan
+from ..plan_result import Plan
+from ..spec.loading import spec_from_data
+from ..spec.model import DeploymentSpec
+from ..steps.scaling import CONCURRENCY_METRIC, INVOCATIONS_METRIC
+from .compare import Difference, compare, deployed_view, plan_view
+from .refusals import Deployed, primary_model, refusal, speculative_of_env
 
 __all__ = ["Adoption", "Deployed", "reconstruct"]
 
@@ -103,8 +103,8 @@ def _identify(d: Deployed, override: str | None) -> tuple[str, str]:
 
 
 def _alias_by_weights(uri: str, d: Deployed) -> str | None:
-    from ..catalog.jumpstart import resolve
-    from ..catalog.models import MODELS
+    from ...catalog.jumpstart import resolve
+    from ...catalog.models import MODELS
 
     variant = d.config["ProductionVariants"][0]
     for m in MODELS:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import SpecError
-from .component_specs import ComponentSpec
-from .spec_loading import spec_from_data
-from .specs import DeploymentSpec
+from ...errors import SpecError
+from ..spec.loading import spec_from_data
+from ..spec.model import DeploymentSpec
+from .specs import ComponentSpec
 
 __all__ = ["change_component", "component_changes", "refuse_top_level_change"]
 
@@ -72,7 +72,7 @@ def refuse_top_level_change(
 
 
 def _find(spec: DeploymentSpec, endpoint: str, component: str) -> ComponentSpec:
-    from .components import component_full_name
+    from .hosting import component_full_name
 
     comps = _components(spec)
     for comp in comps:

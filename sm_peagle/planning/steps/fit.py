@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..catalog.instances import INSTANCES, InstanceType
-from ..catalog.models import ModelEntry
-from ..checks import Check, failed, passed, warned
+from ...catalog.instances import INSTANCES, InstanceType
+from ...catalog.models import ModelEntry
+from ...checks import Check, failed, passed, warned
 
 GB = 1_000_000_000
 # CUDA context, activations and CUDA graphs per GPU: vLLM's profiling typically lands

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..errors import SpecError
+from ...errors import SpecError
 
 __all__ = [
     "ComponentSpec",

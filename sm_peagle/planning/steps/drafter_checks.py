@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..catalog.models import ModelEntry
-from ..checks import Check, failed, warned
-from ..errors import SpecError
-from ..vllm.versions import VllmVersion
+from ...catalog.models import ModelEntry
+from ...checks import Check, failed, warned
+from ...errors import SpecError
+from ...vllm.versions import VllmVersion
 
 __all__ = ["check_local_drafter", "judge_drafter"]
 
@@ -31,7 +31,7 @@ def judge_drafter(
     time (`check_local_drafter`), an s3:// prefix in deploy preflight (which passes the S3
     reader). A head vLLM would reject (no mask_hidden, wrong fc shape, an unread mask-token
     key) then fails in seconds instead of after the endpoint's download."""
-    from ..drafter.check import check_drafter  # only plans with a head pay
+    from ...drafter.check import check_drafter  # only plans with a head pay
 
     try:
         inspection = read(source)
@@ -60,6 +60,6 @@ def judge_drafter(
 def check_local_drafter(source: str, **facts: Any) -> list[Check]:
     """The drafter checks on a local head directory (config.json and safetensors headers
     only). `facts`: model, vllm_version, mode, k, trained_k, as `judge_drafter` takes."""
-    from ..drafter.readers import inspect_local
+    from ...drafter.readers import inspect_local
 
     return judge_drafter(source, inspect_local, **facts)
