@@ -4,45 +4,24 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .component_options import (
-    AcceleratorsOpt,
-    ComponentOpt,
-    CopiesOpt,
-    HostingOpt,
-    MaxInstancesOpt,
-    MinInstancesOpt,
-    ScaleInCooldownOpt,
-    ScaleInMaxStepOpt,
-    ScaleInStrategyOpt,
-    ScaleToZeroOpt,
-)
 from .options import YesOpt, component_option, mode_option
 from .output import note, print_json
 from .spec_options import (
-    AutoscaleOpt,
-    BucketOpt,
-    DrafterOpt,
-    FallbackOpt,
-    ImageOpt,
     InstanceCountOpt,
     InstanceTypeOpt,
     JsonOpt,
     KOpt,
-    KScheduleOpt,
-    ModelDataOpt,
-    ModeOpt,
-    NameOpt,
     RegionOpt,
-    RoleOpt,
     SpecFileOpt,
-    TargetConcurrencyOpt,
-    TargetInvocationsOpt,
-    VllmVersionOpt,
+    with_spec_options,
 )
+
+if TYPE_CHECKING:
+    from ..planning.spec.options import SpecOptions
 
 UpdateModeOpt = mode_option("p-eagle, eagle3 or baseline (default: keep the current).")
 UpdateComponentOpt = component_option(
@@ -93,36 +72,10 @@ def asker(yes: bool) -> Callable[[str], None] | None:
     return None if yes else (lambda question: confirm(question, False))
 
 
+@with_spec_options
 def deploy_command(
     model: Annotated[str | None, typer.Argument(help="Catalog alias or JumpStart id.")] = None,
     spec_file: SpecFileOpt = None,
-    instance_type: InstanceTypeOpt = None,
-    instance_count: InstanceCountOpt = None,
-    fallback: FallbackOpt = None,
-    autoscale: AutoscaleOpt = None,
-    target_concurrency: TargetConcurrencyOpt = None,
-    target_invocations: TargetInvocationsOpt = None,
-    mode: ModeOpt = None,
-    k: KOpt = None,
-    k_schedule: KScheduleOpt = None,
-    drafter: DrafterOpt = None,
-    bucket: BucketOpt = None,
-    model_data: ModelDataOpt = None,
-    image: ImageOpt = None,
-    vllm_version: VllmVersionOpt = None,
-    name: NameOpt = None,
-    role: RoleOpt = None,
-    region: RegionOpt = None,
-    hosting: HostingOpt = None,
-    component: ComponentOpt = None,
-    scale_to_zero: ScaleToZeroOpt = False,
-    copies: CopiesOpt = None,
-    accelerators_per_copy: AcceleratorsOpt = None,
-    min_instances: MinInstancesOpt = None,
-    max_instances: MaxInstancesOpt = None,
-    scale_in_strategy: ScaleInStrategyOpt = None,
-    scale_in_max_step: ScaleInMaxStepOpt = None,
-    scale_in_cooldown_minutes: ScaleInCooldownOpt = None,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait until InService.")] = True,
     timeout: TimeoutOpt = None,
     keep_on_failure: Annotated[
@@ -131,45 +84,18 @@ def deploy_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Plan only; create nothing.")] = False,
     yes: YesOpt = False,
     json_out: JsonOpt = False,
+    *,
+    options: SpecOptions,
 ) -> None:
     """Create the endpoint (model -> config -> endpoint), wait, and roll back on failure."""
     import sm_peagle
 
     from ..errors import DeploymentFailed
-    from ..planning.spec_options import SpecOptions, build_spec
+    from ..planning.spec.options import build_spec
     from .context import hello
     from .live import wait_view
     from .plan_cmd import render_plan
 
-    options = SpecOptions(
-        instance_type=instance_type,
-        instance_count=instance_count,
-        fallback=fallback or None,
-        autoscale=autoscale,
-        target_concurrency=target_concurrency,
-        target_invocations=target_invocations,
-        mode=mode,
-        k=k,
-        k_schedule=k_schedule,
-        drafter=drafter,
-        bucket=bucket,
-        model_data=model_data,
-        image=image,
-        vllm_version=vllm_version,
-        name=name,
-        role=role,
-        region=region,
-        hosting=hosting,
-        components=component or None,
-        scale_to_zero=scale_to_zero or None,
-        copies=copies,
-        accelerators_per_copy=accelerators_per_copy,
-        min_instances=min_instances,
-        max_instances=max_instances,
-        scale_in_strategy=scale_in_strategy,
-        scale_in_max_step=scale_in_max_step,
-        scale_in_cooldown_minutes=scale_in_cooldown_minutes,
-    )
     spec = build_spec(model, spec_file, options)
     if dry_run:
         p = sm_peagle.plan(spec)

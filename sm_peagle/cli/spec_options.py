@@ -1,13 +1,21 @@
-"""The options `plan`, `deploy` and `update` share, and how they become a spec.
+"""The spec options `plan` and `deploy` take, declared once, and how they become a spec.
 
-Each command passes its parameters by name into `SpecOptions(...)`
-(`sm_peagle.planning.spec_options`), whose `overrides()` names the spec field of each.
+`SPEC_OPTIONS` lists every one: its `SpecOptions` field (`sm_peagle.planning.spec.options`,
+whose `overrides()` names the spec field it sets) and its typer option. `with_spec_options`
+gives a command all of them and hands the command one `SpecOptions`. So a new spec option
+is one field of the spec model, one field of `SpecOptions` and one entry here, and every
+command that takes a spec (and the SDK's keyword arguments) has it.
+
 The options every command shares (`-f`, `-k`, `--mode`, `--region`, `--json`, ...) are
 declared in `cli/options.py` and re-exported here."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import typer
 
@@ -21,6 +29,8 @@ from .options import (
 )
 
 __all__ = [
+    "SPEC_OPTIONS",
+    "with_spec_options",
     "AutoscaleOpt",
     "BucketOpt",
     "DrafterOpt",
@@ -100,3 +110,121 @@ NameOpt = Annotated[str | None, typer.Option("--name", help="Endpoint name.")]
 RoleOpt = Annotated[
     str | None, typer.Option("--role", help="Execution role ARN (or PEAGLE_ROLE_ARN).")
 ]
+
+
+@dataclass(frozen=True)
+class SpecOption:
+    """One spec option: the `SpecOptions` field it fills, the command parameter (and so the
+    flag's typer declaration), and the parameter's default when the flag is not given."""
+
+    field: str
+    annotation: Any
+    default: Any = None
+    param: str | None = None  # when the parameter is named unlike the field
+
+    @property
+    def name(self) -> str:
+        return self.param or self.field
+
+
+def _component_options() -> tuple[SpecOption, ...]:
+    from .component_options import (
+        AcceleratorsOpt,
+        ComponentOpt,
+        CopiesOpt,
+        HostingOpt,
+        MaxInstancesOpt,
+        MinInstancesOpt,
+        ScaleInCooldownOpt,
+        ScaleInMaxStepOpt,
+        ScaleInStrategyOpt,
+        ScaleToZeroOpt,
+    )
+
+    return (
+        SpecOption("hosting", HostingOpt),
+        SpecOption("components", ComponentOpt, param="component"),
+        SpecOption("scale_to_zero", ScaleToZeroOpt, False),
+        SpecOption("copies", CopiesOpt),
+        SpecOption("accelerators_per_copy", AcceleratorsOpt),
+        SpecOption("min_instances", MinInstancesOpt),
+        SpecOption("max_instances", MaxInstancesOpt),
+        SpecOption("scale_in_strategy", ScaleInStrategyOpt),
+        SpecOption("scale_in_max_step", ScaleInMaxStepOpt),
+        SpecOption("scale_in_cooldown_minutes", ScaleInCooldownOpt),
+    )
+
+
+# Every spec option, in the order `--help` lists them.
+SPEC_OPTIONS: tuple[SpecOption, ...] = (
+    SpecOption("instance_type", InstanceTypeOpt),
+    SpecOption("instance_count", InstanceCountOpt),
+    SpecOption("fallback", FallbackOpt),
+    SpecOption("autoscale", AutoscaleOpt),
+    SpecOption("target_concurrency", TargetConcurrencyOpt),
+    SpecOption("target_invocations", TargetInvocationsOpt),
+    SpecOption("mode", ModeOpt),
+    SpecOption("k", KOpt),
+    SpecOption("k_schedule", KScheduleOpt),
+    SpecOption("drafter", DrafterOpt),
+    SpecOption("bucket", BucketOpt),
+    SpecOption("model_data", ModelDataOpt),
+    SpecOption("image", ImageOpt),
+    SpecOption("vllm_version", VllmVersionOpt),
+    SpecOption("name", NameOpt),
+    SpecOption("role", RoleOpt),
+    SpecOption("region", RegionOpt),
+    *_component_options(),
+)
+
+
+def _given(value: Any) -> Any:
+    """A flag left at its default is "not given" (None) for SpecOptions: an unset boolean
+    flag is False and an unrepeated list option is empty."""
+    if value is False or value == []:
+        return None
+    return value
+
+
+def _evaluated(annotation: Any, command: Callable[..., Any]) -> Any:
+    if isinstance(annotation, str):
+        return eval(annotation, command.__globals__)  # noqa: S307 - the module's own source
+    return annotation
+
+
+def with_spec_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Give `command` every spec option (after its `spec_file` parameter) and call it with
+    `options=SpecOptions(...)` built from them. `command` declares `options` itself and
+    none of the spec options."""
+    # The command's own annotations are strings (`from __future__ import annotations`);
+    # typer needs the objects. `options` is left out unevaluated: its type is imported for
+    # type checkers only, so that `peagle --help` does not load the planning package.
+    signature = inspect.signature(command)
+    own = [
+        p.replace(annotation=_evaluated(p.annotation, command))
+        for p in signature.parameters.values()
+        if p.name != "options"
+    ]
+    at = next((i + 1 for i, p in enumerate(own) if p.name == "spec_file"), len(own))
+    added = [
+        inspect.Parameter(
+            o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default,
+            annotation=o.annotation,
+        )
+        for o in SPEC_OPTIONS
+    ]
+    params = [*own[:at], *added, *own[at:]]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> Any:
+        from ..planning.spec.options import SpecOptions
+
+        values = {o.field: _given(kwargs.pop(o.name)) for o in SPEC_OPTIONS}
+        return command(**kwargs, options=SpecOptions(**values))
+
+    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=params, return_annotation=None
+    )
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    del wrapper.__wrapped__  # typer must read the new signature, not the command's
+    return wrapper

@@ -135,6 +135,11 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+# Scenarios whose requests run in parallel (push uploads a head's files at once), so their
+# order is the scheduler's, not the face's.
+UNORDERED = {"drafter push"}
+
+
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_the_cli_and_the_sdk_send_the_same_requests(
     name: str, aws_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture
@@ -155,7 +160,10 @@ def test_the_cli_and_the_sdk_send_the_same_requests(
                 call(role, work)
             records[face] = sent(h)
     assert records["cli"], f"{name}: nothing was sent"
-    assert records["cli"] == records["sdk"]
+    if name in UNORDERED:
+        assert sorted(map(repr, records["cli"])) == sorted(map(repr, records["sdk"]))
+    else:
+        assert records["cli"] == records["sdk"]
 
 
 # The same bad input through both faces: (CLI argv, SDK call, error type, words both say).
