@@ -15,7 +15,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -107,6 +107,15 @@ VllmVersionOpt = Annotated[
     str | None, typer.Option("--vllm-version", help="vLLM version the image runs.")
 ]
 NameOpt = Annotated[str | None, typer.Option("--name", help="Endpoint name.")]
+RoutingStrategyOpt = Annotated[
+    Literal["LEAST_OUTSTANDING_REQUESTS", "RANDOM"] | None,
+    typer.Option(
+        "--routing-strategy",
+        parser=str,  # the spec checks the value, so the CLI and the SDK say the same
+        help="How SageMaker spreads requests over the instances (the variant's "
+        "RoutingConfig); LEAST_OUTSTANDING_REQUESTS suits long, uneven generations.",
+    ),
+]
 RoleOpt = Annotated[
     str | None, typer.Option("--role", help="Execution role ARN (or PEAGLE_ROLE_ARN).")
 ]
@@ -172,6 +181,7 @@ SPEC_OPTIONS: tuple[SpecOption, ...] = (
     SpecOption("image", ImageOpt),
     SpecOption("vllm_version", VllmVersionOpt),
     SpecOption("name", NameOpt),
+    SpecOption("routing_strategy", RoutingStrategyOpt),
     SpecOption("role", RoleOpt),
     SpecOption("region", RegionOpt),
     *_component_options(),

@@ -51,3 +51,35 @@ def test_a_flag_reaches_the_plan_the_same_way_as_the_sdk_keyword(capsys) -> None
     assert code in (0, 2)  # checks may fail on this machine's view; the requests are compared
     assert cli["create_endpoint_config"] == sdk.to_dict()["create_endpoint_config"]
     assert cli["create_model"] == sdk.to_dict()["create_model"]
+
+
+def test_routing_strategy_reaches_the_variant_from_the_cli_and_the_sdk(capsys) -> None:
+    """`--routing-strategy` / routing_strategy= set the production variant's RoutingConfig
+    (AWS's CreateEndpointConfig: ProductionVariant.RoutingConfig.RoutingStrategy)."""
+    import json
+
+    import sm_peagle
+    from sm_peagle.cli.app import main
+
+    main(["plan", "gpt-oss-20b", "--routing-strategy", "LEAST_OUTSTANDING_REQUESTS", "--json"])
+    out = capsys.readouterr().out
+    variant = json.loads(out[: out.index("\n}\n") + 2])["create_endpoint_config"][
+        "ProductionVariants"
+    ][0]
+    assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
+    sdk = sm_peagle.plan("gpt-oss-20b", routing_strategy="LEAST_OUTSTANDING_REQUESTS")
+    assert sdk.create_endpoint_config["ProductionVariants"][0] == variant
+
+
+def test_a_bad_routing_strategy_is_one_line_naming_the_choices(capsys) -> None:
+    import pytest
+
+    import sm_peagle
+    from sm_peagle.cli.app import main
+    from sm_peagle.errors import SpecError
+
+    assert main(["plan", "gpt-oss-20b", "--routing-strategy", "FASTEST"]) == 2
+    (line,) = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error:")]
+    assert "endpoint.routing_strategy" in line and "LEAST_OUTSTANDING_REQUESTS" in line
+    with pytest.raises(SpecError, match="endpoint.routing_strategy"):
+        sm_peagle.plan("gpt-oss-20b", routing_strategy="FASTEST")

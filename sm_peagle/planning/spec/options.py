@@ -43,6 +43,8 @@ class SpecOptions:
     image: str | None = None
     vllm_version: str | None = None
     name: str | None = None
+    # LEAST_OUTSTANDING_REQUESTS | RANDOM: how SageMaker spreads requests over instances
+    routing_strategy: str | None = None
     role: str | None = None
     region: str | None = None
     # endpoint.hosting: inference-components (planning.component_specs)
@@ -90,6 +92,7 @@ class SpecOptions:
             "container.image": self.image,
             "container.vllm_version": self.vllm_version,
             "endpoint.name": self.name,
+            "endpoint.routing_strategy": self.routing_strategy,
             "role": self.role,
             "region": self.region,
             "endpoint.hosting": self.hosting
