@@ -11,6 +11,14 @@ import typer
 
 def render_update(result: Any) -> None:
     """One line for an `UpdateResult`."""
+    if result.dry_run:
+        what = (
+            f"{result.component} to {result.desired_copies} copies"
+            if result.kind == "copies"
+            else ", ".join(result.changes) or "nothing to change"
+        )
+        typer.echo(f"{result.endpoint}: would change {what} (dry run: nothing changed)")
+        return
     if result.kind == "copies":
         zero = " (scaled to zero)" if result.scaled_to_zero else ""
         typer.echo(

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from .lifecycle_cmds import YesOpt, asker
-from .options import component_option, json_option
+from .options import DryRunOpt, component_option, json_option
 from .output import console, note, print_json, table
 from .spec_options import JsonOpt, RegionOpt
 
@@ -195,6 +195,7 @@ def delete_command(
             "(their models are kept).",
         ),
     ] = False,
+    dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     region: RegionOpt = None,
     json_out: JsonOpt = False,
@@ -211,7 +212,8 @@ def delete_command(
         name,
         keep_model=keep_model,
         force=force,
-        confirm=asker(yes),
+        dry_run=dry_run,
+        confirm=None if dry_run else asker(yes),
         region=region,
         say=note,
         on_connect=hello,
@@ -220,6 +222,10 @@ def delete_command(
         print_json(result.to_dict())
     elif result.note:
         typer.echo(f"{name}: {result['note']}")
+    elif dry_run:
+        typer.echo(f"would delete: {', '.join(result.would_delete)}")
+        for kept, users in result.get("kept_shared", {}).items():
+            typer.echo(f"would keep {kept}: endpoint {', '.join(users)} uses it")
     # Otherwise the lifecycle already said "deleted N resources: ..." (once, on stderr).
 
 

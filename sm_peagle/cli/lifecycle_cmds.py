@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .options import YesOpt, component_option, mode_option
+from .options import DryRunOpt, YesOpt, component_option, mode_option
 from .output import note, print_json
 from .spec_options import (
     InstanceCountOpt,
@@ -142,6 +142,7 @@ def update_command(
         typer.Option("--copies", help="Copies of --component; 0 scales it to zero."),
     ] = None,
     timeout: TimeoutOpt = None,
+    dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -170,6 +171,7 @@ def update_command(
                 say=note,
                 on_connect=hello,
                 on_poll=on_poll,
+                dry_run=dry_run,
                 _cli=True,
             )
     except DeploymentFailed as e:

@@ -28,7 +28,6 @@ __all__ = [
     "apply_components",
     "component_model_users",
     "component_models",
-    "delete_components",
     "deregister_component_scaling",
     "list_components",
     "set_copies",
@@ -271,32 +270,6 @@ def split_components(sm: Any, endpoint: str) -> tuple[list[str], list[str]]:
             elif c.get("InferenceComponentStatus") != "Deleting":
                 foreign.append(c["InferenceComponentName"])
     return mine, foreign
-
-
-def delete_components(lc: Any, endpoint: str, *, force: bool = False) -> list[str]:
-    """Before an endpoint goes: each component's scaling, then the component, waiting
-    until it is gone (SageMaker refuses DeleteEndpoint while components remain). Returns
-    the models peagle's components named, for the caller to delete last. A component
-    peagle did not create is refused (nothing deleted) unless `force`; forced, it goes
-    with the endpoint, but its model is never deleted."""
-    from ..errors import SpecError
-
-    mine, foreign = split_components(lc.sm, endpoint)
-    if foreign and not force:
-        raise SpecError(
-            f"endpoint {endpoint} also hosts inference component(s) peagle did not create: "
-            f"{', '.join(foreign)}; deleting the endpoint would destroy them; nothing was deleted",
-            remedy=f"`peagle delete {endpoint} --force` if you mean it",
-        )
-    theirs = component_models(lc.sm, foreign)
-    models = [m for m in component_models(lc.sm, mine) if m not in theirs]
-    for name in [*mine, *foreign]:
-        deregister_component_scaling(lc, name)
-        if lc.delete_and_confirm("inference_component", name):
-            lc.say(f"deleted inference component {name}")
-    for model in dict.fromkeys(theirs):
-        lc.say(f"kept model {model}: an inference component peagle did not create named it")
-    return models
 
 
 def set_copies(lc: Any, endpoint: str, component: str, copies: int, timeout: float) -> dict:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .. import settings
@@ -17,6 +18,28 @@ from ..errors import DeploymentFailed
 from ..planning.plan_result import Plan
 from .resources import KINDS, DeployResult, as_error, models_of, not_found, tagged_requests
 from .waiter import WaitState, default_timeout, wait_for_endpoint
+
+
+@dataclass
+class Deletion:
+    """What deleting an endpoint removes, in order, and what it keeps (and why)."""
+
+    endpoint: str
+    described: dict[str, Any]  # DescribeEndpoint's answer (its variants' scaling goes too)
+    components: list[str]  # inference components, deleted first
+    configs: list[str]
+    models: list[str]
+    kept_models: list[str]  # keep_model
+    kept_shared: dict[str, list[str]]  # config/model -> the endpoints still using it
+    kept_component_models: list[str]  # named by components peagle did not create
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "endpoint": self.endpoint,
+            "would_delete": [*self.components, self.endpoint, *self.configs, *self.models],
+            "kept_models": self.kept_models,
+            "kept_shared": self.kept_shared,
+        }
 
 Say = Callable[[str], None]
 
@@ -276,22 +299,24 @@ class Lifecycle:
             self.sleep(self.poll_initial)
         raise DeploymentFailed(f"{name} is still being deleted after {timeout:.0f}s")
 
-    def delete(
+    def deletion(
         self, endpoint: str, *, keep_model: bool = False, force: bool = False
-    ) -> dict[str, Any]:
-        """Delete an endpoint (its components first), then the config and models it uses
-        that nothing else uses. An endpoint peagle did not create, or one hosting
-        components peagle did not create, is refused unless `force`."""
+    ) -> Deletion | None:
+        """What `delete` removes, read only (None: the endpoint is gone already). The same
+        refusals as `delete`: an endpoint, or a component on it, that peagle did not create
+        (SpecError, unless `force`). A config or model something else uses is kept, and so
+        is the model of a component peagle did not create."""
         from botocore.exceptions import ClientError
 
         from ..errors import SpecError
+        from .components import component_models, split_components
         from .inventory import is_managed, resource_users
 
         try:
             desc = self.sm.describe_endpoint(EndpointName=endpoint)
         except ClientError as e:
             if not_found(e):
-                return {"endpoint": endpoint, "deleted": [], "note": "already gone"}
+                return None
             raise
         if not force and not is_managed(self.sm, desc["EndpointArn"]):
             raise SpecError(
@@ -306,32 +331,66 @@ class Lifecycle:
         models: list[str] = []
         for cfg in configs:
             models += models_of(self.sm, cfg)
-        from .components import delete_components
-
-        models += delete_components(self, endpoint, force=force)  # components come first
-        # Never delete a config or model another endpoint still uses.
+        mine, foreign = split_components(self.sm, endpoint)
+        if foreign and not force:
+            raise SpecError(
+                f"endpoint {endpoint} also hosts inference component(s) peagle did not "
+                f"create: {', '.join(foreign)}; deleting the endpoint would destroy them; "
+                "nothing was deleted",
+                remedy=f"`peagle delete {endpoint} --force` if you mean it",
+            )
+        theirs = component_models(self.sm, foreign)
+        models += [m for m in component_models(self.sm, mine) if m not in theirs]
+        # Never delete a config or model another endpoint (or its components) still uses;
+        # this endpoint's own components go first, so they do not count.
         users = resource_users(self.sm, skip=endpoint)
         shared = {n: sorted(users[n]) for n in [*configs, *models] if n in users}
-        self._deregister_autoscaling(endpoint, desc)
+        return Deletion(
+            endpoint=endpoint,
+            described=desc,
+            components=[*mine, *foreign],
+            configs=[c for c in configs if c not in shared],
+            models=[] if keep_model else [m for m in dict.fromkeys(models) if m not in shared],
+            kept_models=list(dict.fromkeys(models)) if keep_model else [],
+            kept_shared=shared,
+            kept_component_models=list(dict.fromkeys(theirs)),
+        )
+
+    def delete(
+        self, endpoint: str, *, keep_model: bool = False, force: bool = False
+    ) -> dict[str, Any]:
+        """Delete an endpoint (its components first), then the config and models it uses
+        that nothing else uses (`deletion` says which, and what is refused)."""
+        from .components import deregister_component_scaling
+
+        plan = self.deletion(endpoint, keep_model=keep_model, force=force)
+        if plan is None:
+            return {"endpoint": endpoint, "deleted": [], "note": "already gone"}
+        for name in plan.components:  # SageMaker refuses DeleteEndpoint while they remain
+            deregister_component_scaling(self, name)
+            if self.delete_and_confirm("inference_component", name):
+                self.say(f"deleted inference component {name}")
+        for model in plan.kept_component_models:
+            self.say(f"kept model {model}: an inference component peagle did not create named it")
+        self._deregister_autoscaling(endpoint, plan.described)
         deleted = []
         if self.delete_and_confirm("endpoint", endpoint):
             deleted.append(endpoint)
-        for cfg in configs:
-            if cfg not in shared and self.delete_and_confirm("endpoint_config", cfg):
+        for cfg in plan.configs:
+            if self.delete_and_confirm("endpoint_config", cfg):
                 deleted.append(cfg)
-        if not keep_model:
-            for m in dict.fromkeys(models):
-                if m not in shared and self.delete_and_confirm("model", m):
-                    deleted.append(m)
+        for m in plan.models:
+            if self.delete_and_confirm("model", m):
+                deleted.append(m)
         if deleted:  # one line for all: the CLI prints nothing more
             self.say(f"deleted {', '.join(deleted)}")
-        for name, eps in shared.items():
+        for name, eps in plan.kept_shared.items():
             self.say(f"kept {name}: endpoint {', '.join(eps)} uses it")
         return {
             "endpoint": endpoint,
             "deleted": deleted,
-            "kept_models": models if keep_model else [],
-            "kept_shared": shared,
+            "kept_models": plan.kept_models,
+            "kept_shared": plan.kept_shared,
         }
 
     def _deregister_autoscaling(self, endpoint: str, desc: dict[str, Any]) -> None:

@@ -79,7 +79,7 @@ class UpdateResult:
 
     kind: str
     endpoint: str
-    status: str
+    status: str | None  # None for a dry run: nothing was asked of the endpoint
     changes: list[str] = field(default_factory=list)
     created: list[tuple[str, str]] = field(default_factory=list)
     endpoint_config: str | None = None
@@ -87,9 +87,12 @@ class UpdateResult:
     component: str | None = None
     desired_copies: int | None = None
     current_copies: int | None = None
+    dry_run: bool = False
 
     @property
     def changed(self) -> bool:
+        if self.dry_run:
+            return False
         return bool(self.created) if self.kind != "copies" else True
 
     @property
@@ -108,8 +111,11 @@ class UpdateResult:
                 "desired_copies": self.desired_copies,
                 "current_copies": self.current_copies,
                 "scaled_to_zero": self.scaled_to_zero,
+                **({"dry_run": True} if self.dry_run else {}),
             }
         doc: dict[str, Any] = {"endpoint": self.endpoint, "status": self.status}
+        if self.dry_run:
+            doc["dry_run"] = True
         if self.kind == "endpoint":
             doc["endpoint_config"] = self.endpoint_config
         doc["changed"] = self.changed
@@ -209,6 +215,7 @@ def update(
     say: Say | None = None,
     on_connect: OnConnect | None = None,
     on_poll: Callable[[Any], None] | None = None,
+    dry_run: bool = False,
     _cli: bool = False,
 ) -> UpdateResult:
     """Change an endpoint in place; nothing changes on error.
@@ -222,6 +229,8 @@ def update(
     - `component=..., copies=N`: UpdateInferenceComponentRuntimeConfig (0 scales to zero).
 
     `timeout`: "2h", "90m" or seconds. `confirm` is asked with what would change.
+    `dry_run`: read what is deployed, plan the change and return what would change, with
+    no request that changes anything (and no confirm).
     SpecError (before any request) for a bad value or a bad combination."""
     _check_update_args(name, k, mode, instance_type, instance_count, component, copies, _cli)
     wait_s = seconds(timeout, "timeout")
@@ -235,6 +244,8 @@ def update(
 
         change = plan_component_change(lc.sm, name, component, k=k, mode=mode)
         refuse_sandbox_only(change.plan.spec.model)
+        if dry_run:
+            return UpdateResult("component", name, None, list(change.changes), dry_run=True)
         ask(f"Update {name} ({', '.join(change.changes) or 'no change'})?")
         result = change.apply(lc, timeout=wait_s)
         return UpdateResult(
@@ -244,6 +255,10 @@ def update(
         from ..lifecycle.components import set_copies
 
         assert copies is not None
+        if dry_run:
+            return UpdateResult(
+                "copies", name, None, component=component, desired_copies=copies, dry_run=True
+            )
         ask(f"Set {name} component {component} to {copies} copies?")
         desc = set_copies(lc, name, component, copies, wait_s or 3600)
         rc = desc.get("RuntimeConfig", {})
@@ -270,6 +285,16 @@ def update(
     new = plan(build_spec(None, None, options, base=base))
     new.raise_for_failures()
     changes = _changes(plan(current), new)
+    if dry_run:
+        return UpdateResult(
+            "endpoint",
+            name,
+            None,
+            changes,
+            endpoint_config=new.names["endpoint_config"],
+            speculative_config=new.speculative_config,
+            dry_run=True,
+        )
     ask(f"Update {name} ({', '.join(changes) or 'no change'})?")
     result = lc.update(new, timeout=wait_s, on_poll=on_poll)
     return UpdateResult(

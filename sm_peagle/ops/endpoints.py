@@ -83,6 +83,11 @@ class DeleteResult(_Doc):
         return self.get("deleted", [])
 
     @property
+    def would_delete(self) -> list[str]:
+        """With `dry_run`: what would go, in the order it would."""
+        return self.get("would_delete", [])
+
+    @property
     def note(self) -> str | None:
         return self.get("note")
 
@@ -244,6 +249,7 @@ def delete(
     *,
     keep_model: bool = False,
     force: bool = False,
+    dry_run: bool = False,
     confirm: Confirm | None = None,
     region: str | None = None,
     aws: Any = None,
@@ -255,10 +261,17 @@ def delete(
     deleted) for an endpoint without the peagle:managed tag, or hosting components peagle
     did not create, unless `force`; a config or model another endpoint (or component)
     uses is never deleted, nor a foreign component's model. `confirm` is asked first
-    (with `force`, naming the foreign components that would go)."""
+    (with `force`, naming the foreign components that would go). `dry_run`: the same
+    reads and refusals, and `would_delete` lists what would go, in order; nothing is
+    deleted and nothing is asked."""
     name = _name(name)
     ctx = context(region, aws, on_connect)
     lc = _lifecycle(ctx, say or quiet)
+    if dry_run:
+        plan = lc.deletion(name, keep_model=keep_model, force=force)
+        if plan is None:
+            return DeleteResult({"endpoint": name, "deleted": [], "note": "already gone"})
+        return DeleteResult({**plan.to_dict(), "dry_run": True})
     if confirm is not None:
         question = f"Delete endpoint {name} and its config/models?"
         if force:  # say what --force destroys that is not peagle's

@@ -159,3 +159,26 @@ def test_an_sdk_call_prompts_nothing_and_a_raising_confirm_stops_it(world):
         sm_peagle.delete(NAME, confirm=no)
     assert world.sent("DeleteEndpoint") == []
     sm_peagle.delete(NAME)
+
+
+def test_dry_runs_read_and_plan_but_change_nothing(world, sagemaker_harness, capsys):
+    """update/delete dry_run (and --dry-run): what would change or go, from the same reads
+    and the same refusals, and not one request that changes anything."""
+    sm_peagle.deploy("gpt-oss-20b", role=world.role_arn)
+    before = left_in_moto()
+    sagemaker_harness.requests.clear()
+    r = sm_peagle.update(NAME, k=5, dry_run=True)
+    assert r.dry_run and r.changes == ["K 3 -> 5"] and not r.changed
+    d = sm_peagle.delete(NAME, dry_run=True)
+    assert d.would_delete[0] == NAME and len(d.would_delete) == 3  # endpoint, config, model
+    assert d.to_dict()["dry_run"] is True
+    code, out, err = run(capsys, "update", NAME, "-k", "5", "--dry-run")
+    assert code == 0 and "would change K 3 -> 5" in out
+    code, out, err = run(capsys, "delete", NAME, "--dry-run", "--json")
+    assert code == 0 and json.loads(out)["would_delete"] == d.would_delete
+    mutating = [
+        op for op in sagemaker_harness.requests.operations()
+        if not op.startswith(("Describe", "List", "Get"))
+    ]
+    assert mutating == []
+    assert left_in_moto() == before
