@@ -12,6 +12,8 @@ _LAZY = {
     "deploy": "endpoint",
     "Endpoint": "endpoint",
     "plan": "lifecycle.resolve",
+    # Deprecated spelling of `plan` (a FutureWarning; removed in the next release).
+    "plan_for": "endpoint",
     "Plan": "planning.plan_result",
     "DeploymentSpec": "planning.spec.model",
     "load_spec": "planning.spec.loading",

@@ -19,7 +19,7 @@ from .lifecycle.spec_tags import deployed_spec
 from .planning.plan_result import Plan
 from .planning.spec.model import DeploymentSpec
 
-__all__ = ["Deployment", "Endpoint", "deploy", "deployed_spec", "plan"]
+__all__ = ["Deployment", "Endpoint", "deploy", "deployed_spec", "plan", "plan_for"]
 
 if TYPE_CHECKING:  # annotations only
     from .lifecycle.adopt import AdoptResult
@@ -365,3 +365,15 @@ def deploy(
         p.speculative_config,
     )
     return ep
+
+
+def plan_for(spec_or_model: DeploymentSpec | str | dict | Path, **overrides: Any) -> Plan:
+    """Deprecated: `sm_peagle.plan`, the one name for "resolve and plan" (CHANGELOG.md)."""
+    import warnings
+
+    warnings.warn(
+        "sm_peagle.plan_for is deprecated, use sm_peagle.plan (removed in the next release)",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return plan(spec_or_model, **overrides)

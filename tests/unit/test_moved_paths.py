@@ -110,3 +110,10 @@ def test_old_pytest_plugin_path_loads_the_sandbox_fixtures_with_a_notice() -> No
     (warning,) = doc["warnings"]
     assert warning[0] == "FutureWarning"
     assert "peagle_sandbox.testing.pytest_plugin" in warning[1]
+
+
+def test_plan_for_still_plans_with_a_notice() -> None:
+    with pytest.warns(FutureWarning, match=r"sm_peagle.plan_for is deprecated, use sm_peagle.plan"):
+        old = sm_peagle.plan_for("gpt-oss-20b", k=5)
+    new = sm_peagle.plan("gpt-oss-20b", k=5)
+    assert old.to_dict() == new.to_dict()
