@@ -38,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     if not args.aws:
-        sm_peagle.use_sandbox()
+        import peagle_sandbox
+
+        peagle_sandbox.use_sandbox()
     head = args.head or write_synthetic_head(Path(tempfile.mkdtemp()) / "head")
 
     # 1. Inspect: config.json and safetensors headers only, never the weights.
