@@ -31,7 +31,6 @@ __all__ = [
     "load_snapshot",
     "public_bucket",
     "private_bucket",
-    "cache_dir",
 ]
 
 
@@ -41,14 +40,6 @@ def public_bucket(region: str) -> str:
 
 def private_bucket(region: str) -> str:
     return f"jumpstart-private-cache-prod-{region}"
-
-
-def cache_dir() -> Path:
-    """Deprecated: `sm_peagle.settings.cache_dir()` is the one place the cache directory
-    (PEAGLE_CACHE_DIR) is read; this alias stays until planning/aws_shapes stops caching."""
-    from .. import settings
-
-    return settings.cache_dir()
 
 
 @dataclass

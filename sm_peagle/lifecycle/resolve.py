@@ -136,7 +136,9 @@ def plan(
     disk cache or, with credentials (or `allow_live=True`), a live fetch; pass
     `jumpstart_spec=` to plan from a JumpStart spec you hold, with no lookup at all."""
     from ..planning.build import plan as build_plan
+    from .shape_cache import install
 
+    install()
     spec = to_spec(spec_or_model, overrides)
     if jumpstart_spec is not None:
         return build_plan(

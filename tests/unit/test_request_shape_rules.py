@@ -158,10 +158,13 @@ def test_errors_accumulate_in_request_order() -> None:
 # --- the cached slice of botocore's service model ------------------------------------------
 @pytest.fixture
 def fresh_model_cache(tmp_path, monkeypatch):
-    """No cached slice, on disk or in memory: the next lookup reads botocore's file."""
+    """No cached slice, on disk or in memory, and the disk cache the impure layer installs
+    (lifecycle/shape_cache.py): the next lookup reads botocore's file."""
+    from sm_peagle.lifecycle import shape_cache
     from sm_peagle.planning.steps import aws_shapes
 
     monkeypatch.setenv("PEAGLE_CACHE_DIR", str(tmp_path))
+    shape_cache.install()
     aws_shapes.service_model.cache_clear()
     yield tmp_path / "shapes"
     aws_shapes.service_model.cache_clear()
@@ -221,6 +224,25 @@ def test_the_slice_is_cached_on_disk_and_a_broken_cache_is_rebuilt(fresh_model_c
     assert service_model("sagemaker") == first  # unreadable: rebuilt from botocore's file
     assert json.loads(cached.read_text()) == first
     assert not list(fresh_model_cache.glob("*.tmp"))
+
+
+def test_the_pure_module_writes_nothing_without_the_cache(tmp_path, monkeypatch) -> None:
+    """planning/ writes nothing: with its own loader a lookup computes the slice and
+    leaves the cache directory untouched; sm_peagle.plan installs the disk cache."""
+    from sm_peagle.planning.steps import aws_shapes
+
+    monkeypatch.setenv("PEAGLE_CACHE_DIR", str(tmp_path))
+    before = aws_shapes.current_loader()
+    try:
+        aws_shapes.use_loader(aws_shapes.slice_service)
+        assert aws_shapes.service_model("cloudwatch")["operations"]
+        assert list(tmp_path.iterdir()) == []
+        import sm_peagle
+
+        sm_peagle.plan("gpt-oss-20b")
+        assert [p.name for p in (tmp_path / "shapes").iterdir()]
+    finally:
+        aws_shapes.use_loader(before)
 
 
 def test_instance_type_enum_is_botocores() -> None:

@@ -4,8 +4,9 @@ botocore's ParamValidator checks types, required members and minimums but not pa
 enums or maximums, and loading the SageMaker model plus `botocore.validate` costs about
 190 ms, more than the whole `peagle plan` budget. So this module reads the same
 `service-2.json.gz` botocore ships (found without importing botocore), keeps the shapes
-reachable from the operations peagle sends, caches that slice on disk keyed by the
-file's path, size and mtime, and checks type, required, min/max, enum and pattern.
+reachable from the operations peagle sends, and checks type, required, min/max, enum and
+pattern. It writes nothing: the impure layer installs a loader that keeps the slice on
+disk (`lifecycle/shape_cache.py`, keyed by `slice_key`), so a plan stays fast.
 The tests also run botocore's own ParamValidator on every plan, so both agree.
 """
 
@@ -16,6 +17,7 @@ import hashlib
 import importlib.util
 import json
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -95,39 +97,47 @@ def _reachable(shapes: dict, roots: list[str]) -> dict:
     return out
 
 
-@lru_cache(maxsize=4)
-def service_model(service: str) -> dict:
-    """The slice of botocore's `service-2.json` for `service` that OPERATIONS need
-    (cached on disk, keyed by the file's size, mtime and the operation list)."""
-    src = _service_file(service)
-    st = src.stat()
-    from ...catalog.jumpstart import cache_dir
-
-    # The operation list is part of the key: a slice cached for fewer operations is stale.
+def slice_key(service: str) -> str:
+    """A name for `service`'s slice that changes with botocore's file (size, mtime) and
+    with the operation list (a slice made for fewer operations is stale)."""
+    st = _service_file(service).stat()
     ops_key = hashlib.sha256(",".join(OPERATIONS[service]).encode()).hexdigest()[:8]
-    name = f"{service}-{st.st_size}-{int(st.st_mtime)}-{ops_key}.json"
-    cache = cache_dir() / "shapes" / name
-    try:
-        return json.loads(cache.read_text())
-    except (OSError, ValueError):
-        pass
+    return f"{service}-{st.st_size}-{int(st.st_mtime)}-{ops_key}.json"
+
+
+def slice_service(service: str) -> dict:
+    """The slice of botocore's `service-2.json` for `service` that OPERATIONS need."""
+    src = _service_file(service)
     raw = src.read_bytes()
     full = json.loads(gzip.decompress(raw) if src.suffix == ".gz" else raw)
     ops = {op: full["operations"][op]["input"]["shape"] for op in OPERATIONS[service]}
-    sliced = {
+    return {
         "operations": ops,
         "shapes": _reachable(
             full["shapes"], list(ops.values()) + list(EXTRA_SHAPES.get(service, ()))
         ),
     }
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_suffix(".tmp")
-        tmp.write_text(json.dumps(sliced))
-        tmp.replace(cache)
-    except OSError:
-        pass
-    return sliced
+
+
+_loader: Callable[[str], dict] = slice_service
+
+
+def use_loader(loader: Callable[[str], dict]) -> None:
+    """Install where slices come from (a disk cache, say); the default computes them."""
+    global _loader
+    if loader is not _loader:
+        _loader = loader
+        service_model.cache_clear()
+
+
+def current_loader() -> Callable[[str], dict]:
+    return _loader
+
+
+@lru_cache(maxsize=4)
+def service_model(service: str) -> dict:
+    """The slice of botocore's model for `service`, from the installed loader."""
+    return _loader(service)
 
 
 def shape_enum(service: str, shape: str) -> frozenset[str]:
