@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .lifecycle.resolve import plan, to_spec, with_push_bucket
+from .lifecycle.resolve import plan
 from .lifecycle.spec_tags import deployed_spec
 from .planning.plan_result import Plan
 from .planning.spec.model import DeploymentSpec
@@ -330,21 +330,12 @@ def deploy(
     failed check (nothing sent), PreflightFailed / QuotaExceeded (nothing created),
     DeploymentFailed / DeploymentTimeout (everything rolled back unless keep_on_failure)."""
     from .lifecycle.manager import Lifecycle
-    from .ops.changes import refuse_sandbox_only
-    from .ops.session import context, seconds
+    from .ops.changes import planned_on_aws
+    from .ops.session import seconds
     from .planning.plan_result import variant_instance_types
 
     wait_s = seconds(timeout, "timeout")
-    if isinstance(spec_or_model, Plan):
-        refuse_sandbox_only(spec_or_model.spec.model, say=say)
-        p = plan(spec_or_model.spec, **overrides) if overrides else spec_or_model
-    else:  # refused before planning: a JumpStart lookup is a request too
-        spec = to_spec(spec_or_model, overrides)
-        refuse_sandbox_only(spec.model, say=say)
-        p = plan(spec)
-    p.raise_for_failures()
-    ctx = context(p.region, aws, on_connect)
-    p = with_push_bucket(p, ctx)
+    ctx, p = planned_on_aws(spec_or_model, overrides, aws, on_connect, say=say)
     if confirm is not None:
         price = f"${p.usd_per_hour:.2f}/h" if p.usd_per_hour is not None else "an unknown price"
         v = p.create_endpoint_config["ProductionVariants"][0]

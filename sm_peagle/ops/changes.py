@@ -331,6 +331,36 @@ class ApplyResult:
         return doc
 
 
+def planned_on_aws(
+    spec_or_model: Any,
+    overrides: dict[str, Any],
+    aws: Any,
+    on_connect: OnConnect | None,
+    *,
+    refuse_sandbox: bool = True,
+    say: Say | None = None,
+) -> tuple[Any, Plan]:
+    """The one way a spec becomes a plan AWS is about to receive (deploy, apply, diff):
+    a sandbox-only model refused before planning (a JumpStart lookup is a request too),
+    the plan's checks passed (CheckFailed, nothing sent), then the AWS context, and a
+    local head's push bucket, which needs the account."""
+    from ..lifecycle.resolve import plan, to_spec, with_push_bucket
+    from ..planning.plan_result import Plan as PlanType
+
+    if isinstance(spec_or_model, PlanType):
+        if refuse_sandbox:
+            refuse_sandbox_only(spec_or_model.spec.model, say=say)
+        p = plan(spec_or_model.spec, **overrides) if overrides else spec_or_model
+    else:
+        spec = to_spec(spec_or_model, overrides)
+        if refuse_sandbox:
+            refuse_sandbox_only(spec.model, say=say)
+        p = plan(spec)
+    p.raise_for_failures()
+    ctx = context(p.region, aws, on_connect)
+    return ctx, with_push_bucket(p, ctx)
+
+
 def _compare(
     spec_or_path: Any,
     region: str | None,
@@ -341,15 +371,15 @@ def _compare(
     say: Say | None = None,
 ) -> tuple[Any, ApplyPlan]:
     from ..lifecycle.apply import compare
-    from ..lifecycle.resolve import plan, to_spec, with_push_bucket
 
-    spec = to_spec(spec_or_path, {"region": region} if region else {})
-    if refuse_sandbox:  # before planning: a JumpStart lookup is a request too
-        refuse_sandbox_only(spec.model, say=say)
-    p = plan(spec)
-    p.raise_for_failures()
-    ctx = context(p.region, aws, on_connect)
-    p = with_push_bucket(p, ctx)
+    ctx, p = planned_on_aws(
+        spec_or_path,
+        {"region": region} if region else {},
+        aws,
+        on_connect,
+        refuse_sandbox=refuse_sandbox,
+        say=say,
+    )
     return ctx, compare(p, ctx)
 
 
