@@ -18,6 +18,7 @@ from ..errors import CheckFailed, PeagleError, SpecError
 
 if TYPE_CHECKING:
     from ..checks import Check
+    from ..drafter.push import PushResult
 
 __all__ = [
     "DRAFTER_MODES",
@@ -137,42 +138,26 @@ def drafter_check(
 
 @dataclass
 class DrafterPush:
-    """What `drafter_push` uploaded and skipped, and the AdditionalModelDataSources entry
-    that mounts the head (`entry`, for CreateModel's PrimaryContainer)."""
+    """What `drafter_push` did: the push's own result (`drafter.push.PushResult`: what was
+    uploaded, skipped and found), where from, and the AdditionalModelDataSources entry that
+    mounts the head under `channel` (`entry`, for CreateModel's PrimaryContainer)."""
 
     source: str
-    s3_uri: str
     channel: str
-    uploaded: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    bytes_uploaded: int = 0
-    notes: list[str] = field(default_factory=list)
-    stale_keys: list[str] = field(default_factory=list)
-    folder_keys: list[str] = field(default_factory=list)
+    push: PushResult
+
+    def __getattr__(self, name: str) -> Any:  # s3_uri, uploaded, skipped, notes, ...
+        if name == "push":
+            raise AttributeError(name)
+        return getattr(self.push, name)
 
     @property
     def entry(self) -> dict[str, Any]:
-        return {
-            "ChannelName": self.channel,
-            "S3DataSource": {
-                "S3Uri": self.s3_uri,
-                "S3DataType": "S3Prefix",
-                "CompressionType": "None",
-            },
-        }
+        return self.push.additional_model_data_source(self.channel)
 
     def to_dict(self) -> dict[str, Any]:
         # The document `peagle drafter push --json` prints.
-        return {
-            "s3_uri": self.s3_uri,
-            "uploaded": list(self.uploaded),
-            "skipped": list(self.skipped),
-            "bytes_uploaded": self.bytes_uploaded,
-            "notes": list(self.notes),
-            "stale_keys": list(self.stale_keys),
-            "folder_keys": list(self.folder_keys),
-            "additional_model_data_source": self.entry,
-        }
+        return {**self.push.to_dict(), "additional_model_data_source": self.entry}
 
 
 def drafter_push(
@@ -264,17 +249,7 @@ def _push(
     _say(progress, f"pushing {src} ({len(files)} files, {total / 2**20:,.1f} MiB) to {dest}")
     sent = None if on_bytes is None else (lambda n: on_bytes(n, total))
     r = push_drafter(src, dest, s3_client=client, progress=sent)
-    return DrafterPush(
-        source=src,
-        s3_uri=r.s3_uri,
-        channel=channel,
-        uploaded=r.uploaded,
-        skipped=r.skipped,
-        bytes_uploaded=r.bytes_uploaded,
-        notes=r.notes,
-        stale_keys=r.stale_keys,
-        folder_keys=r.folder_keys,
-    )
+    return DrafterPush(source=src, channel=channel, push=r)
 
 
 def _download_hf(repo_id: str, dest: str, progress: Progress | None) -> str:
