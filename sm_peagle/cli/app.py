@@ -48,6 +48,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # `peagle sandbox …` (sm_peagle/plugins.py). Named here so `peagle sandbox` without the
 # plugin says how to install it instead of "No such command".
 PLUGIN_COMMANDS = ("sandbox",)
+# What `peagle --help` says of a plugin's group, read without importing the plugin.
+PLUGIN_HELP = {
+    "sandbox": "A local SageMaker on 127.0.0.1 with a SIMULATED or real vLLM CPU engine "
+    "(the peagle-sandbox distribution): start, status, stop, install-engine.",
+}
 
 
 def _print_version(value: bool) -> None:
@@ -134,7 +139,7 @@ def _add_global_options(command: Any) -> None:
             command.params.append(param)
 
 
-def build_app(only: str | None = None) -> typer.Typer:
+def build_app(only: str | None = None, *, plugins: bool = True) -> typer.Typer:
     """The typer app; with `only`, just that command.
 
     typer turns every parameter of every registered command into click objects (and,
@@ -188,6 +193,11 @@ def build_app(only: str | None = None) -> typer.Typer:
         from ..plugins import command_groups
 
         for name, ep in command_groups().items():
+            if only is None and not plugins:
+                # `peagle --help` lists the group without importing the plugin: the
+                # product loads the emulator only when one of its commands runs.
+                app.add_typer(typer.Typer(help=PLUGIN_HELP.get(name, "")), name=name)
+                continue
             if only is None or name == only:
                 app.add_typer(ep.load(), name=name, cls=PeagleGroup)
     return app
@@ -223,7 +233,10 @@ def main(argv: list[str] | None = None) -> int:
             from ..plugins import sandbox_plugin
 
             sandbox_plugin().cli_activate()
-        code = build_app(only)(args=args, prog_name="peagle", standalone_mode=False)
+        # A root-level run (`peagle --help`, a mistyped command) builds plugin groups as
+        # stubs: listing them must not import the emulator.
+        app = build_app(only, plugins=only is not None)
+        code = app(args=args, prog_name="peagle", standalone_mode=False)
         # typer >= 0.2x turns Ctrl-C into Exit(130), and `typer.Exit(n)` raised in a command,
         # into a *returned* exit code when standalone_mode is False: pass it on.
         if isinstance(code, int) and not isinstance(code, bool) and code:

@@ -42,9 +42,11 @@ def peagle_script() -> Path:
     )
 
 
+# Heavy libraries, and the emulator (the product loads it only when a sandbox command runs).
 NO_HEAVY_IMPORTS = (
     "import sys; from sm_peagle.cli.app import main; code = main({argv!r}); "
-    "heavy = [m for m in ('boto3', 'botocore', 'rich') if m in sys.modules]; "
+    "heavy = [m for m in sys.modules if m.split('.')[0] in "
+    "('boto3', 'botocore', 'rich', 'peagle_sandbox', 'moto')]; "
     "assert not heavy, heavy; sys.exit(code)"
 )
 
