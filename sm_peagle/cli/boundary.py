@@ -41,18 +41,14 @@ def json_requested(args: list[str]) -> bool:
     return "--json" in head or current().json
 
 
-def report(
-    message: str, *, fix: str | None, exit_code: int, kind: str, json_out: bool, **extra: Any
-) -> int:
-    """Print the error line (stderr) and, with --json, the error document (stdout)."""
-    from .output import error, json_printed, print_json
+def report(message: str, *, fix: str | None, exit_code: int, kind: str, **extra: Any) -> int:
+    """Print the error line (stderr) and, with --json, the error document (stdout): the
+    output object's `failure` (a command that failed after printing its result keeps
+    that one document)."""
+    from .output import current
 
-    error(message + (f" (fix: {fix})" if fix else ""))
-    # A command that failed after printing its result (plan --json with failed checks: the
-    # checks are in it) keeps that one document; otherwise the error is the document.
-    if json_out and not json_printed():
-        doc = {"type": kind, "message": message, "fix": fix, "exit_code": exit_code, **extra}
-        print_json({"error": doc})
+    doc = {"type": kind, "message": message, "fix": fix, "exit_code": exit_code, **extra}
+    current().failure(message + (f" (fix: {fix})" if fix else ""), doc)
     return exit_code
 
 
@@ -131,17 +127,17 @@ def exit_code_for(exc: BaseException, args: list[str]) -> int:
     import typer
 
     from ..ops.session import as_peagle_error
+    from .output import configure
 
-    json_out = json_requested(args)
+    if json_requested(args):  # an error before click parsed --json still gets its document
+        configure(json=True)
     if isinstance(exc, typer.Exit):  # --help, or a command's own exit code
         return exc.exit_code
     _debug_origin(exc)
     if isinstance(exc, KeyboardInterrupt):
-        return report(
-            "interrupted", fix=None, exit_code=INTERRUPTED, kind="Interrupted", json_out=json_out
-        )
+        return report("interrupted", fix=None, exit_code=INTERRUPTED, kind="Interrupted")
     if isinstance(exc, typer.Abort):
-        return report("aborted", fix=None, exit_code=1, kind="Aborted", json_out=json_out)
+        return report("aborted", fix=None, exit_code=1, kind="Aborted")
     err = exc if isinstance(exc, PeagleError) else as_peagle_error(exc)
     if isinstance(err, PeagleError):
         doc = err.to_dict()
@@ -152,7 +148,6 @@ def exit_code_for(exc: BaseException, args: list[str]) -> int:
             fix=err.remedy,
             exit_code=err.exit_code,
             kind=doc["type"],
-            json_out=json_out,
             **extra,
         )
     # typer >= 0.2x vendors click (typer._click), so `click.ClickException` no longer
@@ -169,7 +164,6 @@ def exit_code_for(exc: BaseException, args: list[str]) -> int:
             fix=fix,
             exit_code=int(exc.exit_code),  # type: ignore[attr-defined]
             kind="UsageError",
-            json_out=json_out,
         )
     if settings.debug():
         raise exc
@@ -178,7 +172,6 @@ def exit_code_for(exc: BaseException, args: list[str]) -> int:
         fix="this is a bug in peagle; rerun with PEAGLE_DEBUG=1 for the traceback and report it",
         exit_code=1,
         kind="InternalError",
-        json_out=json_out,
     )
 
 

@@ -15,9 +15,14 @@ def _fmt(seconds: float) -> str:
 
 
 @contextmanager
-def wait_view(quiet: bool = False) -> Iterator[Callable[[Any], None]]:
+def wait_view(quiet: bool | None = None) -> Iterator[Callable[[Any], None]]:
     """Yield an on_poll callback. Plain mode prints a line when something changes; on a
-    terminal a live panel appears at the first poll."""
+    terminal a live panel appears at the first poll. Nothing when `quiet`, which defaults
+    to the output object's JSON mode (a machine reads the one document, not the wait)."""
+    from .output import current
+
+    if quiet is None:
+        quiet = current().json
     if quiet:
         yield lambda _s: None
         return

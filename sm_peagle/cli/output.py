@@ -3,6 +3,12 @@
     out = current()                     # configured by the root options (--json, -q, -v)
     out.result(obj, render=show)        # --json: obj.to_dict() as one JSON document;
                                         # otherwise show(obj) (rich is fine in there)
+    out.result(obj, show, document=doc) # --json: `doc` instead (a document that is not
+                                        # obj.to_dict(), kept as users parse it)
+    out.stream(items, render=show)      # --json: JSON Lines, one per item as it comes
+    out.human(fn)                       # fn for people, None with --json: a callback that
+                                        # shows something while the command runs
+    out.live                            # a live view may draw on stdout (a terminal, no --json)
     out.note("creating model …")        # stderr; suppressed by --quiet (warnings stay)
     out.debug("polled 3 times")         # stderr; only with --verbose
     out.warn("--out is deprecated …")   # stderr; always
@@ -49,12 +55,18 @@ def no_color() -> bool:
 
 
 def to_document(obj: Any) -> Any:
-    """What `--json` prints for `obj`: its `to_dict()`, a dataclass as a dict, else obj."""
+    """What `--json` prints for `obj`: its `to_dict()`, a dataclass as a dict, a list of
+    results as the list of their documents, else obj."""
     if hasattr(obj, "to_dict") and callable(obj.to_dict):
         return obj.to_dict()
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return dataclasses.asdict(obj)
+    if isinstance(obj, list | tuple):
+        return [to_document(item) for item in obj]
     return obj
+
+
+_UNSET: Any = object()
 
 
 class Output:
@@ -70,15 +82,40 @@ class Output:
         return f"Output(json={self.json}, quiet={self.quiet}, verbose={self.verbose})"
 
     # -- results (stdout) ---------------------------------------------------------------
-    def result(self, obj: Any, render: Callable[[Any], Any] | None = None) -> None:
-        """The command's result: one JSON document with --json, else `render(obj)` (which
-        prints, or returns something to print: a string or a rich renderable)."""
+    def result(
+        self, obj: Any, render: Callable[[Any], Any] | None = None, *, document: Any = _UNSET
+    ) -> None:
+        """The command's result: one JSON document with --json (`document` if given, else
+        `to_document(obj)`), else `render(obj)` (which prints, or returns something to
+        print: a string or a rich renderable)."""
         if self.json:
-            self.json_document(to_document(obj))
+            self.json_document(to_document(obj) if document is _UNSET else document)
             return
         shown = render(obj) if render is not None else obj
         if shown is not None:
             self.print(shown)
+
+    def stream(self, items: Any, render: Callable[[Any], Any]) -> None:
+        """Results that keep coming (`logs --follow`): with --json, JSON Lines (one compact
+        document per item, written as it arrives, so the stream can be piped); else
+        `render(items)`, which iterates them itself."""
+        if not self.json:
+            render(items)
+            return
+        for item in items:
+            sys.stdout.write(json.dumps(to_document(item)) + "\n")
+            sys.stdout.flush()
+
+    def human(self, fn: Any, otherwise: Any = None) -> Any:
+        """`fn` for people, `otherwise` (None) with --json: for what a command shows while it
+        runs rather than as its result (the diff `apply` shows before its prompt, an answer
+        streamed as it arrives), which JSON mode leaves out of stdout."""
+        return otherwise if self.json else fn
+
+    @property
+    def live(self) -> bool:
+        """Whether a live view may draw on stdout: a terminal, and not --json."""
+        return not self.json and sys.stdout.isatty()
 
     def json_document(self, doc: Any) -> None:
         self.documents += 1
@@ -122,6 +159,14 @@ class Output:
     def error(self, message: str) -> None:
         sys.stderr.write(f"error: {message}\n")
         sys.stderr.flush()
+
+    def failure(self, message: str, doc: dict[str, Any]) -> None:
+        """What stopped the command: `error: message` on stderr and, with --json, the
+        document `{"error": doc}` on stdout, unless the command already printed its result
+        document (plan --json with failed checks: the checks are in it)."""
+        self.error(message)
+        if self.json and not self.documents:
+            self.json_document({"error": doc})
 
     # -- rich (lazily) ------------------------------------------------------------------
     def console(self, stderr: bool = False) -> Any:
