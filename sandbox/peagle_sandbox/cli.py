@@ -9,12 +9,12 @@ it on demand.
 from __future__ import annotations
 
 import shlex
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from sm_peagle.cli.options import JsonOpt, SandboxEngine
-from sm_peagle.cli.output import note, print_json
+from sm_peagle.cli.output import current, note
 
 sandbox_app = typer.Typer(
     help="A local SageMaker on 127.0.0.1 (moto control plane; endpoints on a SIMULATED "
@@ -71,9 +71,10 @@ def start_command(
     )
     if started.already_running:
         note(f"already running (pid {started.pid})")
-    if json_out:
-        print_json(started.to_dict())
-        return
+    current().result(started, render=_render_started)
+
+
+def _render_started(started: Any) -> None:
     _hint(started.url, started.engine_label)
     typer.echo(f"pid {started.pid}  url {started.url}  log {started.info.get('log')}")
 
@@ -83,10 +84,11 @@ def status_command(json_out: JsonOpt = False) -> None:
     """Whether the sandbox runs, where, and whether it answers."""
     import sm_peagle
 
-    st = sm_peagle.sandbox_status().to_dict()
-    if json_out:
-        print_json(st)
-        return
+    current().result(sm_peagle.sandbox_status(), render=_render_status)
+
+
+def _render_status(status: Any) -> None:
+    st = status.to_dict()
     if not st["running"]:
         typer.echo("sandbox: not running")
         return
@@ -103,10 +105,11 @@ def stop_command(json_out: JsonOpt = False) -> None:
     """Stop the sandbox (SIGTERM, then SIGKILL) and remove its state file. All state is lost."""
     import sm_peagle
 
-    result = sm_peagle.sandbox_stop()
-    if json_out:
-        print_json(result.to_dict())
-    elif result.stopped:
+    current().result(sm_peagle.sandbox_stop(), render=_render_stopped)
+
+
+def _render_stopped(result: Any) -> None:
+    if result.stopped:
         typer.echo(f"stopped sandbox pid {result.doc['pid']}")
     else:
         typer.echo(f"sandbox: {result.note}")

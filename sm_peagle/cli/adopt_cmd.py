@@ -8,7 +8,7 @@ import typer
 
 from .lifecycle_cmds import YesOpt, asker
 from .options import dry_run_option, output_option
-from .output import STATUS_STYLE, console, note, print_json, table
+from .output import STATUS_STYLE, console, current, note, table
 from .spec_options import JsonOpt, RegionOpt
 
 
@@ -81,14 +81,22 @@ def adopt_command(
         accept_differences=accept_differences,
         output=output,
         confirm=asker(yes),
-        on_result=None if json_out else render_adoption,
+        on_result=current().human(render_adoption),  # before the prompt, for people
         region=region,
         say=note,
         on_connect=hello,
     )
-    if json_out:
-        print_json({**result.to_dict(), "action": "dry-run" if dry_run else "adopted"})
-        return
+    action = "dry-run" if dry_run else "adopted"
+    current().result(
+        result,
+        render=lambda r: _render_adopted(r, name, dry_run),
+        document={**result.to_dict(), "action": action},
+    )
+
+
+def _render_adopted(result: Any, name: str, dry_run: bool) -> None:
+    """After a dry run: the adoption and that nothing was tagged; after adopting: what was
+    tagged, what works on it now, and what the next update would change."""
     if dry_run:
         render_adoption(result)
         typer.echo(f"dry run: nothing was tagged; `peagle adopt {name}` adopts it")

@@ -8,7 +8,7 @@ import typer
 
 from .lifecycle_cmds import TimeoutOpt, YesOpt, asker, report_failure
 from .options import dry_run_option, file_option
-from .output import note, print_json
+from .output import current, note
 from .spec_options import JsonOpt, RegionOpt
 
 SpecArg = file_option(required=True)
@@ -53,7 +53,7 @@ def diff_command(
     from .context import hello
 
     ap = diff(spec_file, region=region, on_connect=hello)
-    print_json(ap.to_dict()) if json_out else _render(ap)
+    current().result(ap, render=_render)
     if detailed_exitcode and ap.action != "noop":
         raise typer.Exit(CHANGES_PENDING)
 
@@ -73,7 +73,7 @@ def apply_command(
     from .live import wait_view
 
     try:
-        with wait_view(quiet=json_out) as on_poll:
+        with wait_view() as on_poll:
             result = apply(
                 spec_file,
                 dry_run=dry_run,
@@ -81,14 +81,17 @@ def apply_command(
                 confirm=asker(yes),
                 say=note,
                 on_poll=on_poll,
-                on_diff=None if json_out else _render,
+                on_diff=current().human(_render),  # before the prompt, for people
                 on_connect=hello,
                 region=region,
             )
     except DeploymentFailed as e:
         report_failure(e)
         raise
-    if json_out:
-        print_json(result.to_dict())
-    elif result.applied:
+    current().result(result, render=_render_applied)
+
+
+def _render_applied(result: Any) -> None:
+    """The diff was shown before the prompt; a note says where the endpoint ended up."""
+    if result.applied:
         note(f"{result.diff.plan.names['endpoint']} is {result.status}")

@@ -30,7 +30,7 @@ from .options import (
     output_option,
     requests_option,
 )
-from .output import live_counter, note, print_json
+from .output import current, live_counter, note
 from .spec_options import InstanceTypeOpt, JsonOpt, RegionOpt, RoleOpt
 
 ConcurrencyOpt = concurrency_option("Comma-separated concurrency levels.")
@@ -77,14 +77,11 @@ def _target(aws: Any) -> None:
     note(talking_to(aws.region))
 
 
-def _show(result: Any, json_out: bool) -> None:
-    """A measurement result: its JSON document, or tables for people."""
-    if json_out:
-        print_json(result.to_dict())
-    else:
-        from .output import console, table
+def render_measurement(result: Any) -> None:
+    """A measurement result (bench, sweep, report) for people: its own tables."""
+    from .output import console, table
 
-        result.render(console(), table)
+    result.render(console(), table)
 
 
 def bench_command(
@@ -157,7 +154,7 @@ def bench_command(
     if result.commands is not None:
         print(result.commands)
         return
-    _show(result, json_out)
+    current().result(result, render=render_measurement)
 
 
 def sweep_command(
@@ -203,6 +200,6 @@ def sweep_command(
     )  # fmt: skip
     doc = result.to_dict()
     note(f"sweep took {doc['elapsed_s']:.1f}s; left behind: {doc['cleanup']['kept'] or 'nothing'}")
-    _show(result, json_out)
+    current().result(result, render=render_measurement)
     if result.failed:
         raise PeagleError("every configuration failed", remedy=f"see {result.out_dir}/sweep.json")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from .output import console, print_json, table
+from .output import console, current, table
 from .spec_options import JsonOpt, RegionOpt
 
 
@@ -14,10 +14,10 @@ def models(json_out: JsonOpt = False) -> None:
     """List models with published P-EAGLE heads, and what is known about each."""
     import sm_peagle
 
-    entries = sm_peagle.models()
-    if json_out:
-        print_json([m.to_dict() for m in entries])
-        return
+    current().result(sm_peagle.models(), render=_render_models)
+
+
+def _render_models(entries: list[Any]) -> None:
     rows = []
     for m in entries:
         d = m.drafter
@@ -64,9 +64,10 @@ def instances(
     from .output import note
 
     items = sm_peagle.instances(live_prices, region=region, progress=note)
-    if json_out:
-        print_json([i.to_dict() for i in items])
-        return
+    current().result(items, render=_render_instances)
+
+
+def _render_instances(items: list[Any]) -> None:
     rows = [
         [
             i.name,
@@ -95,4 +96,4 @@ def schema(json_out: JsonOpt = False) -> None:
     --json, which is accepted so every command that prints data takes it)."""
     import sm_peagle
 
-    print_json(sm_peagle.schema())
+    current().json_document(sm_peagle.schema())  # a JSON document in either mode

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from .options import DrafterMode, k_option
-from .output import STATUS_STYLE, console, note, print_json, table
+from .output import STATUS_STYLE, console, current, note, table
 from .spec_options import JsonOpt, RegionOpt
 
 CheckKOpt = k_option("K (default: the model's default K).")
@@ -88,10 +88,7 @@ def inspect_cmd(src: SrcArg, region: RegionOpt = None, json_out: JsonOpt = False
     import sm_peagle
 
     ins = sm_peagle.drafter_inspect(src, region=region, progress=note)
-    if json_out:
-        print_json(ins.to_dict())
-    else:
-        _render_inspection(ins)
+    current().result(ins, render=_render_inspection)
 
 
 @drafter_app.command("check")
@@ -138,28 +135,29 @@ def check_cmd(
         region=region,
         progress=note,
     )
-    checks, target = result.checks, result.target
-    if json_out:
-        print_json(result.to_dict())
-    else:
-        from rich.markup import escape
-
-        k = target["k"]
-        title = escape(
-            f"Drafter {result.source} vs {model or 'custom target'} "
-            f"(vLLM {target['vllm_version']}, {mode}, "
-            + (f"K={k})" if k is not None else "K not given)")
-        )
-        rows = [
-            [
-                c.name,
-                STATUS_STYLE[c.status],
-                escape(c.message + (f" -> {c.fix}" if c.fix and c.status != "pass" else "")),
-            ]
-            for c in checks
-        ]
-        console().print(table(title, ["check", "status", "detail"], rows))
+    current().result(result, render=lambda r: _render_check(r, model, mode))
     result.raise_for_failures()
+
+
+def _render_check(result: Any, model: str | None, mode: str) -> None:
+    from rich.markup import escape
+
+    checks, target = result.checks, result.target
+    k = target["k"]
+    title = escape(
+        f"Drafter {result.source} vs {model or 'custom target'} "
+        f"(vLLM {target['vllm_version']}, {mode}, "
+        + (f"K={k})" if k is not None else "K not given)")
+    )
+    rows = [
+        [
+            c.name,
+            STATUS_STYLE[c.status],
+            escape(c.message + (f" -> {c.fix}" if c.fix and c.status != "pass" else "")),
+        ]
+        for c in checks
+    ]
+    console().print(table(title, ["check", "status", "detail"], rows))
 
 
 class _Progress:
@@ -262,7 +260,4 @@ def push_cmd(
         ok = True
     finally:
         bar.close(ok)
-    if json_out:
-        print_json(result.to_dict())
-    else:
-        _render_push(result)
+    current().result(result, render=_render_push)

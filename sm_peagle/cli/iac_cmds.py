@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from .options import ExportFormat, output_option
-from .output import current, note, print_json
+from .output import current, note
 from .spec_options import (
     ImageOpt,
     JsonOpt,
@@ -98,9 +98,10 @@ def iam_policy_command(
         vllm_version=vllm_version,
         progress=note,
     )
-    if json_out:
-        print_json(result.to_dict())
-        return
+    current().result(result, render=_show_policy)
+
+
+def _show_policy(result: Any) -> None:
     typer.echo(f"# Execution-role policy for {result.endpoint} (account {result.account})")
     typer.echo(json.dumps(result.policy, indent=2))
     typer.echo("# Trust policy (attach as the role's assume-role policy)")

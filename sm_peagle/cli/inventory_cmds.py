@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from .lifecycle_cmds import YesOpt, asker
 from .options import DryRunOpt, component_option, json_option
-from .output import console, note, print_json, table
+from .output import console, current, note, table
 from .spec_options import JsonOpt, RegionOpt
 
 NameArg = Annotated[str, typer.Argument(help="Endpoint name.")]
@@ -29,9 +28,11 @@ def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = 
     from .context import hello
 
     st = status(name, region=region, on_connect=hello)
-    if json_out:
-        print_json(st.to_dict())
-        return
+    current().result(st, render=lambda st: render_status(name, st))
+
+
+def render_status(name: str, st: Any) -> None:
+    """The endpoint as a field/value table, then its inference components (if any)."""
     price = f"${st['usd_per_hour']:.2f}/h" if st["usd_per_hour"] is not None else "unknown"
     rows = [
         ["status", st["status"]],
@@ -100,9 +101,10 @@ def ls_command(
     from .context import hello
 
     rows = [r.to_dict() for r in ls(include_unmanaged=all_, region=region, on_connect=hello)]
-    if json_out:
-        print_json(rows)
-        return
+    current().result(rows, render=lambda rows: _render_ls(rows, all_))
+
+
+def _render_ls(rows: list[dict], all_: bool) -> None:
     if not rows:
         typer.echo("no peagle endpoints" + ("" if all_ else " (--all shows every endpoint)"))
         return
@@ -143,8 +145,6 @@ def logs_command(
 ) -> None:
     """Stream the endpoint's (or an inference component's) CloudWatch logs; SpecDecoding
     metrics lines are highlighted."""
-    from datetime import UTC, datetime
-
     from ..ops.endpoints import logs
     from .context import hello
 
@@ -159,18 +159,23 @@ def logs_command(
         _cli=True,
     )
     ic = stream.component
-    if json_out and not follow:
-        print_json(stream.to_dict())
-        return
+    empty = f"no log lines for {name}{f' component {ic}' if ic else ''} in the last {since}"
+    if follow:  # --json: JSON Lines, one event per line as it arrives
+        current().stream(stream, render=lambda events: _render_events(events, empty))
+    else:
+        current().result(stream, render=lambda events: _render_events(events, empty))
+
+
+def _render_events(events: Any, empty: str) -> None:
+    """Each event as `HH:MM:SS message`, SpecDecoding lines highlighted; a note if none."""
+    from datetime import UTC, datetime
+
     from rich.markup import escape  # vLLM lines hold [file.py:123] tags, not markup
 
     out = console()
     count = 0
-    for e in stream:
+    for e in events:
         count += 1
-        if json_out:  # --follow --json: JSON Lines
-            typer.echo(json.dumps(e.to_dict()))
-            continue
         ts = datetime.fromtimestamp(e.timestamp / 1000, UTC).strftime("%H:%M:%S")
         style = "[bold magenta]{}[/]" if e.spec_decoding else "{}"
         out.print(
@@ -179,8 +184,8 @@ def logs_command(
             highlight=False,
             soft_wrap=True,
         )
-    if count == 0 and not json_out:
-        note(f"no log lines for {name}{f' component {ic}' if ic else ''} in the last {since}")
+    if count == 0:
+        note(empty)
 
 
 def delete_command(
@@ -218,9 +223,11 @@ def delete_command(
         say=note,
         on_connect=hello,
     )
-    if json_out:
-        print_json(result.to_dict())
-    elif result.note:
+    current().result(result, render=lambda r: _render_delete(r, name, dry_run))
+
+
+def _render_delete(result: Any, name: str, dry_run: bool) -> None:
+    if result.note:
         typer.echo(f"{name}: {result['note']}")
     elif dry_run:
         typer.echo(f"would delete: {', '.join(result.would_delete)}")
@@ -255,10 +262,11 @@ def gc_command(
         say=note,
         on_connect=hello,
     )
+    current().result(result, render=lambda r: _render_gc(r, dry_run, min_age))
+
+
+def _render_gc(result: Any, dry_run: bool, min_age: str) -> None:
     names, young = result.orphans, result.skipped_young
-    if json_out:
-        print_json(result.to_dict())
-        return
     verb = "would delete" if dry_run else "deleted"
     for n in names:
         typer.echo(f"{verb} {n}")

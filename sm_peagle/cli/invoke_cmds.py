@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .output import note, print_json
+from .output import current, note
 from .spec_options import JsonOpt, RegionOpt
 
 NameArg = Annotated[str, typer.Argument(help="Endpoint name.")]
@@ -108,11 +108,29 @@ class _Live:
         return completion
 
 
-def _finish(completion: Any, json_out: bool) -> None:
-    if json_out:
-        print_json(_json_doc(completion))
-    else:
-        note(stats_line(completion))
+def _send(send: Any) -> Any:
+    """--json: the answer is in the document, so nothing is shown while it arrives."""
+    return send()
+
+
+def _render_stats(completion: Any) -> None:
+    """The answer is already on stdout; the stats line goes to stderr."""
+    note(stats_line(completion))
+
+
+def _live_turn(session: Any, text: str, stream: bool) -> Any:
+    return _Live(stream).run(lambda **cb: session.send(text, **cb))
+
+
+def _json_turn(session: Any, text: str, stream: bool) -> Any:
+    """--json: stdout keeps the one document, so each answer goes to stderr."""
+    completion = session.send(text)
+    note(completion.text)
+    return completion
+
+
+def _render_transcript(session: Any) -> None:
+    """Nothing more: each answer and its stats line were shown as they came."""
 
 
 def invoke_command(
@@ -140,8 +158,8 @@ def invoke_command(
         stream=stream, raw=raw, component=component, region=region, say=note,
         on_connect=_target,
     )  # fmt: skip
-    completion = send() if json_out else _Live(stream).run(send)
-    _finish(completion, json_out)
+    completion = current().human(_Live(stream).run, otherwise=_send)(send)
+    current().result(completion, render=_render_stats, document=_json_doc(completion))
 
 
 def chat_command(
@@ -165,6 +183,7 @@ def chat_command(
         component=component, region=region, say=note, on_connect=_target,
     )  # fmt: skip
     interactive = sys.stdin.isatty()
+    turn = current().human(_live_turn, otherwise=_json_turn)
     if interactive:
         note("type a message; /exit or Ctrl-D to quit")
     turns: list[dict[str, Any]] = []
@@ -181,11 +200,7 @@ def chat_command(
         if text in ("/exit", "/quit"):
             break
         try:
-            if json_out:  # stdout keeps the one document: answers go to stderr
-                completion = session.send(text)
-                note(completion.text)
-            else:
-                completion = _Live(stream).run(lambda **cb: session.send(text, **cb))  # noqa: B023
+            completion = turn(session, text, stream)
         except PeagleError as e:
             if not interactive:  # scripted input: fail like any other command
                 raise
@@ -194,6 +209,6 @@ def chat_command(
             continue
         turns.append(_json_doc(completion))
         note(stats_line(completion))
-    if json_out:
-        print_json({"endpoint": name, "component": component, "messages": session.history,
-                    "turns": turns})  # fmt: skip
+    transcript = {"endpoint": name, "component": component, "messages": session.history,
+                  "turns": turns}  # fmt: skip
+    current().result(session, render=_render_transcript, document=transcript)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from .options import DryRunOpt, YesOpt, component_option, mode_option
-from .output import note, print_json
+from .output import current, note
 from .spec_options import (
     InstanceCountOpt,
     InstanceTypeOpt,
@@ -99,11 +99,11 @@ def deploy_command(
     spec = build_spec(model, spec_file, options)
     if dry_run:
         p = sm_peagle.plan(spec)
-        print_json(p.to_dict()) if json_out else render_plan(p)
+        current().result(p, render=render_plan)
         p.raise_for_failures()
         return
     try:
-        with wait_view(quiet=json_out) as on_poll:
+        with wait_view() as on_poll:
             ep = sm_peagle.deploy(
                 spec,
                 wait=wait,
@@ -119,14 +119,16 @@ def deploy_command(
         raise
     d = ep.deployment
     assert d is not None
-    if json_out:
-        print_json(d.to_dict())
-    else:
-        typer.echo(f"{d.endpoint} is {d.status} ({d.elapsed_seconds:.0f}s)")
-        typer.echo(
-            f"next: peagle status {d.endpoint}   |   peagle logs {d.endpoint}   |   "
-            f"peagle delete {d.endpoint} --yes"
-        )
+    current().result(d, render=render_deployment)
+
+
+def render_deployment(d: Any) -> None:
+    """A finished deploy: its status, and what to run next."""
+    typer.echo(f"{d.endpoint} is {d.status} ({d.elapsed_seconds:.0f}s)")
+    typer.echo(
+        f"next: peagle status {d.endpoint}   |   peagle logs {d.endpoint}   |   "
+        f"peagle delete {d.endpoint} --yes"
+    )
 
 
 def update_command(
@@ -156,7 +158,7 @@ def update_command(
     from .live import wait_view
 
     try:
-        with wait_view(quiet=json_out) as on_poll:
+        with wait_view() as on_poll:
             result = update(
                 name,
                 k=k,
@@ -177,4 +179,4 @@ def update_command(
     except DeploymentFailed as e:
         report_failure(e)
         raise
-    print_json(result.to_dict()) if json_out else render_update(result)
+    current().result(result, render=render_update)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .output import STATUS_STYLE, console, print_json, table
+from .output import STATUS_STYLE, console, current, table
 from .spec_options import JsonOpt, SpecFileOpt, with_spec_options
 
 if TYPE_CHECKING:
@@ -73,8 +73,5 @@ def plan_command(
     from ..planning.spec.options import build_spec
 
     p = sm_peagle.plan(build_spec(model, spec_file, options))
-    if json_out:
-        print_json(p.to_dict())
-    else:
-        render_plan(p)
+    current().result(p, render=render_plan)
     p.raise_for_failures()

@@ -13,12 +13,11 @@ then one verdict line. Not on a terminal: the final numbers and the verdict as l
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Any
 
 import typer
 
-from .output import note, print_json
+from .output import current, note
 from .spec_options import JsonOpt, RegionOpt
 
 
@@ -100,7 +99,7 @@ def race_command(
     peagle race EP --component p-eagle --component baseline"""
     from ..ops.measure import race
 
-    live_tty = sys.stdout.isatty() and not json_out
+    live_tty = current().live  # a terminal, no --json: both answers grow in two panes
     kwargs: dict[str, Any] = dict(
         components=component, prompt=prompt, max_tokens=max_tokens, temperature=temperature,
         region=region,
@@ -124,11 +123,13 @@ def race_command(
                 live.stop()
     else:
         result = race(a, b, **kwargs)
+    current().result(result, render=lambda r: _render_race(r, shown_live=live_tty))
+
+
+def _render_race(result: Any, shown_live: bool) -> None:
+    """The final numbers (unless the live panes showed them) and the verdict."""
     doc = result.to_dict()
-    if json_out:
-        print_json(doc)
-        return
-    if not live_tty:
+    if not shown_live:
         for side in ("a", "b"):
             s = doc[side]
             print(_header(s))

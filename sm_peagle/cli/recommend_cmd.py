@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from .output import console, print_json, table
+from .output import console, current, table
 from .spec_options import JsonOpt, ModeOpt
 
 
@@ -36,9 +36,11 @@ def recommend_command(
         max_model_len=max_model_len,
         results=results,
     )
-    if json_out:
-        print_json(rec.to_dict())
-        return
+    current().result(rec, render=render_recommendation)
+
+
+def render_recommendation(rec: Any) -> None:
+    """The ranked instance types, as a table (or one line when none fits)."""
     if not rec.candidates:
         typer.echo("no catalog instance type fits these constraints")
         return

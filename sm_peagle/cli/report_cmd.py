@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from .bench_cmds import CsvOpt, MarkdownOpt, PlotOpt, _show
-from .output import note
+from .bench_cmds import CsvOpt, MarkdownOpt, PlotOpt, render_measurement
+from .output import current, note
 from .spec_options import JsonOpt
 
 
@@ -32,4 +32,4 @@ def report_command(
     from ..ops.measure import report
 
     result = report(path, markdown=markdown, csv=csv_path, plot=plot_path, html=html, say=note)
-    _show(result, json_out)
+    current().result(result, render=render_measurement)

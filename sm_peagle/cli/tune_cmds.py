@@ -6,12 +6,12 @@ The work is one SDK call, `sm_peagle.tune_k`; this module renders its result."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from .options import component_option, concurrency_option, requests_option
-from .output import note, print_json
+from .output import current, note
 from .spec_options import JsonOpt, RegionOpt
 
 TuneComponentOpt = component_option(
@@ -59,13 +59,15 @@ def tune_k_command(
         max_tokens=max_tokens, dataset=dataset, results=results, position_cost=position_cost,
         tolerance=tolerance, acceptance_wait=acceptance_wait, region=region, say=note,
     )  # fmt: skip
-    out = result.to_dict()
-    ests = result.estimates
-    if json_out:
-        print_json(out)
-        return
+    current().result(result, render=render_tune_k)
+
+
+def render_tune_k(result: Any) -> None:
+    """One table per concurrency level: the estimate at each K', and the pick."""
     from .output import console, table
 
+    out = result.to_dict()
+    ests = result.estimates
     con = console()
     label = out["label"]
     if out.get("simulated"):
