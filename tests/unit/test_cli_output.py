@@ -238,3 +238,102 @@ def test_a_bad_choice_lists_the_choices(capsys):
         code = exit_code_for(e, argv)
     line = one_line(capsys.readouterr().err)
     assert code == 2 and line.endswith("(fix: use one of: terraform, json)")
+
+
+# -- the helpers commands render through ------------------------------------------------------
+def test_result_prints_an_explicit_document_in_json_mode_and_renders_the_result_otherwise(
+    capsys,
+):
+    output.Output(json=True).result(Thing("a"), render=print, document={"kept": "as is"})
+    assert json.loads(capsys.readouterr().out) == {"kept": "as is"}
+    output.Output().result(Thing("a"), render=lambda t: f"thing {t.name}", document={})
+    assert capsys.readouterr().out == "thing a\n"
+
+
+def test_a_list_of_results_is_the_list_of_their_documents():
+    assert output.to_document([Thing("a"), Thing("b")]) == [
+        {"name": "a", "kind": "thing"},
+        {"name": "b", "kind": "thing"},
+    ]
+
+
+def test_stream_is_json_lines_in_json_mode_and_the_renderer_otherwise(capsys):
+    output.Output(json=True).stream(iter([Thing("a"), Thing("b")]), render=pytest.fail)
+    assert capsys.readouterr().out == (
+        '{"name": "a", "kind": "thing"}\n{"name": "b", "kind": "thing"}\n'
+    )
+    output.Output().stream(iter([Thing("a")]), render=lambda items: print(len(list(items))))
+    assert capsys.readouterr().out == "1\n"
+
+
+def test_human_gives_the_callback_to_people_only():
+    show = object()
+    assert output.Output().human(show) is show
+    assert output.Output(json=True).human(show) is None
+    assert output.Output(json=True).human(show, otherwise=len) is len
+    assert not output.Output(json=True).live
+
+
+def test_failure_is_the_document_unless_the_result_was_printed(capsys):
+    out = output.Output(json=True)
+    out.failure("bad (fix: good)", {"type": "SpecError"})
+    assert capsys.readouterr() == (
+        '{\n  "error": {\n    "type": "SpecError"\n  }\n}\n',
+        "error: bad (fix: good)\n",
+    )
+    out.failure("again", {"type": "SpecError"})  # one document per command
+    assert capsys.readouterr() == ("", "error: again\n")
+    output.Output().failure("bad", {"type": "SpecError"})
+    assert capsys.readouterr() == ("", "error: bad\n")
+
+
+# -- no command branches on --json: the output object knows the mode --------------------------
+CLI_SOURCES = [
+    *sorted((Path(__file__).resolve().parents[2] / "sm_peagle" / "cli").glob("*.py")),
+    Path(__file__).resolve().parents[2] / "sandbox" / "peagle_sandbox" / "cli.py",
+]
+
+
+def json_out_branches(source: str) -> list[int]:
+    """Line numbers of every branch on `json_out`: an `if`/`while` whose test mentions it,
+    or a conditional expression (`a if json_out else b`) on it."""
+    import ast
+
+    def mentions(node: ast.AST) -> bool:
+        return any(isinstance(n, ast.Name) and n.id == "json_out" for n in ast.walk(node))
+
+    return sorted(
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.If | ast.IfExp | ast.While) and mentions(node.test)
+    )
+
+
+def test_the_branch_counter_finds_each_kind_of_branch():
+    source = (
+        "def cmd(json_out=False):\n"
+        "    if json_out:\n"
+        "        print_json(x)\n"
+        "    elif other:\n"
+        "        pass\n"
+        "    print_json(d) if json_out else render(d)\n"
+        "    f(on_diff=None if json_out else show)\n"
+        "    if count == 0 and not json_out:\n"
+        "        note('none')\n"
+        "    wait_view(quiet=json_out)\n"  # an argument, not a branch
+        "    if json:\n"  # another name
+        "        pass\n"
+    )
+    assert json_out_branches(source) == [2, 6, 7, 8]
+
+
+def test_no_command_branches_on_json_out():
+    """Commands keep `json_out` (the per-command --json alias) but render through
+    `current().result(...)`: 31 branches in sm_peagle/cli and 3 in the sandbox's CLI before
+    issue 22's item 5, none after."""
+    found = {
+        str(path.relative_to(path.parents[2])): lines
+        for path in CLI_SOURCES
+        if (lines := json_out_branches(path.read_text()))
+    }
+    assert found == {}
