@@ -111,10 +111,11 @@ def test_read_only_directory_is_refused(tmp_path: Path, no_plan) -> None:
     locked.mkdir()
     locked.chmod(0o500)
     try:
-        if os.access(locked, os.W_OK):
-            pytest.skip("running as a user who can write anywhere (root)")
-        with pytest.raises(SpecError, match="is not writable"):
-            sm_peagle.export("gpt-oss-20b", output=locked / "out.tf.json")
+        # root (CI) writes through a mode of 500; sysfs refuses new files even to root.
+        target = Path("/sys") if os.access(locked, os.W_OK) else locked
+        with pytest.raises(SpecError, match="is not writable|Permission denied"):
+            sm_peagle.export("gpt-oss-20b", output=target / "out.tf.json")
+        assert not (target / "out.tf.json").exists()
     finally:
         locked.chmod(0o700)
 
