@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
-from .session import OnConnect, Say, context, quiet, seconds
+from .session import OnConnect, Say, check_output_path, context, quiet, seconds
 
 if TYPE_CHECKING:
     from ..lifecycle.adopt import AdoptResult
@@ -467,6 +467,7 @@ def adopt(
 
     if not isinstance(name, str) or not name:
         raise SpecError(f"adopt: an endpoint name is needed, not {name!r}")
+    check_output_path(output, "--output", create_parents=False)  # before any request
     if model is not None:
         from ..catalog.models import find_model
 

@@ -9,7 +9,6 @@ cannot be written costs nothing.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 
 from ..errors import SpecError
 from ..iac.export import FORMATS as EXPORT_FORMATS
+from .session import check_output_path
 
 __all__ = ["EXPORT_FORMATS", "ExportResult", "IamPolicy", "export", "iam_policy"]
 
@@ -80,7 +80,7 @@ def export(
     an unknown format or an `output` that cannot be written, and CheckFailed when the plan
     fails a check. Warnings of the plan go to `progress` as they are found."""
     check_export_format(format)
-    target = check_output_path(output) if output is not None else None
+    target = check_output_path(output, "--output", create_parents=False)
     from ..iac.export import export_text
 
     warnings: list[str] = []
@@ -132,32 +132,6 @@ def check_export_format(fmt: str) -> None:
         raise SpecError(
             f"--format: unknown format {fmt!r}", remedy=f"use one of {', '.join(EXPORT_FORMATS)}"
         )
-
-
-def check_output_path(output: str | Path) -> Path:
-    """`output` as a Path, or SpecError when it cannot be written (a directory, a parent
-    that is missing or a file, no write permission). Nothing is created or written."""
-    path = Path(output).expanduser()
-    remedy = "give -o/--output a file path in a writable directory"
-    if path.is_dir():
-        raise SpecError(f"--output: {path} is a directory", remedy=remedy)
-    parent = path.parent
-    if not parent.exists():
-        # /proc/x/y, a typo in a directory name: say which part is missing or not a dir.
-        up = parent
-        while not up.exists() and up != up.parent:
-            up = up.parent
-        if up.exists() and not up.is_dir():
-            raise SpecError(f"--output: {up} is a file, not a directory", remedy=remedy)
-        raise SpecError(f"--output: directory {parent} does not exist", remedy=remedy)
-    if not parent.is_dir():
-        raise SpecError(f"--output: {parent} is a file, not a directory", remedy=remedy)
-    if path.exists():
-        if not os.access(path, os.W_OK):
-            raise SpecError(f"--output: {path} is not writable", remedy=remedy)
-    elif not os.access(parent, os.W_OK | os.X_OK):
-        raise SpecError(f"--output: directory {parent} is not writable", remedy=remedy)
-    return path
 
 
 def _planned(

@@ -20,19 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import PeagleError, SpecError
 from .measure_checks import (
-    OnConnect,
-    Say,
     check_max_tokens,
-    check_output_path,
     check_requests,
     check_temperature,
-    context,
     parse_levels,
     parse_rates,
     parse_seconds,
-    quiet,
 )
 from .measure_results import BenchResult, RaceResult, ReportResult, TuneKResult
+from .session import OnConnect, Say, check_output_path, context, quiet
 
 if TYPE_CHECKING:
     from ..endpoint import Endpoint

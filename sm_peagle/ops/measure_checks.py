@@ -7,36 +7,12 @@ The CLI passes raw values (`"1,2,4"`, `"25s"`, a path) and the SDK accepts Pytho
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import SpecError
 from ..runtime.payloads import check_max_tokens, check_temperature
-
-OnConnect = Callable[[Any], None]
-Say = Callable[[str], None]
-
-
-def quiet(_message: str) -> None:
-    """The default `say`: an SDK call prints nothing."""
-
-
-def context(region: str | None, aws: Any, on_connect: OnConnect | None = None) -> Any:
-    """`aws` when given, else a new AwsContext for `region` whose credentials are checked
-    (NoCredentials, before any request); `on_connect` sees it before the first request
-    (the CLI says where it talks to)."""
-    if aws is None:
-        from ..aws import AwsContext
-
-        aws = AwsContext(region)
-        aws.check_credentials()
-    if on_connect is not None:
-        on_connect(aws)
-    return aws
-
+from .session import check_output_path
 
 __all__ = [
     "MAX_REQUESTS",
@@ -156,39 +132,3 @@ def check_prompt(prompt: Any, *, usage: str) -> str:
     return prompt
 
 
-def check_output_path(path: Any, flag: str, *, directory: bool = False) -> Path | None:
-    """SpecError unless `path` can be written (a file, or with `directory` a directory),
-    checked before any work so a typo costs nothing: not an existing directory (or file),
-    not under a file, and its nearest existing parent accepts a new file (probed with a
-    temporary file, removed at once: permission bits say nothing for root or /proc)."""
-    if path is None:
-        return None
-    p = Path(path).expanduser()
-    fix = f"give {flag} a path in a directory you can write"
-    if directory:
-        if p.exists() and not p.is_dir():
-            raise SpecError(f"{flag} {p}: is a file, not a directory", remedy=fix)
-    elif p.is_dir():
-        raise SpecError(
-            f"{flag} {p}: is a directory; give a file name", remedy=f"{flag} {p}/results.json"
-        )
-    parent = p if directory and p.is_dir() else p.parent
-    probe = parent
-    while not probe.exists():
-        if probe.is_symlink() or probe == probe.parent:
-            break
-        probe = probe.parent
-    if probe.exists() and not probe.is_dir():
-        raise SpecError(f"{flag} {p}: {probe} is a file, not a directory", remedy=fix)
-    if not directory and p.exists():
-        if not os.access(p, os.W_OK):
-            raise SpecError(f"{flag} {p}: not writable", remedy=fix)
-        return p
-    try:
-        with tempfile.TemporaryFile(dir=probe):
-            pass
-    except OSError as e:
-        raise SpecError(
-            f"{flag} {p}: cannot write in {probe} ({e.strerror or e})", remedy=fix
-        ) from None
-    return p

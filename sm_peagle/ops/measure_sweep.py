@@ -11,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from .measure import Levels, Seconds, load_options, slo_options, write_outputs
-from .measure_checks import OnConnect, Say, check_output_path, context, parse_levels, quiet
+from .measure_checks import (
+    parse_levels,
+)
 from .measure_results import SweepResult
+from .session import OnConnect, Say, check_output_path, context, quiet
 
 __all__ = ["sweep"]
 

@@ -18,13 +18,11 @@ from typing import TYPE_CHECKING, Any
 from .. import settings
 from ..errors import NotFound, SpecError
 from .measure_checks import (
-    OnConnect,
     check_max_tokens,
     check_prompt,
     check_temperature,
-    context,
-    quiet,
 )
+from .session import OnConnect, context, quiet
 
 if TYPE_CHECKING:
     from ..endpoint import Endpoint

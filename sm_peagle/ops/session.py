@@ -8,6 +8,7 @@ sandbox); without one, the operation makes its own for `region`, failing in one 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
@@ -89,3 +90,48 @@ def seconds(value: str | float | int | None, what: str) -> float | None:
     from ..lifecycle.waiter import parse_duration
 
     return parse_duration(value)
+
+
+def check_output_path(
+    path: Any, flag: str = "--output", *, directory: bool = False, create_parents: bool = True
+) -> Path | None:
+    """`path` as a Path (None stays None), or SpecError when it cannot be written, checked
+    before any work so a typo costs nothing: an existing directory where a file goes (or a
+    file where a directory goes), a path under a file, a missing parent directory (unless
+    the writer creates parents), or a directory that refuses a new file. Writability is
+    probed with a temporary file, removed at once: permission bits say nothing for root,
+    /proc or /sys. Nothing is left behind."""
+    import os
+    import tempfile
+
+    if path is None:
+        return None
+    p = Path(path).expanduser()
+    fix = f"give {flag} a path in a directory you can write"
+    if directory:
+        if p.exists() and not p.is_dir():
+            raise SpecError(f"{flag}: {p} is a file, not a directory", remedy=fix)
+    elif p.is_dir():
+        raise SpecError(f"{flag}: {p} is a directory", remedy=f"{flag} {p}/<file name>")
+    parent = p if directory and p.is_dir() else p.parent
+    probe = parent
+    while not probe.exists():
+        if probe.is_symlink() or probe == probe.parent:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise SpecError(f"{flag}: {probe} is a file, not a directory", remedy=fix)
+    if not create_parents and probe != parent:
+        raise SpecError(f"{flag}: directory {parent} does not exist", remedy=fix)
+    if not directory and p.exists():
+        if not os.access(p, os.W_OK):
+            raise SpecError(f"{flag}: {p} is not writable", remedy=fix)
+        return p
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as e:
+        raise SpecError(
+            f"{flag}: {p} is not writable ({probe}: {e.strerror or e})", remedy=fix
+        ) from None
+    return p

@@ -297,3 +297,30 @@ def test_the_same_bad_input_gets_the_same_error_from_both_and_sends_nothing(
 
 def test_there_are_at_least_twelve_bad_inputs() -> None:
     assert len(BAD) >= 12
+
+
+def test_an_unwritable_output_path_is_refused_before_any_request_everywhere(
+    aws_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """One output-path check (ops/session.check_output_path) for every command that
+    writes: a directory given as the file is refused, with nothing sent and nothing
+    written, from the SDK and the CLI alike."""
+    cases = [
+        (["export", "gpt-oss-20b", "-o"], lambda p: sm_peagle.export("gpt-oss-20b", output=p)),
+        (["adopt", NAME, "--yes", "-o"], lambda p: sm_peagle.adopt(NAME, output=p)),
+        (["bench", NAME, "-n", "1", "-c", "1", "-o"], lambda p: sm_peagle.bench(NAME, out=p)),
+        (["report", str(tmp_path / "r.json"), "--html"], lambda p: sm_peagle.report(
+            tmp_path / "r.json", html=p
+        )),
+    ]
+    (tmp_path / "r.json").write_text("{}")
+    with fresh_world() as (h, _):
+        h.requests.clear()
+        for argv, call in cases:
+            with pytest.raises(SpecError) as info:
+                call(tmp_path)
+            assert f"{tmp_path} is a directory" in info.value.message, argv
+            code, out, err = run(capsys, *argv, str(tmp_path))
+            assert code == 2 and f"{tmp_path} is a directory" in err, (argv, err)
+        assert sent(h) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
