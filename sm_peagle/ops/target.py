@@ -2,7 +2,7 @@
 AWS, region …", "… peagle SANDBOX at …"), so nobody mistakes the sandbox for AWS.
 
 The SDK's operations pass this line to their `progress` callback; the CLI prints it on
-stderr. `sm_peagle.cli.context` says the same for the commands that still build it there.
+stderr (`sm_peagle.cli.context.hello` is the `on_connect` that prints it).
 """
 
 from __future__ import annotations
