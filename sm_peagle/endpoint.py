@@ -157,11 +157,13 @@ class Endpoint:
         copies: int | None = None,
         timeout: str | float | None = None,
         on_poll: Callable[[Any], None] | None = None,
+        **spec_options: Any,
     ) -> UpdateResult:
         """`sm_peagle.update(name, ...)` for this endpoint: K, mode or instances in place;
         on an endpoint hosting inference components, one component's K or mode
-        (`update(component="p-eagle", k=5)`) or copies (`component=..., copies=0`).
-        Nothing changes on error."""
+        (`update(component="p-eagle", k=5)`) or copies (`component=..., copies=0`); any
+        other spec option (image=, autoscale=, …) for a one-model endpoint. `.plan` becomes
+        the new plan. Nothing changes on error."""
         from .ops.changes import update
 
         result = update(
@@ -176,8 +178,10 @@ class Endpoint:
             aws=self.aws,
             say=self._say,
             on_poll=on_poll,
+            **spec_options,
         )
-        self.plan = None  # the deployed spec changed: plan(self.spec()) to see it
+        if result.plan is not None:
+            self.plan = result.plan
         return result
 
     def inference_component(self, component: str | None = None) -> str | None:

@@ -22,7 +22,7 @@ from typing import Any
 from moto.sagemaker.models import sagemaker_backends
 
 from peagle_sandbox.backend import EndpointView
-from peagle_sandbox.testing.moto_components import _advance, _components
+from peagle_sandbox.testing.moto_components import advance_component, inference_components_of
 
 __all__ = ["HEADER", "NAME_REQUIRED", "component_views", "no_capacity", "route_component"]
 
@@ -50,7 +50,11 @@ def route_component(
     """The view of the named component (its model's image and environment), or a refusal."""
     name = environ.get(HEADER) or None
     backend = sagemaker_backends[account][region]
-    hosted = {n: ic for n, ic in _components(backend).items() if ic.endpoint_name == view.name}
+    hosted = {
+        n: ic
+        for n, ic in inference_components_of(backend).items()
+        if ic.endpoint_name == view.name
+    }
     if not hosted:
         if name:
             return view, f"Inference Component {name} not found for endpoint {view.name}."
@@ -59,7 +63,7 @@ def route_component(
         return view, NAME_REQUIRED
     ic = hosted.get(name)
     if ic is not None and harness.installed:
-        _advance(harness, backend, ic, consume=False)
+        advance_component(harness, backend, ic, consume=False)
     if ic is None or ic.status in ("Deleting", "Failed"):
         return view, f"Inference Component {name} not found for endpoint {view.name}."
     if ic.current == 0:
@@ -91,11 +95,11 @@ def component_views(harness: Any, account: str, view: EndpointView) -> list[Endp
     endpoint), for the log simulator, which writes each to the component's log group."""
     backend = sagemaker_backends[account][view.region]
     out = []
-    for ic in list(_components(backend).values()):
+    for ic in list(inference_components_of(backend).values()):
         if ic.endpoint_name != view.name:
             continue
         if harness.installed:
-            _advance(harness, backend, ic, consume=False)
-        if ic.name in _components(backend):  # a finished delete removes it
+            advance_component(harness, backend, ic, consume=False)
+        if ic.name in inference_components_of(backend):  # a finished delete removes it
             out.append(_component_view(backend, view, ic))
     return out

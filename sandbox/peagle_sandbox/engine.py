@@ -136,10 +136,11 @@ def constants_from_env(env: Mapping[str, str] | None = None) -> EngineConstants:
     """CONSTANTS with the overrides in $PEAGLE_SIMULATED_ENGINE (a JSON object); an unknown
     name or a value of the wrong type is an error, never silently ignored."""
     import json
-    import os
     from dataclasses import fields, replace
 
-    raw = (os.environ if env is None else env).get(ENGINE_ENV)
+    from sm_peagle import settings
+
+    raw = settings.get(ENGINE_ENV) if env is None else env.get(ENGINE_ENV)
     if not raw:
         return CONSTANTS
     try:

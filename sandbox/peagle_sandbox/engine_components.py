@@ -28,7 +28,7 @@ from typing import Any
 from moto.sagemaker.models import sagemaker_backends
 
 from peagle_sandbox.engine_runs import COMPONENT, DEFAULT_STARTUP_TIMEOUT, Engine
-from peagle_sandbox.testing.moto_components import _components
+from peagle_sandbox.testing.moto_components import inference_components_of
 
 __all__ = ["ComponentEngines"]
 
@@ -98,7 +98,7 @@ class ComponentEngines:
     # ---------------------------------------------------------------- helpers
 
     def _ic(self, region: str, name: str) -> Any:
-        return _components(sagemaker_backends[self.account][region]).get(name)
+        return inference_components_of(sagemaker_backends[self.account][region]).get(name)
 
     def _settle_ic(self, region: str, name: str, status: str) -> None:
         self.harness.settle_component(region, name, status)
@@ -125,7 +125,7 @@ class ComponentEngines:
         """(the container the component runs: its model's PrimaryContainer, or its inline
         Container; the start-up timeout of its StartupParameters)."""
         backend = sagemaker_backends[self.account][engine.region]
-        spec = _components(backend)[engine.name].specification or {}
+        spec = inference_components_of(backend)[engine.name].specification or {}
         container = spec.get("Container") or {}
         if spec.get("ModelName"):
             container = backend._models[spec["ModelName"]].primary_container or {}

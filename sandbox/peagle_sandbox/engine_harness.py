@@ -9,7 +9,7 @@ from typing import Any
 
 from moto.sagemaker.models import SageMakerModelBackend, sagemaker_backends
 
-from peagle_sandbox.testing.moto_components import _advance, _components
+from peagle_sandbox.testing.moto_components import advance_component, inference_components_of
 from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
 from peagle_sandbox.testing.moto_timelines import find_endpoint, make_plan
 
@@ -76,11 +76,11 @@ class EngineHarness(SageMakerHarness):
         being deleted only settles as gone. False if it no longer exists."""
         backend = sagemaker_backends[self.account_id][region]
         with self._lock:
-            ic = _components(backend).get(name)
+            ic = inference_components_of(backend).get(name)
             if ic is None or (ic.status == "Deleting" and status != "Deleting"):
                 return False
             ic.timeline = ((status,), reason, 1.0, self.clock())  # due now: one status
-            _advance(self, backend, ic, consume=False)
+            advance_component(self, backend, ic, consume=False)
         return True
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from peagle_sandbox.engine_choice import EngineMissing, engine_args, resolve_engine
-from peagle_sandbox.procs import _children, _terminate, pid_alive, reap_recorded_engines
+from peagle_sandbox.procs import children_of, pid_alive, reap_recorded_engines, terminate
 from sm_peagle import settings
 from sm_peagle.errors import PeagleError
 
@@ -249,7 +249,7 @@ def _spawn(
             start_new_session=True,  # no SIGINT from the terminal's Ctrl-C, survives the CLI
             close_fds=True,
         )
-    _children[proc.pid] = proc
+    children_of[proc.pid] = proc
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -262,7 +262,7 @@ def _spawn(
         if info is not None and info.pid == proc.pid and _healthy(info):
             return info
         time.sleep(0.05)
-    _terminate(proc.pid, 2.0)
+    terminate(proc.pid, 2.0)
     raise SandboxError(f"the sandbox did not answer within {timeout:.0f}s: {_tail(log_path)}")
 
 
@@ -289,7 +289,7 @@ def stop(timeout: float = 30.0) -> dict[str, Any]:
             raise SandboxError(
                 f"pid {info.pid} in {path} is not a peagle sandbox; not signalled, state removed"
             )
-        gone = _terminate(info.pid, timeout)
+        gone = terminate(info.pid, timeout)
         reap_recorded_engines(directory_of_engines())  # a SIGKILLed server leaves its engines
         path.unlink(missing_ok=True)
         if not gone:
@@ -312,7 +312,7 @@ def ensure_running(**options: Any) -> SandboxInfo:
                 )
             return current
         if current is not None and pid_alive(current.pid) and _is_sandbox(current.pid):
-            _terminate(current.pid, 2.0)  # alive but not answering: replace it
+            terminate(current.pid, 2.0)  # alive but not answering: replace it
         return _spawn(
             options.get("port"),
             options.get("upstream"),

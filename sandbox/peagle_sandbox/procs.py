@@ -14,7 +14,7 @@ from pathlib import Path
 __all__ = ["ZOMBIE_GRACE", "group_alive", "kill_group", "pid_alive"]
 
 ZOMBIE_GRACE = 5.0
-_children: dict[int, subprocess.Popen[bytes]] = {}  # started by this process: reaped on stop
+children_of: dict[int, subprocess.Popen[bytes]] = {}  # started by this process: reaped on stop
 
 
 def pid_alive(pid: int) -> bool:
@@ -38,13 +38,13 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)  # only succeeds for our own children
 
 
-def _terminate(pid: int, timeout: float) -> bool:
+def terminate(pid: int, timeout: float) -> bool:
     """SIGTERM, wait, SIGKILL, wait; True once the pid is gone."""
     for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 2.0)):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
         if _wait_gone(pid, wait):
-            _children.pop(pid, None)
+            children_of.pop(pid, None)
             return True
     return False
 

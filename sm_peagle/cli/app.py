@@ -9,12 +9,12 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
-from .options import JsonOpt, QuietOpt, VerboseOpt
+from .options import JsonOpt, QuietOpt, SandboxEngine, VerboseOpt
 
 # name -> (module, attribute). A sub-app (typer.Typer) is added as a group.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -172,12 +172,15 @@ def build_app(only: str | None = None, *, plugins: bool = True) -> typer.Typer:
             help="Run against a local SageMaker sandbox (started on demand; also "
             "PEAGLE_SANDBOX=1). See `peagle sandbox --help`.",
         ),
-        sandbox_engine: str = typer.Option(
-            None,
-            "--sandbox-engine",
-            help="The sandbox's engine: simulated (default) or vllm, the real vLLM CPU "
-            "engine (also PEAGLE_SANDBOX_ENGINE). Implies --sandbox.",
-        ),
+        sandbox_engine: Annotated[
+            SandboxEngine | None,
+            typer.Option(
+                "--sandbox-engine",
+                parser=str,  # checked by the sandbox, which names the choices
+                help="The sandbox's engine: simulated (default) or vllm, the real vLLM CPU "
+                "engine (also PEAGLE_SANDBOX_ENGINE). Implies --sandbox.",
+            ),
+        ] = None,
     ) -> None:
         """Deploy, verify, benchmark and cleanly remove P-EAGLE endpoints on SageMaker."""
 

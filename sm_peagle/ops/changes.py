@@ -17,13 +17,22 @@ the typed errors the CLI prints (SpecError, exit 2).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
-from .session import OnConnect, Say, check_output_path, context, quiet, seconds
+from .session import (
+    OnConnect,
+    Say,
+    check_endpoint_name,
+    check_output_path,
+    context,
+    quiet,
+    seconds,
+)
 
 if TYPE_CHECKING:
     from ..lifecycle.adopt import AdoptResult
@@ -88,7 +97,7 @@ class UpdateResult:
     desired_copies: int | None = None
     current_copies: int | None = None
     dry_run: bool = False
-
+    plan: Plan | None = field(default=None, repr=False)  # the endpoint's new plan
     @property
     def changed(self) -> bool:
         if self.dry_run:
@@ -99,7 +108,11 @@ class UpdateResult:
     def scaled_to_zero(self) -> bool:
         return self.desired_copies == 0 and self.current_copies == 0
 
-    def __getitem__(self, key: str) -> Any:  # `result["status"]`, as before
+    def __getitem__(self, key: str) -> Any:
+        """`result["status"]`, as `Endpoint.update` returned before; `result["created"]`
+        is the created resources' names, as it was then."""
+        if key == "created":
+            return [n for _, n in self.created]
         return self.to_dict()[key]
 
     def to_dict(self) -> dict[str, Any]:
@@ -144,6 +157,21 @@ def _changes(old: Plan, new: Plan) -> list[str]:
     return [f"{label} {get(old)} -> {get(new)}" for label, get in fields if get(old) != get(new)]
 
 
+def _check_spec_options(spec_options: dict[str, Any], component: str | None) -> Any:
+    """The other spec options of an endpoint update, as SpecOptions (unknown names: the
+    SpecError `plan` gives), refused with `component` (its update takes k and mode)."""
+    from ..planning.spec.options import SpecOptions
+
+    if spec_options and component is not None:
+        raise SpecError(
+            f"update(component=...) takes k= and mode= only, not {sorted(spec_options)}"
+        )
+    for own in ("name", "components"):
+        if own in spec_options:
+            raise SpecError(f"update: {own}= cannot change in place")
+    return SpecOptions.from_keywords(spec_options)
+
+
 def _check_update_args(
     name: str,
     k: Any,
@@ -157,8 +185,7 @@ def _check_update_args(
     """The update's arguments, checked by the spec's own validation before any request."""
     from ..planning.spec.loading import spec_from_data
 
-    if not isinstance(name, str) or not name:
-        raise SpecError(f"update: an endpoint name is needed, not {name!r}")
+    check_endpoint_name(name)
     speculative = {"mode": mode, "num_speculative_tokens": k}
     endpoint = {"instance_type": instance_type, "instance_count": instance_count}
     doc = {
@@ -217,6 +244,7 @@ def update(
     on_poll: Callable[[Any], None] | None = None,
     dry_run: bool = False,
     _cli: bool = False,
+    **spec_options: Any,
 ) -> UpdateResult:
     """Change an endpoint in place; nothing changes on error.
 
@@ -231,8 +259,11 @@ def update(
     `timeout`: "2h", "90m" or seconds. `confirm` is asked with what would change.
     `dry_run`: read what is deployed, plan the change and return what would change, with
     no request that changes anything (and no confirm).
+    `spec_options`: any other option of the spec for a one-model endpoint (image=,
+    vllm_version=, drafter=, autoscale=, …, as `sm_peagle.plan` takes them).
     SpecError (before any request) for a bad value or a bad combination."""
     _check_update_args(name, k, mode, instance_type, instance_count, component, copies, _cli)
+    extra = _check_spec_options(spec_options, component)
     wait_s = seconds(timeout, "timeout")
     ctx = context(region, aws, on_connect)
     from ..lifecycle.manager import Lifecycle
@@ -249,7 +280,12 @@ def update(
         ask(f"Update {name} ({', '.join(change.changes) or 'no change'})?")
         result = change.apply(lc, timeout=wait_s)
         return UpdateResult(
-            "component", name, result.status, list(change.changes), list(result.created)
+            "component",
+            name,
+            result.status,
+            list(change.changes),
+            list(result.created),
+            plan=change.plan,
         )
     if component is not None:  # its copies
         from ..lifecycle.components import set_copies
@@ -273,14 +309,15 @@ def update(
     from ..lifecycle.resolve import plan
     from ..lifecycle.spec_tags import deployed_spec
     from ..planning.components.change import refuse_top_level_change
-    from ..planning.spec.options import SpecOptions, build_spec
+    from ..planning.spec.options import build_spec
 
     current = deployed_spec(lc.sm, name)
     refuse_sandbox_only(current.model)
     refuse_top_level_change(current, name, k=k, mode=mode, sdk=not _cli)
-    options = SpecOptions(
-        k=k, mode=mode, instance_type=instance_type, instance_count=instance_count, name=name
-    )
+    options = dataclasses.replace(
+        extra, k=k, mode=mode, instance_type=instance_type, instance_count=instance_count,
+        name=name,
+    )  # fmt: skip
     base = current.model_dump(mode="json", exclude_unset=True)
     new = plan(build_spec(None, None, options, base=base))
     new.raise_for_failures()
@@ -305,6 +342,7 @@ def update(
         list(result.created),
         endpoint_config=new.names["endpoint_config"],
         speculative_config=new.speculative_config,
+        plan=new,
     )
 
 
@@ -465,8 +503,7 @@ def adopt(
     endpoint, or one it already manages; NotFound if there is none."""
     from ..lifecycle.adopt import adopt as adopt_endpoint
 
-    if not isinstance(name, str) or not name:
-        raise SpecError(f"adopt: an endpoint name is needed, not {name!r}")
+    check_endpoint_name(name)
     check_output_path(output, "--output", create_parents=False)  # before any request
     if model is not None:
         from ..catalog.models import find_model

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import NotFound, SpecError
+from ..errors import NotFound
 from ..planning.components.hosting import component_short_name  # what the CLI's tables show
-from .session import OnConnect, Say, context, quiet, seconds
+from .session import OnConnect, Say, check_endpoint_name, context, quiet, seconds
 
 __all__ = [
     "DeleteResult",
@@ -186,24 +186,7 @@ class LogStream:
 
 
 def _name(name: Any, what: str = "endpoint name") -> str:
-    """A SageMaker resource name as AWS's own pattern allows it (botocore's EndpointName /
-    InferenceComponentName: `^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`), checked before a request:
-    AWS would answer a ValidationException, and a malformed name cannot exist to be found."""
-    from ..planning.spec.model import AWS_NAME_RE
-
-    if not isinstance(name, str) or not name.strip():
-        raise SpecError(
-            f"{what}: a non-empty name is needed, not {name!r}",
-            remedy="`peagle ls` lists the endpoints peagle manages",
-        )
-    if not AWS_NAME_RE.match(name):
-        raise SpecError(
-            f"{what} {name!r} is not a SageMaker name (letters, digits and hyphens, "
-            "1-63 characters, starting and ending with a letter or digit)",
-            remedy="`peagle ls` lists the endpoints peagle manages",
-        )
-    return name
-
+    return check_endpoint_name(name, what)
 
 def status(
     name: str,

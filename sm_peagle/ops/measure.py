@@ -28,7 +28,7 @@ from .measure_checks import (
     parse_seconds,
 )
 from .measure_results import BenchResult, RaceResult, ReportResult, TuneKResult
-from .session import OnConnect, Say, check_output_path, context, quiet
+from .session import OnConnect, Say, check_endpoint_name, check_output_path, context, quiet
 
 if TYPE_CHECKING:
     from ..endpoint import Endpoint
@@ -142,6 +142,7 @@ def _endpoint_and_component(
         return endpoint.name, endpoint.aws, endpoint.inference_component(component)
     from ..lifecycle.component_targets import resolve_component
 
+    check_endpoint_name(endpoint)
     aws = context(region, aws, on_connect)
     return endpoint, aws, resolve_component(aws.client("sagemaker"), endpoint, component)
 
@@ -346,6 +347,8 @@ def race(
     if prompt is not None and not prompt.strip():
         raise SpecError("--prompt: empty; give some text", remedy="drop --prompt for the default")
     sides = _race_targets(a, b, list(components or []))
+    for ep, _ in sides:
+        check_endpoint_name(ep)
     ctx = context(region, aws, None)
     sm = ctx.client("sagemaker")
     flag = "/" if "/" in a + (b or "") else "--component"  # as the user wrote it, for messages

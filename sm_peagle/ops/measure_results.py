@@ -6,8 +6,6 @@ returned before keeps working. Pure: no AWS, no CLI.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,25 +19,21 @@ __all__ = [
 ]
 
 
-@dataclass
-class MeasureResult(Mapping[str, Any]):
-    """A results document (`document`) and the files written from it (`written`)."""
+class MeasureResult(dict):  # type: ignore[type-arg]
+    """A results document that is itself the JSON document (a dict: `result["levels"]`,
+    `json.dumps(result)`), plus the files written from it (`written`)."""
 
-    document: dict[str, Any]
-    written: list[Path] = field(default_factory=list)
+    def __init__(self, document: dict[str, Any], written: list[Path] | None = None) -> None:
+        super().__init__(document)
+        self.written: list[Path] = list(written or [])
+
+    @property
+    def document(self) -> dict[str, Any]:
+        return dict(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The `--json` document."""
-        return self.document
-
-    def __getitem__(self, key: str) -> Any:
-        return self.document[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.document)
-
-    def __len__(self) -> int:
-        return len(self.document)
+        return dict(self)
 
     def render(self, con: Any, table: Any) -> None:
         """Print the document for people (tables on the rich Console `con`; `table` builds
@@ -49,20 +43,32 @@ class MeasureResult(Mapping[str, Any]):
         render_console(self.document, con, table)
 
 
-@dataclass
 class BenchResult(MeasureResult):
     """`peagle bench`: one endpoint's peagle.bench/1 document (`kind: "bench"`)."""
 
-    requests_out: Path | None = None  # the per-request JSONL, when asked for
-    requests_written: int = 0
-    commands: str | None = None  # locust_print_commands: the commands (nothing ran)
+    def __init__(
+        self,
+        document: dict[str, Any],
+        written: list[Path] | None = None,
+        *,
+        requests_out: Path | None = None,  # the per-request JSONL, when asked for
+        requests_written: int = 0,
+        commands: str | None = None,  # locust_print_commands: the commands (nothing ran)
+    ) -> None:
+        super().__init__(document, written)
+        self.requests_out = requests_out
+        self.requests_written = requests_written
+        self.commands = commands
 
 
-@dataclass
 class SweepResult(MeasureResult):
     """`peagle sweep`: the combined sweep document; `out_dir` holds every run's JSON."""
 
-    out_dir: Path = Path(".")
+    def __init__(
+        self, document: dict[str, Any], written: list[Path] | None = None, *, out_dir: Path
+    ) -> None:
+        super().__init__(document, written)
+        self.out_dir = out_dir
 
     @property
     def failed(self) -> bool:
@@ -70,12 +76,10 @@ class SweepResult(MeasureResult):
         return not self.document["runs"]
 
 
-@dataclass
 class ReportResult(MeasureResult):
     """`peagle report`: stored results re-read, derived parts recomputed."""
 
 
-@dataclass
 class RaceResult(MeasureResult):
     """`peagle race`: both sides' numbers, texts and the verdict line."""
 
@@ -88,12 +92,13 @@ class RaceResult(MeasureResult):
         return bool(self.document.get("simulated"))
 
 
-@dataclass
 class TuneKResult(MeasureResult):
     """`peagle tune-k`: the ESTIMATED output tok/s at every K' <= K, per level.
     `notes` are caveats for people (not part of the JSON document)."""
 
-    notes: list[str] = field(default_factory=list)
+    def __init__(self, document: dict[str, Any], *, notes: list[str] | None = None) -> None:
+        super().__init__(document)
+        self.notes = list(notes or [])
 
     @property
     def estimates(self) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ from .measure_checks import (
     check_prompt,
     check_temperature,
 )
-from .session import OnConnect, context, quiet
+from .session import OnConnect, check_endpoint_name, context, quiet
 
 if TYPE_CHECKING:
     from ..endpoint import Endpoint
@@ -50,6 +50,7 @@ def _open_runtime(
     from ..runtime.client import RuntimeClient
 
     say = say or quiet
+    check_endpoint_name(name)
     ctx = context(region, aws, on_connect)
     # The control-plane line says where SageMaker calls go; invoke talks to the runtime
     # API, which has its own override, so say so when it is set.

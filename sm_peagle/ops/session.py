@@ -135,3 +135,23 @@ def check_output_path(
             f"{flag}: {p} is not writable ({probe}: {e.strerror or e})", remedy=fix
         ) from None
     return p
+
+
+def check_endpoint_name(name: Any, what: str = "endpoint name") -> str:
+    """A SageMaker resource name as AWS's own pattern allows it (botocore's EndpointName /
+    InferenceComponentName: `^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`), checked before any
+    request: AWS would answer a ValidationException, and such a name cannot exist."""
+    from ..planning.spec.model import AWS_NAME_RE
+
+    if not isinstance(name, str) or not name.strip():
+        raise SpecError(
+            f"{what}: a non-empty name is needed, not {name!r}",
+            remedy="`peagle ls` lists the endpoints peagle manages",
+        )
+    if not AWS_NAME_RE.match(name):
+        raise SpecError(
+            f"{what} {name!r} is not a SageMaker name (letters, digits and hyphens, "
+            "1-63 characters, starting and ending with a letter or digit)",
+            remedy="`peagle ls` lists the endpoints peagle manages",
+        )
+    return name

@@ -25,6 +25,7 @@ from sm_peagle.errors import PeagleError, SpecError
 from tests.integration.lifecycle_env import JS_BUCKET, REGION, build_world, run
 
 NAME = "peagle-gpt-oss-20b-p-eagle"
+JS_ENDPOINT = "jumpstart-gpt-oss-20b"  # the name tests/integration/test_adopt.py creates
 HEAD_URI = f"s3://{JS_BUCKET}/lmi-eagle-heads/models/gpt-oss-20b-p-eagle/"
 # Values that differ between two runs of the same action by design, not by face: left out,
 # or (times of the call, e.g. a log query's start) kept as present but not compared.
@@ -57,6 +58,13 @@ def sent(h: SageMakerHarness) -> list[tuple[str, str, Any]]:
 
 def _deployed(role: str) -> None:
     sm_peagle.deploy("gpt-oss-20b", role=role)
+
+
+def _jumpstart_endpoint(role: str) -> None:
+    """An endpoint made outside peagle, as JumpStart's deploy makes it (for adopt)."""
+    from tests.integration.test_adopt import create_jumpstart_endpoint
+
+    create_jumpstart_endpoint(role)
 
 
 def _spec_file(tmp: Path, role: str) -> Path:
@@ -116,6 +124,11 @@ SCENARIOS: dict[str, Scenario] = {
         _deployed,
         lambda role, tmp: ["apply", "-f", str(_spec_file(tmp, role)), "--yes"],
         lambda role, tmp: sm_peagle.apply(_spec_file(tmp, role)),
+    ),
+    "adopt": (
+        _jumpstart_endpoint,
+        lambda *_: ["adopt", JS_ENDPOINT, "--yes"],
+        lambda *_: sm_peagle.adopt(JS_ENDPOINT),
     ),
     "drafter inspect": (
         None,
@@ -223,6 +236,36 @@ BAD: dict[str, tuple[list[str], Callable[[], Any], type[PeagleError], str]] = {
         lambda: sm_peagle.delete(""),
         SpecError,
         "name",
+    ),
+    "update bad name": (
+        ["update", "a_b", "-k", "3", "--yes"],
+        lambda: sm_peagle.update("a_b", k=3),
+        SpecError,
+        "'a_b' is not a SageMaker name",
+    ),
+    "adopt bad name": (
+        ["adopt", "a_b", "--yes"],
+        lambda: sm_peagle.adopt("a_b"),
+        SpecError,
+        "'a_b' is not a SageMaker name",
+    ),
+    "bench bad name": (
+        ["bench", "a_b", "-c", "1", "-n", "1"],
+        lambda: sm_peagle.bench("a_b", concurrency=1, requests=1),
+        SpecError,
+        "'a_b' is not a SageMaker name",
+    ),
+    "invoke bad name": (
+        ["invoke", "a_b", "hi"],
+        lambda: sm_peagle.invoke("a_b", "hi"),
+        SpecError,
+        "'a_b' is not a SageMaker name",
+    ),
+    "race bad name": (
+        ["race", "a_b", NAME],
+        lambda: sm_peagle.race("a_b", NAME),
+        SpecError,
+        "'a_b' is not a SageMaker name",
     ),
     "status bad name": (
         ["status", "not_a/name"],

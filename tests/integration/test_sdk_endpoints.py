@@ -182,3 +182,20 @@ def test_dry_runs_read_and_plan_but_change_nothing(world, sagemaker_harness, cap
     ]
     assert mutating == []
     assert left_in_moto() == before
+
+
+def test_endpoint_update_keeps_its_earlier_contract(world, sagemaker_harness):
+    """Endpoint.update as Python callers used it before the SDK-first change: any spec
+    option of a one-model endpoint, `result["created"]` as names, and `ep.plan` the new
+    plan; a component update takes k/mode only."""
+    ep = sm_peagle.deploy("gpt-oss-20b", role=world.role_arn)
+    result = ep.update(k=5, autoscale="1:2")
+    assert all(isinstance(n, str) for n in result["created"]) and len(result["created"]) == 2
+    assert ep.plan is not None and ep.plan.speculative_config["num_speculative_tokens"] == 5
+    assert ep.plan.spec.autoscaling.max_instances == 2
+    with pytest.raises(SpecError, match="takes k= and mode= only"):
+        ep.update(component="p-eagle", k=4, image="x")
+    with pytest.raises(SpecError, match="unknown option"):
+        ep.update(colour="blue")
+    ep.delete()
+    assert left_in_moto() == {}

@@ -54,3 +54,6 @@ def test_sdk_bench_takes_the_cli_string(sb: Sandbox, env: Any) -> None:
 
     r = sm_peagle.bench(NAME, concurrency="1,2", requests=2, max_tokens=8, acceptance_wait="0")
     assert [lv["concurrency"] for lv in r["levels"]] == [1, 2]
+    import json
+
+    assert json.loads(json.dumps(r)) == r.to_dict()  # the result is the JSON document

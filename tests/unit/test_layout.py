@@ -118,6 +118,19 @@ def test_no_module_reaches_into_another_modules_privates() -> None:
     assert {k for k in found if k not in ALLOWED_PRIVATE_REACH} == set()
 
 
+def test_the_sandbox_imports_no_private_names() -> None:
+    """The emulator (sandbox/peagle_sandbox) too: no module imports another's private
+    names (it does read moto's privates through attributes: patching moto is its job)."""
+    sandbox = PKG.parent / "sandbox" / "peagle_sandbox"
+    sources = _sources(sandbox)
+    imported = {
+        (m, what)
+        for (m, what) in private_reach(sources)
+        if what.rpartition(".")[0] in sources
+    }
+    assert imported == set()
+
+
 def test_no_function_over_80_lines_in_planning_or_lifecycle() -> None:
     bad = {}
     for sub in ("planning", "lifecycle"):

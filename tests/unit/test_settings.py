@@ -24,33 +24,62 @@ def _environ(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id == "environ"
 
 
+def _constants(tree: ast.Module) -> dict[str, str]:
+    """Module-level `NAME = "PEAGLE_…"`: a read through a constant is a read too."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and isinstance(node.value.value, str):
+                    out[target.id] = node.value.value
+    return out
+
+
+def _value(node: ast.AST, constants: dict[str, str]) -> object:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return constants.get(node.id)
+    return None
+
+
+def _environ_or_either(node: ast.AST) -> bool:
+    """`environ`, or a conditional one of whose branches is `environ`."""
+    if isinstance(node, ast.IfExp):
+        return _environ(node.body) or _environ(node.orelse)
+    return _environ(node)
+
+
 def env_reads(source: str) -> list[str]:
-    """PEAGLE_* names read from the environment: environ.get("X"), environ["X"] (load),
-    os.getenv("X"), "X" in environ."""
+    """PEAGLE_* names read from the environment: environ.get(X), environ[X] (load),
+    os.getenv(X), X in environ, where X is a literal or a module-level constant, and
+    `(os.environ if … else …).get(X)` too."""
     out = []
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    constants = _constants(tree)
+    for node in ast.walk(tree):
         name = None
-        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+        if isinstance(node, ast.Call) and node.args:
             f = node.func
-            if (isinstance(f, ast.Attribute) and f.attr == "get" and _environ(f.value)) or (
+            if (
+                isinstance(f, ast.Attribute) and f.attr == "get" and _environ_or_either(f.value)
+            ) or (
                 isinstance(f, ast.Attribute | ast.Name)
                 and getattr(f, "attr", getattr(f, "id", None)) == "getenv"
             ):
-                name = node.args[0].value
+                name = _value(node.args[0], constants)
         elif (
             isinstance(node, ast.Subscript)
             and isinstance(node.ctx, ast.Load)
-            and _environ(node.value)
-            and isinstance(node.slice, ast.Constant)
+            and _environ_or_either(node.value)
         ):
-            name = node.slice.value
+            name = _value(node.slice, constants)
         elif (
             isinstance(node, ast.Compare)
-            and isinstance(node.left, ast.Constant)
             and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops)
             and any(_environ(c) for c in node.comparators)
         ):
-            name = node.left.value
+            name = _value(node.left, constants)
         if isinstance(name, str) and name.startswith("PEAGLE_"):
             out.append(name)
     return out
@@ -110,6 +139,11 @@ def test_the_scanner_can_fail() -> None:
         "d = 'PEAGLE_D' in os.environ\nos.environ['PEAGLE_E'] = '1'\ne = environ.get('HOME')\n"
     )
     assert env_reads(src) == ["PEAGLE_A", "PEAGLE_B", "PEAGLE_C", "PEAGLE_D"]
+    via_constant = (
+        "import os\nENV = 'PEAGLE_K'\n"
+        "def f(env=None):\n    return (os.environ if env is None else env).get(ENV)\n"
+    )
+    assert env_reads(via_constant) == ["PEAGLE_K"]
     assert settings_names_used('x = get("PEAGLE_X") or env_flag("PEAGLE_Y")') == [
         "PEAGLE_X", "PEAGLE_Y"
     ]

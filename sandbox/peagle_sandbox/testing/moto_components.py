@@ -85,7 +85,7 @@ class FakeInferenceComponent:
         return out
 
 
-def _components(backend: SageMakerModelBackend) -> dict[str, FakeInferenceComponent]:
+def inference_components_of(backend: SageMakerModelBackend) -> dict[str, FakeInferenceComponent]:
     # On the backend object, so moto's reset (mock_aws exit) clears it with everything else.
     return backend.__dict__.setdefault("_peagle_inference_components", {})
 
@@ -124,7 +124,9 @@ def _start(harness: Any, ic: FakeInferenceComponent, statuses: Sequence[str], pl
     ic.modified = utcnow()
 
 
-def _advance(harness: Any, backend: Any, ic: FakeInferenceComponent, consume: bool) -> None:
+def advance_component(
+    harness: Any, backend: Any, ic: FakeInferenceComponent, consume: bool
+) -> None:
     """Move `ic` along its timeline; on the last status, apply the outcome."""
     if ic.timeline is None:
         return
@@ -144,7 +146,7 @@ def _advance(harness: Any, backend: Any, ic: FakeInferenceComponent, consume: bo
         return
     ic.timeline = None
     if ic.status == "Deleting":
-        _components(backend).pop(ic.name, None)
+        inference_components_of(backend).pop(ic.name, None)
         _sync_instances(backend, ic.endpoint_name)
     elif ic.status == "Failed" or reason:
         ic.status, ic.failure_reason = "Failed", reason or "Failure injected by sm_peagle"
@@ -161,7 +163,9 @@ def _sync_instances(backend: Any, endpoint_name: str) -> None:
     if endpoint is None or config is None:
         return
     copies = sum(
-        ic.current for ic in _components(backend).values() if ic.endpoint_name == endpoint_name
+        ic.current
+        for ic in inference_components_of(backend).values()
+        if ic.endpoint_name == endpoint_name
     )
     for live, source in zip(endpoint.production_variants, config.production_variants, strict=False):
         scaling = source.get("ManagedInstanceScaling") or {}
@@ -204,12 +208,12 @@ def refuse_endpoint_delete(harness: Any, backend: Any, endpoint_name: str) -> No
     if endpoint_name not in backend.endpoints:
         return  # moto's own "Could not find endpoint"
     left = []
-    for name in list(_components(backend)):
-        ic = _components(backend).get(name)
+    for name in list(inference_components_of(backend)):
+        ic = inference_components_of(backend).get(name)
         if ic is None or ic.endpoint_name != endpoint_name:
             continue
-        _advance(harness, backend, ic, consume=False)
-        if name in _components(backend) and ic.status != "Deleting":
+        advance_component(harness, backend, ic, consume=False)
+        if name in inference_components_of(backend) and ic.status != "Deleting":
             left.append(name)
     if left:
         arn = arn_formatter("endpoint", endpoint_name, backend.account_id, backend.region_name)
@@ -232,7 +236,7 @@ def component_patches(_harness: Callable[[], Any]) -> list[tuple[Any, str, Any]]
         tags: list[dict[str, str]] | None = None,
     ) -> str:
         harness = _harness()
-        if name in _components(self):
+        if name in inference_components_of(self):
             raise ValidationError(
                 message=f"Cannot create already existing inference component {name}."
             )
@@ -254,16 +258,16 @@ def component_patches(_harness: Callable[[], Any]) -> list[tuple[Any, str, Any]]
             desired=copies,
             tags=list(tags or []),
         )
-        _components(self)[name] = ic
+        inference_components_of(self)[name] = ic
         plan = _plans(harness).pop(name, None)
         _start(harness, ic, plan[0] if plan else ("Creating", "InService"), plan)
         return ic.arn
 
     def get(self: SageMakerModelBackend, name: str, consume: bool = True) -> FakeInferenceComponent:
-        ic = _components(self).get(name)
+        ic = inference_components_of(self).get(name)
         if ic is not None:
-            _advance(_harness(), self, ic, consume)
-        ic = _components(self).get(name)
+            advance_component(_harness(), self, ic, consume)
+        ic = inference_components_of(self).get(name)
         if ic is None:
             raise _not_found(self, name)
         return ic
@@ -273,7 +277,7 @@ def component_patches(_harness: Callable[[], Any]) -> list[tuple[Any, str, Any]]
 
     def list_inference_components(self: SageMakerModelBackend, **filters: Any) -> list[dict]:
         out = []
-        for name in list(_components(self)):
+        for name in list(inference_components_of(self)):
             try:
                 ic = get(self, name, consume=False)
             except ValidationError:
@@ -323,7 +327,7 @@ def component_patches(_harness: Callable[[], Any]) -> list[tuple[Any, str, Any]]
         (SageMakerModelBackend, "delete_inference_component", delete_inference_component),
         (SageMakerModelBackend, "update_inference_component", update_inference_component),
         (SageMakerModelBackend, "update_inference_component_runtime_config", update_runtime),
-        *config_patches(_components, _not_found),
+        *config_patches(inference_components_of, _not_found),
         *autoscaling_patches(),
     ]
 
@@ -340,7 +344,7 @@ def leftovers(account_id: str, region: str) -> dict[str, list[str]]:
         "models": sorted(sm._models),
         "endpoint_configs": sorted(sm.endpoint_configs),
         "endpoints": sorted(sm.endpoints),
-        "inference_components": sorted(_components(sm)),
+        "inference_components": sorted(inference_components_of(sm)),
         "scalable_targets": sorted(r for d in aas.targets.values() for r in d),
         "scaling_policies": sorted(p.policy_name for p in aas.policies.values()),
         "alarms": sorted(cloudwatch_backends[account_id][region].alarms),
