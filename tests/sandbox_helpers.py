@@ -35,3 +35,20 @@ def leftovers(client: Callable[[str], Any]) -> dict[str, list[Any]]:
         "alarms": cw.describe_alarms()["MetricAlarms"],
     }
     return {k: v for k, v in left.items() if v}
+
+
+def point_at_sandbox(state: dict[str, Any], monkeypatch: Any, tmp_path: Any) -> None:
+    """This test process pointed at a running sandbox exactly as `--sandbox` points a
+    command at it (its state document, `peagle sandbox status --json`): no AWS_/PEAGLE_
+    setting of the developer's own leaks in."""
+    import os
+
+    from peagle_sandbox.manager import SandboxInfo, activate
+
+    for name in list(os.environ):
+        if name.startswith(("AWS_", "PEAGLE_")):
+            monkeypatch.delenv(name)
+    values: dict[str, str] = {}
+    activate(SandboxInfo.from_state(state, tmp_path / "state.json"), values)
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)

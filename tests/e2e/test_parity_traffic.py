@@ -8,7 +8,6 @@ which ones are sent is compared."""
 from __future__ import annotations
 
 import json
-import os
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_sandbox import Sandbox, running_sandbox
+from tests.sandbox_helpers import point_at_sandbox
 
 pytestmark = pytest.mark.e2e
 
@@ -34,15 +34,7 @@ def sb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
 @pytest.fixture
 def sdk_env(sb: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """This process pointed at the sandbox exactly as `--sandbox` points a command at it."""
-    from peagle_sandbox.manager import SandboxInfo, activate
-
-    for name in list(os.environ):
-        if name.startswith(("AWS_", "PEAGLE_")):
-            monkeypatch.delenv(name)
-    values: dict[str, str] = {}
-    activate(SandboxInfo.from_state(sb.state, tmp_path / "state.json"), values)
-    for name, value in values.items():
-        monkeypatch.setenv(name, value)
+    point_at_sandbox(sb.state, monkeypatch, tmp_path)
 
 
 def _record(sb: Sandbox) -> Counter:

@@ -9,7 +9,6 @@ that component's model); a refusal before traffic leaves the request count uncha
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 from sm_peagle.errors import SpecError
 from tests.e2e.test_sandbox import Sandbox, running_sandbox
 from tests.plan_helpers import TWO_COMPONENTS
+from tests.sandbox_helpers import point_at_sandbox
 
 pytestmark = pytest.mark.e2e
 
@@ -36,16 +36,9 @@ def sb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
 @pytest.fixture
 def ep(sb: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
     """An Endpoint handle in this process, every boto3 client pointed at the sandbox."""
-    from peagle_sandbox.manager import SandboxInfo, activate
     from sm_peagle import Endpoint
 
-    for name in list(os.environ):
-        if name.startswith(("AWS_", "PEAGLE_")):
-            monkeypatch.delenv(name)
-    env: dict[str, str] = {}
-    activate(SandboxInfo.from_state(sb.state, tmp_path / "state.json"), env)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
+    point_at_sandbox(sb.state, monkeypatch, tmp_path)
     return Endpoint(NAME)
 
 

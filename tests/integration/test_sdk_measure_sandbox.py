@@ -4,7 +4,6 @@ parser's input. (Before, an int raised TypeError: 'int' object is not iterable.)
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_sandbox import Sandbox, running_sandbox
+from tests.sandbox_helpers import point_at_sandbox
 
 pytestmark = pytest.mark.e2e
 
@@ -25,15 +25,7 @@ def sb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
 
 @pytest.fixture
 def env(sb: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from peagle_sandbox.manager import SandboxInfo, activate
-
-    for name in list(os.environ):
-        if name.startswith(("AWS_", "PEAGLE_")):
-            monkeypatch.delenv(name)
-    values: dict[str, str] = {}
-    activate(SandboxInfo.from_state(sb.state, tmp_path / "state.json"), values)
-    for name, value in values.items():
-        monkeypatch.setenv(name, value)
+    point_at_sandbox(sb.state, monkeypatch, tmp_path)
 
 
 def test_endpoint_bench_takes_an_int(sb: Sandbox, env: Any, tmp_path: Path) -> None:
