@@ -292,4 +292,18 @@ def _take_engine_option(args: list[str]) -> tuple[list[str], str | None]:
 
 
 def run() -> None:
-    sys.exit(main())
+    """The `peagle` console script. SIGTERM and SIGHUP stop a command as Ctrl-C does
+    (`cli/signals.py`); a Ctrl-C that lands before `main` has its boundary up (while
+    Python imports it) or after the command answered still ends in one line, not a
+    traceback."""
+    from .signals import quiet_exit, stop_on_signals
+
+    try:
+        stop_on_signals()
+        code = main()
+    except KeyboardInterrupt as exc:
+        from .boundary import exit_code_for
+
+        code = exit_code_for(exc, sys.argv[1:])
+    with quiet_exit():
+        sys.exit(code)

@@ -4,7 +4,7 @@ The contract (README, "Output and exit codes"):
 
 - 0 success; 1 a failure in AWS (or the sandbox), a missing resource, "n" at a prompt;
   2 bad input (nothing was sent); 3 `diff --detailed-exitcode` with changes pending;
-  130 Ctrl-C.
+  130 Ctrl-C; 143 SIGTERM and 129 SIGHUP (each rolls back as Ctrl-C does).
 - stderr gets one line, `error: <what> (fix: <remedy>)`, never a traceback.
 - With `--json`, stdout gets one JSON document either way: the result (a command that
   fails after producing it, like `plan` with failed checks, keeps it), or
@@ -135,6 +135,12 @@ def exit_code_for(exc: BaseException, args: list[str]) -> int:
         return exc.exit_code
     _debug_origin(exc)
     if isinstance(exc, KeyboardInterrupt):
+        from .signals import Terminated
+
+        if isinstance(exc, Terminated):
+            return report(
+                f"terminated by {exc.name}", fix=None, exit_code=exc.exit_code, kind="Terminated"
+            )
         return report("interrupted", fix=None, exit_code=INTERRUPTED, kind="Interrupted")
     if isinstance(exc, typer.Abort):
         return report("aborted", fix=None, exit_code=1, kind="Aborted")
@@ -187,4 +193,8 @@ def _debug_origin(exc: BaseException) -> None:
 
 
 def interrupted(args: list[str]) -> int:
-    return exit_code_for(KeyboardInterrupt(), args)
+    """Exit code 130 from click: Ctrl-C, or one of the signals `cli/signals.py` handles."""
+    from .signals import Terminated, received
+
+    signum = received()
+    return exit_code_for(Terminated(signum) if signum else KeyboardInterrupt(), args)
