@@ -6,8 +6,10 @@ configuration, the level (`concurrency`, `rate`), and the request as the client 
 send time, scheduled time (open loop), TTFT, TPOT, e2e, tokens (from `usage`), content
 chunks, every inter-token latency (`itl_s`, one per token), `status` (`ok`/`error`),
 `error` and `error_kind`; with an SLO, `slo_met` per objective and `all`. Lines are written
-as each level ends, so an interrupted run keeps what it measured; goodput can be recounted
-from the file alone (`recount_goodput`).
+as each level ends into `.<name>.partial` beside the target, which is renamed over it when
+the run completes (`finish`): an interrupted run keeps what it measured in the partial
+file and leaves a previous file whole, never empty. Goodput can be recounted from the file
+alone (`recount_goodput`).
 """
 
 from __future__ import annotations
@@ -26,13 +28,33 @@ REQUEST_SCHEMA = "peagle.bench.request/1"
 
 
 class RequestExporter:
-    """Appends request lines to one JSONL file (created empty on first use)."""
+    """Appends request lines to `partial` as each level ends; `finish()` puts the complete
+    file in place at `path`."""
 
     def __init__(self, path: Path) -> None:
+        from .files import partial_path
+
         self.path = path
+        self.partial = partial_path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("", encoding="utf-8")
+        self.partial.write_text("", encoding="utf-8")
         self.lines = 0
+
+    def finish(self) -> Path:
+        """The run is complete: the lines replace `path` (atomically)."""
+        import os
+
+        from .files import OutputNotWritten
+
+        try:
+            os.replace(self.partial, self.path)
+        except OSError as e:
+            raise OutputNotWritten(
+                f"cannot write {self.path}: {e.strerror or e}; the {self.lines} requests are "
+                f"in {self.partial}",
+                remedy="move that file where you want it",
+            ) from None
+        return self.path
 
     def write_level(
         self,
@@ -45,7 +67,7 @@ class RequestExporter:
         slo: dict[str, float] | None,
         probe: bool = False,
     ) -> None:
-        with self.path.open("a", encoding="utf-8") as f:
+        with self.partial.open("a", encoding="utf-8") as f:
             for r in records:
                 line: dict[str, Any] = {
                     "schema": REQUEST_SCHEMA,

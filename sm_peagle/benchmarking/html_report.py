@@ -286,7 +286,6 @@ def render_html(doc: dict[str, Any]) -> str:
 
 
 def write_html(doc: dict[str, Any], path: Path) -> Path:
-    text = render_html(doc)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
+    from .files import write_atomic
+
+    return write_atomic(path, render_html(doc))

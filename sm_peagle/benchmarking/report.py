@@ -295,9 +295,14 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
         f"{doc.get('started_at')}",
         fontsize=7,
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    import io
+
+    from .files import write_atomic
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=path.suffix.lstrip(".") or "png")
     plt.close(fig)
+    write_atomic(path, buf.getvalue())
     return path
 
 

@@ -179,11 +179,10 @@ def check_document(doc: Any, where: str = "document") -> dict[str, Any]:
 
 
 def save_document(doc: dict[str, Any], path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)  # atomic: an interrupted run never leaves half a file
-    return path
+    """Atomic (files.write_atomic): an interrupted run never leaves half a file."""
+    from .files import write_atomic
+
+    return write_atomic(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
 
 
 def load_document(path: Path) -> dict[str, Any]:

@@ -139,18 +139,24 @@ def bench_command(
     ] = False,
 ) -> None:
     """Benchmark one endpoint at each concurrency level: tokens from usage, never chunks."""
+    from ..benchmarking.files import OutputNotWritten
     from ..ops.measure import bench
 
-    result = bench(
-        name, component=component, concurrency=concurrency, rate=rate, requests=requests,
-        duration=duration, warmup=warmup, workers=workers, burstiness=burstiness, slo=slo,
-        search=search, slo_share=slo_share, search_limit=search_limit, max_probes=max_probes,
-        dataset=dataset, max_tokens=max_tokens, temperature=temperature,
-        acceptance_wait=acceptance_wait, requests_out=requests_out, out=out, csv=csv_path,
-        markdown=markdown, plot=plot_path, locust=locust, locust_workers=locust_workers,
-        locust_print_commands=locust_print_commands, region=region, say=note,
-        progress=live_counter(), on_connect=_target,
-    )  # fmt: skip
+    try:
+        result = bench(
+            name, component=component, concurrency=concurrency, rate=rate,
+            requests=requests, duration=duration, warmup=warmup, workers=workers,
+            burstiness=burstiness, slo=slo, search=search, slo_share=slo_share,
+            search_limit=search_limit, max_probes=max_probes, dataset=dataset,
+            max_tokens=max_tokens, temperature=temperature, acceptance_wait=acceptance_wait,
+            requests_out=requests_out, out=out, csv=csv_path, markdown=markdown,
+            plot=plot_path, locust=locust, locust_workers=locust_workers,
+            locust_print_commands=locust_print_commands, region=region, say=note,
+            progress=live_counter(), on_connect=_target,
+        )  # fmt: skip
+    except OutputNotWritten as e:  # the run completed: show it, then fail on the file
+        current().result(e.result, render=render_measurement)
+        raise
     if result.commands is not None:
         print(result.commands)
         return

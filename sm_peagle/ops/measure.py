@@ -109,6 +109,7 @@ def write_outputs(
 ) -> list[Path]:  # fmt: skip
     """Result files, JSON first (so a missing plotting library never costs the numbers)."""
     from ..benchmarking import report as rep
+    from ..benchmarking.files import write_atomic
     from ..benchmarking.results import save_document
 
     written: list[Path] = []
@@ -117,9 +118,7 @@ def write_outputs(
         say(f"wrote {written[-1]}")
     for path, render in ((csv, rep.to_csv), (markdown, rep.to_markdown)):
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render(doc), encoding="utf-8")
-            written.append(path)
+            written.append(write_atomic(path, render(doc)))
             say(f"wrote {path}")
     if plot is not None:
         try:
@@ -246,6 +245,7 @@ def bench(
                          **_locust_common(levels[0], opts))  # fmt: skip
         return BenchResult(doc, write_outputs(doc, say, **files))
     from ..benchmarking.datasets import Dataset, load_dataset
+    from ..benchmarking.files import OutputNotWritten
     from ..benchmarking.runner import bench_endpoint
 
     ds = opts["dataset"]
@@ -260,13 +260,19 @@ def bench(
         name, concurrency=levels, rates=rates, workers=workers, aws=ctx, say=say,
         progress=progress, component=ic, requests_out=exporter, **opts,
     )  # fmt: skip
-    if exporter is not None:
-        say(f"wrote {exporter.path} ({exporter.lines} requests)")
-    written = write_outputs(doc, say, **files)
-    return BenchResult(
-        doc, written, requests_out=paths["requests_out"],
+    result = BenchResult(
+        doc, [], requests_out=paths["requests_out"],
         requests_written=exporter.lines if exporter is not None else 0,
     )  # fmt: skip
+    try:
+        if exporter is not None:
+            exporter.finish()
+            say(f"wrote {exporter.path} ({exporter.lines} requests)")
+        result.written = write_outputs(doc, say, **files)
+    except OutputNotWritten as e:
+        e.result = result  # measured and complete: the caller still has every number
+        raise
+    return result
 
 
 def _check_locust(levels: list[int], opts: dict[str, Any], locust_workers: Any, *,

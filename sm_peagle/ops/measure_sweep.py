@@ -107,6 +107,8 @@ def sweep(
         instance_type=instance_type, role=role, keep=keep, aws=ctx, say=say, deploy=deploy,
         **opts,
     )  # fmt: skip
+    if export_path is not None:
+        opts["requests_out"].finish()
     written = [save_document(doc, where / "sweep.json")]
     written += write_outputs(
         doc, say, csv=where / "sweep.csv", markdown=where / "sweep.md",
