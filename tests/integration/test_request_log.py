@@ -119,3 +119,33 @@ def test_multipart_uploads_are_named(sagemaker_harness: SageMakerHarness):
     assert sagemaker_harness.requests.operations("s3") == [
         "CreateBucket", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload"
     ]
+
+
+def test_a_second_model_or_config_of_one_name_is_refused_as_sagemaker_does(
+    sagemaker_harness: SageMakerHarness,
+):
+    """moto replaces them; SageMaker says ValidationException, "Cannot create already
+    existing …" (as moto itself does for endpoints), and so does the harness."""
+    from botocore.exceptions import ClientError
+
+    sm = boto3.client("sagemaker", region_name="us-east-1")
+    _create_model(sm, "m")
+    arn = "arn:aws:sagemaker:us-east-1:123456789012"
+    try:
+        _create_model(sm, "m")
+        raise AssertionError("a second CreateModel of one name was accepted")
+    except ClientError as e:
+        assert e.response["Error"]["Code"] == "ValidationException"
+        message = e.response["Error"]["Message"]
+        assert message == f'Cannot create already existing model "{arn}:model/m".'
+    variants = [{"VariantName": "a", "ModelName": "m", "InstanceType": "ml.g5.xlarge",
+                 "InitialInstanceCount": 1}]  # fmt: skip
+    sm.create_endpoint_config(EndpointConfigName="c", ProductionVariants=variants)
+    try:
+        sm.create_endpoint_config(EndpointConfigName="c", ProductionVariants=variants)
+        raise AssertionError("a second CreateEndpointConfig of one name was accepted")
+    except ClientError as e:
+        assert e.response["Error"]["Message"] == (
+            f'Cannot create already existing endpoint configuration "{arn}:endpoint-config/c".'
+        )
+    assert sagemaker_harness.resources().models == ("m",)
