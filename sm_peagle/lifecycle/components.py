@@ -177,7 +177,7 @@ def apply_components(
         if keep_on_failure:
             lc.say(f"kept for debugging: {', '.join(n for _, n in created)}")
         else:
-            rollback_components(lc, created)
+            rollback_components(lc, created, plan.names["endpoint"])
         if isinstance(exc, KeyboardInterrupt):
             raise
         raise err from None
@@ -248,11 +248,13 @@ def deregister_component_scaling(lc: Any, name: str) -> None:
         lc.say(f"warning: autoscaling for {rid} not checked: {e}")
 
 
-def rollback_components(lc: Any, created: list[tuple[str, str]]) -> list[str]:
+def rollback_components(
+    lc: Any, created: list[tuple[str, str]], deployment: str | None = None
+) -> list[str]:
     """Newest first: scaling sets, components (until gone), endpoint, config, models;
     `Lifecycle.rollback` knows the scaling sets, and stops before the endpoint when a
     component cannot be deleted."""
-    left: list[str] = lc.rollback(created)
+    left: list[str] = lc.rollback(created, deployment)
     return left
 
 

@@ -209,6 +209,31 @@ def orphan_components(sm: Any, cutoff: datetime) -> tuple[list[str], list[str]]:
     return sorted(old), sorted(young)
 
 
+def deployment_resources(sm: Any, endpoint: str) -> tuple[list[str], list[str]]:
+    """(configs, models) peagle created or adopted for `endpoint`: tagged
+    `peagle:managed` and `peagle:deployment` = endpoint. Their names start with the
+    endpoint's (cut to fit AWS's 63 characters), which narrows the listing first."""
+    prefix = endpoint[:40]
+    found: tuple[list[str], list[str]] = ([], [])
+    listings = (
+        (found[0], "list_endpoint_configs", "EndpointConfigs", "EndpointConfig"),
+        (found[1], "list_models", "Models", "Model"),
+    )
+    for out, op, field, kind in listings:
+        for item in _paginate(sm, op, field, NameContains=prefix):
+            try:
+                tags = sm.list_tags(ResourceArn=item[f"{kind}Arn"]).get("Tags", [])
+            except Exception as e:
+                if _not_found(e):
+                    continue
+                raise
+            values = {t["Key"]: t["Value"] for t in tags}
+            managed = values.get("peagle:managed") == "true"
+            if managed and values.get("peagle:deployment") == endpoint:
+                out.append(item[f"{kind}Name"])
+    return sorted(found[0]), sorted(found[1])
+
+
 def find_orphans(sm: Any, *, min_age_seconds: float = 0) -> dict[str, list[str]]:
     """peagle-managed inference components whose endpoint is gone, then endpoint configs
     and models that no live endpoint (or remaining component) uses; those younger than

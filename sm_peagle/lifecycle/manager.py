@@ -25,7 +25,7 @@ class Deletion:
     """What deleting an endpoint removes, in order, and what it keeps (and why)."""
 
     endpoint: str
-    described: dict[str, Any]  # DescribeEndpoint's answer (its variants' scaling goes too)
+    described: dict[str, Any] | None  # DescribeEndpoint's answer; None: the endpoint is gone
     components: list[str]  # inference components, deleted first
     configs: list[str]
     models: list[str]
@@ -33,10 +33,15 @@ class Deletion:
     kept_shared: dict[str, list[str]]  # config/model -> the endpoints still using it
     kept_component_models: list[str]  # named by components peagle did not create
 
+    @property
+    def endpoint_exists(self) -> bool:
+        return self.described is not None
+
     def to_dict(self) -> dict[str, Any]:
+        ep = [self.endpoint] if self.endpoint_exists else []
         return {
             "endpoint": self.endpoint,
-            "would_delete": [*self.components, self.endpoint, *self.configs, *self.models],
+            "would_delete": [*self.components, *ep, *self.configs, *self.models],
             "kept_models": self.kept_models,
             "kept_shared": self.kept_shared,
         }
@@ -48,14 +53,18 @@ def _quiet(_: str) -> None:
     pass
 
 
-def _cleanup(created: list[tuple[str, str]], left: list[str] | None) -> str:
-    """The commands that remove what a rollback left: `peagle delete` first when an
-    endpoint is among it (`left` None: any this run created), as gc never deletes an
-    endpoint, nor a component whose endpoint exists; then gc with --min-age 0, since what
-    is left is minutes old."""
-    endpoints = [n for k, n in created if k == "endpoint" and (left is None or n in left)]
-    delete = f"`peagle delete {endpoints[0]} --yes`, then " if endpoints else ""
-    return f"{delete}`peagle gc --min-age 0 --yes`"
+def _cleanup(
+    created: list[tuple[str, str]], left: list[str] | None, deployment: str | None
+) -> str:
+    """The command that removes what a rollback left (`left` None: all this run created).
+    For a deploy, `peagle delete` of the deployment: it removes the endpoint if there is
+    one and the configs and models tagged with that deployment either way, nothing else.
+    For an update (the endpoint lives on), gc with --min-age 0, as what is left is
+    minutes old and no endpoint uses it."""
+    deployment = deployment or next((n for k, n in created if k == "endpoint"), None)
+    if deployment is not None:
+        return f"`peagle delete {deployment} --yes`"
+    return "`peagle gc --min-age 0 --yes`"
 
 
 class Lifecycle:
@@ -151,11 +160,10 @@ class Lifecycle:
             if keep_on_failure:
                 self.say(
                     f"kept for debugging: {', '.join(n for _, n in created)}; remove with "
-                    f"`peagle delete {plan.names['endpoint']} --yes` and "
-                    "`peagle gc --min-age 0 --yes`"
+                    f"`peagle delete {plan.names['endpoint']} --yes`"
                 )
             else:
-                self.rollback(created)
+                self.rollback(created, plan.names["endpoint"])
             if isinstance(exc, KeyboardInterrupt):
                 raise
             raise err from None
@@ -235,7 +243,9 @@ class Lifecycle:
                 self.sleep(min(2**attempt, 10))
 
     # -- delete ---------------------------------------------------------------------
-    def rollback(self, created: list[tuple[str, str]]) -> list[str]:
+    def rollback(
+        self, created: list[tuple[str, str]], deployment: str | None = None
+    ) -> list[str]:
         """Delete what this run created, newest first, and verify each is gone. An
         inference component that cannot be deleted stops it before the endpoint, config
         and models (SageMaker refuses DeleteEndpoint while one remains): they are left for
@@ -262,14 +272,13 @@ class Lifecycle:
                     stuck = stuck or kind == "inference_component"
                     self.say(f"could not delete {name}: {e}")
         except KeyboardInterrupt:
-            # What is left is minutes old: gc's default --min-age would skip it.
-            self.say(f"rollback interrupted: run {_cleanup(created, None)} to remove what is left")
+            fix = _cleanup(created, None, deployment)
+            self.say(f"rollback interrupted: run {fix} to remove what is left")
             raise
         if left:
             why = " (an inference component remains, so the endpoint was kept)" if stuck else ""
-            self.say(
-                f"left behind: {', '.join(left)}{why}; run {_cleanup(created, left)} to remove it"
-            )
+            fix = _cleanup(created, left, deployment)
+            self.say(f"left behind: {', '.join(left)}{why}; run {fix} to remove it")
         return left
 
     def delete_and_confirm(self, kind: str, name: str, timeout: float = 900) -> bool:
@@ -316,7 +325,7 @@ class Lifecycle:
             desc = self.sm.describe_endpoint(EndpointName=endpoint)
         except ClientError as e:
             if not_found(e):
-                return None
+                return self._leftovers(endpoint, keep_model=keep_model)
             raise
         if not force and not is_managed(self.sm, desc["EndpointArn"]):
             raise SpecError(
@@ -356,6 +365,30 @@ class Lifecycle:
             kept_component_models=list(dict.fromkeys(theirs)),
         )
 
+    def _leftovers(self, endpoint: str, *, keep_model: bool) -> Deletion | None:
+        """The endpoint is gone (deleted by hand, or a delete interrupted after
+        DeleteEndpoint): the configs and models peagle tagged with this deployment
+        (`peagle:deployment`) that nothing else uses. None when there are none."""
+        from .inventory import deployment_resources, resource_users
+
+        configs, models = deployment_resources(self.sm, endpoint)
+        users = resource_users(self.sm)
+        shared = {n: sorted(users[n]) for n in [*configs, *models] if n in users}
+        configs = [c for c in configs if c not in shared]
+        free_models = [m for m in models if m not in shared]
+        if not configs and not free_models:
+            return None
+        return Deletion(
+            endpoint=endpoint,
+            described=None,
+            components=[],
+            configs=configs,
+            models=[] if keep_model else free_models,
+            kept_models=free_models if keep_model else [],
+            kept_shared=shared,
+            kept_component_models=[],
+        )
+
     def delete(
         self, endpoint: str, *, keep_model: bool = False, force: bool = False
     ) -> dict[str, Any]:
@@ -372,10 +405,13 @@ class Lifecycle:
                 self.say(f"deleted inference component {name}")
         for model in plan.kept_component_models:
             self.say(f"kept model {model}: an inference component peagle did not create named it")
-        self._deregister_autoscaling(endpoint, plan.described)
         deleted = []
-        if self.delete_and_confirm("endpoint", endpoint):
-            deleted.append(endpoint)
+        if plan.described is None:
+            self.say(f"endpoint {endpoint} was already gone; removing what it left")
+        else:
+            self._deregister_autoscaling(endpoint, plan.described)
+            if self.delete_and_confirm("endpoint", endpoint):
+                deleted.append(endpoint)
         for cfg in plan.configs:
             if self.delete_and_confirm("endpoint_config", cfg):
                 deleted.append(cfg)

@@ -138,9 +138,8 @@ def test_a_component_that_cannot_be_deleted_stops_the_rollback_before_the_endpoi
     assert len(left["endpoint_configs"]) == 1 and len(left["models"]) == 2
     advice = [line for line in err.splitlines() if line.startswith("left behind: ")]
     assert len(advice) == 1 and BASELINE in advice[0] and NAME in advice[0]
-    assert advice[0].endswith(
-        f"run `peagle delete {NAME} --yes`, then `peagle gc --min-age 0 --yes` to remove it"
-    )
+    # One command for exactly this deployment's leftovers, never a blanket gc.
+    assert advice[0].endswith(f"run `peagle delete {NAME} --yes` to remove it")
 
     fault["on"] = False  # the cause is gone; the user follows the advice
     assert run(capsys, "delete", NAME, "--yes")[0] == 0

@@ -199,3 +199,27 @@ def test_endpoint_update_keeps_its_earlier_contract(world, sagemaker_harness):
         ep.update(colour="blue")
     ep.delete()
     assert left_in_moto() == {}
+
+
+def test_delete_of_a_gone_endpoint_removes_what_its_deployment_left(world, sagemaker_harness):
+    """A delete interrupted after DeleteEndpoint (or an endpoint deleted by hand) leaves
+    the config and model: `delete NAME` again finds them by their deployment tag and
+    removes them, and only them (a bystander's model stays)."""
+    import boto3
+
+    sm_peagle.deploy("gpt-oss-20b", role=world.role_arn)
+    sm = boto3.client("sagemaker", region_name="us-east-1")
+    sm.create_model(
+        ModelName=f"{NAME}-someone-elses",
+        ExecutionRoleArn=world.role_arn,
+        PrimaryContainer={"Image": "123.dkr.ecr.us-east-1.amazonaws.com/x:1"},
+    )
+    sm.delete_endpoint(EndpointName=NAME)  # the endpoint goes; its config and model stay
+    left = left_in_moto()
+    assert "endpoints" not in left and len(left["models"]) == 2
+    preview = sm_peagle.delete(NAME, dry_run=True)
+    assert NAME not in preview.would_delete and len(preview.would_delete) == 2
+    result = sm_peagle.delete(NAME)
+    assert sorted(result.deleted) == sorted(preview.would_delete)
+    assert left_in_moto() == {"models": [f"{NAME}-someone-elses"]}
+    assert sm_peagle.delete(NAME).note == "already gone"

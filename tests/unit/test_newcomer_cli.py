@@ -246,9 +246,10 @@ def test_instances_live_prices_without_credentials_warns(capsys, monkeypatch, tm
     assert code == 0 and "warning: live prices:" in err and "<" not in err
 
 
-def test_an_interrupted_rollback_names_gc_with_min_age_0(monkeypatch):
-    """After a second Ctrl-C the leftovers are seconds old: plain `gc` (default --min-age
-    10m) would find nothing, so the advice must carry --min-age 0 and the endpoint."""
+def test_an_interrupted_rollback_names_the_deployments_delete(monkeypatch):
+    """After a second Ctrl-C the advice is the one command that removes exactly this
+    deployment's leftovers (`peagle delete NAME`, which finds its tagged config and model
+    even when the endpoint is gone), never a blanket `gc --min-age 0`."""
     from sm_peagle.lifecycle.manager import Lifecycle
 
     said: list[str] = []
@@ -261,4 +262,4 @@ def test_an_interrupted_rollback_names_gc_with_min_age_0(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         lc.rollback([("model", "m"), ("endpoint_config", "c"), ("endpoint", "my-ep")])
     assert "`peagle delete my-ep --yes`" in said[-1]
-    assert "`peagle gc --min-age 0 --yes`" in said[-1]
+    assert "gc" not in said[-1]
