@@ -30,6 +30,7 @@ _LAZY = {
     "AwsUnreachable": "errors",
     "AwsError": "errors",
     "PayloadTooLarge": "errors",
+    "OutputNotWritten": "errors",
     "ModelInvocationError": "errors",
     "ModelStreamError": "errors",
     "InternalStreamFailure": "errors",

@@ -103,6 +103,14 @@ class NoCredentials(PeagleError):
     exit_code = 1
 
 
+class OutputNotWritten(PeagleError):
+    """A result file could not be written; the run itself completed (its results are in
+    `.result` where the caller has them) and the previous file, if any, is unchanged."""
+
+    exit_code = 1
+    result: object = None
+
+
 class PayloadTooLarge(PeagleError):
     """The request body is over SageMaker's 6 MiB InvokeEndpoint limit. Nothing was sent."""
 

@@ -13,15 +13,9 @@ import contextlib
 import os
 from pathlib import Path
 
-from ..errors import PeagleError
+from ..errors import OutputNotWritten
 
 __all__ = ["OutputNotWritten", "partial_path", "write_atomic"]
-
-
-class OutputNotWritten(PeagleError):
-    """A result file could not be written (the run itself completed)."""
-
-    exit_code = 1
 
 
 def partial_path(path: Path) -> Path:

@@ -139,7 +139,7 @@ def bench_command(
     ] = False,
 ) -> None:
     """Benchmark one endpoint at each concurrency level: tokens from usage, never chunks."""
-    from ..benchmarking.files import OutputNotWritten
+    from ..errors import OutputNotWritten
     from ..ops.measure import bench
 
     try:

@@ -98,6 +98,7 @@ def test_export_lines_recount_to_the_same_goodput(tmp_path):
     ex = RequestExporter(tmp_path / "r.jsonl")
     ex.write_level(records, endpoint="ep", configuration="p-eagle K=3", concurrency=4,
                    rate=None, slo=slo)  # fmt: skip
+    ex.finish()  # the run completed: the file is put in place
     lines = read_requests(tmp_path / "r.jsonl")
     assert ex.lines == len(lines) == 10
     first = lines[0]
@@ -175,5 +176,6 @@ def test_export_lines_match_the_documented_schema(tmp_path):
     ex = RequestExporter(tmp_path / "r.jsonl")
     ex.write_level([rec(0), rec(1, ok=False)], endpoint="ep", configuration=None,
                    concurrency=2, rate=0.5, slo={"ttft": 0.5})  # fmt: skip
+    ex.finish()
     for line in read_requests(tmp_path / "r.jsonl"):
         jsonschema.Draft202012Validator(line_schema).validate(line)
