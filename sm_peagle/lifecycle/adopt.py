@@ -24,7 +24,7 @@ from ..planning.plan_result import Plan
 from ..planning.spec.model import DeploymentSpec
 from ..planning.spec.tags import PREFIX as SPEC_PREFIX
 from .inventory import MANAGED
-from .resources import not_found, tagged_requests
+from .resources import ADOPTED, ORIGIN, not_found, tagged_requests
 from .spec_tags import tag_dict
 
 __all__ = ["AdoptResult", "adopt", "read_deployed"]
@@ -275,6 +275,9 @@ def _tag(sm: Any, result: AdoptResult, say: Callable[[str], None]) -> list[str]:
     """Write peagle's tags: models and config first, the endpoint (the marker) last."""
     *_, endpoint_req = tagged_requests(result.adoption.plan)
     wanted = {t["Key"]: t["Value"] for t in endpoint_req["Tags"] if t["Key"].startswith("peagle:")}
+    # Made outside peagle: gc never sweeps it, even if an interrupted adopt left the
+    # endpoint untagged and its owner then deleted the endpoint by hand.
+    wanted[ORIGIN] = ADOPTED
     d = result.deployed
     arns = [m["ModelArn"] for m in d.models.values()]
     arns += [d.config["EndpointConfigArn"], d.endpoint["EndpointArn"]]

@@ -9,7 +9,7 @@ from typing import Any
 from ..catalog.instances import get_instance
 from ..errors import NotFound
 from ..planning.plan_result import variant_instance_types
-from .resources import MANAGED, is_managed  # kept importable from here (adopt, manager)
+from .resources import MANAGED, is_collectable, is_managed  # is_managed: kept importable here
 from .spec_tags import tag_dict
 
 
@@ -210,9 +210,10 @@ def orphan_components(sm: Any, cutoff: datetime) -> tuple[list[str], list[str]]:
 
 
 def deployment_resources(sm: Any, endpoint: str) -> tuple[list[str], list[str]]:
-    """(configs, models) peagle created or adopted for `endpoint`: tagged
-    `peagle:managed` and `peagle:deployment` = endpoint. Their names start with the
-    endpoint's (cut to fit AWS's 63 characters), which narrows the listing first."""
+    """(configs, models) peagle created for `endpoint`: tagged `peagle:managed` and
+    `peagle:deployment` = endpoint, and not adopted (`resources.is_collectable`). Their
+    names start with the endpoint's (cut to fit AWS's 63 characters), which narrows the
+    listing first."""
     prefix = endpoint[:40]
     found: tuple[list[str], list[str]] = ([], [])
     listings = (
@@ -228,8 +229,7 @@ def deployment_resources(sm: Any, endpoint: str) -> tuple[list[str], list[str]]:
                     continue
                 raise
             values = {t["Key"]: t["Value"] for t in tags}
-            managed = values.get("peagle:managed") == "true"
-            if managed and values.get("peagle:deployment") == endpoint:
+            if is_collectable(values) and values.get("peagle:deployment") == endpoint:
                 out.append(item[f"{kind}Name"])
     return sorted(found[0]), sorted(found[1])
 
@@ -258,7 +258,8 @@ def find_orphans(sm: Any, *, min_age_seconds: float = 0) -> dict[str, list[str]]
             name = item[f"{prefix}Name"]
             if name in (used_configs if key == "endpoint_configs" else used_models):
                 continue
-            if not is_managed(sm, item[f"{prefix}Arn"]):
+            tags = sm.list_tags(ResourceArn=item[f"{prefix}Arn"]).get("Tags", [])
+            if not is_collectable({t["Key"]: t["Value"] for t in tags}):
                 continue
             # Young resources may belong to a deploy still in progress on another machine.
             out["young" if item["CreationTime"] > cutoff else key].append(name)

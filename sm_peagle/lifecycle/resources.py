@@ -27,6 +27,9 @@ __all__ = [
 ]
 
 MANAGED = "peagle:managed"
+# Written by `adopt` on everything it tags: the resource was made outside peagle.
+ORIGIN = "peagle:origin"
+ADOPTED = "adopted"
 
 # kind -> (delete operation, describe operation, name argument)
 KINDS = {
@@ -49,6 +52,13 @@ def not_found(e: Exception) -> bool:
 def is_managed(sm: Any, arn: str) -> bool:
     """True when the resource carries the peagle:managed tag (peagle created or adopted it)."""
     return tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", [])).get(MANAGED) == "true"
+
+
+def is_collectable(tags: dict[str, str]) -> bool:
+    """May gc (or a delete of a gone endpoint) remove it? Managed by peagle and made by
+    peagle: an adopted resource (`peagle:origin=adopted`) was someone else's first, so
+    only a delete of its live endpoint removes it, never a sweep of orphans."""
+    return tags.get(MANAGED) == "true" and tags.get(ORIGIN) != ADOPTED
 
 
 def describe_existing(sm: Any, name: str) -> dict[str, Any]:

@@ -227,13 +227,15 @@ def test_adopted_jumpstart_endpoint_plans_to_the_same_requests(world, capsys, tm
         k: v for k, v in variant.items() if k != "ModelName"
     }
 
-    # Tags: only peagle's were added, on all three, as peagle tags what it creates.
+    # Tags: only peagle's were added, on all three, as peagle tags what it creates, plus
+    # the origin that keeps gc off them (they were someone else's first).
     after = all_tags()
     peagle = {
         "peagle:managed": "true",
         "peagle:deployment": NAME,
         "peagle:spec-sha256": doc["spec_sha256"],
         "peagle:version": sm_peagle.__version__,
+        "peagle:origin": "adopted",
     }
     for name in (NAME, CONFIG, MODEL):
         added = {k: v for k, v in after[name].items() if k not in before[name]}
@@ -320,3 +322,33 @@ def test_dry_run_shows_the_spec_and_tags_nothing(world, capsys):
     code, _, err = run(capsys, "update", NAME, "-k", "7", "--yes")
     assert code == 2 and f"`peagle adopt {NAME}` takes it over" in err
     assert all_tags() == before
+
+
+def test_an_interrupted_adopt_never_lets_gc_take_the_owners_resources(world, capsys, monkeypatch):
+    """adopt tags the model and config first and the endpoint last. Interrupted between,
+    the endpoint is untagged; its owner then deletes the endpoint by hand. The model and
+    config carry peagle:managed, but also peagle:origin=adopted: gc (even --min-age 0)
+    and a delete by name of the gone endpoint both leave them to their owner."""
+    from botocore.client import BaseClient
+
+    create_jumpstart_endpoint(world.role_arn)
+    real = BaseClient._make_api_call
+
+    def interrupted(self, operation, params):
+        if operation == "AddTags" and ":endpoint/" in params["ResourceArn"]:
+            raise KeyboardInterrupt  # Ctrl-C just before the endpoint's own tags
+        return real(self, operation, params)
+
+    with monkeypatch.context() as m:
+        m.setattr(BaseClient, "_make_api_call", interrupted)
+        code, _, err = run(capsys, "adopt", NAME, "--yes")
+    assert code == 130, err
+    tags = all_tags()
+    assert tags[MODEL]["peagle:origin"] == tags[CONFIG]["peagle:origin"] == "adopted"
+    assert "peagle:managed" not in tags[NAME]
+    boto3.client("sagemaker", region_name=REGION).delete_endpoint(EndpointName=NAME)
+    code, out, _ = run(capsys, "gc", "--min-age", "0", "--yes", "--json")
+    assert (code, json.loads(out)["deleted"]) == (0, [])
+    code, out, _ = run(capsys, "delete", NAME, "--yes", "--json")
+    assert code == 0 and json.loads(out)["note"] == "already gone"
+    assert sagemaker_inventory() == {**JS_RESOURCES, "endpoints": []}
