@@ -6,13 +6,14 @@ deletes only what it created, has nothing of the winner's to delete."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.test_sandbox import Sandbox, running_sandbox
+from tests.e2e.test_sandbox import Sandbox
 from tests.sandbox_helpers import leftovers, sandbox_client
 
 pytestmark = pytest.mark.e2e
@@ -22,7 +23,11 @@ NAME = "peagle-gpt-oss-20b-p-eagle"
 
 @pytest.fixture(scope="module")
 def sb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    yield from running_sandbox(tmp_path_factory.mktemp("races"), creating_seconds=2)
+    sandbox = Sandbox(tmp_path_factory.mktemp("races"))
+    sandbox.cli("sandbox", "start", "--creating-seconds", "2")
+    sandbox.state = json.loads(sandbox.cli("sandbox", "status", "--json").stdout)
+    yield sandbox
+    sandbox.cli("sandbox", "stop", check=False)
 
 
 def test_two_identical_deploys_at_once_leave_one_endpoint_whole(sb: Sandbox) -> None:

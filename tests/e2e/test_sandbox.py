@@ -71,18 +71,12 @@ class Sandbox:
             return json.loads(r.read())["requests"]
 
 
-def running_sandbox(
-    root: Path, *deploy: str, creating_seconds: float = 1
-) -> Iterator[Sandbox]:
-    """A started SIMULATED sandbox in `root` (endpoints Creating for `creating_seconds`),
-    its state read; with `deploy` arguments, `peagle --sandbox deploy <deploy> --yes
-    --json` first, InService. Stopped after (a no-op when a test already stopped it). For
-    fixtures: `yield from running_sandbox(..)`."""
+def running_sandbox(root: Path, *deploy: str) -> Iterator[Sandbox]:
+    """A started SIMULATED sandbox in `root`, its state read; with `deploy` arguments,
+    `peagle --sandbox deploy <deploy> --yes --json` first, InService. Stopped after (a
+    no-op when a test already stopped it). For fixtures: `yield from running_sandbox(..)`."""
     sb = Sandbox(root)
-    started = sb.cli(
-        "sandbox", "start", "--creating-seconds", f"{creating_seconds:g}",
-        "--metrics-interval", "1",
-    )  # fmt: skip
+    started = sb.cli("sandbox", "start", "--creating-seconds", "1", "--metrics-interval", "1")
     assert "SIMULATED" in started.stderr
     sb.state = json.loads(sb.cli("sandbox", "status", "--json").stdout)
     assert sb.state["running"] and sb.state["healthy"]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_sandbox import Sandbox, running_sandbox
+from tests.e2e.test_sandbox import Sandbox
 from tests.sandbox_helpers import leftovers, sandbox_client
 
 pytestmark = pytest.mark.e2e
@@ -27,7 +27,13 @@ NAME = "peagle-gpt-oss-20b-p-eagle"
 
 @pytest.fixture(scope="module")
 def slow_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    yield from running_sandbox(tmp_path_factory.mktemp("signals"), creating_seconds=600)
+    import json
+
+    sb = Sandbox(tmp_path_factory.mktemp("signals"))
+    sb.cli("sandbox", "start", "--creating-seconds", "600")
+    sb.state = json.loads(sb.cli("sandbox", "status", "--json").stdout)
+    yield sb
+    sb.cli("sandbox", "stop", check=False)
 
 
 def _deploy_then(sb: Sandbox, sig: signal.Signals) -> tuple[int, str]:
