@@ -31,6 +31,7 @@ _LAZY = {
     "AwsError": "errors",
     "PayloadTooLarge": "errors",
     "OutputNotWritten": "errors",
+    "BenchmarkFailed": "errors",
     "ModelInvocationError": "errors",
     "ModelStreamError": "errors",
     "InternalStreamFailure": "errors",

@@ -111,6 +111,30 @@ class OutputNotWritten(PeagleError):
     result: object = None
 
 
+class BenchmarkFailed(PeagleError):
+    """A benchmark ran but failed its own bar: more requests failed than `max_error_rate`
+    allows, or the endpoint stopped answering and the run stopped early. Every result
+    file was still written, and what was measured is in `.result` (a BenchResult), so
+    the caller can show it; `error_rate` and `max_error_rate` are the two numbers the
+    message names."""
+
+    exit_code = 1
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        result: object = None,
+        error_rate: float | None = None,
+        max_error_rate: float | None = None,
+        remedy: str | None = None,
+    ) -> None:
+        super().__init__(message, remedy=remedy)
+        self.result = result
+        self.error_rate = error_rate
+        self.max_error_rate = max_error_rate
+
+
 class PayloadTooLarge(PeagleError):
     """The request body is over SageMaker's 6 MiB InvokeEndpoint limit. Nothing was sent."""
 
