@@ -12,6 +12,10 @@ Python process parses on one core (GIL), and a saturated client under-reports th
 
 Retries are off for benchmark clients (botocore max_attempts=0: one attempt in total): a
 throttled request is a failure with a reason, not a silently slower success.
+
+Each finished request goes, as it finishes, to `on_record` (the `--requests-out` file) and
+to the level's `Breaker` (breaker.py), which stops the level once the endpoint stops
+answering: no request is sent after that.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ModelStreamError, PeagleError
+from .breaker import Breaker
 from .datasets import Dataset
 from .metrics import RequestRecord
 
@@ -69,6 +74,7 @@ class LevelRun:
     records: list[RequestRecord]
     cpu_seconds: list[float]  # one per client process
     simulated: bool = False  # a response carried the sandbox's x-peagle-simulated header
+    stopped: dict[str, Any] | None = None  # the Breaker stopped the level: why (else None)
 
 
 def bench_client(region: str | None, endpoint: str, pool: int, component: str | None = None) -> Any:
@@ -242,16 +248,37 @@ def _counting(
     return counted
 
 
+def _observed(
+    call: Callable[..., RequestRecord],
+    breaker: Breaker,
+    on_record: Callable[[RequestRecord], None] | None,
+) -> Callable[..., RequestRecord]:
+    """`call`, each record handed to the breaker, then to `on_record` as it finishes (so
+    an interrupted run has already written every request it measured)."""
+
+    def observed(*args: Any) -> RequestRecord:
+        record = call(*args)
+        breaker.observe(record)
+        if on_record is not None:
+            on_record(record)
+        return record
+
+    return observed
+
+
 def _closed(
     call: Callable[[int], RequestRecord],
     threads: int,
     total: int | None,
     duration: float | None,
     index: Callable[[int], int],
+    stop: threading.Event | None = None,
 ) -> list[RequestRecord]:
+    """Each thread sends its next request when the previous one ends, until `total`, the
+    `duration` or `stop` (set by Ctrl-C or the breaker: nothing is sent after it)."""
     counter = itertools.count()
     lock = threading.Lock()
-    stop = threading.Event()
+    stop = stop or threading.Event()
     records: list[RequestRecord] = []
     deadline = None if duration is None else time.perf_counter() + duration
 
@@ -291,24 +318,37 @@ def _open(
     duration: float | None,
     gaps: Iterator[float],
     index: Callable[[int], int],
+    stop: threading.Event | None = None,
 ) -> list[RequestRecord]:
+    """Arrivals on the schedule, at most `cap` in flight, until `total`, the `duration` or
+    `stop` (the breaker, or Ctrl-C): requests still waiting for a slot are then not sent."""
     from concurrent.futures import ThreadPoolExecutor
 
-    records: list[RequestRecord] = []
+    stop = stop or threading.Event()
+
+    def unless_stopped(g: int, scheduled: float) -> RequestRecord | None:
+        return None if stop.is_set() else call(g, scheduled)
+
+    results: list[RequestRecord | None] = []
     start = due = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(cap, 1), thread_name_prefix="peagle-bench") as pool:
         futures = []
-        for i in itertools.count():
-            if total is not None and i >= total:
-                break
-            due += next(gaps)
-            if duration is not None and due - start > duration:
-                break
-            time.sleep(max(0.0, due - time.perf_counter()))
-            futures.append(pool.submit(call, index(i), due))
+        try:
+            for i in itertools.count():
+                if total is not None and i >= total:
+                    break
+                due += next(gaps)
+                if duration is not None and due - start > duration:
+                    break
+                if stop.wait(max(0.0, due - time.perf_counter())):
+                    break
+                futures.append(pool.submit(unless_stopped, index(i), due))
+        except BaseException:  # Ctrl-C: the queued requests are not sent
+            stop.set()
+            raise
         for f in futures:
-            records.append(f.result())
-    return records
+            results.append(f.result())
+    return [r for r in results if r is not None]
 
 
 def run_level(
@@ -320,15 +360,19 @@ def run_level(
     workers: int = 1,
     barrier: Any = None,
     progress: Callable[[int], None] | None = None,
+    on_record: Callable[[RequestRecord], None] | None = None,
 ) -> LevelRun:
     """One level in this process. Request i of worker w uses dataset item i*workers + w, so
     processes never send the same prompt sequence. `progress(n)` is called after each
-    measured request finishes, n counting them (a terminal's live counter)."""
+    measured request finishes, n counting them (a terminal's live counter);
+    `on_record(record)` gets each measured request as it finishes. The level stops early
+    when the endpoint stops answering (breaker.py; `LevelRun.stopped` says why)."""
     install_hooks(rt)
     requester = Requester(rt, dataset, spec, worker)
-    call: Callable[..., RequestRecord] = (
-        requester if progress is None else _counting(requester, progress)
-    )
+    breaker = Breaker(spec.concurrency)
+    call: Callable[..., RequestRecord] = _observed(requester, breaker, on_record)
+    if progress is not None:
+        call = _counting(call, progress)
 
     def index(i: int) -> int:
         return i * workers + worker
@@ -351,8 +395,11 @@ def run_level(
             spec.duration_s,
             arrival_gaps(spec.rate, spec.burstiness, spec.seed + worker),
             index,
+            breaker.stop,
         )
     else:
-        records = _closed(call, spec.concurrency, total, spec.duration_s, index)
+        records = _closed(call, spec.concurrency, total, spec.duration_s, index, breaker.stop)
     cpu = time.process_time() - cpu0
-    return LevelRun(sorted(records, key=lambda r: r.sent_at), [cpu], requester.simulated)
+    return LevelRun(
+        sorted(records, key=lambda r: r.sent_at), [cpu], requester.simulated, breaker.stopped
+    )

@@ -25,6 +25,10 @@ __all__ = ["bench_endpoint", "level_line"]
 SERVING = ("InService", "Updating", "SystemUpdating")
 
 
+class _Stopped(Exception):
+    """A level was stopped early (breaker.py): the run ends with the levels measured."""
+
+
 def _quiet(_: str) -> None:
     pass
 
@@ -57,6 +61,11 @@ def level_line(level: dict[str, Any]) -> str:
         )
     if req["failed"]:
         parts.append(f"failures: {req['failure_reasons']}")
+    stopped = level.get("stopped")
+    if stopped:
+        parts.append(
+            f"STOPPED: {stopped['consecutive_failures']} requests in a row could not connect"
+        )
     return " · ".join(parts)
 
 
@@ -149,7 +158,11 @@ def bench_endpoint(
     `slo` adds goodput to every level; `search` (keyword arguments of
     `search_max_concurrency`: target_share, start, max_concurrency, max_probes) replaces
     the concurrency list by the max-concurrency search (closed loop; needs `slo`);
-    `requests_out` (a RequestExporter) receives every request as a JSONL line.
+    `requests_out` (a RequestExporter) receives every request as a JSONL line, as the
+    request finishes.
+
+    A level stops early when the endpoint stops answering (breaker.py): it is kept, with
+    `stopped` saying why, and no later level is run; the document is returned as usual.
 
     `component`: the inference component to benchmark (every request carries it as
     InferenceComponentName; mode, K and image are the component's, acceptance is read
@@ -205,11 +218,19 @@ def bench_endpoint(
             + (f"sending {planned} requests" if planned else f"running for {duration_s:g}s")
             + " ..."
         )
+        write = None
+        if requests_out is not None:
+            write = requests_out.level(
+                endpoint=endpoint, configuration=configuration, concurrency=c, rate=rate,
+                slo=slo, probe=probe,
+            )  # fmt: skip
         if rt is not None:
             tick = None if progress is None else (lambda n: progress(n, planned or None))
-            run = run_level(rt, ds, spec, progress=tick)
+            run = run_level(rt, ds, spec, progress=tick, on_record=write)
         else:
-            run = run_level_processes(aws.region, endpoint, ds, spec, workers, component)
+            run = run_level_processes(
+                aws.region, endpoint, ds, spec, workers, component, on_record=write
+            )
         simulated = simulated or run.simulated
         level = summarize_level(
             run.records,
@@ -222,15 +243,14 @@ def bench_endpoint(
         )
         if probe:
             level["search_probe"] = True
-        if requests_out is not None:
-            requests_out.write_level(
-                run.records, endpoint=endpoint, configuration=configuration,
-                concurrency=c, rate=rate, slo=slo, probe=probe,
-            )  # fmt: skip
+        if run.stopped:
+            level["stopped"] = run.stopped
         levels.append(level)
         say(level_line(level))
         if level["client_cpu"]["warning"]:
             say(f"warning: {level['client_cpu']['warning']}")
+        if run.stopped:
+            raise _Stopped
         return level
 
     search_result = None
@@ -245,6 +265,8 @@ def bench_endpoint(
         else:
             for c, rate in levels_spec:
                 measure(c, rate)
+    except _Stopped:  # the level says so (level_line); the caller judges the run
+        acceptance_wait_s = 0.0  # the endpoint is not answering: read the logs once, no wait
     finally:
         if rt is not None:
             rt.close()

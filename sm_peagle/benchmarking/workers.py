@@ -4,17 +4,21 @@ One Python process parses streams on one core (the GIL); past ~85% of a core its
 queue and the client, not the endpoint, sets the numbers. Each worker process has its own
 RuntimeClient (pool >= its share of the concurrency); all of them wait at a barrier after
 their warm-up, so the measured windows start together. Records carry epoch times, so
-merging needs no clock translation.
+merging needs no clock translation. Each record also reaches the parent as its request
+finishes (the `--requests-out` file is written by the parent alone), and each process
+stops its share when the endpoint stops answering (breaker.py, per process).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from ..errors import PeagleError
 from .datasets import Dataset
 from .load import LevelRun, LoadSpec, bench_client, run_level
+from .metrics import RequestRecord
 
 __all__ = ["run_level_processes"]
 
@@ -36,7 +40,8 @@ def _worker_main(
 ) -> None:
     try:
         rt = bench_client(region, endpoint, spec.concurrency, component)
-        run = run_level(rt, dataset, spec, worker=w, workers=workers, barrier=barrier)
+        run = run_level(rt, dataset, spec, worker=w, workers=workers, barrier=barrier,
+                        on_record=lambda r: queue.put((w, r, None)))  # fmt: skip
         queue.put((w, run, None))
     except BaseException as e:  # reported to the parent, which raises it as one line
         barrier.abort()
@@ -50,9 +55,11 @@ def run_level_processes(
     spec: LoadSpec,
     workers: int,
     component: str | None = None,
+    on_record: Callable[[RequestRecord], None] | None = None,
 ) -> LevelRun:
     """The level spread over `workers` processes (spawned: boto3 and threads do not survive
-    fork), started together at a barrier after their warm-up; records merged."""
+    fork), started together at a barrier after their warm-up; records merged, each handed
+    to `on_record` as it arrives. Stopped when any process's share was stopped."""
     import multiprocessing as mp
     import queue as queue_mod
 
@@ -88,6 +95,10 @@ def run_level_processes(
                 continue
             if err is not None:
                 raise PeagleError(f"benchmark worker {w} failed: {err}")
+            if isinstance(run, RequestRecord):  # one request finished
+                if on_record is not None:
+                    on_record(run)
+                continue
             runs.append(run)
     finally:
         for p in procs:
@@ -96,5 +107,6 @@ def run_level_processes(
                 p.terminate()
     records = sorted((r for run in runs for r in run.records), key=lambda r: r.sent_at)
     return LevelRun(
-        records, [c for run in runs for c in run.cpu_seconds], any(r.simulated for r in runs)
-    )
+        records, [c for run in runs for c in run.cpu_seconds], any(r.simulated for r in runs),
+        next((r.stopped for r in runs if r.stopped), None),
+    )  # fmt: skip

@@ -68,6 +68,16 @@ MarkdownOpt = Annotated[Path | None, typer.Option("--markdown", help="Write a ma
 PlotOpt = Annotated[
     Path | None, typer.Option("--plot", help="Write a PNG chart (needs sm-peagle[plot]).")
 ]
+# Text, not float: the SDK checks it, so a bad value gets the same one-line error as there.
+MaxErrorRateOpt = Annotated[
+    str,
+    typer.Option(
+        "--max-error-rate",
+        help="Exit 1 (after printing and writing the results) when more than this share "
+        "of requests fail, 0 to 1 (default 0.05). A level also stops, failing the run, "
+        "after max(10, 2 x concurrency) requests in a row could not connect.",
+    ),
+]
 
 
 def _target(aws: Any) -> None:
@@ -117,6 +127,7 @@ def bench_command(
     csv_path: CsvOpt = None,
     markdown: MarkdownOpt = None,
     plot_path: PlotOpt = None,
+    max_error_rate: MaxErrorRateOpt = "0.05",
     region: RegionOpt = None,
     json_out: JsonOpt = False,
     locust: Annotated[
@@ -139,7 +150,7 @@ def bench_command(
     ] = False,
 ) -> None:
     """Benchmark one endpoint at each concurrency level: tokens from usage, never chunks."""
-    from ..errors import OutputNotWritten
+    from ..errors import BenchmarkFailed, OutputNotWritten
     from ..ops.measure import bench
 
     try:
@@ -150,11 +161,12 @@ def bench_command(
             search_limit=search_limit, max_probes=max_probes, dataset=dataset,
             max_tokens=max_tokens, temperature=temperature, acceptance_wait=acceptance_wait,
             requests_out=requests_out, out=out, csv=csv_path, markdown=markdown,
-            plot=plot_path, locust=locust, locust_workers=locust_workers,
+            plot=plot_path, max_error_rate=max_error_rate, locust=locust,
+            locust_workers=locust_workers,
             locust_print_commands=locust_print_commands, region=region, say=note,
             progress=live_counter(), on_connect=_target,
         )  # fmt: skip
-    except OutputNotWritten as e:  # the run completed: show it, then fail on the file
+    except (OutputNotWritten, BenchmarkFailed) as e:  # measured: show it, then fail
         current().result(e.result, render=render_measurement)
         raise
     if result.commands is not None:

@@ -18,8 +18,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import PeagleError, SpecError
+from ..errors import BenchmarkFailed, PeagleError, SpecError
 from .measure_checks import (
+    check_error_rate,
     check_max_tokens,
     check_requests,
     check_temperature,
@@ -177,6 +178,7 @@ def bench(
     csv: str | Path | None = None,
     markdown: str | Path | None = None,
     plot: str | Path | None = None,
+    max_error_rate: float | str = 0.05,
     locust: bool = False,
     locust_workers: int = 2,
     locust_print_commands: bool = False,
@@ -194,14 +196,23 @@ def bench(
     (default 4 x concurrency, >= 8) or `duration` ("60s", or seconds). `slo`
     ("ttft=500ms,tpot=50ms" or {"ttft": 0.5}) adds goodput; `search` finds the highest
     concurrency meeting it. `out`/`csv`/`markdown`/`plot`/`requests_out`: files to write
-    (checked writable first). `locust`: send the load from Locust's distributed mode;
-    `locust_print_commands`: only the master and worker commands for several machines,
-    in `.commands` (nothing runs, nothing is sent).
+    (checked writable first); `requests_out` gets each request's line as it finishes and
+    replaces the file only when the run completes (interrupted, the previous file is
+    untouched and `say` names the partial file holding what was measured). `locust`: send
+    the load from Locust's distributed mode; `locust_print_commands`: only the master and
+    worker commands for several machines, in `.commands` (nothing runs, nothing is sent).
+
+    `max_error_rate`: a fraction from 0 to 1, default 0.05. When more than that share of
+    the run's measured requests failed, or a level was stopped because the endpoint
+    stopped answering (max(10, 2 x concurrency) requests in a row could not connect; no
+    later level runs; see benchmarking/breaker.py), every file is still written and
+    `BenchmarkFailed` is raised with the result in `.result` (the CLI prints it, exit 1).
 
     Every argument is checked before any request (SpecError); `say` gets progress lines,
     `progress(done, planned)` each finished request, `on_connect(aws)` the AWS context
     once credentials are checked."""
     say = say or quiet
+    limit = check_error_rate(max_error_rate)
     levels = parse_levels(concurrency, "--concurrency")
     rates = parse_rates(rate)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -243,9 +254,9 @@ def bench(
         ctx = context(region, aws if isinstance(endpoint, str) else endpoint.aws, on_connect)
         doc = run_locust(name, workers=locust_workers, region=ctx.region, say=say,
                          **_locust_common(levels[0], opts))  # fmt: skip
-        return BenchResult(doc, write_outputs(doc, say, **files))
+        result = BenchResult(doc, [])
+        return _judged(result, limit, lambda: write_outputs(doc, say, **files))
     from ..benchmarking.datasets import Dataset, load_dataset
-    from ..benchmarking.files import OutputNotWritten
     from ..benchmarking.runner import bench_endpoint
 
     ds = opts["dataset"]
@@ -256,22 +267,47 @@ def bench(
         from ..benchmarking.export import RequestExporter
 
         exporter = RequestExporter(paths["requests_out"])
-    doc = bench_endpoint(
-        name, concurrency=levels, rates=rates, workers=workers, aws=ctx, say=say,
-        progress=progress, component=ic, requests_out=exporter, **opts,
-    )  # fmt: skip
-    result = BenchResult(
-        doc, [], requests_out=paths["requests_out"],
-        requests_written=exporter.lines if exporter is not None else 0,
-    )  # fmt: skip
     try:
+        doc = bench_endpoint(
+            name, concurrency=levels, rates=rates, workers=workers, aws=ctx, say=say,
+            progress=progress, component=ic, requests_out=exporter, **opts,
+        )  # fmt: skip
+    except BaseException:  # Ctrl-C, a kill signal, a failure: the previous file stays
+        where = exporter.abandon() if exporter is not None else None
+        if where is not None:
+            say(where)
+        raise
+    result = BenchResult(doc, [], requests_out=paths["requests_out"])
+
+    def write() -> list[Path]:
         if exporter is not None:
+            result.requests_written = exporter.lines
             exporter.finish()
             say(f"wrote {exporter.path} ({exporter.lines} requests)")
-        result.written = write_outputs(doc, say, **files)
+        return write_outputs(doc, say, **files)
+
+    return _judged(result, limit, write)
+
+
+def _judged(result: BenchResult, limit: float, write: Callable[[], list[Path]]) -> BenchResult:
+    """Write the result files, then judge the run: `BenchmarkFailed` (carrying the
+    result) when its error rate is over `limit` or a level was stopped; a file that
+    cannot be written is `OutputNotWritten`, also carrying it. The files come first:
+    what was measured is never lost to the verdict."""
+    from ..benchmarking.breaker import run_verdict
+    from ..benchmarking.files import OutputNotWritten
+
+    try:
+        result.written = write()
     except OutputNotWritten as e:
         e.result = result  # measured and complete: the caller still has every number
         raise
+    verdict = run_verdict(result.document, limit)
+    if verdict is not None:
+        raise BenchmarkFailed(
+            verdict["message"], remedy=verdict["remedy"], result=result,
+            error_rate=verdict["error_rate"], max_error_rate=limit,
+        )  # fmt: skip
     return result
 
 
@@ -399,6 +435,7 @@ def tune_k(
     position_cost: float = 0.0,
     tolerance: float = 0.02,
     acceptance_wait: Seconds = 25.0,
+    max_error_rate: float | str = 0.05,
     region: str | None = None,
     aws: Any = None,
     say: Say | None = None,
@@ -407,10 +444,12 @@ def tune_k(
     tune-k`): vLLM's per-position acceptance rates plus the step cost measured at K,
     without redeploying, at each `concurrency` level (checked as `bench` checks it), for
     one inference `component` where the endpoint hosts several. `results`: a stored bench
-    document instead (sends nothing)."""
+    document instead (sends nothing). `max_error_rate` (default 0.05) judges the bench it
+    runs, as `bench` does: over it, `BenchmarkFailed` and no estimate."""
     from ..benchmarking.tune_k import ESTIMATE_LABEL
 
     say = say or quiet
+    check_error_rate(max_error_rate)
     if position_cost < 0 or not 0 <= tolerance < 1:
         raise SpecError("--position-cost must be >= 0 and --tolerance in [0, 1)")
     if results is not None:
@@ -426,7 +465,7 @@ def tune_k(
         doc = bench(
             endpoint, component=component, concurrency=concurrency, requests=requests,
             max_tokens=max_tokens, dataset=dataset, acceptance_wait=acceptance_wait,
-            region=region, aws=aws, say=say,
+            max_error_rate=max_error_rate, region=region, aws=aws, say=say,
         ).document  # fmt: skip
     ests = _estimates(doc, position_cost, tolerance)
     notes = []

@@ -16,6 +16,7 @@ from .session import check_output_path
 
 __all__ = [
     "MAX_REQUESTS",
+    "check_error_rate",
     "check_max_tokens",
     "check_output_path",
     "check_prompt",
@@ -123,6 +124,26 @@ def check_requests(requests: Any, flag: str = "--requests") -> int | None:
     return requests
 
 
+def check_error_rate(value: Any, flag: str = "--max-error-rate") -> float:
+    """A fraction from 0 to 1 (a number, or the CLI's text of one); SpecError for a
+    negative, more than 1, NaN or not a number. The message quotes the value as given,
+    so `-0.5` from the SDK and `"-0.5"` from the CLI read the same."""
+    rate: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        rate = float(value)
+    elif isinstance(value, str):
+        try:
+            rate = float(value.strip())
+        except ValueError:
+            rate = None
+    if rate is None or not 0.0 <= rate <= 1.0:  # NaN fails both comparisons
+        raise SpecError(
+            f"{flag}: expected a fraction from 0 to 1, got '{value}'",
+            remedy=f"e.g. {flag} 0.05 (up to 5% of requests may fail); 0 allows none",
+        )
+    return rate
+
+
 def check_prompt(prompt: Any, *, usage: str) -> str:
     """A non-empty prompt (SpecError naming `usage` as the fix)."""
     if prompt is None or not isinstance(prompt, str):
@@ -130,5 +151,3 @@ def check_prompt(prompt: Any, *, usage: str) -> str:
     if not prompt.strip():
         raise SpecError("prompt: empty; give some text (or --raw payload.json)", remedy=usage)
     return prompt
-
-

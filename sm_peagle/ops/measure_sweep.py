@@ -102,11 +102,18 @@ def sweep(
 
         opts["requests_out"] = RequestExporter(export_path)
     say(f"results go to {where}/")
-    doc = run_sweep(
-        model, modes=mode_list, ks=ks, concurrency=levels, out_dir=where,
-        instance_type=instance_type, role=role, keep=keep, aws=ctx, say=say, deploy=deploy,
-        **opts,
-    )  # fmt: skip
+    try:
+        doc = run_sweep(
+            model, modes=mode_list, ks=ks, concurrency=levels, out_dir=where,
+            instance_type=instance_type, role=role, keep=keep, aws=ctx, say=say,
+            deploy=deploy, **opts,
+        )  # fmt: skip
+    except BaseException:  # Ctrl-C: --requests-out keeps its previous file; say where
+        exporter = opts.get("requests_out")  # the requests measured so far are
+        where_left = exporter.abandon() if exporter is not None else None
+        if where_left is not None:
+            say(where_left)
+        raise
     if export_path is not None:
         opts["requests_out"].finish()
     written = [save_document(doc, where / "sweep.json")]

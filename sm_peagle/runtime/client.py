@@ -25,6 +25,7 @@ from functools import partial
 from typing import Any
 
 from ..errors import (
+    AwsUnreachable,
     InternalStreamFailure,
     ModelInvocationError,
     ModelStreamError,
@@ -101,9 +102,15 @@ def iter_payload_parts(body: Any) -> Iterator[tuple[bytes, float]]:
 
 def _runtime_error(e: Exception, endpoint: str) -> PeagleError:
     """botocore ClientError (and connection errors) -> one typed, one-line error."""
+    from botocore import exceptions as bx
+
     response = getattr(e, "response", None)
     if not isinstance(response, dict):
-        return PeagleError(
+        # No HTTP answer at all (refused, reset, timed out) is typed AwsUnreachable, so a
+        # benchmark can tell an endpoint that stopped answering from one that answers
+        # with an error (benchmarking/breaker.py).
+        unreachable = isinstance(e, bx.ConnectionError | bx.HTTPClientError)
+        return (AwsUnreachable if unreachable else PeagleError)(
             f"could not reach SageMaker runtime for {endpoint}: {e}",
             remedy="check the region / network, or AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME",
         )
