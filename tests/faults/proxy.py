@@ -133,6 +133,11 @@ class LagProxy:
             self._trigger = trigger
             self._log.clear()
 
+    def disarm(self) -> None:
+        """Forward only from now on; the log of the armed run stays readable."""
+        with self._lock:
+            self._trigger = None
+
     def log(self) -> list[Exchange]:
         with self._lock:
             return list(self._log)

@@ -167,7 +167,7 @@ def _run(world: FaultWorld, command: Command, window: Window, stop: str) -> tupl
         hung = f"peagle {' '.join(command.args)} hung after {stop}:\n{err[-3000:]}"
         raise AssertionError(hung) from None
     finally:
-        world.proxy.arm(None)
+        world.proxy.disarm()
     assert trigger.errors == [], trigger.errors
     assert trigger.fired_at is not None, (
         f"the window {window.label} never came (exit {proc.returncode}): {err[-2000:]}"

@@ -109,6 +109,10 @@ def test_then_fires_once_on_the_next_mutating_response(upstream: str) -> None:
         _call(proxy.url, "DeleteModel", {"ModelName": "m"})
         assert calls == ["first", "then"]
         assert (trigger.fired_at, trigger.then_at) == (1, 3)
+        proxy.disarm()
+        _call(proxy.url, "DeleteEndpoint", {"EndpointName": "e"})
+        assert calls == ["first", "then"]  # disarmed: forwarded, logged, no hook
+        assert [e.hooked for e in proxy.log()] == [None, "first", None, "then", None, None]
 
 
 def test_operations_are_named_as_aws_names_them() -> None:
