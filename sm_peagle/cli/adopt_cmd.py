@@ -70,7 +70,8 @@ def adopt_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Take an endpoint made elsewhere (console, sagemaker SDK, boto3) under peagle's
-    management: reconstruct its spec, run plan's checks, tag it as peagle's."""
+    management: reconstruct its spec, run plan's checks, tag it as peagle's. Stopped
+    while tagging, it puts the tags back; killed, run it again to finish."""
     from ..ops.changes import adopt
     from .context import hello
 

@@ -25,6 +25,7 @@ from ..planning.spec.model import DeploymentSpec
 from ..planning.spec.tags import PREFIX as SPEC_PREFIX
 from .inventory import MANAGED
 from .resources import ADOPTED, ORIGIN, not_found, tagged_requests
+from .retag import retag
 from .spec_tags import tag_dict
 
 __all__ = ["AdoptResult", "adopt", "read_deployed"]
@@ -179,14 +180,22 @@ def adopt(
     one whose config or model another endpoint uses, and, unless `accept_differences`,
     one whose spec does not plan to the requests it runs. An endpoint tagged
     `peagle:managed` without the spec (an older peagle's, an older export's) is adopted:
-    its spec tags are written."""
+    its spec tags are written.
+
+    Safe to stop: interrupted (KeyboardInterrupt, which SIGTERM and SIGHUP raise too) or
+    failing while it tags, it puts every resource's tags back as they were, then re-raises;
+    interrupted again meanwhile, it says which resources may carry part of peagle's tags
+    and that running it again finishes the job. Killed outright, running it again
+    finishes the adoption: it ends exactly as one uninterrupted run would."""
     d = read_deployed(aws, name)
     if d.tags.get(MANAGED) == "true" and any(k.startswith(SPEC_PREFIX) for k in d.tags):
-        raise SpecError(
-            f"endpoint {name} is already managed by peagle (tagged {MANAGED}, with its "
-            "spec); nothing to adopt",
-            remedy=f"`peagle status {name}`, `peagle update {name} ...` or `peagle apply`",
-        )
+        if not _unfinished(aws.client("sagemaker"), d):
+            raise SpecError(
+                f"endpoint {name} is already managed by peagle (tagged {MANAGED}, with its "
+                "spec); nothing to adopt",
+                remedy=f"`peagle status {name}`, `peagle update {name} ...` or `peagle apply`",
+            )
+        say(f"an earlier adopt of {name} stopped partway; finishing it")
     adoption = reconstruct(d, model=model, jumpstart_spec=_jumpstart_spec(d, model))
     checks = _merged(adoption.notes, adoption.plan.checks) + _head_checks(aws, adoption)
     result = AdoptResult(adoption, d, checks)
@@ -271,33 +280,125 @@ def _merged(notes: list[Check], plan_checks: list[Check]) -> list[Check]:
     return notes + [c for c in plan_checks if c.status != "pass" or c.name not in warned_fields]
 
 
-def _tag(sm: Any, result: AdoptResult, say: Callable[[str], None]) -> list[str]:
-    """Write peagle's tags: models and config first, the endpoint (the marker) last."""
+def _adopt_keys(tags: dict[str, str]) -> dict[str, str]:
+    """The tags that say how far an adopt got: the marker, the origin, the spec's chunks
+    and its hash (`peagle:spec-sha256`)."""
+    return {k: v for k, v in tags.items() if k in (MANAGED, ORIGIN) or k.startswith("peagle:spec")}
+
+
+def _unfinished(sm: Any, d: Deployed) -> bool:
+    """Did an adopt stop after writing the endpoint's tags but before it removed what it
+    replaces (so the endpoint carries the spec, yet the adoption is not complete)? Adopt
+    tags the models and the config before the endpoint, each to the same set: once done,
+    all of them carry the same marker, origin and spec. The endpoint carrying others (the
+    stale spec chunks its DeleteTags had yet to remove) is an adopt cut short; an endpoint
+    peagle deployed, or updated since adopting it, has no `peagle:origin=adopted`."""
+    if d.tags.get(ORIGIN) != ADOPTED:
+        return False  # deployed by peagle, or adopted and since updated: managed
+    ours = _adopt_keys(d.tags)
+    arns = [d.config["EndpointConfigArn"], *(m["ModelArn"] for m in d.models.values())]
+    return any(_adopt_keys(_tags(sm, arn)) != ours for arn in arns)
+
+
+def _wanted(result: AdoptResult) -> dict[str, str]:
+    """peagle's tags, as deploy writes them on the endpoint, plus the adopted origin."""
     *_, endpoint_req = tagged_requests(result.adoption.plan)
     wanted = {t["Key"]: t["Value"] for t in endpoint_req["Tags"] if t["Key"].startswith("peagle:")}
     # Made outside peagle: gc never sweeps it, even if an interrupted adopt left the
     # endpoint untagged and its owner then deleted the endpoint by hand.
     wanted[ORIGIN] = ADOPTED
+    return wanted
+
+
+def _owned_by(wanted: dict[str, str]) -> Callable[[str], bool]:
+    """The keys adopt may remove: those it writes, and any spec chunk (a longer spec an
+    interrupted run wrote leaves chunks past the new one's end). Not every `peagle:*`:
+    tags of runs in progress (peagle:operation, ...) belong to those runs."""
+    return lambda k: k in wanted or k.startswith(SPEC_PREFIX)
+
+
+def _short(arn: str) -> str:
+    return arn.split(":", 5)[-1]  # "model/NAME", "endpoint-config/NAME", "endpoint/NAME"
+
+
+def _tag(sm: Any, result: AdoptResult, say: Callable[[str], None]) -> list[str]:
+    """Write peagle's tags: models and config first, the endpoint (the marker) last; each
+    added before what it replaces is removed (retag). Stopped or failing partway, put
+    back what this run changed and re-raise."""
+    wanted = _wanted(result)
+    owned = _owned_by(wanted)
     d = result.deployed
     arns = [m["ModelArn"] for m in d.models.values()]
     arns += [d.config["EndpointConfigArn"], d.endpoint["EndpointArn"]]
-    current = {arn: _tags(sm, arn) for arn in arns}
-    for arn, tags in current.items():  # refuse before writing any
-        total = len({*tags, *wanted})
+    before = {arn: _tags(sm, arn) for arn in arns}
+    for arn, tags in before.items():  # refuse before writing any
+        total = len({*tags, *wanted})  # what it carries between the AddTags and DeleteTags
         if total > MAX_TAGS:
             raise SpecError(
                 f"cannot adopt {d.name}: {arn.rsplit('/', 1)[-1]} would carry {total} tags; "
                 f"SageMaker allows {MAX_TAGS}",
                 remedy="remove some of its tags",
             )
-    for arn in arns:
-        stale = [
-            k for k, v in current[arn].items() if k.startswith("peagle:") and wanted.get(k) != v
-        ]
-        if stale:  # AWS overwrites on AddTags, moto appends duplicates: delete first
-            sm.delete_tags(ResourceArn=arn, TagKeys=stale)
-        missing = [{"Key": k, "Value": v} for k, v in wanted.items() if current[arn].get(k) != v]
-        if missing:
-            sm.add_tags(ResourceArn=arn, Tags=missing)
-        say(f"tagged {arn.split(':', 5)[-1]}")
+    touched: list[str] = []
+    try:
+        for arn in arns:
+            done = {k: v for k, v in before[arn].items() if owned(k)} == wanted
+            touched.append(arn)  # before the request: it may land though we never hear back
+            retag(sm, arn, wanted, owned, current=before[arn])
+            say(f"{'already tagged' if done else 'tagged'} {_short(arn)}")
+    except (Exception, KeyboardInterrupt):
+        _restore(sm, d.name, touched[::-1], before, owned, say)
+        raise
     return arns
+
+
+def _restore(
+    sm: Any,
+    name: str,
+    arns: list[str],
+    before: dict[str, dict[str, str]],
+    owned: Callable[[str], bool],
+    say: Callable[[str], None],
+) -> None:
+    """Put each resource's keys `owned` back as `before` had them, the endpoint first (so
+    it stops being the marker of an adoption first). Per resource, delete what differs,
+    then add back the old values: a restore cut between the two leaves the endpoint
+    without peagle's spec, which a new adopt starts over, and on moto (which appends a
+    duplicate on an AddTags of an existing key) no duplicate is left. An error on one
+    resource does not stop the others; a second interrupt stops it all and says what
+    is left."""
+    left: list[str] = []
+    pending = list(arns)
+    try:
+        while pending:
+            arn = pending[0]
+            try:
+                now = _tags(sm, arn)
+                drop = [k for k, v in now.items() if owned(k) and before[arn].get(k) != v]
+                if drop:
+                    sm.delete_tags(ResourceArn=arn, TagKeys=drop)
+                back = [
+                    {"Key": k, "Value": v}
+                    for k, v in before[arn].items()
+                    if owned(k) and (k in drop or now.get(k) != v)
+                ]
+                if back:
+                    sm.add_tags(ResourceArn=arn, Tags=back)
+            except Exception as e:  # keep going: the others must still be put back
+                left.append(arn)
+                say(f"could not put back the tags of {_short(arn)}: {e}")
+            pending.pop(0)
+    except KeyboardInterrupt:
+        _say_left(say, name, left + pending)
+        raise
+    if left:
+        _say_left(say, name, left)
+    elif arns:
+        say(f"put the tags of {', '.join(_short(a) for a in arns)} back as they were")
+
+
+def _say_left(say: Callable[[str], None], name: str, arns: list[str]) -> None:
+    say(
+        f"the tags of {', '.join(_short(a) for a in arns)} may be partly peagle's; "
+        f"`peagle adopt {name} --yes` finishes adopting {name}"
+    )
