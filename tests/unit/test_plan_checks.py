@@ -241,3 +241,16 @@ def test_failed_instance_checks_name_the_instance_type_field() -> None:
     assert check_host_ami(None, "al2-bogus", AMIS)[1].name == "endpoint.inference_ami_version"
     fix = check_instance("ml.m5.xlarge", frozenset({"ml.m5.xlarge"}))[1].fix
     assert "ml.g6e.12xlarge, ml.g6e.16xlarge, ml.g6e.24xlarge" in fix  # sorted, comma-separated
+
+
+def test_the_tags_deploy_adds_count_against_the_50() -> None:
+    """SageMaker refuses a Create* with more than 50 tags. Deploy adds the spec's
+    `peagle:spec:*` chunks (one for a small spec) and the operation's 4 keys to the
+    user's tags and peagle's own 4 (managed, deployment, spec-sha256, version), so a spec
+    with 41 tags of its own reaches 41 + 4 + 1 + 4 = 50 and 42 is refused at plan time,
+    before anything is created, not by AWS halfway through a deploy."""
+    fits = checks_of(tags={f"k{i}": "v" for i in range(41)})["tags"]
+    assert (fits.status, fits.message) == ("pass", "50 tags")
+    over = checks_of(tags={f"k{i}": "v" for i in range(42)})["tags"]
+    assert over.status == "fail"
+    assert over.message.startswith("51 tags including peagle's own (5 written at deploy time")

@@ -23,8 +23,13 @@ from .model import DeploymentSpec
 
 __all__ = [
     "CHUNK",
+    "COMPLETED",
     "MAX_CHUNKS",
+    "OPERATION",
+    "OPERATION_KEYS",
+    "OWNER",
     "PREFIX",
+    "UNTIL",
     "decode_spec",
     "deploy_requests",
     "encode_spec",
@@ -35,6 +40,14 @@ __all__ = [
 PREFIX = "peagle:spec:"
 CHUNK = 256
 MAX_CHUNKS = 8  # leaves room for the user's tags within SageMaker's 50
+
+# Written at run time by the lifecycle (`lifecycle/operation.py` says what they mean), not
+# by the exports; counted here so a plan leaves room for them within SageMaker's 50 tags.
+OPERATION = "peagle:operation"
+OWNER = "peagle:operation-owner"
+UNTIL = "peagle:operation-until"
+COMPLETED = "peagle:completed"  # on the endpoint only
+OPERATION_KEYS = frozenset({OPERATION, OWNER, UNTIL, COMPLETED})
 
 
 def encode_spec(spec_data: dict[str, Any]) -> dict[str, str]:

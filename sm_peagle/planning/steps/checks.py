@@ -142,7 +142,9 @@ def check_host_ami(
     )
 
 
-def check_tags(tags: dict[str, str]) -> list[Check]:
+def check_tags(tags: dict[str, str], reserved: int = 0) -> list[Check]:
+    """Each tag within AWS's limits, and all of them, with the `reserved` ones peagle adds
+    at deploy time (the spec's `peagle:spec:*` chunks, the operation's tags), within 50."""
     out: list[Check] = []
     for key, value in tags.items():
         if len(key) > 128 or not key:
@@ -151,10 +153,15 @@ def check_tags(tags: dict[str, str]) -> list[Check]:
             out.append(failed(f"tags.{key}", f"tag value is {len(value)} characters; max is 256"))
         if key.lower().startswith("aws:"):
             out.append(failed(f"tags.{key}", "tag keys starting with 'aws:' are reserved"))
-    if len(tags) > TAGS_MAX:
+    total = len(tags) + reserved
+    if total > TAGS_MAX:
+        extra = f" ({reserved} written at deploy time: the spec, the operation)"
         out.append(
             failed(
-                "tags", f"{len(tags)} tags including peagle's own; max is {TAGS_MAX}", "remove some"
+                "tags",
+                f"{total} tags including peagle's own{extra if reserved else ''}; "
+                f"max is {TAGS_MAX}",
+                "remove some",
             )
         )
-    return out or [passed("tags", f"{len(tags)} tags")]
+    return out or [passed("tags", f"{total} tags")]

@@ -53,6 +53,15 @@ def peagle_tags(spec: DeploymentSpec, endpoint: str, sha: str) -> dict[str, str]
     return tags
 
 
+def _deploy_time_tags(spec: DeploymentSpec) -> int:
+    """How many tags deploy adds to the plan's: the spec's chunks and the operation's
+    (the endpoint carries the most: `peagle:completed` too)."""
+    from ..spec.tags import OPERATION_KEYS, encode_spec
+
+    data = spec.model_dump(mode="json", exclude_defaults=True)
+    return len(encode_spec(data)) + len(OPERATION_KEYS)
+
+
 def build_requests(
     spec: DeploymentSpec,
     src: Sources,
@@ -64,7 +73,7 @@ def build_requests(
     sha = spec.sha256()
     names = default_names(spec, src.model.alias if src.model else spec.model, sha)
     tags = peagle_tags(spec, names["endpoint"], sha)
-    checks += check_tags(tags)
+    checks += check_tags(tags, reserved=_deploy_time_tags(spec))
     tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
     create_model = model_request(spec, src, env, names["model"], tag_list)
     create_config: dict[str, Any] = {
