@@ -2,8 +2,8 @@
 
 Deploy: models -> endpoint config -> endpoint -> wait for the endpoint -> each component
 -> wait for each -> the scale-to-zero requests (policy ARNs substituted into the alarm).
-Rollback and delete run in reverse: the alarm and scaling policies and targets, the
-components (waiting until each is gone), the endpoint, the config, the models.
+Rollback (`Lifecycle.rollback`) and delete run in reverse: the alarm and scaling policies
+and targets, the components (waiting until each is gone), the endpoint, the config, the models.
 `Lifecycle.apply`, `Lifecycle.delete` and `Lifecycle.update` call in here for plans and
 endpoints that use components; `lifecycle.component_status` reads them back.
 """
@@ -21,6 +21,7 @@ from ..planning.components.hosting import (
     step_policy_arn_placeholder,
 )
 from ..planning.plan_result import Plan
+from .operation import Operation
 from .resources import DeployResult, as_error, is_managed, not_found, tagged_requests
 from .waiter import default_timeout, wait_for_endpoint
 
@@ -60,15 +61,15 @@ def component_models(sm: Any, names: list[str]) -> list[str]:
 
 
 def component_model_users(
-    sm: Any, skip: frozenset[str] = frozenset(), *, skip_endpoint: str | None = None
+    sm: Any, skip: frozenset[str] = frozenset(), skip_endpoints: frozenset[str] = frozenset()
 ) -> dict[str, set[str]]:
     """{model name: the endpoints whose components use it}; the components in `skip`
-    (orphans `gc` deletes first) and those on `skip_endpoint` do not count. Callers use
+    (orphans `gc` deletes first) and those on `skip_endpoints` do not count. Callers use
     `inventory.resource_users`, which adds the endpoint configs' users."""
     users: dict[str, set[str]] = {}
     for page in sm.get_paginator("list_inference_components").paginate():
         for c in page["InferenceComponents"]:
-            if c["InferenceComponentName"] in skip or c["EndpointName"] == skip_endpoint:
+            if c["InferenceComponentName"] in skip or c["EndpointName"] in skip_endpoints:
                 continue
             for model in component_models(sm, [c["InferenceComponentName"]]):
                 users.setdefault(model, set()).add(c["EndpointName"])
@@ -135,22 +136,28 @@ def apply_components(
         for c in run_preflight(plan, lc.aws):
             if c.status == "warn":
                 lc.say(f"warning: {c.name}: {c.message}")
-    _, config_req, endpoint_req = tagged_requests(plan)
-    model_reqs, component_reqs = tagged_components(plan)
-    created: list[tuple[str, str]] = []
-    start = time.monotonic()
     limit = timeout or default_timeout({"ProductionVariants": [_startup(plan)]})
+    op = Operation.start(limit)
+    _, config_req, endpoint_req = tagged_requests(plan)
+    config_req, endpoint_req = op.stamp(config_req), op.stamp(endpoint_req)
+    model_reqs, component_reqs = (list(map(op.stamp, r)) for r in tagged_components(plan))
+    created: list[tuple[str, str]] = []
+    trying: list[tuple[str, str]] = []  # the Create* in flight: sent, not yet answered
+    start = time.monotonic()
     try:
         if plan.drafter_push:
             lc.push_drafter(plan)
         for req in model_reqs:
+            trying[:] = [("model", req["ModelName"])]
             lc.sm.create_model(**req)
-            created.append(("model", req["ModelName"]))
+            created.append(trying.pop())
             lc.say(f"created model {req['ModelName']}")
+        trying[:] = [("endpoint_config", config_req["EndpointConfigName"])]
         lc.sm.create_endpoint_config(**config_req)
-        created.append(("endpoint_config", config_req["EndpointConfigName"]))
-        lc.create_endpoint(endpoint_req)
-        created.append(("endpoint", endpoint_req["EndpointName"]))
+        created.append(trying.pop())
+        trying[:] = [("endpoint", endpoint_req["EndpointName"])]
+        arn = lc.create_endpoint(endpoint_req)
+        created.append(trying.pop())
         lc.say(f"created endpoint {endpoint_req['EndpointName']}")
         desc = wait_for_endpoint(
             lc.sm,
@@ -162,25 +169,29 @@ def apply_components(
             sleep=lc.sleep,
         )
         for req in component_reqs:
+            trying[:] = [("inference_component", req["InferenceComponentName"])]
             lc.sm.create_inference_component(**req)
-            created.append(("inference_component", req["InferenceComponentName"]))
+            created.append(trying.pop())
             lc.say(f"created inference component {req['InferenceComponentName']}")
         for req in component_reqs if wait else []:
             wait_for_component(lc, req["InferenceComponentName"], timeout=limit)
         if plan.autoscaling:
             register_component_scaling(lc, plan, created)
+        lc.complete(op, arn)
         return DeployResult(
             plan.names["endpoint"], desc["EndpointStatus"], created, time.monotonic() - start, desc
         )
     except (Exception, KeyboardInterrupt) as exc:
         err = as_error(exc)
         if keep_on_failure:
-            lc.say(f"kept for debugging: {', '.join(n for _, n in created)}")
+            lc.say(f"kept for debugging: {', '.join(n for _, n in created + trying)}")
         else:
-            rollback_components(lc, created, plan.names["endpoint"])
+            lc.rollback(created, plan.names["endpoint"], op=op, in_flight=trying)
         if isinstance(exc, KeyboardInterrupt):
             raise
         raise err from None
+    finally:
+        op.end()
 
 
 def _startup(plan: Plan) -> dict[str, Any]:
@@ -246,16 +257,6 @@ def deregister_component_scaling(lc: Any, name: str) -> None:
         lc.say(f"deregistered autoscaling for {rid}")
     except (ClientError, BotoCoreError) as e:
         lc.say(f"warning: autoscaling for {rid} not checked: {e}")
-
-
-def rollback_components(
-    lc: Any, created: list[tuple[str, str]], deployment: str | None = None
-) -> list[str]:
-    """Newest first: scaling sets, components (until gone), endpoint, config, models;
-    `Lifecycle.rollback` knows the scaling sets, and stops before the endpoint when a
-    component cannot be deleted."""
-    left: list[str] = lc.rollback(created, deployment)
-    return left
 
 
 def split_components(sm: Any, endpoint: str) -> tuple[list[str], list[str]]:

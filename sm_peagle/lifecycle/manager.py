@@ -16,7 +16,9 @@ from typing import Any
 from .. import settings
 from ..errors import DeploymentFailed
 from ..planning.plan_result import Plan
-from .resources import KINDS, DeployResult, as_error, models_of, not_found, tagged_requests
+from .operation import COMPLETED, OPERATION, Operation
+from .resources import ARNS, KINDS, DeployResult, as_error, models_of, not_found, tagged_requests
+from .spec_tags import tag_dict
 from .waiter import WaitState, default_timeout, wait_for_endpoint
 
 
@@ -46,6 +48,7 @@ class Deletion:
             "kept_shared": self.kept_shared,
         }
 
+
 Say = Callable[[str], None]
 
 
@@ -54,17 +57,19 @@ def _quiet(_: str) -> None:
 
 
 def _cleanup(
-    created: list[tuple[str, str]], left: list[str] | None, deployment: str | None
+    todo: list[tuple[str, str]], deployment: str | None, op: Operation | None = None
 ) -> str:
-    """The command that removes what a rollback left (`left` None: all this run created).
-    For a deploy, `peagle delete` of the deployment: it removes the endpoint if there is
-    one and the configs and models tagged with that deployment either way, nothing else.
-    For an update (the endpoint lives on), gc with --min-age 0, as what is left is
-    minutes old and no endpoint uses it."""
-    deployment = deployment or next((n for k, n in created if k == "endpoint"), None)
-    if deployment is not None:
-        return f"`peagle delete {deployment} --yes`"
-    return "`peagle gc --min-age 0 --yes`"
+    """The one command that removes what a stopped or failed rollback left. A run that
+    created (or was creating) the endpoint: `peagle delete` of it, which removes the
+    endpoint if there is one and the configs and models tagged with that deployment either
+    way, nothing else. An update (the endpoint is older than the run): gc of exactly the
+    operation's resources."""
+    endpoint = next((n for k, n in todo if k == "endpoint"), None)
+    if endpoint is not None or (op is None and deployment is not None):
+        return f"`peagle delete {endpoint or deployment} --yes`"
+    if op is not None:
+        return f"`peagle gc --operation {op.id} --yes`"
+    return "`peagle gc --yes`"
 
 
 class Lifecycle:
@@ -113,28 +118,24 @@ class Lifecycle:
             for c in run_preflight(plan, self.aws):
                 if c.status == "warn":
                     self.say(f"warning: {c.name}: {c.message}")
+        limit = timeout or default_timeout(plan.create_endpoint_config)
+        op = Operation.start(limit)
         model_reqs, config_req, endpoint_req = tagged_requests(plan)
+        model_reqs = [op.stamp(m) for m in model_reqs]
+        config_req, endpoint_req = op.stamp(config_req), op.stamp(endpoint_req)
         created: list[tuple[str, str]] = []
+        trying: list[tuple[str, str]] = []  # the Create* in flight: sent, not yet answered
         start = time.monotonic()
         try:
             if plan.drafter_push:
                 self.push_drafter(plan)
-            for model_req in model_reqs:
-                self.sm.create_model(**model_req)
-                created.append(("model", model_req["ModelName"]))
-                self.say(f"created model {model_req['ModelName']}")
-            self.sm.create_endpoint_config(**config_req)
-            created.append(("endpoint_config", config_req["EndpointConfigName"]))
-            self.say(f"created endpoint config {config_req['EndpointConfigName']}")
-            self.create_endpoint(endpoint_req)
-            created.append(("endpoint", endpoint_req["EndpointName"]))
-            self.say(f"created endpoint {endpoint_req['EndpointName']}")
+            arn = self._create(model_reqs, config_req, endpoint_req, created, trying)
             desc: dict[str, Any] = {}
             if wait:
                 desc = wait_for_endpoint(
                     self.sm,
                     plan.names["endpoint"],
-                    timeout=timeout or default_timeout(plan.create_endpoint_config),
+                    timeout=limit,
                     on_poll=on_poll,
                     log_tail=lambda: self.newest_log_line(plan.names["endpoint"]),
                     poll_initial=self.poll_initial,
@@ -149,6 +150,7 @@ class Lifecycle:
                         "warning: autoscaling is registered once the endpoint is "
                         "InService; deploy with --wait to register it"
                     )
+            self.complete(op, arn)
             status = desc.get("EndpointStatus", "Creating")
             return DeployResult(
                 plan.names["endpoint"], status, created, time.monotonic() - start, desc
@@ -159,14 +161,46 @@ class Lifecycle:
                 err.log_lines = self.last_log_lines(plan.names["endpoint"])
             if keep_on_failure:
                 self.say(
-                    f"kept for debugging: {', '.join(n for _, n in created)}; remove with "
-                    f"`peagle delete {plan.names['endpoint']} --yes`"
+                    f"kept for debugging: {', '.join(n for _, n in created + trying)}; remove "
+                    f"with `peagle delete {plan.names['endpoint']} --yes`"
                 )
             else:
-                self.rollback(created, plan.names["endpoint"])
+                self.rollback(created, plan.names["endpoint"], op=op, in_flight=trying)
             if isinstance(exc, KeyboardInterrupt):
                 raise
             raise err from None
+        finally:
+            op.end()
+
+    def _create(
+        self,
+        model_reqs: list[dict],
+        config_req: dict,
+        endpoint_req: dict,
+        created: list[tuple[str, str]],
+        trying: list[tuple[str, str]],
+    ) -> str:
+        """The models, the config, the endpoint (its ARN). Each Create* is in `trying`
+        while it is in flight and moves to `created` once SageMaker answers."""
+        for model_req in model_reqs:
+            trying[:] = [("model", model_req["ModelName"])]
+            self.sm.create_model(**model_req)
+            created.append(trying.pop())
+            self.say(f"created model {model_req['ModelName']}")
+        trying[:] = [("endpoint_config", config_req["EndpointConfigName"])]
+        self.sm.create_endpoint_config(**config_req)
+        created.append(trying.pop())
+        self.say(f"created endpoint config {config_req['EndpointConfigName']}")
+        trying[:] = [("endpoint", endpoint_req["EndpointName"])]
+        arn = self.create_endpoint(endpoint_req)
+        created.append(trying.pop())
+        self.say(f"created endpoint {endpoint_req['EndpointName']}")
+        return arn
+
+    def complete(self, op: Operation, endpoint_arn: str) -> None:
+        """Mark the endpoint's deployment finished (`peagle:completed`): until then
+        `status` calls it unfinished and, once its operation is over, `gc` removes it."""
+        self.sm.add_tags(ResourceArn=endpoint_arn, Tags=[{"Key": COMPLETED, "Value": op.id}])
 
     def _register_autoscaling(self, plan: Plan, created: list[tuple[str, str]]) -> None:
         """The plan's scalable target and policy; needs an InService endpoint. Each step
@@ -228,58 +262,103 @@ class Lifecycle:
         )
         self.say(f"created bucket {bucket} (public access blocked, SSE-S3)")
 
-    def create_endpoint(self, req: dict) -> None:
-        """CreateEndpoint reads the new config with eventual consistency: retry briefly."""
+    def create_endpoint(self, req: dict) -> str:
+        """CreateEndpoint (its ARN); it reads the new config with eventual consistency,
+        so a config not found yet is retried briefly."""
         from botocore.exceptions import ClientError
 
         for attempt in range(6):
             try:
-                self.sm.create_endpoint(**req)
-                return
+                return str(self.sm.create_endpoint(**req)["EndpointArn"])
             except ClientError as e:
                 retryable = "endpoint config" in str(e).lower() and not_found(e)
                 if not retryable or attempt == 5:
                     raise
                 self.sleep(min(2**attempt, 10))
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     # -- delete ---------------------------------------------------------------------
     def rollback(
-        self, created: list[tuple[str, str]], deployment: str | None = None
+        self,
+        created: list[tuple[str, str]],
+        deployment: str | None = None,
+        *,
+        op: Operation | None = None,
+        in_flight: list[tuple[str, str]] | None = None,
     ) -> list[str]:
-        """Delete what this run created, newest first, and verify each is gone. An
-        inference component that cannot be deleted stops it before the endpoint, config
-        and models (SageMaker refuses DeleteEndpoint while one remains): they are left for
-        `peagle delete`, which the advice names whenever an endpoint is left."""
+        """Undo a run, newest first, and verify each deletion. With `op`, what exists
+        decides, not what the run heard back: each name the run created, or was creating
+        when it stopped (`in_flight`: its Create* sent, no answer yet), is deleted if it
+        carries the operation's tag, and left alone if it does not (someone else's, of
+        the same name: a deploy racing this one). An inference component that cannot be
+        deleted stops it before the endpoint, config and models (SageMaker refuses
+        DeleteEndpoint while one remains). A second interrupt stops it; then every
+        resource left is named, with the one command that removes exactly those."""
         from .components import SCALING, deregister_component_scaling
 
+        todo = [*created, *(in_flight or [])]
         left: list[str] = []
         stuck = False  # a component is left: the endpoint and what it uses stay too
+        done: set[int] = set()
         try:
-            for kind, name in reversed(created):
+            for i in reversed(range(len(todo))):
+                kind, name = todo[i]
                 if stuck and kind in ("endpoint", "endpoint_config", "model"):
                     left.append(name)
+                    done.add(i)
                     continue
-                self.say(f"rolling back {kind.replace('_', ' ')} {name}")
                 try:
                     if kind == "autoscaling":
+                        self.say(f"rolling back autoscaling {name}")
                         self._deregister_resource(name)
                     elif kind == SCALING:
+                        self.say(f"rolling back component scaling {name}")
                         deregister_component_scaling(self, name)
-                    else:
+                    elif op is None or self._made_by(kind, name, op, todo[i] not in created):
+                        self.say(f"rolling back {kind.replace('_', ' ')} {name}")
                         self.delete_and_confirm(kind, name)
                 except Exception as e:  # keep going: the rest must still be removed
                     left.append(name)
                     stuck = stuck or kind == "inference_component"
                     self.say(f"could not delete {name}: {e}")
+                done.add(i)
         except KeyboardInterrupt:
-            fix = _cleanup(created, None, deployment)
-            self.say(f"rollback interrupted: run {fix} to remove what is left")
+            rest = [todo[i] for i in range(len(todo)) if i not in done]
+            names = [f"{k.replace('_', ' ')} {n}" for k, n in reversed(rest) if k in KINDS]
+            fix = _cleanup(todo, deployment, op)
+            self.say(
+                f"rollback stopped: left {', '.join(names + left) or 'nothing'}; "
+                f"{fix} removes exactly {'these' if op else 'what is left'}"
+            )
             raise
         if left:
             why = " (an inference component remains, so the endpoint was kept)" if stuck else ""
-            fix = _cleanup(created, left, deployment)
+            fix = _cleanup(todo, deployment, op)
             self.say(f"left behind: {', '.join(left)}{why}; run {fix} to remove it")
         return left
+
+    def _made_by(self, kind: str, name: str, op: Operation, in_flight: bool) -> bool:
+        """Does `name` exist and carry `op`'s tag? For the Create* that was in flight when
+        the run stopped, SageMaker may still be making it: look again, briefly."""
+        from botocore.exceptions import ClientError
+
+        describe, arg = KINDS[kind][1], KINDS[kind][2]
+        for attempt in range(4 if in_flight else 1):
+            try:
+                desc = getattr(self.sm, describe)(**{arg: name})
+            except ClientError as e:
+                if not not_found(e):
+                    raise
+                if attempt < (3 if in_flight else 0):
+                    self.sleep(min(self.poll_initial, 1.0))
+                continue
+            arn = desc[ARNS[kind]]
+            tags = tag_dict(self.sm.list_tags(ResourceArn=arn).get("Tags", []))
+            if tags.get(OPERATION) == op.id:
+                return True
+            self.say(f"left {kind.replace('_', ' ')} {name}: another run made it")
+            return False
+        return False
 
     def delete_and_confirm(self, kind: str, name: str, timeout: float = 900) -> bool:
         """Delete and wait until describe says it is gone. False if it was already gone."""
@@ -369,7 +448,8 @@ class Lifecycle:
         """The endpoint is gone (deleted by hand, or a delete interrupted after
         DeleteEndpoint): the configs and models peagle tagged with this deployment
         (`peagle:deployment`) that nothing else uses. None when there are none."""
-        from .inventory import deployment_resources, resource_users
+        from .inventory import resource_users
+        from .resources import deployment_resources
 
         configs, models = deployment_resources(self.sm, endpoint)
         users = resource_users(self.sm)
@@ -399,29 +479,33 @@ class Lifecycle:
         plan = self.deletion(endpoint, keep_model=keep_model, force=force)
         if plan is None:
             return {"endpoint": endpoint, "deleted": [], "note": "already gone"}
-        for name in plan.components:  # SageMaker refuses DeleteEndpoint while they remain
-            deregister_component_scaling(self, name)
-            if self.delete_and_confirm("inference_component", name):
-                self.say(f"deleted inference component {name}")
-        for model in plan.kept_component_models:
-            self.say(f"kept model {model}: an inference component peagle did not create named it")
-        deleted = []
+        deleted: list[str] = []
+
+        def remove(kind: str, name: str) -> None:
+            if kind == "inference_component":
+                deregister_component_scaling(self, name)
+            elif kind == "endpoint":
+                self.deregister_autoscaling(endpoint, plan.described or {})
+            if self.delete_and_confirm(kind, name):
+                deleted.append(name)
+
+        # SageMaker refuses DeleteEndpoint while components remain: they go first.
+        steps = [("inference_component", n) for n in plan.components]
         if plan.described is None:
             self.say(f"endpoint {endpoint} was already gone; removing what it left")
         else:
-            self._deregister_autoscaling(endpoint, plan.described)
-            if self.delete_and_confirm("endpoint", endpoint):
-                deleted.append(endpoint)
-        for cfg in plan.configs:
-            if self.delete_and_confirm("endpoint_config", cfg):
-                deleted.append(cfg)
-        for m in plan.models:
-            if self.delete_and_confirm("model", m):
-                deleted.append(m)
+            steps.append(("endpoint", endpoint))
+        steps += [("endpoint_config", c) for c in plan.configs]
+        steps += [("model", m) for m in plan.models]
+        for model in plan.kept_component_models:
+            self.say(f"kept model {model}: an inference component peagle did not create named it")
+        interrupted = self._finish(steps, remove, endpoint)
         if deleted:  # one line for all: the CLI prints nothing more
             self.say(f"deleted {', '.join(deleted)}")
         for name, eps in plan.kept_shared.items():
             self.say(f"kept {name}: endpoint {', '.join(eps)} uses it")
+        if interrupted is not None:
+            raise interrupted
         return {
             "endpoint": endpoint,
             "deleted": deleted,
@@ -429,7 +513,36 @@ class Lifecycle:
             "kept_shared": plan.kept_shared,
         }
 
-    def _deregister_autoscaling(self, endpoint: str, desc: dict[str, Any]) -> None:
+    def _finish(
+        self,
+        steps: list[tuple[str, str]],
+        remove: Callable[[str, str], None],
+        endpoint: str,
+    ) -> KeyboardInterrupt | None:
+        """Run the deletions to the end, even through one interrupt: a delete cut short
+        leaves a config and models no endpoint uses, and nothing can put the endpoint
+        back, so the first Ctrl-C (or SIGTERM) finishes the job (returned, to re-raise
+        then). A second stops at once, naming what is left and the command that ends it."""
+        first: KeyboardInterrupt | None = None
+        i = 0
+        while i < len(steps):
+            try:
+                remove(*steps[i])
+                i += 1
+            except KeyboardInterrupt as e:
+                if first is None:
+                    first = e
+                    self.say(f"interrupted: finishing the delete of {endpoint} (again to stop now)")
+                    continue  # the step again: delete_and_confirm is idempotent
+                left = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in steps[i:])
+                self.say(
+                    f"delete stopped: left {left}; "
+                    f"`peagle delete {endpoint} --yes` removes exactly these"
+                )
+                raise
+        return first
+
+    def deregister_autoscaling(self, endpoint: str, desc: dict[str, Any]) -> None:
         """Scaling targets must go before the endpoint, or they outlive it."""
         for v in desc.get("ProductionVariants", []):
             self._deregister_resource(f"endpoint/{endpoint}/variant/{v['VariantName']}")

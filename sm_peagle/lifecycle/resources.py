@@ -16,6 +16,8 @@ from ..planning.spec.tags import tagged_requests  # pure: the exports send the s
 from .spec_tags import tag_dict
 
 __all__ = [
+    "ARNS",
+    "deployment_resources",
     "KINDS",
     "MANAGED",
     "DeployResult",
@@ -41,6 +43,14 @@ KINDS = {
         "describe_inference_component",
         "InferenceComponentName",
     ),
+}
+
+# kind -> the ARN field of its describe answer
+ARNS = {
+    "endpoint": "EndpointArn",
+    "endpoint_config": "EndpointConfigArn",
+    "model": "ModelArn",
+    "inference_component": "InferenceComponentArn",
 }
 
 
@@ -128,3 +138,29 @@ def models_of(sm: Any, config: str) -> list[str]:
             if p.get("ModelNameOverride")
         ]
     return names
+
+
+def deployment_resources(sm: Any, endpoint: str) -> tuple[list[str], list[str]]:
+    """(configs, models) peagle created for `endpoint`: tagged `peagle:managed` and
+    `peagle:deployment` = endpoint, and not adopted (`resources.is_collectable`). Their
+    names start with the endpoint's (cut to fit AWS's 63 characters), which narrows the
+    listing first."""
+    prefix = endpoint[:40]
+    found: tuple[list[str], list[str]] = ([], [])
+    listings = (
+        (found[0], "list_endpoint_configs", "EndpointConfigs", "EndpointConfig"),
+        (found[1], "list_models", "Models", "Model"),
+    )
+    for out, op, key, kind in listings:
+        pages = sm.get_paginator(op).paginate(NameContains=prefix)
+        for item in (i for page in pages for i in page.get(key, [])):
+            try:
+                tags = sm.list_tags(ResourceArn=item[f"{kind}Arn"]).get("Tags", [])
+            except Exception as e:
+                if not_found(e):
+                    continue
+                raise
+            values = {t["Key"]: t["Value"] for t in tags}
+            if is_collectable(values) and values.get("peagle:deployment") == endpoint:
+                out.append(item[f"{kind}Name"])
+    return sorted(found[0]), sorted(found[1])

@@ -15,6 +15,7 @@ from ..planning.steps import aws_shapes
 
 __all__ = ["install"]
 
+
 def cached_slice(service: str) -> dict:
     cache = settings.cache_dir() / "shapes" / aws_shapes.slice_key(service)
     try:

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import DeploymentFailed, PeagleError
 from ..planning.plan_result import Plan
+from .operation import COMPLETED, OPERATION, OWNER, UNTIL, Operation
 from .resources import (
     DeployResult,
     as_error,
@@ -20,6 +21,7 @@ from .resources import (
     models_of,
     tagged_requests,
 )
+from .retag import retag
 from .spec_tags import decode_spec, tag_dict
 from .waiter import WaitState, default_timeout, wait_for_endpoint
 
@@ -45,19 +47,29 @@ def update_in_place(
         )
     old_config = current["EndpointConfigName"]
     if old_config == plan.names["endpoint_config"]:
-        # Same config; the endpoint's own tags may still lag the spec (tags only).
-        retag_endpoint(lc, current["EndpointArn"], tagged_requests(plan)[2]["Tags"])
+        # Same config; the endpoint's own tags may still lag the spec (tags only), and a
+        # deploy that was cut short after the endpoint came up is complete now.
+        tags = tagged_requests(plan)[2]["Tags"]
+        retag_endpoint(lc, current["EndpointArn"], tags + _unmarked(lc, current["EndpointArn"]))
         return DeployResult(name, "InService", [], 0.0, current)
     old_models = models_of(lc.sm, old_config)
+    limit = timeout or default_timeout(plan.create_endpoint_config)
+    op = Operation.start(limit)
     model_reqs, config_req, _ = tagged_requests(plan)
+    model_reqs, config_req = [op.stamp(m) for m in model_reqs], op.stamp(config_req)
     created: list[tuple[str, str]] = []
+    trying: list[tuple[str, str]] = []  # the Create* in flight: sent, not yet answered
+    sent_update = False
     start = time.monotonic()
     try:
         for model_req in model_reqs:
+            trying[:] = [("model", model_req["ModelName"])]
             lc.sm.create_model(**model_req)
-            created.append(("model", model_req["ModelName"]))
+            created.append(trying.pop())
+        trying[:] = [("endpoint_config", config_req["EndpointConfigName"])]
         lc.sm.create_endpoint_config(**config_req)
-        created.append(("endpoint_config", config_req["EndpointConfigName"]))
+        created.append(trying.pop())
+        sent_update = True  # from here SageMaker may be switching, whatever we hear
         lc.sm.update_endpoint(
             EndpointName=name, EndpointConfigName=config_req["EndpointConfigName"]
         )
@@ -65,7 +77,7 @@ def update_in_place(
         desc = wait_for_endpoint(
             lc.sm,
             name,
-            timeout=timeout or default_timeout(plan.create_endpoint_config),
+            timeout=limit,
             on_poll=on_poll,
             poll_initial=lc.poll_initial,
             poll_max=lc.poll_max,
@@ -77,32 +89,49 @@ def update_in_place(
                 f"{desc.get('FailureReason') or 'no reason given'}; still serving {old_config}",
                 failure_reason=desc.get("FailureReason"),
             )
+        _switch_over(lc, current["EndpointArn"], config_req, old_config, old_models, name, op)
     except (Exception, KeyboardInterrupt) as exc:
         err = as_error(exc)
-        settled = _wait_settled(lc, name)
+        settled = _wait_settled(lc, name) if sent_update else {}
         if settled.get("EndpointConfigName") == config_req["EndpointConfigName"]:
             # Ctrl-C or a timeout does not stop SageMaker: the update went through, so the
             # new config and model are in use and the old ones are what is left over.
             lc.say(f"{name} finished updating to {config_req['EndpointConfigName']} anyway")
-            _switch_over(lc, current["EndpointArn"], config_req, old_config, old_models, name)
+            _switch_over(lc, current["EndpointArn"], config_req, old_config, old_models, name, op)
         else:
-            lc.rollback(created)
+            lc.rollback(created, name, op=op, in_flight=trying)
         if isinstance(exc, KeyboardInterrupt):
             raise
         raise err from None
-    _switch_over(lc, current["EndpointArn"], config_req, old_config, old_models, name)
+    finally:
+        op.end()
     return DeployResult(name, "InService", created, time.monotonic() - start, desc)
 
 
+def _unmarked(lc: Any, arn: str) -> list[dict[str, str]]:
+    """The `peagle:completed` tag an InService endpoint lacks when the deploy that created
+    it never finished (killed while it waited): serving its spec, it is complete."""
+    tags = tag_dict(lc.sm.list_tags(ResourceArn=arn).get("Tags", []))
+    if tags.get(OPERATION) and not tags.get(COMPLETED):
+        return [{"Key": COMPLETED, "Value": tags[OPERATION]}]
+    return []
+
+
 def _switch_over(
-    lc: Any, arn: str, config_req: dict, old_config: str, old_models: list[str], name: str
+    lc: Any,
+    arn: str,
+    config_req: dict,
+    old_config: str,
+    old_models: list[str],
+    name: str,
+    op: Operation,
 ) -> None:
-    """The endpoint serves the new config: retag it, remove the old config and models,
-    except those another endpoint uses (possible for resources `peagle adopt` took over:
-    the names peagle generates are its own)."""
+    """The endpoint serves the new config: retag it (and mark `op` complete on it), remove
+    the old config and models, except those another endpoint uses (possible for resources
+    `peagle adopt` took over: the names peagle generates are its own)."""
     from .inventory import resource_users
 
-    retag_endpoint(lc, arn, config_req["Tags"])
+    retag_endpoint(lc, arn, [*config_req["Tags"], {"Key": COMPLETED, "Value": op.id}])
     users = resource_users(lc.sm, skip=name)
     for kind, old in [("endpoint_config", old_config)] + [("model", m) for m in old_models]:
         if old in users:
@@ -132,17 +161,18 @@ def _wait_settled(lc: Any, name: str) -> dict[str, Any]:
 def retag_endpoint(lc: Any, arn: str, tags: list[dict[str, str]]) -> None:
     """Give the endpoint the new spec's tags: peagle's own and the spec's `tags`, and drop
     the user tags the old spec set that the new one does not (tags added outside peagle
-    stay). Delete first: AWS overwrites on AddTags, but moto appends duplicates."""
+    stay). The operation that created the endpoint, and the record of the last one that
+    completed, stay unless `tags` sets them. Added before anything is removed
+    (`lifecycle.retag`), so a run killed in between leaves a readable spec."""
     current = tag_dict(lc.sm.list_tags(ResourceArn=arn).get("Tags", []))
     old_user = set(((decode_spec(current) or {}).get("tags") or {}).keys())
-    wanted = {t["Key"]: t["Value"] for t in tags}
-    stale = [
-        k
-        for k in current
-        if (k.startswith("peagle:") or k in old_user) and current[k] != wanted.get(k)
-    ]
-    if stale:
-        lc.sm.delete_tags(ResourceArn=arn, TagKeys=stale)
-    missing = [{"Key": k, "Value": v} for k, v in wanted.items() if current.get(k) != v]
-    if missing:
-        lc.sm.add_tags(ResourceArn=arn, Tags=missing)
+    created_by = {OPERATION, OWNER, UNTIL}
+    wanted = {t["Key"]: t["Value"] for t in tags if t["Key"] not in created_by}
+    keep = (created_by | {COMPLETED}) - set(wanted)
+    retag(
+        lc.sm,
+        arn,
+        wanted,
+        lambda k: (k.startswith("peagle:") or k in old_user) and k not in keep,
+        current=current,
+    )

@@ -314,14 +314,21 @@ def update(
     current = deployed_spec(lc.sm, name)
     refuse_sandbox_only(current.model)
     refuse_top_level_change(current, name, k=k, mode=mode, sdk=not _cli)
+    before = plan(current)
     options = dataclasses.replace(
         extra, k=k, mode=mode, instance_type=instance_type, instance_count=instance_count,
-        name=name,
     )  # fmt: skip
     base = current.model_dump(mode="json", exclude_unset=True)
     new = plan(build_spec(None, None, options, base=base))
+    if new.names["endpoint"] != name:
+        # The name only when the spec would not give this one (the default name says the
+        # mode): set on a spec that names it by default, it changes the spec's hash, and
+        # with it the config and model names: an update with nothing to change then made
+        # a new model and config.
+        options = dataclasses.replace(options, name=name)
+        new = plan(build_spec(None, None, options, base=base))
     new.raise_for_failures()
-    changes = _changes(plan(current), new)
+    changes = _changes(before, new)
     if dry_run:
         return UpdateResult(
             "endpoint",

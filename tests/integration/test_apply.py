@@ -39,7 +39,8 @@ def test_apply_twice_is_a_noop_then_k_change_updates_in_place(world, capsys, tmp
     code, out, err = run(capsys, "apply", "-f", spec, "--yes", "--json")
     assert code == 0, err
     assert json.loads(out)["action"] == "create" and json.loads(out)["applied"] is True
-    assert mutating(world) == ["CreateModel", "CreateEndpointConfig", "CreateEndpoint"]
+    # ... and the last, once it is InService: the endpoint marked complete (peagle:completed)
+    assert mutating(world) == ["CreateModel", "CreateEndpointConfig", "CreateEndpoint", "AddTags"]
 
     code, out, _ = run(capsys, "apply", "-f", spec, "--yes", "--json")
     assert code == 0 and json.loads(out) == {
@@ -49,25 +50,26 @@ def test_apply_twice_is_a_noop_then_k_change_updates_in_place(world, capsys, tmp
         "request_changes": [],
         "applied": False,
     }
-    assert len(mutating(world)) == 3  # the second apply sent nothing that changes AWS
+    assert len(mutating(world)) == 4  # the second apply sent nothing that changes AWS
 
     write_spec(spec, 5)
     code, out, _ = run(capsys, "diff", "-f", spec)
     assert code == 0
     assert "~ speculative.num_speculative_tokens: 3 -> 5" in out
     assert "create_model.PrimaryContainer.Environment.SM_VLLM_SPECULATIVE_CONFIG" in out
-    assert len(mutating(world)) == 3  # diff changes nothing
+    assert len(mutating(world)) == 4  # diff changes nothing
 
     code, out, err = run(capsys, "apply", "-f", spec, "--yes", "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["action"] == "update" and doc["applied"] is True
     assert [c["path"] for c in doc["spec_changes"]] == ["speculative.num_speculative_tokens"]
-    assert mutating(world)[3:] == [
+    assert mutating(world)[4:] == [
         "CreateModel",
         "CreateEndpointConfig",
         "UpdateEndpoint",
-        "DeleteTags",  # the endpoint's spec tags now describe the new spec
+        # The endpoint's tags now describe the new spec (and the update completed): added
+        # over the old values, and nothing to delete, as no key was dropped.
         "AddTags",
         "DeleteEndpointConfig",
         "DeleteModel",

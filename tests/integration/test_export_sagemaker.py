@@ -30,6 +30,7 @@ from tests.integration.lifecycle_env import (
     sagemaker_inventory,
 )
 from tests.integration.sagemaker_extra import sagemaker_core  # noqa: F401 (fixture)
+from tests.operation_tags import operation_of, without_operation_tags
 from tests.spec_tags_rule import documented_spec_tags, spec_data_in
 
 NAME = "peagle-gpt-oss-20b-p-eagle"
@@ -100,6 +101,9 @@ def what_deploy_sends(world: Any, capsys: Any, harness: Any, *argv: str) -> list
     code, _, err = run(capsys, "deploy", *argv, "--yes")
     assert code == 0, err
     sent = [(op, params) for op, params in world.requests if op in CREATES]
+    # A deploy is an operation and tags what it makes with it; a script runs none.
+    assert len({operation_of(params) for _, params in sent}) == 1
+    sent = [(op, without_operation_tags(params)) for op, params in sent]
     code, _, err = run(capsys, "delete", NAME, "--yes")
     assert code == 0, err
     assert harness.resources().is_empty

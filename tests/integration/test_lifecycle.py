@@ -4,6 +4,8 @@ codes and messages, and every failure path rolling back."""
 from __future__ import annotations
 
 import json
+import os
+import socket
 from typing import Any
 
 import boto3
@@ -20,12 +22,15 @@ from tests.integration.lifecycle_env import (
     run,
     sagemaker_inventory,
 )
+from tests.operation_tags import operation_of, without_operation_tags
 
 EMPTY = {"models": [], "endpoint_configs": [], "endpoints": []}
 NAME = "peagle-gpt-oss-20b-p-eagle"
 
 
 def without_spec_tags(req: dict) -> dict:
+    """The request as plan() builds it: without the spec and operation tags deploy adds."""
+    req = without_operation_tags(req)
     return {**req, "Tags": [t for t in req["Tags"] if not t["Key"].startswith(SPEC_TAG)]}
 
 
@@ -40,6 +45,7 @@ def test_cli_lifecycle_sends_the_planned_requests_and_leaves_nothing(
     assert "talking to: AWS, region us-east-1" in err
 
     planned = sm_peagle.plan("gpt-oss-20b", role=world.role_arn, region=REGION)
+    ops = set()
     for op, expected in (
         ("CreateModel", planned.create_model),
         ("CreateEndpointConfig", planned.create_endpoint_config),
@@ -48,6 +54,8 @@ def test_cli_lifecycle_sends_the_planned_requests_and_leaves_nothing(
         (sent,) = world.sent(op)
         assert without_spec_tags(sent) == expected
         assert any(t["Key"] == f"{SPEC_TAG}0" for t in sent["Tags"])
+        ops.add(operation_of(sent, owner=f"{socket.gethostname()}:{os.getpid()}"))
+    assert len(ops) == 1  # one operation made all three
 
     code, out, _ = run(capsys, "status", NAME, "--json")
     st = json.loads(out)
