@@ -32,7 +32,23 @@ def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = 
 
 
 def render_status(name: str, st: Any) -> None:
-    """The endpoint as a field/value table, then its inference components (if any)."""
+    """The endpoint as a field/value table, then its inference components (if any), then
+    any operation on it that did not finish, with the commands that undo or finish it."""
+    if st.get("problem"):
+        console().print(table(name, ["field", "value"], [["status", st["status"]]]))
+        note(f"{name} is broken: {st['problem']}; `{st['fix'].split(' (', 1)[0]}` removes it")
+    else:
+        _render_healthy(name, st)
+    for u in st.get("unfinished") or []:
+        who = f"operation {u['operation']}" if u["operation"] else "an operation"
+        if u["state"] == "running":
+            note(f"{who} may still be running ({u['owner']}): {', '.join(u['resources'])}")
+            continue
+        finish = f"; finish: `{u['finish'].split(' (', 1)[0]}`" if u.get("finish") else ""
+        note(f"{who} did not finish: {', '.join(u['resources'])}; undo: `{u['undo']}`{finish}")
+
+
+def _render_healthy(name: str, st: Any) -> None:
     price = f"${st['usd_per_hour']:.2f}/h" if st["usd_per_hour"] is not None else "unknown"
     rows = [
         ["status", st["status"]],
@@ -242,21 +258,42 @@ def gc_command(
         str,
         typer.Option(
             "--min-age",
-            help="Skip resources younger than this (a deploy may be running elsewhere).",
+            help="Skip resources without an operation tag (made by an older peagle) "
+            "younger than this: a deploy may be running elsewhere.",
         ),
     ] = "10m",
+    operation: Annotated[
+        str | None,
+        typer.Option(
+            "--operation",
+            help="Only the resources of this operation (the id an interrupted command or "
+            "`peagle status` printed).",
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="With --operation: remove them even if that operation may still be "
+            "running (its process is alive, or on another host, within its deadline).",
+        ),
+    ] = False,
     yes: YesOpt = False,
     region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Delete peagle-managed inference components whose endpoint is gone (with their
-    autoscaling), then endpoint configs and models that no endpoint or component uses."""
+    """Delete what peagle made that no finished deployment uses: endpoints whose deploy
+    never completed or whose config or model is missing, inference components whose
+    endpoint is gone, then endpoint configs and models nothing uses. What an operation
+    that may still be running made is left alone; adopted resources are never touched."""
     from ..ops.endpoints import gc
     from .context import hello
 
     result = gc(
         dry_run=dry_run,
         min_age=min_age,
+        operation=operation,
+        force=force,
         confirm=asker(yes),
         region=region,
         say=note,
@@ -269,11 +306,18 @@ def _render_gc(result: Any, dry_run: bool, min_age: str) -> None:
     names, young = result.orphans, result.skipped_young
     verb = "would delete" if dry_run else "deleted"
     for n in names:
-        typer.echo(f"{verb} {n}")
+        why = result.endpoints.get(n)
+        typer.echo(f"{verb} {n}" + (f" (endpoint: {why})" if why else ""))
     if not names:
         typer.echo("nothing to collect")
+    for op, held in result.running.items():
+        note(
+            f"left {', '.join(held)}: operation {op}, which made them, may still be running; "
+            f"if it is not, `peagle gc --operation {op} --force --yes` removes them"
+        )
     if young:
         note(
-            f"skipped {len(young)} orphan(s) younger than --min-age {min_age} (a deploy may "
-            f"still be running): {', '.join(young)}; `peagle gc --min-age 0 --yes` removes them"
+            f"skipped {len(young)} resource(s) younger than --min-age {min_age} and made "
+            f"without an operation tag, so a deploy may still be using them: "
+            f"{', '.join(young)}; `peagle gc` removes them once they are older"
         )

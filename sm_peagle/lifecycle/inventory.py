@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from ..catalog.instances import get_instance
 from ..errors import NotFound
 from ..planning.plan_result import variant_instance_types
-from .resources import MANAGED, is_collectable, is_managed  # is_managed: kept importable here
+from .resources import MANAGED, is_collectable, is_managed  # noqa: F401  (kept importable here)
 from .spec_tags import tag_dict
 
 
@@ -44,12 +44,21 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
     """Everything `peagle status` shows, from describe calls only."""
     from botocore.exceptions import ClientError
 
+    from .unfinished import unfinished
+
     try:
         ep = sm.describe_endpoint(EndpointName=name)
     except ClientError as e:
-        if _not_found(e):
-            raise NotFound(f"endpoint {name} does not exist", remedy="see `peagle ls`") from None
-        raise
+        if not _not_found(e):
+            raise
+        left = [r for u in unfinished(sm, name, None) for r in u["resources"]]
+        if left:
+            raise NotFound(
+                f"endpoint {name} does not exist, but an operation that did not finish "
+                f"left {', '.join(left)}",
+                remedy=f"`peagle delete {name} --yes` removes exactly these",
+            ) from None
+        raise NotFound(f"endpoint {name} does not exist", remedy="see `peagle ls`") from None
     out: dict[str, Any] = {
         "endpoint": name,
         "status": ep["EndpointStatus"],
@@ -57,8 +66,14 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
         "endpoint_config": ep["EndpointConfigName"],
         "created": ep["CreationTime"].isoformat(),
         "age_seconds": int((datetime.now(UTC) - ep["CreationTime"]).total_seconds()),
+        "unfinished": unfinished(sm, name, ep),
     }
-    cfg = sm.describe_endpoint_config(EndpointConfigName=ep["EndpointConfigName"])
+    try:
+        cfg = sm.describe_endpoint_config(EndpointConfigName=ep["EndpointConfigName"])
+    except ClientError as e:
+        if not _not_found(e):
+            raise
+        return _broken(out, f"its endpoint config {ep['EndpointConfigName']} is missing")
     variant = cfg["ProductionVariants"][0]
     live = {v["VariantName"]: v for v in ep.get("ProductionVariants", []) or []}
     lv = live.get(variant["VariantName"], {})
@@ -85,7 +100,12 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
         from .component_status import components_status
 
         return {**out, **components_status(sm, name, aas, speculative_of)}
-    model = sm.describe_model(ModelName=variant["ModelName"])
+    try:
+        model = sm.describe_model(ModelName=variant["ModelName"])
+    except ClientError as e:
+        if not _not_found(e):
+            raise
+        return _broken(out, f"its model {variant['ModelName']} is missing")
     container = model.get("PrimaryContainer", {})
     mode, k, spec_cfg = speculative_of(container.get("Environment", {}))
     out.update(
@@ -94,6 +114,17 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
     if aas is not None:
         out["autoscaling"] = autoscaling_of(aas, name, variant["VariantName"])
     return out
+
+
+def _broken(out: dict[str, Any], problem: str) -> dict[str, Any]:
+    """An endpoint whose config or model is gone (deleted by hand, or by an interrupted
+    delete): what is known, the problem, and the command that removes it."""
+    name = out["endpoint"]
+    return {
+        **out,
+        "problem": problem,
+        "fix": f"peagle delete {name} --yes (or `peagle gc --yes`, which removes every such)",
+    }
 
 
 def autoscaling_of(aas: Any, endpoint: str, variant: str) -> dict[str, Any] | None:
@@ -154,20 +185,26 @@ def list_endpoints(sm: Any, *, include_unmanaged: bool = False) -> list[dict[str
 
 
 def resource_users(
-    sm: Any, *, skip: str | None = None, skip_components: frozenset[str] = frozenset()
+    sm: Any,
+    *,
+    skip: str | None = None,
+    skip_components: frozenset[str] = frozenset(),
+    skip_endpoints: frozenset[str] = frozenset(),
 ) -> dict[str, set[str]]:
     """{config or model name: the endpoints using it}, over every live endpoint except
     `skip`: its current and pending configs, each variant's model and pool models, and the
     model each inference component names (Specification.ModelName), except the components
     on `skip` and those in `skip_components`. The one answer to "does something else still
-    use it?" for update, delete, adopt and gc."""
+    use it?" for update, delete, adopt and gc. `skip_endpoints`: more endpoints that do not
+    count (those gc deletes first)."""
     from .components import component_model_users
 
+    skipped = skip_endpoints | ({skip} if skip else set())
     users: dict[str, set[str]] = {}
-    for name, endpoints in component_model_users(sm, skip_components, skip_endpoint=skip).items():
+    for name, endpoints in component_model_users(sm, skip_components, skipped).items():
         users.setdefault(name, set()).update(endpoints)
     for ep in _paginate(sm, "list_endpoints", "Endpoints"):
-        if ep["EndpointName"] == skip:
+        if ep["EndpointName"] in skipped:
             continue
         try:
             d = sm.describe_endpoint(EndpointName=ep["EndpointName"])
@@ -192,75 +229,3 @@ def resource_users(
                 for model in filter(None, [v.get("ModelName"), *pools]):
                     users.setdefault(model, set()).add(ep["EndpointName"])
     return users
-
-
-def orphan_components(sm: Any, cutoff: datetime) -> tuple[list[str], list[str]]:
-    """peagle-managed inference components whose endpoint is gone: (those created before
-    `cutoff`, younger ones). A component peagle did not tag is never listed."""
-    live = {ep["EndpointName"] for ep in _paginate(sm, "list_endpoints", "Endpoints")}
-    old: list[str] = []
-    young: list[str] = []
-    for c in _paginate(sm, "list_inference_components", "InferenceComponents"):
-        if c["EndpointName"] in live or c.get("InferenceComponentStatus") == "Deleting":
-            continue
-        if not is_managed(sm, c["InferenceComponentArn"]):
-            continue
-        (young if c["CreationTime"] > cutoff else old).append(c["InferenceComponentName"])
-    return sorted(old), sorted(young)
-
-
-def deployment_resources(sm: Any, endpoint: str) -> tuple[list[str], list[str]]:
-    """(configs, models) peagle created for `endpoint`: tagged `peagle:managed` and
-    `peagle:deployment` = endpoint, and not adopted (`resources.is_collectable`). Their
-    names start with the endpoint's (cut to fit AWS's 63 characters), which narrows the
-    listing first."""
-    prefix = endpoint[:40]
-    found: tuple[list[str], list[str]] = ([], [])
-    listings = (
-        (found[0], "list_endpoint_configs", "EndpointConfigs", "EndpointConfig"),
-        (found[1], "list_models", "Models", "Model"),
-    )
-    for out, op, field, kind in listings:
-        for item in _paginate(sm, op, field, NameContains=prefix):
-            try:
-                tags = sm.list_tags(ResourceArn=item[f"{kind}Arn"]).get("Tags", [])
-            except Exception as e:
-                if _not_found(e):
-                    continue
-                raise
-            values = {t["Key"]: t["Value"] for t in tags}
-            if is_collectable(values) and values.get("peagle:deployment") == endpoint:
-                out.append(item[f"{kind}Name"])
-    return sorted(found[0]), sorted(found[1])
-
-
-def find_orphans(sm: Any, *, min_age_seconds: float = 0) -> dict[str, list[str]]:
-    """peagle-managed inference components whose endpoint is gone, then endpoint configs
-    and models that no live endpoint (or remaining component) uses; those younger than
-    `min_age_seconds` are listed under `young` instead (a deploy may be running)."""
-    cutoff = datetime.now(UTC) - timedelta(seconds=min_age_seconds)
-    components, young_components = orphan_components(sm, cutoff)
-    # Models named by inference components count too, except the orphans deleted first.
-    used = resource_users(sm, skip_components=frozenset(components))
-    used_configs = used_models = used
-    out: dict[str, list[str]] = {
-        "inference_components": components,
-        "endpoint_configs": [],
-        "models": [],
-        "young": list(young_components),
-    }
-    listings = (
-        ("endpoint_configs", "list_endpoint_configs", "EndpointConfigs", "EndpointConfig"),
-        ("models", "list_models", "Models", "Model"),
-    )
-    for key, op, field, prefix in listings:
-        for item in _paginate(sm, op, field):
-            name = item[f"{prefix}Name"]
-            if name in (used_configs if key == "endpoint_configs" else used_models):
-                continue
-            tags = sm.list_tags(ResourceArn=item[f"{prefix}Arn"]).get("Tags", [])
-            if not is_collectable({t["Key"]: t["Value"] for t in tags}):
-                continue
-            # Young resources may belong to a deploy still in progress on another machine.
-            out["young" if item["CreationTime"] > cutoff else key].append(name)
-    return {k: sorted(v) for k, v in out.items()}

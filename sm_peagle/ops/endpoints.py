@@ -133,8 +133,10 @@ class EndpointSummary:
 
 @dataclass
 class GcResult:
-    """`peagle gc`: the orphans found (by kind), those skipped as younger than
-    `min_age`, and what was deleted (nothing on a dry run)."""
+    """`peagle gc`: what was found (by kind; `endpoints` maps each to why it is garbage),
+    what was left alone (`skipped_young`: untagged and younger than `min_age`;
+    `running`: operation id -> the resources of an operation that may still be running),
+    and what was deleted (nothing on a dry run)."""
 
     inference_components: list[str]
     endpoint_configs: list[str]
@@ -142,18 +144,23 @@ class GcResult:
     skipped_young: list[str]
     deleted: list[str]
     dry_run: bool
+    endpoints: dict[str, str] = field(default_factory=dict)
+    running: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def orphans(self) -> list[str]:
-        """Every orphan, in deletion order (components first: they name the models)."""
-        return self.inference_components + self.endpoint_configs + self.models
+        """Everything found, in deletion order: the endpoints, then components (they
+        name models), configs, models."""
+        return [*self.endpoints, *self.inference_components, *self.endpoint_configs, *self.models]
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "endpoints": self.endpoints,
             "inference_components": self.inference_components,
             "endpoint_configs": self.endpoint_configs,
             "models": self.models,
             "skipped_young": self.skipped_young,
+            "running": self.running,
             "deleted": self.deleted,
             "dry_run": self.dry_run,
         }
@@ -187,6 +194,7 @@ class LogStream:
 
 def _name(name: Any, what: str = "endpoint name") -> str:
     return check_endpoint_name(name, what)
+
 
 def status(
     name: str,
@@ -275,43 +283,70 @@ def gc(
     *,
     dry_run: bool = False,
     min_age: str | float = "10m",
+    operation: str | None = None,
+    force: bool = False,
     confirm: Confirm | None = None,
     region: str | None = None,
     aws: Any = None,
     say: Say | None = None,
     on_connect: OnConnect | None = None,
 ) -> GcResult:
-    """Delete peagle-managed inference components whose endpoint is gone (with their
-    autoscaling), then endpoint configs and models that no endpoint or component uses.
-    Orphans younger than `min_age` ("10m", "2h" or seconds) are skipped: a deploy may be
-    running elsewhere. With `dry_run`, only list them."""
-    from ..lifecycle.components import deregister_component_scaling
-    from ..lifecycle.inventory import find_orphans
+    """Delete what peagle made that no finished deployment uses (`lifecycle.garbage`):
+    endpoints whose deployment never completed or whose config or model is missing (their
+    components and autoscaling first), inference components whose endpoint is gone, then
+    endpoint configs and models nothing uses. Nothing an operation that may still be
+    running made is touched (listed in `running`); an untagged resource younger than
+    `min_age` ("10m", "2h" or seconds) is skipped. `operation`: only that operation's
+    resources; `force` (only with `operation`): even if it may still be running. Adopted
+    resources are never collected. With `dry_run`, only list them."""
+    from ..errors import SpecError
+    from ..lifecycle.components import deregister_component_scaling, split_components
+    from ..lifecycle.garbage import find_garbage
+    from ..lifecycle.operation import check_id
 
     min_age_seconds = seconds(min_age, "min_age") or 0.0
+    if operation is not None:
+        operation = check_id(operation)
+    if force and operation is None:
+        raise SpecError(
+            "force removes the resources of one operation that may still be running; "
+            "it needs that operation named",
+            remedy="add --operation OP (the id `peagle status` or the interrupted command printed)",
+        )
     ctx = context(region, aws, on_connect)
     lc = _lifecycle(ctx, say or quiet)
-    orphans = find_orphans(lc.sm, min_age_seconds=min_age_seconds)
+    found = find_garbage(lc.sm, min_age_seconds=min_age_seconds, operation=operation, force=force)
     result = GcResult(
-        inference_components=orphans["inference_components"],
-        endpoint_configs=orphans["endpoint_configs"],
-        models=orphans["models"],
-        skipped_young=orphans["young"],
+        inference_components=found.inference_components,
+        endpoint_configs=found.endpoint_configs,
+        models=found.models,
+        skipped_young=found.young,
         deleted=[],
         dry_run=dry_run,
+        endpoints=found.endpoints,
+        running=found.running,
     )
     if not result.orphans or dry_run:
         return result
     if confirm is not None:
-        confirm(f"Delete {len(result.orphans)} orphaned resources?")
-    for ic in result.inference_components:  # first: they name the models
+        confirm(f"Delete {len(result.orphans)} resources no finished deployment uses?")
+    for ep in result.endpoints:  # first: what they use becomes free
+        desc = lc.sm.describe_endpoint(EndpointName=ep)
+        for ic in split_components(lc.sm, ep)[0]:
+            deregister_component_scaling(lc, ic)
+            if lc.delete_and_confirm("inference_component", ic):
+                result.deleted.append(ic)
+        lc.deregister_autoscaling(ep, desc)
+        if lc.delete_and_confirm("endpoint", ep):
+            result.deleted.append(ep)
+    for ic in result.inference_components:  # before models: they name them
         deregister_component_scaling(lc, ic)
-        lc.delete_and_confirm("inference_component", ic)
-        result.deleted.append(ic)
+        if lc.delete_and_confirm("inference_component", ic):
+            result.deleted.append(ic)
     for kind, names in (("endpoint_config", result.endpoint_configs), ("model", result.models)):
         for n in names:
-            lc.delete_and_confirm(kind, n)
-            result.deleted.append(n)
+            if lc.delete_and_confirm(kind, n):
+                result.deleted.append(n)
     return result
 
 

@@ -1,0 +1,170 @@
+"""What `peagle gc` may remove, and what it must leave alone.
+
+Garbage is what peagle made (`peagle:managed`, not adopted: `resources.is_collectable`)
+that no finished deployment uses:
+- endpoints whose deployment did not finish: created by an operation that is over and
+  never marked them complete (a deploy killed with SIGKILL, a rollback stopped), or whose
+  config or model is missing (deleted by hand, or by an interrupted delete);
+- inference components whose endpoint is gone;
+- endpoint configs and models that no endpoint (or component) uses, once the endpoints
+  above are gone.
+
+What a run that may still be going made is never garbage, however old: its operation tag
+(`lifecycle/operation.py`) says which run made it and whether that run can still be
+running; only naming that operation with `force` overrides it. A resource from before
+operations were tagged falls back to its age (`min_age_seconds`): younger ones may belong
+to a deploy in progress elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .operation import COMPLETED, OPERATION, Operation
+from .resources import is_collectable, not_found
+from .spec_tags import tag_dict
+
+__all__ = ["Garbage", "find_garbage"]
+
+
+@dataclass
+class Garbage:
+    endpoints: dict[str, str] = field(default_factory=dict)  # name -> why it is garbage
+    inference_components: list[str] = field(default_factory=list)
+    endpoint_configs: list[str] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    young: list[str] = field(default_factory=list)  # untagged, younger than min_age
+    running: dict[str, list[str]] = field(default_factory=dict)  # op id -> its resources
+
+    @property
+    def names(self) -> list[str]:
+        """Everything to delete, in deletion order."""
+        return [
+            *self.endpoints,
+            *self.inference_components,
+            *self.endpoint_configs,
+            *self.models,
+        ]
+
+
+def _paginate(sm: Any, op: str, key: str, **kw: Any) -> list[dict[str, Any]]:
+    return [item for page in sm.get_paginator(op).paginate(**kw) for item in page.get(key, [])]
+
+
+def _tags(sm: Any, arn: str) -> dict[str, str] | None:
+    try:
+        return tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", []))
+    except Exception as e:
+        if not_found(e):
+            return None  # deleted between the listing and now
+        raise
+
+
+class _Judge:
+    """Whether a resource's run may still be going, and whether it is in scope."""
+
+    def __init__(self, out: Garbage, cutoff: datetime, operation: str | None, force: bool):
+        self.out, self.cutoff, self.operation, self.force = out, cutoff, operation, force
+
+    def collectable(self, name: str, tags: dict[str, str], created: datetime) -> bool:
+        op = Operation.from_tags(tags)
+        if self.operation is not None and (op is None or op.id != self.operation):
+            return False  # gc --operation: that operation's resources only
+        if op is not None:
+            if op.may_be_running() and not (self.force and op.id == self.operation):
+                self.out.running.setdefault(op.id, []).append(name)
+                return False
+            return True
+        if created > self.cutoff:
+            self.out.young.append(name)
+            return False
+        return True
+
+
+def _endpoint_problem(sm: Any, name: str, tags: dict[str, str]) -> str | None:
+    """Why a peagle endpoint is garbage, or None: a deployment that never completed, a
+    config or model that is missing."""
+    if tags.get(OPERATION) and not tags.get(COMPLETED):
+        return f"its deployment ({tags[OPERATION]}) never completed"
+    try:
+        d = sm.describe_endpoint(EndpointName=name)
+    except Exception as e:
+        if not_found(e):
+            return None
+        raise
+    if d.get("EndpointStatus") in ("Creating", "Updating", "Deleting"):
+        return None  # SageMaker is still at it: look again later
+    try:
+        cfg = sm.describe_endpoint_config(EndpointConfigName=d["EndpointConfigName"])
+    except Exception as e:
+        if not_found(e):
+            return f"its endpoint config {d['EndpointConfigName']} is missing"
+        raise
+    for v in cfg.get("ProductionVariants", []):
+        pools = [p.get("ModelNameOverride") for p in v.get("InstancePools", []) or []]
+        for model in filter(None, [v.get("ModelName"), *pools]):
+            try:
+                sm.describe_model(ModelName=model)
+            except Exception as e:
+                if not_found(e):
+                    return f"its model {model} is missing"
+                raise
+    return None
+
+
+def find_garbage(
+    sm: Any,
+    *,
+    min_age_seconds: float = 0,
+    operation: str | None = None,
+    force: bool = False,
+) -> Garbage:
+    """What gc would delete (module docstring). `operation`: only that operation's
+    resources; `force` (with `operation`): even if it may still be running."""
+    from .inventory import resource_users
+
+    out = Garbage()
+    judge = _Judge(out, datetime.now(UTC) - timedelta(seconds=min_age_seconds), operation, force)
+    live = _paginate(sm, "list_endpoints", "Endpoints")
+    for ep in live:
+        tags = _tags(sm, ep["EndpointArn"])
+        if tags is None or not is_collectable(tags):
+            continue
+        why = _endpoint_problem(sm, ep["EndpointName"], tags)
+        if why and judge.collectable(ep["EndpointName"], tags, ep["CreationTime"]):
+            out.endpoints[ep["EndpointName"]] = why
+    staying = {ep["EndpointName"] for ep in live} - set(out.endpoints)
+    for c in _paginate(sm, "list_inference_components", "InferenceComponents"):
+        if c["EndpointName"] in staying or c.get("InferenceComponentStatus") == "Deleting":
+            continue
+        tags = _tags(sm, c["InferenceComponentArn"])
+        if (
+            tags
+            and is_collectable(tags)
+            and judge.collectable(c["InferenceComponentName"], tags, c["CreationTime"])
+        ):
+            out.inference_components.append(c["InferenceComponentName"])
+    used = resource_users(
+        sm,
+        skip_endpoints=frozenset(out.endpoints),
+        skip_components=frozenset(out.inference_components),
+    )
+    listings = (
+        (out.endpoint_configs, "list_endpoint_configs", "EndpointConfigs", "EndpointConfig"),
+        (out.models, "list_models", "Models", "Model"),
+    )
+    for found, op, key, kind in listings:
+        for item in _paginate(sm, op, key):
+            name = item[f"{kind}Name"]
+            if name in used:
+                continue
+            tags = _tags(sm, item[f"{kind}Arn"])
+            if not tags or not is_collectable(tags):
+                continue
+            if judge.collectable(name, tags, item["CreationTime"]):
+                found.append(name)
+    for names in (out.inference_components, out.endpoint_configs, out.models, out.young):
+        names.sort()
+    return out

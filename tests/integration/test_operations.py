@@ -1,0 +1,326 @@
+"""Interrupted, killed or racing: what exists on AWS decides, not what the client heard.
+
+Each fault is injected through botocore's own events on the clients peagle makes:
+- `after-call.sagemaker.<Op>` raising: SageMaker did it, the client never heard (a Ctrl-C
+  while the response is in flight);
+- `before-call.sagemaker.<Op>` raising: the request is never sent (a second Ctrl-C, in
+  the rollback);
+- SystemExit, which no `except Exception/KeyboardInterrupt` catches: the process dies
+  there with no rollback, as under SIGKILL.
+After each, the moto account holds exactly what it held before, or the completed result,
+or (after a death) exactly what `gc` then removes; a bystander made outside peagle is
+never touched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+import pytest
+
+from tests.integration.lifecycle_env import REGION, run, sagemaker_inventory
+
+NAME = "peagle-gpt-oss-20b-p-eagle"
+EMPTY = {"models": [], "endpoint_configs": [], "endpoints": []}
+
+
+def sm() -> Any:
+    return boto3.client("sagemaker", region_name=REGION)
+
+
+def inject(monkeypatch: pytest.MonkeyPatch, event: str, fault: Callable[[], None]) -> list[int]:
+    """Call `fault` at botocore `event` (once) on every SageMaker client peagle makes;
+    the list counts the calls."""
+    from sm_peagle.aws import AwsContext
+
+    wrapped = AwsContext.client
+    fired: list[int] = []
+
+    def handler(**_: Any) -> None:
+        if not fired:
+            fired.append(1)
+            fault()
+
+    def client(self: AwsContext, service: str, region: str | None = None, **cfg: Any) -> Any:
+        c = wrapped(self, service, region, **cfg)
+        if service == "sagemaker" and not getattr(c, f"_fault_{id(fired)}", False):
+            setattr(c, f"_fault_{id(fired)}", True)
+            c.meta.events.register(event, handler, unique_id=f"fault-{id(fired)}")
+        return c
+
+    monkeypatch.setattr(AwsContext, "client", client)
+    return fired
+
+
+def interrupt() -> None:
+    raise KeyboardInterrupt
+
+
+def die() -> None:
+    raise SystemExit(137)  # no rollback runs: what SIGKILL leaves
+
+
+def bystander(role: str) -> None:
+    """A model, config and endpoint made outside peagle (no peagle tags)."""
+    c = sm()
+    c.create_model(
+        ModelName="theirs-m", ExecutionRoleArn=role, PrimaryContainer={"Image": "x.dkr/img:1"}
+    )
+    c.create_endpoint_config(
+        EndpointConfigName="theirs-c",
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": "theirs-m",
+                "InstanceType": "ml.g7e.2xlarge",
+                "InitialInstanceCount": 1,
+            }
+        ],
+    )
+    c.create_endpoint(EndpointName="theirs-e", EndpointConfigName="theirs-c")
+
+
+THEIRS = {"models": ["theirs-m"], "endpoint_configs": ["theirs-c"], "endpoints": ["theirs-e"]}
+
+
+def inventory() -> dict[str, list[str]]:
+    return {k: sorted(v) for k, v in sagemaker_inventory().items() if k in EMPTY}
+
+
+@pytest.mark.parametrize("step", ["CreateModel", "CreateEndpointConfig", "CreateEndpoint"])
+def test_ctrl_c_while_a_create_is_in_flight_removes_what_aws_made(
+    world: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """The Create* reached SageMaker and its answer never arrived: the rollback finds the
+    resource by its name and the run's operation tag and deletes it; before, this left
+    an InService endpoint nobody was told about."""
+    bystander(world.role_arn)
+    fired = inject(monkeypatch, f"after-call.sagemaker.{step}", interrupt)
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    assert fired and code == 130, err
+    assert err.strip().splitlines()[-1] == "error: interrupted"
+    assert inventory() == THEIRS
+    made = [params for op, params in world.requests if op == step]
+    deleted = {op: [p for o, p in world.requests if o == op] for op in ("DeleteEndpoint",)}
+    if step == "CreateEndpoint":  # the in-flight endpoint itself went, by its name
+        assert [p["EndpointName"] for p in deleted["DeleteEndpoint"]] == [NAME]
+    assert len(made) == 1
+
+
+def test_a_second_ctrl_c_stops_the_rollback_and_names_what_is_left(
+    world: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bystander(world.role_arn)
+    inject(monkeypatch, "after-call.sagemaker.CreateEndpoint", interrupt)
+    second = inject(monkeypatch, "before-call.sagemaker.DeleteEndpoint", interrupt)
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    assert second and code == 130, err
+    (line,) = [ln for ln in err.splitlines() if "rollback stopped" in ln]
+    inv = inventory()
+    (config,) = [c for c in inv["endpoint_configs"] if c != "theirs-c"]
+    (model,) = [m for m in inv["models"] if m != "theirs-m"]
+    assert line.endswith(
+        f"rollback stopped: left endpoint {NAME}, endpoint config {config}, model {model}; "
+        f"`peagle delete {NAME} --yes` removes exactly these"
+    )
+    code, _, err = run(capsys, "delete", NAME, "--yes")
+    assert code == 0, err
+    assert inventory() == THEIRS
+
+
+def test_a_deploy_killed_mid_way_is_named_by_status_and_removed_by_gc(
+    world: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bystander(world.role_arn)
+    inject(monkeypatch, "after-call.sagemaker.CreateEndpoint", die)
+    with pytest.raises(SystemExit):
+        run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    capsys.readouterr()
+    inv = inventory()
+    assert NAME in inv["endpoints"]
+    op = _operation_of_endpoint(NAME)
+
+    code, out, err = run(capsys, "status", NAME, "--json")
+    assert code == 0, err
+    (u,) = json.loads(out)["unfinished"]
+    assert (u["operation"], u["state"], u["resources"]) == (op, "unfinished", [f"endpoint {NAME}"])
+    assert u["undo"] == f"peagle delete {NAME} --yes"
+    code, _, err = run(capsys, "status", NAME)
+    undo = f"undo: `peagle delete {NAME} --yes`"
+    assert f"operation {op} did not finish: endpoint {NAME}; {undo}" in err
+
+    code, out, err = run(capsys, "gc", "--yes", "--json")  # default --min-age 10m
+    assert code == 0, err
+    doc = json.loads(out)
+    ours = {k: [n for n in v if n not in THEIRS[k]] for k, v in inv.items()}
+    assert doc["endpoints"] == {NAME: f"its deployment ({op}) never completed"}
+    assert sorted(doc["deleted"]) == sorted(n for v in ours.values() for n in v)
+    assert inventory() == THEIRS
+
+
+def _operation_of_endpoint(name: str) -> str:
+    c = sm()
+    arn = c.describe_endpoint(EndpointName=name)["EndpointArn"]
+    tags = {t["Key"]: t["Value"] for t in c.list_tags(ResourceArn=arn)["Tags"]}
+    assert "peagle:completed" not in tags
+    return tags["peagle:operation"]
+
+
+def _tag_as_running_elsewhere(name: str) -> str:
+    """Re-tag what a killed deploy left as if its run were alive on another machine,
+    within its deadline: the case gc must not touch."""
+    c = sm()
+    op = "op-20991231T000000Z-abcdef"
+    for kind, arn in _arns_of_deployment(name):
+        c.add_tags(
+            ResourceArn=arn,
+            Tags=[
+                {"Key": "peagle:operation", "Value": op},
+                {"Key": "peagle:operation-owner", "Value": "ci-runner-7:4242"},
+                {"Key": "peagle:operation-until", "Value": "2099-12-31T03:00:00Z"},
+            ],
+        )
+    return op
+
+
+def _arns_of_deployment(name: str) -> list[tuple[str, str]]:
+    c = sm()
+    ep = c.describe_endpoint(EndpointName=name)
+    cfg = c.describe_endpoint_config(EndpointConfigName=ep["EndpointConfigName"])
+    model = c.describe_model(ModelName=cfg["ProductionVariants"][0]["ModelName"])
+    return [
+        ("endpoint", ep["EndpointArn"]),
+        ("endpoint_config", cfg["EndpointConfigArn"]),
+        ("model", model["ModelArn"]),
+    ]
+
+
+def test_gc_never_takes_what_a_running_operation_made_unless_forced_by_name(
+    world: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inject(monkeypatch, "after-call.sagemaker.CreateEndpoint", die)
+    with pytest.raises(SystemExit):
+        run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    capsys.readouterr()
+    op = _tag_as_running_elsewhere(NAME)
+    before = inventory()
+
+    code, out, err = run(capsys, "gc", "--min-age", "0", "--yes", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    # The endpoint is held; its config and model are then in use, so not garbage at all.
+    assert (doc["deleted"], doc["running"]) == ([], {op: [NAME]})
+    code, out, err = run(capsys, "gc", "--operation", op, "--yes")
+    assert code == 0 and "nothing to collect" in out
+    assert f"`peagle gc --operation {op} --force --yes` removes them" in err
+    assert inventory() == before
+
+    code, _, err = run(capsys, "gc", "--force", "--yes")  # --force names no operation
+    assert code == 2 and err.strip().splitlines()[-1].startswith("error: force removes")
+    code, _, err = run(capsys, "gc", "--operation", "op-nope", "--yes")
+    assert code == 2 and "is not an operation id" in err
+    assert inventory() == before
+
+    code, out, err = run(capsys, "gc", "--operation", op, "--force", "--yes", "--json")
+    assert code == 0, err
+    assert sorted(json.loads(out)["deleted"]) == sorted(n for v in before.values() for n in v)
+    assert inventory() == EMPTY
+
+
+def test_gc_removes_a_peagle_endpoint_whose_config_is_gone(world: Any, capsys: Any) -> None:
+    bystander(world.role_arn)
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    assert code == 0, err
+    c = sm()
+    config = c.describe_endpoint(EndpointName=NAME)["EndpointConfigName"]
+    c.delete_endpoint_config(EndpointConfigName=config)  # by hand, or a delete cut short
+    code, out, err = run(capsys, "status", NAME, "--json")
+    assert code == 0, err
+    assert json.loads(out)["problem"] == f"its endpoint config {config} is missing"
+    code, out, err = run(capsys, "gc", "--yes", "--json")
+    assert code == 0, err
+    assert json.loads(out)["endpoints"] == {NAME: f"its endpoint config {config} is missing"}
+    assert inventory() == THEIRS
+
+
+def test_delete_finishes_through_one_ctrl_c(
+    world: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After DeleteEndpoint nothing can bring the endpoint back: the first Ctrl-C lets
+    the delete finish (and still exits 130), so no config or model is orphaned."""
+    bystander(world.role_arn)
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    assert code == 0, err
+    inject(monkeypatch, "after-call.sagemaker.DeleteEndpoint", interrupt)
+    code, _, err = run(capsys, "delete", NAME, "--yes")
+    assert code == 130, err
+    assert f"interrupted: finishing the delete of {NAME}" in err
+    assert inventory() == THEIRS
+
+
+def test_a_second_ctrl_c_stops_a_delete_and_names_what_is_left(
+    world: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bystander(world.role_arn)
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    assert code == 0, err
+    inv = inventory()
+    (config,) = [c for c in inv["endpoint_configs"] if c != "theirs-c"]
+    (model,) = [m for m in inv["models"] if m != "theirs-m"]
+    inject(monkeypatch, "after-call.sagemaker.DeleteEndpoint", interrupt)
+    inject(monkeypatch, "before-call.sagemaker.DeleteEndpointConfig", interrupt)
+    code, _, err = run(capsys, "delete", NAME, "--yes")
+    assert code == 130, err
+    assert (
+        f"delete stopped: left endpoint config {config}, model {model}; "
+        f"`peagle delete {NAME} --yes` removes exactly these"
+    ) in err
+    code, _, err = run(capsys, "delete", NAME, "--yes")
+    assert code == 0, err
+    assert inventory() == THEIRS
+
+
+@pytest.mark.parametrize("step", ["CreateModel", "CreateEndpointConfig"])
+def test_an_update_interrupted_before_it_switches_removes_only_its_own(
+    world: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    assert code == 0, err
+    before = inventory()
+    arn = sm().describe_endpoint(EndpointName=NAME)["EndpointArn"]
+    tags_before = sm().list_tags(ResourceArn=arn)["Tags"]
+    inject(monkeypatch, f"after-call.sagemaker.{step}", interrupt)
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--yes")
+    assert code == 130, err
+    assert inventory() == before
+    assert sm().list_tags(ResourceArn=arn)["Tags"] == tags_before
+
+
+def test_update_finishes_a_deploy_killed_after_its_endpoint_came_up(
+    world: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`status` offers `peagle update NAME --yes` to finish it: with nothing to change, it
+    marks the endpoint complete (one AddTags), and gc then leaves it be."""
+    inject(monkeypatch, "after-call.sagemaker.CreateEndpoint", die)
+    with pytest.raises(SystemExit):
+        run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    capsys.readouterr()
+    op = _operation_of_endpoint(NAME)
+    code, out, _ = run(capsys, "status", NAME, "--json")
+    assert json.loads(out)["unfinished"][0]["finish"].startswith(f"peagle update {NAME} --yes")
+    before = inventory()
+    world.requests.clear()
+    code, _, err = run(capsys, "update", NAME, "--yes")
+    assert code == 0, err
+    mutating = [(o, p) for o, p in world.requests if o.startswith(("Create", "Delete", "Add"))]
+    arn = sm().describe_endpoint(EndpointName=NAME)["EndpointArn"]
+    assert mutating == [
+        ("AddTags", {"ResourceArn": arn, "Tags": [{"Key": "peagle:completed", "Value": op}]})
+    ]
+    code, out, _ = run(capsys, "status", NAME, "--json")
+    assert json.loads(out)["unfinished"] == []
+    code, out, _ = run(capsys, "gc", "--yes", "--json")
+    assert json.loads(out)["deleted"] == [] and inventory() == before
