@@ -174,7 +174,7 @@ def _tag_as_running_elsewhere(name: str) -> str:
     within its deadline: the case gc must not touch."""
     c = sm()
     op = "op-20991231T000000Z-abcdef"
-    for kind, arn in _arns_of_deployment(name):
+    for _, arn in _arns_of_deployment(name):
         c.add_tags(
             ResourceArn=arn,
             Tags=[
