@@ -13,6 +13,7 @@ the tags back from AWS lives in `lifecycle/spec_tags.py`.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import zlib
 from typing import Any
@@ -60,11 +61,28 @@ def encode_spec(spec_data: dict[str, Any]) -> dict[str, str]:
 
 
 def decode_spec(tags: dict[str, str]) -> dict[str, Any] | None:
+    """The spec data the `peagle:spec:*` tags carry (None without any).
+
+    A re-tag adds the new chunks before it deletes the old ones (lifecycle/retag.py), so
+    until its DeleteTags lands the tags may hold the new chunks 0..M followed by a longer
+    old spec's chunks M+1..N. Every chunk but a stream's last is CHUNK characters, so the
+    spec is the shortest prefix of chunks 0, 1, ... that is a complete zlib stream: the
+    chunks after it are stale and ignored. Every spec peagle ever wrote is one such
+    stream, so each decodes as before. ValueError when no prefix is complete."""
     keys = sorted((k for k in tags if k.startswith(PREFIX)), key=lambda k: int(k[len(PREFIX) :]))
     if not keys:
         return None
-    text = "".join(tags[k] for k in keys)
-    return json.loads(zlib.decompress(base64.b64decode(text)))
+    chunks = [tags[k] for k in keys]
+    for end in range(1, len(chunks) + 1):
+        try:
+            data = base64.b64decode("".join(chunks[:end]))
+            stream = zlib.decompressobj()
+            raw = stream.decompress(data)
+        except (binascii.Error, zlib.error):
+            continue  # not a stream's end here; a longer prefix may be one
+        if stream.eof:
+            return json.loads(raw)
+    raise ValueError(f"the {PREFIX}* tags ({len(keys)}) do not hold a complete spec")
 
 
 def spec_tag_list(spec: DeploymentSpec) -> list[dict[str, str]]:
