@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import pytest
 
 import sm_peagle
 from sm_peagle.lifecycle.spec_tags import decode_spec, deployed_spec, tag_dict
@@ -325,10 +326,11 @@ def test_dry_run_shows_the_spec_and_tags_nothing(world, capsys):
 
 
 def test_an_interrupted_adopt_never_lets_gc_take_the_owners_resources(world, capsys, monkeypatch):
-    """adopt tags the model and config first and the endpoint last. Interrupted between,
-    the endpoint is untagged; its owner then deletes the endpoint by hand. The model and
-    config carry peagle:managed, but also peagle:origin=adopted: gc (even --min-age 0)
-    and a delete by name of the gone endpoint both leave them to their owner."""
+    """adopt tags the model and config first and the endpoint last. Killed between (a
+    Ctrl-C now puts the tags back, so only a kill leaves them), the endpoint is untagged;
+    its owner then deletes the endpoint by hand. The model and config carry
+    peagle:managed, but also peagle:origin=adopted: gc (even --min-age 0) and a delete
+    by name of the gone endpoint both leave them to their owner."""
     from botocore.client import BaseClient
 
     create_jumpstart_endpoint(world.role_arn)
@@ -336,13 +338,14 @@ def test_an_interrupted_adopt_never_lets_gc_take_the_owners_resources(world, cap
 
     def interrupted(self, operation, params):
         if operation == "AddTags" and ":endpoint/" in params["ResourceArn"]:
-            raise KeyboardInterrupt  # Ctrl-C just before the endpoint's own tags
+            raise SystemExit(137)  # killed just before the endpoint's own tags: no rollback
         return real(self, operation, params)
 
     with monkeypatch.context() as m:
         m.setattr(BaseClient, "_make_api_call", interrupted)
-        code, _, err = run(capsys, "adopt", NAME, "--yes")
-    assert code == 130, err
+        with pytest.raises(SystemExit):
+            run(capsys, "adopt", NAME, "--yes")
+    capsys.readouterr()  # what the killed run printed
     tags = all_tags()
     assert tags[MODEL]["peagle:origin"] == tags[CONFIG]["peagle:origin"] == "adopted"
     assert "peagle:managed" not in tags[NAME]
