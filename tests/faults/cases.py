@@ -52,8 +52,7 @@ _UPDATE = (
     _w("CreateEndpointConfig"),
     _w("UpdateEndpoint", may_finish=True),
     Window("wait", "DescribeEndpoint", waiting=True, may_finish=True),
-    _w("DeleteTags", may_finish=True),  # the retag: the spec tags of the new spec
-    _w("AddTags", may_finish=True),
+    _w("AddTags", may_finish=True),  # the retag: the new spec's tags over the old ones
     _w("DeleteEndpointConfig", may_finish=True),  # the old config and model
     _w("DeleteModel", may_finish=True),
 )

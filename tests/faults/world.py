@@ -111,7 +111,7 @@ class FaultWorld:
     def start(self) -> FaultWorld:
         """The sandbox's server started directly, as `peagle sandbox start` spawns it, to
         also pass --updating-seconds (`sandbox start` has no such option; its 3 s default
-        would cost every update case 2 s); `sandbox status` and `stop` then work as usual."""
+        would cost every update case 2 s); `sandbox status` reads it as usual."""
         sb = self.sandbox
         state_dir = Path(sb.env["PEAGLE_STATE_DIR"])
         state_dir.mkdir(parents=True)
@@ -141,14 +141,16 @@ class FaultWorld:
         return self
 
     def stop(self) -> None:
+        """Stop the proxy and the server this world started (by its Popen: `sandbox stop`
+        would wait seconds for the pid to be reaped, which only its parent, this, does)."""
         if self.proxy is not None:
             self.proxy.__exit__(None, None, None)
-        self.sandbox.cli("sandbox", "stop", check=False)
         if self._server is not None:
+            self._server.terminate()
             try:
                 self._server.wait(30)
             except subprocess.TimeoutExpired:
-                self._server.kill()  # ours: started above
+                self._server.kill()
                 self._server.wait()
 
     # ------------------------------------------------------------------ the CLI
