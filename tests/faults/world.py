@@ -25,9 +25,10 @@ from typing import Any
 
 import pytest
 import yaml
+from botocore import xform_name
 
 from tests.e2e.test_sandbox import Sandbox
-from tests.faults.proxy import Exchange, LagProxy
+from tests.faults.proxy import Exchange, LagProxy, is_mutating
 from tests.sandbox_helpers import sandbox_client
 
 __all__ = [
@@ -105,6 +106,7 @@ class FaultWorld:
         self.env: dict[str, str] = {}
         self.spec3, self.spec5 = root / "spec-k3.yaml", root / "spec-k5.yaml"
         self._references: dict[str, Reference] = {}
+        self._setups: dict[str, list[tuple[str, dict[str, Any]]]] = {}
 
     # ------------------------------------------------------------------ life cycle
 
@@ -308,15 +310,29 @@ class FaultWorld:
         sm.create_endpoint(EndpointName="bystander", EndpointConfigName="bystander-cfg", Tags=tags)
 
     def prepare(self, start: str) -> None:
-        """The starting state a command needs, made as a user would have made it."""
+        """The starting state a command needs, made as a user would have made it: the
+        first time by the CLI (`deploy`, `apply`), then by replaying the mutating requests
+        that run sent (the sandbox's record of them), which saves a CLI start per case.
+        Each case compares its starting state with the reference's, so a replay that
+        differed from the CLI's result would fail there."""
         if start == "empty":
             return
-        if start == "deployed":
-            self.cli("deploy", "gpt-oss-20b", "--yes")
-        elif start == "applied":
-            self.cli("apply", "-f", "{spec3}", "--yes")
-        elif start == "jumpstart":
+        if start == "jumpstart":
             self._jumpstart()
+        elif start in self._setups:
+            sm = self.client("sagemaker")
+            for operation, params in self._setups[start]:
+                getattr(sm, xform_name(operation))(**params)
+        elif start in ("deployed", "applied"):
+            self.clear_requests()
+            if start == "deployed":
+                self.cli("deploy", "gpt-oss-20b", "--yes")
+            else:
+                self.cli("apply", "-f", "{spec3}", "--yes")
+            self._setups[start] = [
+                (r["operation"], r["params"]) for r in self.requests()
+                if r["service"] == "sagemaker" and is_mutating(r["operation"])
+            ]  # fmt: skip
         else:
             raise ValueError(start)
         self.settle()
