@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -373,7 +374,7 @@ class FaultWorld:
 
 
 @contextlib.contextmanager
-def fault_world(root: Path) -> Any:
+def fault_world(root: Path) -> Iterator[FaultWorld]:
     world = FaultWorld(root)
     try:
         yield world.start()
