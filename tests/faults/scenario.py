@@ -7,13 +7,16 @@ the window's response exists upstream. Then, by the kind of stop:
 - SIGINT / SIGTERM: exit 130 / 143, the last stderr line `error: interrupted` /
   `error: terminated by SIGTERM`, no traceback; the account holds BEFORE (a rollback) or,
   where the contract lets the command finish (a delete; an update once UpdateEndpoint
-  reached AWS), the COMPLETED result (the same command run uninterrupted).
+  reached AWS; a deploy whose peagle:completed mark reached AWS), the COMPLETED result
+  (the same command run uninterrupted).
 - SIGINT2 (a double Ctrl-C): exit 130, and the CLI sends no mutating request after the
   second SIGINT. If the account is not yet BEFORE or COMPLETED, stderr names every
   resource left and one command to remove them; that command, run, leaves BEFORE or
   COMPLETED and touches nothing else.
 - SIGKILL: `gc --yes` (or `delete NAME --yes` for a new deployment) leaves BEFORE or
-  COMPLETED, and sends only deletes, of exactly the resources left.
+  COMPLETED, and sends only deletes, of exactly the resources left. An adopt leaves no
+  resource, only tags on the owner's: gc must touch nothing, and `adopt NAME --yes`
+  again finishes a half-tagged endpoint.
 
 Always: the bystanders (boto3-made, no peagle tag) are in every snapshot, so any change
 to them fails the comparison, and no mutating request ever names one.
