@@ -58,7 +58,8 @@ def start_command(
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Start the sandbox in the background (idempotent when nothing conflicts)."""
+    """Start the sandbox in the background (idempotent when nothing conflicts: a second
+    start, even at the same moment, names the one that runs)."""
     import sm_peagle
 
     started = sm_peagle.sandbox_start(
@@ -69,8 +70,12 @@ def start_command(
         time_scale=time_scale,
         engine=engine,
     )
+    if started.died_url:
+        from peagle_sandbox.manager import died_message
+
+        current().warn(f"{died_message(started.died_url)}; started a new one at {started.url}")
     if started.already_running:
-        note(f"already running (pid {started.pid})")
+        note(f"already running at {started.url} (pid {started.pid})")
     current().result(started, render=_render_started)
 
 
@@ -89,6 +94,11 @@ def status_command(json_out: JsonOpt = False) -> None:
 
 def _render_status(status: Any) -> None:
     st = status.to_dict()
+    if st.get("died"):
+        from peagle_sandbox.manager import died_message
+
+        typer.echo(f"sandbox: not running ({died_message(st['url'])})")
+        return
     if not st["running"]:
         typer.echo("sandbox: not running")
         return
@@ -120,8 +130,11 @@ def env_command() -> None:
     """Print `export` lines that point AWS tools at the running sandbox."""
     from peagle_sandbox import manager
 
+    st = manager.status()
+    if st.get("died"):  # it does not start one: say what happened, and how to get one
+        raise manager.SandboxError(manager.died_message(st["url"]), remedy="`peagle sandbox start`")
     info = manager.read_state()
-    if info is None or not manager.status().get("healthy"):
+    if info is None or not st.get("healthy"):
         raise manager.SandboxError("no sandbox is running", remedy="`peagle sandbox start`")
     import os
 

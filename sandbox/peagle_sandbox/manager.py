@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -23,16 +24,20 @@ from typing import Any
 from peagle_sandbox.engine_choice import EngineMissing, engine_args, resolve_engine
 from peagle_sandbox.procs import children_of, pid_alive, reap_recorded_engines, terminate
 from sm_peagle import settings
-from sm_peagle.errors import PeagleError
+from sm_peagle.errors import PeagleError, SpecError
 
 __all__ = [
     "SANDBOX_ACCOUNT",
+    "Joined",
     "SandboxError",
     "SandboxInfo",
     "activate",
+    "died_message",
+    "ensure",
     "ensure_running",
     "read_state",
     "start",
+    "start_or_join",
     "state_dir",
     "status",
     "stop",
@@ -103,6 +108,30 @@ class SandboxInfo:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Joined:
+    """The sandbox a start or an auto-start ended with: `info`; `already_running` when it
+    was there before; `replaced`, the sandbox whose state it found and replaced, and `why`
+    ("died", or "stopped answering" for one it had to stop), so the caller can say so."""
+
+    info: SandboxInfo
+    already_running: bool = False
+    replaced: SandboxInfo | None = None
+    why: str = "died"
+
+    def notice(self) -> str | None:
+        """The one line that says a sandbox was replaced (None when none was)."""
+        if self.replaced is None:
+            return None
+        gone = died_message(self.replaced.url, self.why)
+        return f"{gone}; started a new one at {self.info.url}"
+
+
+def died_message(url: str, why: str = "died") -> str:
+    """What a dead sandbox means for the user: everything it held went with it."""
+    return f"the sandbox at {url} {why}; its endpoints are gone"
+
+
 def state_dir() -> Path:
     return settings.state_dir()
 
@@ -149,11 +178,44 @@ def health(url: str, timeout: float = 1.0) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) and doc.get("ok") else None
 
 
-def _healthy(info: SandboxInfo) -> bool:
+def _healthy(info: SandboxInfo, timeout: float = 1.0) -> bool:
     if not pid_alive(info.pid):
         return False
-    doc = health(info.url)
+    doc = health(info.url, timeout)
     return doc is not None and doc.get("pid") == info.pid
+
+
+def _answers(info: SandboxInfo) -> bool:
+    """Healthy, asked twice: a sandbox busy on a loaded machine may miss one short probe,
+    and the caller would otherwise replace it (and lose its endpoints)."""
+    return _healthy(info) or _healthy(info, 5.0)
+
+
+def _dead(info: SandboxInfo) -> bool:
+    """The state file's process is gone (or its pid now belongs to something else)."""
+    return not (pid_alive(info.pid) and _is_sandbox(info.pid))
+
+
+def _forget(info: SandboxInfo) -> None:
+    """Remove a dead sandbox's state file and the real engines it may have left running."""
+    Path(info.state_file).unlink(missing_ok=True)
+    reap_recorded_engines(directory_of_engines())
+
+
+def _check_port(port: int | None) -> None:
+    """SpecError naming `port` when another program listens on it (the server would exit)."""
+    if not port:
+        return
+    with socket.socket() as probe:
+        # As the server binds (SO_REUSEADDR): a port left in TIME_WAIT is free for it.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as e:
+            raise SpecError(
+                f"--port: port {port} on 127.0.0.1 is in use ({e.strerror or e})",
+                remedy="another --port, or leave --port out for any free port",
+            ) from None
 
 
 @contextlib.contextmanager
@@ -175,14 +237,14 @@ def _lock() -> Iterator[None]:
 
 
 def status() -> dict[str, Any]:
-    """{"running": bool, "healthy": bool, ...state}; removes a state file left by a dead pid."""
+    """{"running": bool, "healthy": bool, ...state}. A state file whose process is gone is
+    {"running": False, "died": True, url, pid, ...}: kept, so the next command that starts a
+    sandbox says the old one died instead of replacing it silently."""
     info = read_state()
     if info is None:
         return {"running": False, "healthy": False, "state_file": str(_state_path())}
-    if not pid_alive(info.pid):
-        with contextlib.suppress(OSError):
-            Path(info.state_file).unlink()
-        return {"running": False, "healthy": False, "state_file": info.state_file, "stale": True}
+    if _dead(info):
+        return {**info.to_dict(), "running": False, "healthy": False, "died": True}
     return {"running": True, "healthy": _healthy(info), **info.to_dict()}
 
 
@@ -197,17 +259,70 @@ def start(
     engine: str | None = None,
 ) -> SandboxInfo:
     """Spawn a detached sandbox and wait until it answers; error if one is already running."""
-    extra = engine_args(resolve_engine(engine))
+    return start_or_join(
+        port,
+        upstream,
+        creating_seconds=creating_seconds,
+        metrics_interval=metrics_interval,
+        time_scale=time_scale,
+        timeout=timeout,
+        engine=engine,
+        join=False,
+    ).info
+
+
+def start_or_join(
+    port: int | None = None,
+    upstream: str | None = None,
+    *,
+    creating_seconds: float | None = None,
+    metrics_interval: float | None = None,
+    time_scale: float | None = None,
+    timeout: float = 10.0,
+    engine: str | None = None,
+    join: bool = True,
+) -> Joined:
+    """Start a sandbox, or (with `join`) take the one running with the same port, upstream
+    and engine; SandboxError when one runs with others, or runs and does not answer.
+
+    Check and start happen under the state directory's lock, so two starts at once end with
+    one sandbox, the second joining it. A state file whose process died is replaced, and the
+    result names it (`replaced`). A busy `port` is a SpecError before anything is spawned."""
+    wanted = resolve_engine(engine)
+    extra = engine_args(wanted)
     with _lock():
         current = read_state()
-        if current is not None and pid_alive(current.pid) and _is_sandbox(current.pid):
-            raise SandboxError(
-                f"a sandbox is already running at {current.url} (pid {current.pid})",
-                remedy="`peagle sandbox stop` first, or use it with `peagle --sandbox ...`",
-            )
-        return _spawn(
+        replaced = None
+        if current is not None and not _dead(current):
+            if not join:
+                raise SandboxError(
+                    f"a sandbox is already running at {current.url} (pid {current.pid})",
+                    remedy="`peagle sandbox stop` first, or use it with `peagle --sandbox ...`",
+                )
+            if not _answers(current):
+                raise SandboxError(
+                    f"the sandbox at {current.url} (pid {current.pid}) does not answer",
+                    remedy="`peagle sandbox stop`, then `peagle sandbox start`",
+                )
+            if (
+                (port and port != current.port)
+                or (upstream is not None and upstream != current.upstream)
+                or wanted != current.engine
+            ):
+                raise SandboxError(
+                    f"a sandbox is already running at {current.url} with other options",
+                    remedy="`peagle sandbox stop` first",
+                )
+            return Joined(current, already_running=True)
+        if current is not None:
+            replaced = current
+        _check_port(port)
+        if replaced is not None:  # only now: a refused start leaves the report in place
+            _forget(replaced)
+        info = _spawn(
             port, upstream, creating_seconds, metrics_interval, time_scale, timeout, extra
         )
+        return Joined(info, replaced=replaced)
 
 
 def _spawn(
@@ -238,7 +353,7 @@ def _spawn(
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    with open(log_path, "ab") as log:
+    with open(log_path, "ab") as log:  # the state directory was checked to be writable
         proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
@@ -255,15 +370,17 @@ def _spawn(
         if proc.poll() is not None:
             raise SandboxError(
                 f"the sandbox exited at start-up (code {proc.returncode}): {_tail(log_path)}",
-                remedy="is the sandbox extra installed? pip install 'sm-peagle[sandbox]' "
-                "(from a clone: pip install -e '.[sandbox]')",
+                remedy=f"see {log_path}",
             )
         info = read_state()
         if info is not None and info.pid == proc.pid and _healthy(info):
             return info
         time.sleep(0.05)
     terminate(proc.pid, 2.0)
-    raise SandboxError(f"the sandbox did not answer within {timeout:.0f}s: {_tail(log_path)}")
+    raise SandboxError(
+        f"the sandbox did not answer within {timeout:.0f}s: {_tail(log_path)}",
+        remedy=f"see {log_path}",
+    )
 
 
 def _tail(path: Path, lines: int = 3) -> str:
@@ -281,14 +398,15 @@ def stop(timeout: float = 30.0) -> dict[str, Any]:
         if info is None:
             return {"stopped": False, "note": "no sandbox is running"}
         path = Path(info.state_file)
-        if not pid_alive(info.pid):
-            path.unlink(missing_ok=True)
-            return {"stopped": False, "pid": info.pid, "note": "not running (stale state removed)"}
-        if not _is_sandbox(info.pid):
-            path.unlink(missing_ok=True)
-            raise SandboxError(
-                f"pid {info.pid} in {path} is not a peagle sandbox; not signalled, state removed"
-            )
+        if _dead(info):  # never signal a pid that now belongs to something else
+            _forget(info)
+            return {
+                "stopped": False,
+                "died": True,
+                "pid": info.pid,
+                "url": info.url,
+                "note": f"{died_message(info.url)}; state removed",
+            }
         gone = terminate(info.pid, timeout)
         reap_recorded_engines(directory_of_engines())  # a SIGKILLed server leaves its engines
         path.unlink(missing_ok=True)
@@ -299,21 +417,38 @@ def stop(timeout: float = 30.0) -> dict[str, Any]:
 
 def ensure_running(**options: Any) -> SandboxInfo:
     """The running sandbox if it is healthy, else a newly started one."""
+    return ensure(**options).info
+
+
+def ensure(**options: Any) -> Joined:
+    """The running sandbox if it answers, else a newly started one (`peagle --sandbox`).
+
+    What it replaced is in the result (`replaced`, `why`): a state file whose process died,
+    or a sandbox that no longer answers (stopped first). Its endpoints went with it; the
+    caller says so (`Joined.notice`)."""
     engine = resolve_engine(options.get("engine"))
     with _lock():
         current = read_state()
-        if current is not None and _healthy(current):
-            if (options.get("engine") or settings.sandbox_engine()) and (
-                current.engine != engine
-            ):
-                raise EngineMissing(
-                    f"the running sandbox uses the {current.engine} engine, not {engine}",
-                    remedy=f"`peagle sandbox stop`, then `peagle sandbox start --engine {engine}`",
-                )
-            return current
-        if current is not None and pid_alive(current.pid) and _is_sandbox(current.pid):
-            terminate(current.pid, 2.0)  # alive but not answering: replace it
-        return _spawn(
+        replaced, why = None, "died"
+        if current is not None and not _dead(current):
+            if _answers(current):
+                if (options.get("engine") or settings.sandbox_engine()) and (
+                    current.engine != engine
+                ):
+                    raise EngineMissing(
+                        f"the running sandbox uses the {current.engine} engine, not {engine}",
+                        remedy=f"`peagle sandbox stop`, then `peagle sandbox start --engine "
+                        f"{engine}`",
+                    )
+                return Joined(current, already_running=True)
+            terminate(current.pid, 2.0)  # alive but not answering: replace it, and say so
+            replaced, why = current, "stopped answering and was stopped"
+        elif current is not None:
+            replaced = current
+        _check_port(options.get("port"))
+        if replaced is not None:
+            _forget(replaced)
+        info = _spawn(
             options.get("port"),
             options.get("upstream"),
             options.get("creating_seconds"),
@@ -322,6 +457,7 @@ def ensure_running(**options: Any) -> SandboxInfo:
             float(options.get("timeout", 10.0)),
             engine_args(engine),
         )
+        return Joined(info, replaced=replaced, why=why)
 
 
 def activate(info: SandboxInfo, environ: MutableMapping[str, str] | None = None) -> None:
@@ -357,6 +493,11 @@ def use_sandbox(**options: Any) -> SandboxInfo:
     sandbox, never to AWS. Options are those of `peagle sandbox start`; `engine="vllm"`
     hosts endpoints on the real vLLM CPU engine (`peagle sandbox install-engine`).
     """
-    info = ensure_running(**options)
-    activate(info)
-    return info
+    joined = ensure(**options)
+    notice = joined.notice()
+    if notice:  # never a silent replacement: the caller's endpoints are gone
+        import warnings
+
+        warnings.warn(notice, RuntimeWarning, stacklevel=2)
+    activate(joined.info)
+    return joined.info

@@ -10,6 +10,8 @@ directory too (`check_state_dir`) before anything starts.
 from __future__ import annotations
 
 import math
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -42,9 +44,10 @@ OPTIONS = {
 }
 
 
-def check_state_dir() -> Path:
+def check_state_dir(*, writable: bool = False) -> Path:
     """The state directory, or SpecError when it cannot be one (PEAGLE_STATE_DIR naming a
-    file, or a file where a parent directory should be)."""
+    file, or a file where a parent directory should be); with `writable` (a start), also
+    when it cannot be created or written, which is tried: os.access says yes to root."""
     path = settings.state_dir()
     what = "PEAGLE_STATE_DIR" if settings.get("PEAGLE_STATE_DIR") else "the state directory"
     fix = "point PEAGLE_STATE_DIR at a directory (or unset it for the default)"
@@ -54,6 +57,19 @@ def check_state_dir() -> Path:
     if probe.exists() and not probe.is_dir():
         where = "" if probe == path else f" ({probe} is a file)"
         raise SpecError(f"{what}: {path} is not a directory{where}", remedy=fix)
+    if writable:
+        step = "creating it"
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            step = "writing a file in it"
+            with tempfile.TemporaryFile(dir=path):
+                pass
+        except OSError as e:
+            raise SpecError(
+                f"{what}: {path} cannot be written ({step} failed: {e.strerror or e})",
+                remedy="point PEAGLE_STATE_DIR at a directory you can write "
+                "(or unset it for the default)",
+            ) from None
     return path
 
 
@@ -104,7 +120,11 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
             bad = not math.isfinite(value) or value < 0 or (positive and value == 0)
         if bad:
             need = "a positive number" if positive else "a number of seconds >= 0"
-            raise SpecError(f"{flag}: must be {need} (got {value!r})")
+            example = {"time_scale": "1.0", "creating_seconds": "3"}.get(name, "10")
+            raise SpecError(
+                f"{flag}: must be {need} (got {value!r})",
+                remedy=f"{flag} {example}, or leave it out for the default",
+            )
     engine = options.get("engine")
     if engine is not None:
         from .engine_choice import ENGINES
@@ -118,34 +138,24 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def start(**options: Any) -> dict[str, Any]:
-    """Start the sandbox in the background, idempotent when one runs with the same options.
+    """Start the sandbox in the background, or join the one that runs with the same port,
+    upstream and engine (two starts at once end with one sandbox, both naming it).
 
-    Returns {"info": SandboxInfo.to_dict(), "already_running": bool}; SpecError for a bad
-    option or state directory, SandboxError when one runs with other options."""
+    Returns {"info": SandboxInfo.to_dict(), "already_running": bool, "died_url": the URL
+    of a dead sandbox whose state this start replaced, or None}; SpecError for a bad option,
+    state directory or busy port, SandboxError when one runs with other options."""
     from . import manager
 
     check_options(options)
-    check_state_dir()
-    wanted = manager.resolve_engine(options.get("engine"))
-    current = manager.status()
-    if current.get("healthy"):
-        port, upstream = options.get("port"), options.get("upstream")
-        conflicts = (
-            (port is not None and port != current["port"])
-            or (upstream is not None and upstream != current.get("upstream"))
-            or (wanted != current.get("engine", "simulated"))
-        )
-        if conflicts:
-            raise manager.SandboxError(
-                f"a sandbox is already running at {current['url']} with other options",
-                remedy="`peagle sandbox stop` first",
-            )
-        info = manager.read_state()
-        if info is not None:
-            return {"info": info.to_dict(), "already_running": True}
-    extra = {k: v for k, v in options.items() if k not in ("port", "upstream", "engine")}
-    info = manager.start(options.get("port"), options.get("upstream"), engine=wanted, **extra)
-    return {"info": info.to_dict(), "already_running": False}
+    check_state_dir(writable=True)
+    others = {k: v for k, v in options.items() if k not in ("port", "upstream")}
+    joined = manager.start_or_join(options.get("port"), options.get("upstream"), **others)
+    died = joined.replaced.url if joined.replaced is not None else None
+    return {
+        "info": joined.info.to_dict(),
+        "already_running": joined.already_running,
+        "died_url": died,
+    }
 
 
 def status() -> dict[str, Any]:
@@ -169,15 +179,23 @@ def use_sandbox(**options: Any) -> SandboxInfo:
     from . import manager
 
     check_options(options)
-    check_state_dir()
+    check_state_dir(writable=True)
     return manager.use_sandbox(**options)
 
 
 def cli_activate() -> SandboxInfo:
-    """`peagle --sandbox <command>`: start the sandbox if needed and point this process at it."""
-    from .manager import activate, ensure_running
+    """`peagle --sandbox <command>`: start the sandbox if needed and point this process at it.
 
-    check_state_dir()
-    info = ensure_running()
-    activate(info)
-    return info
+    A sandbox found dead (or not answering) is replaced, and one line on stderr says so:
+    its endpoints are gone. Written directly: the CLI's output is not set up yet, and even
+    --quiet must not hide it."""
+    from .manager import activate, ensure
+
+    check_state_dir(writable=True)
+    joined = ensure()
+    notice = joined.notice()
+    if notice:
+        sys.stderr.write(f"warning: {notice}\n")
+        sys.stderr.flush()
+    activate(joined.info)
+    return joined.info

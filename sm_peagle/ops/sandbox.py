@@ -3,7 +3,8 @@
 The sandbox is a separate distribution (`peagle-sandbox`); these reach it only through its
 plugin entry point (`sm_peagle.plugins.sandbox_plugin()`), never by import, and raise
 SpecError with the install line when it is absent. Options are checked by the plugin before
-anything starts: a bad port, URL, time scale or state directory is a SpecError.
+anything starts: a bad or busy port, URL, time scale, interval or state directory is a
+SpecError.
 """
 
 from __future__ import annotations
@@ -26,10 +27,13 @@ __all__ = [
 @dataclass
 class SandboxStart:
     """The sandbox that runs now (`info`: pid, port, url, runtime_url, log, engine,
-    engine_label, …) and whether it was already running with the same options."""
+    engine_label, …), whether it was already running with the same options, and
+    `died_url`: the URL of a sandbox found dead, whose state this start replaced (its
+    endpoints are gone), else None."""
 
     info: dict[str, Any]
     already_running: bool = False
+    died_url: str | None = None
 
     @property
     def url(self) -> str:
@@ -50,13 +54,22 @@ class SandboxStart:
 
 @dataclass
 class SandboxState:
-    """Whether the sandbox runs (`running`), answers (`healthy`), and its state."""
+    """Whether the sandbox runs (`running`), answers (`healthy`), and its state; `died`
+    when the state names a sandbox whose process is gone (and `url` where it ran)."""
 
     doc: dict[str, Any] = field(default_factory=dict)
 
     @property
     def running(self) -> bool:
         return bool(self.doc.get("running"))
+
+    @property
+    def died(self) -> bool:
+        return bool(self.doc.get("died"))
+
+    @property
+    def url(self) -> str | None:
+        return self.doc.get("url")
 
     @property
     def healthy(self) -> bool:
@@ -85,16 +98,18 @@ class SandboxStop:
 
 
 def sandbox_start(**options: Any) -> SandboxStart:
-    """Start the local sandbox in the background (idempotent when one runs with the same
-    options). Options, as `peagle sandbox start`: port (0..65535, 0 or None: any free one),
-    upstream (an http(s) URL of an OpenAI-compatible server), creating_seconds,
-    metrics_interval, time_scale (> 0), engine ("simulated" or "vllm").
+    """Start the local sandbox in the background, or join the one that runs with the same
+    port, upstream and engine (also when two starts race: one sandbox, both return it).
+    Options, as `peagle sandbox start`: port (0..65535, 0 or None: any free one), upstream
+    (an http(s) URL with a host, of an OpenAI-compatible server), creating_seconds (>= 0),
+    metrics_interval (> 0), time_scale (> 0), engine ("simulated" or "vllm").
 
-    SpecError, before anything starts, for a bad option or a state directory
-    (PEAGLE_STATE_DIR) that is not a directory; SpecError naming the install line when the
-    sandbox is not installed."""
+    SpecError, before anything starts, for a bad option, a port another program listens on,
+    or a state directory (PEAGLE_STATE_DIR) that is not a directory or cannot be written;
+    SpecError naming the install line when the sandbox is not installed. A sandbox found
+    dead is replaced and named in `died_url`."""
     doc = sandbox_plugin().start(**options)
-    return SandboxStart(dict(doc["info"]), bool(doc.get("already_running")))
+    return SandboxStart(dict(doc["info"]), bool(doc.get("already_running")), doc.get("died_url"))
 
 
 def sandbox_status() -> SandboxState:
@@ -103,5 +118,6 @@ def sandbox_status() -> SandboxState:
 
 
 def sandbox_stop() -> SandboxStop:
-    """Stop the sandbox (SIGTERM, then SIGKILL) and remove its state. All its state is lost."""
+    """Stop the sandbox (SIGTERM, then SIGKILL) and remove its state. All its state is lost.
+    Of a sandbox that died, only its state file is removed (`note` says it died)."""
     return SandboxStop(dict(sandbox_plugin().stop()))
