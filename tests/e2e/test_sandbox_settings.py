@@ -15,6 +15,7 @@ The SDK (`sm_peagle.sandbox_start`) refuses the same settings with the same line
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -360,3 +361,43 @@ def test_a_sandbox_that_cannot_come_up_is_exit_1_on_one_line_naming_its_log(
     assert err == f"error: {e.value.message} (fix: {e.value.remedy})\n"
     assert cli.servers() == []
     assert not (cli.state / "sandbox.json").exists()
+
+
+def test_a_sandbox_that_stopped_answering_is_replaced_and_said_so(cli: Cli) -> None:
+    """Alive but frozen (SIGSTOP): asked twice, then stopped and replaced, on one line."""
+    cli("sandbox", "start")
+    old = json.loads(cli("sandbox", "status", "--json").stdout)
+    os.kill(old["pid"], signal.SIGSTOP)
+    try:
+        ls = cli("--sandbox", "ls")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(old["pid"], signal.SIGCONT)
+    new = json.loads(cli("sandbox", "status", "--json").stdout)
+    assert new["pid"] != old["pid"] and cli.servers() == [new["pid"]]
+    notices = [ln for ln in ls.stderr.splitlines() if old["url"] in ln]
+    assert notices == [
+        f"warning: the sandbox at {old['url']} stopped answering and was stopped; "
+        f"its endpoints are gone; started a new one at {new['url']}"
+    ]
+
+
+def test_use_sandbox_warns_when_it_replaces_a_dead_sandbox(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import peagle_sandbox
+
+    monkeypatch.setenv("PEAGLE_STATE_DIR", str(cli.state))
+    first = sm_peagle.sandbox_start()
+    os.kill(first.pid, signal.SIGKILL)
+    wait_gone(first.pid)
+    for name in [n for n in os.environ if n.startswith("AWS_")]:
+        monkeypatch.delenv(name)  # activate() sets them in this process: undone after
+    for name in ("PEAGLE_SANDBOX_URL", "PEAGLE_SANDBOX_ENGINE_LABEL", "PEAGLE_ROLE_ARN"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.warns(RuntimeWarning) as caught:
+        info = peagle_sandbox.use_sandbox()
+    assert [str(w.message) for w in caught] == [
+        f"the sandbox at {first.url} died; its endpoints are gone; started a new one at {info.url}"
+    ]
+    assert cli.servers() == [info.pid]
