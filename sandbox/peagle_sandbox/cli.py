@@ -186,7 +186,8 @@ def install_engine_command(
             torch_index_url=torch_index_url,
         )
     except install.BadInput as e:
-        raise SpecError(f"install-engine: {e}") from None
+        fix = e.fix or "see `peagle sandbox install-engine --help`"
+        raise SpecError(f"install-engine: {e}", remedy=fix) from None
     except (install.InstallError, OSError) as e:
         logs = Path(home or install.default_home()) / "logs"
         raise PeagleError(f"install-engine: {e}", remedy=f"see the logs in {logs}") from None

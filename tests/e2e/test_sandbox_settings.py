@@ -401,3 +401,28 @@ def test_use_sandbox_warns_when_it_replaces_a_dead_sandbox(
         f"the sandbox at {first.url} died; its endpoints are gone; started a new one at {info.url}"
     ]
     assert cli.servers() == [info.pid]
+
+
+def test_install_engine_refuses_bad_inputs_before_any_step(tmp_path: Path) -> None:
+    """`peagle sandbox install-engine` (the other sandbox command that takes settings):
+    a bad version, home or index URL is exit 2 on one line with a fix, and no step runs:
+    no home, no log, no virtualenv is made."""
+    cli = Cli(tmp_path)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    home = tmp_path / "engine-home"
+    cases = [
+        (["--vllm-version", "0.1.0", "--home", str(home)], "--vllm-version"),
+        (["--home", str(a_file)], f"--home: {a_file} is not a directory"),
+        (["--home", str(a_file / "below")], f"--home: {a_file / 'below'} is not a directory"),
+        (["--home", "/proc/peagle-engine"], "--home: /proc/peagle-engine cannot be written"),
+        (["--home", str(home), "--torch-index-url", "localhost-8000"], "localhost-8000"),
+        (["--home", str(home), "--torch-index-url", "http://:8000/simple"], "--torch-index"),
+    ]
+    for argv, says in cases:
+        proc = cli("sandbox", "install-engine", *argv, code=2)
+        line = one_error_line(proc)
+        assert line.startswith("error: install-engine: ") and says in line, line
+        assert proc.stdout == ""
+        assert not home.exists(), argv  # checked before the home is even created
+    assert a_file.read_text() == ""

