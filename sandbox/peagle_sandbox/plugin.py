@@ -137,6 +137,14 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
+def _check_engine(engine: str | None) -> None:
+    """The engine asked for (option or PEAGLE_SANDBOX_ENGINE) exists and, for vllm, is
+    installed: checked before the state directory is touched, as every other setting."""
+    from .engine_choice import engine_args, resolve_engine
+
+    engine_args(resolve_engine(engine))
+
+
 def start(**options: Any) -> dict[str, Any]:
     """Start the sandbox in the background, or join the one that runs with the same port,
     upstream and engine (two starts at once end with one sandbox, both naming it).
@@ -147,6 +155,7 @@ def start(**options: Any) -> dict[str, Any]:
     from . import manager
 
     check_options(options)
+    _check_engine(options.get("engine"))
     check_state_dir(writable=True)
     others = {k: v for k, v in options.items() if k not in ("port", "upstream")}
     joined = manager.start_or_join(options.get("port"), options.get("upstream"), **others)
@@ -179,6 +188,7 @@ def use_sandbox(**options: Any) -> SandboxInfo:
     from . import manager
 
     check_options(options)
+    _check_engine(options.get("engine"))
     check_state_dir(writable=True)
     return manager.use_sandbox(**options)
 
@@ -191,6 +201,7 @@ def cli_activate() -> SandboxInfo:
     --quiet must not hide it."""
     from .manager import activate, ensure
 
+    _check_engine(None)  # PEAGLE_SANDBOX_ENGINE / --sandbox-engine
     check_state_dir(writable=True)
     joined = ensure()
     notice = joined.notice()

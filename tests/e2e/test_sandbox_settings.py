@@ -426,3 +426,14 @@ def test_install_engine_refuses_bad_inputs_before_any_step(tmp_path: Path) -> No
         assert proc.stdout == ""
         assert not home.exists(), argv  # checked before the home is even created
     assert a_file.read_text() == ""
+
+
+def test_an_unknown_engine_from_the_environment_is_refused_before_the_state_dir(
+    cli: Cli,
+) -> None:
+    cli.env["PEAGLE_SANDBOX_ENGINE"] = "tpu"
+    for args in (("sandbox", "start"), ("--sandbox", "ls")):
+        line = one_error_line(cli(*args, code=2))
+        assert "unknown sandbox engine 'tpu'" in line, line
+        assert not cli.state.exists(), args
+    assert cli.servers() == []
