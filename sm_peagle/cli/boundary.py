@@ -15,8 +15,10 @@ retries of `aws.AwsContext` and become `AwsUnreachable`; every other botocore er
 becomes `AwsError`. Set PEAGLE_DEBUG=1 to get the traceback of an unexpected error.
 
 click's usage errors get a fix too (`usage_error`): an unknown option names the closest
-ones and the command's help, a missing argument shows the usage line, a bad choice lists
-the choices. Exit 2: nothing was sent.
+ones (difflib over the command's own options) and the command's help, a missing argument
+shows the usage line, a bad choice lists the choices, a bad number says what the option
+takes. Exit 2: nothing was sent. Any other bad-input error (exit 2) raised without a
+remedy gets the command's help as its fix, so every exit-2 line names one.
 """
 
 from __future__ import annotations
@@ -52,9 +54,10 @@ def report(message: str, *, fix: str | None, exit_code: int, kind: str, **extra:
     return exit_code
 
 
-def _usage_hint(message: str) -> str | None:
+def _usage_hint(option: str) -> str | None:
+    # The exact name: `--sandbox-engin` is a typo of a global option, not the option.
     for flag in ("--sandbox", "--sandbox-engine", "--version"):
-        if f"No such option: {flag}" in message:
+        if option == flag or option.startswith(f"{flag}="):
             return f"{flag} is a global option: put it before the command (peagle {flag} ...)"
     return None
 
@@ -84,10 +87,10 @@ def usage_error(exc: Any, args: list[str] | None = None) -> tuple[str, str]:
     see = f"see {_help_command(exc, args or [])}"
     if kind == "NoSuchOption":
         message = exc.message.strip()
-        hint = _usage_hint(message)
+        hint = _usage_hint(getattr(exc, "option_name", ""))
         if hint:
             return message, hint
-        close = sorted(getattr(exc, "possibilities", None) or ())
+        close = _closest_options(getattr(exc, "option_name", ""), _option_names(exc))
         if close:
             return message, f"did you mean {' or '.join(close)}? {see}"
         return message, see
@@ -110,7 +113,53 @@ def usage_error(exc: Any, args: list[str] | None = None) -> tuple[str, str]:
         return what, f"{see} for the commands"
     if kind == "BadOptionUsage" and "requires an argument" in message:
         return message.rstrip("."), f"give it a value; {see}"
+    number = _number_kind(param)
+    if kind == "BadParameter" and number:
+        return message.rstrip("."), f"give {_param_name(param)} {number}; {see}"
     return message.rstrip(".").replace("\n", " "), see
+
+
+def _closest_options(word: str, options: list[str]) -> list[str]:
+    """The options closest to a mistyped one, closest first: the closest, and any other
+    nearly as close (at most three). Compared without their dashes: `--bogus` and
+    `--verbose` share only `--` and an `o`, and with the dashes counted difflib calls them
+    close."""
+    import difflib
+
+    if not word.startswith("--"):  # a one-letter `-x` is close to every other letter
+        return []
+    typed = word.lstrip("-")
+    by_name = {o.lstrip("-"): o for o in options if o.startswith("--") and o != "--help"}
+    close = difflib.get_close_matches(typed, list(by_name), n=3, cutoff=0.6)
+    if not close:
+        return []
+    best = difflib.SequenceMatcher(None, typed, close[0]).ratio()
+    near = [n for n in close if difflib.SequenceMatcher(None, typed, n).ratio() >= best - 0.1]
+    return [by_name[name] for name in near]
+
+
+def _option_names(exc: Any) -> list[str]:
+    """Every spelling of every option of the command the error is about (click's own
+    `possibilities` when the error carries no context)."""
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return list(getattr(exc, "possibilities", None) or ())
+    names: list[str] = []
+    for param in ctx.command.params:
+        if getattr(param, "param_type_name", None) == "option":
+            names.extend((*param.opts, *getattr(param, "secondary_opts", ())))
+    return names
+
+
+def _number_kind(param: Any) -> str | None:
+    """What an option typed int or float takes, in words (None for other types)."""
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    return {int: "a whole number", float: "a number"}.get(annotation)
+
+
+def _param_name(param: Any) -> str:
+    opts = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+    return opts[0] if opts else (getattr(param, "opts", None) or [str(param.name)])[0]
 
 
 def _choices(param: Any) -> list[str]:
@@ -149,9 +198,14 @@ def exit_code_for(exc: BaseException, args: list[str]) -> int:
         doc = err.to_dict()
         extra = {k: v for k, v in doc.items() if k not in ("type", "message", "fix", "exit_code")}
         message = err.message.strip().replace("\n", " ")
+        fix = err.remedy
+        if fix is None and err.exit_code == 2 and "(fix: " not in message:
+            # Bad input always names a fix (README, "Output and exit codes"): an error
+            # raised without one points at the help of the command that refused it.
+            fix = f"see {_help_command(None, args)}"
         return report(
             message,
-            fix=err.remedy,
+            fix=fix,
             exit_code=err.exit_code,
             kind=doc["type"],
             **extra,

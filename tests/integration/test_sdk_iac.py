@@ -145,4 +145,7 @@ def test_iam_policy_bad_account_before_planning(capsys, no_plan) -> None:
         sm_peagle.iam_policy("gpt-oss-20b", account="12345")
     assert e.value.message == "--account: '12345' is not a 12-digit AWS account id"
     code, out, err = run_cli(capsys, "iam-policy", "gpt-oss-20b", "--account", "12345")
-    assert code == 2 and out == "" and err.strip() == f"error: {e.value.message}"
+    # The SDK's error brings no remedy: the CLI's line names the command's help (README,
+    # "Output and exit codes": bad input always names a fix).
+    assert code == 2 and out == ""
+    assert err.strip() == f"error: {e.value.message} (fix: see `peagle iam-policy --help`)"

@@ -153,7 +153,12 @@ def test_report_rejects_other_files_in_one_line(tmp_path, capsys):
     bad.write_text(json.dumps({"schema": "something/9"}))
     assert main(["report", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"error: {bad}: not a peagle.bench/1 results document (schema: 'something/9')"]
+    # Bad input always names a fix (README, "Output and exit codes"): the command's help
+    # when the error itself brings none.
+    assert err == [
+        f"error: {bad}: not a peagle.bench/1 results document (schema: 'something/9') "
+        "(fix: see `peagle report --help`)"
+    ]
 
 
 def test_recommend_reads_bench_results(tmp_path, capsys):
