@@ -92,23 +92,22 @@ COMMANDS = {
 # SIGKILL is followed by `gc --yes`; for a new deployment also by `delete NAME --yes`.
 STOPS = ("SIGINT", "SIGINT2", "SIGTERM", "SIGKILL-gc", "SIGKILL-delete")
 
-# The CI subset: every command, every kind of stop, the windows where each is costliest
-# (the endpoint exists and is billed; UpdateEndpoint reached AWS; the retag; the old
-# config's deletion; a delete halfway; adopt with one resource tagged).
+# The CI subset: every command, every kind of stop, the windows where each is costliest:
+# the endpoint exists (and bills), UpdateEndpoint has reached AWS or the endpoint is
+# Updating, the retag, a delete halfway, adopt with one or two resources tagged. The
+# simplest rollbacks (a lone model) and a delete's SIGKILL run in the full tier only.
 DEFAULT = (
-    "deploy-CreateModel-SIGINT",
     "deploy-wait-SIGTERM",
     "deploy-CreateEndpoint-SIGINT2",
     "deploy-CreateEndpointConfig-SIGKILL-gc",
     "apply-new-CreateEndpoint-SIGKILL-delete",
     "update-UpdateEndpoint-SIGINT",
+    "update-UpdateEndpoint-SIGINT2",
     "update-AddTags-SIGTERM",
-    "update-CreateEndpointConfig-SIGINT2",
-    "update-DeleteEndpointConfig-SIGKILL-gc",
+    "update-wait-SIGKILL-gc",
     "apply-update-wait-SIGINT",
     "delete-DeleteEndpointConfig-SIGINT",
     "delete-DeleteEndpoint-SIGINT2",
-    "delete-DeleteEndpoint-SIGKILL-gc",
     "adopt-AddTags#2-SIGTERM",
     "adopt-AddTags#1-SIGINT2",
 )
