@@ -236,11 +236,20 @@ def push_cmd(
         str | None,
         typer.Option("--from-hf", help="Download this Hugging Face repo id, then push it."),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Push a head that fails the checks `deploy --drafter` would refuse it with "
+            "(no config.json, truncated or unreadable safetensors); each failure is printed.",
+        ),
+    ] = False,
     region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Upload a head to S3 in the layout SageMaker mounts (resumable; unchanged files skipped).
-    A head that `peagle drafter check` would refuse is refused before anything is uploaded."""
+    A head that `peagle drafter check` would refuse is refused (exit 2) before anything is
+    uploaded, unless --force."""
     import sm_peagle
 
     if from_hf is not None and dest is None:
@@ -254,6 +263,7 @@ def push_cmd(
             channel=channel,
             from_hf=from_hf,
             region=region,
+            force=force,
             progress=note,
             on_bytes=bar,
         )

@@ -106,7 +106,7 @@ def drafter_check(
     try:
         version = VllmVersion(vllm_version or DEFAULT_VLLM)
     except ValueError as exc:
-        raise SpecError(f"--vllm-version: {exc}") from None
+        raise SpecError(f"--vllm-version: {exc}", remedy="e.g. --vllm-version 0.16.0") from None
     if mode not in DRAFTER_MODES:
         raise SpecError(f"unknown drafter mode {mode!r}", remedy="use p-eagle or eagle3")
     entry, hidden, vocab, trained, default_k = _targets(
@@ -167,6 +167,7 @@ def drafter_push(
     channel: str = "eagle",
     from_hf: str | None = None,
     region: str | None = None,
+    force: bool = False,
     progress: Progress | None = None,
     on_bytes: BytesProgress | None = None,
 ) -> DrafterPush:
@@ -175,12 +176,18 @@ def drafter_push(
     already in S3 with the same sha256 are skipped.
 
     Refused with SpecError before any upload: a malformed or bucket-root `dest`, a missing
-    source, and a head `drafter_check` would refuse whatever the target (no config.json,
-    unreadable or truncated safetensors, ambiguous file names): CheckFailed, a SpecError."""
+    source, and a head `drafter_check` (and so `deploy --drafter`) would refuse whatever
+    the target (no config.json, unreadable or truncated safetensors): CheckFailed, a
+    SpecError. `force=True` pushes such a head anyway (a work in progress, a format
+    peagle does not know yet): each failed check becomes a note of the result and a
+    `progress` line. Ambiguous file names are refused even so: the mount would break."""
     from ..drafter.inspection import parse_s3_uri
 
     if from_hf is not None and source is not None:
-        raise SpecError("give either SRC or --from-hf, not both")
+        raise SpecError(
+            "give either SRC or --from-hf, not both",
+            remedy="peagle drafter push --from-hf ORG/HEAD s3://bucket/prefix/",
+        )
     if not dest or (source is None and from_hf is None):
         raise SpecError(
             "push needs SRC and an s3://bucket/prefix/ destination",
@@ -198,29 +205,36 @@ def drafter_push(
     if from_hf is None:
         root = Path(str(source)).expanduser()
         if not root.is_dir():
-            raise SpecError(f"drafter directory {source} does not exist or is not a directory")
-        return _push(str(source), dest, channel, region, progress, on_bytes)
+            raise SpecError(
+                f"drafter directory {source} does not exist or is not a directory",
+                remedy="give the directory that holds config.json and the safetensors files",
+            )
+        return _push(str(source), dest, channel, region, progress, on_bytes, force)
     with tempfile.TemporaryDirectory(prefix="peagle-hf-") as tmp:
         local = _download_hf(from_hf, tmp, progress)
-        return _push(local, dest, channel, region, progress, on_bytes)
+        return _push(local, dest, channel, region, progress, on_bytes, force)
 
 
-def check_pushable(source: str) -> list[Check]:
+def check_pushable(source: str, *, force: bool = False) -> list[Check]:
     """The checks of a local head that do not depend on the target: CheckFailed (nothing
-    uploaded) when one fails, as `deploy --drafter` would fail it after the upload."""
+    uploaded) when one fails, as `deploy --drafter` would fail it after the upload; with
+    `force`, the checks are returned failures and all (the caller says so and pushes)."""
     from ..drafter import check_drafter
     from ..drafter.readers import inspect_local
     from ..vllm.versions import DEFAULT_VLLM, VllmVersion
 
     ins = inspect_local(source)
-    _require_head(ins)
+    if not force:
+        _require_head(ins)
     checks = [
         c
         for c in check_drafter(ins, vllm_version=VllmVersion(DEFAULT_VLLM))
         if c.name in PUSH_CHECKS
     ]
-    if any(c.status == "fail" for c in checks):
-        raise CheckFailed(checks)
+    if not force and any(c.status == "fail" for c in checks):
+        refused = CheckFailed(checks)
+        refused.message += "; nothing was uploaded (--force pushes it anyway)"
+        raise refused
     return checks
 
 
@@ -231,11 +245,14 @@ def _push(
     region: str | None,
     progress: Progress | None,
     on_bytes: BytesProgress | None,
+    force: bool = False,
 ) -> DrafterPush:
     from ..drafter import make_push_client, push_drafter
     from .target import talking_to_client
 
-    check_pushable(src)
+    overridden = [c for c in check_pushable(src, force=force) if c.status == "fail"]
+    for c in overridden:
+        _say(progress, f"warning: pushing anyway (--force): {c.name}: {c.message}")
     root = Path(src).expanduser()
     # Hidden files (e.g. the Hub's .cache/) are not pushed, so they are not counted.
     files = [
@@ -249,6 +266,8 @@ def _push(
     _say(progress, f"pushing {src} ({len(files)} files, {total / 2**20:,.1f} MiB) to {dest}")
     sent = None if on_bytes is None else (lambda n: on_bytes(n, total))
     r = push_drafter(src, dest, s3_client=client, progress=sent)
+    r.notes[:0] = [f"pushed with --force although {c.name} failed: {c.message}"
+                   for c in overridden]  # fmt: skip
     return DrafterPush(source=src, channel=channel, push=r)
 
 
