@@ -34,7 +34,10 @@ from .output import current, live_counter, note
 from .spec_options import InstanceTypeOpt, JsonOpt, RegionOpt, RoleOpt
 
 ConcurrencyOpt = concurrency_option("Comma-separated concurrency levels.")
-RequestsOpt = requests_option("Requests per level (default: 4 x concurrency, >= 8).")
+# The bound is measure_checks.MAX_REQUESTS (written out: --help imports no SDK module).
+RequestsOpt = requests_option(
+    "Requests per level, 1 to 100,000 (default: 4 x concurrency, >= 8); --duration for longer runs."
+)
 BenchOutputOpt = output_option("Write the results JSON here (was --out).")
 SweepOutputOpt = output_option("Results directory (default: ./peagle-sweep-<time>; was --out-dir).")
 SweepKOpt = k_list_option("Comma-separated K values to try.")
@@ -53,7 +56,8 @@ DatasetOpt = Annotated[
 ]
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", help="max_tokens per request.")]
 TemperatureOpt = Annotated[
-    float | None, typer.Option("--temperature", help="Sampling temperature (model default).")
+    float | None,
+    typer.Option("--temperature", help="Sampling temperature, 0 (greedy) to 2 (model default)."),
 ]
 AcceptanceWaitOpt = Annotated[
     str,

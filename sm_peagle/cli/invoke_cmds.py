@@ -19,7 +19,12 @@ NameArg = Annotated[str, typer.Argument(help="Endpoint name.")]
 SystemOpt = Annotated[str | None, typer.Option("--system", help="System prompt.")]
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", help="Most tokens to generate.")]
 TemperatureOpt = Annotated[
-    float | None, typer.Option("--temperature", help="Sampling temperature (model default).")
+    float | None,
+    typer.Option("--temperature", help="Sampling temperature, 0 (greedy) to 2 (model default)."),
+]
+TopPOpt = Annotated[
+    float | None,
+    typer.Option("--top-p", help="Nucleus sampling: above 0, at most 1 (model default)."),
 ]
 ComponentOpt = Annotated[
     str | None,
@@ -139,6 +144,7 @@ def invoke_command(
     system: SystemOpt = None,
     max_tokens: MaxTokensOpt = 512,
     temperature: TemperatureOpt = None,
+    top_p: TopPOpt = None,
     stream: StreamOpt = True,
     raw: Annotated[
         Path | None,
@@ -155,7 +161,7 @@ def invoke_command(
 
     send = partial(
         invoke, name, prompt, system=system, max_tokens=max_tokens, temperature=temperature,
-        stream=stream, raw=raw, component=component, region=region, say=note,
+        top_p=top_p, stream=stream, raw=raw, component=component, region=region, say=note,
         on_connect=_target,
     )  # fmt: skip
     completion = current().human(_Live(stream).run, otherwise=_send)(send)
@@ -167,6 +173,7 @@ def chat_command(
     system: SystemOpt = None,
     max_tokens: MaxTokensOpt = 512,
     temperature: TemperatureOpt = None,
+    top_p: TopPOpt = None,
     stream: StreamOpt = True,
     region: RegionOpt = None,
     component: ComponentOpt = None,
@@ -179,8 +186,8 @@ def chat_command(
     from ..ops.measure_traffic import chat
 
     session = chat(
-        name, system=system, max_tokens=max_tokens, temperature=temperature, stream=stream,
-        component=component, region=region, say=note, on_connect=_target,
+        name, system=system, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
+        stream=stream, component=component, region=region, say=note, on_connect=_target,
     )  # fmt: skip
     interactive = sys.stdin.isatty()
     turn = current().human(_live_turn, otherwise=_json_turn)

@@ -87,7 +87,10 @@ def race_command(
     ] = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="max_tokens for both.")] = 256,
     temperature: Annotated[
-        float | None, typer.Option("--temperature", help="Sampling temperature (model default).")
+        float | None,
+        typer.Option(
+            "--temperature", help="Sampling temperature, 0 (greedy) to 2 (model default)."
+        ),
     ] = None,
     region: RegionOpt = None,
     json_out: JsonOpt = False,

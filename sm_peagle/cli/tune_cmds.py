@@ -21,7 +21,7 @@ TuneComponentOpt = component_option(
 TuneConcurrencyOpt = concurrency_option(
     "Comma-separated concurrency levels to measure at (one estimate per level)."
 )
-TuneRequestsOpt = requests_option("Requests per level.", optional=False)
+TuneRequestsOpt = requests_option("Requests per level, 1 to 100,000.", optional=False)
 
 
 def tune_k_command(

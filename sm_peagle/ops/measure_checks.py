@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import SpecError
-from ..runtime.payloads import check_max_tokens, check_temperature
+from ..runtime.payloads import check_max_tokens, check_temperature, check_top_p
 from .session import check_output_path
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "check_prompt",
     "check_requests",
     "check_temperature",
+    "check_top_p",
     "parse_levels",
     "parse_rates",
     "parse_seconds",
@@ -38,7 +39,9 @@ def parse_levels(value: Any, flag: str = "--concurrency") -> list[int]:
     """Concurrency (or K) levels from an int, a list of ints or the CLI's `"1,2,4"`;
     SpecError for an empty item (`1,,4`), a non-integer, zero or a negative."""
     if isinstance(value, bool):
-        raise SpecError(f"{flag}: expected positive integers, got {value!r}")
+        raise SpecError(
+            f"{flag}: expected positive integers, got {value!r}", remedy=f"{flag} 1,4,8"
+        )
     if isinstance(value, int):
         items: list[Any] = [value]
         shown = str(value)
@@ -59,9 +62,14 @@ def parse_levels(value: Any, flag: str = "--concurrency") -> list[int]:
     elif isinstance(value, Sequence):
         items, shown = list(value), ",".join(map(str, value))
         if any(isinstance(v, bool) or not isinstance(v, int) for v in items):
-            raise SpecError(f"{flag}: expected integers, got {list(value)!r}")
+            raise SpecError(
+                f"{flag}: expected integers, got {list(value)!r}", remedy=f"{flag} 1,4,8"
+            )
     else:
-        raise SpecError(f"{flag}: expected an int, a list of ints or '1,4,8', got {value!r}")
+        raise SpecError(
+            f"{flag}: expected an int, a list of ints or '1,4,8', got {value!r}",
+            remedy=f"{flag} 1,4,8",
+        )
     if not items or any(v < 1 for v in items):
         raise SpecError(
             f"{flag}: expected positive integers, got {shown!r}", remedy=f"{flag} 1,4,8"
@@ -78,16 +86,23 @@ def parse_rates(value: Any) -> list[float | None]:
         try:
             vals = [float(x) for x in value.split(",") if x.strip()]
         except ValueError:
-            raise SpecError(f"--rate: expected requests/s, got {value!r}") from None
+            raise SpecError(
+                f"--rate: expected requests/s, got {value!r}", remedy="--rate 0.5,2 (requests/s)"
+            ) from None
     elif isinstance(value, int | float) and not isinstance(value, bool):
         vals = [float(value)]
     else:
         try:
             vals = [float(x) for x in value]
         except (TypeError, ValueError):
-            raise SpecError(f"--rate: expected requests/s, got {value!r}") from None
+            raise SpecError(
+                f"--rate: expected requests/s, got {value!r}", remedy="--rate 0.5,2 (requests/s)"
+            ) from None
     if not vals or any(not v > 0 for v in vals):
-        raise SpecError(f"--rate: expected positive requests/s, got {value!r}")
+        raise SpecError(
+            f"--rate: expected positive requests/s, got {value!r}",
+            remedy="--rate 0.5,2 (requests/s)",
+        )
     return list(vals)
 
 
@@ -113,9 +128,11 @@ def check_requests(requests: Any, flag: str = "--requests") -> int | None:
     if requests is None:
         return None
     if isinstance(requests, bool) or not isinstance(requests, int):
-        raise SpecError(f"{flag} must be a whole number, got {requests!r}")
+        raise SpecError(
+            f"{flag} must be a whole number, got {requests!r}", remedy=f"e.g. {flag} 64"
+        )
     if requests < 1:
-        raise SpecError(f"{flag} must be at least 1")
+        raise SpecError(f"{flag} must be at least 1, got {requests}", remedy=f"e.g. {flag} 64")
     if requests > MAX_REQUESTS:
         raise SpecError(
             f"{flag} {requests}: more than {MAX_REQUESTS:,} requests per level",

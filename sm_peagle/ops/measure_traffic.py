@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import settings
-from ..errors import NotFound, SpecError
+from ..errors import NotFound, PeagleError, SpecError
 from .measure_checks import (
     check_max_tokens,
     check_prompt,
     check_temperature,
+    check_top_p,
 )
 from .session import OnConnect, check_endpoint_name, context, quiet
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from ..runtime.chunks import Completion
     from ..runtime.client import RuntimeClient
 
-__all__ = ["ChatSession", "chat", "invoke"]
+__all__ = ["ChatSession", "chat", "invoke", "require_endpoint"]
 
 Text = Callable[[str], None]
 INVOKE_USAGE = 'peagle invoke NAME "Hi"'
@@ -61,29 +62,49 @@ def _open_runtime(
     return RuntimeClient(ctx, name, inference_component=ic)
 
 
+def _sampling(max_tokens: Any, temperature: Any, top_p: Any) -> dict[str, Any]:
+    """max_tokens, and temperature and top_p when given, checked as vLLM checks them."""
+    params: dict[str, Any] = {"max_tokens": check_max_tokens(max_tokens)}
+    if check_temperature(temperature) is not None:
+        params["temperature"] = temperature
+    if check_top_p(top_p) is not None:
+        params["top_p"] = top_p
+    return params
+
+
 def _request(
     prompt: str | None, raw: str | Path | dict | None, *, system: str | None,
-    max_tokens: Any, temperature: Any,
+    max_tokens: Any, temperature: Any, top_p: Any = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The keyword arguments of one runtime call, validated."""
     if raw is not None:
         if prompt is not None or system is not None:
-            raise SpecError("pass either a prompt or --raw, not both")
+            raise SpecError(
+                "pass either a prompt or --raw, not both",
+                remedy="put the messages in the --raw JSON body, or drop --raw",
+            )
+        for flag, value in (("--temperature", temperature), ("--top-p", top_p)):
+            if value is not None:  # the body goes as is: a flag beside it would be ignored
+                key = flag[2:].replace("-", "_")
+                raise SpecError(f"{flag} applies to a prompt; with --raw, the body says it",
+                                remedy=f'put "{key}" in the --raw JSON body')  # fmt: skip
         if isinstance(raw, dict):
             return {"payload": dict(raw)}
         try:
             payload = json.loads(Path(raw).read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
-            raise SpecError(f"cannot read --raw {raw}: {e}") from None
+            raise SpecError(
+                f"cannot read --raw {raw}: {e}", remedy="give a file holding one JSON object"
+            ) from None
         if not isinstance(payload, dict):
-            raise SpecError(f"--raw {raw} must hold a JSON object")
+            raise SpecError(
+                f"--raw {raw} must hold a JSON object",
+                remedy='e.g. {"messages": [{"role": "user", "content": "Hi"}]}',
+            )
         return {"payload": payload}
     check_prompt(prompt, usage=INVOKE_USAGE)
-    request: dict[str, Any] = {"messages": prompt, "system": system,
-                               "max_tokens": check_max_tokens(max_tokens)}  # fmt: skip
-    if check_temperature(temperature) is not None:
-        request["temperature"] = temperature
-    return request
+    return {"messages": prompt, "system": system,
+            **_sampling(max_tokens, temperature, top_p)}  # fmt: skip
 
 
 def _send(
@@ -115,6 +136,7 @@ def invoke(
     system: str | None = None,
     max_tokens: int = 512,
     temperature: float | None = None,
+    top_p: float | None = None,
     stream: bool = True,
     raw: str | Path | dict | None = None,
     component: str | None = None,
@@ -126,10 +148,11 @@ def invoke(
     on_connect: OnConnect | None = None,
 ) -> Completion:
     """Send one prompt (or a `raw` JSON body: a dict or a file) and return the Completion
-    (text, usage, TTFT, tokens/s). `max_tokens` >= 1 and `temperature` >= 0, as vLLM's
-    sampling parameters require; an empty prompt is refused. Nothing is sent on a bad
-    argument. With `stream` text reaches `on_text` as it arrives."""
-    request = _request(prompt, raw, system=system, max_tokens=max_tokens, temperature=temperature)
+    (text, usage, TTFT, tokens/s). `max_tokens` >= 1, `temperature` from 0 to 2 and
+    `top_p` in (0, 1], as vLLM's sampling parameters require; an empty prompt is refused.
+    Nothing is sent on a bad argument. With `stream` text reaches `on_text` as it arrives."""
+    request = _request(prompt, raw, system=system, max_tokens=max_tokens,
+                       temperature=temperature, top_p=top_p)  # fmt: skip
     if isinstance(endpoint, str):
         rt = _open_runtime(endpoint, component=component, region=region, aws=aws, say=say,
                            on_connect=on_connect)  # fmt: skip
@@ -138,10 +161,14 @@ def invoke(
     return _send(rt, stream=stream, on_text=on_text, on_reasoning=on_reasoning, **request)
 
 
-def _require_endpoint(rt: RuntimeClient) -> None:
-    """NotFound when SageMaker says there is no such endpoint. Anything less certain (no
-    DescribeEndpoint permission, no control plane here) leaves it to the first message."""
+def require_endpoint(aws: Any, name: str, *, serving: bool = False) -> None:
+    """NotFound (one line naming `name`) when SageMaker says there is no such endpoint;
+    with `serving`, also PeagleError when it cannot answer yet (Creating, Failed, ...), as
+    `bench` refuses it. Anything less certain (no DescribeEndpoint permission, no control
+    plane here) leaves it to the first message."""
     from botocore.exceptions import ClientError
+
+    from ..benchmarking.runner import SERVING
 
     env = os.environ
     if env.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME") and not (
@@ -149,11 +176,17 @@ def _require_endpoint(rt: RuntimeClient) -> None:
     ):
         return  # only the runtime API is redirected (a local server): nothing to describe
     try:
-        rt.aws.client("sagemaker").describe_endpoint(EndpointName=rt.endpoint_name)
+        desc = aws.client("sagemaker").describe_endpoint(EndpointName=name)
     except ClientError as e:
         if "Could not find" in str(e):
-            name = rt.endpoint_name
             raise NotFound(f"endpoint {name} does not exist", remedy="see `peagle ls`") from None
+        return
+    status = desc.get("EndpointStatus")
+    if serving and status not in SERVING:
+        raise PeagleError(
+            f"endpoint {name} is {status}, not InService",
+            remedy=f"wait: `peagle status {name}`",
+        )
 
 
 @dataclass
@@ -183,6 +216,7 @@ def chat(
     system: str | None = None,
     max_tokens: int = 512,
     temperature: float | None = None,
+    top_p: float | None = None,
     stream: bool = True,
     component: str | None = None,
     region: str | None = None,
@@ -192,11 +226,9 @@ def chat(
 ) -> ChatSession:
     """Open a chat with `endpoint` (`peagle chat`): arguments and the endpoint are checked
     first (NotFound for a missing one), then `session.send(text)` per turn."""
-    params: dict[str, Any] = {"max_tokens": check_max_tokens(max_tokens)}
-    if check_temperature(temperature) is not None:
-        params["temperature"] = temperature
+    params = _sampling(max_tokens, temperature, top_p)
     rt = _open_runtime(endpoint, component=component, region=region, aws=aws, say=say,
                        on_connect=on_connect)  # fmt: skip
-    _require_endpoint(rt)  # `chat nope` must not wait for input, then exit 0
+    require_endpoint(rt.aws, rt.endpoint_name)  # `chat nope` must not wait for input, then exit 0
     history = [{"role": "system", "content": system}] if system else []
     return ChatSession(rt, params, stream, history)

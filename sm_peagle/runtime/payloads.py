@@ -19,6 +19,7 @@ __all__ = [
     "build_payload",
     "check_max_tokens",
     "check_temperature",
+    "check_top_p",
     "encode_payload",
     "normalize_messages",
     "prepare_payload",
@@ -42,21 +43,53 @@ def check_max_tokens(max_tokens: Any, flag: str = "--max-tokens") -> int:
     return max_tokens
 
 
+# vLLM's SamplingParams._verify_args (vllm/sampling_params.py, 0.31.0): temperature must be
+# finite and in [0, 2] (0: greedy), top_p in (0, 1]; the same ranges OpenAI documents for
+# its chat API. A value outside them is answered 400 after the request left, so it is
+# refused here, before anything is sent.
+MAX_TEMPERATURE = 2.0
+TEMPERATURE_FIX = "0 for greedy decoding, or a number up to 2 such as 0.7"
+TOP_P_FIX = "a share of the probability mass above 0 and at most 1, e.g. 0.9 (1: no cut)"
+
+
+def _number(value: Any) -> float | None:
+    """`value` as a float when it is a real number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
 def check_temperature(temperature: Any, flag: str = "--temperature") -> float | None:
-    """vLLM's SamplingParams rule: temperature >= 0, 0 being greedy (None: the model's)."""
+    """vLLM's SamplingParams rule: a finite temperature from 0 to 2, 0 being greedy (None:
+    the model's default). SpecError before anything is sent."""
     if temperature is None:
         return None
-    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+    value = _number(temperature)
+    if value is None:
+        raise SpecError(f"{flag} must be a number from 0 to 2, got {temperature!r}",
+                        remedy=TEMPERATURE_FIX)  # fmt: skip
+    if not 0.0 <= value <= MAX_TEMPERATURE:  # NaN fails both; infinity the upper bound
         raise SpecError(
-            f"{flag} must be a number >= 0, got {temperature!r}",
-            remedy="0 for greedy decoding, or a positive number such as 0.7",
+            f"{flag} must be from 0 to 2 (vLLM refuses a temperature outside [0, 2]), "
+            f"got {temperature!r}",
+            remedy=TEMPERATURE_FIX,
         )
-    if not temperature >= 0:  # NaN too
+    return value
+
+
+def check_top_p(top_p: Any, flag: str = "--top-p") -> float | None:
+    """vLLM's SamplingParams rule: 0 < top_p <= 1 (None: the model's default). SpecError
+    before anything is sent."""
+    if top_p is None:
+        return None
+    value = _number(top_p)
+    if value is None or not 0.0 < value <= 1.0:  # NaN fails too
         raise SpecError(
-            f"{flag} must be >= 0 (vLLM refuses a negative temperature), got {temperature!r}",
-            remedy="0 for greedy decoding, or a positive number such as 0.7",
+            f"{flag} must be above 0 and at most 1 (vLLM refuses top_p outside (0, 1]), "
+            f"got {top_p!r}",
+            remedy=TOP_P_FIX,
         )
-    return float(temperature)
+    return value
 
 
 def normalize_messages(messages: Any, system: str | None = None) -> list[dict[str, Any]]:
@@ -102,6 +135,8 @@ def build_payload(
     if temperature is not None:
         check_temperature(temperature)
         body["temperature"] = temperature
+    if extra.get("top_p") is not None:
+        check_top_p(extra["top_p"], "top_p")
     body.update(extra)
     return prepare_payload(body, stream=stream)
 
