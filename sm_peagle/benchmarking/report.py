@@ -14,16 +14,34 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import PeagleError
+from ..errors import SpecError
 from .results import iso, provenance
 
-__all__ = ["PlotUnavailable", "provenance_lines", "render_console", "to_csv", "to_markdown"]
+__all__ = [
+    "PlotUnavailable",
+    "provenance_lines",
+    "render_console",
+    "require_matplotlib",
+    "to_csv",
+    "to_markdown",
+]
 
 PLOT_HINT = "pip install 'sm-peagle[plot]'"
 
 
-class PlotUnavailable(PeagleError):
-    """matplotlib is not installed."""
+class PlotUnavailable(SpecError):
+    """matplotlib (the `plot` extra) is not installed. A SpecError, exit 2, as every
+    missing optional dependency is (--locust, --from-hf, a dataset's package): the fix is
+    on the user's side, and a command that needs it refuses before doing anything."""
+
+
+def require_matplotlib(flag: str, remedy: str = PLOT_HINT) -> None:
+    """The one check of the `plot` extra, before any work (`bench --plot`, `report --plot
+    / --html`): PlotUnavailable naming `flag` when matplotlib cannot be found."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise PlotUnavailable(f"{flag} needs matplotlib, which is not installed", remedy=remedy)
 
 
 def fmt_number(v: Any, fmt: str = "{:,.0f}", scale: float = 1.0) -> str:

@@ -13,7 +13,6 @@ whose `to_dict()` is the `--json` document. Progress goes to callbacks (`say`,
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,15 +45,15 @@ DEFAULT_RACE_PROMPT = (
 RACE_USAGE = "peagle race EP-A EP-B | EP/COMP-A EP/COMP-B | EP --component A --component B"
 
 
-def _require_plot(*paths: Path | None) -> None:
-    """`--plot` needs matplotlib (sm-peagle[plot]): refused before anything runs."""
-    if all(p is None for p in paths) or importlib.util.find_spec("matplotlib") is not None:
-        return
-    raise SpecError(
-        "--plot: needs matplotlib, which is not installed; nothing was run",
-        remedy="pip install 'sm-peagle[plot]', or drop --plot (write --output and "
-        "`peagle report --plot` later)",
-    )
+def _require_plot(**flags: Any) -> None:
+    """`--plot` and `--html` need matplotlib (sm-peagle[plot]): refused (exit 2) before
+    anything runs, a file is written or a request is sent. `flags`: name -> path or None."""
+    from ..benchmarking.report import PLOT_HINT, require_matplotlib
+
+    for key, path in flags.items():
+        if path is not None:
+            flag = "--" + key
+            require_matplotlib(flag, remedy=f"{PLOT_HINT}, or drop {flag}")
 
 
 def load_options(
@@ -63,10 +62,16 @@ def load_options(
 ) -> dict[str, Any]:  # fmt: skip
     """The load keyword arguments of `bench_endpoint`, validated."""
     if requests is not None and duration is not None:
-        raise SpecError("pass --requests or --duration, not both")
+        raise SpecError(
+            "pass --requests or --duration, not both",
+            remedy="--requests N for a count per level, --duration 60s for a time",
+        )
     check_requests(requests)
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise SpecError("--warmup must be >= 0 and --max-tokens >= 1")
+        raise SpecError(
+            f"--warmup must be a whole number >= 0, got {warmup!r}",
+            remedy="--warmup 0 measures from the first request",
+        )
     check_max_tokens(max_tokens)
     return {
         "requests": requests,
@@ -89,17 +94,33 @@ def slo_options(
 
     slo_s = dict(slo) if isinstance(slo, dict) else parse_slo(slo)
     if not burstiness > 0:
-        raise SpecError("--burstiness must be positive (1 = Poisson)")
+        raise SpecError(
+            f"--burstiness must be positive, got {burstiness!r}",
+            remedy="1 is Poisson arrivals, below 1 burstier, e.g. 0.5",
+        )
     if burstiness != 1.0 and not rate:
-        raise SpecError("--burstiness shapes open-loop arrivals: give --rate too")
+        raise SpecError(
+            "--burstiness shapes open-loop arrivals: give --rate too",
+            remedy="add --rate 2 (requests/s), or drop --burstiness",
+        )
     out: dict[str, Any] = {"slo": slo_s, "burstiness": burstiness}
     if search:
         if slo_s is None:
-            raise SpecError("--search-max-concurrency needs --slo (what must hold)")
+            raise SpecError(
+                "--search-max-concurrency needs --slo (what must hold)",
+                remedy="add e.g. --slo ttft=500ms,tpot=50ms",
+            )
         if rate:
-            raise SpecError("--search-max-concurrency is closed loop: drop --rate")
+            raise SpecError(
+                "--search-max-concurrency is closed loop: drop --rate",
+                remedy="drop --rate, or drop --search-max-concurrency",
+            )
         if not 0 < share <= 1 or limit < 1 or probes < 1:
-            raise SpecError("need 0 < --slo-share <= 1, --search-limit >= 1, --max-probes >= 1")
+            raise SpecError(
+                "need 0 < --slo-share <= 1, --search-limit >= 1, --max-probes >= 1, got "
+                f"{share!r}, {limit!r}, {probes!r}",
+                remedy="e.g. --slo-share 0.99 --search-limit 1024 --max-probes 16",
+            )
         out["search"] = {"target_share": share, "max_concurrency": limit, "max_probes": probes}
     return out
 
@@ -216,7 +237,10 @@ def bench(
     levels = parse_levels(concurrency, "--concurrency")
     rates = parse_rates(rate)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise SpecError("--workers must be at least 1")
+        raise SpecError(
+            f"--workers must be a whole number >= 1, got {workers!r}",
+            remedy="--workers 1 (one client process) or more",
+        )
     opts = load_options(
         requests=requests, duration=duration, warmup=warmup, dataset=dataset,
         max_tokens=max_tokens, temperature=temperature, acceptance_wait=acceptance_wait,
@@ -227,7 +251,7 @@ def bench(
             burstiness=burstiness, rate=rate,
         )
     )  # fmt: skip
-    _require_plot(None if plot is None else Path(plot))
+    _require_plot(plot=plot)
     if locust or locust_print_commands:
         _check_locust(levels, opts, locust_workers, slo=slo, search=search, rate=rate,
                       burstiness=burstiness, requests_out=requests_out, component=component,
@@ -378,7 +402,10 @@ def race(
     """Stream one prompt to two endpoints (`race("EP-A", "EP-B")`), two components
     (`race("EP/p-eagle", "EP/baseline")` or `race("EP", components=["p-eagle",
     "baseline"])`) at once; verdict on output tok/s. `on_update(lanes)` is called a few
-    times a second with both sides' live state (`lane.snapshot()`)."""
+    times a second with both sides' live state (`lane.snapshot()`).
+
+    Before any traffic: the arguments (SpecError), each side's component, and that each
+    endpoint exists (NotFound) and is serving (PeagleError)."""
     from ..benchmarking.race import RaceTarget
     from ..benchmarking.race import race as run_race
     from ..benchmarking.results import is_sandbox
@@ -395,6 +422,10 @@ def race(
     sm = ctx.client("sagemaker")
     flag = "/" if "/" in a + (b or "") else "--component"  # as the user wrote it, for messages
     ta, tb = (RaceTarget(ep, resolve_component(sm, ep, c, flag=flag)) for ep, c in sides)
+    from .measure_traffic import require_endpoint
+
+    for ep in dict.fromkeys(ep for ep, _ in sides):  # both sides can answer, before traffic
+        require_endpoint(ctx, ep, serving=True)
     doc = run_race(
         ta, tb, aws=ctx, prompt=prompt or DEFAULT_RACE_PROMPT, max_tokens=max_tokens,
         temperature=temperature, on_update=on_update,
@@ -407,7 +438,10 @@ def _estimates(doc: dict[str, Any], position_cost: float, tolerance: float) -> l
     from ..benchmarking.tune_k import estimate_for_level
 
     if doc.get("mode") in (None, "baseline") or not doc.get("k"):
-        raise PeagleError(f"{doc.get('endpoint')} runs no speculation: nothing to tune")
+        raise PeagleError(
+            f"{doc.get('endpoint')} runs no speculation: nothing to tune",
+            remedy="give a p-eagle or eagle3 endpoint, or --component naming one that speculates",
+        )
     out = []
     for lv in doc["levels"]:
         est = estimate_for_level(lv, doc["k"], position_cost=position_cost, tolerance=tolerance)
@@ -451,17 +485,26 @@ def tune_k(
     say = say or quiet
     check_error_rate(max_error_rate)
     if position_cost < 0 or not 0 <= tolerance < 1:
-        raise SpecError("--position-cost must be >= 0 and --tolerance in [0, 1)")
+        raise SpecError(
+            f"--position-cost must be >= 0 and --tolerance in [0, 1), got {position_cost!r} "
+            f"and {tolerance!r}",
+            remedy="e.g. --position-cost 0 --tolerance 0.02",
+        )
     if results is not None:
         from ..benchmarking.results import load_document
 
         doc = load_document(Path(results))
         if doc["kind"] != "bench":
-            raise SpecError(f"{results}: give one endpoint's bench document, not a sweep")
+            raise SpecError(
+                f"{results}: give one endpoint's bench document, not a sweep",
+                remedy="pass one configuration's JSON from the sweep's directory",
+            )
     else:
-        if isinstance(requests, bool) or not isinstance(requests, int) or requests < 1:
-            raise SpecError("--requests must be at least 1")
         check_requests(requests)
+        if requests is None:
+            raise SpecError(
+                "--requests must be a whole number >= 1, got None", remedy="e.g. --requests 16"
+            )
         doc = bench(
             endpoint, component=component, concurrency=concurrency, requests=requests,
             max_tokens=max_tokens, dataset=dataset, acceptance_wait=acceptance_wait,
@@ -507,7 +550,11 @@ def load_results(path: str | Path) -> dict[str, Any]:
             runs = [load_document(p) for p in sorted(path.glob("*.json"))]
             runs = [r for r in runs if r["kind"] == "bench"]
             if not runs:
-                raise SpecError(f"no peagle.bench/1 results in {path}")
+                raise SpecError(
+                    f"no peagle.bench/1 results in {path}",
+                    remedy="give a results JSON or a directory `peagle bench` / "
+                    "`peagle sweep` wrote",
+                )
             return combine_runs(runs)
     else:
         doc = load_document(path)
@@ -526,9 +573,12 @@ def report(
     say: Say | None = None,
 ) -> ReportResult:
     """Re-read stored results (a file, or a directory of them; no AWS access) and write
-    them again as markdown, CSV, PNG or one self-contained HTML page (`peagle report`)."""
+    them again as markdown, CSV, PNG or one self-contained HTML page (`peagle report`).
+    Every output path, and matplotlib for `plot`/`html`, is checked before anything is
+    read or written (SpecError, exit 2)."""
     say = say or quiet
     paths = _paths(markdown=markdown, csv=csv, plot=plot, html=html)
+    _require_plot(plot=plot, html=html)  # before any file is read or written
     doc = load_results(path)
     written = write_outputs(
         doc, say, csv=paths["csv"], markdown=paths["markdown"], plot=paths["plot"]

@@ -64,7 +64,7 @@ def sweep(
     (`peagle sweep`). Results go to `out_dir` (default ./peagle-sweep-<time>): one JSON
     per configuration as it finishes, then sweep.json/.csv/.md/.png. A configuration that
     fails is recorded and the others still run; `.failed` says every one failed."""
-    from ..benchmarking.datasets import default_sweep_dataset
+    from ..benchmarking.datasets import Dataset, default_sweep_dataset, load_dataset
     from ..benchmarking.results import save_document
     from ..benchmarking.sweep import configurations, run_sweep
     from ..endpoint import deploy
@@ -95,6 +95,8 @@ def sweep(
                    region=region)  # fmt: skip
     if opts["dataset"] is None:
         opts["dataset"] = default_sweep_dataset()  # HumanEval (the seed's set) when installed
+    if not isinstance(opts["dataset"], Dataset):  # a bad or missing dataset: refused (exit 2)
+        opts["dataset"] = load_dataset(opts["dataset"])  # before the first deploy
     where = where or Path(f"peagle-sweep-{time.strftime('%Y%m%d-%H%M%S')}")
     ctx = context(region, aws, on_connect)
     if export_path is not None:
