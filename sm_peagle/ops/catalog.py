@@ -109,10 +109,13 @@ def recommend(
     if entry is None:
         raise unknown_model(model)
     if mode not in (None, *RECOMMEND_MODES):
-        raise SpecError(f"speculative.mode: {mode!r} is not p-eagle, eagle3 or baseline")
+        raise SpecError(
+            f"speculative.mode: {mode!r} is not p-eagle, eagle3 or baseline",
+            remedy="--mode p-eagle, --mode eagle3 or --mode baseline",
+        )
     for flag, value in (("--concurrency", concurrency), ("--max-model-len", max_model_len)):
         if value is not None and value < 1:
-            raise SpecError(f"{flag}: must be at least 1 (got {value})")
+            raise SpecError(f"{flag}: must be at least 1 (got {value})", remedy=f"{flag} 1 or more")
     if budget is not None and budget <= 0:
         raise SpecError(
             f"--budget: must be a positive $/h (got {budget:g})",

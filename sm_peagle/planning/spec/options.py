@@ -148,7 +148,10 @@ def build_spec(
     if spec_file is not None:
         return load_spec(spec_file, overrides)
     if model is None and not (base and base.get("model")):
-        raise SpecError("model: give a MODEL argument or a spec file with -f")
+        raise SpecError(
+            "model: no model given",
+            remedy="give a MODEL argument (see `peagle models`) or a spec file with -f",
+        )
     if base and options.mode == "baseline" and options.k is None:
         # Switching a deployed p-eagle/eagle3 spec to baseline: its K no longer applies.
         spec = {k: v for k, v in (base.get("speculative") or {}).items()}
