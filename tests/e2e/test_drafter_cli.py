@@ -287,9 +287,9 @@ def test_push_bad_destination(tmp_path: Path, capsys) -> None:
     assert code == 2 and err.startswith("error: push needs SRC and an s3://")
     code, _, err = run(capsys, "drafter", "push", tmp_path / "nope", DEST)
     assert code == 2
-    assert (
-        err
-        == f"error: drafter directory {tmp_path / 'nope'} does not exist or is not a directory\n"
+    assert err == (
+        f"error: drafter directory {tmp_path / 'nope'} does not exist or is not a directory "
+        "(fix: give the directory that holds config.json and the safetensors files)\n"
     )
 
 
