@@ -14,6 +14,7 @@ for it.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,13 @@ from typing import Any
 from . import settings
 from .errors import NoCredentials, SpecError
 
-__all__ = ["AwsContext", "has_credentials_hint", "resolve_region"]
+__all__ = [
+    "NOT_IMPLEMENTED",
+    "AwsContext",
+    "has_credentials_hint",
+    "is_not_implemented",
+    "resolve_region",
+]
 
 DEFAULT_POOL = 10
 # Bounded, explicit retries: botocore's `max_attempts` counts retries after the first call,
@@ -129,6 +136,7 @@ class AwsContext:
                 client = self.session.client(
                     service, region_name=region or self.region, config=self.config(**config)
                 )
+                _name_unimplemented_calls(client)
                 if config:
                     return client
                 self._clients[key] = client
@@ -146,6 +154,94 @@ class AwsContext:
         return self.client("sts").get_caller_identity()["Account"]
 
 
+# The Error.Code peagle gives an answer that says the server does not implement the call
+# (see `_name_unimplemented_calls`); AWS itself never sends it.
+NOT_IMPLEMENTED = "NotImplementedByThisEndpoint"
+_MOTO_UNIMPLEMENTED = re.compile(r"The (\w+) action has not been implemented")
+_NOT_IMPLEMENTED_FIX = (
+    "stock moto lacks this call: test with peagle's moto harness "
+    "(pytest plugin peagle_sandbox.testing.pytest_plugin) or `peagle --sandbox`, "
+    "or against AWS"
+)
+
+
+def _is_aws_host(url: str | None) -> bool:
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url or "").hostname or "").lower()
+    return host.endswith((".amazonaws.com", ".amazonaws.com.cn", ".api.aws"))
+
+
+def _unimplemented_answer(http_response: Any) -> bool:
+    """An answer that only a server lacking the operation gives: 501 Not Implemented
+    (LocalStack), or a 500 whose body is an HTML page (moto's server: its
+    NotImplementedError becomes werkzeug's "Internal Server Error" page)."""
+    status = getattr(http_response, "status_code", None)
+    if status == 501:
+        return True
+    if status != 500:
+        return False
+    head = (getattr(http_response, "content", b"") or b"")[:256].lstrip().lower()
+    return head.startswith((b"<!doctype html", b"<html"))
+
+
+def _name_unimplemented_calls(client: Any) -> None:
+    """Make a call the server does not implement say which call it was, in one line.
+
+    In process (`mock_aws`) moto raises NotImplementedError, which AWS never does: it gets
+    the call's name as `peagle_call`. Over HTTP (moto's server) the answer's Error becomes
+    {Code: NOT_IMPLEMENTED, Message: "<Service> <Operation>"} instead of the HTML page;
+    only for an endpoint that is not AWS's (AWS_ENDPOINT_URL: moto, LocalStack), so every
+    answer from AWS is reported exactly as before."""
+    service = client.meta.service_model.service_id
+    events = client.meta.events
+    hyphenized = service.hyphenize()
+
+    def after_call(http_response: Any, parsed: dict, model: Any, **_: Any) -> None:
+        if _unimplemented_answer(http_response):
+            metadata = parsed.get("ResponseMetadata", {})
+            parsed.clear()
+            parsed["ResponseMetadata"] = metadata
+            parsed["Error"] = {"Code": NOT_IMPLEMENTED, "Message": f"{service} {model.name}"}
+
+    def after_call_error(exception: BaseException, event_name: str, **_: Any) -> None:
+        if isinstance(exception, NotImplementedError) and _MOTO_UNIMPLEMENTED.search(
+            str(exception)
+        ):
+            operation = event_name.rsplit(".", 1)[-1]
+            exception.peagle_call = f"{service} {operation}"  # type: ignore[attr-defined]
+
+    events.register(f"after-call-error.{hyphenized}", after_call_error)
+    if not _is_aws_host(client.meta.endpoint_url):
+        events.register(f"after-call.{hyphenized}", after_call)
+
+
+def _unimplemented_call(exc: BaseException) -> str | None:
+    """The call `exc` says the server does not implement ("SageMaker
+    ListInferenceComponents", see `_name_unimplemented_calls`); None otherwise."""
+    if isinstance(exc, NotImplementedError):
+        named = getattr(exc, "peagle_call", None)
+        if named:
+            return str(named)
+        match = _MOTO_UNIMPLEMENTED.search(str(exc))  # a client peagle did not make
+        if match:
+            return "".join(w.capitalize() for w in match.group(1).split("_"))
+        return None
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return None
+    err = response.get("Error", {})
+    if err.get("Code") == NOT_IMPLEMENTED:
+        return str(err.get("Message") or getattr(exc, "operation_name", "?"))
+    return None
+
+
+def is_not_implemented(exc: BaseException) -> bool:
+    """True when `exc` says the server (moto, LocalStack) does not implement the call;
+    never for an answer from AWS itself."""
+    return _unimplemented_call(exc) is not None
+
+
 _UNREACHABLE = (
     "EndpointConnectionError",
     "ConnectTimeoutError",
@@ -158,10 +254,18 @@ _UNREACHABLE = (
 
 
 def as_peagle_error(exc: BaseException) -> Exception | None:
-    """A botocore exception as the typed peagle error the CLI prints in one line; None if
-    `exc` is not botocore's. botocore is only consulted if it is already imported."""
+    """A botocore exception (or moto's NotImplementedError) as the typed peagle error the
+    CLI prints in one line; None if `exc` is neither. botocore is only consulted if it is
+    already imported. A call the server does not implement is named, never its HTML page."""
     import sys
 
+    call = _unimplemented_call(exc)
+    if call is not None:
+        from .errors import AwsError
+
+        return AwsError(
+            f"{call} is not implemented by this endpoint (moto?)", remedy=_NOT_IMPLEMENTED_FIX
+        )
     if "botocore.exceptions" not in sys.modules:
         return None
     from botocore import exceptions as bx
