@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..aws import is_not_implemented
 from ..errors import DeploymentFailed, DeploymentTimeout, NotFound
 from ..planning.components.hosting import (
     COPY_DIMENSION,
@@ -27,10 +28,12 @@ from .waiter import default_timeout, wait_for_endpoint
 
 __all__ = [
     "apply_components",
+    "can_host_components",
     "component_model_users",
     "component_models",
     "deregister_component_scaling",
     "list_components",
+    "listed_components",
     "set_copies",
     "split_components",
     "wait_for_component",
@@ -39,10 +42,56 @@ __all__ = [
 SCALING = "component_scaling"  # kind of a `created` entry: a component's scaling set
 
 
+def listed_components(sm: Any, **filters: Any) -> list[dict[str, Any]]:
+    """ListInferenceComponents, every page, with `filters` (EndpointNameEquals=...).
+
+    A server that does not implement the call (stock moto) has no components: it cannot
+    create one either. So that answer is an empty list, not an error, and the client
+    remembers it (each call there costs botocore's retries of a 500)."""
+    if getattr(sm, "_peagle_no_components", False):
+        return []
+    try:
+        pages = sm.get_paginator("list_inference_components").paginate(**filters)
+        return [c for page in pages for c in page["InferenceComponents"]]
+    except Exception as e:
+        if not is_not_implemented(e):
+            raise
+        sm._peagle_no_components = True
+        return []
+
+
 def list_components(sm: Any, endpoint: str) -> list[str]:
     """Names of the inference components on `endpoint` (none on a single-model one)."""
-    pages = sm.get_paginator("list_inference_components").paginate(EndpointNameEquals=endpoint)
-    return [c["InferenceComponentName"] for page in pages for c in page["InferenceComponents"]]
+    return [c["InferenceComponentName"] for c in listed_components(sm, EndpointNameEquals=endpoint)]
+
+
+def can_host_components(sm: Any, endpoint: str) -> bool:
+    """Whether `endpoint` may host inference components: a variant of its config (or of
+    the config an update is deploying) names no model. An endpoint whose variants all
+    name a model cannot, so there is nothing to list (stock moto, or an identity without
+    sagemaker:ListInferenceComponents, never gets asked). When the endpoint or a config
+    cannot be read (gone, deleted by hand), the answer is yes: ask SageMaker, as before."""
+    try:
+        desc = sm.describe_endpoint(EndpointName=endpoint)
+    except Exception as e:
+        if not_found(e):
+            return True
+        raise
+    configs = [desc["EndpointConfigName"]]
+    pending = (desc.get("PendingDeploymentSummary") or {}).get("EndpointConfigName")
+    if pending:
+        configs.append(pending)
+    for name in configs:
+        try:
+            cfg = sm.describe_endpoint_config(EndpointConfigName=name)
+        except Exception as e:
+            if not_found(e):
+                return True
+            raise
+        variants = cfg.get("ProductionVariants") or []
+        if not variants or any(not v.get("ModelName") for v in variants):
+            return True
+    return False
 
 
 def component_models(sm: Any, names: list[str]) -> list[str]:
@@ -67,12 +116,11 @@ def component_model_users(
     (orphans `gc` deletes first) and those on `skip_endpoints` do not count. Callers use
     `inventory.resource_users`, which adds the endpoint configs' users."""
     users: dict[str, set[str]] = {}
-    for page in sm.get_paginator("list_inference_components").paginate():
-        for c in page["InferenceComponents"]:
-            if c["InferenceComponentName"] in skip or c["EndpointName"] in skip_endpoints:
-                continue
-            for model in component_models(sm, [c["InferenceComponentName"]]):
-                users.setdefault(model, set()).add(c["EndpointName"])
+    for c in listed_components(sm):
+        if c["InferenceComponentName"] in skip or c["EndpointName"] in skip_endpoints:
+            continue
+        for model in component_models(sm, [c["InferenceComponentName"]]):
+            users.setdefault(model, set()).add(c["EndpointName"])
     return users
 
 
@@ -262,16 +310,17 @@ def deregister_component_scaling(lc: Any, name: str) -> None:
 def split_components(sm: Any, endpoint: str) -> tuple[list[str], list[str]]:
     """The components on `endpoint`: (those peagle created, tagged peagle:managed at
     creation; the others, which someone added outside peagle). A foreign component already
-    Deleting is left out: its owner is removing it, and it does not stop DeleteEndpoint."""
-    pages = sm.get_paginator("list_inference_components").paginate(EndpointNameEquals=endpoint)
+    Deleting is left out: its owner is removing it, and it does not stop DeleteEndpoint.
+    Only an endpoint that can host components is asked (`can_host_components`)."""
     mine: list[str] = []
     foreign: list[str] = []
-    for page in pages:
-        for c in page["InferenceComponents"]:
-            if is_managed(sm, c["InferenceComponentArn"]):
-                mine.append(c["InferenceComponentName"])
-            elif c.get("InferenceComponentStatus") != "Deleting":
-                foreign.append(c["InferenceComponentName"])
+    if not can_host_components(sm, endpoint):
+        return mine, foreign
+    for c in listed_components(sm, EndpointNameEquals=endpoint):
+        if is_managed(sm, c["InferenceComponentArn"]):
+            mine.append(c["InferenceComponentName"])
+        elif c.get("InferenceComponentStatus") != "Deleting":
+            foreign.append(c["InferenceComponentName"])
     return mine, foreign
 
 

@@ -123,6 +123,7 @@ def find_garbage(
 ) -> Garbage:
     """What gc would delete (module docstring). `operation`: only that operation's
     resources; `force` (with `operation`): even if it may still be running."""
+    from .components import listed_components
     from .inventory import resource_users
 
     out = Garbage()
@@ -136,7 +137,9 @@ def find_garbage(
         if why and judge.collectable(ep["EndpointName"], tags, ep["CreationTime"]):
             out.endpoints[ep["EndpointName"]] = why
     staying = {ep["EndpointName"] for ep in live} - set(out.endpoints)
-    for c in _paginate(sm, "list_inference_components", "InferenceComponents"):
+    # Orphaned components are found by listing them all (their endpoint is gone, so no
+    # config says whether it hosted any); on a server without the call (stock moto), none.
+    for c in listed_components(sm):
         if c["EndpointName"] in staying or c.get("InferenceComponentStatus") == "Deleting":
             continue
         tags = _tags(sm, c["InferenceComponentArn"])

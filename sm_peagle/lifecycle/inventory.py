@@ -154,9 +154,11 @@ def _paginate(sm: Any, op: str, key: str, **kw: Any) -> list[dict[str, Any]]:
 
 def _components_by_endpoint(sm: Any) -> dict[str, list[str]]:
     """{endpoint: its inference components}; empty when they cannot be listed."""
+    from .components import listed_components
+
     out: dict[str, list[str]] = {}
-    try:
-        for c in _paginate(sm, "list_inference_components", "InferenceComponents"):
+    try:  # stock moto lacks the call: listed_components answers [] (it has none)
+        for c in listed_components(sm):
             out.setdefault(c["EndpointName"], []).append(c["InferenceComponentName"])
     except Exception:  # no permission, a fake without the call: the endpoints still list
         return {}
@@ -201,6 +203,9 @@ def resource_users(
 
     skipped = skip_endpoints | ({skip} if skip else set())
     users: dict[str, set[str]] = {}
+    # Every component in the account, whatever the endpoints' configs say: one whose
+    # endpoint is gone (a crash mid-delete, another tool) still names its model. On a
+    # server without ListInferenceComponents (stock moto) that is none.
     for name, endpoints in component_model_users(sm, skip_components, skipped).items():
         users.setdefault(name, set()).update(endpoints)
     for ep in _paginate(sm, "list_endpoints", "Endpoints"):
