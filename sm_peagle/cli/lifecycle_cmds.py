@@ -43,7 +43,10 @@ def confirm(question: str, yes: bool) -> None:
     from ..errors import SpecError
 
     if not sys.stdin.isatty():
-        raise SpecError(f"{question} needs confirmation: pass --yes in non-interactive use")
+        raise SpecError(
+            f"{question} needs confirmation, and there is no terminal to ask",
+            remedy="pass --yes in non-interactive use",
+        )
     # The prompt goes where the user sees it: stderr, since stdout carries the result
     # (`--json > out.json`); stdout when only stdout is a terminal (`2> log`), else the
     # prompt would sit in the log while the command waits with nothing on screen.

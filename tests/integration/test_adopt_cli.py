@@ -40,7 +40,10 @@ def test_without_yes_and_without_a_terminal_it_refuses_in_one_line(
     code, _, err = run(capsys, "adopt", NAME)
     assert code == 2
     line = one_error_line(err)
-    assert line.endswith("needs confirmation: pass --yes in non-interactive use"), line
+    assert line.endswith(
+        "needs confirmation, and there is no terminal to ask "
+        "(fix: pass --yes in non-interactive use)"
+    ), line
     assert_untouched(world, endpoint)
     # The same words and exit code as `peagle delete` without --yes.
     create_jumpstart_endpoint(world.role_arn, name="other", config="other-c", model="other-m")
@@ -53,7 +56,8 @@ def test_with_json_the_refusal_is_one_json_document(world, capsys, monkeypatch, 
     code, out, _ = run(capsys, "adopt", NAME, "--json")
     assert code == 2
     error = json.loads(out)["error"]
-    assert error["exit_code"] == 2 and "pass --yes" in error["message"]
+    assert error["exit_code"] == 2 and "no terminal to ask" in error["message"]
+    assert error["fix"] == "pass --yes in non-interactive use"
     assert_untouched(world, endpoint)
 
 

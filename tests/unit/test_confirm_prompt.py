@@ -54,5 +54,6 @@ def test_neither_a_terminal_stderr_gets_it_on_a_line_of_its_own(monkeypatch):
 
 def test_no_terminal_on_stdin_never_asks(monkeypatch):
     monkeypatch.setattr(sys, "stdin", Stream(False, "y\n"))
-    with pytest.raises(SpecError, match="pass --yes in non-interactive use"):
+    with pytest.raises(SpecError, match="no terminal to ask") as e:
         confirm(QUESTION, yes=False)
+    assert e.value.remedy == "pass --yes in non-interactive use"
