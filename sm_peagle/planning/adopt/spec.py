@@ -12,7 +12,8 @@ the same requests, and lists the fields it could not represent:
    = p-eagle; eagle3 alone = eagle3; none = baseline), the drafter channel from its path;
 4. the endpoint, network, tags and autoscaling fields as they are;
 5. plan that, and where the requests differ, pin the image, weights, drafter source and
-   environment entries explicitly; plan again. What still differs is listed.
+   environment entries explicitly (a null for a default the endpoint lacks); plan again.
+   What still differs is listed: only what a spec cannot express.
 
 The spec is round-tripped through the tag encoding before the last plan, so the verdict
 is about the spec `update` and `apply` will read back, not the one built here.
@@ -33,6 +34,7 @@ from ..build import plan
 from ..plan_result import Plan
 from ..spec.loading import spec_from_data
 from ..spec.model import DeploymentSpec
+from ..steps.environment import MODEL_LOCATION
 from ..steps.scaling import CONCURRENCY_METRIC, INVOCATIONS_METRIC
 from .compare import Difference, compare, deployed_view, plan_view
 from .refusals import Deployed, primary_model, refusal, speculative_of_env
@@ -292,7 +294,11 @@ def _pin_sources(data: dict, d: Deployed, diffs: list[Difference] | None) -> dic
 
 
 def _pin_environment(data: dict, d: Deployed, diffs: list[Difference]) -> dict:
-    """container.env entries for every variable the plan leaves out or sets otherwise."""
+    """container.env entries for every variable the plan leaves out or sets otherwise,
+    and a null for every variable the plan would set that the endpoint does not have
+    (it removes that default). Not the speculative config (peagle writes it from
+    `speculative:`; what differs there is listed) nor where the model is (a spec cannot
+    remove it: `steps.environment.remove_defaults`)."""
     out = json.loads(json.dumps(data))
     env = (primary_model(d).get("PrimaryContainer") or {}).get("Environment") or {}
     prefix = "model.PrimaryContainer.Environment."
@@ -300,6 +306,8 @@ def _pin_environment(data: dict, d: Deployed, diffs: list[Difference]) -> dict:
     for key in sorted(keys - {SPEC_ENV}):
         if key in env:
             out.setdefault("container", {}).setdefault("env", {})[key] = env[key]
+        elif key not in MODEL_LOCATION:
+            out.setdefault("container", {}).setdefault("env", {})[key] = None
     return out
 
 

@@ -157,7 +157,13 @@ class ContainerSpec(_Strict):
         default_factory=dict,
         description="Extra `vllm serve` flags: {max_model_len: 8192} -> SM_VLLM_MAX_MODEL_LEN.",
     )
-    env: dict[str, str] = Field(default_factory=dict, description="Extra raw environment.")
+    env: dict[str, str | None] = Field(
+        default_factory=dict,
+        description="Extra raw environment. A null value removes a variable peagle would "
+        "set by default (TENSOR_PARALLEL_DEGREE: null), so a spec can say what an adopted "
+        "endpoint lacks; it cannot remove what the endpoint needs to serve (the speculative "
+        "config, where the model is).",
+    )
 
     @field_validator("vllm_version")
     @classmethod

@@ -1,6 +1,7 @@
 """Step 3 of `plan()`: the container's environment. JumpStart's and the catalog's
 variables first (from the sources), then SM_VLLM_TENSOR_PARALLEL_SIZE, the engine args as
-SM_VLLM_* variables, the speculative config, and the user's own `container.env` last.
+SM_VLLM_* variables, the speculative config, and the user's own `container.env` last
+(its nulls remove defaults).
 Also how numbers in engine args / env are read, as the container will read them."""
 
 from __future__ import annotations
@@ -8,17 +9,26 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...catalog.images import OLD_RULES
-from ...checks import Check, failed, passed
+from ...checks import Check, failed, passed, warned
 from ...errors import SpecError
 from ...vllm.speculative import SPEC_ENV, to_env_value
-from ..spec.model import DeploymentSpec
+from ..spec.model import DeploymentSpec, Mode
 
 if TYPE_CHECKING:  # annotations only
     from .sources import Sources
 
-__all__ = ["build_environment", "check_environment", "env_number", "whole_number"]
+__all__ = [
+    "MODEL_LOCATION",
+    "build_environment",
+    "check_environment",
+    "env_number",
+    "remove_defaults",
+    "whole_number",
+]
 
 MODEL_DIR = "/opt/ml/model"  # where SageMaker mounts the ModelDataSource
+# Where the container finds the model: a spec's null may not remove them.
+MODEL_LOCATION = ("HF_MODEL_ID", "SM_VLLM_MODEL")
 ENV_MAX_ENTRIES = 100
 ENV_MAX_BYTES = 1024
 ENV_MAX_TOTAL = 32 * 1024
@@ -37,7 +47,7 @@ def build_environment(
         env[SPEC_ENV] = to_env_value(config)
     else:
         env.pop(SPEC_ENV, None)
-    if SPEC_ENV in spec.container.env:
+    if spec.container.env.get(SPEC_ENV) is not None:
         checks.append(
             failed(
                 f"container.env.{SPEC_ENV}",
@@ -45,10 +55,49 @@ def build_environment(
                 "remove it from container.env",
             )
         )
-    env.update({k: v for k, v in spec.container.env.items() if k != SPEC_ENV})
+    env.update({k: v for k, v in spec.container.env.items() if k != SPEC_ENV and v is not None})
+    remove_defaults(spec, env, checks)
     adapt_to_old_entrypoint(env, src, checks)
     checks += check_environment(env)
     return env
+
+
+def remove_defaults(spec: DeploymentSpec, env: dict[str, str], checks: list[Check]) -> None:
+    """`container.env: {KEY: null}` removes a variable peagle would set by default (what
+    JumpStart, the catalog or peagle's defaults put there), so a spec can describe an
+    endpoint made by hand that lacks it (`peagle adopt`). A null cannot remove what the
+    endpoint needs to serve what the spec asks for, nor contradict another field:
+    SpecError with the fix. A null of a variable nothing sets removes nothing (a warning:
+    a typo in the name, or a default that changed with the instance or the image)."""
+    from_args = {
+        "SM_VLLM_" + arg.upper().replace("-", "_"): arg for arg in spec.container.engine_args
+    }
+    for key in sorted(k for k, v in spec.container.env.items() if v is None):
+        where = f"container.env.{key}"
+        if key == SPEC_ENV and spec.speculative.mode != Mode.BASELINE:
+            raise SpecError(
+                f"{where}: null would remove the speculative config that mode "
+                f"{spec.speculative.mode} runs on",
+                remedy=f"drop `{key}: null` (peagle sets it from `speculative:`), or set "
+                "speculative.mode: baseline for no speculation",
+            )
+        if key in MODEL_LOCATION:
+            raise SpecError(
+                f"{where}: null would remove where the container finds the model",
+                remedy=f"drop `{key}: null`; say where the weights are with model_data",
+            )
+        if key in from_args:
+            raise SpecError(
+                f"{where}: null removes what container.engine_args.{from_args[key]} sets",
+                remedy=f"drop one of the two: `{key}: null` or engine_args.{from_args[key]}",
+            )
+        if key in env:
+            del env[key]
+            checks.append(passed(where, "removed: null in the spec (peagle sets it by default)"))
+        else:
+            checks.append(
+                warned(where, f"null removes nothing: no {key} is set here", "drop the null")
+            )
 
 
 def adapt_to_old_entrypoint(env: dict[str, str], src: Sources, checks: list[Check]) -> None:
