@@ -98,6 +98,7 @@ class UpdateResult:
     current_copies: int | None = None
     dry_run: bool = False
     plan: Plan | None = field(default=None, repr=False)  # the endpoint's new plan
+
     @property
     def changed(self) -> bool:
         if self.dry_run:
@@ -329,6 +330,19 @@ def update(
         new = plan(build_spec(None, None, options, base=base))
     new.raise_for_failures()
     changes = _changes(before, new)
+    live = _unchanged(lc.sm, name, new)
+    if live is not None:
+        (say or quiet)(f"no changes: {name} already runs this spec; nothing sent")
+        return UpdateResult(
+            "endpoint",
+            name,
+            None if dry_run else live["EndpointStatus"],
+            [],
+            endpoint_config=live["EndpointConfigName"],
+            speculative_config=new.speculative_config,
+            dry_run=dry_run,
+            plan=new,
+        )
     if dry_run:
         return UpdateResult(
             "endpoint",
@@ -351,6 +365,32 @@ def update(
         speculative_config=new.speculative_config,
         plan=new,
     )
+
+
+def _unchanged(sm: Any, name: str, new: Plan) -> dict[str, Any] | None:
+    """The endpoint's description when updating it to `new` would change nothing, else
+    None. Nothing changes when the endpoint carries the new spec (its
+    `peagle:spec-sha256`): the spec decides every request, and the one `update` reads
+    back from the tags plans to the same hash when no option changes it. Then either the
+    endpoint runs the config that spec names and its tags are the ones that spec writes,
+    complete (the same config and tags: no request), or it runs a config of other
+    names (an endpoint `peagle adopt` took over: its spec plans to what it runs, and
+    a new model and config of the same content would be churn). Otherwise None, and
+    `Lifecycle.update` does what is left, such as marking a deploy that was killed
+    while it waited complete (one AddTags) or rewriting tags that lag the spec."""
+    from ..lifecycle.spec_tags import tag_dict
+    from ..planning.spec.tags import COMPLETED, OPERATION, tagged_requests
+
+    live = sm.describe_endpoint(EndpointName=name)
+    tags = tag_dict(sm.list_tags(ResourceArn=live["EndpointArn"]).get("Tags", []))
+    if tags.get("peagle:spec-sha256") != new.spec_sha256 or live["EndpointStatus"] != "InService":
+        return None  # a change, or an endpoint not to update now (Lifecycle.update says so)
+    if live["EndpointConfigName"] != new.names["endpoint_config"]:
+        return live
+    *_, endpoint_request = tagged_requests(new)
+    lagging = [t for t in endpoint_request["Tags"] if tags.get(t["Key"]) != t["Value"]]
+    unmarked = bool(tags.get(OPERATION)) and not tags.get(COMPLETED)
+    return None if lagging or unmarked else live
 
 
 # -- apply / diff -----------------------------------------------------------------------
@@ -463,6 +503,8 @@ def apply(
     ctx, ap = _compare(spec_or_path, region, aws, on_connect, refuse_sandbox=not dry_run, say=say)
     if on_diff is not None:
         on_diff(ap)
+    if ap.action == "noop":
+        (say or quiet)(f"no changes: {ap.plan.names['endpoint']} already matches the spec")
     if dry_run or ap.action == "noop":
         return ApplyResult(ap, applied=False)
     (confirm or quiet)(f"{ap.action.capitalize()} {ap.plan.names['endpoint']}?")
