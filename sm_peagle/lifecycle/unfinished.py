@@ -45,6 +45,12 @@ def unfinished(sm: Any, name: str, endpoint: dict[str, Any] | None) -> list[dict
         op = Operation.from_tags(tags)
         in_use.add(endpoint["EndpointConfigName"])
         in_use.update(models_of(sm, endpoint["EndpointConfigName"]))
+        # On an inference-component endpoint the models are the components', not the
+        # config's: they are in use too.
+        from .components import can_host_components, component_models, list_components
+
+        if can_host_components(sm, name):
+            in_use.update(component_models(sm, list_components(sm, name)))
         if op is not None and not tags.get(COMPLETED):
             out.append(
                 {

@@ -60,6 +60,7 @@ def test_cli_lifecycle_sends_the_planned_requests_and_leaves_nothing(
     code, out, _ = run(capsys, "status", NAME, "--json")
     st = json.loads(out)
     assert (code, st["status"], st["mode"], st["k"]) == (0, "InService", "p-eagle", 3)
+    assert st["unfinished"] == []
     assert st["instance_type"] == "ml.g7e.2xlarge" and st["usd_per_hour"] == 4.2
 
     code, out, _ = run(capsys, "ls", "--json")

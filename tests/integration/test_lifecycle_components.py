@@ -48,6 +48,7 @@ def test_deploy_status_scale_to_zero_delete(
     code, out, err = run(capsys, "status", NAME, "--json")
     assert code == 0, err
     st = json.loads(out)
+    assert st["unfinished"] == []  # the deploy finished: its components' models are in use
     rows = {c["name"]: c for c in st["components"]}
     assert rows[PEAGLE]["mode"] == "p-eagle" and rows[PEAGLE]["k"] == 7
     assert rows[BASELINE]["mode"] == "baseline"
