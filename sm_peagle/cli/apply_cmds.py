@@ -21,7 +21,7 @@ def _render(ap: Any) -> None:
         typer.echo(f"{name} does not exist: apply will create it")
         return
     if ap.action == "noop":
-        typer.echo(f"{name} is up to date (spec sha256 {ap.plan.spec_sha256[:12]})")
+        typer.echo(f"{name}: no changes, up to date (spec sha256 {ap.plan.spec_sha256[:12]})")
         return
     typer.echo(f"{name} differs from the spec; apply will update it in place:")
     typer.echo("  spec:")

@@ -15,7 +15,7 @@ def render_update(result: Any) -> None:
         what = (
             f"{result.component} to {result.desired_copies} copies"
             if result.kind == "copies"
-            else ", ".join(result.changes) or "nothing to change"
+            else ", ".join(result.changes) or "no changes"
         )
         typer.echo(f"{result.endpoint}: would change {what} (dry run: nothing changed)")
         return
@@ -27,7 +27,7 @@ def render_update(result: Any) -> None:
         return
     name, changes = result.endpoint, ", ".join(result.changes)
     if not result.changed:
-        typer.echo(f"{name}: nothing to change")
+        typer.echo(f"{name}: no changes")
     elif result.kind == "component":
         typer.echo(f"{name} is {result.status} ({changes or 'components updated'})")
     else:
