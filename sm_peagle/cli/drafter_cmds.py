@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .options import DrafterMode, k_option
+from .options import DrafterMode, StrictOpt, k_option
 from .output import STATUS_STYLE, console, current, note, table
 from .spec_options import JsonOpt, RegionOpt
 
@@ -117,10 +117,24 @@ def check_cmd(
     target_vocab_size: Annotated[
         int | None, typer.Option("--target-vocab-size", help="Override the model's vocab size.")
     ] = None,
+    target_layers: Annotated[
+        int | None,
+        typer.Option(
+            "--target-layers",
+            help="Override the model's layer count (the aux hidden-state layer ids must fit it).",
+        ),
+    ] = None,
+    strict: StrictOpt = False,
     region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Check a head against the target model, vLLM version and K; exit 2 if any check fails."""
+    """Check a head against the target model, vLLM version and K; exit 2 if any check fails.
+
+    Each line names the property, what vLLM does with it and the fix: a head vLLM refuses
+    at start, one it starts with and then fails every request (it goes InService on
+    SageMaker, then every invocation fails), or one it loads silently wrong (a warning:
+    acceptance collapses; --strict fails it). Pickled weights (pytorch_model.bin) are
+    refused although vLLM loads them: unpickling runs code from the file."""
     import sm_peagle
 
     result = sm_peagle.drafter_check(
@@ -132,6 +146,8 @@ def check_cmd(
         trained_k=trained_k,
         target_hidden_size=target_hidden_size,
         target_vocab_size=target_vocab_size,
+        target_num_layers=target_layers,
+        strict=strict,
         region=region,
         progress=note,
     )
@@ -241,9 +257,11 @@ def push_cmd(
         typer.Option(
             "--force",
             help="Push a head that fails the checks `deploy --drafter` would refuse it with "
-            "(no config.json, truncated or unreadable safetensors); each failure is printed.",
+            "(no config.json, truncated, unreadable or pickled weights, a dtype vLLM cannot "
+            "read); each failure is printed.",
         ),
     ] = False,
+    strict: StrictOpt = False,
     region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -264,6 +282,7 @@ def push_cmd(
             from_hf=from_hf,
             region=region,
             force=force,
+            strict=strict,
             progress=note,
             on_bytes=bar,
         )

@@ -12,7 +12,7 @@ One meaning per short flag across every command (tests/unit/test_cli_vocabulary.
     -q --quiet        no progress notes (root option, also accepted after every command)
     -v --verbose      debug notes (root option, also accepted after every command)
 
-and one long name for each of `--region`, `--dry-run`, `--json`, `--component`.
+and one long name for each of `--region`, `--dry-run`, `--json`, `--component`, `--strict`.
 
 Options with a fixed set of values are typed with a `Literal`, so `--help` prints
 `<p-eagle|eagle3|baseline>` and the shell completes them. Most are parsed as plain strings
@@ -192,6 +192,17 @@ ComponentOpt = component_option()
 DryRunOpt = dry_run_option()
 ModeOpt = mode_option()
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+# One meaning wherever it appears (plan, deploy, apply, drafter check, drafter push; SDK
+# strict=True): every check that would warn fails instead, so nothing is sent or uploaded.
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Fail on warnings too: a head vLLM would load silently wrong (layers left "
+        "uninitialised, embeddings or LM head taken from the target, weights cut to fit) "
+        "or a fact peagle could not verify fails the check (exit 2) instead of warning.",
+    ),
+]
 RegionOpt = Annotated[
     str | None, typer.Option("--region", help="AWS region.", callback=check_region)
 ]

@@ -27,6 +27,12 @@ from sm_peagle.errors import SpecError
 
 __all__ = ["HeaderReader", "LocalReader", "inspect_local"]
 
+# Files vLLM's `filter_files_not_needed_for_inference` (model_loader/weight_utils.py) never
+# loads although they match *.bin / *.pt.
+_NOT_WEIGHTS = frozenset(
+    {"training_args.bin", "optimizer.bin", "optimizer.pt", "scheduler.pt", "scaler.pt"}
+)
+
 
 def inspect_local(source: str) -> DrafterInspection:
     """Inspect a local drafter directory (headers only, never tensors)."""
@@ -124,20 +130,35 @@ class HeaderReader:
                         Problem("missing_shard", s, f"{INDEX} lists shard {s}, which is missing")
                     )
             return [s for s in shards if s in self.sizes]
-        if SINGLE in self.sizes:
-            return [SINGLE]
-        # vLLM falls back to every top-level *.safetensors file when there is no index.
+        # Without an index vLLM loads every top-level *.safetensors file (default_loader.py,
+        # `_prepare_weights`: glob, then filter by the index only when there is one).
         return sorted(n for n in self.sizes if n.endswith(".safetensors") and "/" not in n)
+
+    def _pickled(self) -> list[str]:
+        """The pickled weight files vLLM falls back to without safetensors: *.bin, then
+        *.pt (its first pattern with a match wins), less the training-state files
+        `filter_files_not_needed_for_inference` drops."""
+        top = [n for n in sorted(self.sizes) if "/" not in n and n not in _NOT_WEIGHTS]
+        return [n for n in top if n.endswith(".bin")] or [n for n in top if n.endswith(".pt")]
 
     def _read_weights(self) -> None:
         ins = self.ins
         names = self._weight_file_names()
         if not names and not ins.problem("bad_index", "missing_shard"):
-            ins.problems.append(
-                Problem(
-                    "missing_weights", SINGLE, "no model.safetensors, index or *.safetensors found"
+            ins.pickled_weights = self._pickled()
+            if ins.pickled_weights:
+                files = ", ".join(ins.pickled_weights)
+                ins.problems.append(
+                    Problem("pickled_weights", files, f"only pickled weights ({files})")
                 )
-            )
+            else:
+                ins.problems.append(
+                    Problem(
+                        "missing_weights",
+                        SINGLE,
+                        "no model.safetensors, index or *.safetensors found",
+                    )
+                )
         tensors: dict[str, Any] = {}
         for name in names:
             try:
@@ -151,6 +172,7 @@ class HeaderReader:
         ins.total_tensor_bytes = sum(t.nbytes for t in tensors.values())
         ins.parameter_count = sum(t.numel for t in tensors.values())
         ins.dtypes = sorted({t.dtype for t in tensors.values()})
+        ins.tensors = {n: {"dtype": t.dtype, "shape": list(t.shape)} for n, t in tensors.items()}
         if (mh := find_tensor(tensors, "mask_hidden")) is not None:
             ins.mask_hidden, ins.mask_hidden_shape = True, list(tensors[mh].shape)
         if (fc := find_tensor(tensors, "fc.weight")) is not None:

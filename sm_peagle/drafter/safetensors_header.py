@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "DTYPE_BITS",
     "MAX_HEADER_BYTES",
     "ByteCounter",
     "HeaderError",
@@ -31,14 +32,17 @@ __all__ = [
 # A larger "length" means the first 8 bytes are not a safetensors length at all.
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 
-# Bits per element, as the safetensors format defines the dtype names.
-_DTYPE_BITS = {
+# Bits per element, as the safetensors format defines the dtype names. A header naming any
+# other dtype is refused by the safetensors loader vLLM uses (`drafter.dtypes` fails it).
+DTYPE_BITS = {
     "BOOL": 8,
     "U8": 8,
     "I8": 8,
     "F8_E5M2": 8,
     "F8_E4M3": 8,
     "F8_E8M0": 8,
+    "F8_E4M3FNUZ": 8,
+    "F8_E5M2FNUZ": 8,
     "I16": 16,
     "U16": 16,
     "F16": 16,
@@ -172,8 +176,8 @@ def _tensor(fname: str, tname: str, spec: Any) -> TensorInfo:
     ):
         raise HeaderError(f"{bad} has invalid data_offsets {offs!r}")
     info = TensorInfo(tname, dtype, tuple(shape), offs[0], offs[1])
-    bits = _DTYPE_BITS.get(dtype)
-    # Unknown (newer) dtypes are kept; only known ones can be size-checked.
+    bits = DTYPE_BITS.get(dtype)
+    # An unknown dtype is kept here (the header still parses) and refused by drafter.dtypes.
     if bits is not None and math.ceil(info.numel * bits / 8) != info.nbytes:
         raise HeaderError(
             f"{bad} is {dtype}{list(shape)} ({math.ceil(info.numel * bits / 8)} "

@@ -37,7 +37,8 @@ DRAFTER_MODES = ("p-eagle", "eagle3")
 # What makes a head unloadable whatever the target, vLLM version or mode: `drafter push`
 # refuses a head failing one of these (`deploy --drafter` would refuse it after the upload).
 # (File names are push's own refusal, with its own message; folder objects are in S3.)
-PUSH_CHECKS = ("drafter.config", "drafter.weights")
+# The other rules need the target, the version or the mode: `drafter check` runs them.
+PUSH_CHECKS = ("drafter.config", "drafter.weights", "drafter.dtypes")
 
 
 def drafter_inspect(
@@ -91,12 +92,17 @@ def drafter_check(
     trained_k: int | None = None,
     target_hidden_size: int | None = None,
     target_vocab_size: int | None = None,
+    target_num_layers: int | None = None,
+    strict: bool = False,
     region: str | None = None,
     progress: Progress | None = None,
 ) -> DrafterCheck:
     """Check a head against the target `model` (catalog alias, JumpStart or HF id; or the
-    explicit `target_hidden_size`/`target_vocab_size`), the vLLM version (default: peagle's
-    default image) and K (default: the model's default K), as plan and deploy do.
+    explicit `target_hidden_size`/`target_vocab_size`/`target_num_layers`), the vLLM
+    version (default: peagle's default image) and K (default: the model's default K), as
+    plan and deploy do: the header rules, then what vLLM's loader does with each tensor
+    (a head it refuses at start, one that fails its first request, one it loads silently
+    wrong). `strict=True` turns every warning into a failure.
 
     Returns the checks; failed checks do not raise (call `raise_for_failures()`). Bad
     arguments raise SpecError before the head is read."""
@@ -112,13 +118,18 @@ def drafter_check(
     entry, hidden, vocab, trained, default_k = _targets(
         model, target_hidden_size, target_vocab_size, trained_k
     )
+    layers = (
+        target_num_layers if target_num_layers is not None else getattr(entry, "num_layers", None)
+    )
+    _positive(target_hidden_size=hidden, target_vocab_size=vocab, target_layers=layers)
     k = k if k is not None else default_k
     if source.startswith("s3://"):
         from ..drafter.inspection import parse_s3_uri
 
         parse_s3_uri(source)
     ins = _inspect(source, region, progress)
-    from ..drafter import check_drafter
+    from ..drafter.check import check_drafter, check_drafter_loading
+    from ..planning.steps.drafter_checks import strict_checks
 
     # The version gates `plan` applies (one function): parallel drafting, model minimums.
     checks = check_version_gates(version, mode, entry, field="container.vllm_version")
@@ -131,6 +142,16 @@ def drafter_check(
         k=k,
         trained_k=trained,
     )
+    checks += check_drafter_loading(
+        ins,
+        vllm_version=version,
+        mode=mode,
+        target_hidden_size=hidden,
+        target_vocab_size=vocab,
+        target_num_layers=layers,
+    )
+    if strict:
+        checks = strict_checks(checks)
     target = {"model": model, "hidden_size": hidden, "vocab_size": vocab}
     target |= {"vllm_version": str(version), "mode": mode, "k": k, "trained_k": trained}
     return DrafterCheck(ins.source, target, checks, ins)
@@ -168,6 +189,7 @@ def drafter_push(
     from_hf: str | None = None,
     region: str | None = None,
     force: bool = False,
+    strict: bool = False,
     progress: Progress | None = None,
     on_bytes: BytesProgress | None = None,
 ) -> DrafterPush:
@@ -177,8 +199,9 @@ def drafter_push(
 
     Refused with SpecError before any upload: a malformed or bucket-root `dest`, a missing
     source, and a head `drafter_check` (and so `deploy --drafter`) would refuse whatever
-    the target (no config.json, unreadable or truncated safetensors): CheckFailed, a
-    SpecError. `force=True` pushes such a head anyway (a work in progress, a format
+    the target (no config.json, unreadable, truncated or pickled weights, a dtype vLLM
+    cannot read): CheckFailed, a SpecError. `strict=True` refuses a warning of those
+    checks too. `force=True` pushes such a head anyway (a work in progress, a format
     peagle does not know yet): each failed check becomes a note of the result and a
     `progress` line. Ambiguous file names are refused even so: the mount would break."""
     from ..drafter.inspection import parse_s3_uri
@@ -209,28 +232,30 @@ def drafter_push(
                 f"drafter directory {source} does not exist or is not a directory",
                 remedy="give the directory that holds config.json and the safetensors files",
             )
-        return _push(str(source), dest, channel, region, progress, on_bytes, force)
+        return _push(str(source), dest, channel, region, progress, on_bytes, force, strict)
     with tempfile.TemporaryDirectory(prefix="peagle-hf-") as tmp:
         local = _download_hf(from_hf, tmp, progress)
-        return _push(local, dest, channel, region, progress, on_bytes, force)
+        return _push(local, dest, channel, region, progress, on_bytes, force, strict)
 
 
-def check_pushable(source: str, *, force: bool = False) -> list[Check]:
+def check_pushable(source: str, *, force: bool = False, strict: bool = False) -> list[Check]:
     """The checks of a local head that do not depend on the target: CheckFailed (nothing
     uploaded) when one fails, as `deploy --drafter` would fail it after the upload; with
     `force`, the checks are returned failures and all (the caller says so and pushes)."""
-    from ..drafter import check_drafter
+    from ..drafter.check import check_drafter, check_drafter_loading
     from ..drafter.readers import inspect_local
+    from ..planning.steps.drafter_checks import strict_checks
     from ..vllm.versions import DEFAULT_VLLM, VllmVersion
 
     ins = inspect_local(source)
     if not force:
         _require_head(ins)
-    checks = [
-        c
-        for c in check_drafter(ins, vllm_version=VllmVersion(DEFAULT_VLLM))
-        if c.name in PUSH_CHECKS
-    ]
+    version = VllmVersion(DEFAULT_VLLM)
+    every = check_drafter(ins, vllm_version=version)
+    every += check_drafter_loading(ins, vllm_version=version)
+    checks = [c for c in every if c.name in PUSH_CHECKS]
+    if strict:
+        checks = strict_checks(checks)
     if not force and any(c.status == "fail" for c in checks):
         refused = CheckFailed(checks)
         refused.message += "; nothing was uploaded (--force pushes it anyway)"
@@ -246,11 +271,13 @@ def _push(
     progress: Progress | None,
     on_bytes: BytesProgress | None,
     force: bool = False,
+    strict: bool = False,
 ) -> DrafterPush:
     from ..drafter import make_push_client, push_drafter
     from .target import talking_to_client
 
-    overridden = [c for c in check_pushable(src, force=force) if c.status == "fail"]
+    checked = check_pushable(src, force=force, strict=strict)
+    overridden = [c for c in checked if c.status == "fail"]
     for c in overridden:
         _say(progress, f"warning: pushing anyway (--force): {c.name}: {c.message}")
     root = Path(src).expanduser()
@@ -342,6 +369,17 @@ def _targets(
         trained_k if trained_k is not None else (head.trained_k if head else None),
         entry.default_k,
     )
+
+
+def _positive(**sizes: int | None) -> None:
+    """A target size given by hand must be a positive whole number (SpecError: exit 2)."""
+    for key, value in sizes.items():
+        if value is not None and (isinstance(value, bool) or value < 1):
+            flag = "--" + key.replace("_", "-")
+            raise SpecError(
+                f"{flag} must be a positive whole number, not {value}",
+                remedy=f"give the target model's {key.removeprefix('target_').replace('_', ' ')}",
+            )
 
 
 def _check_doc(c: Any) -> dict[str, Any]:

@@ -32,7 +32,8 @@ class FileEntry:
 @dataclass(frozen=True)
 class Problem:
     """Something that stopped inspection reading a fact; kind is one of:
-    missing_config, bad_config, missing_weights, bad_index, missing_shard, corrupt_header."""
+    missing_config, bad_config, missing_weights, pickled_weights, bad_index,
+    missing_shard, corrupt_header."""
 
     kind: str
     file: str
@@ -67,6 +68,11 @@ class DrafterInspection:
     parameter_count: int = 0
     folder_keys: list[str] = field(default_factory=list)
     bad_names: list[str] = field(default_factory=list)
+    # Every tensor of the weight files vLLM reads: name -> {"dtype", "shape"} (headers only).
+    tensors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Pickled weight files (pytorch_model*.bin, *.pt): vLLM loads them when there is no
+    # safetensors file; peagle never unpickles them.
+    pickled_weights: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     bytes_read: int = 0  # bytes fetched from safetensors files (headers only)
 

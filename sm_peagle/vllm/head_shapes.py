@@ -23,7 +23,13 @@ NO_CONFIG = "not checked: config.json is missing or unreadable (see drafter.conf
 
 __all__ = ["aux_count", "check_fc_shape", "check_mask_hidden", "check_vocab"]
 
-_WEIGHT_PROBLEMS = ("missing_weights", "bad_index", "missing_shard", "corrupt_header")
+_WEIGHT_PROBLEMS = (
+    "missing_weights",
+    "pickled_weights",
+    "bad_index",
+    "missing_shard",
+    "corrupt_header",
+)
 _OLD_AUX = 3  # before 0.22.0 llama_eagle3.py hard-codes 3 aux hidden states
 
 

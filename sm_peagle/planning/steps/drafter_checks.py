@@ -14,7 +14,19 @@ from ...checks import Check, failed, warned
 from ...errors import SpecError
 from ...vllm.versions import VllmVersion
 
-__all__ = ["check_local_drafter", "judge_drafter"]
+__all__ = ["STRICT", "check_local_drafter", "judge_drafter", "strict_checks"]
+
+# What a warning turned into a failure by --strict (SDK strict=True) says it was.
+STRICT = "(a warning; --strict fails it)"
+
+
+def strict_checks(checks: list[Check]) -> list[Check]:
+    """`--strict`: every warning becomes a failure, its message saying so. A warning is
+    a head vLLM loads silently wrong, or a fact peagle could not verify; strict callers
+    (CI, a release gate) want neither to pass."""
+    return [
+        failed(c.name, f"{c.message} {STRICT}", c.fix) if c.status == "warn" else c for c in checks
+    ]
 
 
 def judge_drafter(
@@ -31,7 +43,7 @@ def judge_drafter(
     time (`check_local_drafter`), an s3:// prefix in deploy preflight (which passes the S3
     reader). A head vLLM would reject (no mask_hidden, wrong fc shape, an unread mask-token
     key) then fails in seconds instead of after the endpoint's download."""
-    from ...drafter.check import check_drafter  # only plans with a head pay
+    from ...drafter.check import check_drafter, check_drafter_loading  # only plans with a head
 
     try:
         inspection = read(source)
@@ -46,14 +58,23 @@ def judge_drafter(
                 )
             ]
         return [failed("drafter.source", text, exc.remedy)]
+    hidden = model.hidden_size if model else None
+    vocab = model.vocab_size if model else None
     return check_drafter(
         inspection,
-        target_hidden_size=model.hidden_size if model else None,
-        target_vocab_size=model.vocab_size if model else None,
+        target_hidden_size=hidden,
+        target_vocab_size=vocab,
         vllm_version=vllm_version,
         mode=mode,
         k=k,
         trained_k=trained_k,
+    ) + check_drafter_loading(
+        inspection,
+        vllm_version=vllm_version,
+        mode=mode,
+        target_hidden_size=hidden,
+        target_vocab_size=vocab,
+        target_num_layers=model.num_layers if model else None,
     )
 
 
