@@ -67,6 +67,14 @@ def engine() -> EngineEnv:
     return engine_or_skip()
 
 
+@pytest.fixture(scope="session")
+def class_heads(engine: EngineEnv, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Issue 25's heads (`head_classes.ALL_HEADS`), built once for the tier."""
+    from tests.conformance.head_classes import build
+
+    return build(engine, tmp_path_factory.mktemp("head-classes"))
+
+
 @pytest.fixture(scope="module")
 def sandbox(engine: EngineEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
     """A `--engine vllm` sandbox on the real engine, one per test module, stopped after."""
