@@ -44,8 +44,10 @@ def render_status(name: str, st: Any) -> None:
         if u["state"] == "running":
             note(f"{who} may still be running ({u['owner']}): {', '.join(u['resources'])}")
             continue
-        finish = f"; finish: `{u['finish'].split(' (', 1)[0]}`" if u.get("finish") else ""
-        note(f"{who} did not finish: {', '.join(u['resources'])}; undo: `{u['undo']}`{finish}")
+        steps = [f"undo: `{u['undo']}`"] if u.get("undo") else []
+        if u.get("finish"):
+            steps.append(f"finish: `{u['finish'].split(' (', 1)[0]}`")
+        note(f"{who} did not finish: {', '.join(u['resources'])}; {'; '.join(steps)}")
 
 
 def _render_healthy(name: str, st: Any) -> None:
@@ -308,7 +310,10 @@ def _render_gc(result: Any, dry_run: bool, min_age: str) -> None:
     for n in names:
         why = result.endpoints.get(n)
         typer.echo(f"{verb} {n}" + (f" (endpoint: {why})" if why else ""))
-    if not names:
+    for ep, op in result.finished.items():
+        verb_f = "would finish" if dry_run else "finished"
+        typer.echo(f"{verb_f} the update of {ep} ({op}: it took effect, its tags lagged)")
+    if not names and not result.finished:
         typer.echo("nothing to collect")
     for op, held in result.running.items():
         note(

@@ -25,6 +25,7 @@ from typing import Any
 from .operation import COMPLETED, OPERATION, Operation
 from .resources import is_collectable, not_found
 from .spec_tags import tag_dict
+from .unfinished import update_to_finish
 
 __all__ = ["Garbage", "find_garbage"]
 
@@ -37,6 +38,9 @@ class Garbage:
     models: list[str] = field(default_factory=list)
     young: list[str] = field(default_factory=list)  # untagged, younger than min_age
     running: dict[str, list[str]] = field(default_factory=dict)  # op id -> its resources
+    # endpoint -> the update that took effect but never completed (its tags lag the spec
+    # it serves): gc finishes it (`lifecycle.reconcile`), which frees the old config/model
+    unfinished_updates: dict[str, str] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
@@ -136,6 +140,11 @@ def find_garbage(
         why = _endpoint_problem(sm, ep["EndpointName"], tags)
         if why and judge.collectable(ep["EndpointName"], tags, ep["CreationTime"]):
             out.endpoints[ep["EndpointName"]] = why
+        elif not why and operation is None:
+            described = sm.describe_endpoint(EndpointName=ep["EndpointName"])
+            op = update_to_finish(sm, described, tags)
+            if op is not None:
+                out.unfinished_updates[ep["EndpointName"]] = op
     staying = {ep["EndpointName"] for ep in live} - set(out.endpoints)
     # Orphaned components are found by listing them all (their endpoint is gone, so no
     # config says whether it hosted any); on a server without the call (stock moto), none.

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .operation import COMPLETED, Operation
-from .resources import ARNS, KINDS, deployment_resources, models_of, not_found
+from .operation import COMPLETED, OPERATION, Operation
+from .resources import ARNS, KINDS, MANAGED, deployment_resources, models_of, not_found
 from .spec_tags import tag_dict
 
-__all__ = ["unfinished"]
+__all__ = ["unfinished", "update_to_finish"]
 
 
 def _tags_of(sm: Any, kind: str, name: str) -> dict[str, str] | None:
@@ -33,6 +33,70 @@ def _state(op: Operation) -> str:
     return "running" if op.may_be_running() else "unfinished"
 
 
+def update_to_finish(sm: Any, endpoint: dict[str, Any], tags: dict[str, str]) -> str | None:
+    """The operation whose update of this endpoint (its DescribeEndpoint answer and its
+    tags) took effect but never completed, and is over; None when there is none."""
+    if tags.get(MANAGED) != "true" or endpoint.get("EndpointStatus") != "InService":
+        return None
+    try:
+        cfg = sm.describe_endpoint_config(EndpointConfigName=endpoint["EndpointConfigName"])
+        cfg_tags = tag_dict(sm.list_tags(ResourceArn=cfg["EndpointConfigArn"]).get("Tags", []))
+    except Exception as e:
+        if not_found(e):
+            return None  # a broken endpoint: gc's other rule
+        raise
+    op = Operation.from_tags(cfg_tags)
+    if op is None or op.id in (tags.get(COMPLETED), tags.get(OPERATION)):
+        return None  # finished, or the deploy that made the endpoint (status names that)
+    return None if op.may_be_running() else op.id
+
+
+def _on_endpoint(
+    sm: Any, name: str, endpoint: dict[str, Any], in_use: set[str], out: list[dict[str, Any]]
+) -> tuple[set[str], dict[str, Any] | None]:
+    """The live endpoint's part of `unfinished`: fills `in_use` (its config, its models,
+    its components' models) and `out` (an update whose tags lag, a deploy never marked
+    complete); returns the operations that completed on it and the lagging entry."""
+    tags = _tags_of(sm, "endpoint", name) or {}
+    op = Operation.from_tags(tags)
+    finished_ops = {v for v in (tags.get(COMPLETED), tags.get(OPERATION)) if v}
+    in_use.add(endpoint["EndpointConfigName"])
+    in_use.update(models_of(sm, endpoint["EndpointConfigName"]))
+    # On an inference-component endpoint the models are the components', not the
+    # config's: they are in use too.
+    from .components import can_host_components, component_models, list_components
+
+    if can_host_components(sm, name):
+        in_use.update(component_models(sm, list_components(sm, name)))
+    lagging: dict[str, Any] | None = None
+    update_op = update_to_finish(sm, endpoint, tags)
+    if update_op is not None:
+        lagging = {
+            "operation": update_op,
+            "owner": None,
+            "state": "unfinished",
+            "resources": [f"endpoint {name} (its tags lag the spec it serves)"],
+            "undo": None,
+            "finish": f"peagle update {name} --yes",
+        }
+        out.append(lagging)
+    if op is not None and not tags.get(COMPLETED):
+        running = _state(op) == "running"
+        out.append(
+            {
+                "operation": op.id,
+                "owner": op.owner,
+                "state": _state(op),
+                "resources": [f"endpoint {name}"],
+                "undo": f"peagle delete {name} --yes",
+                "finish": None
+                if running
+                else f"peagle update {name} --yes (marks it complete once InService)",
+            }
+        )
+    return finished_ops, lagging
+
+
 def unfinished(sm: Any, name: str, endpoint: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The operations on deployment `name` that did not finish (`endpoint`: its
     DescribeEndpoint answer, None when it is gone), each as {"operation", "state"
@@ -40,30 +104,10 @@ def unfinished(sm: Any, name: str, endpoint: dict[str, Any] | None) -> list[dict
     "undo", "finish"}. Empty when everything finished."""
     out: list[dict[str, Any]] = []
     in_use: set[str] = set()
+    finished_ops: set[str] = set()  # operations that completed on this endpoint
+    lagging: dict[str, Any] | None = None  # the entry of an update that took effect
     if endpoint is not None:
-        tags = _tags_of(sm, "endpoint", name) or {}
-        op = Operation.from_tags(tags)
-        in_use.add(endpoint["EndpointConfigName"])
-        in_use.update(models_of(sm, endpoint["EndpointConfigName"]))
-        # On an inference-component endpoint the models are the components', not the
-        # config's: they are in use too.
-        from .components import can_host_components, component_models, list_components
-
-        if can_host_components(sm, name):
-            in_use.update(component_models(sm, list_components(sm, name)))
-        if op is not None and not tags.get(COMPLETED):
-            out.append(
-                {
-                    "operation": op.id,
-                    "owner": op.owner,
-                    "state": _state(op),
-                    "resources": [f"endpoint {name}"],
-                    "undo": f"peagle delete {name} --yes",
-                    "finish": None
-                    if _state(op) == "running"
-                    else f"peagle update {name} --yes (marks it complete once InService)",
-                }
-            )
+        finished_ops, lagging = _on_endpoint(sm, name, endpoint, in_use, out)
     configs, models = deployment_resources(sm, name)
     by_op: dict[str, dict[str, Any]] = {}
     for kind, names in (("endpoint_config", configs), ("model", models)):
@@ -73,6 +117,22 @@ def unfinished(sm: Any, name: str, endpoint: dict[str, Any] | None) -> list[dict
             op = Operation.from_tags(_tags_of(sm, kind, n) or {})
             if op is None and endpoint is not None:
                 continue  # an older peagle's, unused: `peagle gc` judges those by age
+            what = f"{kind.replace('_', ' ')} {n}"
+            if op is not None and op.id in finished_ops:
+                # Made by a run that completed, unused now: what an update replaced and
+                # did not get to remove. Finishing that update removes it.
+                if lagging is None:
+                    lagging = {
+                        "operation": None,
+                        "owner": None,
+                        "state": "unfinished",
+                        "resources": [],
+                        "undo": None,
+                        "finish": f"peagle update {name} --yes",
+                    }
+                    out.append(lagging)
+                lagging["resources"].append(f"unused {what}")
+                continue
             key = op.id if op else "(no operation tag)"
             entry = by_op.setdefault(
                 key,
@@ -87,5 +147,5 @@ def unfinished(sm: Any, name: str, endpoint: dict[str, Any] | None) -> list[dict
                     "finish": None,
                 },
             )
-            entry["resources"].append(f"{kind.replace('_', ' ')} {n}")
+            entry["resources"].append(what)
     return out + list(by_op.values())

@@ -92,12 +92,9 @@ def update_in_place(
         _switch_over(lc, current["EndpointArn"], config_req, old_config, old_models, name, op)
     except (Exception, KeyboardInterrupt) as exc:
         err = as_error(exc)
-        settled = _wait_settled(lc, name) if sent_update else {}
-        if settled.get("EndpointConfigName") == config_req["EndpointConfigName"]:
-            # Ctrl-C or a timeout does not stop SageMaker: the update went through, so the
-            # new config and model are in use and the old ones are what is left over.
-            lc.say(f"{name} finished updating to {config_req['EndpointConfigName']} anyway")
-            _switch_over(lc, current["EndpointArn"], config_req, old_config, old_models, name, op)
+        if sent_update:
+            olds = (old_config, old_models)
+            _settle(lc, name, current["EndpointArn"], config_req, olds, op, created)
         else:
             lc.rollback(created, name, op=op, in_flight=trying)
         if isinstance(exc, KeyboardInterrupt):
@@ -106,6 +103,38 @@ def update_in_place(
     finally:
         op.end()
     return DeployResult(name, "InService", created, time.monotonic() - start, desc)
+
+
+def _settle(
+    lc: Any,
+    name: str,
+    arn: str,
+    config_req: dict,
+    olds: tuple[str, list[str]],
+    op: Operation,
+    created: list[tuple[str, str]],
+) -> None:
+    """After UpdateEndpoint reached SageMaker, a Ctrl-C or a timeout does not stop it:
+    let it finish or roll back, then switch over (the old config and model are what is
+    left) or remove the new ones. A second interrupt stops that; what is left then is
+    finished by `peagle update NAME --yes` (`lifecycle.reconcile`), which it names."""
+    new_config = config_req["EndpointConfigName"]
+    old_config, old_models = olds
+    try:
+        settled = _wait_settled(lc, name)
+        if settled.get("EndpointConfigName") == new_config:
+            lc.say(f"{name} finished updating to {new_config} anyway")
+            _switch_over(lc, arn, config_req, old_config, old_models, name, op)
+        else:
+            lc.rollback(created, name, op=op)
+    except KeyboardInterrupt:
+        lc.say(
+            f"update stopped: {name} may still be switching to {new_config}; left the old "
+            f"endpoint config {old_config} and model(s) {', '.join(old_models)} or the new "
+            f"ones, and perhaps the endpoint's tags; `peagle update {name} --yes` finishes "
+            "exactly that"
+        )
+        raise
 
 
 def _unmarked(lc: Any, arn: str) -> list[dict[str, str]]:

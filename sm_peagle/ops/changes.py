@@ -312,6 +312,11 @@ def update(
     from ..planning.components.change import refuse_top_level_change
     from ..planning.spec.options import build_spec
 
+    if not dry_run:  # an update cut short after UpdateEndpoint: finish it first
+        from ..lifecycle.reconcile import finish_update
+
+        for line in finish_update(lc, name):
+            lc.say(line)
     current = deployed_spec(lc.sm, name)
     refuse_sandbox_only(current.model)
     refuse_top_level_change(current, name, k=k, mode=mode, sdk=not _cli)
@@ -424,13 +429,15 @@ def planned_on_aws(
     *,
     refuse_sandbox: bool = True,
     say: Say | None = None,
+    strict: bool = False,
 ) -> tuple[Any, Plan]:
     """The one way a spec becomes a plan AWS is about to receive (deploy, apply, diff):
     a sandbox-only model refused before planning (a JumpStart lookup is a request too),
-    the plan's checks passed (CheckFailed, nothing sent), then the AWS context, and a
-    local head's push bucket, which needs the account."""
+    the plan's checks passed (CheckFailed, nothing sent; with `strict`, warnings too),
+    then the AWS context, and a local head's push bucket, which needs the account."""
     from ..lifecycle.resolve import plan, to_spec, with_push_bucket
     from ..planning.plan_result import Plan as PlanType
+    from ..planning.steps.drafter_checks import strict_checks
 
     if isinstance(spec_or_model, PlanType):
         if refuse_sandbox:
@@ -441,6 +448,8 @@ def planned_on_aws(
         if refuse_sandbox:
             refuse_sandbox_only(spec.model, say=say)
         p = plan(spec)
+    if strict:
+        p.checks = strict_checks(p.checks)
     p.raise_for_failures()
     ctx = context(p.region, aws, on_connect)
     return ctx, with_push_bucket(p, ctx)
@@ -454,6 +463,7 @@ def _compare(
     *,
     refuse_sandbox: bool = False,
     say: Say | None = None,
+    strict: bool = False,
 ) -> tuple[Any, ApplyPlan]:
     from ..lifecycle.apply import compare
 
@@ -464,6 +474,7 @@ def _compare(
         on_connect,
         refuse_sandbox=refuse_sandbox,
         say=say,
+        strict=strict,
     )
     return ctx, compare(p, ctx)
 
@@ -493,14 +504,18 @@ def apply(
     on_connect: OnConnect | None = None,
     on_poll: Callable[[Any], None] | None = None,
     on_diff: Callable[[ApplyPlan], None] | None = None,
+    strict: bool = False,
 ) -> ApplyResult:
     """Make the endpoint match the spec: create it, update it in place, or do nothing.
     `on_diff` sees the comparison first (as `diff` returns it), `confirm` is asked
-    before anything changes; with `dry_run` nothing changes."""
+    before anything changes; with `dry_run` nothing changes. `strict=True` (`--strict`)
+    refuses a plan with a warning as one with a failure."""
     from ..lifecycle.manager import Lifecycle
 
     wait_s = seconds(timeout, "timeout")
-    ctx, ap = _compare(spec_or_path, region, aws, on_connect, refuse_sandbox=not dry_run, say=say)
+    ctx, ap = _compare(
+        spec_or_path, region, aws, on_connect, refuse_sandbox=not dry_run, say=say, strict=strict
+    )
     if on_diff is not None:
         on_diff(ap)
     if ap.action == "noop":

@@ -146,6 +146,7 @@ class GcResult:
     dry_run: bool
     endpoints: dict[str, str] = field(default_factory=dict)
     running: dict[str, list[str]] = field(default_factory=dict)
+    finished: dict[str, str] = field(default_factory=dict)  # endpoint -> update completed
 
     @property
     def orphans(self) -> list[str]:
@@ -161,6 +162,7 @@ class GcResult:
             "models": self.models,
             "skipped_young": self.skipped_young,
             "running": self.running,
+            "finished": self.finished,
             "deleted": self.deleted,
             "dry_run": self.dry_run,
         }
@@ -326,10 +328,20 @@ def gc(
         endpoints=found.endpoints,
         running=found.running,
     )
-    if not result.orphans or dry_run:
+    if (not result.orphans and not found.unfinished_updates) or dry_run:
+        result.finished = dict(found.unfinished_updates) if dry_run else {}
         return result
     if confirm is not None:
         confirm(f"Delete {len(result.orphans)} resources no finished deployment uses?")
+    if found.unfinished_updates:
+        from ..lifecycle.reconcile import finish_update
+
+        for ep, op in found.unfinished_updates.items():
+            for line in finish_update(lc, ep):
+                lc.say(line)
+                if line.startswith("removed unused "):
+                    result.deleted.append(line.rsplit(" ", 1)[-1])
+            result.finished[ep] = op  # what it freed is in `deleted`, once
     for ep in result.endpoints:  # first: what they use becomes free
         desc = lc.sm.describe_endpoint(EndpointName=ep)
         for ic in split_components(lc.sm, ep)[0]:

@@ -324,3 +324,84 @@ def test_update_finishes_a_deploy_killed_after_its_endpoint_came_up(
     assert json.loads(out)["unfinished"] == []
     code, out, _ = run(capsys, "gc", "--yes", "--json")
     assert json.loads(out)["deleted"] == [] and inventory() == before
+
+
+def _serving(name: str) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """(the endpoint's tags, its serving config's tags, every config name left)."""
+    c = sm()
+    ep = c.describe_endpoint(EndpointName=name)
+    cfg = c.describe_endpoint_config(EndpointConfigName=ep["EndpointConfigName"])
+    tags = {t["Key"]: t["Value"] for t in c.list_tags(ResourceArn=ep["EndpointArn"])["Tags"]}
+    cfg_tags = {
+        t["Key"]: t["Value"] for t in c.list_tags(ResourceArn=cfg["EndpointConfigArn"])["Tags"]
+    }
+    return tags, cfg_tags, inventory()["endpoint_configs"]
+
+
+def _settled(name: str) -> None:
+    import time
+
+    deadline = time.monotonic() + 120  # a bound on a hang, not a timing assertion
+    while sm().describe_endpoint(EndpointName=name)["EndpointStatus"] != "InService":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def _assert_update_complete(name: str) -> None:
+    """The state one uninterrupted update leaves: the endpoint carries the spec its config
+    was made from (the same peagle:spec-* tags), marked complete by that config's
+    operation, and only that config (and its model) is left."""
+    tags, cfg_tags, configs = _serving(name)
+    for key in ("peagle:spec-sha256", "peagle:spec:0"):
+        assert tags[key] == cfg_tags[key]
+    assert tags["peagle:completed"] == cfg_tags["peagle:operation"]
+    assert len(configs) == 1 and len(inventory()["models"]) == 1
+
+
+def test_an_update_killed_after_it_took_effect_is_finished_by_gc(
+    world: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed after UpdateEndpoint reached SageMaker: the endpoint serves the new config
+    with the old spec's tags, and the old config and model are unused. status says so and
+    names `update NAME --yes`; gc finishes it: the endpoint's tags follow what it serves
+    and the old resources go."""
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    assert code == 0, err
+    old_sha = _serving(NAME)[0]["peagle:spec-sha256"]
+    inject(monkeypatch, "after-call.sagemaker.UpdateEndpoint", die)
+    with pytest.raises(SystemExit):
+        run(capsys, "update", NAME, "-k", "5", "--yes")
+    capsys.readouterr()
+    _settled(NAME)  # SageMaker finishes the update the dead client started
+    tags, cfg_tags, configs = _serving(NAME)
+    assert tags["peagle:spec-sha256"] == old_sha != cfg_tags["peagle:spec-sha256"]
+    assert len(configs) == 2
+    code, out, _ = run(capsys, "status", NAME, "--json")
+    (u,) = json.loads(out)["unfinished"]
+    assert u["operation"] == cfg_tags["peagle:operation"]
+    assert (u["undo"], u["finish"]) == (None, f"peagle update {NAME} --yes")
+
+    code, out, err = run(capsys, "gc", "--yes", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["finished"] == {NAME: cfg_tags["peagle:operation"]}
+    _assert_update_complete(NAME)
+    code, out, _ = run(capsys, "status", NAME, "--json")
+    assert json.loads(out)["unfinished"] == [] and json.loads(out)["k"] == 5
+
+
+def test_a_second_ctrl_c_after_the_switch_names_the_command_that_finishes_it(
+    world: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    assert code == 0, err
+    inject(monkeypatch, "after-call.sagemaker.UpdateEndpoint", interrupt)
+    second = inject(monkeypatch, "before-call.sagemaker.AddTags", interrupt)
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--yes")
+    assert second and code == 130, err
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("update stopped")]
+    assert line.endswith(f"`peagle update {NAME} --yes` finishes exactly that")
+    code, out, err = run(capsys, "update", NAME, "--yes")
+    assert code == 0, err
+    assert f"{NAME} now carries the spec it serves" in err
+    _assert_update_complete(NAME)

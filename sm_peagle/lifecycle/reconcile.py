@@ -1,0 +1,74 @@
+"""Finish an update that was cut short after SageMaker took it.
+
+An update is several requests: the new model and config, UpdateEndpoint, the endpoint's
+tags, the old config and model removed. Once UpdateEndpoint has reached SageMaker the
+switch happens whatever the client hears, so a run killed (or interrupted twice) after it
+leaves the endpoint serving the new config while its tags still describe the old spec,
+and the old config and model unused. No ordering of two requests avoids that window.
+
+What is on AWS says how to finish: the serving config carries the spec and the operation
+that made it, and an update that completed marked the endpoint with that operation
+(`peagle:completed`). When it did not, and that operation is over, the endpoint takes the
+config's tags and the mark, and the deployment's configs and models nothing uses, made
+by no running operation, go. `peagle update NAME --yes` runs this first (it is the
+command an interrupted update names), and `peagle gc` does it for every endpoint.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .operation import COMPLETED, OPERATION, OWNER, UNTIL, Operation
+from .resources import MANAGED, deployment_resources, not_found
+from .spec_tags import tag_dict
+from .unfinished import update_to_finish
+
+__all__ = ["finish_update"]
+
+
+def finish_update(lc: Any, name: str) -> list[str]:
+    """Finish what an update of `name` left (module docstring); what it did, one line
+    each (empty when nothing was left)."""
+    from .inventory import resource_users
+    from .update import retag_endpoint
+
+    sm = lc.sm
+    try:
+        ep = sm.describe_endpoint(EndpointName=name)
+    except Exception as e:
+        if not_found(e):
+            return []
+        raise
+    tags = tag_dict(sm.list_tags(ResourceArn=ep["EndpointArn"]).get("Tags", []))
+    done: list[str] = []
+    op = update_to_finish(sm, ep, tags)
+    if op is not None:
+        cfg = sm.describe_endpoint_config(EndpointConfigName=ep["EndpointConfigName"])
+        cfg_tags = sm.list_tags(ResourceArn=cfg["EndpointConfigArn"]).get("Tags", [])
+        wanted = [t for t in cfg_tags if t["Key"] not in (OPERATION, OWNER, UNTIL)]
+        retag_endpoint(lc, ep["EndpointArn"], [*wanted, {"Key": COMPLETED, "Value": op}])
+        done.append(f"{name} now carries the spec it serves (update {op} completed)")
+    if tags.get(MANAGED) != "true":
+        return done
+    configs, models = deployment_resources(sm, name)
+    users = resource_users(sm)
+    for kind, names, arn_key, describe, arg in (
+        ("endpoint_config", configs, "EndpointConfigArn", "describe_endpoint_config",
+         "EndpointConfigName"),
+        ("model", models, "ModelArn", "describe_model", "ModelName"),
+    ):  # fmt: skip
+        for n in names:
+            if n in users:
+                continue
+            try:
+                arn = getattr(sm, describe)(**{arg: n})[arn_key]
+            except Exception as e:
+                if not_found(e):
+                    continue
+                raise
+            made_by = Operation.from_tags(tag_dict(sm.list_tags(ResourceArn=arn)["Tags"]))
+            if made_by is not None and made_by.may_be_running():
+                continue  # another run's, still going
+            if lc.delete_and_confirm(kind, n):
+                done.append(f"removed unused {kind.replace('_', ' ')} {n}")
+    return done
