@@ -48,14 +48,16 @@ def tiny_safetensors(tensors: dict[str, tuple[str, tuple[int, ...]]]) -> bytes:
 def _eagle_head() -> bytes:
     return tiny_safetensors(
         {
-            "model.fc.weight": ("F16", (_DRAFT_HIDDEN, 3 * _TARGET_HIDDEN)),
-            "model.d2t": ("I64", (_DRAFT_VOCAB,)),
-            "model.lm_head.weight": ("F16", (_DRAFT_VOCAB, _DRAFT_HIDDEN)),
-            "model.norm.weight": ("F32", (_DRAFT_HIDDEN,)),
+            # Unprefixed, as vLLM's EAGLE-3 loader maps them (it prepends 'model.' to
+            # every name but lm_head/d2t/t2d/mask_hidden: a 'model.fc.weight' would not load).
+            "fc.weight": ("F16", (_DRAFT_HIDDEN, 3 * _TARGET_HIDDEN)),
+            "d2t": ("I64", (_DRAFT_VOCAB,)),
+            "lm_head.weight": ("F16", (_DRAFT_VOCAB, _DRAFT_HIDDEN)),
+            "norm.weight": ("F32", (_DRAFT_HIDDEN,)),
             # JumpStart's image runs vLLM 0.18.0, whose llama_eagle3.py sizes mask_hidden
             # as 3 x the head's own hidden_size (the real head: hidden 2880 = target's,
             # where this equals 3 x target hidden; the placeholder's hidden is tiny).
-            "model.mask_hidden": ("F16", (1, 1, 3 * _DRAFT_HIDDEN)),
+            "mask_hidden": ("F16", (1, 1, 3 * _DRAFT_HIDDEN)),
         }
     )
 
