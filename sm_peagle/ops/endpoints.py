@@ -355,9 +355,10 @@ def gc(
         deregister_component_scaling(lc, ic)
         if lc.delete_and_confirm("inference_component", ic):
             result.deleted.append(ic)
+    done = set(result.deleted)  # what finishing an update removed already
     for kind, names in (("endpoint_config", result.endpoint_configs), ("model", result.models)):
         for n in names:
-            if lc.delete_and_confirm(kind, n):
+            if n not in done and lc.delete_and_confirm(kind, n):
                 result.deleted.append(n)
     return result
 
