@@ -322,6 +322,7 @@ def deploy(
     on_poll: Callable[[Any], None] | None = None,
     confirm: Callable[[str], None] | None = None,
     on_connect: Callable[[Any], None] | None = None,
+    strict: bool = False,
     **overrides: Any,
 ) -> Endpoint:
     """Plan, preflight, create and (by default) wait. Returns an Endpoint handle, with
@@ -330,6 +331,7 @@ def deploy(
     `spec_or_model`: as for `plan`, or a Plan it returned; `overrides`: k=, mode=, ….
     `timeout`: "2h", "90m" or seconds. `confirm` is asked (with the instances and price)
     before anything is created; `on_connect` sees the AWS context before the first request.
+    `strict=True` (`--strict`) refuses a plan with a warning as one with a failure.
     Raises SpecError for a sandbox-only model outside the sandbox and CheckFailed for a
     failed check (nothing sent), PreflightFailed / QuotaExceeded (nothing created),
     DeploymentFailed / DeploymentTimeout (everything rolled back unless keep_on_failure)."""
@@ -339,7 +341,7 @@ def deploy(
     from .planning.plan_result import variant_instance_types
 
     wait_s = seconds(timeout, "timeout")
-    ctx, p = planned_on_aws(spec_or_model, overrides, aws, on_connect, say=say)
+    ctx, p = planned_on_aws(spec_or_model, overrides, aws, on_connect, say=say, strict=strict)
     if confirm is not None:
         price = f"${p.usd_per_hour:.2f}/h" if p.usd_per_hour is not None else "an unknown price"
         v = p.create_endpoint_config["ProductionVariants"][0]

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from .lifecycle_cmds import TimeoutOpt, YesOpt, asker, report_failure
-from .options import dry_run_option, file_option
+from .options import StrictOpt, dry_run_option, file_option
 from .output import current, note
 from .spec_options import JsonOpt, RegionOpt
 
@@ -62,6 +62,7 @@ def apply_command(
     spec_file: SpecArg,
     dry_run: ApplyDryRunOpt = False,
     timeout: TimeoutOpt = None,
+    strict: StrictOpt = False,
     yes: YesOpt = False,
     region: RegionOpt = None,
     json_out: JsonOpt = False,
@@ -84,6 +85,7 @@ def apply_command(
                 on_diff=current().human(_render),  # before the prompt, for people
                 on_connect=hello,
                 region=region,
+                strict=strict,
             )
     except DeploymentFailed as e:
         report_failure(e)

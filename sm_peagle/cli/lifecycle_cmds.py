@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .options import DryRunOpt, YesOpt, component_option, mode_option
+from .options import DryRunOpt, StrictOpt, YesOpt, component_option, mode_option
 from .output import current, note
 from .spec_options import (
     InstanceCountOpt,
@@ -85,6 +85,7 @@ def deploy_command(
         bool, typer.Option("--keep-on-failure", help="Keep resources of a failed deploy.")
     ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Plan only; create nothing.")] = False,
+    strict: StrictOpt = False,
     yes: YesOpt = False,
     json_out: JsonOpt = False,
     *,
@@ -101,7 +102,7 @@ def deploy_command(
 
     spec = build_spec(model, spec_file, options)
     if dry_run:
-        p = sm_peagle.plan(spec)
+        p = sm_peagle.plan(spec, strict=strict)
         current().result(p, render=render_plan)
         p.raise_for_failures()
         return
@@ -116,6 +117,7 @@ def deploy_command(
                 on_poll=on_poll,
                 confirm=asker(yes),
                 on_connect=hello,
+                strict=strict,
             )
     except DeploymentFailed as e:
         report_failure(e)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from .options import StrictOpt
 from .output import STATUS_STYLE, console, current, table
 from .spec_options import JsonOpt, SpecFileOpt, with_spec_options
 
@@ -63,6 +64,7 @@ def render_plan(p: Any) -> None:
 def plan_command(
     model: Annotated[str | None, typer.Argument(help="Catalog alias or JumpStart id.")] = None,
     spec_file: SpecFileOpt = None,
+    strict: StrictOpt = False,
     json_out: JsonOpt = False,
     *,
     options: SpecOptions,
@@ -72,6 +74,6 @@ def plan_command(
 
     from ..planning.spec.options import build_spec
 
-    p = sm_peagle.plan(build_spec(model, spec_file, options))
+    p = sm_peagle.plan(build_spec(model, spec_file, options), strict=strict)
     current().result(p, render=render_plan)
     p.raise_for_failures()

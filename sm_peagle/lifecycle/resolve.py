@@ -124,6 +124,7 @@ def plan(
     allow_live: bool | None = None,
     jumpstart_spec: dict | None = None,
     jumpstart_source: str | None = None,
+    strict: bool = False,
     **overrides: Any,
 ) -> Plan:
     """Resolve and plan, as `peagle plan` does: the exact requests a deployment would
@@ -134,22 +135,30 @@ def plan(
     JumpStart id; `overrides`: k=, mode=, role=, instance_type=, autoscale="1:4", …
     (unknown names: SpecError). The JumpStart spec comes from the bundled snapshot, the
     disk cache or, with credentials (or `allow_live=True`), a live fetch; pass
-    `jumpstart_spec=` to plan from a JumpStart spec you hold, with no lookup at all."""
+    `jumpstart_spec=` to plan from a JumpStart spec you hold, with no lookup at all.
+    `strict=True` (`--strict`) turns every warning into a failure."""
     from ..planning.build import plan as build_plan
+    from ..planning.steps.drafter_checks import strict_checks
     from .shape_cache import install
 
     install()
     spec = to_spec(spec_or_model, overrides)
     if jumpstart_spec is not None:
-        return build_plan(
+        p = build_plan(
             apply_environment(spec),
             jumpstart_spec=jumpstart_spec,
             jumpstart_source=jumpstart_source or "snapshot",
         )
-    inputs = resolve_inputs(spec, allow_live=allow_live)
-    return build_plan(
-        inputs.spec, jumpstart_spec=inputs.jumpstart_spec, jumpstart_source=inputs.jumpstart_source
-    )
+    else:
+        inputs = resolve_inputs(spec, allow_live=allow_live)
+        p = build_plan(
+            inputs.spec,
+            jumpstart_spec=inputs.jumpstart_spec,
+            jumpstart_source=inputs.jumpstart_source,
+        )
+    if strict:
+        p.checks = strict_checks(p.checks)
+    return p
 
 
 def with_push_bucket(p: Plan, aws: Any) -> Plan:
