@@ -53,17 +53,22 @@ def make_target_head(
         mask_key: 201020,
     }
     (d / "config.json").write_text(json.dumps(cfg))
+    # Names as vLLM's EAGLE-3 loader maps them: unprefixed (it prepends 'model.' itself).
     tensors = {
-        "model.fc.weight": np.zeros((hidden, 3 * GPT_OSS_HIDDEN), np.float16),
-        "model.d2t": np.arange(draft_vocab, dtype=np.int64),
-        "model.lm_head.weight": np.zeros((draft_vocab, hidden), np.float16),
-        "model.norm.weight": np.ones(hidden, np.float32),
+        "fc.weight": np.zeros((hidden, 3 * GPT_OSS_HIDDEN), np.float16),
+        "d2t": np.arange(draft_vocab, dtype=np.int64),
+        "lm_head.weight": np.zeros((draft_vocab, hidden), np.float16),
+        "norm.weight": np.ones(hidden, np.float32),
     }
     if mask_hidden:
         size = 3 * (GPT_OSS_HIDDEN if for_022 else hidden)
-        tensors["model.mask_hidden"] = np.zeros((1, 1, size), np.float16)
+        tensors["mask_hidden"] = np.zeros((1, 1, size), np.float16)
     save_file(tensors, str(d / "model.safetensors"), metadata={"format": "pt"})
     return d
+
+
+# What a head without its layer and embedding tensors draws: warnings, not failures.
+HEADER_ONLY_WARNINGS = {"drafter.unloaded", "drafter.borrowed"}
 
 
 @pytest.fixture(autouse=True)
@@ -101,7 +106,7 @@ def test_inspect_human_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str
         "201,088 / 64",
         "ptd_token_id = 201020",
         "1x1x96",
-        "model.fc.weight 32x8640",
+        "fc.weight 32x8640",
         "F16, F32, I64",
         "safetensors headers only",
     ):
@@ -139,7 +144,9 @@ def test_check_passes_against_catalog_model(tmp_path: Path, capsys) -> None:
     assert "K=3 <= trained K=10" in out  # catalog default K vs the head's trained K
     code, doc, _ = run_json(capsys, "drafter", "check", head, "-m", "gpt-oss-20b", "-k", "7")
     assert code == 0 and doc["ok"] is True
-    assert set(statuses(doc).values()) == {"pass"}
+    # This head holds only fc, d2t, lm_head, norm and mask_hidden: vLLM loads it with its
+    # layer and embeddings missing (silently wrong), which the second pass warns of.
+    assert {k for k, v in statuses(doc).items() if v != "pass"} == HEADER_ONLY_WARNINGS
     assert doc["target"] == {
         "model": "gpt-oss-20b",
         "hidden_size": 2880,
@@ -206,7 +213,13 @@ def test_check_scaled_head_with_target_overrides(tmp_path: Path, capsys) -> None
         "-k",
         "4",
     )
-    assert code == 0 and set(statuses(doc).values()) == {"pass"}
+    assert code == 0
+    # Warnings only: no target depth to judge the aux layers by (no --target-layers), and
+    # no embed_tokens.weight, so vLLM embeds the draft tokens with the target's.
+    assert {k for k, v in statuses(doc).items() if v != "pass"} == {
+        "drafter.aux_layers",
+        "drafter.borrowed",
+    }
     # Without --model there is no default K: the K rule says it did not check.
     code, doc, _ = run_json(capsys, "drafter", "check", head, "--target-hidden-size", "64")
     assert code == 0 and statuses(doc)["drafter.k"] == "warn"
