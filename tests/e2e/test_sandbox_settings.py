@@ -391,12 +391,21 @@ def test_use_sandbox_warns_when_it_replaces_a_dead_sandbox(
     first = sm_peagle.sandbox_start()
     os.kill(first.pid, signal.SIGKILL)
     wait_gone(first.pid)
-    for name in [n for n in os.environ if n.startswith("AWS_")]:
-        monkeypatch.delenv(name)  # activate() sets them in this process: undone after
-    for name in ("PEAGLE_SANDBOX_URL", "PEAGLE_SANDBOX_ENGINE_LABEL", "PEAGLE_ROLE_ARN"):
-        monkeypatch.delenv(name, raising=False)
-    with pytest.warns(RuntimeWarning) as caught:
-        info = peagle_sandbox.use_sandbox()
+    # activate() points this very process at the sandbox (os.environ): put the whole
+    # environment back after, variables it added included (monkeypatch.delenv of a
+    # variable that was not set records nothing to undo, so PEAGLE_SANDBOX_URL and
+    # AWS_ENDPOINT_URL leaked into later tests on this worker).
+    saved = dict(os.environ)
+    try:
+        for name in [n for n in os.environ if n.startswith("AWS_")]:
+            del os.environ[name]
+        for name in ("PEAGLE_SANDBOX_URL", "PEAGLE_SANDBOX_ENGINE_LABEL", "PEAGLE_ROLE_ARN"):
+            os.environ.pop(name, None)
+        with pytest.warns(RuntimeWarning) as caught:
+            info = peagle_sandbox.use_sandbox()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     assert [str(w.message) for w in caught] == [
         f"the sandbox at {first.url} died; its endpoints are gone; started a new one at {info.url}"
     ]
