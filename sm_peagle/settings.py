@@ -10,12 +10,16 @@ calls. Pure code (planning/, vllm/) takes these values as arguments and writes n
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 __all__ = [
+    "AWS",
+    "SANDBOX_SIMULATED",
     "VARIABLES",
     "cache_dir",
     "debug",
+    "label_for_engine",
     "env_flag",
     "poll_seconds",
     "role_arn",
@@ -23,6 +27,8 @@ __all__ = [
     "sandbox_engine_label",
     "sandbox_requested",
     "sandbox_url",
+    "sandbox_vllm",
+    "source_label",
     "state_dir",
 ]
 
@@ -114,3 +120,40 @@ def sandbox_url() -> str | None:
 
 def sandbox_engine_label() -> str:
     return get("PEAGLE_SANDBOX_ENGINE_LABEL") or "SIMULATED"
+
+
+# -- where an output came from: one set of labels for the whole product -----------------
+#
+# Every printed result, log line and `--json` document says which of these produced it,
+# so nobody mistakes the sandbox (or a CPU engine's figures) for AWS:
+# - `AWS`: SageMaker itself (or an endpoint set through AWS_ENDPOINT_URL, which peagle
+#   cannot tell from AWS; the "talking to:" line names it);
+# - `SANDBOX (SIMULATED)`: the sandbox's SIMULATED engine (no model ran);
+# - `SANDBOX (vllm X.Y.Z, CPU, tiny model)`: the sandbox's real vLLM engine on this CPU.
+
+AWS = "AWS"
+SANDBOX_SIMULATED = "SANDBOX (SIMULATED)"
+
+# The sandbox's own engine label (peagle_sandbox.engine_host: "vllm 0.31.0 (CPU, tiny
+# model)"), as PEAGLE_SANDBOX_ENGINE_LABEL and the sandbox's state carry it.
+_REAL_ENGINE = re.compile(r"vllm (?P<version>[0-9][^\s()]*) \(CPU, tiny model\)")
+
+
+def sandbox_vllm(version: str) -> str:
+    """The label of the sandbox's real vLLM engine of `version`."""
+    return f"SANDBOX (vllm {version}, CPU, tiny model)"
+
+
+def label_for_engine(engine: str | None) -> str:
+    """The label for a sandbox whose engine label is `engine` ("SIMULATED", or the real
+    engine's "vllm X.Y.Z (CPU, tiny model)"). Anything else is SIMULATED: the sandbox
+    never serves real tokens without saying which vLLM produced them."""
+    m = _REAL_ENGINE.fullmatch((engine or "").strip())
+    return sandbox_vllm(m.group("version")) if m else SANDBOX_SIMULATED
+
+
+def source_label() -> str:
+    """The label of what this process talks to now: the sandbox (by its engine) or AWS."""
+    if sandbox_url():
+        return label_for_engine(sandbox_engine_label())
+    return AWS
