@@ -9,7 +9,10 @@ Metrics are computed the honest way:
   chunk vLLM sends does not count;
 - ITL is the gap between content chunks divided by the tokens in the later chunk;
 - every timestamp is `time.perf_counter()` taken when the bytes arrived at the transport,
-  before any parsing, so parsing cost never shows up as model latency.
+  before any parsing, so parsing cost never shows up as model latency;
+- acceptance is vLLM's own per-request count (`--per-request-spec-decode-metrics`, vLLM >=
+  0.29): `metrics.speculative_decoding` of the final usage chunk (streamed) or of the
+  response (not streamed), kept verbatim in `Completion.spec_decode`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ __all__ = [
     "Usage",
     "collect",
     "completion_from_response",
+    "spec_decode_of",
 ]
 
 
@@ -96,6 +100,11 @@ class Completion:
     itl: tuple[float, ...] = ()
     reasoning: str = ""
     done: bool = True  # the stream ended with [DONE] (always True when not streamed)
+    # vLLM's `metrics.speculative_decoding` for this request, verbatim (keys
+    # mean_acceptance_length, draft_acceptance_rate, acceptance_histogram, num_spec_steps,
+    # num_accepted_draft_tokens, num_draft_tokens, num_spec_tokens; `detailed` adds
+    # per_step_accepted/per_step_drafted). None when the engine did not report it.
+    spec_decode: dict[str, Any] | None = None
 
     @property
     def output_tokens(self) -> int | None:
@@ -119,7 +128,23 @@ class Completion:
             "output_tokens_per_s": self.output_tokens_per_s,
             "mean_tokens_per_chunk": self.mean_tokens_per_chunk,
             "content_chunks": self.chunks,
+            "spec_decode": self.spec_decode,
         }
+
+
+def spec_decode_of(doc: Any) -> dict[str, Any] | None:
+    """vLLM's per-request acceptance object in a response or stream chunk, or None.
+
+    It sits under `metrics.speculative_decoding` (vLLM >= 0.29 with
+    `--per-request-spec-decode-metrics summary|detailed`; only for n == 1); in a stream only
+    the final usage chunk carries it."""
+    if not isinstance(doc, dict):
+        return None
+    metrics = doc.get("metrics")
+    if not isinstance(metrics, dict):
+        return None
+    spec = metrics.get("speculative_decoding")
+    return spec if isinstance(spec, dict) else None
 
 
 def _vllm_error(doc: dict[str, Any]) -> tuple[str, str] | None:
@@ -221,11 +246,16 @@ class CompletionBuilder:
         self.content_chunks = 0
         self.itl: list[float] = []
         self.ended_at: float | None = None
+        self.spec_decode: dict[str, Any] | None = None
 
     def add(self, chunk: StreamChunk) -> None:
         self.ended_at = chunk.arrived_at
         if chunk.usage is not None:
             self.usage = chunk.usage
+            # vLLM puts the per-request metrics on the final usage chunk only, so the
+            # lookup stays off the hot path of chunks without usage.
+            if "metrics" in chunk.raw:
+                self.spec_decode = spec_decode_of(chunk.raw)
         if chunk.finish_reason is not None:
             self.finish_reason = chunk.finish_reason
         if not (chunk.text or chunk.reasoning or chunk.is_content):  # the common case first
@@ -266,6 +296,7 @@ class CompletionBuilder:
             itl=tuple(self.itl),
             reasoning="".join(self.reasoning),
             done=done,
+            spec_decode=self.spec_decode,
         )
 
 
@@ -299,4 +330,5 @@ def completion_from_response(doc: Any, *, sent_at: float, ended_at: float) -> Co
         chunks=0,
         e2e=ended_at - sent_at,
         reasoning=reasoning,
+        spec_decode=spec_decode_of(doc),
     )

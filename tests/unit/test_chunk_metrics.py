@@ -276,6 +276,7 @@ def test_completion_to_dict_keys_and_values() -> None:
         "output_tokens_per_s": 3.0,
         "mean_tokens_per_chunk": 1.5,
         "content_chunks": 2,
+        "spec_decode": None,  # the engine reported no per-request acceptance
     }
 
 
