@@ -20,8 +20,10 @@ __all__ = [
     "cache_dir",
     "debug",
     "label_for_engine",
+    "engine_home",
     "env_flag",
     "poll_seconds",
+    "pypi_url",
     "role_arn",
     "sandbox_engine",
     "sandbox_engine_label",
@@ -43,6 +45,8 @@ VARIABLES: dict[str, str] = {
     "PEAGLE_POLL_SECONDS": "seconds between status polls while waiting (default 5, growing "
     "to 30; the sandbox sets 0.5)",
     "PEAGLE_ROLE_ARN": "the SageMaker execution role when --role is not given",
+    "PEAGLE_PYPI_URL": "the package index `peagle doctor` asks for the newest vLLM (its JSON "
+    "API, <url>/pypi/vllm/json; default https://pypi.org)",
     "PEAGLE_SANDBOX": "1: every command runs against the local sandbox, as --sandbox",
     "PEAGLE_SANDBOX_ENGINE": "the sandbox's engine, simulated or vllm, as --sandbox-engine",
     "PEAGLE_SANDBOX_URL": "set by the sandbox: its control-plane URL (commands say they talk "
@@ -99,6 +103,22 @@ def poll_seconds() -> float | None:
     """The fixed poll interval the sandbox and tests ask for, or None for the default."""
     value = get("PEAGLE_POLL_SECONDS")
     return float(value) if value else None
+
+
+# Where `peagle doctor` asks for the newest vLLM release.
+DEFAULT_PYPI_URL = "https://pypi.org"
+
+
+def pypi_url() -> str:
+    """The package index base URL (its JSON API is <url>/pypi/<package>/json)."""
+    return (get("PEAGLE_PYPI_URL") or DEFAULT_PYPI_URL).rstrip("/")
+
+
+def engine_home() -> Path:
+    """Where `peagle sandbox install-engine` builds the real vLLM CPU engine (its venvs are
+    `venv-<version>/`): read by `peagle doctor`, which must not import the sandbox."""
+    explicit = get("PEAGLE_ENGINE_HOME")
+    return Path(explicit).expanduser() if explicit else Path.home() / ".cache" / "peagle" / "engine"
 
 
 def role_arn() -> str | None:
