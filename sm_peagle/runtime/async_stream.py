@@ -35,6 +35,12 @@ class AsyncStreamResult:
         self._result: StreamResult | None = None
         self._iterator: AsyncIterator[StreamChunk] | None = None
 
+    @property
+    def spec_decode(self) -> dict[str, Any] | None:
+        """vLLM's per-request acceptance once the final usage chunk has arrived (see
+        StreamResult.spec_decode); None before that."""
+        return self._result.spec_decode if self._result is not None else None
+
     def __aiter__(self) -> AsyncIterator[StreamChunk]:
         if self._iterator is None:
             self._iterator = self._run()

@@ -153,6 +153,12 @@ class StreamResult:
     def text(self) -> str:  # content received so far
         return self._parser.partial_text
 
+    @property
+    def spec_decode(self) -> dict[str, Any] | None:
+        """vLLM's per-request acceptance (`Completion.spec_decode`), once the stream's final
+        usage chunk has arrived; None before that, or when the engine does not report it."""
+        return self._builder.spec_decode
+
     def __iter__(self) -> StreamResult:
         return self
 
