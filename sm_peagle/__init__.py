@@ -85,6 +85,10 @@ _LAZY = {
     "DrafterCheck": "ops.drafter",
     "drafter_push": "ops.drafter",
     "DrafterPush": "ops.drafter",
+    # -- ops: what is newer --
+    "doctor": "ops.doctor",
+    "DoctorReport": "ops.doctor",
+    "DoctorCheck": "ops.doctor",
     "sandbox_start": "ops.sandbox",
     "sandbox_stop": "ops.sandbox",
     "sandbox_status": "ops.sandbox",

