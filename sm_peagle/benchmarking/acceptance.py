@@ -1,4 +1,24 @@
-"""Mean acceptance length per benchmark level, from the endpoint's CloudWatch logs.
+"""Acceptance per benchmark level: exactly from the level's own requests, or windowed.
+
+**Per request (exact, `"source": "per-request"`).** vLLM >= 0.29 with
+`--per-request-spec-decode-metrics summary` (on SageMaker
+`SM_VLLM_PER_REQUEST_SPEC_DECODE_METRICS=summary`) puts `metrics.speculative_decoding` in
+each response's final usage chunk. A level's acceptance is then summed over its own
+measured requests only (pool-opening and warm-up requests are never recorded), with vLLM's
+own formulas (vLLM 0.31.0: `RequestSpecDecodeMetrics.to_dict` in v1/metrics/stats.py and
+`SpecDecodingLogging.log` in v1/spec_decode/metrics.py):
+
+- mean acceptance length = 1 + accepted draft tokens / spec steps (the bonus token counted);
+- draft acceptance rate = accepted draft tokens / drafted tokens;
+- per-position rate i = steps that accepted more than i drafts / steps (accepted drafts are
+  a prefix, so histogram bucket j counts towards positions 0..j-1): vLLM's
+  `num_accepted_tokens_per_pos[i] / num_drafts`.
+
+These sums equal the deltas of vLLM's `vllm:spec_decode_num_accepted_tokens_total`,
+`..._num_draft_tokens_total` and `..._num_drafts_total` over the same requests.
+
+**Windowed (fallback, `"source": "windowed"`)**, for images without the flag (JumpStart's
+vLLM 0.18.0, for one), from the endpoint's CloudWatch logs.
 
 Acceptance length (mean tokens per target step, including the target's own bonus token;
 1.0 without speculation) is not visible to a client: SageMaker exposes no /metrics, and
@@ -7,8 +27,11 @@ tokens per *chunk* only approximates it (vLLM may merge steps into one chunk). v
 every ~10 s while it has work; each line covers the interval since the previous one.
 
 A level is attributed every line whose interval overlaps the level's time window. Those
-intervals are whole logging periods, so they can include a little traffic from just before
-or after the level; the result records how many lines it used and the window they span.
+intervals are whole logging periods, so they include whatever else the engine served just
+before or after the level (other clients, peagle's own pool opening and warm-up): the
+result records the lines it used and the window they span, and warns when they began
+before the level's first send, ended after its last answer, or count more drafted tokens
+than the level's own requests can have drafted (K per output token after the first).
 With the accepted/drafted counts the lines are combined exactly (1 + sum accepted / sum
 drafts); without them (older vLLM) they are averaged.
 """
@@ -25,6 +48,9 @@ from ..lifecycle.endpoint_logs import parse_spec_decoding
 
 __all__ = [
     "acceptance_for_levels",
+    "acceptance_from_requests",
+    "max_drafted_tokens",
+    "overlap_warning",
     "combine",
     "combine_per_position",
     "per_position_rates",
@@ -133,8 +159,86 @@ def _combine(lines: Sequence[dict[str, Any]], k: int | None) -> dict[str, Any]:
     }
 
 
+def _histogram_sum(rows: Sequence[Sequence[int]]) -> list[int]:
+    width = max((len(r) for r in rows), default=0)
+    return [sum(int(r[j]) for r in rows if j < len(r)) for j in range(width)]
+
+
+def acceptance_from_requests(records: Sequence[Any]) -> dict[str, Any] | None:
+    """The level's exact acceptance from its completed requests' `spec_decode` (vLLM's
+    per-request metrics); None unless every completed request carries them. Failed
+    requests carry none (no final usage chunk): their drafts are not in these sums, and
+    `failed_requests` says how many there were."""
+    ok = [r for r in records if r.ok]
+    if not ok or any(not r.spec_decode for r in ok):
+        return None
+    sds = [r.spec_decode for r in ok]
+    hist = _histogram_sum([sd.get("acceptance_histogram") or [] for sd in sds])
+    steps = sum(int(sd.get("num_spec_steps", 0)) for sd in sds)
+    accepted = sum(int(sd.get("num_accepted_draft_tokens", 0)) for sd in sds)
+    drafted = sum(int(sd.get("num_draft_tokens", 0)) for sd in sds)
+    per_position = (
+        [sum(hist[i + 1 :]) / steps for i in range(len(hist) - 1)] if steps and hist else None
+    )
+    return {
+        "status": "measured",
+        "source": "per-request",
+        "from": "vLLM per-request metrics.speculative_decoding of this level's requests",
+        "requests": len(ok),
+        "failed_requests": len(records) - len(ok),
+        "mean_acceptance_length": 1.0 + accepted / steps if steps else 1.0,
+        "draft_acceptance_rate": accepted / drafted if drafted else None,
+        "per_position": per_position,
+        "accepted_tokens": accepted,
+        "drafted_tokens": drafted,
+        "drafts": steps,
+        "acceptance_histogram": hist,
+    }
+
+
+def max_drafted_tokens(records: Sequence[Any], k: int | None) -> int | None:
+    """The most drafted tokens the level's own requests can account for: each target step
+    after the prefill makes at least one output token and drafts at most K."""
+    if not k:
+        return None
+    return k * sum(max(int(r.output_tokens or 0) - 1, 0) for r in records if r.ok)
+
+
+def overlap_warning(
+    acc: dict[str, Any], begin: float, end: float, own_max_drafted: int | None
+) -> str | None:
+    """Why a windowed level's lines include other traffic, or None when nothing shows it."""
+    why = []
+    before = begin - acc["covered_from"]
+    after = acc["covered_to"] - end
+    if before > 0:
+        why.append(f"began {before:.1f}s before the level's first request")
+    if after > 0:
+        why.append(f"ended {after:.1f}s after its last answer")
+    drafted = acc.get("drafted_tokens")
+    if own_max_drafted is not None and drafted is not None and drafted > own_max_drafted:
+        why.append(
+            f"count {drafted} drafted tokens where this level's requests can have drafted "
+            f"at most {own_max_drafted}"
+        )
+    if not why:
+        return None
+    return (
+        f"windowed acceptance: the {acc['lines']} SpecDecoding log line(s) used "
+        + " and ".join(why)
+        + ", so other traffic (other clients, peagle's pool opening and warm-up) is mixed "
+        "in; images with vLLM >= 0.29 report it per request "
+        "(SM_VLLM_PER_REQUEST_SPEC_DECODE_METRICS=summary)"
+    )
+
+
 def unavailable(reason: str) -> dict[str, Any]:
-    return {"status": "unavailable", "mean_acceptance_length": None, "reason": reason}
+    return {
+        "status": "unavailable",
+        "source": "windowed",
+        "mean_acceptance_length": None,
+        "reason": reason,
+    }
 
 
 def acceptance_for_levels(
@@ -148,15 +252,19 @@ def acceptance_for_levels(
     poll_s: float = 2.0,
     sleep: Callable[[float], None] = time.sleep,
     component: str | None = None,
+    own_max_drafted: Sequence[int | None] | None = None,
 ) -> list[dict[str, Any]]:
-    """One acceptance dict per (start, end) window. Waits up to `wait_s` for the line that
-    covers the end of the last window (vLLM logs it up to one interval later)."""
+    """One windowed acceptance dict per (start, end) window. Waits up to `wait_s` for the
+    line that covers the end of the last window (vLLM logs it up to one interval later).
+    `own_max_drafted[i]`: the most drafted tokens window i's own requests can account for
+    (`max_drafted_tokens`), for the overlap warning."""
     if mode in (None, "baseline"):
         return [
             {
                 "status": "by definition",
                 "mean_acceptance_length": 1.0,
-                "source": "baseline: one token per target step, no drafting",
+                "source": "by definition",
+                "from": "baseline: one token per target step, no drafting",
             }
             for _ in windows
         ]
@@ -175,7 +283,8 @@ def acceptance_for_levels(
         return [unavailable(f"cannot read CloudWatch logs: {type(e).__name__}: {e}")] * len(windows)
     spans = _intervals(lines)
     out = []
-    for begin, end in windows:
+    own = list(own_max_drafted) if own_max_drafted is not None else [None] * len(windows)
+    for (begin, end), own_max in zip(windows, own, strict=True):
         used = [(a, b, ln) for a, b, ln in spans if a < end and b > begin]
         if not used:
             why = (
@@ -186,14 +295,15 @@ def acceptance_for_levels(
             )
             out.append(unavailable(why))
             continue
-        out.append(
-            {
-                "status": "measured",
-                "source": SOURCE,
-                "lines": len(used),
-                "covered_from": min(a for a, _, _ in used),
-                "covered_to": max(b for _, b, _ in used),
-                **combine([ln for _, _, ln in used], k),
-            }
-        )
+        acc = {
+            "status": "measured",
+            "source": "windowed",
+            "from": SOURCE,
+            "lines": len(used),
+            "covered_from": min(a for a, _, _ in used),
+            "covered_to": max(b for _, b, _ in used),
+            **combine([ln for _, _, ln in used], k),
+        }
+        acc["warning"] = overlap_warning(acc, begin, end, own_max)
+        out.append(acc)
     return out

@@ -6,7 +6,10 @@ inflate TTFT); each thread sends its next request as soon as the previous one en
 loop (`rate`): arrivals at `rate` requests/s, at most `concurrency` in flight; gaps are
 gamma-distributed with shape `burstiness` (1 = Poisson, < 1 burstier, > 1 more regular, as
 `vllm bench serve --burstiness`); the time a request waited for a free slot is recorded
-(queue_s), never hidden. `workers > 1`
+(queue_s), never hidden. Every request records when it was meant to be sent
+(`scheduled_at`: the moment its closed-loop slot freed, or its open-loop arrival) and when
+it could be (`ready_at`: later than the arrival when every slot was busy), so a client too
+busy to send on time shows as send lag instead of as endpoint latency. `workers > 1`
 spreads either over processes, each with its own client, and merges the records: one
 Python process parses on one core (GIL), and a saturated client under-reports the endpoint.
 
@@ -26,7 +29,7 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +43,7 @@ __all__ = [
     "LoadSpec",
     "arrival_gaps",
     "bench_client",
+    "chunk_timing",
     "record_from_completion",
     "run_level",
 ]
@@ -116,14 +120,42 @@ def _error_kind(e: BaseException) -> str:
     return f"{type(e).__name__}:{status}" if status else type(e).__name__
 
 
-class Requester:
-    """Sends request number `g` (its prompt: dataset item g) and returns its record."""
+# vLLM's per-request `metrics.speculative_decoding` keys a record keeps (the summary; the
+# `detailed` per-step arrays stay out of the results file).
+SPEC_DECODE_KEYS = (
+    "mean_acceptance_length", "draft_acceptance_rate", "acceptance_histogram",
+    "num_spec_steps", "num_accepted_draft_tokens", "num_draft_tokens", "num_spec_tokens",
+)  # fmt: skip
 
-    def __init__(self, rt: Any, dataset: Dataset, spec: LoadSpec, worker: int) -> None:
+
+class Requester:
+    """Sends request number `g` (its prompt: dataset item g) and returns its record.
+
+    `clock` is the perf_counter-like clock every time here is read from (the runtime
+    client's send and arrival times use time.perf_counter; tests inject one clock for
+    both, so a late client is seen without sleeping). `start_level()` marks when the
+    measured requests may start: a closed-loop thread's first request is due then, each
+    later one when its previous one ended."""
+
+    def __init__(
+        self, rt: Any, dataset: Dataset, spec: LoadSpec, worker: int,
+        clock: Callable[[], float] = time.perf_counter, wall: Callable[[], float] = time.time,
+    ) -> None:  # fmt: skip
         self.rt, self.dataset, self.spec, self.worker = rt, dataset, spec, worker
+        self.clock = clock
         self.simulated = False
         # perf_counter -> epoch, so records from several processes share one clock.
-        self.offset = time.time() - time.perf_counter()
+        self.offset = wall() - clock()
+        self.level_start: float | None = None
+        self._slot = threading.local()  # per thread: when its previous request ended
+
+    def start_level(self) -> None:
+        self.level_start = self.clock()
+        self._slot = threading.local()  # threads of an earlier phase do not carry over
+
+    def _freed(self) -> float | None:
+        freed = getattr(self._slot, "freed", None)
+        return self.level_start if freed is None else freed
 
     def send(self, g: int, max_tokens: int | None = None) -> Any:
         """Send request `g`; returns its StreamResult once the response headers are in."""
@@ -163,50 +195,97 @@ class Requester:
         _join(threads, threading.Event())
 
     def __call__(self, g: int, scheduled: float | None = None) -> RequestRecord:
+        """Send request `g` and wait for its answer. `scheduled`: its open-loop arrival
+        (clock time); None in a closed loop, where it is due when this thread's previous
+        request ended (or at `start_level`)."""
         _TLS.request_id, _TLS.simulated = None, False
-        sched = None if scheduled is None else scheduled + self.offset
-        started = time.perf_counter()
+        freed = self._freed()
+        if scheduled is None:
+            due = ready = freed
+        else:  # it could go when it arrived, or when this thread's slot freed after that
+            due, ready = scheduled, max(scheduled, freed) if freed is not None else scheduled
+        started = self.clock()
         result = None
+        chunks: list[tuple[float, int]] = []
         try:
             result = self.send(g)
             request_id = _TLS.request_id
             self.simulated = self.simulated or bool(_TLS.simulated)
+            chunks = chunk_timing(result, 0.0)  # consumes the stream
             c = result.completion()
         except Exception as e:  # PeagleError mostly; anything else must not kill the thread
             sent = result.sent_at if result is not None else started
+            ended = self.clock()
+            self._slot.freed = ended
             return RequestRecord(
                 index=g,
                 ok=False,
                 sent_at=sent + self.offset,
-                ended_at=time.perf_counter() + self.offset,
+                ended_at=ended + self.offset,
                 request_id=_TLS.request_id,
                 error=_message(e),
                 error_kind=_error_kind(e),
-                scheduled_at=sched,
+                scheduled_at=None if due is None else due + self.offset,
+                ready_at=None if ready is None else ready + self.offset,
                 worker=self.worker,
             )
+        self._slot.freed = result.sent_at + c.e2e  # the last byte: the slot is free
         return record_from_completion(
             c, index=g, sent_at=result.sent_at + self.offset, request_id=request_id,
-            scheduled_at=sched, worker=self.worker,
+            scheduled_at=None if due is None else due + self.offset,
+            ready_at=None if ready is None else ready + self.offset, worker=self.worker,
+            chunks=[(t - result.sent_at, n) for t, n in chunks],  # seconds after the send
         )  # fmt: skip
+
+
+def chunk_timing(chunks: Iterable[Any], sent_at: float) -> list[tuple[float, int]]:
+    """(arrival - `sent_at`, tokens) of every StreamChunk that times the answer as vLLM
+    bench serve does: each chunk carrying choices, from the first one carrying generated
+    tokens (a role-only chunk is not one; the trailing usage-only chunk carries no
+    choices). Tokens are the chunk's usage delta (1 when the stream has no usage)."""
+    out: list[tuple[float, int]] = []
+    for ch in chunks:
+        if ch.is_content or (out and ch.raw.get("choices")):
+            n = ch.tokens_in_chunk
+            out.append((ch.arrived_at - sent_at, 1 if n is None else n))
+    return out
 
 
 def record_from_completion(
     c: Any, *, index: int, sent_at: float, request_id: str | None = None,
-    scheduled_at: float | None = None, worker: int = 0,
+    scheduled_at: float | None = None, ready_at: float | None = None, worker: int = 0,
+    chunks: Sequence[tuple[float, int]] | None = None,
 ) -> RequestRecord:  # fmt: skip
     """A finished stream's Completion -> its record. Without `usage` the request counts as
-    failed: peagle never guesses tokens from chunks or characters."""
+    failed: peagle never guesses tokens from chunks or characters.
+
+    `chunks`: (seconds after the send, tokens) of every chunk carrying choices, from the
+    first one carrying tokens: TTFT, E2EL, TPOT and the per-chunk ITL are then vLLM bench
+    serve's (metrics.py). Without them, TTFT and E2EL are the Completion's and no ITL is
+    kept. The request's vLLM per-request acceptance (`c.spec_decode`) is kept verbatim."""
     usage = c.usage
     ok = usage is not None
+    out = usage.completion_tokens if usage else None
+    if chunks:
+        ttft: float | None = chunks[0][0]
+        e2el = chunks[-1][0]
+        itl = tuple(b[0] - a[0] for a, b in zip(chunks, chunks[1:], strict=False))
+        chunk_tokens = tuple(n for _, n in chunks[1:])
+    else:
+        ttft, e2el, itl, chunk_tokens = c.ttft, c.e2e, (), ()
+    tpot = None
+    if out is not None and out > 1 and ttft is not None:
+        tpot = (e2el - ttft) / (out - 1)
+    sd = getattr(c, "spec_decode", None)
+    spec = {k: sd[k] for k in SPEC_DECODE_KEYS if k in sd} if isinstance(sd, dict) else None
     return RequestRecord(
         index=index,
         ok=ok,
         sent_at=sent_at,
         ended_at=sent_at + c.e2e,
-        ttft_s=c.ttft,
-        tpot_s=c.tpot,
-        e2e_s=c.e2e,
+        ttft_s=ttft,
+        tpot_s=tpot,
+        e2e_s=e2el,
         input_tokens=usage.prompt_tokens if usage else None,
         output_tokens=usage.completion_tokens if usage else None,
         content_chunks=c.chunks,
@@ -215,8 +294,11 @@ def record_from_completion(
         error=None if ok else "the stream carried no usage (stream_options.include_usage)",
         error_kind=None if ok else "NoUsage",
         scheduled_at=scheduled_at,
+        ready_at=ready_at,
         worker=worker,
-        itl_s=c.itl,
+        spec_decode=spec or None,
+        itl_s=itl,
+        chunk_tokens=chunk_tokens,
     )
 
 
@@ -361,6 +443,7 @@ def run_level(
     barrier: Any = None,
     progress: Callable[[int], None] | None = None,
     on_record: Callable[[RequestRecord], None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> LevelRun:
     """One level in this process. Request i of worker w uses dataset item i*workers + w, so
     processes never send the same prompt sequence. `progress(n)` is called after each
@@ -368,7 +451,7 @@ def run_level(
     `on_record(record)` gets each measured request as it finishes. The level stops early
     when the endpoint stops answering (breaker.py; `LevelRun.stopped` says why)."""
     install_hooks(rt)
-    requester = Requester(rt, dataset, spec, worker)
+    requester = Requester(rt, dataset, spec, worker, clock=clock)
     breaker = Breaker(spec.concurrency)
     call: Callable[..., RequestRecord] = _observed(requester, breaker, on_record)
     if progress is not None:
@@ -385,6 +468,7 @@ def run_level(
         _closed(requester, min(spec.warmup, spec.concurrency), spec.warmup, None, index)
     if barrier is not None:
         barrier.wait()
+    requester.start_level()  # measured requests are due from now on
     cpu0 = time.process_time()
     total = spec.planned_requests()
     if spec.rate:

@@ -1,16 +1,28 @@
 """Per-request records -> per-level statistics, with the definitions stated once, here.
 
+Since `peagle.bench/2` the latency metrics are `vllm bench serve`'s (vLLM 0.31.0,
+vllm/benchmarks/lib/endpoint_request_func.py and vllm/benchmarks/serve.py
+`calculate_metrics`; docs/bench-schema.md quotes them), so peagle's numbers and vLLM's
+can be compared name for name:
+
 - Output and input tokens come from vLLM's `usage` (completion_tokens on every chunk), never
   from chunk or character counts: under speculative decoding a chunk carries several tokens.
 - TTFT: request sent -> first chunk carrying generated tokens (a role-only chunk is not).
-- TPOT: (last content chunk - first content chunk) / (output tokens - tokens in the first
-  chunk); with the usual 1-token first chunk that is (end - TTFT) / (output tokens - 1).
-- ITL: the gap between content chunks divided by the tokens in the later chunk, once per
-  token, so percentiles are over tokens, not chunks.
+- E2EL (`e2e_s`): request sent -> the last chunk carrying tokens (vLLM's `latency`: the
+  trailing usage-only chunk and [DONE] do not count).
+- TPOT: (E2EL - TTFT) / (output tokens - 1), for requests with more than one output token.
+- ITL (`itl_s`): the gap between consecutive token-carrying chunks, one value per chunk
+  (vLLM's `itl`), pooled over the level's requests.
+- `itl_per_token_s` (peagle's own, named apart): each chunk gap divided by the tokens in
+  that chunk, once per token, so percentiles are over tokens.
 - Output tokens/s of a level: sum of output tokens of completed requests / the level's wall
   time (first request sent -> last response ended). Never concurrency / latency.
 - Request throughput: completed requests / the same wall time (measured, not derived).
-- Goodput (with an SLO): see `slo.py`. Saturation (open loop): see `saturation`.
+- Error rate: failed requests (errors, throttles, connections the server dropped) / all
+  requests sent. Goodput (with an SLO): see `slo.py`; a failed request is never good.
+- Send lag: sent - intended send time (`scheduled_at`: the moment a closed-loop slot freed,
+  or the open-loop arrival, or later when every slot was busy). A client waiting for the
+  CPU sends late; see `client_late`.
 - Client CPU: process CPU seconds / wall seconds. Python clients parse on one core (GIL), so
   at >= 85% of one core the *client* limits the numbers and the result says so.
 """
@@ -25,7 +37,10 @@ from typing import Any
 
 __all__ = [
     "CPU_WARN_FRACTION",
+    "LATE_FLOOR_S",
+    "LATE_TTFT_FRACTION",
     "RequestRecord",
+    "client_late",
     "cost_per_million",
     "cpu_summary",
     "distribution",
@@ -36,6 +51,14 @@ __all__ = [
 
 CPU_WARN_FRACTION = 0.85
 SATURATION_FRACTION = 0.95
+# The client cannot sustain a level when its p99 send lag exceeds the larger of these: a
+# lag that is a tenth of the time to the first token already moves TTFT percentiles.
+LATE_FLOOR_S = 0.010
+LATE_TTFT_FRACTION = 0.10
+LATE_FIX = (
+    "use --workers N to spread the client over processes, run fewer levels, or run the "
+    "client on another machine"
+)
 
 
 @dataclass
@@ -57,24 +80,50 @@ class RequestRecord:
     request_id: str | None = None
     error: str | None = None
     error_kind: str | None = None
-    scheduled_at: float | None = None  # open loop: when the Poisson process wanted it sent
+    # When the client meant to send it: the moment its closed-loop slot freed, or its
+    # open-loop arrival time. `ready_at`: when it could be sent (the arrival, or later when
+    # every slot was busy); sent_at - ready_at is the client's own lateness (send lag).
+    scheduled_at: float | None = None
+    ready_at: float | None = None
     worker: int = 0
-    itl_s: tuple[float, ...] = field(default=(), repr=False)
+    # vLLM's per-request `metrics.speculative_decoding` (summary keys, verbatim), or None.
+    spec_decode: dict[str, Any] | None = None
+    itl_s: tuple[float, ...] = field(default=(), repr=False)  # per chunk (vLLM's ITL)
+    chunk_tokens: tuple[int, ...] = field(default=(), repr=False)  # tokens of each ITL chunk
 
     def to_dict(self) -> dict[str, Any]:
         doc = asdict(self)
-        doc.pop("itl_s")  # per-token lists would dwarf the file; summarised per level instead
+        # Per-chunk lists would dwarf the file; summarised per level instead.
+        doc.pop("itl_s")
+        doc.pop("chunk_tokens")
         return doc
 
     def export_dict(self) -> dict[str, Any]:
-        """Everything, per-token ITLs included: one line of `--requests-out`."""
+        """Everything, per-chunk ITLs included: one line of `--requests-out`."""
         doc = asdict(self)
         doc["itl_s"] = list(self.itl_s)
+        doc["chunk_tokens"] = list(self.chunk_tokens)
         return doc
+
+    @property
+    def send_lag_s(self) -> float | None:
+        """sent - when the request could have been sent (None without a schedule)."""
+        ready = self.ready_at if self.ready_at is not None else self.scheduled_at
+        return None if ready is None else self.sent_at - ready
+
+    def itl_per_token(self) -> list[float]:
+        """peagle's per-token ITL: each chunk gap split evenly over that chunk's tokens."""
+        if len(self.chunk_tokens) != len(self.itl_s):
+            return list(self.itl_s)  # a record without token counts: one value per chunk
+        out: list[float] = []
+        for gap, n in zip(self.itl_s, self.chunk_tokens, strict=True):
+            n = max(int(n), 1)
+            out.extend([gap / n] * n)
+        return out
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> RequestRecord:
-        known = {f for f in cls.__dataclass_fields__ if f != "itl_s"}
+        known = {f for f in cls.__dataclass_fields__ if f not in ("itl_s", "chunk_tokens")}
         return cls(**{k: v for k, v in doc.items() if k in known})
 
 
@@ -132,6 +181,24 @@ def cpu_summary(cpu_seconds: Sequence[float], wall_s: float) -> dict[str, Any]:
         "max_process_core_fraction": busiest,
         "warning": warning,
     }
+
+
+def client_late(records: Sequence[RequestRecord], ttft_p50_s: float | None) -> dict[str, Any]:
+    """Did the client send when it meant to? `send_lag_s`: sent - ready (see RequestRecord);
+    late when its p99 exceeds `bound_s` (recorded, so a reader can judge it)."""
+    lags = [lag for r in records if (lag := r.send_lag_s) is not None]
+    bound = max(LATE_FLOOR_S, LATE_TTFT_FRACTION * (ttft_p50_s or 0.0))
+    dist = distribution(lags)
+    p99 = dist["p99"]
+    late = p99 is not None and float(p99) > bound
+    warning = None
+    if late:
+        warning = (
+            f"the client cannot sustain this level: its requests went out late (send lag p99 "
+            f"{float(p99) * 1000:.1f} ms > bound {bound * 1000:.1f} ms), so TTFT and E2EL "
+            f"include client waiting; {LATE_FIX}"
+        )
+    return {"send_lag_s": dist, "bound_s": bound, "late": late, "warning": warning}
 
 
 def cost_per_million(usd_per_hour: float | None, output_tokens_per_s: float | None) -> float | None:
@@ -193,7 +260,10 @@ def summarize_level(
         r.output_tokens / r.e2e_s for r in ok if r.output_tokens is not None and r.e2e_s
     ]
     itl = [x for r in ok for x in r.itl_s]
-    queue = [r.sent_at - r.scheduled_at for r in records if r.scheduled_at is not None]
+    itl_token = [x for r in ok for x in r.itl_per_token()]
+    # Open loop: the time a request waited for a free slot after its arrival.
+    queue = [r.sent_at - r.scheduled_at for r in records if rate and r.scheduled_at is not None]
+    ttft = distribution(r.ttft_s for r in ok)
     return {
         "concurrency": concurrency,
         "rate": rate,
@@ -207,18 +277,21 @@ def summarize_level(
             "failed": len(failed),
             "failure_reasons": dict(Counter(r.error_kind or "unknown" for r in failed)),
         },
+        "error_rate": len(failed) / len(records) if records else None,
         "input_tokens": in_tokens,
         "output_tokens": out_tokens,
         "output_tokens_per_s": otps,
         "request_throughput_per_s": len(ok) / wall if wall > 0 else None,
         "per_request_output_tokens_per_s": distribution(per_request_otps),
-        "ttft_s": distribution(r.ttft_s for r in ok),
+        "ttft_s": ttft,
         "tpot_s": distribution(r.tpot_s for r in ok),
         "itl_s": distribution(itl),
+        "itl_per_token_s": distribution(itl_token),
         "e2e_s": distribution(r.e2e_s for r in ok),
         "queue_s": distribution(queue) if queue else None,
         "mean_tokens_per_chunk": out_tokens / chunks if chunks else None,
         "client_cpu": cpu_summary(list(cpu_seconds), wall),
+        "client_late": client_late(records, ttft["p50"]),
         "usd_per_million_output_tokens": cost_per_million(usd_per_hour, otps),
         "acceptance": None,
         "goodput": goodput(records, slo, wall) if slo else None,

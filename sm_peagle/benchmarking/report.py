@@ -90,6 +90,8 @@ def provenance_lines(doc: dict[str, Any]) -> list[str]:
     def where(run: dict[str, Any]) -> str:
         usd = run.get("usd_per_hour")
         price = "price unknown" if usd is None else f"${usd:.2f}/h"
+        if usd is not None and run.get("usd_per_hour_note"):
+            price += f": {run['usd_per_hour_note']}"
         return (
             f"{run.get('instance_type')} ({price}), image "
             f"{run.get('image')}, vLLM {run.get('vllm_version') or '?'}"
@@ -118,6 +120,8 @@ def provenance_lines(doc: dict[str, Any]) -> list[str]:
             f"{load.get('workers')} client process(es), max_tokens {load.get('max_tokens')}, "
             f"temperature {temp}, no retries"
         )
+    for run in runs:
+        lines.extend(runner_lines(run))
     client = doc.get("client") or (runs_of(doc)[0].get("client") if runs_of(doc) else None) or {}
     if client:
         lines.append(
@@ -127,6 +131,22 @@ def provenance_lines(doc: dict[str, Any]) -> list[str]:
         )
     lines.append(f"started {doc.get('started_at')}, ended {doc.get('ended_at')}")
     return lines
+
+
+def runner_lines(run: dict[str, Any]) -> list[str]:
+    """What the engine said it ran (peagle.bench/2 `engine_run`): model runner, rejection
+    method, lossy or not."""
+    er = run.get("engine_run")
+    if not er:
+        return []
+    lossy = er.get("lossy")
+    verdict = {True: ", LOSSY: outputs may differ from the target model's", False: ", lossless"}
+    return [
+        f"{run_config(run)}: model runner {er.get('model_runner') or 'unknown'}, rejection "
+        f"sampling {er.get('rejection_sample_method') or 'unknown'}"
+        + verdict.get(lossy, "")
+        + f" (from {er.get('from')})"
+    ]
 
 
 LEVEL_COLUMNS = [
@@ -141,7 +161,9 @@ def level_rows(doc: dict[str, Any]) -> list[list[str]]:
     for run in runs_of(doc):
         for lv in run["levels"]:
             req, t, it = lv["requests"], lv["ttft_s"], lv["itl_s"]
-            acc = (lv.get("acceptance") or {}).get("mean_acceptance_length")
+            acceptance = lv.get("acceptance") or {}
+            acc = acceptance.get("mean_acceptance_length")
+            windowed = acceptance.get("source") == "windowed" and acc is not None
             conc = str(lv["concurrency"]) + (f" @{lv['rate']:g}/s" if lv.get("rate") else "")
             rows.append(
                 [
@@ -155,7 +177,7 @@ def level_rows(doc: dict[str, Any]) -> list[list[str]]:
                     "/".join(fmt_number(it[p], "{:.2f}", 1000) for p in ("p50", "p99")),
                     fmt_number(lv["e2e_s"]["p50"], "{:.2f}"),
                     fmt_number(lv["mean_tokens_per_chunk"], "{:.2f}"),
-                    fmt_number(acc, "{:.2f}"),
+                    fmt_number(acc, "{:.2f}") + (" (windowed)" if windowed else ""),
                     fmt_number(lv["client_cpu"]["max_process_core_fraction"], "{:.0%}"),
                     fmt_number(lv["usd_per_million_output_tokens"], "{:.3f}"),
                 ]

@@ -1,5 +1,6 @@
-"""The results document, `"schema": "peagle.bench/1"` (see docs/bench-schema.md and the JSON
-Schema docs/peagle.bench-1.schema.json that the tests validate every document against).
+"""The results document, `"schema": "peagle.bench/2"` (see docs/bench-schema.md and the JSON
+Schema docs/peagle.bench-2.schema.json that the tests validate every document against).
+`peagle.bench/1` documents (docs/peagle.bench-1.schema.json) are still read.
 
 Two kinds share the schema:
 
@@ -9,8 +10,11 @@ Two kinds share the schema:
 
 `recommend --results DIR` reads the top-level ``instance_type`` and
 ``levels[].output_tokens_per_s`` of bench documents; those names must never change within
-version 1. Every document says where its numbers came from (provenance) and whether they
-are SIMULATED (the local sandbox) or MEASURED (a real endpoint).
+any version. Every document says where its numbers came from (provenance) and carries the
+product's one label of the engine that produced them (`sm_peagle.settings`): `AWS`,
+`SANDBOX (SIMULATED)` or `SANDBOX (vllm X.Y.Z, CPU, tiny model)`. Dollar figures per token
+are computed only for AWS runs; elsewhere the instance price is kept for planning and
+labelled as the price of the instance one would rent, not of this run.
 """
 
 from __future__ import annotations
@@ -32,15 +36,18 @@ __all__ = [
     "iso",
     "is_sandbox",
     "label_of",
+    "is_aws_label",
     "provenance",
     "load_document",
     "provenance_of",
     "save_document",
 ]
 
-SCHEMA = "peagle.bench/1"
+SCHEMA = "peagle.bench/2"
+READABLE = ("peagle.bench/1", SCHEMA)  # `report`, `recommend` and `tune-k` read both
 SIMULATED = "SIMULATED"
 MEASURED = "MEASURED"
+PRICE_NOTE = "price of the instance you would rent, not of this run"
 
 
 def iso(epoch: float | None) -> str | None:
@@ -56,18 +63,33 @@ def is_sandbox() -> bool:
     return bool(settings.sandbox_url())
 
 
-def label_of(simulated: bool) -> str:
-    return SIMULATED if simulated else MEASURED
+def label_of(simulated: bool, sandbox: dict[str, Any] | None = None) -> str:
+    """The product's label of what produced the numbers (settings.label_for_engine): the
+    sandbox's engine (`SANDBOX (SIMULATED)`, `SANDBOX (vllm X.Y.Z, CPU, tiny model)`), or
+    `AWS`. A run that saw the sandbox's simulated marker but has no sandbox record is
+    SANDBOX (SIMULATED): never labelled AWS."""
+    from .. import settings
+
+    if sandbox is not None:
+        return settings.label_for_engine(sandbox.get("engine"))
+    return settings.SANDBOX_SIMULATED if simulated else settings.AWS
+
+
+def is_aws_label(label: Any) -> bool:
+    from .. import settings
+
+    return label == settings.AWS or label == MEASURED  # MEASURED: peagle.bench/1's word
 
 
 def provenance(doc: dict[str, Any]) -> str:
-    """What a human header says produced a document: its label, or for the sandbox's real
-    engine `SANDBOX, vllm 0.31.0 (CPU, tiny model)` (real vLLM tokens and acceptance, not
-    AWS hardware), which the schema's SIMULATED/MEASURED label alone cannot say."""
+    """What a human header says produced a document: its label (peagle.bench/2), or for a
+    peagle.bench/1 document of the sandbox's real engine `SANDBOX, vllm 0.31.0 (CPU, tiny
+    model)`, which that version's SIMULATED/MEASURED label alone cannot say."""
     engine = str(doc.get("engine") or "")
-    if doc.get("simulated") and engine.startswith("vllm "):
+    label = str(doc.get("label"))
+    if label in (SIMULATED, MEASURED) and doc.get("simulated") and engine.startswith("vllm "):
         return f"SANDBOX, {engine}"
-    return str(doc.get("label"))
+    return label
 
 
 def engine_of(simulated: bool, sandbox: dict[str, Any] | None, version: str | None) -> str:
@@ -127,8 +149,14 @@ def bench_document(
     sandbox: dict[str, Any] | None = None,
     notes: list[str] | None = None,
 ) -> dict[str, Any]:
-    label = label_of(simulated)
+    label = label_of(simulated, sandbox)
     notes = list(notes or [])
+    provenance = dict(provenance)
+    if not is_aws_label(label):
+        # Not an AWS run: no cost per token (CPU tok/s times a GPU price means nothing).
+        for lv in levels:
+            lv["usd_per_million_output_tokens"] = None
+        provenance["usd_per_hour_note"] = PRICE_NOTE
     engine = engine_of(simulated, sandbox, provenance.get("vllm_version"))
     if simulated and engine.startswith("vllm "):  # the sandbox's real engine
         notes.insert(
@@ -145,6 +173,7 @@ def bench_document(
     return {
         "schema": SCHEMA,
         "kind": "bench",
+        "metric_definitions": METRIC_DEFINITIONS,
         "label": label,
         "simulated": simulated,
         "engine": engine,
@@ -160,11 +189,17 @@ def bench_document(
     }
 
 
+# What the latency fields mean (docs/bench-schema.md): vLLM bench serve's definitions.
+METRIC_DEFINITIONS = (
+    "vllm bench serve (vLLM 0.31.0 benchmarks/serve.py, benchmarks/lib/endpoint_request_func.py)"
+)
+
+
 def check_document(doc: Any, where: str = "document") -> dict[str, Any]:
     """Cheap structural check (the full JSON Schema is for tests and external tools)."""
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+    if not isinstance(doc, dict) or doc.get("schema") not in READABLE:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise SpecError(f"{where}: not a {SCHEMA} results document (schema: {found!r})")
+        raise SpecError(f"{where}: not a peagle.bench/1 or /2 results document (schema: {found!r})")
     if doc.get("kind") == "bench":
         if not isinstance(doc.get("levels"), list) or "instance_type" not in doc:
             raise SpecError(f"{where}: a bench document needs 'instance_type' and 'levels'")

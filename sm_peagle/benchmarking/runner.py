@@ -96,6 +96,18 @@ def _sandbox_health(url: str) -> dict[str, Any]:
     return doc if isinstance(doc, dict) and doc.get("ok") else {}
 
 
+def _containers_since(aws: Any, endpoint: str) -> float:
+    """When the endpoint's current containers may have started logging: an hour before its
+    last change (SageMaker stamps LastModifiedTime when the change completes, after the
+    containers started), never before its creation."""
+    try:
+        desc = aws.client("sagemaker").describe_endpoint(EndpointName=endpoint)
+        created = desc["CreationTime"].timestamp()
+        return max(created, desc["LastModifiedTime"].timestamp() - 3600.0)
+    except Exception:  # not readable: the start of the day's logs is a fair bound
+        return time.time() - 86400.0
+
+
 def model_of(aws: Any, endpoint: str) -> str | None:
     from ..lifecycle.spec_tags import deployed_spec
 
@@ -169,7 +181,8 @@ def bench_endpoint(
     from its log group)."""
     from ..aws import AwsContext
     from ..lifecycle.inventory import endpoint_status
-    from .acceptance import acceptance_for_levels
+    from .acceptance import acceptance_for_levels, acceptance_from_requests, max_drafted_tokens
+    from .engine_run import read_engine_run
     from .tune_k import estimate_for_level
 
     if search is not None and not slo:
@@ -195,6 +208,7 @@ def bench_endpoint(
         rt = bench_client(aws.region, endpoint, pool, component)
     started = time.time()
     levels: list[dict[str, Any]] = []
+    records_of: list[list[Any]] = []  # each level's records, for its acceptance
     simulated = is_sandbox()
 
     def measure(c: int, rate: float | None, probe: bool = False) -> dict[str, Any]:
@@ -237,7 +251,9 @@ def bench_endpoint(
             concurrency=c,
             rate=rate,
             cpu_seconds=run.cpu_seconds,
-            usd_per_hour=prov["usd_per_hour"],
+            # Dollars per token only for AWS: a sandbox's tok/s times a GPU price is no
+            # cost of anything (the price stays in the document, labelled, for planning).
+            usd_per_hour=None if simulated else prov["usd_per_hour"],
             slo=slo,
             burstiness=burstiness,
         )
@@ -249,6 +265,12 @@ def bench_endpoint(
         say(level_line(level))
         if level["client_cpu"]["warning"]:
             say(f"warning: {level['client_cpu']['warning']}")
+        if level["client_late"]["warning"]:
+            say(f"warning: c={c}: {level['client_late']['warning']}")
+        # Exact acceptance from the level's own requests when the engine reports it per
+        # request; else None, and the windowed log-line method fills it in after the run.
+        level["acceptance"] = acceptance_from_requests(run.records)
+        records_of.append(run.records)
         if run.stopped:
             raise _Stopped
         return level
@@ -270,19 +292,26 @@ def bench_endpoint(
     finally:
         if rt is not None:
             rt.close()
-    windows = [(lv["started_at"], lv["ended_at"]) for lv in levels]
-    if prov["mode"] not in (None, "baseline") and acceptance_wait_s > 0:
+    speculative = prov["mode"] not in (None, "baseline")
+    # Levels without per-request acceptance (images older than the flag) fall back to the
+    # windowed log-line method; baseline is 1.0 by definition.
+    windowed = [i for i, lv in enumerate(levels) if not speculative or lv["acceptance"] is None]
+    if windowed and speculative and acceptance_wait_s > 0:
         say(
             f"waiting up to {acceptance_wait_s:.0f}s for vLLM's SpecDecoding metrics log line "
             "covering the last level (vLLM logs one every 10 s; --acceptance-wait 0 skips "
-            "the wait)"
+            "the wait; images with vLLM >= 0.29 report acceptance per request instead)"
         )
     accept = acceptance_for_levels(
-        aws, endpoint, windows, mode=prov["mode"], k=prov["k"], wait_s=acceptance_wait_s,
-        component=component,
-    )  # fmt: skip
-    for level, acc in zip(levels, accept, strict=True):
-        level["acceptance"] = acc
+        aws, endpoint, [(levels[i]["started_at"], levels[i]["ended_at"]) for i in windowed],
+        mode=prov["mode"], k=prov["k"], wait_s=acceptance_wait_s, component=component,
+        own_max_drafted=[max_drafted_tokens(records_of[i], prov["k"]) for i in windowed],
+    ) if windowed else []  # fmt: skip
+    for i, acc in zip(windowed, accept, strict=True):
+        levels[i]["acceptance"] = acc
+        if acc.get("warning"):
+            say(f"warning: c={levels[i]['concurrency']}: {acc['warning']}")
+    for level in levels:
         # The flat step-cost model fits P-EAGLE (one drafting pass); EAGLE-3 drafts position
         # by position, so its estimate needs a --position-cost (`peagle tune-k`).
         p_eagle = prov["mode"] == "p-eagle"
@@ -303,8 +332,13 @@ def bench_endpoint(
         "retries": 0,
         "slo_s": dict(slo) if slo else None,
     }
+    engine_run = read_engine_run(
+        aws, endpoint, since=_containers_since(aws, endpoint),
+        speculative_config=prov["speculative_config"], vllm_version=prov["vllm_version"],
+        component=component,
+    )  # fmt: skip
     doc = bench_document(
-        provenance=prov,
+        provenance={**prov, "engine_run": engine_run},
         dataset=ds.describe(),
         load=load,
         levels=levels,

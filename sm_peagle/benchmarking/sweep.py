@@ -157,6 +157,20 @@ def k_schedules(recommendation: dict[str, list[dict[str, Any]]]) -> dict[str, An
     return out
 
 
+def _label(runs: list[dict[str, Any]], simulated: bool) -> str:
+    """The runs' one label (peagle.bench/2); for peagle.bench/1 runs, the label of their
+    one engine; else what the sweep ran against."""
+    from .. import settings
+
+    labels = {str(r.get("label")) for r in runs if r.get("schema") == SCHEMA}
+    if len(labels) == 1 and len(runs) == len([r for r in runs if r.get("schema") == SCHEMA]):
+        return labels.pop()
+    engines = {str(r.get("engine") or "") for r in runs}
+    if simulated and len(engines) == 1:
+        return settings.label_for_engine(engines.pop())
+    return label_of(simulated)
+
+
 def combine_runs(
     runs: list[dict[str, Any]], *, extra: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -170,7 +184,7 @@ def combine_runs(
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         "kind": "sweep",
-        "label": label_of(simulated),
+        "label": _label(runs, simulated),
         "simulated": simulated,
         "model": extra.pop("model", first.get("model")),
         "instance_type": extra.pop("instance_type", first.get("instance_type")),

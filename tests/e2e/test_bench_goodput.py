@@ -155,7 +155,8 @@ def test_humaneval_offline_sweep_with_search_html_and_tune_k(sandbox):
     table = {row["configuration"]: row for row in doc["max_concurrency"]}
     assert set(table) == {"p-eagle K=3", "p-eagle K=5"}
     for row in table.values():
-        assert row["max_concurrency"] == 4 and row["usd_per_million_output_tokens"] > 0
+        # A sandbox run has no cost per token: its tok/s are not the instance's.
+        assert row["max_concurrency"] == 4 and row["usd_per_million_output_tokens"] is None
     for run in doc["runs"]:
         for lv in run["levels"]:
             est = lv["k_estimate"]

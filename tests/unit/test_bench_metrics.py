@@ -9,7 +9,7 @@ import pytest
 
 from sm_peagle.benchmarking.acceptance import acceptance_for_levels, combine
 from sm_peagle.benchmarking.datasets import DatasetError, builtin, content_hash, load_dataset
-from sm_peagle.benchmarking.load import LoadSpec, record_from_completion, run_level
+from sm_peagle.benchmarking.load import LoadSpec, chunk_timing, record_from_completion, run_level
 from sm_peagle.benchmarking.metrics import (
     RequestRecord,
     cost_per_million,
@@ -29,8 +29,8 @@ from tests.stream_fixtures import (
 )
 
 
-def completion_at(times: list[float], pieces=PIECES, sent_at: float = 0.0):
-    """Parse the realistic vLLM stream with each event arriving at the given time:
+def stream_at(times: list[float], pieces=PIECES) -> list:
+    """The realistic vLLM stream's chunks with each event arriving at the given time:
     times[0] for the role-only chunk, then one per content piece, then the usage chunk."""
     parser = StreamParser()
     chunks = []
@@ -38,7 +38,11 @@ def completion_at(times: list[float], pieces=PIECES, sent_at: float = 0.0):
         chunks += parser.feed(
             sse_bytes([event], keepalive_after=None)[: -len(b"data: [DONE]\n\n")], t
         )
-    return collect(chunks, sent_at)
+    return chunks
+
+
+def completion_at(times: list[float], pieces=PIECES, sent_at: float = 0.0):
+    return collect(stream_at(times, pieces), sent_at)
 
 
 def rec(i: int, sent: float, end: float, tokens: int | None = 10, **kw) -> RequestRecord:
@@ -63,19 +67,27 @@ def test_role_only_first_chunk_is_not_the_first_token():
     assert r.ended_at == pytest.approx(100.51)
 
 
-def test_multi_token_chunks_itl_divides_by_tokens_and_tpot_counts_tokens():
+def test_multi_token_chunks_itl_is_per_chunk_and_per_token_itl_has_its_own_name():
     pieces = [("a", 1), ("bcd", 3), ("ef", 2)]
-    c = completion_at([0.0, 0.2, 0.26, 0.30, 0.31], pieces)
-    r = record_from_completion(c, index=0, sent_at=0.0)
+    times = [0.0, 0.2, 0.26, 0.30, 0.31]
+    chunks = stream_at(times, pieces)
+    r = record_from_completion(
+        collect(chunks, 0.0), index=0, sent_at=0.0, chunks=chunk_timing(chunks, 0.0)
+    )
     assert r.output_tokens == 6 and r.content_chunks == 3
-    # 0.06 s for the 3-token chunk -> 3 gaps of 0.02; 0.04 s for 2 tokens -> 2 of 0.02.
-    assert list(r.itl_s) == pytest.approx([0.02] * 5)
-    # TPOT = (last content - first content) / (tokens after the first chunk) = 0.1 / 5
+    # vLLM bench serve's ITL: one gap per chunk after the first token's (0.06, 0.04).
+    assert list(r.itl_s) == pytest.approx([0.06, 0.04])
+    # peagle's per-token ITL: 0.06 s over 3 tokens, 0.04 s over 2 -> five gaps of 0.02.
+    assert r.itl_per_token() == pytest.approx([0.02] * 5)
+    # TPOT = (E2EL - TTFT) / (output tokens - 1) = (0.30 - 0.20) / 5
+    assert r.ttft_s == pytest.approx(0.2) and r.e2e_s == pytest.approx(0.30)
     assert r.tpot_s == pytest.approx(0.02)
     # Counting chunks as tokens would report 3 tokens; usage says 6.
     level = summarize_level([r], concurrency=1)
     assert level["mean_tokens_per_chunk"] == 2.0
-    assert level["itl_s"]["n"] == 5 and level["itl_s"]["p50"] == pytest.approx(0.02)
+    assert level["itl_s"]["n"] == 2 and level["itl_s"]["mean"] == pytest.approx(0.05)
+    assert level["itl_per_token_s"]["n"] == 5
+    assert level["itl_per_token_s"]["p50"] == pytest.approx(0.02)
 
 
 def test_a_stream_without_usage_is_a_failure_not_a_guess():

@@ -199,8 +199,12 @@ def test_a_level_document_in_full() -> None:
         "input_tokens", "output_tokens", "output_tokens_per_s", "request_throughput_per_s",
         "per_request_output_tokens_per_s", "ttft_s", "tpot_s", "itl_s", "e2e_s", "queue_s",
         "mean_tokens_per_chunk", "client_cpu", "usd_per_million_output_tokens", "acceptance",
-        "goodput", "burstiness", "saturation", "records",
+        "goodput", "burstiness", "saturation", "records", "error_rate", "itl_per_token_s",
+        "client_late",
     }  # fmt: skip
+    assert level["error_rate"] == pytest.approx(1 / 3)  # one of three requests failed
+    # Sent 0.0, 0.0 and 0.1 s before their arrivals: on time, so no warning.
+    assert level["client_late"]["late"] is False and level["client_late"]["warning"] is None
     assert (level["concurrency"], level["rate"], level["load"]) == (4, 2.0, "open")
     # Unknown token counts count as 0, not 1.
     assert (level["input_tokens"], level["output_tokens"]) == (7, 7)

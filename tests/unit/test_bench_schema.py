@@ -1,6 +1,6 @@
-"""Results documents validate against docs/peagle.bench-1.schema.json, `peagle report`
-reproduces them from disk, every rendering states its provenance, and `recommend` reads
-the fields it relies on."""
+"""Results documents validate against docs/peagle.bench-2.schema.json, `peagle report`
+reproduces them from disk (peagle.bench/1 files too), every rendering states its
+provenance and label, and `recommend` reads the fields it relies on."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from sm_peagle.benchmarking.results import SCHEMA, bench_document
 from sm_peagle.benchmarking.sweep import combine_runs, comparison, recommend_k
 from sm_peagle.cli.app import main
 
-SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-1.schema.json"
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-2.schema.json"
+SCHEMA_V1 = SCHEMA_FILE.with_name("peagle.bench-1.schema.json")
 IMAGE = (
     "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.18.0-gpu-py312-cu129-ubuntu22.04-sagemaker"
 )
@@ -40,7 +41,11 @@ def level(c: int, tokens_per_s: float) -> dict:
         for i in range(c)
     ]  # fmt: skip
     lv = summarize_level(records, concurrency=c, cpu_seconds=[0.1], usd_per_hour=4.2)
-    lv["acceptance"] = {"status": "by definition", "mean_acceptance_length": 1.0}
+    lv["acceptance"] = {
+        "status": "by definition",
+        "mean_acceptance_length": 1.0,
+        "source": "by definition",
+    }
     return lv
 
 
@@ -78,20 +83,70 @@ def report_json(path: Path, capsys) -> dict:
 def test_bench_document_validates_and_round_trips(validator, tmp_path, capsys):
     doc = bench_doc("p-eagle", 3, {1: 110, 8: 904})
     validator.validate(doc)
-    assert doc["schema"] == SCHEMA and doc["label"] == "SIMULATED" and doc["simulated"]
+    assert SCHEMA == "peagle.bench/2"
+    assert doc["schema"] == SCHEMA and doc["label"] == "SANDBOX (SIMULATED)" and doc["simulated"]
     assert doc["notes"][0].startswith("SIMULATED")
     path = tmp_path / "r.json"
     path.write_text(json.dumps(doc))
     assert report_json(path, capsys) == doc
 
 
-def test_measured_documents_are_labelled_measured(validator):
+def test_aws_documents_are_labelled_aws_and_keep_their_dollar_figures(validator):
     doc = bench_doc("baseline", None, {1: 50}, simulated=False)
     validator.validate(doc)
-    assert doc["label"] == "MEASURED" and doc["notes"] == []
-    doc["label"] = "SIMULATED"  # a mislabelled document does not validate
+    assert doc["label"] == "AWS" and doc["notes"] == []
+    # $4.20/h at 50 tok/s: 4.2 / (50 * 3600) * 1e6 dollars per million output tokens.
+    assert doc["levels"][0]["usd_per_million_output_tokens"] == pytest.approx(23.3333, 1e-4)
+    assert "usd_per_hour_note" not in doc
+    doc["label"] = "MEASURED"  # peagle.bench/1's word is not a peagle.bench/2 label
     with pytest.raises(Exception, match="MEASURED"):
         validator.validate(doc)
+
+
+def test_sandbox_documents_carry_no_cost_per_token_and_say_whose_price_it_is(validator):
+    doc = bench_doc("p-eagle", 3, {1: 110, 8: 904})
+    validator.validate(doc)
+    # CPU (or made-up) tok/s times a GPU price is no cost of anything: none is computed.
+    assert [lv["usd_per_million_output_tokens"] for lv in doc["levels"]] == [None, None]
+    assert doc["usd_per_hour"] == 4.2
+    assert doc["usd_per_hour_note"] == "price of the instance you would rent, not of this run"
+
+
+def test_the_real_engine_sandbox_is_labelled_with_its_vllm_version(validator):
+    spec = {"method": "eagle3", "num_speculative_tokens": 3}
+    doc = bench_document(
+        provenance={
+            "model": "tiny-llama", "endpoint": "ep", "instance_type": "ml.g7e.2xlarge",
+            "instance_count": 1, "usd_per_hour": 4.2, "image": IMAGE, "vllm_version": "0.31.0",
+            "mode": "p-eagle", "k": 3, "speculative_config": spec,
+        },
+        dataset=builtin().describe(),
+        load={"kind": "closed", "concurrency": [1], "rates": [], "requests": 8,
+              "duration_s": None, "warmup": 0, "workers": 1, "max_tokens": 64,
+              "temperature": None, "retries": 0},
+        levels=[level(1, 100)], started_at=1000.0, ended_at=1010.0, simulated=True,
+        sandbox={"url": "http://127.0.0.1:1", "engine": "vllm 0.31.0 (CPU, tiny model)"},
+    )  # fmt: skip
+    validator.validate(doc)
+    assert doc["label"] == "SANDBOX (vllm 0.31.0, CPU, tiny model)"
+    assert doc["levels"][0]["usd_per_million_output_tokens"] is None
+
+
+def test_peagle_bench_1_files_are_still_read(tmp_path, capsys):
+    jsonschema = pytest.importorskip("jsonschema")
+    v1 = jsonschema.Draft202012Validator(json.loads(SCHEMA_V1.read_text()))
+    doc = bench_doc("p-eagle", 3, {1: 110})
+    # The same run as peagle.bench/1 wrote it: its label words, no bench/2 fields.
+    old = {k: v for k, v in doc.items() if k not in ("metric_definitions", "usd_per_hour_note")}
+    old.update(schema="peagle.bench/1", label="SIMULATED")
+    old["levels"] = [
+        {k: v for k, v in lv.items() if k not in ("error_rate", "itl_per_token_s", "client_late")}
+        for lv in doc["levels"]
+    ]
+    v1.validate(old)
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    assert report_json(path, capsys)["levels"][0]["output_tokens_per_s"] == 110
 
 
 def test_sweep_document_round_trips_and_recomputes_derived_parts(validator, tmp_path, capsys):
@@ -143,7 +198,8 @@ def test_renderings_state_provenance_and_simulated(tmp_path, capsys):
     ):
         assert fact in text, fact  # fmt: skip
     rows = csv_file.read_text().splitlines()
-    assert len(rows) == 1 + 4 * 2 and all(r.startswith("SIMULATED,") for r in rows[1:])
+    assert len(rows) == 1 + 4 * 2
+    assert all(r.startswith("SANDBOX (SIMULATED),") for r in rows[1:])
     out = capsys.readouterr().out
     assert "SIMULATED" in out and "P-EAGLE" in out and "recommended p-eagle" in out
 
@@ -156,7 +212,7 @@ def test_report_rejects_other_files_in_one_line(tmp_path, capsys):
     # Bad input always names a fix (README, "Output and exit codes"): the command's help
     # when the error itself brings none.
     assert err == [
-        f"error: {bad}: not a peagle.bench/1 results document (schema: 'something/9') "
+        f"error: {bad}: not a peagle.bench/1 or /2 results document (schema: 'something/9') "
         "(fix: see `peagle report --help`)"
     ]
 

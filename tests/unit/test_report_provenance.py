@@ -1,8 +1,10 @@
 """Reports say which engine produced the numbers, and read a greedy run as greedy.
 
-A sandbox run on the real vLLM engine carries `label: SIMULATED` (the schema's word for
-"not AWS hardware") and `engine: vllm 0.31.0 (CPU, tiny model)`; its headers must name
-that engine, and must not claim the tokens were made up.
+A sandbox run on the real vLLM engine carried `label: SIMULATED` in peagle.bench/1 (that
+schema's word for "not AWS hardware") and `engine: vllm 0.31.0 (CPU, tiny model)`; a
+report of such runs (written as peagle.bench/2) carries the product's label of that engine,
+`SANDBOX (vllm 0.31.0, CPU, tiny model)`, names the engine and never claims the tokens
+were made up.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ def run(engine: str, notes: list[str], temperature: float | None) -> dict:
 def test_a_real_engine_sweep_names_its_engine_not_simulated_tokens() -> None:
     doc = combine_runs([run(REAL, [NOTE], 0.0)])
     assert doc["engine"] == REAL
-    assert provenance(doc) == f"SANDBOX, {REAL}"
+    assert provenance(doc) == doc["label"] == "SANDBOX (vllm 0.31.0, CPU, tiny model)"
+    assert provenance(run(REAL, [NOTE], 0.0)) == f"SANDBOX, {REAL}"  # one bench/1 run
     lines = provenance_lines(doc)
     assert NOTE in lines
     assert not any("made up" in line for line in lines)
@@ -36,7 +39,7 @@ def test_a_real_engine_sweep_names_its_engine_not_simulated_tokens() -> None:
 
 def test_the_simulated_engine_is_still_called_simulated() -> None:
     doc = combine_runs([run("SIMULATED", [], None)])
-    assert provenance(doc) == "SIMULATED"
+    assert provenance(doc) == doc["label"] == "SANDBOX (SIMULATED)"
     assert any(line.startswith("SIMULATED: tokens and timings made up") for line in
                provenance_lines(doc))  # fmt: skip
 

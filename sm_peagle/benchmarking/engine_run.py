@@ -1,0 +1,144 @@
+"""What the engine says it ran, from its own start-up log: the model runner and the
+speculative sampling methods, and whether that configuration is lossy.
+
+A comparison across modes can only be trusted when both sides ran the same way: vLLM's
+Model Runner V2 does not support P-EAGLE, so EAGLE-3 and P-EAGLE can end up on different
+runners, and a lossy rejection method (`rejection_sample_method: "fly"`, vLLM 0.33) changes
+outputs. Read from vLLM 0.31.0's start-up lines (seen on the sandbox's real engine):
+
+- `Model Runner V2 requires Triton; using the V1 model runner instead.` -> V1, and
+  `Using V2 Model Runner` -> V2 (`v1/worker/*_worker.py`); failing both, a line logged from
+  `gpu_model_runner.py` or `cpu_model_runner.py` (the V1 runners' modules) -> V1;
+- `non-default args: {...}` (`entrypoints/utils.py`): the speculative config as the engine
+  received it; a `rejection_sample_method` or `draft_sample_method` it does not set is
+  vLLM's default (`config/speculative.py`: "standard" and "greedy").
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["DEFAULTS", "engine_run_from_lines", "read_engine_run"]
+
+# vLLM's defaults (config/speculative.py, 0.31.0) for the keys the log may not show.
+DEFAULTS = {"rejection_sample_method": "standard", "draft_sample_method": "greedy"}
+_V2 = re.compile(r"Using V2 Model Runner")
+_V1_FALLBACK = re.compile(r"using the V1 model runner instead")
+_V1_MODULE = re.compile(r"\[(?:gpu|cpu)_model_runner\.py:\d+\]")
+_ARGS = re.compile(r"non-default args: (\{.*\})\s*$")
+_PER_REQUEST = re.compile(r"per_request_spec_decode_metrics='(\w+)'")
+MAX_EVENTS = 5000  # the start-up lines come first; never page through a long-lived log
+
+
+def _runner(messages: list[str]) -> tuple[str | None, str | None]:
+    for pattern, runner in ((_V2, "V2"), (_V1_FALLBACK, "V1"), (_V1_MODULE, "V1")):
+        for m in messages:
+            if pattern.search(m):
+                return runner, m.strip()[-300:]
+    return None, None
+
+
+def _engine_spec(messages: list[str]) -> dict[str, Any] | None:
+    """The speculative config in the last `non-default args` line (the latest start)."""
+    for m in reversed(messages):
+        found = _ARGS.search(m)
+        if not found:
+            continue
+        try:
+            args = ast.literal_eval(found.group(1))  # a Python dict repr, never code
+        except (ValueError, SyntaxError):
+            continue
+        spec = args.get("speculative_config") if isinstance(args, dict) else None
+        return spec if isinstance(spec, dict) else {}
+    return None
+
+
+def _lossy(method: str | None, version: str | None) -> tuple[bool | None, str | None]:
+    """The facts' per-version lossy rule (sm_peagle.vllm.versions.lossy_reason) when this
+    peagle has it, else unknown: the method alone is recorded."""
+    from ..vllm import versions
+
+    rule = getattr(versions, "lossy_reason", None)
+    if rule is None or method is None or version is None:
+        return None, None
+    try:
+        why = rule({"rejection_sample_method": method}, version)
+    except Exception:  # a rule that cannot judge this version: unknown, not a crash
+        return None, None
+    return (True, str(why)) if why else (False, None)
+
+
+def engine_run_from_lines(
+    messages: Iterable[str],
+    *,
+    speculative_config: dict[str, Any] | None = None,
+    vllm_version: str | None = None,
+    where: str = "the engine's log",
+) -> dict[str, Any]:
+    """The `engine_run` provenance from the engine's log messages. `speculative_config`
+    (what the endpoint was deployed with) fills in only when the log shows none."""
+    lines = [str(m) for m in messages]
+    runner, evidence = _runner(lines)
+    from_log = _engine_spec(lines)
+    out: dict[str, Any] = {
+        "model_runner": runner,
+        "model_runner_line": evidence,
+        "from": where,
+    }
+    spec = from_log if from_log is not None else speculative_config
+    for key, default in DEFAULTS.items():
+        if spec is None:
+            out[key], out[f"{key}_from"] = None, "unknown: no speculative config in the log"
+        elif key in spec:
+            out[key] = spec[key]
+            out[f"{key}_from"] = "engine log" if from_log is not None else "deployed config"
+        else:
+            out[key], out[f"{key}_from"] = default, "vLLM default (not set)"
+    per_request = [m.group(1) for line in lines if (m := _PER_REQUEST.search(line))]
+    out["per_request_spec_decode_metrics"] = per_request[-1] if per_request else None
+    lossy, why = _lossy(out["rejection_sample_method"], vllm_version)
+    out["lossy"] = lossy
+    if why:
+        out["lossy_reason"] = why
+    return out
+
+
+def read_engine_run(
+    aws: Any,
+    endpoint: str,
+    *,
+    since: float,
+    speculative_config: dict[str, Any] | None,
+    vllm_version: str | None,
+    component: str | None = None,
+) -> dict[str, Any]:
+    """`engine_run_from_lines` over the endpoint's log from `since` (epoch seconds: when
+    its current containers started); a log that cannot be read gives the reason."""
+    from ..lifecycle.endpoint_logs import log_group
+
+    group = log_group(endpoint, component)
+    messages: list[str] = []
+    try:
+        pages = (
+            aws.client("logs")
+            .get_paginator("filter_log_events")
+            .paginate(logGroupName=group, startTime=int(since * 1000))
+        )
+        for page in pages:
+            messages += [e.get("message", "") for e in page.get("events", [])]
+            if len(messages) >= MAX_EVENTS:
+                break
+    except Exception as e:  # no logs permission, no group: the run still has its numbers
+        return {
+            "model_runner": None,
+            "rejection_sample_method": None,
+            "lossy": None,
+            "from": f"unavailable: cannot read {group}: {type(e).__name__}",
+        }
+    return engine_run_from_lines(
+        messages, speculative_config=speculative_config, vllm_version=vllm_version,
+        where=f"the engine's log ({group})",
+    )  # fmt: skip
