@@ -329,6 +329,7 @@ def _dlc_check(
     ecr: tuple[dict[str, str] | None, str | None], github: tuple[dict[str, str] | None, str | None]
 ) -> DoctorCheck:
     known = known_images()
+    # `tried`: why each source did not answer (None: it answered).
     extra: dict[str, Any] = {"known_tags": known, "tried": {"ecr": ecr[1], "github": github[1]}}
     # ECR is what the registry holds for this region; GitHub's files are what AWS documents.
     if ecr[0] is not None:
@@ -346,8 +347,8 @@ def _dlc_check(
     }
     shown = _describe(found)
     if newer:
-        detail = f"published since peagle's image list: {_describe(newer)} (peagle plans refuse "
-        detail += "an unlisted tag; pass --image and --vllm-version to use it)"
+        detail = f"published since peagle's image list: {_describe(newer)} (plan takes them "
+        detail += "only as --image, with a warning: their entrypoint rules are not known)"
         return DoctorCheck("dlc_image", NEWER, _describe(known), shown, source, detail, extra)
     return DoctorCheck(
         "dlc_image", OK, _describe(known), shown, source, "peagle's list has the newest", extra
