@@ -1108,6 +1108,73 @@ def dynamic_k_facts(corpus: Corpus, spec_fields: list[str]) -> dict:
     return out
 
 
+# --------------------------------------------------------------------------- per-request metrics
+
+PER_REQUEST_FIELD = "per_request_spec_decode_metrics"
+
+
+def guarded_raises(src: Src, name: str) -> list[dict]:
+    """Raises in `src` under an `if` whose test uses the identifier `name`."""
+    out = []
+    for r in in_order([n for n in ast.walk(src.tree) if isinstance(n, ast.Raise)]):
+        guard = src.enclosing(r, (ast.If,))
+        if guard is None or name not in names_in(guard.test):
+            continue
+        out.append(
+            {
+                "path": src.path,
+                "function": src.qualname(r),
+                "line": r.lineno,
+                "condition": src.seg(guard.test),
+                "exception": raise_type(r),
+                "message": message_of(src, r.exc) if r.exc is not None else None,
+            }
+        )
+    return out
+
+
+def per_request_metrics_facts(corpus: Corpus) -> dict:
+    """`--per-request-spec-decode-metrics` (`vllm/config/observability.py`): the field,
+    its values and default, and the raises that guard it (`config/vllm.py` refuses it
+    without a speculative config)."""
+    field = None
+    srcs = corpus.grep(PER_REQUEST_FIELD)
+    for src in srcs:
+        for cls in [n for n in ast.walk(src.tree) if isinstance(n, ast.ClassDef)]:
+            for stmt in cls.body:
+                if (
+                    isinstance(stmt, ast.AnnAssign)
+                    and isinstance(stmt.target, ast.Name)
+                    and stmt.target.id == PER_REQUEST_FIELD
+                ):
+                    field = {
+                        "path": src.path,
+                        "class": cls.name,
+                        "line": stmt.lineno,
+                        "annotation": src.seg(stmt.annotation),
+                        "values": [
+                            v
+                            for n in ast.walk(stmt.annotation)
+                            if isinstance(n, ast.Subscript)
+                            for v in literal_values(src, n)
+                        ],
+                        "default": str_const(stmt.value) if stmt.value is not None else None,
+                    }
+                    break
+            if field:
+                break
+        if field:
+            break
+    if field is None:
+        return {"found": False}
+    return {
+        "found": True,
+        **field,
+        "cli_flag": "--" + PER_REQUEST_FIELD.replace("_", "-"),
+        "raises": [e for src in srcs for e in guarded_raises(src, PER_REQUEST_FIELD)],
+    }
+
+
 # --------------------------------------------------------------------------- per version
 
 
@@ -1143,6 +1210,7 @@ def facts_for_sources(sources: dict[str, str]) -> dict:
         "multimodal_parallel_drafting": multimodal,
         "dynamic_k": dynamic_k_facts(corpus, fields),
         "parallel_drafting_disallowed_with": disallowed,
+        "per_request_spec_decode_metrics": per_request_metrics_facts(corpus),
     }
 
 
@@ -1191,6 +1259,10 @@ def summarize(facts: dict[str, dict], versions: list[str]) -> dict:
         ),
         "peagle_maps_mask_token_id_to_pard_token": runs(
             lambda f: f["speculators_model_types"]["peagle_maps_mask_token_id_to_pard_token"]
+        ),
+        # null before the field exists, then its values
+        "per_request_spec_decode_metrics": runs(
+            lambda f: f["per_request_spec_decode_metrics"].get("values")
         ),
     }
 

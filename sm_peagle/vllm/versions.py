@@ -42,6 +42,8 @@ __all__ = [
     "not_checked",
     "parallel_drafting_forbidden",
     "parse_image_tag",
+    "per_request_metrics_min",
+    "per_request_metrics_values",
     "resolve_head_architecture",
     "speculative_architectures",
     "speculative_config_fields",
@@ -233,6 +235,21 @@ def dynamic_k_supported(version: VllmVersion) -> bool:
 def parallel_drafting_forbidden(version: VllmVersion) -> tuple[str, ...]:
     """Speculative-config keys that must stay unset with parallel drafting."""
     return tuple(vf.run_value("parallel_drafting_disallowed_with", facts_version(version)))
+
+
+def per_request_metrics_values(version: VllmVersion) -> tuple[str, ...]:
+    """The values `--per-request-spec-decode-metrics` takes in `version`
+    (`vllm/config/observability.py`, `per_request_spec_decode_metrics`), in source order;
+    empty where the flag does not exist (`vllm serve` would refuse it)."""
+    detail = vf.by_version(facts_version(version)).get("per_request_spec_decode_metrics", {})
+    return tuple(detail.get("values") or ())
+
+
+def per_request_metrics_min() -> VllmVersion | None:
+    """The oldest covered vLLM with `--per-request-spec-decode-metrics`, as a
+    `VllmVersion` (compare it with a version or a string; `str()` gives "0.29.0"); None
+    if no covered version has it. Read from the data, not written here."""
+    return first_version(lambda v: bool(per_request_metrics_values(v)))
 
 
 def speculators_types(version: VllmVersion) -> frozenset[str]:
