@@ -200,7 +200,10 @@ class DoctorReport:
     label: str
 
     def __getitem__(self, name: str) -> DoctorCheck:
-        return next(c for c in self.checks if c.name == name)
+        for check in self.checks:
+            if check.name == name:
+                return check
+        raise KeyError(name)
 
     @property
     def newer(self) -> list[DoctorCheck]:
@@ -223,7 +226,10 @@ class DoctorReport:
             return "failed: " + "; ".join(f"{c.title}: {c.detail}" for c in self.failed)
         if self.newer:
             return "newer: " + "; ".join(f"{c.title} {c.found}" for c in self.newer)
-        return "current: nothing newer found"
+        unasked = [c.title for c in self.checks if c.status == NOT_CHECKED]
+        return "current: nothing newer found" + (
+            f" (not checked: {', '.join(unasked)})" if unasked else ""
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -76,6 +76,10 @@ class Stub:
                 self.end_headers()
                 self.wfile.write(body)
 
+            def do_POST(self) -> None:  # noqa: N802 - AWS's query protocol posts
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.do_GET()
+
             def log_message(self, *args: Any) -> None:
                 pass
 
@@ -364,4 +368,53 @@ def test_under_the_sandbox_the_account_and_region_are_the_sandboxs_labelled(
     assert doc["checks"]["sandbox_engine"]["running"] == "SIMULATED"
     # AWS's registry is not asked through the sandbox.
     assert "the sandbox is not AWS's registry" in doc["checks"]["dlc_image"]["tried"]["ecr"]
+    assert code == 0
+
+
+def test_rejected_credentials_fail_the_check_with_the_fix_exit_1(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, stubs: dict[str, Any]
+) -> None:
+    """STS answers ExpiredToken (a local stand-in speaking STS's error format)."""
+    sts = Stub({"/": (403, STS_EXPIRED)})
+    try:
+        for name, value in {
+            "AWS_ACCESS_KEY_ID": "AKIAEXPIRED",
+            "AWS_SECRET_ACCESS_KEY": "expired",
+            "AWS_DEFAULT_REGION": "eu-west-1",
+            "AWS_ENDPOINT_URL_STS": sts.url,
+            "AWS_ENDPOINT_URL_ECR": sts.url,  # never AWS's ECR with these keys
+        }.items():
+            monkeypatch.setenv(name, value)
+        code, doc = doctor_json(capsys)
+    finally:
+        sts.close()
+    row = doc["checks"]["credentials"]
+    assert row["status"] == "failed"
+    assert "ExpiredToken" in row["detail"] and "(fix: refresh your AWS credentials" in row["detail"]
+    assert code == doc["exit_code"] == 1
+    assert doc["summary"].startswith("failed: credentials: ")
+
+
+STS_EXPIRED = (
+    b'<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error>'
+    b"<Type>Sender</Type><Code>ExpiredToken</Code>"
+    b"<Message>The security token included in the request is expired</Message>"
+    b"</Error><RequestId>r-1</RequestId></ErrorResponse>"
+)
+
+
+def test_a_source_that_never_answers_is_not_checked_after_the_timeout(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, offline_env: dict
+) -> None:
+    """A server that takes the connection and never answers (the kernel accepts it into
+    the backlog; nobody reads)."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        monkeypatch.setenv("PEAGLE_PYPI_URL", f"http://127.0.0.1:{port}")
+        code, doc = doctor_json(capsys, "--timeout", "0.3")
+    row = doc["checks"]["vllm"]
+    assert row["status"] == "not checked"
+    assert row["detail"] == f"127.0.0.1:{port} did not answer within 0.3 s"
     assert code == 0
