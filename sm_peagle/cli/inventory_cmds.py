@@ -17,8 +17,9 @@ LogsComponentOpt = component_option(
     "/aws/sagemaker/InferenceComponents/<name>); the short name is enough."
 )
 LogsJsonOpt = json_option(
-    "Print one JSON document (a list of events); with --follow, one JSON "
-    "object per line (JSON Lines), so the stream can be piped."
+    "Print one JSON document (a list of events, each with its label: AWS or the "
+    "sandbox); with --follow, one JSON object per line (JSON Lines), so the stream can "
+    "be piped."
 )
 
 
@@ -32,10 +33,12 @@ def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = 
 
 
 def render_status(name: str, st: Any) -> None:
-    """The endpoint as a field/value table, then its inference components (if any), then
+    """The endpoint as a field/value table (its first row, `source`, says where it was
+    read: AWS or the sandbox and its engine), then its inference components (if any), then
     any operation on it that did not finish, with the commands that undo or finish it."""
     if st.get("problem"):
-        console().print(table(name, ["field", "value"], [["status", st["status"]]]))
+        rows = [["source", current().label], ["status", st["status"]]]
+        console().print(table(name, ["field", "value"], rows))
         note(f"{name} is broken: {st['problem']}; `{st['fix'].split(' (', 1)[0]}` removes it")
     else:
         _render_healthy(name, st)
@@ -53,6 +56,7 @@ def render_status(name: str, st: Any) -> None:
 def _render_healthy(name: str, st: Any) -> None:
     price = f"${st['usd_per_hour']:.2f}/h" if st["usd_per_hour"] is not None else "unknown"
     rows = [
+        ["source", current().label],
         ["status", st["status"]],
         [
             "instances",
@@ -123,9 +127,14 @@ def ls_command(
 
 
 def _render_ls(rows: list[dict], all_: bool) -> None:
+    """A table titled with where the endpoints were listed ([AWS], [SANDBOX (…)])."""
+    label = f"[{current().label}]"
     if not rows:
-        typer.echo("no peagle endpoints" + ("" if all_ else " (--all shows every endpoint)"))
+        more = "" if all_ else " (--all shows every endpoint)"
+        typer.echo(f"{label} no peagle endpoints{more}")
         return
+
+    from rich.markup import escape
 
     from ..ops.endpoints import component_short_name
 
@@ -135,7 +144,7 @@ def _render_ls(rows: list[dict], all_: bool) -> None:
 
     console().print(
         table(
-            None,
+            escape(label),
             ["endpoint", "status", "created", "peagle", "components"],
             [
                 [
@@ -162,7 +171,8 @@ def logs_command(
     json_out: LogsJsonOpt = False,
 ) -> None:
     """Stream the endpoint's (or an inference component's) CloudWatch logs; SpecDecoding
-    metrics lines are highlighted."""
+    metrics lines are highlighted. Each line starts with where it came from:
+    [AWS], [SANDBOX (SIMULATED)] or [SANDBOX (vllm X.Y.Z, CPU, tiny model)]."""
     from ..ops.endpoints import logs
     from .context import hello
 
@@ -177,15 +187,20 @@ def logs_command(
         _cli=True,
     )
     ic = stream.component
-    empty = f"no log lines for {name}{f' component {ic}' if ic else ''} in the last {since}"
-    if follow:  # --json: JSON Lines, one event per line as it arrives
+    empty = (
+        f"[{stream.label}] no log lines for {name}{f' component {ic}' if ic else ''} "
+        f"in the last {since}"
+    )
+    # --json: each event carries its "label"; with --follow, JSON Lines, one per event.
+    if follow:
         current().stream(stream, render=lambda events: _render_events(events, empty))
     else:
         current().result(stream, render=lambda events: _render_events(events, empty))
 
 
 def _render_events(events: Any, empty: str) -> None:
-    """Each event as `HH:MM:SS message`, SpecDecoding lines highlighted; a note if none."""
+    """Each event as `[LABEL] HH:MM:SS message` (the message as stored), SpecDecoding
+    lines highlighted; a note (labelled too) if none."""
     from datetime import UTC, datetime
 
     from rich.markup import escape  # vLLM lines hold [file.py:123] tags, not markup
@@ -197,7 +212,7 @@ def _render_events(events: Any, empty: str) -> None:
         ts = datetime.fromtimestamp(e.timestamp / 1000, UTC).strftime("%H:%M:%S")
         style = "[bold magenta]{}[/]" if e.spec_decoding else "{}"
         out.print(
-            f"[dim]{ts}[/] " + style.format(escape(e.message)),
+            f"{escape(f'[{e.label}]')} [dim]{ts}[/] " + style.format(escape(e.message)),
             markup=True,
             highlight=False,
             soft_wrap=True,

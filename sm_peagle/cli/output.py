@@ -6,6 +6,9 @@
     out.result(obj, show, document=doc) # --json: `doc` instead (a document that is not
                                         # obj.to_dict(), kept as users parse it)
     out.stream(items, render=show)      # --json: JSON Lines, one per item as it comes
+    out.label                           # where this command's output comes from: AWS,
+                                        # SANDBOX (SIMULATED), SANDBOX (vllm X.Y.Z, CPU,
+                                        # tiny model) (sm_peagle.settings)
     out.human(fn)                       # fn for people, None with --json: a callback that
                                         # shows something while the command runs
     out.live                            # a live view may draw on stdout (a terminal, no --json)
@@ -14,6 +17,18 @@
     out.warn("--out is deprecated …")   # stderr; always
     out.table(title, columns, rows)     # a human table (nothing in JSON mode: the result
                                         # document carries the data)
+
+The `--json` contract: every document a command prints as its result, its error or an item
+of its stream says where it came from under the key `"label"` (`labelled()`), so nobody
+mistakes the sandbox, or a CPU engine's figures, for AWS:
+- an object gets `"label"` first, its own keys kept as they were; an object that already
+  has a `"label"` keeps it (a benchmark result labels itself);
+- a list stays a list (users index it), and each object in it carries the label (an
+  empty list has nothing to carry it);
+- JSON Lines (`logs --follow --json`): each line is an object, so each carries it.
+`json_document()` itself writes what it is given as is: `peagle schema` prints the spec's
+JSON Schema through it, a description of peagle's input rather than an output of AWS or
+the sandbox.
 
 The module-level `console`, `print_json`, `note`, `error` and `table` are the older names;
 they stay as thin wrappers over the object while the commands move to it.
@@ -40,6 +55,7 @@ __all__ = [
     "current",
     "error",
     "json_printed",
+    "labelled",
     "live_counter",
     "note",
     "print_json",
@@ -66,6 +82,27 @@ def to_document(obj: Any) -> Any:
     return obj
 
 
+def labelled(doc: Any, label: str) -> Any:
+    """`doc` saying where it came from: an object with `"label"` (first; one it already
+    has is kept), a list with each object in it labelled; anything else as it is."""
+    if isinstance(doc, dict):
+        return {"label": label, **doc}
+    if isinstance(doc, list):
+        return [labelled(item, label) if isinstance(item, dict) else item for item in doc]
+    return doc
+
+
+def document_label(doc: Any) -> str:
+    """The label of a document: a sandbox's own state (`peagle sandbox start|status`,
+    which carry its `engine_label`) is that sandbox's, whatever this process talks to;
+    anything else is what this process talks to (`settings.source_label()`)."""
+    from .. import settings
+
+    if isinstance(doc, dict) and isinstance(doc.get("engine_label"), str):
+        return settings.label_for_engine(doc["engine_label"])
+    return settings.source_label()
+
+
 _UNSET: Any = object()
 
 
@@ -82,14 +119,29 @@ class Output:
         return f"Output(json={self.json}, quiet={self.quiet}, verbose={self.verbose})"
 
     # -- results (stdout) ---------------------------------------------------------------
+    @property
+    def label(self) -> str:
+        """Where this command's output comes from (read when asked: `--sandbox` points the
+        process at the sandbox before the command runs)."""
+        from .. import settings
+
+        return settings.source_label()
+
     def result(
-        self, obj: Any, render: Callable[[Any], Any] | None = None, *, document: Any = _UNSET
+        self,
+        obj: Any,
+        render: Callable[[Any], Any] | None = None,
+        *,
+        document: Any = _UNSET,
+        label: str | None = None,
     ) -> None:
         """The command's result: one JSON document with --json (`document` if given, else
-        `to_document(obj)`), else `render(obj)` (which prints, or returns something to
+        `to_document(obj)`), labelled with `label` or where it came from
+        (`document_label`), else `render(obj)` (which prints, or returns something to
         print: a string or a rich renderable)."""
         if self.json:
-            self.json_document(to_document(obj) if document is _UNSET else document)
+            doc = to_document(obj) if document is _UNSET else document
+            self.json_document(labelled(doc, label or document_label(doc)))
             return
         shown = render(obj) if render is not None else obj
         if shown is not None:
@@ -102,8 +154,9 @@ class Output:
         if not self.json:
             render(items)
             return
+        label = self.label
         for item in items:
-            sys.stdout.write(json.dumps(to_document(item)) + "\n")
+            sys.stdout.write(json.dumps(labelled(to_document(item), label)) + "\n")
             sys.stdout.flush()
 
     def human(self, fn: Any, otherwise: Any = None) -> Any:
@@ -166,7 +219,7 @@ class Output:
         document (plan --json with failed checks: the checks are in it)."""
         self.error(message)
         if self.json and not self.documents:
-            self.json_document({"error": doc})
+            self.json_document(labelled({"error": doc}, self.label))
 
     # -- rich (lazily) ------------------------------------------------------------------
     def console(self, stderr: bool = False) -> Any:

@@ -93,8 +93,10 @@ class DeleteResult(_Doc):
 
 
 class LogEvent(_Doc):
-    """One CloudWatch event: `timestamp` (ms), `stream`, `message`, and `spec_decoding`
-    (the SpecDecoding metrics parsed from the line, or None)."""
+    """One CloudWatch event: `timestamp` (ms), `stream`, `message` (exactly as stored:
+    vLLM's format, which parsers and metric filters read), `spec_decoding` (the
+    SpecDecoding metrics parsed from the line, or None), and `label`: where it came from
+    (`AWS`, `SANDBOX (SIMULATED)`, `SANDBOX (vllm X.Y.Z, CPU, tiny model)`)."""
 
     @property
     def timestamp(self) -> int:
@@ -107,6 +109,10 @@ class LogEvent(_Doc):
     @property
     def spec_decoding(self) -> dict[str, float] | None:
         return self["spec_decoding"]
+
+    @property
+    def label(self) -> str:
+        return self["label"]
 
 
 @dataclass(frozen=True)
@@ -171,13 +177,15 @@ class GcResult:
 @dataclass
 class LogStream:
     """The events of `logs()`: iterate for `LogEvent`s (once; with `follow`, until
-    interrupted). `component` is the InferenceComponentName read, if any."""
+    interrupted). `component` is the InferenceComponentName read, if any; `label` is
+    where the events came from, which each event carries too."""
 
     endpoint: str
     component: str | None
     since_seconds: float
     follow: bool
     _events: Any = field(repr=False, default=())
+    label: str = "AWS"
 
     def __iter__(self) -> Iterator[LogEvent]:
         from ..lifecycle.endpoint_logs import parse_spec_decoding
@@ -188,6 +196,7 @@ class LogStream:
                 stream=e.get("logStreamName"),
                 message=e["message"],
                 spec_decoding=parse_spec_decoding(e["message"]),
+                label=self.label,
             )
 
     def to_dict(self) -> list[dict[str, Any]]:
@@ -427,7 +436,9 @@ def logs(
     component (its own log group, which outlives it), oldest first. `since`: how far back,
     "5m", "2h", "1h30m" or seconds; `follow`: keep polling for new events (like tail -f).
     NotFound for a name with neither an endpoint nor logs; SpecError (before any request)
-    for a malformed `since`, or a component the endpoint does not host."""
+    for a malformed `since`, or a component the endpoint does not host. Each event's
+    `label` says where it came from (the sandbox's engine, or AWS)."""
+    from .. import settings
     from ..lifecycle.endpoint_logs import fetch_log_events, follow_log_events
 
     name = _name(name)
@@ -444,4 +455,4 @@ def logs(
         events: Any = follow_log_events(ctx, name, since=since_s, component=ic)
     else:
         events = fetch_log_events(ctx, name, since=since_s, component=ic)
-    return LogStream(name, ic, since_s, follow, events)
+    return LogStream(name, ic, since_s, follow, events, label=settings.source_label())

@@ -44,6 +44,7 @@ def test_apply_twice_is_a_noop_then_k_change_updates_in_place(world, capsys, tmp
 
     code, out, _ = run(capsys, "apply", "-f", spec, "--yes", "--json")
     assert code == 0 and json.loads(out) == {
+        "label": "AWS",  # issue 26: every --json document says where it came from
         "endpoint": NAME,
         "action": "noop",
         "spec_changes": [],

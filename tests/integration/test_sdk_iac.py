@@ -136,7 +136,8 @@ def test_iam_policy_is_the_cli_json(capsys) -> None:
         "--json",
     )
     assert code == 0, err
-    assert json.loads(out) == result.to_dict()
+    # The SDK's document plus where it came from (issue 26: every --json document carries it).
+    assert json.loads(out) == {"label": "AWS", **result.to_dict()}
     assert set(result.to_dict()) == {"policy", "trust_policy"}
 
 

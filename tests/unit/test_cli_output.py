@@ -1,7 +1,9 @@
 """The one output object (issue 22, item 5) and the root options that configure it, through
 the real entry point `sm_peagle.cli.app.main` where a command is involved. Expected values
 come from the README's contract: `--json` prints one JSON document on stdout, notes go to
-stderr, bad input is one line `error: <what> (fix: <remedy>)` with exit 2."""
+stderr, bad input is one line `error: <what> (fix: <remedy>)` with exit 2; and issue 26's:
+every `--json` document says where it came from under "label" (`AWS`, `SANDBOX
+(SIMULATED)`, `SANDBOX (vllm X.Y.Z, CPU, tiny model)`)."""
 
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # never answers
     monkeypatch.setenv("PEAGLE_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.delenv("PEAGLE_SANDBOX", raising=False)
+    monkeypatch.delenv("PEAGLE_SANDBOX_URL", raising=False)  # talking to AWS: label "AWS"
+    monkeypatch.delenv("PEAGLE_SANDBOX_ENGINE_LABEL", raising=False)
     monkeypatch.chdir(tmp_path)
     output.reset()
 
@@ -47,7 +51,7 @@ class Thing:
 def test_result_is_the_json_document_of_to_dict_in_json_mode(capsys):
     out = output.Output(json=True)
     out.result(Thing("a"), render=lambda t: pytest.fail("rendered in JSON mode"))
-    assert json.loads(capsys.readouterr().out) == {"name": "a", "kind": "thing"}
+    assert json.loads(capsys.readouterr().out) == {"label": "AWS", "name": "a", "kind": "thing"}
     assert out.documents == 1
 
 
@@ -245,7 +249,7 @@ def test_result_prints_an_explicit_document_in_json_mode_and_renders_the_result_
     capsys,
 ):
     output.Output(json=True).result(Thing("a"), render=print, document={"kept": "as is"})
-    assert json.loads(capsys.readouterr().out) == {"kept": "as is"}
+    assert json.loads(capsys.readouterr().out) == {"label": "AWS", "kept": "as is"}
     output.Output().result(Thing("a"), render=lambda t: f"thing {t.name}", document={})
     assert capsys.readouterr().out == "thing a\n"
 
@@ -260,7 +264,8 @@ def test_a_list_of_results_is_the_list_of_their_documents():
 def test_stream_is_json_lines_in_json_mode_and_the_renderer_otherwise(capsys):
     output.Output(json=True).stream(iter([Thing("a"), Thing("b")]), render=pytest.fail)
     assert capsys.readouterr().out == (
-        '{"name": "a", "kind": "thing"}\n{"name": "b", "kind": "thing"}\n'
+        '{"label": "AWS", "name": "a", "kind": "thing"}\n'
+        '{"label": "AWS", "name": "b", "kind": "thing"}\n'
     )
     output.Output().stream(iter([Thing("a")]), render=lambda items: print(len(list(items))))
     assert capsys.readouterr().out == "1\n"
@@ -278,13 +283,104 @@ def test_failure_is_the_document_unless_the_result_was_printed(capsys):
     out = output.Output(json=True)
     out.failure("bad (fix: good)", {"type": "SpecError"})
     assert capsys.readouterr() == (
-        '{\n  "error": {\n    "type": "SpecError"\n  }\n}\n',
+        '{\n  "label": "AWS",\n  "error": {\n    "type": "SpecError"\n  }\n}\n',
         "error: bad (fix: good)\n",
     )
     out.failure("again", {"type": "SpecError"})  # one document per command
     assert capsys.readouterr() == ("", "error: again\n")
     output.Output().failure("bad", {"type": "SpecError"})
     assert capsys.readouterr() == ("", "error: bad\n")
+
+
+# -- every --json document says where it came from (issue 26, item 5) ------------------------
+SIMULATED = "SANDBOX (SIMULATED)"
+REAL = "SANDBOX (vllm 0.31.0, CPU, tiny model)"
+
+
+def in_sandbox(monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
+    """This process pointed at a sandbox as `--sandbox` points it (its URL and engine)."""
+    monkeypatch.setenv("PEAGLE_SANDBOX_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("PEAGLE_SANDBOX_ENGINE_LABEL", engine)
+
+
+def test_the_label_comes_first_and_every_key_of_the_document_is_kept(capsys):
+    output.Output(json=True).result(
+        Thing("a"), render=print, document={"text": "hi", "usage": {"completion_tokens": 2}}
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert list(doc) == ["label", "text", "usage"]
+    assert doc == {"label": "AWS", "text": "hi", "usage": {"completion_tokens": 2}}
+
+
+@pytest.mark.parametrize(
+    ("engine", "label"),
+    [("SIMULATED", SIMULATED), ("vllm 0.31.0 (CPU, tiny model)", REAL)],
+)
+def test_in_the_sandbox_the_label_names_its_engine(capsys, monkeypatch, engine, label):
+    in_sandbox(monkeypatch, engine)
+    out = output.Output(json=True)
+    assert out.label == label
+    out.result(Thing("a"), render=print)
+    assert json.loads(capsys.readouterr().out)["label"] == label
+    out.stream(iter([Thing("b")]), render=pytest.fail)
+    assert json.loads(capsys.readouterr().out)["label"] == label
+    output.Output(json=True).failure("bad", {"type": "AwsError"})
+    assert json.loads(capsys.readouterr().out) == {"label": label, "error": {"type": "AwsError"}}
+
+
+def test_a_list_stays_a_list_and_each_object_in_it_is_labelled(capsys, monkeypatch):
+    in_sandbox(monkeypatch, "SIMULATED")
+    out = output.Output(json=True)
+    out.result([Thing("a"), Thing("b")], render=print)
+    assert json.loads(capsys.readouterr().out) == [
+        {"label": SIMULATED, "name": "a", "kind": "thing"},
+        {"label": SIMULATED, "name": "b", "kind": "thing"},
+    ]
+    out.result([], render=print)  # nothing to carry it: still the list users index
+    assert json.loads(capsys.readouterr().out) == []
+    out.result(["x", 1], render=print)  # not objects: as they are
+    assert json.loads(capsys.readouterr().out) == ["x", 1]
+
+
+def test_a_document_that_labels_itself_keeps_its_label(capsys, monkeypatch):
+    """A benchmark result carries the label of the engine that produced its figures."""
+    in_sandbox(monkeypatch, "SIMULATED")
+    output.Output(json=True).result({"kind": "bench", "label": REAL}, render=print)
+    assert json.loads(capsys.readouterr().out) == {"label": REAL, "kind": "bench"}
+
+
+def test_a_sandbox_s_own_state_is_labelled_by_its_engine_wherever_the_process_talks(capsys):
+    """`peagle sandbox status --json` (not under --sandbox) describes the sandbox, not AWS."""
+    state = {
+        "running": True,
+        "url": "http://127.0.0.1:9",
+        "engine_label": "vllm 0.31.0 (CPU, tiny model)",
+    }
+    output.Output(json=True).result(state, render=print)
+    assert json.loads(capsys.readouterr().out) == {"label": REAL, **state}
+
+
+def test_an_explicit_label_wins(capsys, monkeypatch):
+    in_sandbox(monkeypatch, "SIMULATED")
+    output.Output(json=True).result(Thing("a"), render=print, label="AWS")
+    assert json.loads(capsys.readouterr().out)["label"] == "AWS"
+
+
+def test_json_document_itself_writes_what_it_is_given(capsys):
+    """`peagle schema` prints the spec's JSON Schema through it: no label in a schema."""
+    output.Output(json=True).json_document({"$schema": "x", "title": "spec"})
+    assert json.loads(capsys.readouterr().out) == {"$schema": "x", "title": "spec"}
+
+
+def test_the_commands_json_carries_the_label_through_main(capsys, monkeypatch):
+    code, out, _ = run(capsys, "plan", "gpt-oss-20b", "--json")
+    assert code == 0 and json.loads(out)["label"] == "AWS"
+    code, out, _ = run(capsys, "--json", "status", "x", "--region", "mars-1")
+    assert code == 2 and json.loads(out)["label"] == "AWS"
+    in_sandbox(monkeypatch, "vllm 0.31.0 (CPU, tiny model)")
+    output.reset()
+    code, out, _ = run(capsys, "models", "--json")
+    assert code == 0 and {m["label"] for m in json.loads(out)} == {REAL}
 
 
 # -- no command branches on --json: the output object knows the mode --------------------------

@@ -206,7 +206,7 @@ def test_cli_json_and_human(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "iam-policy", "-f", str(TEMPLATE), "--json")
     assert code == 0
     doc = json.loads(out)
-    assert set(doc) == {"policy", "trust_policy"}
+    assert doc.keys() == {"policy", "trust_policy", "label"} and doc["label"] == "AWS"
     assert doc["policy"] == execution_role_policy(plan(TEMPLATE)).policy
     assert "placeholder account" in err
 

@@ -191,7 +191,7 @@ def test_ctrl_c_exits_130_and_says_interrupted(capsys, monkeypatch):
 def test_json_errors_are_one_document_on_stdout(capsys):
     code, out, err = run(capsys, "plan", "gpt-oss-20bb", "--json")
     doc = json.loads(out)
-    assert code == 2 and set(doc) == {"error"}
+    assert code == 2 and doc.keys() == {"error", "label"} and doc["label"] == "AWS"
     assert doc["error"]["exit_code"] == 2 and doc["error"]["type"] == "SpecError"
     assert "did you mean" in doc["error"]["fix"] and err.startswith("error: ")
 

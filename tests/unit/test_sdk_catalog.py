@@ -19,7 +19,9 @@ def test_models_are_the_catalog_and_the_cli_prints_them(capsys) -> None:
     got = sm_peagle.models()
     assert got == list(MODELS)
     code, out, _ = run_cli(capsys, "models", "--json")
-    assert code == 0 and json.loads(out) == json.loads(json.dumps([m.to_dict() for m in got]))
+    # The CLI's list is the SDK's, each item labelled (issue 26's --json contract).
+    want = [{"label": "AWS", **m.to_dict()} for m in got]
+    assert code == 0 and json.loads(out) == json.loads(json.dumps(want))
 
 
 def test_instances_without_live_prices_send_nothing(capsys, monkeypatch) -> None:
@@ -34,7 +36,8 @@ def test_instances_without_live_prices_send_nothing(capsys, monkeypatch) -> None
     got = sm_peagle.instances(progress=said.append)
     assert got == list(INSTANCES.values()) and said == []
     code, out, _ = run_cli(capsys, "instances", "--json")
-    assert code == 0 and json.loads(out) == json.loads(json.dumps([i.to_dict() for i in got]))
+    want = [{"label": "AWS", **i.to_dict()} for i in got]
+    assert code == 0 and json.loads(out) == json.loads(json.dumps(want))
 
 
 def test_live_prices_say_where_they_talk_and_one_warning(monkeypatch) -> None:
@@ -74,7 +77,7 @@ def test_recommend_result_is_the_cli_json(capsys) -> None:
     assert rec.basis.endswith("(no measurement)")
     code, out, err = run_cli(capsys, "recommend", "gpt-oss-20b", "--concurrency", "4", "--json")
     assert code == 0, err
-    assert json.loads(out) == json.loads(json.dumps(rec.to_dict()))
+    assert json.loads(out) == json.loads(json.dumps({"label": "AWS", **rec.to_dict()}))
 
 
 BAD_RECOMMEND = [

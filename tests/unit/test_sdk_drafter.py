@@ -99,6 +99,7 @@ def test_push_result_is_the_cli_json(tmp_path: Path, capsys, bucket) -> None:
     assert code == 0, err
     doc = json.loads(out)
     assert doc == {
+        "label": "AWS",
         **result.to_dict(),
         "uploaded": [],
         "skipped": doc["skipped"],
@@ -173,7 +174,7 @@ def test_check_result_is_the_cli_json(tmp_path: Path, capsys) -> None:
         "3",
         "--json",
     )
-    assert json.loads(out) == json.loads(json.dumps(result.to_dict()))
+    assert json.loads(out) == json.loads(json.dumps({"label": "AWS", **result.to_dict()}))
     assert code == (0 if result.ok else 2)
     if not result.ok:
         with pytest.raises(CheckFailed):
@@ -184,7 +185,9 @@ def test_inspect_is_the_cli_json_and_an_empty_dir_is_no_head(tmp_path: Path, cap
     head = str(make_head(tmp_path / "head"))
     ins = sm_peagle.drafter_inspect(head)
     code, out, _ = run_cli(capsys, "drafter", "inspect", head, "--json")
-    assert code == 0 and json.loads(out) == json.loads(json.dumps(ins.to_dict()))
+    assert code == 0 and json.loads(out) == json.loads(
+        json.dumps({"label": "AWS", **ins.to_dict()})
+    )
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(SpecError) as e:

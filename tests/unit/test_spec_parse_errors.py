@@ -276,9 +276,9 @@ def test_with_json_the_error_document_carries_the_same_words(files, harness, cap
     code, out, err = cli(harness, capsys, "--json", "plan", "-f", "d.yaml")
     assert code == 2
     message, _, fix = SYNTAX["d.yaml"][1].partition(" (fix: ")
-    assert json.loads(out) == {
-        "error": {"type": "SpecError", "message": message, "fix": fix[:-1], "exit_code": 2}
-    }
+    error = {"type": "SpecError", "message": message, "fix": fix[:-1], "exit_code": 2}
+    # issue 26: every --json document says where it came from
+    assert json.loads(out) == {"label": "AWS", "error": error}
     assert err == f"error: {SYNTAX['d.yaml'][1]}\n"
 
 

@@ -147,12 +147,13 @@ def test_with_json_an_unknown_option_is_one_error_document(cli, path) -> None:
     code, out, err = cli("--json", *path, NO_SUCH)
     assert code == 2
     assert json.loads(out) == {
+        "label": "AWS",  # issue 26: every --json document says where it came from
         "error": {
             "type": "UsageError",
             "message": f"No such option: {NO_SUCH}",
             "fix": helpline(path),
             "exit_code": 2,
-        }
+        },
     }
     assert one_line(err) == f"error: No such option: {NO_SUCH} (fix: {helpline(path)})"
 
