@@ -1,5 +1,7 @@
-"""Names that moved keep working for one release, and every error class the README names
-is importable from `sm_peagle` (CHANGELOG.md lists the moves).
+"""Names that moved keep working for one release, and the troubleshooting page's table of
+error classes (docs/troubleshooting.md, "Every error class") has one row per error class
+`sm_peagle` exports, each importable from `sm_peagle` with the exit code the row gives
+(CHANGELOG.md lists the moves).
 
 - `sm_peagle.use_sandbox()` -> `peagle_sandbox.use_sandbox()`;
 - `sm_peagle.testing.pytest_plugin` -> `peagle_sandbox.testing.pytest_plugin`;
@@ -23,35 +25,46 @@ from sm_peagle import errors, plugins
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def readme_error_names(text: str) -> set[str]:
-    """Backticked CamelCase names ending like an error class, in the README's paragraph
-    that lists peagle's errors ("Errors are typed …"; other paragraphs quote vLLM's)."""
-    start = text.index("Errors are typed")
-    text = text[start : text.find("\n\n", start)]
-    return set(re.findall(r"`([A-Z][A-Za-z]*(?:Error|Failed|Timeout|Exceeded|NotFound|"
-                          r"Credentials|TooLarge|Failure))`", text))
+def troubleshooting_error_rows(text: str) -> dict[str, int]:
+    """class name -> exit code, from the rows "| `Name` (N) | …" of the troubleshooting
+    page's "Every error class" section (other sections quote SageMaker's and vLLM's)."""
+    start = text.index("\n## Every error class")
+    end = text.find("\n## ", start + 1)
+    section = text[start : end if end != -1 else len(text)]
+    return {n: int(c) for n, c in re.findall(r"(?m)^\| `([A-Za-z]+)` \((\d+)\) \|", section)}
 
 
-def test_every_error_class_the_readme_names_is_importable_from_sm_peagle() -> None:
-    names = readme_error_names((ROOT / "README.md").read_text())
-    assert {"ModelStreamError", "PayloadTooLarge", "ModelInvocationError"} <= names
-    for name in sorted(names):
+def test_every_error_class_has_its_troubleshooting_row_with_its_exit_code() -> None:
+    rows = troubleshooting_error_rows((ROOT / "docs" / "troubleshooting.md").read_text())
+    exported = {
+        n
+        for n in sm_peagle.__all__
+        if isinstance(v := getattr(sm_peagle, n), type) and issubclass(v, errors.PeagleError)
+    }
+    # PeagleError, the base class, is named in the section's prose, not in a row.
+    assert set(rows) == exported - {"PeagleError"}
+    for name, code in sorted(rows.items()):
         cls = getattr(sm_peagle, name)
         assert cls is getattr(errors, name) and issubclass(cls, errors.PeagleError), name
+        assert cls.exit_code == code, f"{name} exits {cls.exit_code}, the page says {code}"
 
 
 def test_every_public_error_class_in_errors_is_exported() -> None:
     classes = {
-        n for n, v in vars(errors).items()
+        n
+        for n, v in vars(errors).items()
         if isinstance(v, type) and issubclass(v, errors.PeagleError)
     }
     assert classes <= set(sm_peagle.__all__), classes - set(sm_peagle.__all__)
 
 
-def test_readme_error_scan_can_fail() -> None:
-    assert readme_error_names("Errors are typed: `FooError`, `BarFailed`, not `Baz`.") == {
-        "FooError", "BarFailed"
-    }
+def test_troubleshooting_row_scan_can_fail() -> None:
+    text = (
+        "## Output\n| `Quoted` (1) | elsewhere |\n"
+        "## Every error class\n| `FooError` (2) | x | y |\n| `BarFailed` (1) | `Baz` |\n"
+        "not `QuxError` (1)\n## Next\n| `Later` (1) | z |\n"
+    )
+    assert troubleshooting_error_rows(text) == {"FooError": 2, "BarFailed": 1}
 
 
 def test_use_sandbox_at_the_old_path_warns_once_and_calls_the_new_one(monkeypatch) -> None:
@@ -78,7 +91,9 @@ def test_the_real_plugin_is_the_sandbox_distribution() -> None:
     assert plugin is peagle_sandbox.plugin and callable(plugin.use_sandbox)
     dist = metadata.distribution("peagle-sandbox")
     assert {ep.group for ep in dist.entry_points} == {
-        "sm_peagle.plugins", "sm_peagle.commands", "sm_peagle.models"
+        "sm_peagle.plugins",
+        "sm_peagle.commands",
+        "sm_peagle.models",
     }
 
 

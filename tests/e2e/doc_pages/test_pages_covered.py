@@ -1,14 +1,15 @@
 """No page's command blocks go untested: every page with a ```bash, ```console or ```python
 block (README.md and docs/**/*.md) has its runner module (`tests.doc_blocks.runner_module`,
 a `PageBlocks` subclass naming the page), no runner names a page that is gone, and no page
-hides a command block under a name the parser does not collect (```sh, ```py, ...).
+hides a command block under a name the parser does not collect (```sh, ```py, ...) or keeps
+the README's old `readme-test` marker.
 """
 
 from __future__ import annotations
 
 import re
 
-from tests.doc_blocks import RUNNERS, blocks, misnamed, pages, rel, runner_module
+from tests.doc_blocks import OLD_MARKER, RUNNERS, blocks, misnamed, pages, rel, runner_module
 
 _PAGE = re.compile(r'^\s+PAGE = "([^"]+)"\s*$', re.M)
 
@@ -41,6 +42,11 @@ def test_every_runner_names_a_page_with_command_blocks() -> None:
 def test_no_page_uses_another_name_for_a_command_block() -> None:
     found = {rel(p): bad for p in pages() if (bad := misnamed(p))}
     assert found == {}, "use ```bash, ```console or ```python so the block is run"
+
+
+def test_no_page_uses_the_old_marker() -> None:
+    old = [rel(p) for p in pages() if OLD_MARKER in p.read_text(encoding="utf-8")]
+    assert old == [], "<!-- readme-test: … --> is now <!-- docs-test: … -->"
 
 
 def test_runner_paths() -> None:

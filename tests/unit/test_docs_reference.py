@@ -1,0 +1,150 @@
+"""The site's reference pages (scripts/docs_reference.py, generated at build time) say
+what the code does:
+
+- the CLI page has the root help and one section per command it lists (the comparison with
+  `peagle CMD --help` run as a user runs it, for every command, is in
+  tests/e2e/test_docs_build.py);
+- the spec page carries exactly the spec model's JSON Schema, and a row for every key of
+  every object in it (tests/e2e/test_docs_build.py compares it with `peagle schema`);
+- the settings page has every `PEAGLE_*` variable, the exit-code page every error class
+  with its exit code, and the SDK page every public name of `sm_peagle`;
+- the MkDocs hook adds the five pages, and refuses a hand-written copy in docs/.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import sm_peagle
+from sm_peagle import errors, settings
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import docs_reference  # noqa: E402
+
+
+def listed_commands(help_text: str) -> list[str]:
+    """The names a group's help lists under "Commands:"."""
+    section = help_text.split("\nCommands:\n", 1)[1] if "\nCommands:\n" in help_text else ""
+    return re.findall(r"(?m)^  ([a-z][\w-]*)(?:\s{2,}|$)", section)
+
+
+def sections(page: str) -> dict[str, str]:
+    """heading "peagle …" -> the ```text block under it."""
+    found = re.findall(r"(?ms)^#{2,4} (peagle(?: [\w-]+)*)\n\n```text\n(.*?)\n```$", page)
+    return {title: body for title, body in found}
+
+
+@pytest.fixture(scope="module")
+def cli_page() -> str:
+    return docs_reference.cli_page()
+
+
+def test_the_cli_page_has_the_root_help_and_a_section_per_command(cli_page: str) -> None:
+    found = sections(cli_page)
+    assert found["peagle"].startswith("Usage: peagle [OPTIONS] COMMAND [ARGS]...")
+    for name in listed_commands(found["peagle"]):
+        assert found[f"peagle {name}"].startswith(f"Usage: peagle {name} "), name
+    assert listed_commands("x\nCommands:\n  a    x\n  b-c  y\n  d\n") == ["a", "b-c", "d"]
+
+
+def test_the_cli_page_links_each_command_to_its_section(cli_page: str) -> None:
+    links = re.findall(r"\[`(peagle [\w -]+)`\]\(#([\w-]+)\)", cli_page)
+    assert len(links) == len(sections(cli_page)) - 1  # every command but the root
+    for title, anchor in links:
+        # Python-Markdown's toc slug of a heading of words and hyphens.
+        assert anchor == re.sub(r"[\s]+", "-", title.lower()), title
+
+
+@pytest.fixture(scope="module")
+def spec_page() -> str:
+    return docs_reference.spec_page()
+
+
+def test_the_spec_page_carries_the_schema_and_a_row_per_key(spec_page: str) -> None:
+    schema = sm_peagle.DeploymentSpec.model_json_schema()
+    block = re.search(r"(?ms)^## The JSON Schema\n.*?```json\n(.*?)\n```", spec_page)
+    assert block and json.loads(block.group(1)) == schema
+    definitions = {schema["title"]: schema, **schema["$defs"]}
+    for name, node in definitions.items():
+        part = re.search(rf"(?ms)^## {name}\n(.*?)(?=^## )", spec_page)
+        assert part, f"no section for {name}"
+        for key, prop in node.get("properties", {}).items():
+            row = re.search(rf"(?m)^\| `{key}` \|(.*)\|$", part.group(1))
+            assert row, f"{name}.{key} has no row"
+            description = " ".join(prop.get("description", "").split())
+            assert description.replace("|", "\\|") in row.group(1), f"{name}.{key}"
+            if key in node.get("required", []):
+                assert "| required |" in row.group(0), f"{name}.{key} is required"
+        for value in node.get("enum", []):
+            assert f"`{value}`" in part.group(1), f"{name}: {value}"
+
+
+def test_the_settings_page_lists_every_variable() -> None:
+    page = docs_reference.settings_page()
+    for name, what in settings.VARIABLES.items():
+        row = re.search(rf"(?m)^\| `{name}` \| (.*) \|$", page)
+        assert row and row.group(1) == " ".join(what.split()), name
+
+
+def test_the_exit_code_page_lists_every_error_class_with_its_code() -> None:
+    page = docs_reference.exit_codes_page()
+    classes = [
+        v
+        for v in vars(errors).values()
+        if isinstance(v, type) and issubclass(v, errors.PeagleError)
+    ]
+    assert len(classes) >= 15
+    for cls in classes:
+        row = re.search(rf"(?m)^\| `{cls.__name__}` \| (\d+) \|", page)
+        assert row and int(row.group(1)) == cls.exit_code, cls.__name__
+    for code in ("0", "1", "2", "3", "130", "143, 129"):
+        assert re.search(rf"(?m)^\| {code} \| ", page), code
+
+
+def test_the_sdk_page_renders_every_public_name() -> None:
+    page = docs_reference.sdk_page()
+    targets = re.findall(r"(?m)^::: ([\w.]+)$", page)
+    names = [n for n in sm_peagle.__all__ if n != "__version__"]
+    assert sorted(t.rsplit(".", 1)[1] for t in targets) == sorted(names)
+    for target in targets:
+        module, name = target.rsplit(".", 1)
+        assert getattr(importlib.import_module(module), name) is getattr(sm_peagle, name)
+
+
+def test_a_public_name_outside_every_section_is_refused(monkeypatch) -> None:
+    monkeypatch.setattr(docs_reference, "sdk_names", lambda: [("thing", "sm_peagle.nowhere")])
+    with pytest.raises(RuntimeError, match=r"sm_peagle.thing is defined in sm_peagle.nowhere"):
+        docs_reference.sdk_page()
+
+
+def test_the_hook_adds_the_pages_and_refuses_a_copy_in_docs(tmp_path: Path) -> None:
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.exceptions import PluginError
+    from mkdocs.structure.files import File, Files
+
+    docs = tmp_path / "docs"
+    (docs / "reference").mkdir(parents=True)
+    hook = str(ROOT / "scripts" / "docs_reference.py")
+    config = MkDocsConfig(config_file_path=str(tmp_path / "mkdocs.yml"))
+    config.load_dict(
+        {"site_name": "t", "docs_dir": str(docs), "site_dir": str(tmp_path / "s"), "hooks": [hook]}
+    )
+    assert config.validate() == ([], [])
+    # The hook as MkDocs loaded it, generating one small page instead of the five.
+    module = config["hooks"][hook]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(module, "generate", lambda: {"reference/x.md": "# x\n"})
+        files = config.plugins.on_files(Files([]), config=config)
+        assert [f.src_uri for f in files] == ["reference/x.md"]
+        assert files.get_file_from_path("reference/x.md").content_string == "# x\n"
+        (docs / "reference" / "x.md").write_text("# stale\n")
+        copy = Files([File("reference/x.md", str(docs), str(tmp_path / "s"), False)])
+        with pytest.raises(PluginError, match=r"docs/reference/x.md is generated at build"):
+            config.plugins.on_files(copy, config=config)
