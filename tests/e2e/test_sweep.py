@@ -17,7 +17,7 @@ from tests.e2e.test_cli_fast_path import peagle_script
 
 pytestmark = pytest.mark.e2e
 
-SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-1.schema.json"
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-2.schema.json"
 CONFIGS = ["baseline", "eagle3 K=3", "eagle3 K=7", "p-eagle K=3", "p-eagle K=7"]
 
 
@@ -105,7 +105,7 @@ def test_sweep_end_to_end(sandbox, tmp_path, capsys):
     assert [r["configuration"] for r in doc["runs"]] == CONFIGS
     for label in CONFIGS:
         validator.validate(json.loads((out / f"{slug(label)}.json").read_text()))
-    assert doc["label"] == "SIMULATED" and doc["simulated"] is True
+    assert doc["label"] == "SANDBOX (SIMULATED)" and doc["simulated"] is True
     assert doc["failures"] == [] and doc["cleanup"]["kept"] == []
     assert len(doc["cleanup"]["deleted"]) == 5
     for run in doc["runs"]:
@@ -121,7 +121,7 @@ def test_sweep_end_to_end(sandbox, tmp_path, capsys):
     assert [row["concurrency"] for row in doc["table"]["rows"]] == [1, 4, 8]
     assert set(doc["recommendation"]) == {"p-eagle", "eagle3"}
     csv_lines = (out / "sweep.csv").read_text().splitlines()
-    assert len(csv_lines) == 1 + 5 * 3 and csv_lines[1].startswith("SIMULATED,")
+    assert len(csv_lines) == 1 + 5 * 3 and csv_lines[1].startswith("SANDBOX (SIMULATED),")
     md = (out / "sweep.md").read_text()
     assert "SIMULATED" in md and "best P-EAGLE / best EAGLE-3" in md and "Recommended K" in md
     assert "every configuration: ml.g7e.2xlarge" in md
