@@ -29,7 +29,7 @@ def doctor_command(
     region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Show what this peagle knows next to what is newer, and what it runs with.
+    """Say what this peagle knows and what is newer.
 
     One row each: the newest vLLM in peagle's facts next to the newest on the package
     index (PEAGLE_PYPI_URL, default https://pypi.org); the newest SageMaker vLLM images in

@@ -228,7 +228,7 @@ class DoctorReport:
             return "newer: " + "; ".join(f"{c.title} {c.found}" for c in self.newer)
         unasked = [c.title for c in self.checks if c.status == NOT_CHECKED]
         return "current: nothing newer found" + (
-            f" (not checked: {', '.join(unasked)})" if unasked else ""
+            f"; not checked: {', '.join(unasked)}" if unasked else ""
         )
 
     def to_dict(self) -> dict[str, Any]:
