@@ -2,9 +2,10 @@
 
 The package index and GitHub are local HTTP servers that log every request (or a port
 nothing listens on), ECR is moto's, the sandbox is the real one. Expected versions come
-from the data files peagle ships (read here as JSON, not through peagle) and from the
-documented rule: exit 0 when current, 3 when something newer exists, 1 when a check failed;
-an unreachable source is "not checked", with the reason.
+from the data files peagle ships (the image list read here as JSON, the facts through
+their reader, never through doctor) and from the documented rule: exit 0 when current,
+3 when something newer exists, 1 when a check failed; an unreachable source is
+"not checked", with the reason.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ def _v(text: str) -> tuple[int, ...]:
 
 
 def facts_newest() -> str:
-    doc = json.loads((ROOT / "sm_peagle/vllm/data/vllm_source_facts.json").read_text())
-    return max(doc["versions"], key=_v)
+    """The newest version peagle's facts cover, as the facts file's reader lists them."""
+    from sm_peagle.vllm import facts
+
+    return max(facts.covered(), key=_v)
 
 
 def images_newest() -> dict[str, str]:
