@@ -67,12 +67,17 @@ def require_locust() -> None:
 
 
 def encode_record(r: RequestRecord) -> dict[str, Any]:
-    """A record as msgpack-able data, per-token gaps included (the level's ITL needs them)."""
-    return {**r.to_dict(), "itl_s": list(r.itl_s)}
+    """A record as msgpack-able data, per-chunk gaps and their tokens included (the
+    level's ITLs need them)."""
+    return {**r.to_dict(), "itl_s": list(r.itl_s), "chunk_tokens": list(r.chunk_tokens)}
 
 
 def decode_record(doc: dict[str, Any]) -> RequestRecord:
-    return replace(RequestRecord.from_dict(doc), itl_s=tuple(doc.get("itl_s") or ()))
+    return replace(
+        RequestRecord.from_dict(doc),
+        itl_s=tuple(doc.get("itl_s") or ()),
+        chunk_tokens=tuple(doc.get("chunk_tokens") or ()),
+    )
 
 
 def split_budget(users: Sequence[int], requests: int) -> list[tuple[int, int]]:
@@ -110,9 +115,9 @@ def locust_document(
     temperature: float | None, acceptance_wait_s: float, started_at: float, simulated: bool,
     notes: Sequence[str] = (), locust_version: str | None = None, hosts: Sequence[str] = (),
 ) -> dict[str, Any]:  # fmt: skip
-    """The master's merged records -> one `peagle.bench/1` document with one level."""
+    """The master's merged records -> one `peagle.bench/2` document with one level."""
     from ..aws import AwsContext
-    from .acceptance import acceptance_for_levels
+    from .acceptance import acceptance_for_levels, acceptance_from_requests, max_drafted_tokens
     from .datasets import load_dataset
     from .metrics import summarize_level
     from .results import bench_document, is_sandbox
@@ -123,13 +128,17 @@ def locust_document(
     ordered = sorted(records, key=lambda r: r.sent_at)
     level = summarize_level(
         ordered, concurrency=max(users, 1), cpu_seconds=cpu_seconds,
-        usd_per_hour=prov["usd_per_hour"],
+        usd_per_hour=None if simulated else prov["usd_per_hour"],  # dollars only on AWS
     )  # fmt: skip
-    if ordered:
+    exact = acceptance_from_requests(ordered) if prov["mode"] not in (None, "baseline") else None
+    if exact is not None:
+        level["acceptance"] = exact
+    elif ordered:  # an image without per-request metrics: the windowed log lines
         window = [(level["started_at"], level["ended_at"])]
         (level["acceptance"],) = acceptance_for_levels(
-            aws, endpoint, window, mode=prov["mode"], k=prov["k"], wait_s=acceptance_wait_s
-        )
+            aws, endpoint, window, mode=prov["mode"], k=prov["k"], wait_s=acceptance_wait_s,
+            own_max_drafted=[max_drafted_tokens(ordered, prov["k"])],
+        )  # fmt: skip
     load = {
         "kind": "closed",
         "concurrency": [max(users, 1)],

@@ -9,9 +9,11 @@ outputs. Read from vLLM 0.31.0's start-up lines (seen on the sandbox's real engi
 - `Model Runner V2 requires Triton; using the V1 model runner instead.` -> V1, and
   `Using V2 Model Runner` -> V2 (`v1/worker/*_worker.py`); failing both, a line logged from
   `gpu_model_runner.py` or `cpu_model_runner.py` (the V1 runners' modules) -> V1;
-- `non-default args: {...}` (`entrypoints/utils.py`): the speculative config as the engine
-  received it; a `rejection_sample_method` or `draft_sample_method` it does not set is
-  vLLM's default (`config/speculative.py`: "standard" and "greedy").
+- `non-default args: {...}` (`entrypoints/serve/utils/api_utils.py`): the speculative
+  config as the engine received it; a `rejection_sample_method` or `draft_sample_method` it
+  does not set is vLLM's default (`config/speculative.py`: "standard" and "greedy").
+
+Whether that config is lossy is the facts' per-version rule (`vllm/lossy.py`), quoting vLLM.
 """
 
 from __future__ import annotations
@@ -56,19 +58,18 @@ def _engine_spec(messages: list[str]) -> dict[str, Any] | None:
     return None
 
 
-def _lossy(method: str | None, version: str | None) -> tuple[bool | None, str | None]:
-    """The facts' per-version lossy rule (sm_peagle.vllm.versions.lossy_reason) when this
-    peagle has it, else unknown: the method alone is recorded."""
-    from ..vllm import versions
+def _lossy(spec: dict[str, Any], version: str | None) -> tuple[bool | None, str | None]:
+    """The facts' per-version lossy rule (`vllm.lossy.lossy_reason`, vLLM's own words) on
+    the config the engine ran; unknown without a version or a config."""
+    from ..vllm.lossy import lossy_reason
 
-    rule = getattr(versions, "lossy_reason", None)
-    if rule is None or method is None or version is None:
+    if version is None or not spec:
         return None, None
     try:
-        why = rule({"rejection_sample_method": method}, version)
-    except Exception:  # a rule that cannot judge this version: unknown, not a crash
+        why = lossy_reason(spec, version)
+    except ValueError:  # not a vLLM version string: unknown, the method is still recorded
         return None, None
-    return (True, str(why)) if why else (False, None)
+    return (True, why) if why else (False, None)
 
 
 def engine_run_from_lines(
@@ -99,7 +100,8 @@ def engine_run_from_lines(
             out[key], out[f"{key}_from"] = default, "vLLM default (not set)"
     per_request = [m.group(1) for line in lines if (m := _PER_REQUEST.search(line))]
     out["per_request_spec_decode_metrics"] = per_request[-1] if per_request else None
-    lossy, why = _lossy(out["rejection_sample_method"], vllm_version)
+    ran = {**(spec or {}), **{k: out[k] for k in DEFAULTS if out[k] is not None}}
+    lossy, why = _lossy(ran if spec is not None else {}, vllm_version)
     out["lossy"] = lossy
     if why:
         out["lossy_reason"] = why

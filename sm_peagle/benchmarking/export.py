@@ -1,10 +1,11 @@
 """`--requests-out FILE.jsonl`: one JSON line per measured request (as AIPerf's
 `profile_export.jsonl` and llmeter's `responses.jsonl`), documented in docs/bench-schema.md.
 
-Each line is self-describing: `schema` (`peagle.bench.request/1`), the endpoint and
+Each line is self-describing: `schema` (`peagle.bench.request/2`), the endpoint and
 configuration, the level (`concurrency`, `rate`), and the request as the client saw it:
-send time, scheduled time (open loop), TTFT, TPOT, e2e, tokens (from `usage`), content
-chunks, every inter-token latency (`itl_s`, one per token), `status` (`ok`/`error`),
+send, scheduled and ready times, TTFT, TPOT, E2EL, tokens (from `usage`), content chunks,
+every inter-chunk latency (`itl_s`, one per chunk gap, with `chunk_tokens`), vLLM's
+per-request acceptance (`spec_decode`), `status` (`ok`/`error`),
 `error` and `error_kind`; with an SLO, `slo_met` per objective and `all`. Each line is
 written as its request finishes (`level(...)` gives the writer for one level), in one
 `write` to `.<name>.partial` beside the target, which is renamed over it when the run
@@ -34,7 +35,9 @@ __all__ = [
     "request_line",
 ]
 
-REQUEST_SCHEMA = "peagle.bench.request/1"
+# /2 (with peagle.bench/2): `itl_s` is one value per chunk gap (vLLM bench serve's ITL),
+# with `chunk_tokens` the tokens of each of those chunks (was one value per token).
+REQUEST_SCHEMA = "peagle.bench.request/2"
 
 
 def request_line(

@@ -102,7 +102,8 @@ def test_export_lines_recount_to_the_same_goodput(tmp_path):
     lines = read_requests(tmp_path / "r.jsonl")
     assert ex.lines == len(lines) == 10
     first = lines[0]
-    assert first["schema"] == "peagle.bench.request/1" and first["itl_s"] == [0.01] * 3
+    assert first["schema"] == "peagle.bench.request/2" and first["itl_s"] == [0.01] * 3
+    assert first["chunk_tokens"] == []  # a hand-made record without token counts
     assert first["status"] == "ok" and lines[-1]["status"] == "error"
     assert sum(ln["slo_met"]["all"] for ln in lines) == 6
     level = summarize_level(records, concurrency=4, slo=slo)
