@@ -132,8 +132,8 @@ def pypi_newest(index: str, timeout: float) -> str:
 def github_newest(base: str, timeout: float) -> dict[str, str]:
     """{"classic": newest X.Y.Z with a data file, "server": newest vX.Y.Z in the changelog}."""
     listing = _json(_fetch(f"{base}/{DLC_DATA_DIR}", timeout, "application/json"), "the listing")
-    names = [e.get("name", "") for e in listing if isinstance(e, dict)] if isinstance(
-        listing, list) else []  # fmt: skip
+    entries = listing if isinstance(listing, list) else []
+    names = [str(e.get("name", "")) for e in entries if isinstance(e, dict)]
     classic = [m.group(1) for n in names if (m := _CLASSIC_FILE.fullmatch(n))]
     raw = _fetch(f"{base}/{DLC_CHANGELOG}", timeout, "application/vnd.github.raw")
     server = _SERVER_HEADING.findall(raw.decode("utf-8", "replace"))
@@ -161,8 +161,7 @@ def _aws(region: str | None, timeout: float) -> Any:
 def _aws_reason(exc: Exception) -> str:
     from ..aws import as_peagle_error
 
-    err = as_peagle_error(exc)
-    return err.message if err is not None and hasattr(err, "message") else str(exc)
+    return getattr(as_peagle_error(exc), "message", None) or str(exc)
 
 
 def ecr_newest(region: str | None, timeout: float) -> dict[str, str]:
