@@ -216,7 +216,10 @@ def _definition(name: str, node: dict[str, Any], used_by: list[str]) -> str:
         required = set(node.get("required", []))
         if node.get("additionalProperties") is False:
             lines.append("\nUnknown keys are errors.\n")
-        lines.append("\n| key | type | default | allowed | description |\n|---|---|---|---|---|\n")
+        # The "allowed" column only where some key of this object has bounds.
+        bounded = any(_bounds(prop) for prop in props.values())
+        head = ["key", "type", "default", *(["allowed"] if bounded else []), "description"]
+        lines.append("\n| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n")
         for key, prop in props.items():
             default = (
                 "required"
@@ -227,7 +230,7 @@ def _definition(name: str, node: dict[str, Any], used_by: list[str]) -> str:
                 f"`{key}`",
                 _type_of(prop),
                 default,
-                "; ".join(_bounds(prop)),
+                *(["; ".join(_bounds(prop))] if bounded else []),
                 _cell(prop.get("description", "")),
             ]
             lines.append("| " + " | ".join(row) + " |\n")
@@ -445,9 +448,22 @@ def generate() -> dict[str, str]:
     return {f"reference/{name}": render() for name, render in PAGES.items()}
 
 
+# The site's one stylesheet (mkdocs.yml, extra_css), added by the hook so it lives with the
+# pages whose tables need it: identifiers in a table's first column (spec keys, commands,
+# variables, error classes) never break mid-word, as Material's code style lets them.
+STYLESHEET_URI = "assets/peagle.css"
+STYLESHEET = """\
+.md-typeset table:not([class]) td:first-child code {
+  white-space: nowrap;
+  word-break: normal;
+}
+"""
+
+
 def on_files(files: Any, config: Any, **_: Any) -> Any:
     """MkDocs hook: add the reference pages, generated from the code of this build, to the
-    site's files (so the nav, links and anchors into them are checked like any page's)."""
+    site's files (so the nav, links and anchors into them are checked like any page's),
+    and the site's stylesheet."""
     from mkdocs.exceptions import PluginError
     from mkdocs.structure.files import File
 
@@ -455,6 +471,7 @@ def on_files(files: Any, config: Any, **_: Any) -> Any:
         pages = generate()
     except Exception as exc:  # one line in the build's output, not a traceback
         raise PluginError(f"cannot generate the reference pages: {exc}") from exc
+    pages[STYLESHEET_URI] = STYLESHEET
     for uri, text in pages.items():
         if files.get_file_from_path(uri) is not None:
             raise PluginError(

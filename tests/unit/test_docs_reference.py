@@ -142,7 +142,7 @@ def test_the_hook_adds_the_pages_and_refuses_a_copy_in_docs(tmp_path: Path) -> N
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(module, "generate", lambda: {"reference/x.md": "# x\n"})
         files = config.plugins.on_files(Files([]), config=config)
-        assert [f.src_uri for f in files] == ["reference/x.md"]
+        assert [f.src_uri for f in files] == ["reference/x.md", "assets/peagle.css"]
         assert files.get_file_from_path("reference/x.md").content_string == "# x\n"
         (docs / "reference" / "x.md").write_text("# stale\n")
         copy = Files([File("reference/x.md", str(docs), str(tmp_path / "s"), False)])
