@@ -32,6 +32,7 @@ from datetime import datetime
 from peagle_sandbox.backend import EndpointView, all_endpoints
 from peagle_sandbox.components import component_views
 from peagle_sandbox.engine import Step
+from peagle_sandbox.openai_format import per_request_level
 from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
 
 __all__ = ["LogSimulator"]
@@ -64,6 +65,9 @@ def startup_lines(
     args = {"model": "/opt/ml/model", "max_model_len": max_len, "port": 8080}
     if spec:
         args["speculative_config"] = spec
+    level = per_request_level(view.env)
+    if level:  # --per-request-spec-decode-metrics, as the container passes it
+        args["per_request_spec_decode_metrics"] = level
     who = f"{view.name} component {view.component}" if view.component else view.name
     early = [
         (

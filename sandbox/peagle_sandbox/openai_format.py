@@ -3,18 +3,36 @@
 Field order and the ``usage`` layout follow vLLM's pydantic models (``prompt_tokens``,
 ``total_tokens``, ``completion_tokens``), so byte-level parsers see what a real container
 sends. Only what the simulated engine uses is read from the request; the rest is ignored.
+
+Per-request acceptance (vLLM >= 0.29, `--per-request-spec-decode-metrics summary|detailed`):
+`metrics.speculative_decoding` on the final usage chunk of a stream (sent only when the
+request asked for usage) and at the end of a non-streamed response, computed as vLLM's
+`RequestSpecDecodeMetrics.to_dict` (`v1/metrics/stats.py`) computes it, from the steps
+the simulated engine took.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from peagle_sandbox.engine import CONSTANTS, count_tokens
+from peagle_sandbox.engine import CONSTANTS, Step, count_tokens
 
-__all__ = ["BadRequest", "ParsedRequest", "Responder", "parse_request"]
+__all__ = [
+    "PER_REQUEST_ENV",
+    "BadRequest",
+    "ParsedRequest",
+    "Responder",
+    "parse_request",
+    "per_request_level",
+    "spec_decode_metrics",
+]
+
+# The container variable the DLC turns into `--per-request-spec-decode-metrics`.
+PER_REQUEST_ENV = "SM_VLLM_PER_REQUEST_SPEC_DECODE_METRICS"
 
 SIMULATED_MODEL = "peagle-sandbox-SIMULATED"
 
@@ -102,6 +120,46 @@ def parse_request(raw: bytes, *, max_model_len: int | None = None) -> ParsedRequ
     )
 
 
+def per_request_level(env: Mapping[str, str]) -> str | None:
+    """`summary` or `detailed` when the endpoint's container asks vLLM for per-request
+    acceptance, else None (unset, `none`, `false`, or a value vLLM would refuse)."""
+    word = env.get(PER_REQUEST_ENV, "").strip().lower()
+    return word if word in ("summary", "detailed") else None
+
+
+def spec_decode_metrics(steps: Iterable[Step], k: int, level: str) -> dict[str, Any]:
+    """vLLM's `metrics.speculative_decoding` for one request. Every verify step (a step
+    that drafted) adds one to histogram[accepted]; the prefill step drafts nothing and is
+    no verify step. The mean acceptance length includes the bonus token; the rate is
+    draft-only. `detailed` adds the ordered per-step arrays."""
+    histogram = [0] * (k + 1)
+    drafted_total = 0
+    per_accepted: list[int] = []
+    per_drafted: list[int] = []
+    for step in steps:
+        if step.drafted <= 0:
+            continue
+        histogram[step.accepted] += 1
+        drafted_total += step.drafted
+        per_accepted.append(step.accepted)
+        per_drafted.append(step.drafted)
+    num_steps = sum(histogram)
+    accepted = sum(j * n for j, n in enumerate(histogram))
+    out: dict[str, Any] = {
+        "mean_acceptance_length": 1.0 + accepted / num_steps if num_steps else 1.0,
+        "draft_acceptance_rate": accepted / drafted_total if drafted_total else 0.0,
+        "acceptance_histogram": histogram,
+        "num_spec_steps": num_steps,
+        "num_accepted_draft_tokens": accepted,
+        "num_draft_tokens": drafted_total,
+        "num_spec_tokens": k,
+    }
+    if level == "detailed" and per_accepted:  # vLLM omits empty arrays
+        out["per_step_accepted"] = per_accepted
+        out["per_step_drafted"] = per_drafted
+    return out
+
+
 def _usage(prompt: int, completion: int) -> dict[str, int]:
     total = prompt + completion
     return {"prompt_tokens": prompt, "total_tokens": total, "completion_tokens": completion}
@@ -169,12 +227,26 @@ class Responder:
             choice["stop_reason"] = None
         return sse(self._chunk([choice], self._continuous(completion_so_far)))
 
-    def last_chunks(self, completion: int) -> list[bytes]:
-        """The usage-only chunk (when asked for) and the [DONE] sentinel."""
-        out = [sse(self._chunk([], completion))] if self.request.include_usage else []
+    def last_chunks(
+        self, completion: int, spec_decode: dict[str, Any] | None = None
+    ) -> list[bytes]:
+        """The usage-only chunk (when asked for) and the [DONE] sentinel. vLLM puts the
+        per-request metrics on that usage chunk only, so without usage they are not sent."""
+        out = []
+        if self.request.include_usage:
+            chunk = self._chunk([], completion)
+            if spec_decode is not None:
+                chunk["metrics"] = {"speculative_decoding": spec_decode}
+            out.append(sse(chunk))
         return out + [sse("[DONE]")]
 
-    def full_response(self, text: str, completion: int, finish_reason: str) -> bytes:
+    def full_response(
+        self,
+        text: str,
+        completion: int,
+        finish_reason: str,
+        spec_decode: dict[str, Any] | None = None,
+    ) -> bytes:
         """The non-streaming chat.completion / text_completion body."""
         if self.request.kind == "chat":
             obj, choice = (
@@ -221,4 +293,6 @@ class Responder:
             "prompt_logprobs": None,
             "kv_transfer_params": None,
         }
+        if spec_decode is not None:
+            body["metrics"] = {"speculative_decoding": spec_decode}
         return _dumps(body).encode()

@@ -30,7 +30,13 @@ from peagle_sandbox.engine import CONSTANTS, EngineConstants, Generation, Step, 
 from peagle_sandbox.eventstream import IrregularSplitter, SplitPolicy
 from peagle_sandbox.groundtruth import GroundTruth
 from peagle_sandbox.logsim import LogSimulator
-from peagle_sandbox.openai_format import BadRequest, Responder, parse_request
+from peagle_sandbox.openai_format import (
+    BadRequest,
+    Responder,
+    parse_request,
+    per_request_level,
+    spec_decode_metrics,
+)
 from peagle_sandbox.responses import after_send, aws_error, json_response, model_error
 from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
 from peagle_sandbox.testing.request_log import RecordedRequest
@@ -239,7 +245,15 @@ class Runtime:
         )
         self.logs.request_started(view, req.prompt_tokens)
         responder = Responder(req, request_id)
-        events = self._paced_events(gen, responder, record, view)
+        # vLLM's per-request acceptance, from the steps simulated above, when the
+        # container asked for it (vLLM refuses the flag for baseline: nothing to report).
+        level = per_request_level(view.env)
+        spec_decode = (
+            spec_decode_metrics(gen.steps, spec.k, level)
+            if level and spec.mode != "baseline" and spec.k > 0
+            else None
+        )
+        events = self._paced_events(gen, responder, record, view, spec_decode)
 
         def on_written(tag: Any, t: float) -> None:
             self.truth.mark_first_byte(record, t)
@@ -259,7 +273,9 @@ class Runtime:
         # Buffered: run the engine to the end (steps stamped when computed), then send.
         body = b"".join(data for data, tag in self._stamped(events, record))
         if not req.stream:
-            body = responder.full_response(gen.text, gen.completion_tokens, gen.finish_reason)
+            body = responder.full_response(
+                gen.text, gen.completion_tokens, gen.finish_reason, spec_decode
+            )
         if streaming:
             parts = splitter.frames([(body, None)], on_written)
             return self._stream(start_response, headers, content_type, parts, record, finish)
@@ -275,7 +291,12 @@ class Runtime:
         return after_send([body], sent)
 
     def _paced_events(
-        self, gen: Generation, responder: Responder, record: dict, view: EndpointView
+        self,
+        gen: Generation,
+        responder: Responder,
+        record: dict,
+        view: EndpointView,
+        spec_decode: dict[str, Any] | None = None,
     ) -> Iterator[tuple[bytes, Any]]:
         """(SSE bytes, Step or None), each step released when its simulated time is due."""
         due = record["arrival"] + record["queued_s"]
@@ -291,7 +312,7 @@ class Runtime:
             last = i == len(gen.steps) - 1
             finish = gen.finish_reason if last else None
             yield responder.content_chunk(step.text, done, finish), step
-        for chunk in responder.last_chunks(done):
+        for chunk in responder.last_chunks(done, spec_decode):
             yield chunk, None
 
     def _stamped(self, events: Iterable[tuple[bytes, Any]], record: dict) -> Iterator[tuple]:

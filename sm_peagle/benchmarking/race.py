@@ -10,6 +10,12 @@ Each side streams in its own thread; `Lane` holds what it has so far (text, toke
 few times a second. The result gives per side TTFT, e2e, output tokens, output tokens/s
 (tokens / e2e, what a user waits through) and decode tokens/s (after the first token), and
 a one-line verdict on output tokens/s.
+
+Acceptance per lane is vLLM's own count for that lane's request
+(`metrics.speculative_decoding`, on images whose vLLM reports it): the engine sends it with
+the stream's final usage chunk, so a lane shows it the moment its stream ends, and `None`
+while it streams, for baseline and for engines that do not report it. Tokens per chunk is
+shown meanwhile but is not acceptance (SageMaker and the engine batch chunks freely).
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ class Lane:
     done: bool = False
     error: str | None = None
     finish_reason: str | None = None
+    spec_decode: dict[str, Any] | None = None  # vLLM's per-request acceptance, at the end
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def snapshot(self, now: float | None = None) -> dict[str, Any]:
@@ -86,8 +93,15 @@ class Lane:
                 "output_tokens_per_s": self.tokens / e2e if e2e and self.tokens else None,
                 "decode_tokens_per_s": decode,
                 "finish_reason": self.finish_reason,
+                "acceptance_length": _get(self.spec_decode, "mean_acceptance_length"),
+                "draft_acceptance_rate": _get(self.spec_decode, "draft_acceptance_rate"),
+                "spec_decode": self.spec_decode,
                 "text": self.text,
             }
+
+
+def _get(spec: dict[str, Any] | None, key: str) -> Any:
+    return spec.get(key) if spec else None
 
 
 def _run_lane(lane: Lane, rt: Any, request: dict[str, Any], start: threading.Event) -> None:
@@ -107,6 +121,8 @@ def _run_lane(lane: Lane, rt: Any, request: dict[str, Any], start: threading.Eve
                         lane.first_at = chunk.arrived_at
                     lane.last_at = chunk.arrived_at
                 lane.finish_reason = chunk.finish_reason or lane.finish_reason
+                if chunk.usage is not None and lane.spec_decode is None:
+                    lane.spec_decode = stream.spec_decode  # set by the final usage chunk
     except Exception as e:  # one side failing must not stop the other
         with lane.lock:
             lane.error = e.one_line() if hasattr(e, "one_line") else f"{type(e).__name__}: {e}"

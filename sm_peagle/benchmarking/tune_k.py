@@ -1,7 +1,12 @@
 """K from one deployment: an ESTIMATE of output tokens/s at every K' <= K.
 
-vLLM logs, on every `SpecDecoding metrics` line (0.16 onwards), the per-position
-acceptance rate r_i: the share of drafts whose position i was accepted. Position i can only
+The per-position acceptance rate r_i is the share of drafts whose position i was accepted.
+Where the level's requests carry vLLM's per-request acceptance (vLLM >= 0.29 with
+`--per-request-spec-decode-metrics`, which plan sets), r_i comes from their summed
+histogram: exactly this level's drafts, r_i = steps accepting more than i-1 drafts / steps
+(`runtime/acceptance.py`). Otherwise it comes from the `SpecDecoding metrics` log lines
+(0.16 onwards) the level's acceptance was read from, which may include other
+traffic. Position i can only
 be accepted if positions 1..i-1 were, so a deployment at K' <= K would accept exactly the
 first K' positions of the same drafts: its mean acceptance length is
 
@@ -28,9 +33,18 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ESTIMATE_LABEL", "estimate_for_level", "estimate_k"]
+__all__ = [
+    "ESTIMATE_LABEL",
+    "RATES_FROM_HISTOGRAM",
+    "RATES_FROM_LOG_LINES",
+    "estimate_for_level",
+    "estimate_k",
+    "level_rates",
+]
 
 ESTIMATE_LABEL = "ESTIMATE (from per-position acceptance at one K; not measured)"
+RATES_FROM_HISTOGRAM = "per-request acceptance histograms (vLLM metrics.speculative_decoding)"
+RATES_FROM_LOG_LINES = "SpecDecoding metrics log lines"
 DEFAULT_TOLERANCE = 0.02
 
 
@@ -78,11 +92,35 @@ def estimate_k(
     }
 
 
-def estimate_for_level(level: dict[str, Any], k: int | None, **kw: Any) -> dict[str, Any] | None:
-    """The estimate for one bench level, when its acceptance has per-position rates."""
+def level_rates(level: dict[str, Any]) -> tuple[list[float], str] | None:
+    """(per-position rates, where they came from) for one bench level, or None.
+
+    The level's own requests' histograms first: the level's summed
+    `acceptance.acceptance_histogram`, else its records' `spec_decode` objects when every
+    completed request carries one; then the log lines' `acceptance.per_position`."""
+    from ..runtime.acceptance import combine, per_position_rates
+
     acc = level.get("acceptance") or {}
-    rates = acc.get("per_position")
+    hist = acc.get("acceptance_histogram")
+    if hist:
+        rates = per_position_rates({"acceptance_histogram": hist})
+        if rates:
+            return rates, RATES_FROM_HISTOGRAM
+    ok = [r for r in level.get("records") or [] if r.get("ok")]
+    specs = [r.get("spec_decode") for r in ok]
+    if specs and all(specs):
+        rates = per_position_rates(combine(specs) or {})
+        if rates:
+            return rates, RATES_FROM_HISTOGRAM
+    lines = acc.get("per_position")
+    return (list(lines), RATES_FROM_LOG_LINES) if lines else None
+
+
+def estimate_for_level(level: dict[str, Any], k: int | None, **kw: Any) -> dict[str, Any] | None:
+    """The estimate for one bench level, when per-position rates are known for it."""
+    found = level_rates(level)
     otps = level.get("output_tokens_per_s")
-    if not k or not rates or not otps:
+    if not k or found is None or not otps:
         return None
-    return estimate_k(rates, k, otps, **kw)
+    rates, source = found
+    return {**estimate_k(rates, k, otps, **kw), "rates_from": source}

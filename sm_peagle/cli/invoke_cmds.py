@@ -1,7 +1,9 @@
 """`peagle invoke` and `peagle chat`: talk to a deployed endpoint.
 
-Answer text goes to stdout (live, as it streams); the target line, the stats line and
-reasoning text go to stderr, so `peagle invoke … > answer.txt` captures only the answer.
+Answer text goes to stdout (live, as it streams); the target line, the stats line, the
+acceptance line and reasoning text go to stderr, so `peagle invoke … > answer.txt` captures
+only the answer. The acceptance line is vLLM's own count for this one request
+(`metrics.speculative_decoding`, on images whose vLLM reports it; `--json`: `spec_decode`).
 """
 
 from __future__ import annotations
@@ -62,6 +64,18 @@ def stats_line(c: Any) -> str:
     return " · ".join(parts)
 
 
+def acceptance_note(c: Any) -> str | None:
+    """`acceptance: 3.2 tokens/step (73% of drafts), per request`, from vLLM's own count for
+    this request; None when the engine did not report it (baseline, an older image)."""
+    if not c.spec_decode:
+        return None
+    if c.acceptance_length is None:
+        return "acceptance: no verify steps (nothing was drafted), per request"
+    rate = c.draft_acceptance_rate
+    share = f" ({rate:.0%} of drafts)" if rate is not None else ""
+    return f"acceptance: {c.acceptance_length:.1f} tokens/step{share}, per request"
+
+
 JSON_KEYS = (
     "text",
     "finish_reason",
@@ -71,6 +85,7 @@ JSON_KEYS = (
     "output_tokens_per_s",
     "mean_tokens_per_chunk",
     "tpot_s",
+    "spec_decode",  # vLLM's metrics.speculative_decoding, verbatim; null when not reported
 )
 
 
@@ -119,8 +134,11 @@ def _send(send: Any) -> Any:
 
 
 def _render_stats(completion: Any) -> None:
-    """The answer is already on stdout; the stats line goes to stderr."""
+    """The answer is already on stdout; the stats and acceptance lines go to stderr."""
     note(stats_line(completion))
+    accepted = acceptance_note(completion)
+    if accepted:
+        note(accepted)
 
 
 def _live_turn(session: Any, text: str, stream: bool) -> Any:
@@ -215,7 +233,7 @@ def chat_command(
             note(f"error: {e.one_line()}")
             continue
         turns.append(_json_doc(completion))
-        note(stats_line(completion))
+        _render_stats(completion)
     transcript = {"endpoint": name, "component": component, "messages": session.history,
                   "turns": turns}  # fmt: skip
     current().result(session, render=_render_transcript, document=transcript)

@@ -6,9 +6,11 @@ components of one endpoint, compared on the same instances). Each target is chec
 before any traffic: a component the endpoint does not host, or an endpoint with
 components and none named, is one line and exit 2.
 
-On a terminal both answers grow live in two panes with their TTFT, tokens and tokens/s;
-then one verdict line. Not on a terminal: the final numbers and the verdict as lines;
-`--json`: the numbers (and both texts) as one JSON document.
+On a terminal both answers grow live in two panes with their TTFT, tokens and tokens/s,
+and each lane's acceptance (vLLM's own count for that request, `acc 3.2 tok/step
+(73%)`) as soon as its stream ends; then one verdict line. Not on a terminal: the final
+numbers and the verdict as lines; `--json`: the numbers (and both texts) as one JSON
+document.
 """
 
 from __future__ import annotations
@@ -26,10 +28,15 @@ def _header(s: dict[str, Any]) -> str:
         return "-" if v is None else fmt.format(v)
 
     state = "error" if s["error"] else ("done" if s["done"] else "streaming")
-    return (
+    line = (
         f"{s['side']}: {s['target']}  [{state}]  TTFT {f(s['ttft_s'], '{:.3f}s')} · "
         f"{s['output_tokens']} tok · {f(s['output_tokens_per_s'], '{:,.0f}')} tok/s"
     )
+    if s.get("acceptance_length") is not None:  # vLLM's count, sent with the last chunk
+        rate = s.get("draft_acceptance_rate")
+        share = f" ({rate:.0%})" if rate is not None else ""
+        line += f" · acc {s['acceptance_length']:.1f} tok/step{share}"
+    return line
 
 
 def _live_view(lanes_height: int) -> Any:

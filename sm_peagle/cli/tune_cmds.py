@@ -1,7 +1,9 @@
 """`peagle tune-k NAME`: estimate output tokens/s at every K' <= the deployed K from one
-deployment (vLLM's per-position acceptance rates + the step cost measured at K), without
-redeploying. The numbers are an ESTIMATE and say so (see sm_peagle/benchmarking/tune_k.py).
-The work is one SDK call, `sm_peagle.tune_k`; this module renders its result."""
+deployment (vLLM's per-position acceptance rates, from the requests' own acceptance
+histograms where the image reports them, else from the log lines, + the step cost
+measured at K), without redeploying. The numbers are an ESTIMATE and say so (see
+sm_peagle/benchmarking/tune_k.py). The work is one SDK call, `sm_peagle.tune_k`; this
+module renders its result."""
 
 from __future__ import annotations
 
@@ -82,6 +84,8 @@ def render_tune_k(result: Any) -> None:
         title = f"{out.get('endpoint')} at concurrency {est['concurrency']}: {label}"
         cols = ["K'", "acceptance length", "rate at K'", "est. out tok/s", ""]
         con.print(table(title, cols, rows))
+        if est.get("rates_from"):
+            con.print(f"per-position rates from {est['rates_from']}", markup=False)
         con.print(
             f"estimated best: K'={est['recommended_k']} (smallest within "
             f"{est['tolerance']:.0%} of the best; step cost +{est['position_cost']:.0%} per "

@@ -20,7 +20,10 @@ Why check before exec: vLLM parses SM_VLLM_SPECULATIVE_CONFIG into a dataclass t
 forbids unknown keys, and a bad drafter head fails while loading, both *after* SageMaker
 has spent the download and up to an hour of health-check timeout. Here a bad config or
 head ends the container in seconds with one `peagle-entrypoint: FATAL ...` line that
-names the fix, which is what CloudWatch and `peagle logs` then show.
+names the fix, which is what CloudWatch and `peagle logs` then show. The same holds for
+SM_VLLM_PER_REQUEST_SPEC_DECODE_METRICS (`--per-request-spec-decode-metrics`, vLLM >=
+the version in the source facts): vLLM refuses it without a speculative config, a level
+other than none/summary/detailed, and a version that predates it, only at start-up.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ __all__ = [
     "build_argv",
     "installed_vllm",
     "main",
+    "validate_per_request_metrics",
     "validate_speculative_config",
 ]
 
@@ -48,6 +52,8 @@ PREFIX = "SM_VLLM_"
 PORT = "8080"  # SageMaker sends /ping and /invocations to 8080 only
 MODEL_DIR = "/opt/ml/model"
 SPEC_ENV = "SM_VLLM_SPECULATIVE_CONFIG"
+PER_REQUEST_ENV = "SM_VLLM_PER_REQUEST_SPEC_DECODE_METRICS"
+PER_REQUEST_LEVELS = ("none", "summary", "detailed")  # vLLM's ObservabilityConfig literal
 # Sandbox only (sm_peagle/sandbox/engine_host.py): a directory standing for /opt/ml, so
 # the model ladder finds <root>/model on a machine without /opt/ml. Never set on AWS.
 OPT_ML_ROOT_ENV = "PEAGLE_OPT_ML_ROOT"
@@ -263,6 +269,45 @@ def validate_speculative_config(
     return warnings
 
 
+def validate_per_request_metrics(env: Mapping[str, str], version: Any = None) -> None:
+    """Raise Fatal where vLLM would refuse `--per-request-spec-decode-metrics` at start-up
+    (`config/vllm.py`, `config/observability.py`): a vLLM older than the first version
+    that has the flag, a value that version does not take (an empty or `true` value would
+    be a bare flag, which argparse refuses), or a level other than `none` without
+    SM_VLLM_SPECULATIVE_CONFIG ("requires speculative decoding to be enabled"). `false`
+    drops the flag (DLC rule). Versions and values come from vLLM's source facts."""
+    if PER_REQUEST_ENV not in env:
+        return
+    raw = env[PER_REQUEST_ENV]
+    word = raw.strip().lower()
+    if word == "false":
+        return
+    levels: tuple[str, ...] = PER_REQUEST_LEVELS
+    if version is not None:
+        from ..vllm.versions import per_request_metrics_min, per_request_metrics_values
+
+        levels = per_request_metrics_values(version)
+        if not levels:
+            first = per_request_metrics_min()
+            need = f"vLLM >= {first}" if first is not None else "a newer vLLM"
+            raise Fatal(
+                f"{PER_REQUEST_ENV} is set, but vLLM {version} has no "
+                f"--per-request-spec-decode-metrics ({need})",
+                f"remove {PER_REQUEST_ENV}, or use an image with {need}",
+            )
+    if word not in levels:
+        raise Fatal(
+            f"{PER_REQUEST_ENV}={raw!r} is not one of {', '.join(levels)}",
+            f"set {PER_REQUEST_ENV} to summary or detailed (or remove it)",
+        )
+    if word != "none" and SPEC_ENV not in env:
+        raise Fatal(
+            f"{PER_REQUEST_ENV}={raw} needs speculative decoding; vLLM refuses it without "
+            f"{SPEC_ENV}",
+            f"remove {PER_REQUEST_ENV} (baseline), or set {SPEC_ENV}",
+        )
+
+
 def _lax(cfg: dict[str, Any], key: str, read: Callable[[Any], Any], kind: str, warn: list[str]):
     """`cfg[key]` as vLLM reads it (None if absent); Fatal if vLLM would refuse it."""
     if cfg.get(key) is None:
@@ -332,13 +377,16 @@ def main(
             env, model_dir_nonempty=lambda: _nonempty(model_dir), model_dir=model_dir
         )
         command += extra
-        if SPEC_ENV in env:
+        version = None
+        if SPEC_ENV in env or PER_REQUEST_ENV in env:  # the probe imports vLLM: only if needed
             fields, version = (vllm_probe or installed_vllm)(env)
+        if SPEC_ENV in env:
             tp = lax_int(env.get("SM_VLLM_TENSOR_PARALLEL_SIZE", "1"))  # vLLM's default: 1
             for warning in validate_speculative_config(
                 env[SPEC_ENV], fields, version=version, target_tp=tp
             ):
                 print(f"{LOG} warning: {warning}", file=out)
+        validate_per_request_metrics(env, version)
     except Fatal as e:
         print(f"{LOG} FATAL {e.what} (fix: {e.fix})", file=out, flush=True)
         return 2

@@ -111,6 +111,21 @@ class Completion:
         return self.usage.completion_tokens if self.usage else None
 
     @property
+    def acceptance_length(self) -> float | None:
+        """Tokens per verify step (bonus included) by vLLM's count for this request; None
+        when not reported or nothing was drafted."""
+        from .acceptance import tokens_per_step
+
+        return tokens_per_step(self.spec_decode) if self.spec_decode else None
+
+    @property
+    def draft_acceptance_rate(self) -> float | None:
+        """Accepted / drafted tokens by vLLM's count for this request, or None."""
+        from .acceptance import draft_rate
+
+        return draft_rate(self.spec_decode) if self.spec_decode else None
+
+    @property
     def output_tokens_per_s(self) -> float | None:
         """Completion tokens / end-to-end seconds: what a caller actually experiences."""
         if self.usage is None or self.e2e <= 0:

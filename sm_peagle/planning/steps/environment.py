@@ -1,8 +1,20 @@
 """Step 3 of `plan()`: the container's environment. JumpStart's and the catalog's
 variables first (from the sources), then SM_VLLM_TENSOR_PARALLEL_SIZE, the engine args as
-SM_VLLM_* variables, the speculative config, and the user's own `container.env` last
-(its nulls remove defaults).
-Also how numbers in engine args / env are read, as the container will read them."""
+SM_VLLM_* variables, the speculative config, per-request acceptance, and the user's own
+`container.env` last (its nulls remove defaults).
+Also how numbers in engine args / env are read, as the container will read them.
+
+Per-request acceptance: on an image whose vLLM has `--per-request-spec-decode-metrics`
+(`vllm.versions.per_request_metrics_min()`, from vLLM's source facts), a speculative mode
+gets `SM_VLLM_PER_REQUEST_SPEC_DECODE_METRICS=summary`, which the DLC's `SM_VLLM_<NAME>` ->
+`--<name>` rule (container/entrypoint.py) turns into `--per-request-spec-decode-metrics
+summary`: vLLM then puts the request's own acceptance in its response
+(`metrics.speculative_decoding`), which `invoke`, `race`, `tune-k` and `bench` read instead
+of the engine's 10-second log lines. `detailed` (adds the per-step arrays) is asked for as
+any other engine arg, so the SDK's spec and the CLI's `-f` file say it the same way:
+`container.engine_args: {per_request_spec_decode_metrics: detailed}` (or `none` to turn it
+off; `container.env: {SM_VLLM_PER_REQUEST_SPEC_DECODE_METRICS: null}` removes it).
+Baseline never gets it: vLLM refuses it without a speculative config (`config/vllm.py`)."""
 
 from __future__ import annotations
 
@@ -12,6 +24,7 @@ from ...catalog.images import OLD_RULES
 from ...checks import Check, failed, passed, warned
 from ...errors import SpecError
 from ...vllm.speculative import SPEC_ENV, to_env_value
+from ...vllm.versions import VllmVersion, per_request_metrics_min, per_request_metrics_values
 from ..spec.model import DeploymentSpec, Mode
 
 if TYPE_CHECKING:  # annotations only
@@ -19,7 +32,10 @@ if TYPE_CHECKING:  # annotations only
 
 __all__ = [
     "MODEL_LOCATION",
+    "PER_REQUEST_ENV",
+    "PER_REQUEST_LEVELS",
     "build_environment",
+    "check_per_request_metrics",
     "check_environment",
     "env_number",
     "remove_defaults",
@@ -32,6 +48,11 @@ MODEL_LOCATION = ("HF_MODEL_ID", "SM_VLLM_MODEL")
 ENV_MAX_ENTRIES = 100
 ENV_MAX_BYTES = 1024
 ENV_MAX_TOTAL = 32 * 1024
+# `--per-request-spec-decode-metrics` as the DLC's SM_VLLM_* rule spells it, and the values
+# vLLM's `ObservabilityConfig.per_request_spec_decode_metrics` accepts.
+PER_REQUEST_ENV = "SM_VLLM_PER_REQUEST_SPEC_DECODE_METRICS"
+PER_REQUEST_LEVELS = ("none", "summary", "detailed")
+PER_REQUEST_DEFAULT = "summary"
 
 
 def build_environment(
@@ -45,6 +66,9 @@ def build_environment(
         env["SM_VLLM_" + key.upper().replace("-", "_")] = text
     if config is not None:
         env[SPEC_ENV] = to_env_value(config)
+        if _has_per_request_metrics(src.version):
+            # setdefault: an engine arg (`detailed`, `none`) already set it above.
+            env.setdefault(PER_REQUEST_ENV, PER_REQUEST_DEFAULT)
     else:
         env.pop(SPEC_ENV, None)
     if spec.container.env.get(SPEC_ENV) is not None:
@@ -58,8 +82,92 @@ def build_environment(
     env.update({k: v for k, v in spec.container.env.items() if k != SPEC_ENV and v is not None})
     remove_defaults(spec, env, checks)
     adapt_to_old_entrypoint(env, src, checks)
+    checks += check_per_request_metrics(
+        env, config is not None, src.version, where=_per_request_field(spec)
+    )
     checks += check_environment(env)
     return env
+
+
+def _per_request_field(spec: DeploymentSpec) -> str:
+    """Where the user set per-request acceptance (for the check's name), else peagle's own
+    default."""
+    if PER_REQUEST_ENV in spec.container.env:
+        return f"container.env.{PER_REQUEST_ENV}"
+    for arg in spec.container.engine_args:
+        if "SM_VLLM_" + arg.upper().replace("-", "_") == PER_REQUEST_ENV:
+            return f"container.engine_args.{arg}"
+    return "container.per_request_metrics"
+
+
+def _per_request_min() -> VllmVersion | None:
+    found = per_request_metrics_min()
+    return None if found is None else VllmVersion(str(found))
+
+
+def _has_per_request_metrics(version: VllmVersion) -> bool:
+    first = _per_request_min()
+    return first is not None and version >= first
+
+
+def check_per_request_metrics(
+    env: dict[str, str],
+    speculative: bool,
+    version: VllmVersion,
+    *,
+    where: str = "container.per_request_metrics",
+) -> list[Check]:
+    """The per-request acceptance setting as vLLM will judge it at start-up, so a value it
+    refuses fails the plan instead of the endpoint (after the download and the start-up
+    wait): a level it does not know, the flag without a speculative config, or the flag on
+    a vLLM that predates it. Nothing when the variable is not set."""
+    if PER_REQUEST_ENV not in env:
+        return []
+    value = env[PER_REQUEST_ENV]
+    word = value.strip().lower()
+    if word == "false":  # the DLC rule drops the flag: as if unset
+        return []
+    first = _per_request_min()
+    if first is None or version < first:
+        need = f"vLLM >= {first}" if first is not None else "a vLLM that has it"
+        return [
+            failed(
+                where,
+                f"vLLM {version} has no --per-request-spec-decode-metrics ({need}); it "
+                f"would refuse {PER_REQUEST_ENV} at start-up",
+                f"remove per_request_spec_decode_metrics, or use an image with {need}",
+            )
+        ]
+    levels = per_request_metrics_values(version) or PER_REQUEST_LEVELS
+    if word not in levels:
+        return [
+            failed(
+                where,
+                f"{PER_REQUEST_ENV}={value!r}: vLLM {version}'s "
+                f"--per-request-spec-decode-metrics takes {', '.join(levels)}",
+                "set container.engine_args.per_request_spec_decode_metrics to summary or "
+                "detailed (or none)",
+            )
+        ]
+    if word == "none":
+        return [passed(where, "none: acceptance comes from the engine's log lines")]
+    if not speculative:
+        return [
+            failed(
+                where,
+                f"{PER_REQUEST_ENV}={value}: vLLM refuses per-request acceptance without a "
+                "speculative config (baseline)",
+                "remove per_request_spec_decode_metrics for baseline, or use --mode p-eagle "
+                "or eagle3",
+            )
+        ]
+    return [
+        passed(
+            where,
+            f"{word}: vLLM reports each request's acceptance in its response "
+            f"(--per-request-spec-decode-metrics {word})",
+        )
+    ]
 
 
 def remove_defaults(spec: DeploymentSpec, env: dict[str, str], checks: list[Check]) -> None:
