@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import textwrap
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -98,3 +99,39 @@ def test_a_command_block_under_another_name_is_found() -> None:
 def test_a_page_without_counts_is_named() -> None:
     with pytest.raises(AssertionError, match=r"docs/y\.md has command blocks and no"):
         declared_counts("docs/y.md", text="```bash\necho\n```\n")
+
+
+def _anchors(page: Path) -> set[str]:
+    """The ids MkDocs gives a page's headings (Python-Markdown's toc slugs of their text,
+    code spans and link syntax dropped), outside code blocks."""
+    from markdown.extensions.toc import slugify
+
+    out, fenced = set(), False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and (m := re.match(r"#{1,6} (.+?)\s*#*$", line)):
+            text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", m.group(1)).replace("`", "")
+            out.add(slugify(text, "-"))
+    return out
+
+
+def test_the_readmes_relative_links_resolve() -> None:
+    """GitHub shows README.md and the strict docs build does not read it: its links into
+    the repository (docs pages, LICENSE) and their anchors are checked here."""
+    links = re.findall(r"\]\((?!https?:|mailto:|#)([^)#\s]+)(?:#([\w-]+))?\)", README.read_text())
+    assert len(links) >= 10
+    broken = []
+    for target, anchor in links:
+        path = ROOT / target
+        if not path.exists():
+            broken.append(target)
+        elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+            broken.append(f"{target}#{anchor}")
+    assert broken == []
+
+
+def test_the_anchor_reader_can_fail(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text("# Top\n\n## The `peagle` CLI\n\n```bash\n# not a heading\n```\n")
+    assert _anchors(page) == {"top", "the-peagle-cli"}
