@@ -183,13 +183,23 @@ def cpu_summary(cpu_seconds: Sequence[float], wall_s: float) -> dict[str, Any]:
     }
 
 
-def client_late(records: Sequence[RequestRecord], ttft_p50_s: float | None) -> dict[str, Any]:
-    """Did the client send when it meant to? `send_lag_s`: sent - ready (see RequestRecord);
-    late when its p99 exceeds `bound_s` (recorded, so a reader can judge it)."""
-    lags = [lag for r in records if (lag := r.send_lag_s) is not None]
+def client_late(
+    records: Sequence[RequestRecord], ttft_p50_s: float | None, *, closed: bool = True
+) -> dict[str, Any]:
+    """Did the client send when it meant to? `send_lag_s`: sent - ready (see RequestRecord)
+    of every request. Judged on the steady state: in a closed loop every slot's first
+    request is due at the level's start, and sending c of them at once takes the client c
+    sends, so that ramp is left out of the verdict when later requests exist. Late when the
+    judged lags' p99 exceeds `bound_s` (recorded, so a reader can judge it too)."""
+    timed = [r for r in records if r.send_lag_s is not None]
+    judged = timed
+    if closed and timed:
+        start = min(r.scheduled_at for r in timed if r.scheduled_at is not None)
+        steady = [r for r in timed if r.scheduled_at != start]
+        judged = steady or timed
     bound = max(LATE_FLOOR_S, LATE_TTFT_FRACTION * (ttft_p50_s or 0.0))
-    dist = distribution(lags)
-    p99 = dist["p99"]
+    dist = distribution(r.send_lag_s for r in timed)
+    p99 = distribution(r.send_lag_s for r in judged)["p99"]
     late = p99 is not None and float(p99) > bound
     warning = None
     if late:
@@ -198,7 +208,13 @@ def client_late(records: Sequence[RequestRecord], ttft_p50_s: float | None) -> d
             f"{float(p99) * 1000:.1f} ms > bound {bound * 1000:.1f} ms), so TTFT and E2EL "
             f"include client waiting; {LATE_FIX}"
         )
-    return {"send_lag_s": dist, "bound_s": bound, "late": late, "warning": warning}
+    return {
+        "send_lag_s": dist,
+        "judged_p99_s": p99,
+        "bound_s": bound,
+        "late": late,
+        "warning": warning,
+    }
 
 
 def cost_per_million(usd_per_hour: float | None, output_tokens_per_s: float | None) -> float | None:
@@ -291,7 +307,7 @@ def summarize_level(
         "queue_s": distribution(queue) if queue else None,
         "mean_tokens_per_chunk": out_tokens / chunks if chunks else None,
         "client_cpu": cpu_summary(list(cpu_seconds), wall),
-        "client_late": client_late(records, ttft["p50"]),
+        "client_late": client_late(records, ttft["p50"], closed=not rate),
         "usd_per_million_output_tokens": cost_per_million(usd_per_hour, otps),
         "acceptance": None,
         "goodput": goodput(records, slo, wall) if slo else None,

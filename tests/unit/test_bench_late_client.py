@@ -21,7 +21,7 @@ import pytest
 
 from sm_peagle.benchmarking.datasets import builtin
 from sm_peagle.benchmarking.load import LoadSpec, run_level
-from sm_peagle.benchmarking.metrics import summarize_level
+from sm_peagle.benchmarking.metrics import RequestRecord, summarize_level
 from sm_peagle.runtime.chunks import StreamParser, collect
 
 
@@ -145,3 +145,24 @@ def test_dropped_connections_count_as_errors_and_never_as_goodput() -> None:
     dropped = [r for r in level["records"] if not r["ok"]]
     assert [r["index"] for r in dropped] == [1, 4]
     assert all("Connection reset by peer" in r["error"] for r in dropped)
+
+
+def rec(i: int, due: float, sent: float) -> RequestRecord:
+    return RequestRecord(index=i, ok=True, sent_at=sent, ended_at=sent + 1.0, ttft_s=0.1,
+                         e2e_s=1.0, output_tokens=10, scheduled_at=due, ready_at=due)  # fmt: skip
+
+
+def test_the_closed_loop_ramp_is_reported_but_judged_only_when_nothing_else_is() -> None:
+    # c=2: both slots' first requests are due at the level's start (t=0) and the second
+    # goes out 50 ms late (the client sends one at a time); later requests are on time.
+    ramp = [rec(0, 0.0, 0.0), rec(1, 0.0, 0.050)]
+    steady = [rec(2, 1.0, 1.001), rec(3, 1.05, 1.051), rec(4, 2.0, 2.001), rec(5, 2.05, 2.051)]
+    late = summarize_level(ramp + steady, concurrency=2)["client_late"]
+    assert late["send_lag_s"]["n"] == 6 and late["send_lag_s"]["max"] == approx(0.050)
+    assert late["judged_p99_s"] == approx(0.001) and late["late"] is False
+    # A level that is only its ramp is judged on it.
+    only = summarize_level(ramp, concurrency=2)["client_late"]
+    assert only["judged_p99_s"] == approx(0.0495) and only["late"] is True
+    # Open loop has no ramp: every arrival is its own due time.
+    open_loop = summarize_level(ramp + steady, concurrency=2, rate=2.0)["client_late"]
+    assert open_loop["judged_p99_s"] > 0.010 and open_loop["late"] is True
