@@ -92,14 +92,21 @@ def labelled(doc: Any, label: str) -> Any:
     return doc
 
 
-def document_label(doc: Any) -> str:
-    """The label of a document: a sandbox's own state (`peagle sandbox start|status`,
-    which carry its `engine_label`) is that sandbox's, whatever this process talks to;
-    anything else is what this process talks to (`settings.source_label()`)."""
+def document_label(doc: Any, obj: Any = None) -> str:
+    """The label of a command's document: the sandbox's own results (`peagle sandbox
+    start|status|stop`: `obj` from sm_peagle.ops.sandbox) describe that sandbox, whatever
+    this process talks to, so they get its engine's label (SIMULATED when the document does
+    not name an engine); anything else is what this process talks to
+    (`settings.source_label()`)."""
     from .. import settings
 
-    if isinstance(doc, dict) and isinstance(doc.get("engine_label"), str):
-        return settings.label_for_engine(doc["engine_label"])
+    # Looked up, not imported: when no sandbox call ran, `obj` cannot be one of its results.
+    sandbox = sys.modules.get("sm_peagle.ops.sandbox")
+    if sandbox is not None and isinstance(
+        obj, sandbox.SandboxStart | sandbox.SandboxState | sandbox.SandboxStop
+    ):
+        engine = doc.get("engine_label") if isinstance(doc, dict) else None
+        return settings.label_for_engine(engine)
     return settings.source_label()
 
 
@@ -141,7 +148,7 @@ class Output:
         print: a string or a rich renderable)."""
         if self.json:
             doc = to_document(obj) if document is _UNSET else document
-            self.json_document(labelled(doc, label or document_label(doc)))
+            self.json_document(labelled(doc, label or document_label(doc, obj)))
             return
         shown = render(obj) if render is not None else obj
         if shown is not None:

@@ -300,7 +300,8 @@ def test_the_sandbox_serves_its_request_record_for_cli_runs(sandbox: Sandbox) ->
 def test_stop_leaves_no_process(sandbox: Sandbox) -> None:
     pid = int(sandbox.state["pid"])
     out = json.loads(sandbox.cli("sandbox", "stop", "--json").stdout)
-    assert out == {"stopped": True, "pid": pid, "url": sandbox.url}
+    # The sandbox's own result says it is the sandbox's (issue 26: "label" in every --json).
+    assert out == {"label": "SANDBOX (SIMULATED)", "stopped": True, "pid": pid, "url": sandbox.url}
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     marker = str(sandbox.root).encode()

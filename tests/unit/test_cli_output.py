@@ -349,15 +349,27 @@ def test_a_document_that_labels_itself_keeps_its_label(capsys, monkeypatch):
     assert json.loads(capsys.readouterr().out) == {"label": REAL, "kind": "bench"}
 
 
-def test_a_sandbox_s_own_state_is_labelled_by_its_engine_wherever_the_process_talks(capsys):
-    """`peagle sandbox status --json` (not under --sandbox) describes the sandbox, not AWS."""
-    state = {
-        "running": True,
-        "url": "http://127.0.0.1:9",
-        "engine_label": "vllm 0.31.0 (CPU, tiny model)",
-    }
-    output.Output(json=True).result(state, render=print)
-    assert json.loads(capsys.readouterr().out) == {"label": REAL, **state}
+@pytest.mark.parametrize(
+    ("doc", "label"),
+    [
+        ({"running": True, "engine_label": "vllm 0.31.0 (CPU, tiny model)"}, REAL),
+        ({"running": True, "engine_label": "SIMULATED"}, SIMULATED),
+        ({"running": False, "healthy": False}, SIMULATED),
+    ],
+)
+def test_the_sandbox_s_own_results_are_labelled_by_its_engine_wherever_the_process_talks(
+    capsys, doc, label
+):
+    """`peagle sandbox status|stop --json` (not under --sandbox) describe the sandbox, not
+    AWS; a document that names no engine is the SIMULATED one's."""
+    from sm_peagle.ops.sandbox import SandboxState, SandboxStop
+
+    output.Output(json=True).result(SandboxState(doc), render=print)
+    assert json.loads(capsys.readouterr().out) == {"label": label, **doc}
+    output.Output(json=True).result(SandboxStop({"stopped": False}), render=print)
+    assert json.loads(capsys.readouterr().out)["label"] == SIMULATED
+    output.Output(json=True).result(dict(doc), render=print)  # the same keys, not its result
+    assert json.loads(capsys.readouterr().out)["label"] == "AWS"
 
 
 def test_an_explicit_label_wins(capsys, monkeypatch):
