@@ -26,6 +26,9 @@ mistakes the sandbox, or a CPU engine's figures, for AWS:
 - a list stays a list (users index it), and each object in it carries the label (an
   empty list has nothing to carry it);
 - JSON Lines (`logs --follow --json`): each line is an object, so each carries it.
+The label is what the process talks to (`settings.source_label()`), except for the
+sandbox's own results (`peagle sandbox start|status|stop`), which describe the sandbox
+(`document_label`), and a command may pass `label=` to `result()`. `print_json()` and
 `json_document()` itself writes what it is given as is: `peagle schema` prints the spec's
 JSON Schema through it, a description of peagle's input rather than an output of AWS or
 the sandbox.
