@@ -58,8 +58,8 @@ def engine_of(doc: dict[str, Any]) -> tuple[str, bool]:
     if real:  # a real vLLM engine made the tokens (in the sandbox, or on SageMaker)
         return f"real vLLM engine: {', '.join(real)}", simulated
     if simulated:
-        return "SIMULATED engine of the local sandbox (peagle_sandbox.engine)", True
-    return "SageMaker endpoint (MEASURED)", False
+        return "SANDBOX (SIMULATED): the local sandbox's made-up engine", True
+    return "AWS: a SageMaker endpoint", False
 
 
 def _table(cols: list[str], rows: list[list[str]]) -> str:

@@ -46,6 +46,9 @@ def level_line(level: dict[str, Any]) -> str:
         parts.append(f"TPOT p50 {level['tpot_s']['p50'] * 1000:.1f}ms")
     if level["mean_tokens_per_chunk"] is not None:
         parts.append(f"{level['mean_tokens_per_chunk']:.2f} tok/chunk")
+    acc = level.get("acceptance") or {}
+    if acc.get("source") == "per-request" and acc.get("mean_acceptance_length") is not None:
+        parts.append(f"acceptance {acc['mean_acceptance_length']:.2f} tok/step (per request)")
     gp = level.get("goodput")
     if gp and gp["share"]["all"] is not None:
         rate = gp["output_tokens_per_s"]
@@ -261,15 +264,15 @@ def bench_endpoint(
             level["search_probe"] = True
         if run.stopped:
             level["stopped"] = run.stopped
+        # Exact acceptance from the level's own requests when the engine reports it per
+        # request; else None, and the windowed log-line method fills it in after the run.
+        level["acceptance"] = acceptance_from_requests(run.records)
         levels.append(level)
         say(level_line(level))
         if level["client_cpu"]["warning"]:
             say(f"warning: {level['client_cpu']['warning']}")
         if level["client_late"]["warning"]:
             say(f"warning: c={c}: {level['client_late']['warning']}")
-        # Exact acceptance from the level's own requests when the engine reports it per
-        # request; else None, and the windowed log-line method fills it in after the run.
-        level["acceptance"] = acceptance_from_requests(run.records)
         records_of.append(run.records)
         if run.stopped:
             raise _Stopped

@@ -63,8 +63,8 @@ AcceptanceWaitOpt = Annotated[
     str,
     typer.Option(
         "--acceptance-wait",
-        help="How long to wait for vLLM's SpecDecoding log line after the last level "
-        "(0: read the logs once, no wait).",
+        help="How long to wait for vLLM's SpecDecoding log line after the last level, for "
+        "images without per-request acceptance (0: read the logs once, no wait).",
     ),
 ]
 CsvOpt = Annotated[Path | None, typer.Option("--csv", help="Write a CSV (one row per level).")]
