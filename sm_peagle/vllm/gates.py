@@ -2,7 +2,7 @@
 `check_version_gates`, so they refuse exactly the same (version, mode, model) triples.
 
 Gates, each read from vLLM's source data (`versions.py`):
-- a version whose wheel was not read: checked as the nearest covered one, with a warning;
+- a version whose source was not read: checked as the nearest covered one, with a warning;
 - P-EAGLE needs `parallel_drafting` (vLLM >= 0.16.0, `vllm/config/speculative.py`);
 - the target's architecture must be registered (`model_executor/models/registry.py`):
   Gemma-4 (`Gemma4*`) first in 0.19.0;
@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ..checks import Check, failed, passed, warned
+from . import facts as vf
 from .versions import (
     DEFAULT_VLLM,
     PARALLEL_DRAFTING_MIN,
@@ -28,6 +29,7 @@ from .versions import (
     first_version,
     multimodal_parallel_drafting_raises,
     not_checked,
+    speculative_methods,
     target_registered,
 )
 
@@ -35,6 +37,7 @@ __all__ = [
     "TargetModel",
     "check_version_gates",
     "default_vllm",
+    "method_gate",
     "model_min_vllm",
     "parallel_drafting_gate",
 ]
@@ -121,6 +124,24 @@ def parallel_drafting_gate(version: VllmVersion, mode: str) -> Check | None:
             f"use an image with vLLM >= {PARALLEL_DRAFTING_MIN}, or --mode eagle3",
         )
     return None
+
+
+def method_gate(method: str, version: VllmVersion, *, field: str = "speculative.method") -> Check:
+    """Whether `version` knows speculative `method` (`vllm/config/speculative.py`'s
+    method Literal, read per version): vLLM 0.33.0 drops `medusa` and `mlp_speculator`
+    and adds `step5_mtp`. A refusal names the versions that have it."""
+    if method in speculative_methods(version):
+        return passed(field, f"vLLM {version} knows method {method!r}")
+    seen = vf.summary_names("speculative_methods").get(method)
+    if seen is None:
+        why, fix = "no vLLM peagle read has it", "use method eagle3"
+    elif VllmVersion(seen["last"]) < version:
+        why = f"vLLM removed it after {seen['last']}"
+        fix = f"use an image with vLLM {seen['first']}-{seen['last']}, or method eagle3"
+    else:
+        why = f"it is first in vLLM {seen['first']}"
+        fix = f"use an image with vLLM >= {seen['first']}"
+    return failed(field, f"vLLM {version} does not know method {method!r}: {why}", fix)
 
 
 def check_version_gates(

@@ -78,7 +78,7 @@ def check_lossy(config: dict[str, Any] | None, version: VllmVersion) -> list[Che
     return [
         warned(
             f"speculative.{key}",
-            reason,
+            reason.removeprefix(f"{key}: "),  # the check's name says the key already
             f"use {key}: standard to keep the target model's outputs",
         )
     ]

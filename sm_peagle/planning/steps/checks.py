@@ -1,15 +1,19 @@
 """The rules plan applies before anything is created. Each returns Checks whose name is
 the spec field to change, so a failure message always says where to look.
 
-`check_deployment` is step 4 of `plan()`: host AMI, fit and the warnings a plan carries.
+`check_deployment` is step 4 of `plan()`: host AMI, fit and the warnings a plan carries,
+with the speculative config's lossy settings and model-runner rules (`vllm/lossy.py`).
 The fit estimate itself is `fit.py`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 from ...catalog.instances import INSTANCES, InstanceType, get_instance
 from ...checks import Check, failed, passed, warned
+from ...vllm.lossy import check_lossy, check_runner
+from ...vllm.speculative import SPEC_ENV
 from ...vllm.versions import CUDA13_AMI, needs_cuda13_ami
 from ..spec.model import DeploymentSpec, Mode
 from .aws_shapes import shape_enum
@@ -102,6 +106,9 @@ def check_deployment(
                 "SageMaker may reject VolumeSizeInGB / a storage KMS key for it",
             )
         )
+    config = _speculative_config(env)
+    checks += check_lossy(config, src.version)
+    checks += check_runner(env, config, spec.speculative.mode.value, src.version)
     if spec.role is None:
         checks.append(
             warned(
@@ -112,6 +119,16 @@ def check_deployment(
             )
         )
     return ami
+
+
+def _speculative_config(env: dict[str, str]) -> dict[str, Any] | None:
+    """The speculative config the container gets, as sent (the spec's, or one the
+    spec's container.env sets itself): lossiness and runner rules judge what vLLM reads."""
+    try:
+        config = json.loads(env[SPEC_ENV]) if env.get(SPEC_ENV) else None
+    except ValueError:
+        return None  # the environment step reports a config that is not JSON
+    return config if isinstance(config, dict) else None
 
 
 def check_host_ami(
