@@ -297,15 +297,26 @@ traceback of an unexpected error instead (see [Settings](settings.md)).
 `--json` prints exactly one JSON document on stdout: the command's result, or on failure
 
 ```json
-{"error": {"type": "SpecError", "message": "…", "fix": "…", "exit_code": 2}}
+{
+  "label": "AWS",
+  "error": {"type": "SpecError", "message": "…", "fix": "…", "exit_code": 2}
+}
 ```
 
-plus `errors`, one entry (`name`, `message`, `fix`) per failed check, when there are
-several (`CheckFailed`). The error line still goes to stderr, as do progress notes and the
-`talking to:` line, so stdout stays one parseable document. A command that fails after
-producing its result keeps that one document (`plan --json` with a failed check: the
-checks are in it, and the exit code is 2). `logs --follow --json` is the one stream: JSON
-Lines, one event per line. `--json` is a global option and also works after the command.
+plus `errors` in `error`, one entry (`name`, `message`, `fix`) per failed check, when there
+are several (`CheckFailed`). The error line still goes to stderr, as do progress notes and
+the `talking to:` line, so stdout stays one parseable document. A command that fails after
+producing its result keeps that one document (`plan --json` with a failed check: the checks
+are in it, and the exit code is 2). `logs --follow --json` is the one stream: JSON Lines,
+one event per line. `--json` is a global option and also works after the command.
+
+### Where a document came from: `label`
+
+Every document says where it came from under `"label"`, its first key, so nobody mistakes
+the sandbox, or a CPU engine's figures, for AWS: {labels}.
+A list result stays a list, and each object in it carries the label; each line of
+`logs --follow --json` carries it; a benchmark result keeps its own. `peagle schema` is the exception: it prints the spec's JSON Schema as is, a
+description of peagle's input rather than an output of AWS or the sandbox.
 """
 
 
@@ -322,6 +333,14 @@ def error_classes() -> list[type]:
     return out
 
 
+def _labels() -> str:
+    """The product's source labels, as sm_peagle.settings spells them."""
+    from sm_peagle import settings
+
+    aws, simulated, real = settings.AWS, settings.SANDBOX_SIMULATED, settings.sandbox_vllm("X.Y.Z")
+    return f"`{aws}`, `{simulated}` or `{real}`"
+
+
 def exit_codes_page() -> str:
     rows = []
     for cls in error_classes():
@@ -336,7 +355,7 @@ def exit_codes_page() -> str:
             "\nEvery `peagle` command ends with one of these exit codes:\n\n",
             _EXIT_CODES,
             "\n",
-            _CONTRACT,
+            _CONTRACT.replace("{labels}", _labels()),
             "\n## Error classes\n\nThe SDK raises these (all importable from `sm_peagle`); the "
             "CLI prints the error line above and exits with the class's code. `type` in the "
             "`--json` error document is the class name. What causes each and how to fix it: "

@@ -152,3 +152,22 @@ def test_the_spec_reference_is_the_schema_peagle_prints() -> None:
         r"(?ms)^## The JSON Schema\n.*?```json\n(.*?)\n```", docs_reference.spec_page()
     )
     assert block and json.loads(block.group(1)) == json.loads(peagle("schema"))
+
+
+def test_the_json_contract_shows_the_error_document_peagle_prints() -> None:
+    """The exit-code page's example error document has the keys, in the order, of the one
+    `peagle --json` prints for bad input (exit 2, nothing sent)."""
+    proc = subprocess.run(
+        [str(BIN / "peagle"), "--json", "plan", "no-such-model"],
+        capture_output=True, text=True, env=_ENV, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    real = json.loads(proc.stdout)
+    page = docs_reference.exit_codes_page()
+    block = re.search(r"(?ms)^## `--json`\n.*?```json\n(.*?)\n```", page)
+    assert block, "the --json section lost its example"
+    shown = json.loads(block.group(1))
+    assert list(shown) == list(real) and list(shown["error"]) == list(real["error"])
+    assert shown["label"] == real["label"] == "AWS"  # no sandbox, no AWS_* settings here
+    assert shown["error"]["type"] == real["error"]["type"] == "SpecError"
+    assert shown["error"]["exit_code"] == real["error"]["exit_code"] == 2
