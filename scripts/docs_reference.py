@@ -315,8 +315,9 @@ one event per line. `--json` is a global option and also works after the command
 Every document says where it came from under `"label"`, its first key, so nobody mistakes
 the sandbox, or a CPU engine's figures, for AWS: {labels}.
 A list result stays a list, and each object in it carries the label; each line of
-`logs --follow --json` carries it; a benchmark result keeps its own. `peagle schema` is the exception: it prints the spec's JSON Schema as is, a
-description of peagle's input rather than an output of AWS or the sandbox.
+`logs --follow --json` carries it; a benchmark result keeps its own. `peagle schema` is
+the exception: it prints the spec's JSON Schema as is, a description of peagle's input
+rather than an output of AWS or the sandbox.
 """
 
 
