@@ -227,3 +227,28 @@ def test_a_new_key_changes_the_spec_hash_only_when_set() -> None:
         fly.speculative.model_dump()
     )
     assert fly.sha256() != plain.sha256()
+
+
+@pytest.mark.parametrize(
+    ("method", "version", "refused"),
+    [
+        ("medusa", "0.32.0", False),
+        ("medusa", "0.33.0", True),
+        ("mlp_speculator", "0.33.0", True),
+        ("step5_mtp", "0.32.0", True),
+        ("step5_mtp", "0.33.0", False),
+    ],
+)
+def test_the_container_refuses_a_method_its_vllm_does_not_have(
+    method: str, version: str, refused: bool
+) -> None:
+    # the SageMaker container's entrypoint checks SM_VLLM_SPECULATIVE_CONFIG before vLLM
+    # loads the model, by the same per-version method list
+    from sm_peagle.container.entrypoint import Fatal, validate_speculative_config
+
+    raw = json.dumps({"method": method, "num_speculative_tokens": 3})
+    if refused:
+        with pytest.raises(Fatal, match=f"method '{method}' unknown to vLLM {version}"):
+            validate_speculative_config(raw, None, version=V(version))
+    else:
+        validate_speculative_config(raw, None, version=V(version))
