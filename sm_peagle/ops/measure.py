@@ -229,6 +229,12 @@ def bench(
     later level runs; see benchmarking/breaker.py), every file is still written and
     `BenchmarkFailed` is raised with the result in `.result` (the CLI prints it, exit 1).
 
+    The document is `peagle.bench/2` (docs/bench-schema.md): latencies as `vllm bench
+    serve` defines them; each level's acceptance exact from vLLM's per-request metrics
+    where the image reports them (`source: per-request`), else from its log lines
+    (`windowed`, with a warning when other traffic is mixed in); `client_late` with a
+    warning (also said) when the client sent late; the label of what produced it.
+
     Every argument is checked before any request (SpecError); `say` gets progress lines,
     `progress(done, planned)` each finished request, `on_connect(aws)` the AWS context
     once credentials are checked."""
@@ -551,7 +557,7 @@ def load_results(path: str | Path) -> dict[str, Any]:
             runs = [r for r in runs if r["kind"] == "bench"]
             if not runs:
                 raise SpecError(
-                    f"no peagle.bench/1 results in {path}",
+                    f"no peagle.bench results in {path}",
                     remedy="give a results JSON or a directory `peagle bench` / "
                     "`peagle sweep` wrote",
                 )

@@ -44,7 +44,7 @@ class MeasureResult(dict):  # type: ignore[type-arg]
 
 
 class BenchResult(MeasureResult):
-    """`peagle bench`: one endpoint's peagle.bench/1 document (`kind: "bench"`)."""
+    """`peagle bench`: one endpoint's peagle.bench/2 document (`kind: "bench"`)."""
 
     def __init__(
         self,
