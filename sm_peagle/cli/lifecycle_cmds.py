@@ -65,7 +65,7 @@ def report_failure(err: Any) -> None:
         note(f"FailureReason: {reason}")
     lines = getattr(err, "log_lines", None) or []
     if lines:
-        note("last log lines:")
+        note(f"last log lines ({current().label}):")  # the sandbox's are SIMULATED
         for line in lines:
             note(f"  {line}")
 
