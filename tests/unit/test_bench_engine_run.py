@@ -81,3 +81,16 @@ def test_the_latest_start_wins() -> None:
     older = ARGS.replace("'parallel_drafting': True}", "'rejection_sample_method': 'synthetic'}")
     run = engine_run_from_lines([older, V1, ARGS, V1])
     assert run["rejection_sample_method"] == "standard"
+
+
+def test_reports_say_what_the_engine_ran() -> None:
+    from sm_peagle.benchmarking.report import provenance_lines
+
+    run = engine_run_from_lines([ARGS, V1, CONFIG], vllm_version="0.31.0")
+    doc = {"schema": "peagle.bench/2", "kind": "bench", "label": "AWS", "mode": "p-eagle",
+           "k": 3, "levels": [], "engine_run": run}  # fmt: skip
+    [line] = [ln for ln in provenance_lines(doc) if "model runner" in ln]
+    assert line.startswith("p-eagle K=3: model runner V1, rejection sampling standard, lossless")
+    lossy = {**run, "lossy": True}
+    [line] = [ln for ln in provenance_lines({**doc, "engine_run": lossy}) if "runner" in ln]
+    assert "LOSSY: outputs may differ from the target model's" in line
