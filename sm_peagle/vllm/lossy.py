@@ -11,7 +11,8 @@ Model Runner V2 (0.33.0 `vllm/config/vllm.py`, `_get_v2_model_runner_unsupported
 does not support parallel drafting for EAGLE, so P-EAGLE runs on V1; forcing V2 with
 `VLLM_USE_V2_MODEL_RUNNER=1` raises where `_validate_v2_model_runner` raises for it.
 A speculative key V1 does not support (`draft_lm_head_quantization`, "Model Runner V2
-only") cannot run with P-EAGLE at all. V2 support for P-EAGLE is vllm PR #44816 (open).
+only") cannot run with P-EAGLE at all. V2 support for P-EAGLE is vllm PR #44816 (open as
+of 2026-11).
 
 Pure: reads this package's data only.
 """
@@ -146,7 +147,10 @@ def check_runner(
                 if raise_site
                 else f"vLLM {facts_version(version)}'s Model Runner V2 does not support {feature}"
             )
-            text = f"{V2_ENV}={raw} with P-EAGLE: {said}; V2 support is {V2_PEAGLE_PR} (open)"
+            text = (
+                f"{V2_ENV}={raw} with P-EAGLE: {said}; "
+                f"V2 support is {V2_PEAGLE_PR} (open as of 2026-11)"
+            )
             fix = f"remove {V2_ENV} (P-EAGLE runs on Model Runner V1)"
             checks.append(failed(field, text, fix) if raise_site else warned(field, text, fix))
     if feature is not None:  # P-EAGLE runs on V1: keys V1 does not support cannot work
