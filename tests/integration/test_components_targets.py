@@ -99,8 +99,11 @@ def test_bench_reads_acceptance_from_the_component_log_group(
     code, out, err = run(capsys, "bench", NAME, "--component", PEAGLE, "-c", "1", "-n", "1",
                          "--acceptance-wait", "0", "--max-error-rate", "1", "--json")  # fmt: skip
     assert code == 0, err
-    (query,) = deployed.sent("FilterLogEvents")
-    assert query["logGroupName"] == f"/aws/sagemaker/InferenceComponents/{PEAGLE}"
+    # Two reads (the SpecDecoding lines, windowed here, and the engine's start-up lines for
+    # its model runner), both of the component's own log group, never the endpoint's.
+    queries = deployed.sent("FilterLogEvents")
+    assert len(queries) == 2
+    assert {q["logGroupName"] for q in queries} == {f"/aws/sagemaker/InferenceComponents/{PEAGLE}"}
 
 
 def test_logs_of_a_component_and_after_its_endpoint_is_gone(
