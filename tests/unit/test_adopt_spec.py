@@ -368,3 +368,15 @@ def test_a_difference_beside_the_heads_location_keeps_the_catalog_head_and_its_a
     ]
     prefix = "model.PrimaryContainer.AdditionalModelDataSources[0].S3DataSource"
     assert paths(a)[f"{prefix}.ModelAccessConfig.AcceptEula"] == (True, None)
+
+
+def test_every_key_the_plan_passes_to_vllm_is_carried_not_dropped():
+    """An endpoint running a setting the spec can express (here vLLM 0.18.0's
+    `rejection_sample_method: strict`, one of the values its config lists) is adopted with it:
+    the reconstructed plan sends the same config, and nothing is reported as changing."""
+    env = {"SM_VLLM_SPECULATIVE_CONFIG": spec_env(k=5, rejection_sample_method="strict")}
+    a = reconstruct(deployed(env=env), model="gpt-oss-20b")
+    assert a.spec.speculative.rejection_sample_method == "strict"
+    sent = a.plan.create_model["PrimaryContainer"]["Environment"]["SM_VLLM_SPECULATIVE_CONFIG"]
+    assert json.loads(sent) == json.loads(env["SM_VLLM_SPECULATIVE_CONFIG"])
+    assert not [p for p in paths(a) if "rejection_sample_method" in p]

@@ -29,7 +29,7 @@ from ...catalog.jumpstart import load_snapshot
 from ...catalog.models import find_model
 from ...checks import Check, passed, warned
 from ...errors import PeagleError, SpecError
-from ...vllm.speculative import SPEC_ENV
+from ...vllm.speculative import PASSTHROUGH_KEYS, SPEC_ENV
 from ..build import plan
 from ..plan_result import Plan
 from ..spec.loading import spec_from_data
@@ -45,15 +45,9 @@ JS_MODEL_ID = "sagemaker-sdk:jumpstart-model-id"
 JS_VERSION = "sagemaker-sdk:jumpstart-model-version"
 JS_CONFIG = "sagemaker-sdk:jumpstart-inference-config-name"
 NOT_CARRIED_TAGS = ("peagle:", "aws:", "sagemaker-sdk:")
-_SPECULATIVE_KEYS = (
-    "draft_tensor_parallel_size",
-    "max_model_len",
-    "quantization",
-    "enforce_eager",
-    "disable_padded_drafter_batch",
-    "disable_by_batch_size",
-    "num_speculative_tokens_per_batch_size",
-)
+# Every key the plan passes through to vLLM (one list, so a key the spec learns is also
+# carried when adopting: adopt must never drop a setting the endpoint runs with).
+_SPECULATIVE_KEYS = (*PASSTHROUGH_KEYS, "num_speculative_tokens_per_batch_size")
 
 
 @dataclass
