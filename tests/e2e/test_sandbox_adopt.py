@@ -197,7 +197,9 @@ def test_6_bench_reads_mode_and_k_from_the_adopted_spec(sb: Sandbox) -> None:
     # Acceptance: measured from this endpoint's own SpecDecoding lines, exactly those
     # its window names (the first line's interval starts at covered_from).
     acc = level["acceptance"]
-    assert acc["status"] == "measured" and "SpecDecoding" in acc["source"], acc
+    # JumpStart's vLLM 0.18.0 has no per-request metrics: the windowed log lines.
+    assert acc["status"] == "measured" and acc["source"] == "windowed", acc
+    assert "SpecDecoding" in acc["from"], acc
     used = [
         (a, d) for t, a, d in spec_decoding_lines(sb)
         if acc["covered_from"] + 5e-4 < t <= acc["covered_to"] + 5e-4
