@@ -108,7 +108,7 @@ def _summaries() -> dict[tuple[str, ...], str]:
     out: dict[tuple[str, ...], str] = {}
 
     def walk(cmd: Any, path: tuple[str, ...]) -> None:
-        out[path] = _cell(cmd.get_short_help_str(limit=120))
+        out[path] = _cell(cmd.get_short_help_str(limit=300))
         for name, sub in getattr(cmd, "commands", {}).items():
             walk(sub, (*path, name))
 
