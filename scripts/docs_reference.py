@@ -391,8 +391,9 @@ def settings_page() -> str:
 
 # -- the SDK --------------------------------------------------------------------------
 
-# (title, module prefixes): every public name's defining module must fall in one section,
-# so a new module cannot be left out of the reference silently.
+# (title, module prefixes), in page order. Every public name is rendered: one whose module no
+# section names lands in OTHER (the page's last section) rather than failing a build over a
+# heading, and the unit test lists what landed there so a section can be added.
 SDK_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Deploy and plan", ("sm_peagle.endpoint", "sm_peagle.lifecycle", "sm_peagle.planning")),
     ("Endpoints: status, list, logs, delete, gc", ("sm_peagle.ops.endpoints",)),
@@ -406,6 +407,7 @@ SDK_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Doctor", ("sm_peagle.ops.doctor",)),
     ("Errors", ("sm_peagle.errors",)),
 ]
+OTHER = ("More of the SDK", ())
 
 
 def sdk_names() -> list[tuple[str, str]]:
@@ -429,14 +431,9 @@ def sdk_names() -> list[tuple[str, str]]:
 
 
 def sdk_page() -> str:
-    sections: dict[str, list[str]] = {title: [] for title, _ in SDK_SECTIONS}
+    sections: dict[str, list[str]] = {title: [] for title, _ in (*SDK_SECTIONS, OTHER)}
     for name, module in sdk_names():
-        title = next((t for t, prefixes in SDK_SECTIONS if module.startswith(prefixes)), None)
-        if title is None:
-            raise RuntimeError(
-                f"sm_peagle.{name} is defined in {module}, which no section of SDK_SECTIONS "
-                "in scripts/docs_reference.py covers: add it there"
-            )
+        title = next((t for t, p in SDK_SECTIONS if module.startswith(p)), OTHER[0])
         sections[title].append(f"::: {module}.{name}\n")
     parts = [
         "# Python SDK reference\n\n",
