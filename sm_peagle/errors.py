@@ -21,7 +21,7 @@ class PeagleError(Exception):
         return text
 
     def to_dict(self) -> dict:
-        """The `--json` error document's body (see README, "Output and exit codes")."""
+        """The `--json` error document's body (the docs' exit-code reference)."""
         return {
             "type": type(self).__name__,
             "message": self.message.strip(),
@@ -72,10 +72,17 @@ class PreflightFailed(PeagleError):
 
 
 class QuotaExceeded(PeagleError):
+    """The account's SageMaker quota for the instance type (per region) is below what the
+    deployment needs: found by preflight before anything is created, or by SageMaker."""
+
     exit_code = 1
 
 
 class DeploymentFailed(PeagleError):
+    """The endpoint (or inference component) did not reach InService: SageMaker's
+    FailureReason and the container's last log lines ride along; what the run created was
+    rolled back before this was raised."""
+
     exit_code = 1
 
     def __init__(
@@ -92,14 +99,20 @@ class DeploymentFailed(PeagleError):
 
 
 class DeploymentTimeout(DeploymentFailed):
-    pass
+    """The wait (`--timeout`) ended before the endpoint was InService; rolled back as any
+    failure is."""
 
 
 class NotFound(PeagleError):
+    """A named endpoint, component or log group does not exist (in this account and
+    region)."""
+
     exit_code = 1
 
 
 class NoCredentials(PeagleError):
+    """No AWS credentials were found, or AWS rejected them (expired, invalid)."""
+
     exit_code = 1
 
 

@@ -4,7 +4,7 @@ This is the only module that reads a `PEAGLE_*` variable (a test holds that). Va
 when asked for, not at import, so a test or the sandbox can change the environment between
 calls. Pure code (planning/, vllm/) takes these values as arguments and writes nothing.
 
-`VARIABLES` is the table the README's settings list is checked against.
+`VARIABLES` is the table the docs' settings reference is generated from.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ VARIABLES: dict[str, str] = {
 
 def get(name: str, default: str | None = None) -> str | None:
     """The raw value of a declared variable (KeyError for an undeclared name: declare it
-    in VARIABLES first, so the README's list stays complete)."""
+    in VARIABLES first, so the settings reference stays complete)."""
     if name not in VARIABLES and not name.startswith("PEAGLE_LOCUST_"):
         raise KeyError(f"{name} is not a declared peagle setting")
     return os.environ.get(name, default)

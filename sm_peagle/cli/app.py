@@ -68,7 +68,7 @@ EPILOG = (
     "Global options also work after the command: --json, -q/--quiet, -v/--verbose. "
     "Environment: PEAGLE_DEBUG=1 prints the traceback of an unexpected error instead of "
     "one line; NO_COLOR=1 turns colour off; every PEAGLE_* variable is listed in the "
-    "README (Settings). Shell completion: peagle --install-completion."
+    "docs (Reference, Settings). Shell completion: peagle --install-completion."
 )
 ROOT_FLAGS = ("--json", "--quiet", "-q", "--verbose", "-v")
 

@@ -1,6 +1,6 @@
 """The CLI's error boundary: whatever stops a command becomes one line and an exit code.
 
-The contract (README, "Output and exit codes"):
+The contract (docs: Reference, "Exit codes and --json"):
 
 - 0 success; 1 a failure in AWS (or the sandbox), a missing resource, "n" at a prompt;
   2 bad input (nothing was sent); 3 `diff --detailed-exitcode` with changes pending;
@@ -200,7 +200,7 @@ def exit_code_for(exc: BaseException, args: list[str]) -> int:
         message = err.message.strip().replace("\n", " ")
         fix = err.remedy
         if fix is None and err.exit_code == 2 and "(fix: " not in message:
-            # Bad input always names a fix (README, "Output and exit codes"): an error
+            # Bad input always names a fix (docs: Reference, "Exit codes and --json"): an error
             # raised without one points at the help of the command that refused it.
             fix = f"see {_help_command(None, args)}"
         return report(

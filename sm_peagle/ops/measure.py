@@ -168,9 +168,15 @@ def _endpoint_and_component(
     return endpoint, aws, resolve_component(aws.client("sagemaker"), endpoint, component)
 
 
+# The SDK's keyword -> the CLI's flag, where they differ (an error names the flag the user
+# typed: `--out` was renamed `--output`).
+_FLAG_OF = {"out": "--output"}
+
+
 def _paths(**flags: Any) -> dict[str, Path | None]:
     return {
-        key: check_output_path(value, "--" + key.replace("_", "-")) for key, value in flags.items()
+        key: check_output_path(value, _FLAG_OF.get(key) or "--" + key.replace("_", "-"))
+        for key, value in flags.items()
     }
 
 

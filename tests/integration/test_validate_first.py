@@ -274,6 +274,13 @@ def test_bench_markdown_and_plot_paths_are_checked_before_any_traffic(
                 ["bench", NAME, f"--{key}", str(bad)],
             )  # fmt: skip
             assert f"--{key}" in err.message
+    # The results file: the SDK's `out` is the CLI's -o/--output, and the error names the
+    # flag the help shows (not the SDK keyword, nor the deprecated --out).
+    err = refused_by_both(
+        capsys, deployed, lambda: sm_peagle.bench(NAME, out=a_file / "r.json"),
+        ["bench", NAME, "-o", str(a_file / "r.json")],
+    )  # fmt: skip
+    assert err.message.startswith("--output: ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.txt"]
 
 
