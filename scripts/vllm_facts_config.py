@@ -1,8 +1,8 @@
 """What `vllm_source_facts.py` reads from vLLM's config classes beyond the speculative
 config's fields: `--per-request-spec-decode-metrics` (`config/observability.py`), the
-Literal values of the speculative-config fields, the settings vLLM calls lossy, the fields
-a docstring restricts to one model runner, and what Model Runner V1 / V2 do not support
-(`config/vllm.py`).
+Literal values of the speculative-config fields and their defaults as written, the
+settings vLLM calls lossy, the fields a docstring restricts to one model runner, and what
+Model Runner V1 / V2 do not support (`config/vllm.py`).
 
 Maintainer code, imported only by `scripts/vllm_source_facts.py`; never by the package.
 """
@@ -135,6 +135,39 @@ def field_values_facts(corpus: Corpus) -> dict:
         # `method` is recorded as speculative_methods already
         if vals and stmt.target.id != "method" and not stmt.target.id.startswith("_"):
             out[stmt.target.id] = list(dict.fromkeys(vals))
+    return out
+
+
+def _written_default(value: ast.AST | None) -> tuple[bool, object]:
+    """(has a default, that default) of a dataclass field's right-hand side: a constant,
+    or `field(default=CONSTANT)`; anything else (a factory, an expression) is no constant
+    default we can state, so (False, None)."""
+    if isinstance(value, ast.Call) and getattr(value.func, "id", None) == "field":
+        value = next((k.value for k in value.keywords if k.arg == "default"), None)
+    if isinstance(value, ast.Constant):
+        return True, value.value
+    return False, None
+
+
+def field_defaults_facts(corpus: Corpus) -> dict:
+    """The default, as written in `SpeculativeConfig`, of each field `field_values_facts`
+    lists (the Literal-typed ones): field -> {'default', 'path', 'line'}. A field the
+    version does not have is absent; one without a constant default is left out too (a
+    consumer must not mistake "unknown" for a value)."""
+    found = find_class(corpus, "SpeculativeConfig")
+    if found is None:
+        return {}
+    src, cls = found
+    typed = field_values_facts(corpus)
+    out = {}
+    for stmt in cls.body:
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        if stmt.target.id not in typed:
+            continue
+        has, default = _written_default(stmt.value)
+        if has:
+            out[stmt.target.id] = {"default": default, "path": src.path, "line": stmt.lineno}
     return out
 
 

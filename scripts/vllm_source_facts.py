@@ -70,6 +70,7 @@ from vllm_facts_ast import (  # noqa: E402
     raise_type,
 )
 from vllm_facts_config import (  # noqa: E402
+    field_defaults_facts,
     field_values_facts,
     lossy_facts,
     model_runner_facts,
@@ -413,6 +414,7 @@ def facts_for_sources(sources: dict[str, str]) -> dict:
         "parallel_drafting_disallowed_with": disallowed,
         "per_request_spec_decode_metrics": per_request_metrics_facts(corpus),
         "speculative_field_values": field_values_facts(corpus),
+        "speculative_field_defaults": field_defaults_facts(corpus),
         "speculative_field_runner_notes": runner_notes(corpus),
         "lossy_settings": lossy_facts(corpus),
         "model_runners": model_runner_facts(corpus),
