@@ -48,6 +48,7 @@ __all__ = [
     "resolve_head_architecture",
     "speculative_architectures",
     "speculative_config_fields",
+    "speculative_field_default",
     "speculative_field_values",
     "speculative_keys",
     "speculative_methods",
@@ -165,6 +166,16 @@ def speculative_field_values(version: VllmVersion) -> dict[str, tuple[str, ...]]
     (`rejection_sample_method`: standard, synthetic, block[, fly]), from its source."""
     detail = vf.by_version(facts_version(version))
     return {k: tuple(v) for k, v in detail.get("speculative_field_values", {}).items()}
+
+
+def speculative_field_default(version: VllmVersion, field: str) -> Any:
+    """The default `SpeculativeConfig` declares for a Literal-typed `field` in `version`
+    (`rejection_sample_method`: "strict" in 0.18.0, "standard" in 0.31.0), as written in
+    its `vllm/config/speculative.py`; None when that version has no such field (or no
+    constant default), so "not set" never reads as another version's default."""
+    detail = vf.by_version(facts_version(version))
+    entry = detail.get("speculative_field_defaults", {}).get(field)
+    return entry["default"] if entry else None
 
 
 def speculative_methods(version: VllmVersion) -> frozenset[str]:
