@@ -175,3 +175,26 @@ def test_race_puts_each_lanes_acceptance_on_it(sb: Sandbox) -> None:
     )
     [b_line] = [ln for ln in text.splitlines() if ln.startswith("B: ")]
     assert "acc " not in b_line
+
+
+def test_chat_shows_each_turns_acceptance(sb: Sandbox) -> None:
+    import subprocess
+    import sys
+
+    name = "pr-p-eagle-" + str(FIRST).replace(".", "-")
+    proc = subprocess.run(
+        [sys.executable, "-m", "sm_peagle.cli", "--sandbox", "chat", name, "--max-tokens", "32"],
+        input="Hello.\nAnd again.\n/exit\n",
+        env=sb.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    turns = [r for r in sb.ground_truth(name) if r["status"] == "ok"][-2:]
+    shown = LINE.findall(proc.stderr)
+    assert len(shown) == 2
+    for (length, share), truth in zip(shown, turns, strict=True):
+        want = expected(truth, k=3)
+        assert length == f"{want['mean_acceptance_length']:.1f}"
+        assert share == f"{want['draft_acceptance_rate'] * 100:.0f}"
