@@ -11,7 +11,10 @@ outputs. Read from vLLM 0.31.0's start-up lines (seen on the sandbox's real engi
   `gpu_model_runner.py` or `cpu_model_runner.py` (the V1 runners' modules) -> V1;
 - `non-default args: {...}` (`entrypoints/serve/utils/api_utils.py`): the speculative
   config as the engine received it; a `rejection_sample_method` or `draft_sample_method` it
-  does not set is vLLM's default (`config/speculative.py`: "standard" and "greedy").
+  does not set is the default of the engine's own vLLM version, as its
+  `config/speculative.py` declares it (the facts data: 0.31.0 "standard" and "greedy",
+  0.18.0 "strict" and no draft method at all). Another version's default would be a
+  claim about a different engine, so without a version the value is null.
 
 Whether that config is lossy is the facts' per-version rule (`vllm/lossy.py`), quoting vLLM.
 """
@@ -23,10 +26,11 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["DEFAULTS", "engine_run_from_lines", "read_engine_run"]
+__all__ = ["METHOD_KEYS", "engine_run_from_lines", "read_engine_run"]
 
-# vLLM's defaults (config/speculative.py, 0.31.0) for the keys the log may not show.
-DEFAULTS = {"rejection_sample_method": "standard", "draft_sample_method": "greedy"}
+# The sampling-method keys recorded; what a log that does not set one means depends on
+# the engine's vLLM version (`_unset`).
+METHOD_KEYS = ("rejection_sample_method", "draft_sample_method")
 _V2 = re.compile(r"Using V2 Model Runner")
 _V1_FALLBACK = re.compile(r"using the V1 model runner instead")
 _V1_MODULE = re.compile(r"\[(?:gpu|cpu)_model_runner\.py:\d+\]")
@@ -56,6 +60,31 @@ def _engine_spec(messages: list[str]) -> dict[str, Any] | None:
         spec = args.get("speculative_config") if isinstance(args, dict) else None
         return spec if isinstance(spec, dict) else {}
     return None
+
+
+def _unset(key: str, version: str | None) -> tuple[Any, str]:
+    """(value, `<key>_from`) for a method the engine's config does not set: the default
+    its vLLM version declares, null when that version has no such setting or the version
+    is unknown."""
+    from ..vllm.versions import (
+        VllmVersion,
+        facts_version,
+        speculative_field_default,
+        speculative_field_values,
+    )
+
+    try:
+        parsed = VllmVersion(version) if version else None
+    except ValueError:  # not a vLLM version string
+        parsed = None
+    if parsed is None:
+        return None, "not set; vLLM version unknown"
+    read_as = facts_version(parsed)
+    # A version the facts do not cover is answered by the nearest covered one: say which.
+    source = f"vLLM {parsed}" if read_as == str(parsed) else f"vLLM {parsed} (read as {read_as})"
+    if key not in speculative_field_values(parsed):
+        return None, f"not set; {source} has no {key} setting"
+    return speculative_field_default(parsed, key), f"{source} default (not set)"
 
 
 def _lossy(spec: dict[str, Any], version: str | None) -> tuple[bool | None, str | None]:
@@ -90,17 +119,17 @@ def engine_run_from_lines(
         "from": where,
     }
     spec = from_log if from_log is not None else speculative_config
-    for key, default in DEFAULTS.items():
+    for key in METHOD_KEYS:
         if spec is None:
             out[key], out[f"{key}_from"] = None, "unknown: no speculative config in the log"
         elif key in spec:
             out[key] = spec[key]
             out[f"{key}_from"] = "engine log" if from_log is not None else "deployed config"
         else:
-            out[key], out[f"{key}_from"] = default, "vLLM default (not set)"
+            out[key], out[f"{key}_from"] = _unset(key, vllm_version)
     per_request = [m.group(1) for line in lines if (m := _PER_REQUEST.search(line))]
     out["per_request_spec_decode_metrics"] = per_request[-1] if per_request else None
-    ran = {**(spec or {}), **{k: out[k] for k in DEFAULTS if out[k] is not None}}
+    ran = {**(spec or {}), **{k: out[k] for k in METHOD_KEYS if out[k] is not None}}
     lossy, why = _lossy(ran if spec is not None else {}, vllm_version)
     out["lossy"] = lossy
     if why:
