@@ -56,7 +56,7 @@ def test_the_bench_result_records_the_runner_and_rejection_method_used(
     method = logged.group(1) if logged else vllm_default_rejection_method(engine)
     assert run["rejection_sample_method"] == method
     assert run["rejection_sample_method_from"] == (
-        "engine log" if logged else "vLLM default (not set)"
+        "engine log" if logged else f"vLLM {engine.version} default (not set)"
     )
     assert run["lossy"] is (
         lossy_reason({"rejection_sample_method": method}, engine.version) is not None
