@@ -1,5 +1,5 @@
 """Where an operation talks to, said in one line before the first request ("talking to:
-AWS, region …", "… peagle SANDBOX at …"), so nobody mistakes the sandbox for AWS.
+AWS, region …", "talking to: SANDBOX (SIMULATED) at …"), so nobody mistakes the sandbox for AWS.
 
 The SDK's operations pass this line to their `progress` callback; the CLI prints it on
 stderr (`sm_peagle.cli.context.hello` is the `on_connect` that prints it).
@@ -19,8 +19,11 @@ def talking_to(region: str | None, service: str = "SAGEMAKER") -> str:
     """The "talking to: …" line for `service` (as in AWS_ENDPOINT_URL_<SERVICE>)."""
     sandbox = settings.sandbox_url()
     if sandbox:
-        engine = settings.sandbox_engine_label()
-        return f"talking to: peagle SANDBOX at {sandbox} (engine: {engine}; not AWS)"
+        # The product's label first (SANDBOX (SIMULATED), SANDBOX (vllm X.Y.Z, CPU, tiny
+        # model)): the same words the logs, --json documents and bench results carry.
+        return (
+            f"talking to: {settings.source_label()} at {sandbox} (peagle's local sandbox; not AWS)"
+        )
     endpoint = os.environ.get(f"AWS_ENDPOINT_URL_{service}") or os.environ.get("AWS_ENDPOINT_URL")
     if endpoint:
         return f"talking to: custom AWS endpoint {endpoint} (region {region})"

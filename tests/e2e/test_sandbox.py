@@ -95,7 +95,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
 @pytest.fixture(scope="module")
 def deployed(sandbox: Sandbox) -> str:
     out = sandbox.cli("--sandbox", "deploy", "gpt-oss-20b", "--yes")
-    assert "talking to: peagle SANDBOX" in out.stderr and "SIMULATED" in out.stderr
+    assert "talking to: SANDBOX (SIMULATED) at http://127.0.0.1:" in out.stderr
     assert "InService" in out.stdout + out.stderr
     return NAME
 

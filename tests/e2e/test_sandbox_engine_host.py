@@ -206,7 +206,7 @@ def test_tiny_llama_deploys_on_the_simulated_engine_and_says_so(tmp_path: Path) 
     try:
         out = cli("--sandbox", "deploy", "tiny-llama", "--mode", "p-eagle", "-k", "3", "--yes")
         assert "served by the sandbox's SIMULATED engine" in out.stderr
-        assert "engine: SIMULATED; not AWS" in out.stderr
+        assert "talking to: SANDBOX (SIMULATED) at http://127.0.0.1:" in out.stderr
         inv = cli("--sandbox", "invoke", NAME, "hello", "--max-tokens", "8", "--json")
         assert json.loads(inv.stdout)["usage"]["completion_tokens"] == 8
     finally:

@@ -35,7 +35,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
 
 def test_first_deploy_prints_no_drafter_warning(sandbox: Sandbox) -> None:
     out = sandbox.cli("--sandbox", "deploy", "gpt-oss-20b", "--yes")
-    assert "talking to: peagle SANDBOX" in out.stderr  # the command's real stderr
+    assert "talking to: SANDBOX (SIMULATED) at " in out.stderr  # the command's real stderr
     assert "InService" in out.stdout + out.stderr
     drafter_warnings = [
         line for line in out.stderr.splitlines() if line.startswith("warning: drafter.")
