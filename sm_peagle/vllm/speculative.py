@@ -20,9 +20,11 @@ from .versions import VllmVersion, dynamic_k_supported, speculative_field_values
 
 __all__ = [
     "MOUNT_ROOT",
+    "PASSTHROUGH_KEYS",
     "SPEC_ENV",
     "SpeculativeOptions",
     "SpeculativeResult",
+    "VERSION_GATED_KEYS",
     "build_speculative_config",
     "drafter_mount_path",
     "to_env_value",
@@ -36,13 +38,9 @@ _LEADING = ("model", "method", "num_speculative_tokens")
 # vLLM's own speculative-config keys the spec passes through as given; each is emitted
 # only where the image's vLLM has the field, and a Literal-typed one only with a value
 # that version lists (both read from its source, `versions.speculative_field_values`).
-PASSTHROUGH_KEYS = (
-    "draft_tensor_parallel_size",
-    "max_model_len",
-    "quantization",
-    "enforce_eager",
-    "disable_padded_drafter_batch",
-    "disable_by_batch_size",
+# The keys the spec learned with vLLM 0.33.0's facts, each accepted from the vLLM version
+# that has it (the spec hashes them only when set: planning/spec/model.py).
+VERSION_GATED_KEYS = (
     "rejection_sample_method",
     "disable_lookahead_block_hashes",
     "draft_lm_head_quantization",
@@ -50,6 +48,15 @@ PASSTHROUGH_KEYS = (
     "fly_window_size",
     "fly_entropy_threshold",
     "fly_entropy_top_k",
+)
+PASSTHROUGH_KEYS = (
+    "draft_tensor_parallel_size",
+    "max_model_len",
+    "quantization",
+    "enforce_eager",
+    "disable_padded_drafter_batch",
+    "disable_by_batch_size",
+    *VERSION_GATED_KEYS,
 )
 
 

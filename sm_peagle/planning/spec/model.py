@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ...vllm.speculative import VERSION_GATED_KEYS
 from ..components.specs import InferenceComponentsSpec
 
 __all__ = [
@@ -336,16 +337,7 @@ class NetworkSpec(_Strict):
 
 # Speculative fields added after endpoints were deployed with peagle: left out of the
 # spec hash while unset, so those endpoints show no drift.
-_HASHED_ONLY_WHEN_SET = (
-    "num_speculative_tokens_per_batch_size",
-    "rejection_sample_method",
-    "disable_lookahead_block_hashes",
-    "draft_lm_head_quantization",
-    "xpress_topc",
-    "fly_window_size",
-    "fly_entropy_threshold",
-    "fly_entropy_top_k",
-)
+_HASHED_ONLY_WHEN_SET = ("num_speculative_tokens_per_batch_size", *VERSION_GATED_KEYS)
 
 
 class DeploymentSpec(_Strict):
