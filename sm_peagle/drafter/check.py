@@ -13,6 +13,7 @@ from sm_peagle.drafter.inspection import DrafterInspection
 from sm_peagle.drafter.safetensors_header import DTYPE_BITS
 from sm_peagle.errors import SpecError
 from sm_peagle.vllm.head_config_rules import check_aux_layers, check_config_keys, check_token_ids
+from sm_peagle.vllm.head_inspection import WEIGHT_PROBLEMS
 from sm_peagle.vllm.head_loading import (
     REFUSES,
     check_borrowed,
@@ -32,13 +33,6 @@ from sm_peagle.vllm.versions import MAX_K, VllmVersion
 __all__ = ["LOADING_CHECKS", "MODES", "check_drafter", "check_drafter_loading", "check_dtypes"]
 
 MODES = ("p-eagle", "eagle3")
-_WEIGHT_PROBLEMS = (
-    "missing_weights",
-    "pickled_weights",
-    "bad_index",
-    "missing_shard",
-    "corrupt_header",
-)
 # The second pass, in the order `check_drafter_loading` returns it.
 LOADING_CHECKS = (
     "drafter.dtypes",
@@ -223,7 +217,7 @@ def _weights(ins: DrafterInspection, version: VllmVersion) -> Check:
             f"import save_file; save_file(torch.load('{ins.pickled_weights[0]}', "
             "weights_only=True), 'model.safetensors')\" and remove the pickled file",
         )
-    probs = [p for p in ins.problems if p.kind in _WEIGHT_PROBLEMS]
+    probs = [p for p in ins.problems if p.kind in WEIGHT_PROBLEMS]
     if probs:
         first = probs[0]
         fixes = {

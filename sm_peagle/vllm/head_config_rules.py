@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..checks import Check, failed, passed, warned
-from .head_inspection import DrafterInspection, lookup
+from .head_inspection import NO_CONFIG, DrafterInspection, lookup
 from .head_loading import FIRST_REQUEST, REFUSES, SILENT
 from .head_model import head_config
 from .head_shapes import aux_count
@@ -29,7 +29,6 @@ from .versions import VllmVersion, mask_token_keys
 
 __all__ = ["check_aux_layers", "check_config_keys", "check_token_ids"]
 
-NO_CONFIG = "not checked: config.json is missing or unreadable (see drafter.config)"
 # The sizes the head class is built from (a default among them is worth showing).
 _SIZES = (
     "vocab_size",

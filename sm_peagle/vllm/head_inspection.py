@@ -15,12 +15,27 @@ from typing import Any
 from .versions import covered_versions, mask_token_keys
 
 __all__ = [
+    "NO_CONFIG",
+    "WEIGHT_PROBLEMS",
     "DrafterInspection",
     "FileEntry",
     "Problem",
     "all_mask_token_keys",
     "lookup",
 ]
+
+
+# The Problem kinds that leave the weights unreadable: every rule that reads tensors is
+# "not checked" under them, and drafter.weights says why (one list for all those rules).
+WEIGHT_PROBLEMS = (
+    "missing_weights",
+    "pickled_weights",
+    "bad_index",
+    "missing_shard",
+    "corrupt_header",
+)
+# What a rule that reads config.json says when drafter.config could not read it.
+NO_CONFIG = "not checked: config.json is missing or unreadable (see drafter.config)"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ silent load is a warning (`--strict` fails it), with its consequence for accepta
 from __future__ import annotations
 
 from ..checks import Check, failed, passed, warned
-from .head_inspection import DrafterInspection
+from .head_inspection import NO_CONFIG, WEIGHT_PROBLEMS, DrafterInspection
 from .head_model import HeadConfig, Param, head_config, is_llama_eagle3, map_name, parameters
 from .head_shapes import aux_count
 from .loader_facts import cite, fact_present
@@ -30,15 +30,7 @@ __all__ = [
 REFUSES = "vLLM {v} refuses it at start"
 FIRST_REQUEST = "vLLM {v} starts and passes the health check, then fails every request"
 SILENT = "vLLM {v} loads it silently wrong"
-NO_CONFIG = "not checked: config.json is missing or unreadable (see drafter.config)"
 NO_WEIGHTS = "not checked: weights unreadable (see drafter.weights)"
-_WEIGHT_PROBLEMS = (
-    "missing_weights",
-    "pickled_weights",
-    "bad_index",
-    "missing_shard",
-    "corrupt_header",
-)
 # Tensors other rules judge: fc (drafter.fc_shape), d2t (drafter.vocab).
 _OTHER_RULES = ("fc.weight",)
 _DROPPED = ("rotary_emb.inv_freq", "rotary_emb.cos_cached", "rotary_emb.sin_cached")
@@ -50,7 +42,7 @@ def _model(
     """(config, parameters) of a Llama EAGLE-3 head, or why the rule cannot check it."""
     if ins.config is None:
         return NO_CONFIG
-    if ins.problem(*_WEIGHT_PROBLEMS) is not None:
+    if ins.problem(*WEIGHT_PROBLEMS) is not None:
         return NO_WEIGHTS
     if not is_llama_eagle3(arch, version):
         return (

@@ -28,8 +28,6 @@ from .versions import (
     speculators_types,
 )
 
-NO_CONFIG = "not checked: config.json is missing or unreadable (see drafter.config)"
-
 __all__ = ["check_architecture", "check_mask_token", "effective_architecture", "speculators_kind"]
 
 _PLAIN_FIX = '"architectures": ["LlamaForCausalLMEagle3"]'

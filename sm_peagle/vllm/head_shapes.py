@@ -16,25 +16,16 @@ from __future__ import annotations
 from typing import Any
 
 from ..checks import Check, failed, passed, warned
-from .head_inspection import DrafterInspection, lookup
+from .head_inspection import WEIGHT_PROBLEMS, DrafterInspection, lookup
 from .versions import VllmVersion, aux_rule, mask_hidden_rule
-
-NO_CONFIG = "not checked: config.json is missing or unreadable (see drafter.config)"
 
 __all__ = ["aux_count", "check_fc_shape", "check_mask_hidden", "check_vocab"]
 
-_WEIGHT_PROBLEMS = (
-    "missing_weights",
-    "pickled_weights",
-    "bad_index",
-    "missing_shard",
-    "corrupt_header",
-)
 _OLD_AUX = 3  # before 0.22.0 llama_eagle3.py hard-codes 3 aux hidden states
 
 
 def _broken(ins: DrafterInspection) -> bool:
-    return ins.problem(*_WEIGHT_PROBLEMS) is not None
+    return ins.problem(*WEIGHT_PROBLEMS) is not None
 
 
 def _files(ins: DrafterInspection) -> str:
