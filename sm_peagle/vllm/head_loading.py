@@ -301,8 +301,10 @@ def check_unloaded(ins: DrafterInspection, version: VllmVersion, arch: str | Non
         f"without an error: its EAGLE-3 load_weights returns None "
         f"({cite('eagle3_load_weights', version)}), so the missing-weights check "
         f"({cite('weights_tracked_only_if_returned', version)}) never runs; "
-        f"{SILENT.format(v=version)}: the head drafts from uninitialised memory and "
-        "acceptance collapses"
+        f"{SILENT.format(v=version)}: the head drafts from uninitialised memory, so its "
+        "acceptance depends on what that memory held at start (garbage collapses it; zeroed "
+        "pages can make an extra layer pass its input through) and can differ between "
+        "restarts and instances"
     )
     if empty:
         held = sorted({params[p].layer for p in loaded if params[p].layer is not None})

@@ -9,14 +9,24 @@ counters from the real engine without an HTTP server.
 Input (stdin): ``{"log_dir": DIR, "runs": [RUN, ...]}`` with each RUN::
 
     {"id": str, "model": DIR, "speculative_config": {...} | null, "prompts": [str, ...],
-     "temperature": 0.0, "max_tokens": 32, "seed": 0, "max_model_len": 512}
+     "temperature": 0.0, "max_tokens": 32, "seed": 0, "max_model_len": 512,
+     "poison_uninitialized": false}
+
+``poison_uninitialized``: while the drafter loads, memory torch allocates uninitialised is
+filled with NaN (PyTorch's ``torch.utils.deterministic.fill_uninitialized_memory``, which
+works only under ``use_deterministic_algorithms``). A parameter the checkpoint did not
+supply then holds NaN instead of whatever the allocator returned: garbage on one start,
+zero pages on the next (a zeroed extra EAGLE-3 layer passes its input through, so the head
+can look whole). It makes "the head runs on memory no checkpoint wrote" observable the same
+way on every machine; the target model's load is untouched.
 
 Output (last stdout line): ``{"vllm_version", "sampling", "results": [RESULT, ...]}``
 (``sampling``: is vLLM's CPU ``_expand_kernel_impl`` the buggy one now, is peagle's fix in
 place; see ``cpu_sampling_fix``) with each RESULT::
 
     {"id", "ok": bool, "error": str | null, "log": path, "token_ids": [[int, ...], ...],
-     "spec": {"num_drafts", "num_draft_tokens", "num_accepted_tokens", "per_pos"} | null}
+     "spec": {"num_drafts", "num_draft_tokens", "num_accepted_tokens", "per_pos"} | null,
+     "poisoned_loads": int}   # drafter loads that ran poisoned (0 unless asked)
 
 How the engine is run, and why: ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` (set here before
 vLLM is imported) keeps the engine core and the worker in this process, so vLLM is
@@ -83,6 +93,36 @@ def _spec_counters(llm: Any) -> dict[str, float] | None:
     return out or None
 
 
+@contextlib.contextmanager
+def _poisoned_drafter_load(counter: list[int]):
+    """Wrap the drafter's `get_model` (vLLM 0.31's `llm_base_proposer` imports it by name;
+    the target's model runner imports its own) so it runs with uninitialised memory filled
+    with NaN. Each load through it appends to `counter`: a run that asked for poison and
+    loaded no drafter through it says so, instead of passing as if poisoned."""
+    import torch
+    import torch.utils.deterministic as det
+    import vllm.v1.spec_decode.llm_base_proposer as proposer
+
+    real = proposer.get_model
+
+    def get_model(*args: Any, **kwargs: Any) -> Any:
+        before = torch.are_deterministic_algorithms_enabled(), det.fill_uninitialized_memory
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        det.fill_uninitialized_memory = True
+        try:
+            return real(*args, **kwargs)
+        finally:
+            torch.use_deterministic_algorithms(before[0])
+            det.fill_uninitialized_memory = before[1]
+            counter.append(1)
+
+    proposer.get_model = get_model
+    try:
+        yield
+    finally:
+        proposer.get_model = real
+
+
 def _sampling_bug() -> dict[str, bool]:
     """Is vLLM's CPU `_expand_kernel_impl` the buggy one, and is peagle's fix in place?"""
     import importlib
@@ -111,7 +151,12 @@ def run_one(run: dict[str, Any]) -> dict[str, Any]:
     }
     if run.get("speculative_config"):
         kwargs["speculative_config"] = run["speculative_config"]
-    llm = LLM(**kwargs)
+    poisoned: list[int] = []
+    if run.get("poison_uninitialized"):
+        with _poisoned_drafter_load(poisoned):
+            llm = LLM(**kwargs)
+    else:
+        llm = LLM(**kwargs)
     try:
         params = SamplingParams(
             temperature=float(run.get("temperature", 0.0)),
@@ -121,7 +166,7 @@ def run_one(run: dict[str, Any]) -> dict[str, Any]:
         )
         outs = llm.generate(list(run["prompts"]), params, use_tqdm=False)
         ids = [list(o.outputs[0].token_ids) for o in outs]
-        return {"token_ids": ids, "spec": _spec_counters(llm)}
+        return {"token_ids": ids, "spec": _spec_counters(llm), "poisoned_loads": len(poisoned)}
     finally:
         del llm
 
@@ -145,7 +190,13 @@ def main() -> int:
     results = []
     for run in job["runs"]:
         log = log_dir / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', run['id'])}.log"
-        rec: dict[str, Any] = {"id": run["id"], "log": str(log), "token_ids": [], "spec": None}
+        rec: dict[str, Any] = {
+            "id": run["id"],
+            "log": str(log),
+            "token_ids": [],
+            "spec": None,
+            "poisoned_loads": 0,
+        }
         t0 = time.monotonic()
         with _fd_log(log):
             try:
