@@ -405,6 +405,7 @@ def stop(timeout: float = 30.0) -> dict[str, Any]:
                 "died": True,
                 "pid": info.pid,
                 "url": info.url,
+                "engine_label": info.engine_label,  # the label of what it ran
                 "note": f"{died_message(info.url)}; state removed",
             }
         gone = terminate(info.pid, timeout)
@@ -412,7 +413,12 @@ def stop(timeout: float = 30.0) -> dict[str, Any]:
         path.unlink(missing_ok=True)
         if not gone:
             raise SandboxError(f"sandbox pid {info.pid} survived SIGKILL")
-        return {"stopped": True, "pid": info.pid, "url": info.url}
+        return {
+            "stopped": True,
+            "pid": info.pid,
+            "url": info.url,
+            "engine_label": info.engine_label,
+        }
 
 
 def ensure_running(**options: Any) -> SandboxInfo:

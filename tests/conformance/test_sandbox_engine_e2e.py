@@ -493,3 +493,11 @@ def test_vllm_itself_refuses_the_flag_without_speculation(
         with pytest.raises(RuntimeError, match="exited"):
             srv.wait_ready(timeout=300)
         assert "requires speculative decoding" in (tmp_path / "serve.log").read_text()
+
+
+def test_sandbox_stop_labels_what_it_ran(engine: EngineEnv, sandbox: Cli) -> None:
+    """`sandbox stop --json` of the real engine's sandbox says it was the real engine (its
+    result was labelled SIMULATED whatever ran). Last: it stops the module's sandbox."""
+    doc = json.loads(sandbox("sandbox", "stop", "--json").stdout)
+    assert doc["stopped"] is True
+    assert doc["label"] == f"SANDBOX (vllm {engine.version}, CPU, tiny model)"

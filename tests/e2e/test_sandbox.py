@@ -301,7 +301,13 @@ def test_stop_leaves_no_process(sandbox: Sandbox) -> None:
     pid = int(sandbox.state["pid"])
     out = json.loads(sandbox.cli("sandbox", "stop", "--json").stdout)
     # The sandbox's own result says it is the sandbox's (issue 26: "label" in every --json).
-    assert out == {"label": "SANDBOX (SIMULATED)", "stopped": True, "pid": pid, "url": sandbox.url}
+    assert out == {
+        "label": "SANDBOX (SIMULATED)",
+        "stopped": True,
+        "pid": pid,
+        "url": sandbox.url,
+        "engine_label": "SIMULATED",
+    }
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     marker = str(sandbox.root).encode()
