@@ -133,7 +133,7 @@ def check_cmd(
     Each line names the property, what vLLM does with it and the fix: a head vLLM refuses
     at start, one it starts with and then fails every request (it goes InService on
     SageMaker, then every invocation fails), or one it loads silently wrong (a warning:
-    acceptance collapses; --strict fails it). Pickled weights (pytorch_model.bin) are
+    acceptance collapses, or rests on uninitialised memory; --strict fails it). Pickled weights (pytorch_model.bin) are
     refused although vLLM loads them: unpickling runs code from the file."""
     import sm_peagle
 
