@@ -28,7 +28,7 @@ _TARGET_HIDDEN, _TARGET_VOCAB, _DRAFT_HIDDEN, _DRAFT_VOCAB = 2880, 201088, 32, 6
 # The decoder layer's sizes, all written into config.json: a size left out would take
 # transformers' LlamaConfig default (intermediate_size 11008), which the weights must match.
 _HEADS, _KV_HEADS, _HEAD_DIM, _INTERMEDIATE = 4, 4, _DRAFT_HIDDEN // 4, 64
-_BYTES = {"F16": 2, "F32": 4, "I64": 8}
+_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "I64": 8, "BOOL": 1}
 
 
 def tiny_safetensors(tensors: dict[str, tuple[str, tuple[int, ...]]]) -> bytes:

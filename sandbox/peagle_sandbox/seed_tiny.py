@@ -42,29 +42,53 @@ def _real_files(models: Path) -> dict[str, Path]:
 
 
 def _placeholder_head(parallel: bool) -> dict[str, bytes]:
+    """The config and tensor names, shapes and dtypes of the generated heads (`peagle
+    sandbox install-engine`'s `models/<head>/`), zero-filled: every tensor vLLM's EAGLE-3
+    head loads (its decoder layer as `midlayer.*`, its own embedding), so a tiny-llama
+    deploy on the SIMULATED engine warns about nothing a real head would not."""
+    h, inter, heads, kv_heads, head_dim = _HIDDEN, 2 * _HIDDEN, 4, 2, 64
     config: dict[str, Any] = {
         "architectures": ["LlamaForCausalLMEagle3"],
         "model_type": "llama",
-        "hidden_size": _HIDDEN,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "head_dim": 64,
+        "hidden_size": h,
+        "intermediate_size": inter,
         "num_hidden_layers": 1,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "head_dim": head_dim,
+        "hidden_act": "silu",
+        "max_position_embeddings": 2048,
+        "rms_norm_eps": 1e-05,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
         "vocab_size": _VOCAB,
         "draft_vocab_size": _DRAFT_VOCAB,
-        "target_hidden_size": _HIDDEN,
+        "target_hidden_size": h,
         "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 2, 3]},
         "note": _NOTE,
     }
-    tensors = {
-        "fc.weight": ("F16", (_HIDDEN, 3 * _HIDDEN)),
+    attn_in = 2 * h  # layer 0 reads [embedding, fc(aux hidden states)]
+    tensors: dict[str, tuple[str, tuple[int, ...]]] = {
         "d2t": ("I64", (_DRAFT_VOCAB,)),
-        "lm_head.weight": ("F16", (_DRAFT_VOCAB, _HIDDEN)),
-        "norm.weight": ("F32", (_HIDDEN,)),
+        "t2d": ("BOOL", (_VOCAB,)),
+        "embed_tokens.weight": ("BF16", (_VOCAB, h)),
+        "fc.weight": ("BF16", (h, 3 * h)),
+        "lm_head.weight": ("BF16", (_DRAFT_VOCAB, h)),
+        "norm.weight": ("BF16", (h,)),
+        "midlayer.hidden_norm.weight": ("BF16", (h,)),
+        "midlayer.input_layernorm.weight": ("BF16", (h,)),
+        "midlayer.post_attention_layernorm.weight": ("BF16", (h,)),
+        "midlayer.self_attn.q_proj.weight": ("BF16", (heads * head_dim, attn_in)),
+        "midlayer.self_attn.k_proj.weight": ("BF16", (kv_heads * head_dim, attn_in)),
+        "midlayer.self_attn.v_proj.weight": ("BF16", (kv_heads * head_dim, attn_in)),
+        "midlayer.self_attn.o_proj.weight": ("BF16", (h, heads * head_dim)),
+        "midlayer.mlp.gate_proj.weight": ("BF16", (inter, h)),
+        "midlayer.mlp.up_proj.weight": ("BF16", (inter, h)),
+        "midlayer.mlp.down_proj.weight": ("BF16", (h, inter)),
     }
     if parallel:
         config["ptd_token_id"] = _MASK_ID
-        tensors["mask_hidden"] = ("F16", (1, 1, 3 * _HIDDEN))
+        tensors["mask_hidden"] = ("BF16", (1, 1, 3 * h))
     return {
         "config.json": json.dumps(config, indent=1).encode(),
         "model.safetensors": tiny_safetensors(tensors),

@@ -69,3 +69,27 @@ def test_seeded_head_has_its_own_embedding_and_decoder_layer(sandbox: Sandbox) -
     assert tensors["embed_tokens.weight"]["shape"] == [201088, doc["hidden_size"]]
     layer = {n for n in tensors if n.startswith("midlayer.")}
     assert {"midlayer.self_attn.q_proj.weight", "midlayer.mlp.down_proj.weight"} <= layer
+
+
+@pytest.mark.parametrize(
+    ("head", "mode"), [("p-eagle-aligned", "p-eagle"), ("eagle3-aligned", "eagle3")]
+)
+def test_tiny_llama_placeholder_heads_pass_strict(sandbox: Sandbox, head: str, mode: str) -> None:
+    """Without an engine home the sandbox seeds tiny-llama's heads as zero-filled
+    placeholders: they hold every tensor the generated heads hold, so `--strict` (any
+    warning fails) passes them on the vLLM the heads are generated for (the engine's
+    0.31.0: on 0.18.0 vLLM does not read their aux-layer ids, a warning that is true of the
+    real heads too), as it does the gpt-oss-20b seed."""
+    uri = f"s3://peagle-sandbox-models/heads/{head}/"
+    config = sandbox.client("s3").get_object(
+        Bucket="peagle-sandbox-models", Key=f"heads/{head}/config.json"
+    )
+    assert "placeholder" in json.loads(config["Body"].read())["note"]  # not the real files
+    out = sandbox.cli(
+        "--sandbox", "drafter", "check", uri, "--model", "tiny-llama", "--mode", mode,
+        "--vllm-version", "0.31.0", "--strict", "--json", check=False,
+    )  # fmt: skip
+    checks = json.loads(out.stdout)["checks"]
+    assert [(c["name"], c["message"]) for c in checks if c["status"] != "pass"] == []
+    assert out.returncode == 0, out.stderr
+    assert {c["name"] for c in checks} >= LOADING_RULES
