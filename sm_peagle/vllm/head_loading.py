@@ -303,7 +303,7 @@ def check_unloaded(ins: DrafterInspection, version: VllmVersion, arch: str | Non
         f"({cite('weights_tracked_only_if_returned', version)}) never runs; "
         f"{SILENT.format(v=version)}: the head drafts from uninitialised memory, so its "
         "acceptance depends on what that memory held at start (garbage collapses it; zeroed "
-        "pages can make an extra layer pass its input through) and can differ between "
+        "pages can make a missing layer pass its input through) and can differ between "
         "restarts and instances"
     )
     if empty:
@@ -313,8 +313,13 @@ def check_unloaded(ins: DrafterInspection, version: VllmVersion, arch: str | Non
             f"config.json {hc.why('num_hidden_layers')} but the weights hold layer(s) "
             f"{_span(held)}: vLLM {version} builds layer(s) {_span(empty)} "
             f"({cite('eagle3_layers', version)}) and leaves them uninitialised {silent}",
-            fix=f"set num_hidden_layers to {len(held)} (the layers the weights hold), or add "
-            f"the missing layers' weights (layers.{empty[0]}.* names)",
+            fix=(
+                f"set num_hidden_layers to {len(held)} (the layers the weights hold), or add "
+                f"the missing layers' weights (layers.{empty[0]}.* names)"
+                if held
+                else f"save the decoder layer's weights (midlayer.* or layers.{empty[0]}.* "
+                "names): the weights hold no layer"
+            ),
         )
     shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
     return warned(

@@ -315,6 +315,14 @@ def test_layers_declared_without_weights_warn(tmp_path: Path) -> None:
     assert "num_hidden_layers to 1" in c.fix
 
 
+def test_a_head_without_its_decoder_layer_is_told_to_save_it(tmp_path: Path) -> None:
+    # The old fix said "set num_hidden_layers to 0": a head with no layer does not load.
+    layer = tuple(k for k in tensors() if k.startswith("midlayer."))
+    c = only(judge(head(tmp_path / "h", drop=layer)), "drafter.unloaded", "warn",
+             "layer(s) none", "builds layer(s) 0", SILENT)  # fmt: skip
+    assert "num_hidden_layers to 0" not in c.fix and "midlayer.*" in c.fix
+
+
 def test_a_missing_tensor_of_a_loaded_layer_warns(tmp_path: Path) -> None:
     d = head(tmp_path / "h", drop=("norm.weight",))
     only(judge(d), "drafter.unloaded", "warn", "norm.weight", SILENT)
