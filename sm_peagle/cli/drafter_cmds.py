@@ -133,8 +133,9 @@ def check_cmd(
     Each line names the property, what vLLM does with it and the fix: a head vLLM refuses
     at start, one it starts with and then fails every request (it goes InService on
     SageMaker, then every invocation fails), or one it loads silently wrong (a warning:
-    acceptance collapses, or rests on uninitialised memory; --strict fails it). Pickled weights (pytorch_model.bin) are
-    refused although vLLM loads them: unpickling runs code from the file."""
+    acceptance collapses, or rests on uninitialised memory; --strict fails it). Pickled
+    weights (pytorch_model.bin) are refused although vLLM loads them: unpickling runs code
+    from the file."""
     import sm_peagle
 
     result = sm_peagle.drafter_check(
