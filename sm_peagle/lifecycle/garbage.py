@@ -87,24 +87,27 @@ class _Judge:
         return True
 
 
-def _endpoint_problem(sm: Any, name: str, tags: dict[str, str]) -> str | None:
-    """Why a peagle endpoint is garbage, or None: a deployment that never completed, a
-    config or model that is missing."""
+def _endpoint_problem(
+    sm: Any, name: str, tags: dict[str, str]
+) -> tuple[str | None, dict[str, Any] | None]:
+    """(why a peagle endpoint is garbage, or None: a deployment that never completed, a
+    config or model that is missing; its description when it was read, so the caller
+    does not describe it again)."""
     if tags.get(OPERATION) and not tags.get(COMPLETED):
-        return f"its deployment ({tags[OPERATION]}) never completed"
+        return f"its deployment ({tags[OPERATION]}) never completed", None
     try:
         d = sm.describe_endpoint(EndpointName=name)
     except Exception as e:
         if not_found(e):
-            return None
+            return None, None
         raise
     if d.get("EndpointStatus") in ("Creating", "Updating", "Deleting"):
-        return None  # SageMaker is still at it: look again later
+        return None, d  # SageMaker is still at it: look again later
     try:
         cfg = sm.describe_endpoint_config(EndpointConfigName=d["EndpointConfigName"])
     except Exception as e:
         if not_found(e):
-            return f"its endpoint config {d['EndpointConfigName']} is missing"
+            return f"its endpoint config {d['EndpointConfigName']} is missing", d
         raise
     for v in cfg.get("ProductionVariants", []):
         pools = [p.get("ModelNameOverride") for p in v.get("InstancePools", []) or []]
@@ -113,9 +116,9 @@ def _endpoint_problem(sm: Any, name: str, tags: dict[str, str]) -> str | None:
                 sm.describe_model(ModelName=model)
             except Exception as e:
                 if not_found(e):
-                    return f"its model {model} is missing"
+                    return f"its model {model} is missing", d
                 raise
-    return None
+    return None, d
 
 
 def find_garbage(
@@ -137,11 +140,10 @@ def find_garbage(
         tags = _tags(sm, ep["EndpointArn"])
         if tags is None or not is_collectable(tags):
             continue
-        why = _endpoint_problem(sm, ep["EndpointName"], tags)
+        why, described = _endpoint_problem(sm, ep["EndpointName"], tags)
         if why and judge.collectable(ep["EndpointName"], tags, ep["CreationTime"]):
             out.endpoints[ep["EndpointName"]] = why
-        elif not why and operation is None:
-            described = sm.describe_endpoint(EndpointName=ep["EndpointName"])
+        elif not why and operation is None and described is not None:
             op = update_to_finish(sm, described, tags)
             if op is not None:
                 out.unfinished_updates[ep["EndpointName"]] = op

@@ -390,6 +390,21 @@ def test_an_update_killed_after_it_took_effect_is_finished_by_gc(
     assert json.loads(out)["unfinished"] == [] and json.loads(out)["k"] == 5
 
 
+def test_gc_describes_each_endpoint_once_to_judge_it(world: Any, capsys: Any) -> None:
+    """A healthy peagle endpoint: gc judges it (is its deployment whole, is an update left
+    to finish) from one DescribeEndpoint, where it used to describe it twice. The one other
+    read is "who uses what" (`resource_users`), taken fresh after judging on purpose: what
+    gc deletes must not be in use at that moment. Nothing changes."""
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    assert code == 0, err
+    world.requests.clear()
+    code, out, err = run(capsys, "gc", "--yes", "--json")
+    assert code == 0, err
+    assert world.sent("DescribeEndpoint") == [{"EndpointName": NAME}] * 2
+    mutating = ("Create", "Delete", "Update", "AddTags", "DeleteTags", "Register")
+    assert [op for op, _ in world.requests if op.startswith(mutating)] == []
+
+
 def test_a_second_ctrl_c_after_the_switch_names_the_command_that_finishes_it(
     world: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
