@@ -65,7 +65,8 @@ CLASSES: dict[str, Case] = {
     "aux-layer-past-target": Case(
         FIRST_REQUEST, (r"\b512\b", r"\b768\b"), (r"ids \[5\]",), "drafter.aux_layers"
     ),
-    # loaded silently wrong: the engine serves, acceptance collapses against `relay`
+    # loaded silently wrong: the engine serves; loaded poisoned (test_heads.POISONED),
+    # acceptance collapses against `relay`
     "layers-2-weights-1": Case(
         SILENT, (), (r"num_hidden_layers 2", r"layer\(s\) 1"), "drafter.unloaded"
     ),
