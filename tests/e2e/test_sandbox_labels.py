@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,8 +32,14 @@ def sb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
 
 @pytest.fixture(scope="module")
 def invoked(sb: Sandbox) -> dict:
-    """One invoke --json (so the endpoint's log holds request and SpecDecoding lines too)."""
+    """One invoke --json, and the endpoint's log holding its SpecDecoding line: the engine
+    writes that at its next metrics tick (1 s here), which a busy machine can delay past
+    the invoke's return, so wait for it (a bound, not a timed assertion)."""
     out = sb.cli("--sandbox", "invoke", NAME, "Say hello", "--max-tokens", "16", "--json")
+    deadline = time.monotonic() + 60
+    while not any("SpecDecoding metrics:" in m for m in stored_messages(sb)):
+        assert time.monotonic() < deadline, "no SpecDecoding metrics line in 60 s"
+        time.sleep(0.5)
     return json.loads(out.stdout)
 
 
