@@ -47,6 +47,7 @@ class Deployment:
     speculative_config: dict | None
 
     def to_dict(self) -> dict[str, Any]:
+        """The document `peagle deploy --json` prints."""
         return {
             "endpoint": self.endpoint,
             "status": self.status,
@@ -122,6 +123,8 @@ class Endpoint:
         return ep
 
     def lifecycle(self, **kw: Any) -> Any:
+        """The lower-level `Lifecycle` (create, wait, roll back, update, delete) on this endpoint's
+        AWS context; `deploy`, `update` and `delete` are the supported entry points."""
         from .lifecycle.manager import Lifecycle
 
         return Lifecycle(self.aws, say=self._say, **kw)
@@ -133,6 +136,9 @@ class Endpoint:
         return status(self.name, aws=self.aws)
 
     def wait(self, timeout: float = 8100, **kw: Any) -> dict[str, Any]:
+        """Poll DescribeEndpoint until the endpoint is InService (or `wanted=`) and return the last
+        description; DeploymentFailed when it fails, DeploymentTimeout after `timeout` seconds,
+        NotFound when it is deleted meanwhile."""
         from .lifecycle.waiter import wait_for_endpoint
 
         return wait_for_endpoint(self.aws.client("sagemaker"), self.name, timeout=timeout, **kw)
@@ -144,6 +150,8 @@ class Endpoint:
         return delete(self.name, keep_model=keep_model, force=force, aws=self.aws, say=self._say)
 
     def spec(self) -> DeploymentSpec:
+        """The DeploymentSpec this endpoint was deployed from, read back from its tags (NotFound
+        when the endpoint does not exist)."""
         return deployed_spec(self.aws.client("sagemaker"), self.name)
 
     def update(
@@ -257,6 +265,8 @@ class Endpoint:
         component: str | None = None,
         **params: Any,
     ) -> Any:
+        """`invoke`, awaitable: one request on the endpoint (or `component`) without blocking the
+        event loop; the same arguments and result."""
         return await self.runtime(component=component).ainvoke(messages, prompt, **params)
 
     def astream(

@@ -15,6 +15,8 @@ class PeagleError(Exception):
         self.remedy = remedy
 
     def one_line(self) -> str:
+        """The error as the CLI prints it after `error: `: the message on one line, then
+        `(fix: <remedy>)` when there is a remedy."""
         text = self.message.strip().replace("\n", " ")
         if self.remedy:
             text += f" (fix: {self.remedy})"
@@ -48,6 +50,7 @@ class CheckFailed(SpecError):
         self.failed = failed
 
     def to_dict(self) -> dict:
+        """The error's document, with `errors`: each failed check's name, message and fix."""
         doc = super().to_dict()
         doc["errors"] = [{"name": c.name, "message": c.message, "fix": c.fix} for c in self.failed]
         return doc

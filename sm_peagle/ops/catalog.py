@@ -79,6 +79,8 @@ class Recommendation:
     candidates: list[Candidate] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The document `peagle recommend --json` prints: the model, what the ranking is based on,
+        and the candidates."""
         return {
             "model": self.model,
             "basis": self.basis,

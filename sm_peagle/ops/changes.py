@@ -101,12 +101,16 @@ class UpdateResult:
 
     @property
     def changed(self) -> bool:
+        """True when the update asked SageMaker for a change: resources were created, or an
+        inference component's copy count was set. False for a dry run and when nothing was
+        to change."""
         if self.dry_run:
             return False
         return bool(self.created) if self.kind != "copies" else True
 
     @property
     def scaled_to_zero(self) -> bool:
+        """True when an inference component's copies were set to 0 and none remain."""
         return self.desired_copies == 0 and self.current_copies == 0
 
     def __getitem__(self, key: str) -> Any:
@@ -117,6 +121,7 @@ class UpdateResult:
         return self.to_dict()[key]
 
     def to_dict(self) -> dict[str, Any]:
+        """The document `peagle update --json` prints."""
         if self.kind == "copies":
             return {
                 "endpoint": self.endpoint,
@@ -412,9 +417,12 @@ class ApplyResult:
 
     @property
     def action(self) -> str:
+        """What apply decided: the diff's action, "create", "update" or "noop"."""
         return self.diff.action
 
     def to_dict(self) -> dict[str, Any]:
+        """The document `peagle apply --json` prints: the diff, whether it was applied, and the
+        endpoint's status when it was."""
         doc = {**self.diff.to_dict(), "applied": self.applied}
         if self.applied:
             doc["status"] = self.status

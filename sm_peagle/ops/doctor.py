@@ -179,9 +179,11 @@ class DoctorCheck:
 
     @property
     def title(self) -> str:
+        """The check's name as the report shows it."""
         return TITLES.get(self.name, self.name)
 
     def to_dict(self) -> dict[str, Any]:
+        """The check's document in `peagle doctor --json`."""
         return {
             "status": self.status,
             "known": self.known,
@@ -207,10 +209,12 @@ class DoctorReport:
 
     @property
     def newer(self) -> list[DoctorCheck]:
+        """The checks that found something newer than this peagle knows."""
         return [c for c in self.checks if c.status == NEWER]
 
     @property
     def failed(self) -> list[DoctorCheck]:
+        """The checks that could not complete."""
         return [c for c in self.checks if c.status == FAILED]
 
     @property
@@ -222,6 +226,8 @@ class DoctorReport:
 
     @property
     def summary(self) -> str:
+        """One line: what failed, else what is newer, else that nothing newer was found (and what
+        was not checked)."""
         if self.failed:
             return "failed: " + "; ".join(f"{c.title}: {c.detail}" for c in self.failed)
         if self.newer:
@@ -232,6 +238,7 @@ class DoctorReport:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The document `peagle doctor --json` prints."""
         return {
             "label": self.label,
             "exit_code": self.exit_code,

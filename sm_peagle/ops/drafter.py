@@ -67,13 +67,17 @@ class DrafterCheck:
 
     @property
     def ok(self) -> bool:
+        """True when no check failed (warnings do not count unless strict turned them into
+        failures)."""
         return not any(c.status == "fail" for c in self.checks)
 
     def raise_for_failures(self) -> None:
+        """Raise CheckFailed, naming every failed check, unless the head passed."""
         if not self.ok:
             raise CheckFailed(self.checks)
 
     def to_dict(self) -> dict[str, Any]:
+        """The document `peagle drafter check --json` prints."""
         return {
             "source": self.source,
             "target": dict(self.target),
@@ -174,10 +178,12 @@ class DrafterPush:
 
     @property
     def entry(self) -> dict[str, Any]:
+        """The AdditionalModelDataSources entry that mounts the pushed head at
+        /opt/ml/additional-model-data-sources/<channel>."""
         return self.push.additional_model_data_source(self.channel)
 
     def to_dict(self) -> dict[str, Any]:
-        # The document `peagle drafter push --json` prints.
+        """The document `peagle drafter push --json` prints."""
         return {**self.push.to_dict(), "additional_model_data_source": self.entry}
 
 

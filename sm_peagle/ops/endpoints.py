@@ -55,22 +55,27 @@ class EndpointStatus(_Doc):
 
     @property
     def endpoint(self) -> str:
+        """The endpoint's name."""
         return self["endpoint"]
 
     @property
     def status(self) -> str:
+        """SageMaker's EndpointStatus (InService, Creating, Updating, Failed, ...)."""
         return self["status"]
 
     @property
     def k(self) -> int | None:
+        """The K (draft tokens per step) it serves, or None (baseline, or not a peagle spec)."""
         return self.get("k")
 
     @property
     def mode(self) -> str | None:
+        """The decoding mode it serves (p-eagle, eagle3, baseline), or None when unknown."""
         return self.get("mode")
 
     @property
     def components(self) -> list[dict[str, Any]] | None:
+        """Its inference components, one document each, or None for a one-model endpoint."""
         return self.get("components")
 
 
@@ -80,6 +85,7 @@ class DeleteResult(_Doc):
 
     @property
     def deleted(self) -> list[str]:
+        """What was deleted, one name each (empty when nothing was)."""
         return self.get("deleted", [])
 
     @property
@@ -89,6 +95,7 @@ class DeleteResult(_Doc):
 
     @property
     def note(self) -> str | None:
+        """Why nothing was deleted ("already gone"), or None."""
         return self.get("note")
 
 
@@ -100,18 +107,23 @@ class LogEvent(_Doc):
 
     @property
     def timestamp(self) -> int:
+        """The event's CloudWatch timestamp, in milliseconds since the epoch."""
         return self["timestamp"]
 
     @property
     def message(self) -> str:
+        """The event's text exactly as stored (vLLM's format)."""
         return self["message"]
 
     @property
     def spec_decoding(self) -> dict[str, float] | None:
+        """The SpecDecoding metrics parsed from the line, or None for any other line."""
         return self["spec_decoding"]
 
     @property
     def label(self) -> str:
+        """Where the event came from: `AWS`, `SANDBOX (SIMULATED)` or `SANDBOX (vllm X.Y.Z, CPU,
+        tiny model)`."""
         return self["label"]
 
 
@@ -127,6 +139,7 @@ class EndpointSummary:
     components: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The row `peagle ls --json` prints for this endpoint."""
         return {
             "endpoint": self.endpoint,
             "status": self.status,
@@ -161,6 +174,8 @@ class GcResult:
         return [*self.endpoints, *self.inference_components, *self.endpoint_configs, *self.models]
 
     def to_dict(self) -> dict[str, Any]:
+        """The document `peagle gc --json` prints: what was found, what was deleted (or would be,
+        for a dry run), what was skipped and why."""
         return {
             "endpoints": self.endpoints,
             "inference_components": self.inference_components,
@@ -200,6 +215,7 @@ class LogStream:
             )
 
     def to_dict(self) -> list[dict[str, Any]]:
+        """Every event's document, oldest first (what `peagle logs --json` prints)."""
         return [e.to_dict() for e in self]
 
 

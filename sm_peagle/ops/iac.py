@@ -36,6 +36,7 @@ class ExportResult:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The document `peagle export --json` prints."""
         return {
             "format": self.format,
             "endpoint": self.endpoint,
@@ -56,7 +57,7 @@ class IamPolicy:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        # The document `peagle iam-policy --json` prints (the role's two policies).
+        """The document `peagle iam-policy --json` prints (the role's two policies)."""
         return {"policy": self.policy, "trust_policy": self.trust_policy}
 
 

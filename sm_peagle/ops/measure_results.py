@@ -85,10 +85,12 @@ class RaceResult(MeasureResult):
 
     @property
     def verdict(self) -> str:
+        """The one-line verdict comparing the two sides."""
         return str(self.document["verdict"])
 
     @property
     def simulated(self) -> bool:
+        """True when the race ran against peagle's sandbox, not AWS."""
         return bool(self.document.get("simulated"))
 
 
@@ -102,4 +104,5 @@ class TuneKResult(MeasureResult):
 
     @property
     def estimates(self) -> list[dict[str, Any]]:
+        """One estimate per concurrency level (its `concurrency` and `recommended_k`)."""
         return list(self.document["estimates"])

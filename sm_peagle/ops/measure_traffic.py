@@ -202,6 +202,8 @@ class ChatSession:
     def send(
         self, text: str, *, on_text: Text | None = None, on_reasoning: Text | None = None
     ) -> Completion:
+        """Send one user message with the conversation so far; the reply is added to the history and
+        returned as a Completion. SpecError for an empty message."""
         check_prompt(text, usage="type a message")
         turn = [*self.history, {"role": "user", "content": text}]
         completion = _send(self.runtime, stream=self.stream, on_text=on_text,

@@ -49,9 +49,11 @@ class Plan:
 
     @property
     def ok(self) -> bool:
+        """True when no check failed (warnings do not count)."""
         return not any_failed(self.checks)
 
     def raise_for_failures(self) -> None:
+        """Raise CheckFailed, naming every failed check, unless the plan is ok."""
         if not self.ok:
             raise CheckFailed(self.checks)
 
