@@ -228,8 +228,17 @@ def test_silent_partial_load_warns_and_acceptance_collapses(
         f"{name}: the drafter did not load through the poisoned get_model "
         f"({r['poisoned_loads']}, relay {control['poisoned_loads']}): vLLM moved it"
     )
+    # The poison took, and only where no tensor was written: no module of the whole head
+    # outputs NaN, and the head missing its second layer has that layer (model.layers.1)
+    # output NaN.
+    assert control["nan_outputs"] == [], control["nan_outputs"]
+    if case.check == "drafter.unloaded":
+        assert any(n.startswith("model.layers.1.") for n in r["nan_outputs"]), r["nan_outputs"]
     rate, base = head_classes.acceptance(r), head_classes.acceptance(control)
-    print(f"\n{name}: acceptance {rate:.1%} (relay, whole: {base:.1%})")
+    print(
+        f"\n{name}: acceptance {rate:.1%} (relay, whole: {base:.1%}); poisoned, NaN out of: "
+        f"{', '.join(r['nan_outputs'] or []) or 'nothing'}"
+    )
     assert actual == head_classes.SERVES, (
         f"{name}: vLLM {engine.version} did not serve it: {r['error']}"
     )

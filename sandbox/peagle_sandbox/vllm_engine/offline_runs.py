@@ -26,7 +26,8 @@ place; see ``cpu_sampling_fix``) with each RESULT::
 
     {"id", "ok": bool, "error": str | null, "log": path, "token_ids": [[int, ...], ...],
      "spec": {"num_drafts", "num_draft_tokens", "num_accepted_tokens", "per_pos"} | null,
-     "poisoned_loads": int}   # drafter loads that ran poisoned (0 unless asked)
+     "poisoned_loads": int,   # drafter loads that ran poisoned (0 unless asked)
+     "nan_outputs": [str, ...] | null}   # poisoned runs: drafter modules that output NaN
 
 How the engine is run, and why: ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` (set here before
 vLLM is imported) keeps the engine core and the worker in this process, so vLLM is
@@ -123,6 +124,38 @@ def _poisoned_drafter_load(counter: list[int]):
         proposer.get_model = real
 
 
+_NAN_OUTPUTS: set[str] = set()  # drafter modules whose output held NaN (this process)
+
+
+def _watch_drafter_nan(worker: Any) -> int:
+    """Hook every module of the drafter (run on the worker through `LLM.collective_rpc`)
+    to note the ones whose output holds NaN. Observed on outputs, not parameters: vLLM's
+    CPU backend repacks linear weights after loading and leaves the parameters empty."""
+    import torch
+
+    _NAN_OUTPUTS.clear()
+
+    def hook(name: str) -> Any:
+        def seen(_module: Any, _inputs: Any, output: Any) -> None:
+            outs = output if isinstance(output, tuple | list) else (output,)
+            for out in outs:
+                floating = isinstance(out, torch.Tensor) and out.is_floating_point()
+                if floating and bool(torch.isnan(out).any()):
+                    _NAN_OUTPUTS.add(name)
+
+        return seen
+
+    modules = list(worker.model_runner.drafter.model.named_modules())
+    for name, module in modules:
+        if name:
+            module.register_forward_hook(hook(name))
+    return len(modules)
+
+
+def _nan_outputs(_worker: Any) -> list[str]:
+    return sorted(_NAN_OUTPUTS)
+
+
 def _sampling_bug() -> dict[str, bool]:
     """Is vLLM's CPU `_expand_kernel_impl` the buggy one, and is peagle's fix in place?"""
     import importlib
@@ -164,9 +197,16 @@ def run_one(run: dict[str, Any]) -> dict[str, Any]:
             ignore_eos=True,
             seed=int(run.get("seed", 0)),
         )
+        if poisoned:
+            llm.collective_rpc(_watch_drafter_nan)
         outs = llm.generate(list(run["prompts"]), params, use_tqdm=False)
         ids = [list(o.outputs[0].token_ids) for o in outs]
-        return {"token_ids": ids, "spec": _spec_counters(llm), "poisoned_loads": len(poisoned)}
+        return {
+            "token_ids": ids,
+            "spec": _spec_counters(llm),
+            "poisoned_loads": len(poisoned),
+            "nan_outputs": llm.collective_rpc(_nan_outputs)[0] if poisoned else None,
+        }
     finally:
         del llm
 
@@ -196,6 +236,7 @@ def main() -> int:
             "token_ids": [],
             "spec": None,
             "poisoned_loads": 0,
+            "nan_outputs": None,
         }
         t0 = time.monotonic()
         with _fd_log(log):
