@@ -224,6 +224,10 @@ def test_silent_partial_load_warns_and_acceptance_collapses(
     case = CLASS_CASES[name]
     actual, r = _class_run(engine_runs, name)
     control = engine_runs["relay"]
+    assert actual == head_classes.SERVES, (
+        f"{name}: vLLM {engine.version} did not serve it: {r['error']}"
+    )
+    assert control["ok"], f"relay: vLLM {engine.version} did not serve it: {control['error']}"
     assert r["poisoned_loads"] == control["poisoned_loads"] == 1, (
         f"{name}: the drafter did not load through the poisoned get_model "
         f"({r['poisoned_loads']}, relay {control['poisoned_loads']}): vLLM moved it"
@@ -238,9 +242,6 @@ def test_silent_partial_load_warns_and_acceptance_collapses(
     print(
         f"\n{name}: acceptance {rate:.1%} (relay, whole: {base:.1%}); poisoned, NaN out of: "
         f"{', '.join(r['nan_outputs'] or []) or 'nothing'}"
-    )
-    assert actual == head_classes.SERVES, (
-        f"{name}: vLLM {engine.version} did not serve it: {r['error']}"
     )
     assert base >= 0.9, (
         f"relay accepts only {base:.1%}: no baseline to collapse from ({control['spec']})"
