@@ -21,6 +21,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+import botocore.session
 import pytest
 
 from tests.e2e.test_sandbox import Sandbox, running_sandbox
@@ -123,6 +124,11 @@ def test_deployer_policy_is_exactly_what_the_commands_send(sb: Sandbox, tmp_path
     policy = doc["policy"]
     granted = {a for s in policy["Statement"] for a in s["Action"]}
 
+    # Each recorded operation is one of its service's API operations (botocore's service
+    # model), so "prefix:operation" is the action AWS documents for it.
+    models = botocore.session.get_session()
+    for service, operation in {(r["service"], r["operation"]) for r in log}:
+        assert operation in models.get_service_model(service).operation_names, operation
     sent = {_action(r) for r in log}
     implied = {
         IMPLIED[(r["service"], r["operation"])]
