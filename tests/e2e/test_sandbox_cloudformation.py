@@ -6,8 +6,9 @@ each resource `<stack>-<logical id>-<suffix>` (facts 14), so a template that lin
 resources by literal names failed there: the endpoint config named a model that did not
 exist. Linked by `Fn::GetAtt`, the stack creates; the endpoint then has the stack's name
 but the plan's tags, and peagle finds it by them: `ls` lists it as peagle's, `status` reads
-it, `diff -f` and `apply -f` of the exported spec find it (no change), `status` of the
-plan's name points at it, and `delete` removes everything the stack made.
+it, `diff -f` and `apply -f` of the exported spec find it (no change; a changed spec is
+an update `apply` refuses, naming the stack), `status` of the plan's name points at it,
+and `delete` removes everything the stack made.
 
 The stack is created with boto3's `create_stack`, as a user's own tooling would; every
 peagle command runs as a subprocess of the real CLI against the started sandbox.
@@ -99,6 +100,17 @@ def test_the_exported_stack_creates_in_the_sandbox_and_peagle_manages_it(
     error = _json(sb, "status", PLANNED, code=1)["error"]
     assert live in error["message"] and error["fix"] == f"`peagle status {live}`", error
     assert "did not finish" not in error["message"]
+
+    # A changed spec: diff shows the update on the stack's endpoint, and apply refuses it
+    # (updating by the plan's name would make a second endpoint) before changing anything.
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(spec.read_text() + "tags:\n  team: ml\n")
+    diff = _json(sb, "diff", "-f", str(changed))
+    assert (diff["endpoint"], diff["action"]) == (live, "update"), diff
+    error = _json(sb, "apply", "-f", str(changed), "--yes", code=2)["error"]
+    assert live in error["message"] and "stack" in error["fix"], error
+    assert [e["EndpointName"] for e in sm.list_endpoints()["Endpoints"]] == [live]
+    assert len(sm.list_models()["Models"]) == 1
 
     deleted = _json(sb, "delete", live, "--yes")
     assert set(deleted["deleted"]) == {live, ep["EndpointConfigName"], variant["ModelName"]}
