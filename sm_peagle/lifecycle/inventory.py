@@ -120,9 +120,14 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
 def _elsewhere(sm: Any, name: str) -> None:
     """Deployment `name` live under another name (a CloudFormation stack that named its
     resources itself): say which, before its model or config could pass for leftovers."""
+    from botocore.exceptions import ClientError
+
     from .resources import endpoints_of_deployment
 
-    live = endpoints_of_deployment(sm, name)
+    try:
+        live = endpoints_of_deployment(sm, name)
+    except ClientError:  # no ListEndpoints/ListTags permission: the answer stays NotFound
+        return
     if live:
         raise NotFound(
             f"endpoint {name} does not exist; deployment {name} is endpoint "
