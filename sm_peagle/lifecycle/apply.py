@@ -36,10 +36,18 @@ class ApplyPlan:
     plan: Plan
     spec_changes: list[Change] = field(default_factory=list)
     request_changes: list[Change] = field(default_factory=list)
+    # The live endpoint when it carries this deployment's tags under another name (a
+    # CloudFormation stack that named it itself); None when it has the plan's name.
+    live_name: str | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint compared: the live one's name, else the plan's."""
+        return self.live_name or self.plan.names["endpoint"]
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "endpoint": self.plan.names["endpoint"],
+            "endpoint": self.endpoint,
             "action": self.action,
             "spec_changes": [c.to_dict() for c in self.spec_changes],
             "request_changes": [c.to_dict() for c in self.request_changes],
@@ -77,10 +85,15 @@ def compare(new: Plan, aws: Any) -> ApplyPlan:
 
     sm = aws.client("sagemaker")
     name = new.names["endpoint"]
+    live_name = None
     try:
         current = deployed_spec(sm, name)
     except NotFound:
-        return ApplyPlan("create", new)
+        live_name = _tagged_under_another_name(sm, name)
+        if live_name is None:
+            return ApplyPlan("create", new)
+        name = live_name
+        current = deployed_spec(sm, name)
     arn = sm.describe_endpoint(EndpointName=name)["EndpointArn"]
     live_tags = tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", []))
     if live_tags.get("peagle:spec-sha256") == new.spec_sha256:
@@ -90,11 +103,29 @@ def compare(new: Plan, aws: Any) -> ApplyPlan:
             for k, v in new.spec.tags.items()
             if live_tags.get(k) != v
         ]
-        return ApplyPlan("update", new, spec_changes=lagging) if lagging else ApplyPlan("noop", new)
+        if lagging:
+            return ApplyPlan("update", new, spec_changes=lagging, live_name=live_name)
+        return ApplyPlan("noop", new, live_name=live_name)
     old = plan(current)
     return ApplyPlan(
         "update",
         new,
         spec_changes=diff(current.model_dump(mode="json"), new.spec.model_dump(mode="json")),
         request_changes=diff(request_view(old), request_view(new)),
+        live_name=live_name,
     )
+
+
+def _tagged_under_another_name(sm: Any, deployment: str) -> str | None:
+    """The one live endpoint tagged as `deployment` under another name, or None."""
+    from ..errors import SpecError
+    from .resources import endpoints_of_deployment
+
+    found = endpoints_of_deployment(sm, deployment)
+    if len(found) > 1:
+        raise SpecError(
+            f"{len(found)} endpoints carry deployment {deployment}'s tags: {', '.join(found)}",
+            remedy="delete the extra ones (`peagle delete NAME --yes`), or give each spec "
+            "its own endpoint.name",
+        )
+    return found[0] if found else None

@@ -527,9 +527,16 @@ def apply(
     if on_diff is not None:
         on_diff(ap)
     if ap.action == "noop":
-        (say or quiet)(f"no changes: {ap.plan.names['endpoint']} already matches the spec")
+        (say or quiet)(f"no changes: {ap.endpoint} already matches the spec")
     if dry_run or ap.action == "noop":
         return ApplyResult(ap, applied=False)
+    if ap.live_name is not None:
+        # Updating would create the plan's name beside it: change it where it was made.
+        raise SpecError(
+            f"{ap.live_name} is deployment {ap.plan.names['endpoint']} under another name "
+            "(made by a CloudFormation stack?); apply updates endpoints by the plan's name",
+            remedy="update the stack with a fresh `peagle export --format cloudformation`",
+        )
     (confirm or quiet)(f"{ap.action.capitalize()} {ap.plan.names['endpoint']}?")
     lc = Lifecycle(ctx, say=say or quiet)
     if ap.action == "create":
