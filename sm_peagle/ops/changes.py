@@ -281,6 +281,11 @@ def update(
 
         change = plan_component_change(lc.sm, name, component, k=k, mode=mode)
         refuse_sandbox_only(change.plan.spec.model)
+        if change.unchanged:
+            (say or quiet)(f"no changes: {component} already runs these values; nothing sent")
+            live = None if dry_run else lc.sm.describe_endpoint(EndpointName=name)
+            status = live["EndpointStatus"] if live else None
+            return UpdateResult("component", name, status, [], dry_run=dry_run, plan=change.plan)
         if dry_run:
             return UpdateResult("component", name, None, list(change.changes), dry_run=True)
         ask(f"Update {name} ({', '.join(change.changes) or 'no change'})?")
@@ -315,6 +320,7 @@ def update(
     from ..lifecycle.resolve import plan
     from ..lifecycle.spec_tags import deployed_spec
     from ..planning.components.change import refuse_top_level_change
+    from ..planning.meaning import same_meaning
     from ..planning.spec.options import build_spec
 
     if not dry_run:  # an update cut short after UpdateEndpoint: finish it first
@@ -339,6 +345,11 @@ def update(
         options = dataclasses.replace(options, name=name)
         new = plan(build_spec(None, None, options, base=base))
     new.raise_for_failures()
+    if same_meaning(before, new):
+        # An explicit value equal to what the deployed spec resolves to (`-k 3` where K
+        # was left to the default 3): the same requests under another hash. The deployed
+        # spec stands, so nothing is sent and its tags are not rewritten.
+        new = before
     changes = _changes(before, new)
     live = _unchanged(lc.sm, name, new)
     if live is not None:
