@@ -471,7 +471,10 @@ def planned_on_aws(
         p.checks = strict_checks(p.checks)
     p.raise_for_failures()
     ctx = context(p.region, aws, on_connect)
-    return ctx, with_push_bucket(p, ctx)
+    p = with_push_bucket(p, ctx)
+    # What the plan could not read (a head in S3) preflight reads: strict there too.
+    p.strict = p.strict or strict
+    return ctx, p
 
 
 def _compare(
