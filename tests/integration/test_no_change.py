@@ -163,6 +163,15 @@ def _spec_file(tmp_path: Path, data: dict) -> Path:
     return path
 
 
+def apply_sends_nothing(capsys, harness, spec: Path) -> None:
+    """`apply -f spec` decides noop, says so, and sends nothing that changes AWS."""
+    code, out, err = run(capsys, "apply", "-f", str(spec), "--yes", "--json")
+    assert code == 0, err
+    assert (json.loads(out)["action"], json.loads(out)["applied"]) == ("noop", False)
+    assert "no changes" in err
+    assert mutating(harness) == []
+
+
 def test_apply_of_the_spec_deploy_wrote_sends_nothing(
     deployed, capsys, sagemaker_harness, tmp_path
 ):
@@ -189,11 +198,7 @@ def test_apply_twice_sends_nothing_the_second_time(world, capsys, sagemaker_harn
     assert code == 0, err
     before = endpoint_state(DEPLOYED)
     sagemaker_harness.requests.clear()
-    code, out, err = run(capsys, "apply", "-f", str(spec), "--yes", "--json")
-    assert code == 0, err
-    assert (json.loads(out)["action"], json.loads(out)["applied"]) == ("noop", False)
-    assert "no changes" in err
-    assert mutating(sagemaker_harness) == []
+    apply_sends_nothing(capsys, sagemaker_harness, spec)
     assert endpoint_state(DEPLOYED) == before
 
 
@@ -375,11 +380,7 @@ def test_apply_of_a_file_with_the_defaults_spelled_out_sends_nothing(
     assert code == 0, (out, err)  # --detailed-exitcode: 0 is "no change"
     doc = json.loads(out)
     assert (doc["action"], doc["spec_changes"], doc["request_changes"]) == ("noop", [], [])
-    code, out, err = run(capsys, "apply", "-f", str(spec), "--yes", "--json")
-    assert code == 0, err
-    assert (json.loads(out)["action"], json.loads(out)["applied"]) == ("noop", False)
-    assert "no changes" in err
-    assert mutating(sagemaker_harness) == []
+    apply_sends_nothing(capsys, sagemaker_harness, spec)
     assert endpoint_state(DEPLOYED) == deployed
 
 
