@@ -90,3 +90,13 @@ def test_strict_deploys_a_clean_s3_head(world: World, capsys: Any, tmp_path: Pat
     code, _, err = run(capsys, "deploy", "-f", str(spec), "--strict", "--yes")
     assert code == 0, err
     assert len(sagemaker_inventory()["endpoints"]) == 1
+
+
+def test_strict_deploys_the_jumpstart_head(world: World, capsys: Any) -> None:
+    """JumpStart's own head is an S3 head too, read by the same preflight: --strict
+    reaches it, and the world's whole head (trained K from the catalog) has no warning."""
+    world.requests.clear()
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--strict", "--yes")
+    assert code == 0, err
+    assert "warning: drafter." not in err
+    assert len(sagemaker_inventory()["endpoints"]) == 1
