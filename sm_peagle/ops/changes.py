@@ -267,6 +267,8 @@ def update(
     no request that changes anything (and no confirm).
     `spec_options`: any other option of the spec for a one-model endpoint (image=,
     vllm_version=, drafter=, autoscale=, …, as `sm_peagle.plan` takes them).
+    An update whose requests equal the deployed ones (`k=3` where K is the default 3)
+    sends nothing and leaves the tags as they are.
     SpecError (before any request) for a bad value or a bad combination."""
     _check_update_args(name, k, mode, instance_type, instance_count, component, copies, _cli)
     extra = _check_spec_options(spec_options, component)
@@ -510,7 +512,9 @@ def diff(
 ) -> ApplyPlan:
     """How the live endpoint differs from the spec (a path, a dict or a DeploymentSpec):
     `.action` is "create", "update" or "noop", with `.spec_changes` and
-    `.request_changes`. Read from the endpoint's own tags; changes nothing."""
+    `.request_changes`; "noop" when the spec sends the requests the deployed one sends
+    (defaults filled in), however it is written. Read from the endpoint's own tags;
+    changes nothing."""
     return _compare(spec_or_path, region, aws, on_connect)[1]
 
 
