@@ -46,6 +46,9 @@ class Plan:
     # kwargs, and the CreateModel kwargs of the components that name a model.
     inference_components: list[dict[str, Any]] = field(default_factory=list)
     component_models: list[dict[str, Any]] = field(default_factory=list)
+    # Planned with --strict (SDK strict=True): deploy preflight fails a warning of the
+    # heads it reads from S3 too, as the plan failed its own.
+    strict: bool = False
 
     @property
     def ok(self) -> bool:
