@@ -71,6 +71,10 @@ def _render_healthy(name: str, st: Any) -> None:
     if "components" not in st:  # one model on the variant; components carry their own
         k = f", K={st['k']}" if st["k"] is not None else ""
         rows += [["mode", st["mode"] + k], ["image", st["image"]]]
+        if st.get("model_data"):
+            rows.append(["weights", st["model_data"]])
+        for channel, uri in (st.get("additional_data") or {}).items():
+            rows.append(["drafter" if channel == "eagle" else f"data ({channel})", uri])
     rows += [["age", f"{st['age_seconds'] // 60} min"], ["cost", price]]
     if st.get("autoscaling"):
         a = st["autoscaling"]
