@@ -24,7 +24,8 @@ LogsJsonOpt = json_option(
 
 
 def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = False) -> None:
-    """Status, instances, mode and K (read from the deployed model), image, age, $/h."""
+    """Status, instances, mode and K (read from the deployed model), image, the weights'
+    and drafter's S3 URIs, age, $/h."""
     from ..ops.endpoints import status
     from .context import hello
 
