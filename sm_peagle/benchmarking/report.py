@@ -350,8 +350,10 @@ def render_console(doc: dict[str, Any], con: Any, table: Any) -> None:
     """Print `doc` for people on `con` (a rich Console); `table(title, columns, rows)`
     builds each table (the CLI's, which never breaks a word). Passed in, so bench never
     imports the CLI."""
+    from rich.markup import escape  # values hold brackets ("[32, 8640]"), not markup
+
     style = "bold red" if doc.get("simulated") else "bold"
-    con.print(f"[{style}]{title_of(doc)}[/]")
+    con.print(f"[{style}]{escape(title_of(doc))}[/]")
     for line in provenance_lines(doc):
         con.print(f"  {line}", markup=False)
     if doc.get("kind") == "sweep":
@@ -360,7 +362,8 @@ def render_console(doc: dict[str, Any], con: Any, table: Any) -> None:
         for line in recommendation_lines(doc):
             con.print(f"recommended {line}", markup=False)
         for f in doc.get("failures") or []:
-            con.print(f"[red]failed[/] {f['configuration']}: {f['error']}")
+            failed = f"{f['configuration']}: {f['error']}"
+            con.print(f"[red]failed[/] {escape(failed)}")
     # The terminal gets the columns people compare; markdown/CSV carry every statistic.
     keep = [0, 1, 2, 3, 5, 6, 9, 10, 11]
     cols = [LEVEL_COLUMNS[i] if i != 5 else "TTFT p50 ms" for i in keep]
@@ -369,6 +372,5 @@ def render_console(doc: dict[str, Any], con: Any, table: Any) -> None:
     for run in runs_of(doc):
         for lv in run["levels"]:
             if lv["client_cpu"].get("warning"):
-                con.print(
-                    f"[yellow]warning[/] c={lv['concurrency']}: {lv['client_cpu']['warning']}"
-                )
+                warning = f"c={lv['concurrency']}: {lv['client_cpu']['warning']}"
+                con.print(f"[yellow]warning[/] {escape(warning)}")

@@ -93,3 +93,22 @@ def test_stderr_is_judged_on_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(output, "is_terminal", lambda stream: stream is sys.stdout)
     assert output.reset().console().width == 80
     assert output.console(stderr=True).width == output.PIPE_WIDTH
+
+
+def test_a_failure_s_message_is_printed_whole_not_read_as_markup(capsys) -> None:
+    """A vLLM error quotes shapes like `[32, 8640]`, which rich would eat as a tag."""
+    from sm_peagle.benchmarking.report import render_console
+    from sm_peagle.benchmarking.sweep import combine_runs
+
+    run = {
+        "schema": "peagle.bench/2", "kind": "bench", "label": "SANDBOX (SIMULATED)",
+        "simulated": True, "engine": "SIMULATED", "notes": [], "mode": "p-eagle", "k": 3,
+        "levels": [], "model": "gpt-oss-20b", "instance_type": "ml.g7e.2xlarge",
+        "load": {"kind": "closed", "requests": 2, "warmup": 0, "workers": 1, "max_tokens": 8,
+                 "temperature": None},
+    }  # fmt: skip
+    doc = combine_runs([run])
+    error = "shape [32, 8640] does not match [b] [bold]"
+    doc["failures"] = [{"configuration": "p-eagle K=5", "error": error}]
+    render_console(doc, output.reset().console(), output.table)
+    assert f"failed p-eagle K=5: {error}\n" in capsys.readouterr().out
