@@ -50,7 +50,8 @@ ul.prov{font-size:.85rem;color:#3b4558}.chart svg{max-width:100%;height:auto}
 
 
 def engine_of(doc: dict[str, Any]) -> tuple[str, bool]:
-    """(what produced the numbers, simulated?) from the documents' own provenance."""
+    """(what produced the numbers, not measured on AWS?) from the documents' own
+    provenance: the second is true for either sandbox engine (the banner's disclaimer)."""
     runs = runs_of(doc)
     # Not AWS (either sandbox engine): up to /2 `simulated` said so; /3 says it by label.
     simulated = from_sandbox(doc)
