@@ -112,6 +112,7 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
     out.update(
         {"image": container.get("Image"), "mode": mode, "k": k, "speculative_config": spec_cfg}
     )
+    out.update(data_sources(container))
     if aas is not None:
         out["autoscaling"] = autoscaling_of(aas, name, variant["VariantName"])
     return out
@@ -134,6 +135,21 @@ def _elsewhere(sm: Any, name: str) -> None:
             f"{', '.join(live)} (named by whatever created it, e.g. a CloudFormation stack)",
             remedy=f"`peagle status {live[0]}`",
         )
+
+
+def data_sources(container: dict[str, Any]) -> dict[str, Any]:
+    """Where the model's files come from, as DescribeModel reports them: `model_data`, the
+    S3 URI of the weights (ModelDataSource, else ModelDataUrl; None when the image holds
+    them), and `additional_data`, channel -> S3 URI (the drafter's channel is `eagle`)."""
+    primary = (container.get("ModelDataSource") or {}).get("S3DataSource") or {}
+    extra = {
+        src.get("ChannelName"): (src.get("S3DataSource") or {}).get("S3Uri")
+        for src in container.get("AdditionalModelDataSources") or []
+    }
+    return {
+        "model_data": primary.get("S3Uri") or container.get("ModelDataUrl"),
+        "additional_data": extra,
+    }
 
 
 def _broken(out: dict[str, Any], problem: str) -> dict[str, Any]:
