@@ -180,3 +180,29 @@ def test_the_python_snippet_leaves_nothing_running_and_ends_its_stream_with_a_ne
             [sys.executable, "-m", "sm_peagle.cli", "sandbox", "stop"],
             env=env, capture_output=True, timeout=60,
         )  # fmt: skip
+
+
+def test_the_tours_logs_step_shows_a_spec_decoding_line(tmp_path: Path) -> None:
+    """The tour runs `logs` right after `invoke`; vLLM (and the sandbox, at its default
+    10 s interval) writes the SpecDecoding metrics line at its next tick, so the step as
+    written must wait for it rather than show the lines before it."""
+    (tour,) = [b for b in blocks(README, "run") if "peagle --sandbox logs" in b.code]
+    lines = [line.split("  #")[0] for line in tour.code.splitlines()]
+    steps = [
+        next(line for line in lines if line.startswith(f"peagle --sandbox {command} "))
+        for command in ("deploy", "invoke", "logs")
+    ]
+    env = page_env(tmp_path)
+    try:
+        proc = subprocess.run(
+            ["bash", "-eo", "pipefail", "-c", " && ".join(steps)],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        logs_out = proc.stdout.splitlines()[-3:]  # the tour's `| tail -3`
+        assert any("SpecDecoding metrics:" in line for line in logs_out), proc.stdout
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "sm_peagle.cli", "sandbox", "stop"],
+            env=env, capture_output=True, timeout=60,
+        )  # fmt: skip
