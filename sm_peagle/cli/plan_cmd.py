@@ -27,7 +27,8 @@ def render_plan(p: Any) -> None:
         c.print(line, soft_wrap=True, markup=False)
     c.print()
     for line in requests_text(p):
-        c.print(line, soft_wrap=True, markup=False)
+        heading = bool(line) and not line.startswith(" ")  # an operation: CreateModel, …
+        c.print(line, soft_wrap=True, markup=False, style="bold" if heading else None)
     c.print()
     c.print(
         table(
@@ -66,7 +67,8 @@ def summary_lines(p: Any) -> list[str]:
     lines.append(f"  model           {p.create_model['ModelName']}")
     lines.append(f"  endpoint config {p.create_endpoint_config['EndpointConfigName']}")
     lines.append(f"  endpoint        {p.names['endpoint']}")
-    lines.append(f"  image           {p.image}  (vLLM {p.vllm_version})")
+    lines.append(f"  vLLM            {p.vllm_version}")
+    lines.append(f"  image           {p.image}")  # last on its line: a double-click copies it
     v = p.create_endpoint_config["ProductionVariants"][0]
     types = " > ".join(variant_instance_types(v))
     lines.append(f"  instances       {v['InitialInstanceCount']} x {types}")
