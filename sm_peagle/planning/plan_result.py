@@ -4,7 +4,7 @@ CLI and the IaC exports. A plain dataclass: no I/O."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..catalog.instances import InstanceType
@@ -48,14 +48,7 @@ class KOrigin:
 
     def to_dict(self) -> dict[str, Any]:
         """The `k_origin` of `peagle plan --json`."""
-        return {
-            "k": self.k,
-            "source": self.source,
-            "reason": self.reason,
-            "trained_k": self.trained_k,
-            "recommended_k": self.recommended_k,
-            "text": self.describe(),
-        }
+        return {**asdict(self), "text": self.describe()}
 
 
 @dataclass
