@@ -159,3 +159,12 @@ def test_k_help_shows_the_default(capsys) -> None:
     assert code == 0
     text = " ".join(out.split())
     assert re.search(r"-k, --k \S+ K, the speculative tokens per step \[default: ", text), text
+
+
+def test_models_says_the_default_k_and_where_it_comes_from(capsys) -> None:
+    """`models` showed only trained/recommended 10/7, and a deploy without -k got K=3 with
+    nothing saying why: it now names that default and its source."""
+    expected_k = lmi_optimized(load_fixture())["speculative_config"]["num_speculative_tokens"]
+    code, out, err = run_cli(capsys, "models")
+    assert code == 0, err
+    assert f"{expected_k} (JumpStart's default for this model)" in out

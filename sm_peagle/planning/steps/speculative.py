@@ -68,12 +68,7 @@ def _default_k(src: Sources) -> tuple[int, tuple[str, str]]:
             return int(k), ("jumpstart", "JumpStart's default for this model")
     if src.model is None:
         return PEAGLE_DEFAULT_K, ("peagle", "peagle's default; no catalog entry for this model")
-    origin = src.model.default_k_source
-    if origin.startswith("JumpStart"):
-        return src.model.default_k, ("jumpstart", "JumpStart's default for this model")
-    if origin == "head card":
-        return src.model.default_k, ("head_card", "the head card's default")
-    return src.model.default_k, ("peagle", f"peagle's default ({origin})")
+    return src.model.default_k, src.model.default_k_origin()
 
 
 def _head_ks(spec: DeploymentSpec, src: Sources) -> tuple[int | None, int | None]:
