@@ -21,6 +21,9 @@ __all__ = ["use_sandbox"]
 def use_sandbox(**options: Any) -> Any:
     """Start the sandbox if needed and point this process at it (see ``manager.use_sandbox``).
 
+    ``with peagle_sandbox.use_sandbox(): ...`` (or ``.stop()`` on the result) stops, at the
+    end, the sandbox this call started; one that was already running is left running.
+
     Imported on call, so importing the package stays free."""
     from .plugin import use_sandbox as _use  # checks the options first
 

@@ -31,6 +31,7 @@ __all__ = [
     "Joined",
     "SandboxError",
     "SandboxInfo",
+    "SandboxUse",
     "activate",
     "died_message",
     "ensure",
@@ -106,6 +107,33 @@ class SandboxInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class SandboxUse(SandboxInfo):
+    """What `use_sandbox()` returns: the sandbox (every SandboxInfo field) and whether this
+    call `started` it. A context manager: `with peagle_sandbox.use_sandbox(): ...` stops,
+    on exit (even on error), the sandbox it started, so a script leaves nothing running; a
+    sandbox that was already running (another shell's) is left alone. `stop()` does the
+    same explicitly. The process stays pointed at the stopped sandbox, never at AWS."""
+
+    started: bool = False
+
+    def stop(self) -> dict[str, Any]:
+        """Stop the sandbox this call started (`manager.stop`); {"stopped": False, …}
+        when it did not start one, or when the state file now names another sandbox."""
+        if not self.started:
+            return {"stopped": False, "note": "this sandbox was running before; left running"}
+        current = read_state()
+        if current is None or current.pid != self.pid:
+            return {"stopped": False, "note": "the sandbox it started is no longer running"}
+        return stop()
+
+    def __enter__(self) -> SandboxUse:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 @dataclass(frozen=True)
@@ -492,12 +520,13 @@ def activate(info: SandboxInfo, environ: MutableMapping[str, str] | None = None)
         env["PEAGLE_ROLE_ARN"] = info.role_arn
 
 
-def use_sandbox(**options: Any) -> SandboxInfo:
+def use_sandbox(**options: Any) -> SandboxUse:
     """SDK entry point: start the sandbox if needed and point this process at it.
 
     After this, `sm_peagle.deploy(...)` and every boto3 client talk to the local
     sandbox, never to AWS. Options are those of `peagle sandbox start`; `engine="vllm"`
     hosts endpoints on the real vLLM CPU engine (`peagle sandbox install-engine`).
+    Used as a context manager (or with `.stop()`), it stops the sandbox it started.
     """
     joined = ensure(**options)
     notice = joined.notice()
@@ -506,4 +535,4 @@ def use_sandbox(**options: Any) -> SandboxInfo:
 
         warnings.warn(notice, RuntimeWarning, stacklevel=2)
     activate(joined.info)
-    return joined.info
+    return SandboxUse(**asdict(joined.info), started=not joined.already_running)

@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 from sm_peagle import settings
 from sm_peagle.errors import SpecError
 
-from .manager import SandboxInfo
+from .manager import SandboxInfo, SandboxUse
 
 __all__ = [
     "OPTIONS",
@@ -183,8 +183,9 @@ def stop() -> dict[str, Any]:
     return manager.stop()
 
 
-def use_sandbox(**options: Any) -> SandboxInfo:
-    """Start the sandbox if needed (options as `start`) and point this process at it."""
+def use_sandbox(**options: Any) -> SandboxUse:
+    """Start the sandbox if needed (options as `start`) and point this process at it; a
+    context manager that stops, on exit, the sandbox it started (`manager.SandboxUse`)."""
     from . import manager
 
     check_options(options)

@@ -19,6 +19,7 @@ from .results import from_sandbox, is_simulated, iso, provenance
 
 __all__ = [
     "PlotUnavailable",
+    "acceptance_notes",
     "provenance_lines",
     "render_console",
     "require_matplotlib",
@@ -185,6 +186,27 @@ def level_rows(doc: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def acceptance_notes(doc: dict[str, Any]) -> list[str]:
+    """Why a level's `accept len` reads `-`: one line per reason, naming its levels, printed
+    under the table that shows the `-`. A `-` nobody explains reads as a failure, and the
+    usual cause (the README tour's `--acceptance-wait 0`) is a choice with a remedy."""
+    levels_by_reason: dict[str, list[str]] = {}
+    for run in runs_of(doc):
+        for lv in run["levels"]:
+            acceptance = lv.get("acceptance") or {}
+            if acceptance.get("mean_acceptance_length") is not None:
+                continue
+            why = acceptance.get("reason") or "not measured"
+            if why.startswith("no SpecDecoding"):
+                # vLLM logs the line every DEFAULT_INTERVAL_S (10 s): waiting finds it.
+                why += "; vLLM logs one every 10 s, and `--acceptance-wait 25s` waits for it"
+            where = f"{run_config(run)} c={lv['concurrency']}"
+            levels_by_reason.setdefault(why, []).append(where)
+    return [
+        f"accept len - ({', '.join(levels)}): {why}" for why, levels in levels_by_reason.items()
+    ]
+
+
 def comparison_rows(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     table = doc["table"]
     cols = ["concurrency", *table["columns"], "best P-EAGLE / best EAGLE-3", "best P-EAGLE / base"]
@@ -242,6 +264,7 @@ def to_markdown(doc: dict[str, Any]) -> str:
             out.append("".join(f"- {f['configuration']}: {f['error']}\n" for f in doc["failures"]))
     out.append(f"\n### Levels ({provenance(doc)})\n\n")
     out.append(_md_table(LEVEL_COLUMNS, level_rows(doc)))
+    out.append("".join(f"\n{note}\n" for note in acceptance_notes(doc)))
     warnings = {
         lv["client_cpu"]["warning"]
         for run in runs_of(doc)
@@ -369,6 +392,8 @@ def render_console(doc: dict[str, Any], con: Any, table: Any) -> None:
     cols = [LEVEL_COLUMNS[i] if i != 5 else "TTFT p50 ms" for i in keep]
     rows = [[row[i] if i != 5 else row[i].split("/")[0] for i in keep] for row in level_rows(doc)]
     con.print(table(f"levels ({provenance(doc)})", cols, rows))
+    for note in acceptance_notes(doc):
+        con.print(note, markup=False, soft_wrap=True)
     for run in runs_of(doc):
         for lv in run["levels"]:
             if lv["client_cpu"].get("warning"):

@@ -61,6 +61,15 @@ class ModelEntry:
     drafter_source: str | None = None
     vllm_version: str | None = None
 
+    def default_k_origin(self) -> tuple[str, str]:
+        """(source, reason) of `default_k`, as `Plan.k_origin` says it: "jumpstart" (the
+        JumpStart config's K), "head_card" or "peagle" (no source read)."""
+        if self.default_k_source.startswith("JumpStart"):
+            return "jumpstart", "JumpStart's default for this model"
+        if self.default_k_source == "head card":
+            return "head_card", "the head card's default"
+        return "peagle", f"peagle's default ({self.default_k_source})"
+
     def kv_bytes_per_token(self) -> int | None:
         """K and V for every layer in bf16; ignores sliding-window savings (conservative)."""
         if None in (self.num_layers, self.num_kv_heads, self.head_dim):

@@ -31,6 +31,8 @@ def _render_models(entries: list[Any]) -> None:
                 f"{m.total_params_b:g}B / {m.active_params_b:g}B" if m.total_params_b else None,
                 d.hf_id if d else "unknown",
                 f"{d.trained_k}/{d.recommended_k}" if d else None,
+                # The K a deploy without -k gets, and why (plan says it too: Plan.k_origin).
+                f"{m.default_k} ({m.default_k_origin()[1]})",
                 m.default_instance,
             ]
         )
@@ -44,6 +46,7 @@ def _render_models(entries: list[Any]) -> None:
                 "params total/active",
                 "drafter head",
                 "K trained/recommended",
+                "default K (no -k)",
                 "default instance",
             ],
             rows,

@@ -171,6 +171,16 @@ def logs_command(
     follow: Annotated[
         bool, typer.Option("--follow", help="Keep streaming (-f is deprecated: it means --file).")
     ] = False,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            metavar="TEXT",
+            help="Follow until a line contains TEXT, then stop (implies --follow): "
+            '--until "SpecDecoding metrics" waits for vLLM\'s next metrics line (every 10 s '
+            "while the endpoint generates).",
+        ),
+    ] = None,
     region: RegionOpt = None,
     component: LogsComponentOpt = None,
     json_out: LogsJsonOpt = False,
@@ -185,6 +195,7 @@ def logs_command(
         name,
         since=since,
         follow=follow,
+        until=until,
         component=component,
         region=region,
         say=note,
@@ -197,7 +208,7 @@ def logs_command(
         f"in the last {since}"
     )
     # --json: each event carries its "label"; with --follow, JSON Lines, one per event.
-    if follow:
+    if stream.follow:  # --follow, or --until (which follows)
         current().stream(stream, render=lambda events: _render_events(events, empty))
     else:
         current().result(stream, render=lambda events: _render_events(events, empty))

@@ -134,11 +134,17 @@ def _send(send: Any) -> Any:
 
 
 def _render_stats(completion: Any) -> None:
-    """The answer is already on stdout; the stats and acceptance lines go to stderr."""
-    note(stats_line(completion))
+    """The answer is already on stdout; the stats and acceptance lines go to stderr. Away
+    from AWS each starts with the label (`[SANDBOX (SIMULATED)] TTFT …`, as `logs` marks its
+    lines): a timing the sandbox made up must not read as a measurement."""
+    from .. import settings
+
+    label = current().label
+    prefix = "" if label == settings.AWS else f"[{label}] "
+    note(prefix + stats_line(completion))
     accepted = acceptance_note(completion)
     if accepted:
-        note(accepted)
+        note(prefix + accepted)
 
 
 def _live_turn(session: Any, text: str, stream: bool) -> Any:

@@ -8,13 +8,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .options import DryRunOpt, StrictOpt, YesOpt, component_option, mode_option
+from .options import DryRunOpt, StrictOpt, YesOpt, component_option, k_option, mode_option
 from .output import current, note
 from .spec_options import (
     InstanceCountOpt,
     InstanceTypeOpt,
     JsonOpt,
-    KOpt,
     RegionOpt,
     SpecFileOpt,
     with_spec_options,
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
     from ..planning.spec.options import SpecOptions
 
 UpdateModeOpt = mode_option("p-eagle, eagle3 or baseline (default: keep the current).")
+UpdateKOpt = k_option("K, the speculative tokens per step [default: keep the current].")
 UpdateComponentOpt = component_option(
     "Inference component to change: its copies (--copies), K (-k) or --mode."
 )
@@ -138,7 +138,7 @@ def render_deployment(d: Any) -> None:
 
 def update_command(
     name: Annotated[str, typer.Argument(help="Endpoint name.")],
-    k: KOpt = None,
+    k: UpdateKOpt = None,
     mode: UpdateModeOpt = None,
     instance_type: InstanceTypeOpt = None,
     instance_count: InstanceCountOpt = None,

@@ -184,7 +184,12 @@ def check_region(value: str | None) -> str | None:
 
 FileOpt = file_option()
 OutputOpt = output_option()
-KOpt = k_option()
+# The default K is the model's: its JumpStart config's, else its head card's, else 3; `plan`
+# prints which, and why (Plan.k_origin).
+KOpt = k_option(
+    "K, the speculative tokens per step [default: the model's: its JumpStart config's K "
+    "(3 for gpt-oss-20b), else its head card's, else 3; `peagle plan` says which]."
+)
 KListOpt = k_list_option()
 ConcurrencyOpt = concurrency_option()
 RequestsOpt = requests_option()

@@ -8,6 +8,7 @@ import typer
 
 from .options import StrictOpt
 from .output import STATUS_STYLE, console, current, table
+from .plan_text import requests_text
 from .spec_options import JsonOpt, SpecFileOpt, with_spec_options
 
 if TYPE_CHECKING:
@@ -15,32 +16,20 @@ if TYPE_CHECKING:
 
 
 def render_plan(p: Any) -> None:
+    """The plan for people: a summary (with where K came from and the price), every
+    request deploy would send (`plan_text`), then the checks."""
     from rich.markup import escape
 
-    from ..planning.plan_result import variant_instance_types
-
     c = console()
-    js = p.jumpstart
-    c.print(f"[bold]Plan[/] {p.names['endpoint']}  ({p.region}, {p.spec.speculative.mode.value})")
-    c.print(f"  model          {p.create_model['ModelName']}")
-    c.print(f"  endpoint config {p.create_endpoint_config['EndpointConfigName']}")
-    c.print(f"  endpoint       {p.names['endpoint']}")
-    c.print(f"  image          {p.image}  (vLLM {p.vllm_version})")
-    v = p.create_endpoint_config["ProductionVariants"][0]
-    types = " > ".join(variant_instance_types(v))
-    c.print(f"  instances      {v['InitialInstanceCount']} x {types}")
-    if js:
-        c.print(f"  JumpStart      {js.model_id} v{js.version} [{js.config_name}] ({js.source})")
-    for src in p.create_model["PrimaryContainer"].get("AdditionalModelDataSources", []):
-        c.print(f"  drafter        {src['S3DataSource']['S3Uri']} -> channel {src['ChannelName']}")
-    if p.speculative_config:
-        import json
-
-        c.print(f"  speculative    {json.dumps(p.speculative_config)}")
-    else:
-        c.print("  speculative    none (baseline)")
-    price = f"${p.usd_per_hour:.2f}/h" if p.usd_per_hour is not None else "unknown"
-    c.print(f"  cost           {price} on-demand")
+    # soft_wrap: rich never inserts a line break, so a long value (an image or S3 URI)
+    # stays whole; markup off so a value like `[lmi-optimized]` prints as it is.
+    for line in summary_lines(p):
+        c.print(line, soft_wrap=True, markup=False)
+    c.print()
+    for line in requests_text(p):
+        heading = bool(line) and not line.startswith(" ")  # an operation: CreateModel, …
+        c.print(line, soft_wrap=True, markup=False, style="bold" if heading else None)
+    c.print()
     c.print(
         table(
             None,
@@ -58,6 +47,47 @@ def render_plan(p: Any) -> None:
             ],
         )
     )
+
+
+def price_text(p: Any) -> str:
+    """The plan's price, as the summary's `cost` line shows it."""
+    price = f"${p.usd_per_hour:.2f}/h" if p.usd_per_hour is not None else "unknown"
+    return f"{price} on-demand"
+
+
+def summary_lines(p: Any) -> list[str]:
+    """The plan at a glance: names, image, instances, sources, speculative config, K and
+    where it came from, cost."""
+    import json
+
+    from ..planning.plan_result import variant_instance_types
+
+    js = p.jumpstart
+    lines = [f"Plan {p.names['endpoint']}  ({p.region}, {p.spec.speculative.mode.value})"]
+    lines.append(f"  model           {p.create_model['ModelName']}")
+    lines.append(f"  endpoint config {p.create_endpoint_config['EndpointConfigName']}")
+    lines.append(f"  endpoint        {p.names['endpoint']}")
+    lines.append(f"  vLLM            {p.vllm_version}")
+    lines.append(f"  image           {p.image}")  # last on its line: a double-click copies it
+    v = p.create_endpoint_config["ProductionVariants"][0]
+    types = " > ".join(variant_instance_types(v))
+    lines.append(f"  instances       {v['InitialInstanceCount']} x {types}")
+    if js:
+        config = f" [{js.config_name}]" if js.config_name else ""
+        lines.append(f"  JumpStart       {js.model_id} v{js.version}{config} ({js.source})")
+    for src in p.create_model["PrimaryContainer"].get("AdditionalModelDataSources", []):
+        uri, channel = src["S3DataSource"]["S3Uri"], src["ChannelName"]
+        lines.append(f"  drafter         {uri} -> channel {channel}")
+    if p.speculative_config:
+        lines.append(f"  speculative     {json.dumps(p.speculative_config)}")
+    else:
+        lines.append("  speculative     none (baseline)")
+    if p.k_origin is not None and not p.inference_components:
+        lines.append(f"  {p.k_origin.describe()}")
+    for name, origin in p.component_k_origins.items():
+        lines.append(f"  component {name}: {origin.describe()}")
+    lines.append(f"  cost            {price_text(p)}")
+    return lines
 
 
 @with_spec_options

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import NotFound
+from ..errors import NotFound, SpecError
 from ..planning.components.hosting import component_short_name  # what the CLI's tables show
 from .session import OnConnect, Say, check_endpoint_name, context, quiet, seconds
 
@@ -443,6 +443,7 @@ def logs(
     *,
     since: str | float = "10m",
     follow: bool = False,
+    until: str | None = None,
     component: str | None = None,
     region: str | None = None,
     aws: Any = None,
@@ -453,6 +454,9 @@ def logs(
     """The CloudWatch log events of the endpoint, or with `component` of that inference
     component (its own log group, which outlives it), oldest first. `since`: how far back,
     "5m", "2h", "1h30m" or seconds; `follow`: keep polling for new events (like tail -f).
+    `until`: follow (it implies `follow`) until an event whose message contains this text,
+    and end after it: `until="SpecDecoding metrics"` waits for vLLM's next metrics line,
+    which it writes every 10 s while the endpoint generates tokens.
     NotFound for a name with neither an endpoint nor logs; SpecError (before any request)
     for a malformed `since`, or a component the endpoint does not host. Each event's
     `label` says where it came from (the sandbox's engine, or AWS)."""
@@ -462,6 +466,12 @@ def logs(
     name = _name(name)
     since_s = seconds(since, "since")
     assert since_s is not None
+    if until is not None and not until.strip():
+        flag = "--until" if _cli else "until="
+        raise SpecError(
+            f"{flag}: empty text would match every line",
+            remedy="give the text to wait for, e.g. SpecDecoding metrics",
+        )
     if component is not None:
         _name(component, "component")
     ctx = context(region, aws, on_connect)
@@ -469,8 +479,19 @@ def logs(
         _check_log_source(ctx, name)
     flag = "--component" if _cli else "component="
     ic = _log_component(ctx, name, component, say or quiet, flag)
+    follow = follow or until is not None
     if follow:
         events: Any = follow_log_events(ctx, name, since=since_s, component=ic)
     else:
         events = fetch_log_events(ctx, name, since=since_s, component=ic)
+    if until is not None:
+        events = _through_first(events, until)
     return LogStream(name, ic, since_s, follow, events, label=settings.source_label())
+
+
+def _through_first(events: Any, text: str) -> Iterator[dict[str, Any]]:
+    """`events` up to and including the first whose message contains `text`."""
+    for e in events:
+        yield e
+        if text in e["message"]:
+            return

@@ -28,7 +28,7 @@ from .steps.environment import build_environment
 from .steps.requests import build_requests, default_names
 from .steps.scaling import add_autoscaling, add_fallback_pools
 from .steps.sources import Sources, resolve_sources
-from .steps.speculative import plan_speculative
+from .steps.speculative import k_origin, plan_speculative
 
 __all__ = ["Plan", "plan", "PLACEHOLDER_ROLE", "DEFAULT_REGION", "DEFAULT_VLLM", "default_names"]
 
@@ -62,6 +62,7 @@ def plan(
         jumpstart=src.jumpstart,
         drafter_push=src.drafter_push,
         spec_sha256=spec.sha256(),
+        k_origin=k_origin(spec, src, speculative.k),
     )
     add_fallback_pools(
         p, lambda sub: plan(sub, jumpstart_spec=jumpstart_spec, jumpstart_source=jumpstart_source)

@@ -4,7 +4,7 @@ CLI and the IaC exports. A plain dataclass: no I/O."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..catalog.instances import InstanceType
@@ -14,10 +14,41 @@ from ..checks import Check, any_failed
 from ..errors import CheckFailed
 from .spec.model import DeploymentSpec
 
-__all__ = ["DEFAULT_REGION", "PLACEHOLDER_ROLE", "Plan", "variant_instance_types"]
+__all__ = ["DEFAULT_REGION", "PLACEHOLDER_ROLE", "KOrigin", "Plan", "variant_instance_types"]
 
 PLACEHOLDER_ROLE = "arn:aws:iam::000000000000:role/peagle-placeholder-execution-role"
 DEFAULT_REGION = "us-east-1"
+
+
+@dataclass(frozen=True)
+class KOrigin:
+    """Where the plan's K came from, so a K nobody typed is never a mystery: `source` is
+    "spec" (-k or speculative.num_speculative_tokens), "k_schedule" (the schedule's
+    largest K), "jumpstart" (the JumpStart config's SM_VLLM_SPECULATIVE_CONFIG),
+    "head_card" (the head's model card) or "peagle" (peagle's fallback); `reason` says it
+    in words. `trained_k`/`recommended_k`: the head's, when known."""
+
+    k: int
+    source: str
+    reason: str
+    trained_k: int | None = None
+    recommended_k: int | None = None
+
+    def describe(self) -> str:
+        """K=3 (JumpStart's default for this model; the head was trained for 10, 7
+        recommended)."""
+        head = ""
+        if self.trained_k is not None and self.recommended_k is not None:
+            head = f"; the head was trained for {self.trained_k}, {self.recommended_k} recommended"
+        elif self.trained_k is not None:
+            head = f"; the head was trained for {self.trained_k}"
+        elif self.recommended_k is not None:
+            head = f"; {self.recommended_k} recommended for the head"
+        return f"K={self.k} ({self.reason}{head})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `k_origin` of `peagle plan --json`."""
+        return {**asdict(self), "text": self.describe()}
 
 
 @dataclass
@@ -49,6 +80,9 @@ class Plan:
     # Planned with --strict (SDK strict=True): deploy preflight fails a warning of the
     # heads it reads from S3 too, as the plan failed its own.
     strict: bool = False
+    # Where K came from (None for baseline); with components, each component's by name.
+    k_origin: KOrigin | None = None
+    component_k_origins: dict[str, KOrigin] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -67,6 +101,7 @@ class Plan:
             "create_endpoint_config": self.create_endpoint_config,
             "create_endpoint": self.create_endpoint,
             "speculative_config": self.speculative_config,
+            "k_origin": self.k_origin.to_dict() if self.k_origin else None,
             "checks": [
                 {
                     "name": c.name,
@@ -88,6 +123,9 @@ class Plan:
             "hosting": self.spec.endpoint.hosting,
             "component_models": self.component_models,
             "create_inference_components": self.inference_components,
+            "component_k_origins": {
+                name: origin.to_dict() for name, origin in self.component_k_origins.items()
+            },
             "autoscaling": [{"operation": op, "request": req} for op, req in self.autoscaling],
             "spec_sha256": self.spec_sha256,
             "jumpstart": {

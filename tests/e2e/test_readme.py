@@ -8,7 +8,10 @@ The blocks come from `tests/doc_blocks.py` (also used by the conformance tier fo
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 import textwrap
 import tomllib
 from pathlib import Path
@@ -16,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.doc_blocks import README, ROOT, blocks, declared_counts, misnamed
-from tests.doc_blocks_run import PageBlocks
+from tests.doc_blocks_run import PageBlocks, check_ran, page_env
 
 pytestmark = pytest.mark.e2e
 
@@ -135,3 +138,71 @@ def test_the_anchor_reader_can_fail(tmp_path: Path) -> None:
     page = tmp_path / "p.md"
     page.write_text("# Top\n\n## The `peagle` CLI\n\n```bash\n# not a heading\n```\n")
     assert _anchors(page) == {"top", "the-peagle-cli"}
+
+
+# Run before the README's Python block: marks on stdout where `Endpoint.stream`'s chunks end.
+_STREAM_END = "<<end of stream>>"
+_MARK_STREAM_END = f"""
+import sys as _sys, sm_peagle as _sm
+_stream = _sm.Endpoint.stream
+def _marked(self, *args, **kwargs):
+    yield from _stream(self, *args, **kwargs)
+    _sys.stdout.write({_STREAM_END!r})
+_sm.Endpoint.stream = _marked
+"""
+
+
+def test_the_python_snippet_leaves_nothing_running_and_ends_its_stream_with_a_newline(
+    tmp_path: Path,
+) -> None:
+    """A newcomer runs the README's Python as a script: no sandbox may outlive it (it has
+    no `peagle sandbox stop` after it), and what it prints after the stream starts on a
+    line of its own."""
+    (block,) = [b for b in blocks(README, "run") if b.lang == "python"]
+    env = page_env(tmp_path)
+
+    def sandbox_status() -> dict:
+        cmd = [sys.executable, "-m", "sm_peagle.cli", "sandbox", "status", "--json"]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        return json.loads(proc.stdout)
+
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _MARK_STREAM_END + block.code],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        check_ran(block, proc)
+        assert proc.stdout.count(_STREAM_END) == 1, proc.stdout
+        assert f"{_STREAM_END}\n" in proc.stdout, proc.stdout
+        assert sandbox_status()["running"] is False
+    finally:  # never leave a sandbox behind, even when the test fails
+        subprocess.run(
+            [sys.executable, "-m", "sm_peagle.cli", "sandbox", "stop"],
+            env=env, capture_output=True, timeout=60,
+        )  # fmt: skip
+
+
+def test_the_tours_logs_step_shows_a_spec_decoding_line(tmp_path: Path) -> None:
+    """The tour runs `logs` right after `invoke`; vLLM (and the sandbox, at its default
+    10 s interval) writes the SpecDecoding metrics line at its next tick, so the step as
+    written must wait for it rather than show the lines before it."""
+    (tour,) = [b for b in blocks(README, "run") if "peagle --sandbox logs" in b.code]
+    lines = [line.split("  #")[0] for line in tour.code.splitlines()]
+    steps = [
+        next(line for line in lines if line.startswith(f"peagle --sandbox {command} "))
+        for command in ("deploy", "invoke", "logs")
+    ]
+    env = page_env(tmp_path)
+    try:
+        proc = subprocess.run(
+            ["bash", "-eo", "pipefail", "-c", " && ".join(steps)],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        logs_out = proc.stdout.splitlines()[-3:]  # the tour's `| tail -3`
+        assert any("SpecDecoding metrics:" in line for line in logs_out), proc.stdout
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "sm_peagle.cli", "sandbox", "stop"],
+            env=env, capture_output=True, timeout=60,
+        )  # fmt: skip

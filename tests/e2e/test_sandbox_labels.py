@@ -89,6 +89,14 @@ def test_invoke_json_carries_the_label(invoked: dict) -> None:
     assert invoked["text"] and invoked["usage"]["completion_tokens"] > 0  # keys kept
 
 
+def test_invoke_stats_line_carries_the_label(sb: Sandbox) -> None:
+    """The sandbox's timings are made up: the stats line under the answer says so, as the
+    `logs` lines do (issue 33, item 8)."""
+    proc = sb.cli("--sandbox", "invoke", NAME, "Say hello", "--max-tokens", "16")
+    (stats,) = [line for line in proc.stderr.splitlines() if "TTFT" in line]
+    assert stats.startswith(f"{PREFIX}TTFT "), proc.stderr
+
+
 def test_chat_json_carries_the_label(sb: Sandbox) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "sm_peagle.cli", "--sandbox", "chat", NAME, "--json",

@@ -121,3 +121,54 @@ def test_without_the_sandbox_distribution_the_sdk_names_the_install(monkeypatch)
     assert e.value.remedy == plugins.SANDBOX_INSTALL
     with pytest.raises(SpecError):
         sm_peagle.sandbox_status()
+
+
+_USE_AND_STOP = """
+import json, peagle_sandbox
+from peagle_sandbox import manager
+
+def running():
+    return manager.status()["running"]
+
+first = peagle_sandbox.use_sandbox()
+second = peagle_sandbox.use_sandbox()  # joins the one that runs
+seen = {"first_started": first.started, "second_started": second.started}
+with second:
+    pass
+seen["after_the_joiners_with"] = running()
+with first:
+    seen["inside_the_starters_with"] = running()
+seen["after_the_starters_with"] = running()
+seen["stop_again"] = first.stop()["stopped"]
+print(json.dumps(seen))
+"""
+
+
+def test_use_sandbox_stops_only_the_sandbox_it_started(state: Path) -> None:
+    """`with peagle_sandbox.use_sandbox():` (the README's form) stops on exit the sandbox
+    that call started, and leaves alone one it merely joined."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PEAGLE_STATE_DIR": str(state)}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _USE_AND_STOP],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout) == {
+            "first_started": True,
+            "second_started": False,
+            "after_the_joiners_with": True,
+            "inside_the_starters_with": True,
+            "after_the_starters_with": False,
+            "stop_again": False,
+        }
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "sm_peagle.cli", "sandbox", "stop"],
+            env=env, capture_output=True, timeout=60,
+        )  # fmt: skip

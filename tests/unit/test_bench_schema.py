@@ -293,3 +293,22 @@ def test_recommend_reads_bench_results(tmp_path, capsys):
     # These documents are SIMULATED (sandbox): never called "measured" (issue 14).
     assert g7e["measured_output_tokens_per_s"] == 904
     assert g7e["basis"] == "SIMULATED throughput (sandbox)" and "SIMULATED" in doc["basis"]
+
+
+def test_a_missing_acceptance_length_is_explained_where_it_is_printed(tmp_path, capsys):
+    """`accept len -` in the levels table (the README tour's bench, --acceptance-wait 0)
+    comes with a line under it saying why, and how to get the number."""
+    from sm_peagle.benchmarking.acceptance import unavailable
+
+    doc = bench_doc("p-eagle", 3, {1: 110, 8: 904})
+    reason = "no SpecDecoding lines in the endpoint's logs"
+    doc["levels"][1]["acceptance"] = unavailable(reason)
+    path, md = tmp_path / "bench.json", tmp_path / "r.md"
+    path.write_text(json.dumps(doc))
+    assert main(["report", str(path), "--markdown", str(md)]) == 0
+    out = capsys.readouterr().out
+    for text in (out, md.read_text()):
+        notes = [line for line in text.splitlines() if line.startswith("accept len -")]
+        assert len(notes) == 1, text
+        assert notes[0].startswith(f"accept len - (p-eagle K=3 c=8): {reason}")
+        assert "--acceptance-wait" in notes[0]  # the remedy

@@ -147,6 +147,8 @@ def add_inference_components(p: Any, plan_fn: Callable[[Any], Any]) -> None:
     per_copy: list[tuple[str, int, int, int]] = []
     for comp in comps:
         sub = plan_fn(component_subspec(spec, comp, ics))
+        if sub.k_origin is not None:
+            p.component_k_origins[comp.name] = sub.k_origin
         p.checks += [
             Check(f"component[{comp.name}].{c.name}", c.status, c.message, c.fix)
             for c in sub.checks

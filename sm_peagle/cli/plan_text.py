@@ -1,0 +1,115 @@
+"""The requests of a plan as text, for people: `peagle plan` (and `deploy --dry-run`)
+prints every request `deploy` would send, in its order, one field per line.
+
+Line-oriented on purpose: a value (an S3 URI, an image URI, the speculative config's
+JSON) is always whole on its own line, so a terminal may soft-wrap it but nothing here
+breaks it, and a copied value is the value sent. The JSON of `--json` is the same data
+(`Plan.to_dict()`); this is its readable form. Pure: no rich, no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["request_lines", "requests_text"]
+
+_INDENT = "  "
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if value == "":
+        return '""'  # an empty string must not read as a missing value
+    return str(value)
+
+
+def _is_tag_list(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(t, dict) and set(t) == {"Key", "Value"} for t in value)
+    )
+
+
+def request_lines(value: Any, depth: int = 1) -> list[str]:
+    """`value` (a request or part of one) as `Key: value` lines, nested by indentation;
+    list items start with `- `; a Tags list reads `- key: value`."""
+    pad = _INDENT * depth
+    lines: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if _is_tag_list(item):
+                lines.append(f"{pad}{key}:")
+                lines += [f"{pad}{_INDENT}- {t['Key']}: {_scalar(t['Value'])}" for t in item]
+            elif isinstance(item, dict | list) and item:
+                lines.append(f"{pad}{key}:")
+                lines += request_lines(item, depth + 1)
+            elif isinstance(item, dict | list):
+                lines.append(f"{pad}{key}: {'{}' if isinstance(item, dict) else '[]'}")
+            else:
+                lines.append(f"{pad}{key}: {_scalar(item)}")
+        return lines
+    if isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict | list) and item:
+                nested = request_lines(item, depth + 1)
+                # The first field goes on the dash's line, the rest under it.
+                lines.append(f"{pad}- {nested[0].lstrip()}")
+                lines += nested[1:]
+            else:
+                lines.append(f"{pad}- {_scalar(item)}")
+        return lines
+    return [f"{pad}{_scalar(value)}"]
+
+
+def _camel(operation: str) -> str:
+    """`register_scalable_target` -> `RegisterScalableTarget` (CamelCase stays)."""
+    if "_" not in operation:
+        return operation
+    return "".join(part.capitalize() for part in operation.split("_"))
+
+
+def _requests(p: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(heading, request) in the order `deploy` sends them (lifecycle/manager.py and
+    planning/spec/tags.deploy_requests): the models, the config, the endpoint, then the
+    inference components and the autoscaling registered once it is in service."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    if p.inference_components:
+        out += [("CreateModel", m) for m in p.component_models]
+    else:
+        out.append(("CreateModel", p.create_model))
+        out += [("CreateModel  (capacity fallback pool)", m) for m in p.pool_models]
+    out.append(("CreateEndpointConfig", p.create_endpoint_config))
+    out.append(("CreateEndpoint", p.create_endpoint))
+    for ic in p.inference_components:
+        name = ic.get("InferenceComponentName", "")
+        origin = _component_origin(p, name)
+        out.append((f"CreateInferenceComponent{origin}", ic))
+    for operation, request in p.autoscaling:
+        out.append((f"{_camel(operation)}  (application-autoscaling, once InService)", request))
+    return out
+
+
+def _component_origin(p: Any, component: str) -> str:
+    """`  p-eagle, K=7 (given with -k or in the spec)` for a component whose K the plan
+    knows (a baseline component has none)."""
+    for short, origin in p.component_k_origins.items():
+        if component == short or component.endswith(f"-{short}"):
+            return f"  {short}, {origin.describe()}"
+    return ""
+
+
+def requests_text(p: Any) -> list[str]:
+    """Every request of plan `p` as lines: a heading per request (the API operation), its
+    fields under it."""
+    lines = [
+        "Requests deploy sends, in order (`--json` has them as JSON)",
+        "  (deploy adds its peagle:spec:* and peagle:operation* tags as it sends them)",
+    ]
+    for heading, request in _requests(p):
+        lines.append(heading)
+        lines += request_lines(request)
+    return lines
