@@ -102,6 +102,7 @@ DEFAULT = (
     "deploy-CreateEndpointConfig-SIGKILL-gc",
     "apply-new-CreateEndpoint-SIGKILL-delete",
     "update-UpdateEndpoint-SIGINT",
+    "update-CreateEndpointConfig-SIGINT2",
     "update-UpdateEndpoint-SIGINT2",
     "update-AddTags-SIGTERM",
     "update-wait-SIGKILL-gc",
