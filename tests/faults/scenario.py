@@ -302,7 +302,8 @@ def _after_kill(
     # gc deletes; the one other thing it may send is finishing an update that took effect
     # (the endpoint takes the tags of the config it serves: one AddTags on the endpoint).
     finishing = [(op, n) for op, n in sent if op == "AddTags" and n == command.name]
-    assert len(finishing) <= 1 and command.key in ("update", "apply-update") or not finishing, sent
+    updates = ("update", "apply-update", "update-component")
+    assert len(finishing) <= 1 and command.key in updates or not finishing, sent
     sent = [s for s in sent if s not in finishing]
     assert all(op.startswith(("Delete", "Deregister")) for op, _ in sent), f"{where}: {sent}"
     leftovers = _names(after.keys() - final.keys())
