@@ -90,12 +90,8 @@ class ComponentChange:
     def apply(self, lc: Any, *, timeout: float | None = None) -> DeployResult:
         """Finish an earlier update cut short first (`lifecycle.reconcile`): it rewrites
         the endpoint's spec, which this change was planned from, so plan it again then."""
-        from .reconcile import finish_update
-
         change = self
-        done = finish_update(lc, self.plan.names["endpoint"])
-        for line in done:
-            lc.say(line)
+        done = _finish_earlier(lc, self.plan.names["endpoint"])
         if done and self.asked is not None:
             component, k, mode = self.asked
             change = plan_component_change(
@@ -141,8 +137,6 @@ def update_components(
     cut short after its UpdateInferenceComponent reached SageMaker is finished by the next
     update or gc (`lifecycle.reconcile`), which runs first here too. Stopped before that,
     it removes what it made; stopped a second time, it names what is left."""
-    from .reconcile import finish_update
-
     plan.raise_for_failures()
     name = plan.names["endpoint"]
     current = describe_existing(lc.sm, name)
@@ -158,8 +152,7 @@ def update_components(
             "nothing was changed",
             remedy="remove them, or rename the plan's components",
         )
-    for line in finish_update(lc, name):  # an earlier update cut short: finish it first
-        lc.say(line)
+    _finish_earlier(lc, name)  # an earlier update cut short: finish it first
     start, limit = time.monotonic(), timeout or 7200
     op = Operation.start(limit)
     models, requests = [op.stamp(m) for m in models], [op.stamp(r) for r in requests]
@@ -177,6 +170,25 @@ def update_components(
         op.end()
     desc = lc.sm.describe_endpoint(EndpointName=name)
     return DeployResult(name, desc["EndpointStatus"], run.created, time.monotonic() - start, desc)
+
+
+def _finish_earlier(lc: Any, name: str) -> list[str]:
+    """Finish an earlier update of `name` that took effect and never completed (said, and
+    returned, one line each). Only when there is one (`unfinished.unfinished_update`):
+    finishing also looks for unused configs and models, a scan of the whole account
+    that an update with nothing to finish must not pay for."""
+    from .reconcile import finish_update
+    from .spec_tags import tag_dict
+    from .unfinished import unfinished_update
+
+    ep = describe_existing(lc.sm, name)
+    tags = tag_dict(lc.sm.list_tags(ResourceArn=ep["EndpointArn"]).get("Tags", []))
+    if unfinished_update(lc.sm, ep, tags) is None:
+        return []
+    done = finish_update(lc, name)
+    for line in done:
+        lc.say(line)
+    return done
 
 
 def _change(
