@@ -338,11 +338,13 @@ class _Run:
             self.lc.rollback(self.created, self.name, op=self.op, in_flight=self.trying)
             return
         left: list[tuple[str, str]] = []
+        settled: set[str] = set()  # components SageMaker is done with: on their new model
         try:
             landed = True
             for ic, (old, new) in list(self.switching.items()):
                 now = _settled_model(self.lc, ic, limit)
                 if now == new:
+                    settled.add(ic)
                     if old and self.users is not None:
                         _retire_model(self.lc, old, self.users)
                     self.switching.pop(ic)
@@ -359,8 +361,9 @@ class _Run:
                     "the endpoint's tags still describe the old spec"
                 )
         except KeyboardInterrupt as stop:
-            for old, new in self.switching.values():
-                left += [("model", m) for m in (old, new) if m]
+            for ic, (old, new) in self.switching.items():
+                left += [("model", m) for m in (old, None if ic in settled else new) if m]
+            unsettled = set(self.switching) - settled
             raise Interrupted(
                 "component update stopped",
                 [("endpoint_tags", self.name), *left],
@@ -370,7 +373,7 @@ class _Run:
                 region=getattr(self.lc.aws, "region", None),
                 note=(
                     "a component may still be switching: its old model or its new one is left"
-                    if self.switching
+                    if unsettled
                     else None
                 ),
             ) from stop
