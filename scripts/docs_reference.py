@@ -277,7 +277,10 @@ a missing endpoint, or "n" at a confirmation prompt (prints `aborted`) |
 that does not parse, `-k` with `--mode baseline`, an empty prompt, a missing optional library \
 such as matplotlib for `--plot`, …) |
 | 3 | `diff --detailed-exitcode` only: apply would create or change the endpoint |
-| 130 | Ctrl-C (after a deploy's rollback, or after it was interrupted in turn) |
+| 130 | Ctrl-C (after a deploy's rollback, or after it was interrupted in turn: then \
+the error line names what is left and the one command that removes it, e.g. \
+`error: interrupted; rollback stopped: left model X (fix: peagle gc --operation OP \
+--yes removes exactly these)`; with `--json`, `left`, `operation` and `command`) |
 | 143, 129 | SIGTERM (a cancelled CI job, `timeout`, `kill`) or SIGHUP (a closed terminal): \
 rolled back as for Ctrl-C, one line `error: terminated by SIGTERM` |
 """

@@ -203,3 +203,64 @@ class ModelStreamError(PeagleError):
 
 class InternalStreamFailure(ModelStreamError):
     """SageMaker's InternalStreamFailure event: the service, not the model, broke the stream."""
+
+
+# Things left that are not resources: tags a stopped run had not (re)written yet.
+_KIND = {"endpoint_tags": "the tags of endpoint", "tags": "the tags of"}
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped a second time (Ctrl-C, SIGTERM) while it cleaned up, so it left
+    something behind. A KeyboardInterrupt still (exit 130; everything that handles Ctrl-C
+    handles it), carrying what is left and the one command that deals with exactly that:
+
+    - `what`: which step stopped ("rollback stopped", "delete stopped", ...);
+    - `left`: (kind, name) of each thing left, e.g. ("endpoint_config", "x-cfg");
+    - `command`: the words after `peagle`, `--yes` left out, of the command that removes
+      (or, `effect` says, finishes) them: ("gc", "--operation", "op-…") or ("delete", NAME);
+    - `effect`: what running it does, e.g. "removes exactly these";
+    - `operation`: the run's operation id (None for a delete or an adopt);
+    - `region`: the region the run talked to, for the command to reach the same place.
+
+    The CLI prints it as one line and renders `command` in the invocation's context
+    (`--sandbox`, `--region`); `str()` gives the same without that context."""
+
+    def __init__(
+        self,
+        what: str,
+        left: list[tuple[str, str]],
+        command: tuple[str, ...],
+        *,
+        effect: str = "removes exactly these",
+        operation: str | None = None,
+        region: str | None = None,
+        note: str | None = None,
+    ) -> None:
+        self.what = what
+        self.left = list(left)
+        self.command = tuple(command)
+        self.effect = effect
+        self.operation = operation
+        self.region = region
+        self.note = note  # a qualifier on `left` ("one of the two sets is left")
+        super().__init__(self.message(f"`peagle {' '.join(self.command)} --yes`"))
+
+    def leftovers(self) -> str:
+        """`endpoint config x-cfg, model x-mdl` (or `nothing`)."""
+        named = ", ".join(
+            f"{_KIND.get(kind, kind.replace('_', ' '))} {name}" for kind, name in self.left
+        )
+        return named or "nothing"
+
+    def message(self, command: str) -> str:
+        """The one line, with `command` rendered as the caller needs it."""
+        note = f" ({self.note})" if self.note else ""
+        return f"{self.what}: left {self.leftovers()}{note}; {command} {self.effect}"
+
+    def to_dict(self) -> dict:
+        """What the `--json` error document adds: the leftovers and the command."""
+        return {
+            "left": [{"kind": k, "name": n} for k, n in self.left],
+            "operation": self.operation,
+            "command": ["peagle", *self.command, "--yes"],
+        }

@@ -95,6 +95,15 @@ class PeagleGroup(TyperGroup):
                 current().warn(warning)
         return name, command, rest
 
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:  # typer keeps only the exit code: keep the rest
+            from .signals import keep_stopped
+
+            keep_stopped(exc)
+            raise
+
 
 def _command_path(ctx: Any) -> list[str]:
     """The command names from the root to `ctx` (the root's own name left out)."""
@@ -217,8 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app; `cli/boundary.py` turns whatever stops it into one line
     (and, with --json, one JSON error document) and an exit code."""
     from .output import reset
+    from .signals import stopped
 
     reset()  # a fresh output object: --json, -q and -v set it while parsing
+    stopped()  # and no interrupt kept from an earlier command of this process
     args, sandbox = _take_sandbox_flag(sys.argv[1:] if argv is None else list(argv))
     args, engine = _take_engine_option(args)
     if engine is not None:  # read by the sandbox manager, also for `peagle sandbox start`

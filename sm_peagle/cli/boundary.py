@@ -184,8 +184,17 @@ def exit_code_for(exc: BaseException, args: list[str]) -> int:
         return exc.exit_code
     _debug_origin(exc)
     if isinstance(exc, KeyboardInterrupt):
-        from .signals import Terminated
+        from ..errors import Interrupted
+        from .signals import Terminated, received
 
+        if isinstance(exc, Interrupted):  # stopped twice: what is left, what removes it
+            from .leftovers import interrupted_error
+
+            sig = received()
+            how = f"terminated by {Terminated(sig).name}" if sig else "interrupted"
+            what, fix, extra = interrupted_error(exc, how=how)
+            code = 128 + sig if sig else INTERRUPTED
+            return report(what, fix=fix, exit_code=code, kind="Interrupted", **extra)
         if isinstance(exc, Terminated):
             return report(
                 f"terminated by {exc.name}", fix=None, exit_code=exc.exit_code, kind="Terminated"
@@ -248,7 +257,11 @@ def _debug_origin(exc: BaseException) -> None:
 
 def interrupted(args: list[str]) -> int:
     """Exit code 130 from click: Ctrl-C, or one of the signals `cli/signals.py` handles."""
-    from .signals import Terminated, received
+    from ..errors import Interrupted
+    from .signals import Terminated, received, stopped
 
     signum = received()
+    kept = stopped()  # what a run stopped twice left rides on it
+    if isinstance(kept, Interrupted):
+        return exit_code_for(kept, args)
     return exit_code_for(Terminated(signum) if signum else KeyboardInterrupt(), args)

@@ -15,7 +15,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["HANDLED", "Terminated", "quiet_exit", "received", "stop_on_signals"]
+__all__ = [
+    "HANDLED",
+    "Terminated",
+    "keep_stopped",
+    "quiet_exit",
+    "received",
+    "stop_on_signals",
+    "stopped",
+]
 
 HANDLED = (signal.SIGTERM, signal.SIGHUP)
 
@@ -43,6 +51,24 @@ def received() -> int | None:
     """The signal that stopped the command, if one of ours did (click turns any
     KeyboardInterrupt into exit code 130, so the boundary asks here which it was)."""
     return _received[-1] if _received else None
+
+
+_stopped: list[KeyboardInterrupt] = []
+
+
+def keep_stopped(exc: KeyboardInterrupt) -> None:
+    """Remember the interrupt that stopped the command: typer turns any KeyboardInterrupt
+    into a bare exit code 130, and an `errors.Interrupted` carries what the run left and
+    the command that removes it, which the boundary prints."""
+    _stopped.append(exc)
+
+
+def stopped() -> KeyboardInterrupt | None:
+    """The interrupt `keep_stopped` kept last (None: none was kept), forgotten once read:
+    a later command in the same process (a notebook, a test) must not report it again."""
+    last = _stopped[-1] if _stopped else None
+    _stopped.clear()
+    return last
 
 
 def _raise(signum: int, _frame: FrameType | None) -> None:

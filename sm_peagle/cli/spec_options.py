@@ -218,7 +218,9 @@ def with_spec_options(command: Callable[..., Any]) -> Callable[..., Any]:
     at = next((i + 1 for i, p in enumerate(own) if p.name == "spec_file"), len(own))
     added = [
         inspect.Parameter(
-            o.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=o.default,
+            o.name,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=o.default,
             annotation=o.annotation,
         )
         for o in SPEC_OPTIONS

@@ -388,9 +388,16 @@ def _restore(
                 left.append(arn)
                 say(f"could not put back the tags of {_short(arn)}: {e}")
             pending.pop(0)
-    except KeyboardInterrupt:
-        _say_left(say, name, left + pending)
-        raise
+    except KeyboardInterrupt as stop:
+        from ..errors import Interrupted
+
+        raise Interrupted(
+            "adopt stopped",
+            [("tags", _short(a)) for a in left + pending],
+            ("adopt", name),
+            effect=f"finishes adopting {name} (they may be partly peagle's)",
+            region=getattr(getattr(sm, "meta", None), "region_name", None),
+        ) from stop
     if left:
         _say_left(say, name, left)
     elif arns:

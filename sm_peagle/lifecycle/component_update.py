@@ -13,11 +13,13 @@ we hold says what happens to the components then); delete and deploy instead.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import Interrupted, PeagleError, SpecError
 from ..planning.plan_result import Plan
 from .components import (
     deregister_component_scaling,
@@ -26,7 +28,8 @@ from .components import (
     tagged_components,
     wait_for_component,
 )
-from .resources import DeployResult, describe_existing, tagged_requests
+from .operation import COMPLETED, Operation
+from .resources import DeployResult, as_error, describe_existing, tagged_requests
 from .update import retag_endpoint
 
 __all__ = ["ComponentChange", "plan_component_change", "update_components"]
@@ -82,10 +85,21 @@ class ComponentChange:
     changes: list[str]
     same_scaling: bool
     unchanged: bool = False  # the component already runs these values: nothing to send
+    # (component, k, mode) it was planned from: to plan it again from what is deployed
+    asked: tuple[str, int | None, str | None] | None = None
 
     def apply(self, lc: Any, *, timeout: float | None = None) -> DeployResult:
+        """Finish an earlier update cut short first (`lifecycle.reconcile`): it rewrites
+        the endpoint's spec, which this change was planned from, so plan it again then."""
+        change = self
+        done = _finish_earlier(lc, self.plan.names["endpoint"])
+        if done and self.asked is not None:
+            component, k, mode = self.asked
+            change = plan_component_change(
+                lc.sm, self.plan.names["endpoint"], component, k=k, mode=mode
+            )
         return update_components(
-            lc, self.plan, timeout=timeout, register_scaling=not self.same_scaling
+            lc, change.plan, timeout=timeout, register_scaling=not change.same_scaling
         )
 
 
@@ -106,7 +120,12 @@ def plan_component_change(
     old = plan(current)
     if same_meaning(old, new):  # the values it runs: the deployed spec stands, tags and all
         return ComponentChange(old, [], True, unchanged=True)
-    return ComponentChange(new, component_changes(old, new), old.autoscaling == new.autoscaling)
+    return ComponentChange(
+        new,
+        component_changes(old, new),
+        old.autoscaling == new.autoscaling,
+        asked=(component, k, mode),
+    )
 
 
 def update_components(
@@ -115,7 +134,13 @@ def update_components(
     """Bring peagle's live components to the plan's; returns what was created. With
     `register_scaling` False the plan's scale-to-zero requests are not re-sent: for a
     change of one component's K or mode, which leaves every scaling request as it was
-    (`peagle update --component NAME -k N` checks that), so no other component sees one."""
+    (`peagle update --component NAME -k N` checks that), so no other component sees one.
+
+    An operation, as an endpoint update is (`lifecycle.update`): what it creates carries
+    its tags, and once done it marks the endpoint complete with it; a component update
+    cut short after its UpdateInferenceComponent reached SageMaker is finished by the next
+    update or gc (`lifecycle.reconcile`), which runs first here too. Stopped before that,
+    it removes what it made; stopped a second time, it names what is left."""
     plan.raise_for_failures()
     name = plan.names["endpoint"]
     current = describe_existing(lc.sm, name)
@@ -131,24 +156,85 @@ def update_components(
             "nothing was changed",
             remedy="remove them, or rename the plan's components",
         )
+    _finish_earlier(lc, name)  # an earlier update cut short: finish it first
     start, limit = time.monotonic(), timeout or 7200
+    op = Operation.start(limit)
+    models, requests = [op.stamp(m) for m in models], [op.stamp(r) for r in requests]
+    run = _Run(lc, name, current["EndpointArn"], op)
+    try:
+        _change(lc, plan, name, mine, foreign, models, requests, run, limit, register_scaling)
+        run.complete(tagged_requests(plan)[2]["Tags"])
+    except (Exception, KeyboardInterrupt) as exc:
+        err = as_error(exc)
+        run.settle(tagged_requests(plan)[2]["Tags"], limit)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise err from None
+    finally:
+        op.end()
+    desc = lc.sm.describe_endpoint(EndpointName=name)
+    return DeployResult(name, desc["EndpointStatus"], run.created, time.monotonic() - start, desc)
+
+
+def _finish_earlier(lc: Any, name: str) -> list[str]:
+    """Finish an earlier update of `name` that took effect and never completed (said, and
+    returned, one line each). Only when there is one (`unfinished.unfinished_update`):
+    finishing also looks for unused configs and models, a scan of the whole account
+    that an update with nothing to finish must not pay for."""
+    from .reconcile import finish_update
+    from .spec_tags import tag_dict
+    from .unfinished import unfinished_update
+
+    ep = describe_existing(lc.sm, name)
+    tags = tag_dict(lc.sm.list_tags(ResourceArn=ep["EndpointArn"]).get("Tags", []))
+    if unfinished_update(lc.sm, ep, tags) is None:
+        return []
+    done = finish_update(lc, name)
+    for line in done:
+        lc.say(line)
+    return done
+
+
+def _change(
+    lc: Any,
+    plan: Plan,
+    name: str,
+    mine: list[str],
+    foreign: list[str],
+    models: list[dict[str, Any]],
+    requests: list[dict[str, Any]],
+    run: _Run,
+    limit: float,
+    register_scaling: bool,
+) -> None:
     specs = {ic: lc.sm.describe_inference_component(InferenceComponentName=ic) for ic in mine}
     users = _ModelUsers(
         lc, name, {ic: d["Specification"].get("ModelName") for ic, d in specs.items()}
     )
+    run.users = users
     by_name = {m["ModelName"]: m for m in models}
-    created: list[tuple[str, str]] = []
-    for req in requests:
+    # What differs, read before anything is sent: a run stopped part-way knows whether
+    # the components it did not reach needed a change (then it is not complete).
+    changing = [
+        r
+        for r in requests
+        if r["InferenceComponentName"] not in specs
+        or not _same(lc, specs[r["InferenceComponentName"]], r, by_name)
+    ]
+    run.todo = {r["InferenceComponentName"] for r in changing}
+    for req in changing:
         ic = req["InferenceComponentName"]
+        run.todo.discard(ic)  # its change, once sent, is `switching`'s until it is done
         if ic not in specs:
-            lc.sm.create_model(**by_name[req["Specification"]["ModelName"]])
-            lc.sm.create_inference_component(**req)
+            model = by_name[req["Specification"]["ModelName"]]
+            run.create("model", model["ModelName"], lc.sm.create_model, model)
+            run.create("inference_component", ic, lc.sm.create_inference_component, req)
             users.mine[ic] = req["Specification"].get("ModelName")
-            created.append(("inference_component", ic))
             wait_for_component(lc, ic, timeout=limit)
             continue
-        _update_one(lc, specs[ic], req, by_name, created, limit, users)
+        _update_one(lc, specs[ic], req, by_name, run, limit, users)
     for ic in sorted(set(mine) - {r["InferenceComponentName"] for r in requests}):
+        run.changed = True
         deregister_component_scaling(lc, ic)
         lc.delete_and_confirm("inference_component", ic)
         lc.say(f"removed inference component {ic}")
@@ -159,9 +245,6 @@ def update_components(
         lc.say(f"kept inference component {ic}: not peagle's")
     if plan.autoscaling and register_scaling:
         register_component_scaling(lc, plan, [])
-    retag_endpoint(lc, current["EndpointArn"], tagged_requests(plan)[2]["Tags"])
-    desc = lc.sm.describe_endpoint(EndpointName=name)
-    return DeployResult(name, desc["EndpointStatus"], created, time.monotonic() - start, desc)
 
 
 def _same_inline(live: dict[str, Any], spec: dict[str, Any]) -> bool:
@@ -176,36 +259,137 @@ def _same_inline(live: dict[str, Any], spec: dict[str, Any]) -> bool:
     )
 
 
+def _same(
+    lc: Any, live: dict[str, Any], req: dict[str, Any], models: dict[str, dict[str, Any]]
+) -> bool:
+    """Whether a live component already has the configuration the plan asks for."""
+    old_model = live["Specification"].get("ModelName")
+    new_model = req["Specification"].get("ModelName")
+    if old_model and new_model:
+        old = lc.sm.describe_model(ModelName=old_model)["PrimaryContainer"]
+        return _same_container(old, models[new_model]["PrimaryContainer"])
+    if not old_model and not new_model:  # an inline container (no model) both times
+        return _same_inline(live["Specification"].get("Container") or {}, req["Specification"])
+    return False
+
+
 def _update_one(
     lc: Any,
     live: dict[str, Any],
     req: dict[str, Any],
     models: dict[str, dict[str, Any]],
-    created: list[tuple[str, str]],
+    run: _Run,
     limit: float,
     users: _ModelUsers,
 ) -> None:
-    """A new model for a changed configuration; copies follow the plan otherwise."""
+    """A new model for the component's changed configuration, and the component on it."""
     ic = live["InferenceComponentName"]
     old_model = live["Specification"].get("ModelName")
     new_model = req["Specification"].get("ModelName")
-    same = False
-    if old_model and new_model:
-        old = lc.sm.describe_model(ModelName=old_model)["PrimaryContainer"]
-        same = _same_container(old, models[new_model]["PrimaryContainer"])
-    elif not old_model and not new_model:  # an inline container (no model) both times
-        same = _same_inline(live["Specification"].get("Container") or {}, req["Specification"])
-    if same:
-        return
     if new_model:  # an inline container has no model to create
-        lc.sm.create_model(**models[new_model])
-        created.append(("model", new_model))
+        run.create("model", new_model, lc.sm.create_model, models[new_model])
+    # From here SageMaker may be switching the component, whatever we hear back.
+    run.switching[ic] = (old_model, new_model)
+    run.changed = True
+    users.mine[ic] = new_model  # the old model is no longer this component's to keep
     lc.sm.update_inference_component(InferenceComponentName=ic, Specification=req["Specification"])
-    users.mine[ic] = new_model
     lc.say(f"updating inference component {ic}: {old_model} -> {new_model}")
     wait_for_component(lc, ic, timeout=limit)
     if old_model:
         _retire_model(lc, old_model, users)
+    run.switching.pop(ic)
+
+
+class _Run:
+    """One component update's progress, for finishing or undoing it when it is stopped:
+    what it created, and the components whose UpdateInferenceComponent was sent and whose
+    old model is not retired yet (`switching`: component -> (old model, new model))."""
+
+    def __init__(self, lc: Any, name: str, arn: str, op: Operation) -> None:
+        self.lc, self.name, self.arn, self.op = lc, name, arn, op
+        self.created: list[tuple[str, str]] = []
+        self.trying: list[tuple[str, str]] = []  # the Create* in flight
+        self.switching: dict[str, tuple[str | None, str | None]] = {}
+        self.changed = False  # anything sent that changes the endpoint's components
+        self.todo: set[str] = set()  # components the plan names not yet brought to it
+        self.users: _ModelUsers | None = None
+
+    def create(
+        self, kind: str, name: str, send: Callable[..., Any], request: dict[str, Any]
+    ) -> None:
+        """Send a Create* for `name`, in flight in `trying` until SageMaker answers."""
+        self.trying[:] = [(kind, name)]
+        send(**request)
+        self.created.append(self.trying.pop())
+        self.changed = True
+
+    def complete(self, tags: list[dict[str, str]]) -> None:
+        """The endpoint takes the new spec's tags and, when anything changed, the mark
+        that this operation completed (`peagle:completed`): without it, the new model's
+        operation tag tells `status`, `update` and `gc` the update never finished. An
+        update that changed nothing writes nothing."""
+        mark = [{"Key": COMPLETED, "Value": self.op.id}] if self.changed or self.switching else []
+        retag_endpoint(self.lc, self.arn, [*tags, *mark])
+
+    def settle(self, tags: list[dict[str, str]], limit: float) -> None:
+        """Stopped or failed. Before any component was sent a change: remove what this
+        run made (its models; `Lifecycle.rollback`). After: SageMaker goes on whatever we
+        do, so wait for each component to settle, then finish (retire the old model,
+        retag) where it took the new model, and remove the new model where it did not. A
+        second interrupt stops that and names what is left, with the command that
+        finishes it (`peagle update NAME --yes`, which reconciles first)."""
+        if not self.changed:  # only models made: remove them (and a Create* in flight)
+            self.lc.rollback(self.created, self.name, op=self.op, in_flight=self.trying)
+            return
+        left: list[tuple[str, str]] = []
+        settled: set[str] = set()  # components SageMaker is done with: on their new model
+        try:
+            landed = True
+            for ic, (old, new) in list(self.switching.items()):
+                now = _settled_model(self.lc, ic, limit)
+                if now == new:
+                    settled.add(ic)
+                    if old and self.users is not None:
+                        _retire_model(self.lc, old, self.users)
+                    self.switching.pop(ic)
+                    continue
+                landed = False
+                if new and now != new:  # SageMaker kept (or went back to) the old model
+                    self.lc.delete_and_confirm("model", new)
+                    self.switching.pop(ic)
+            if landed and not self.todo:
+                self.complete(tags)
+            else:
+                self.lc.say(
+                    f"{self.name}: a component did not take its new configuration; "
+                    "the endpoint's tags still describe the old spec"
+                )
+        except KeyboardInterrupt as stop:
+            for ic, (old, new) in self.switching.items():
+                left += [("model", m) for m in (old, None if ic in settled else new) if m]
+            unsettled = set(self.switching) - settled
+            raise Interrupted(
+                "component update stopped",
+                [("endpoint_tags", self.name), *left],
+                ("update", self.name),
+                effect="finishes the update: the endpoint takes its tags, the unused ones go",
+                operation=self.op.id,
+                region=getattr(self.lc.aws, "region", None),
+                note=(
+                    "a component may still be switching: its old model or its new one is left"
+                    if unsettled
+                    else None
+                ),
+            ) from stop
+
+
+def _settled_model(lc: Any, ic: str, limit: float) -> str | None:
+    """The model the component names once SageMaker is done with it (InService, or
+    Failed: it may have gone back to the old one)."""
+    with contextlib.suppress(PeagleError):
+        wait_for_component(lc, ic, timeout=limit)
+    desc = lc.sm.describe_inference_component(InferenceComponentName=ic)
+    return desc["Specification"].get("ModelName")
 
 
 def _retire_model(lc: Any, model: str, users: _ModelUsers) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import settings
-from ..errors import DeploymentFailed
+from ..errors import DeploymentFailed, Interrupted
 from ..planning.plan_result import Plan
 from .operation import COMPLETED, OPERATION, Operation
 from .resources import ARNS, KINDS, DeployResult, as_error, models_of, not_found, tagged_requests
@@ -58,18 +58,18 @@ def _quiet(_: str) -> None:
 
 def _cleanup(
     todo: list[tuple[str, str]], deployment: str | None, op: Operation | None = None
-) -> str:
-    """The one command that removes what a stopped or failed rollback left. A run that
-    created (or was creating) the endpoint: `peagle delete` of it, which removes the
-    endpoint if there is one and the configs and models tagged with that deployment either
-    way, nothing else. An update (the endpoint is older than the run): gc of exactly the
-    operation's resources."""
+) -> tuple[str, ...]:
+    """The one command (its words after `peagle`, `--yes` left out) that removes what a
+    stopped or failed rollback left. A run that created (or was creating) the endpoint:
+    `peagle delete` of it, which removes the endpoint if there is one and the configs and
+    models tagged with that deployment either way, nothing else. An update (the endpoint
+    is older than the run): gc of exactly the operation's resources."""
     endpoint = next((n for k, n in todo if k == "endpoint"), None)
     if endpoint is not None or (op is None and deployment is not None):
-        return f"`peagle delete {endpoint or deployment} --yes`"
+        return ("delete", str(endpoint or deployment))
     if op is not None:
-        return f"`peagle gc --operation {op.id} --yes`"
-    return "`peagle gc --yes`"
+        return ("gc", "--operation", op.id)
+    return ("gc",)
 
 
 class Lifecycle:
@@ -322,19 +322,24 @@ class Lifecycle:
                     stuck = stuck or kind == "inference_component"
                     self.say(f"could not delete {name}: {e}")
                 done.add(i)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
+            # Named by kind and name, on the error itself: the CLI prints it as its last
+            # line (also under --quiet and in --json), an SDK caller reads it off the error.
             rest = [todo[i] for i in range(len(todo)) if i not in done]
-            names = [f"{k.replace('_', ' ')} {n}" for k, n in reversed(rest) if k in KINDS]
-            fix = _cleanup(todo, deployment, op)
-            self.say(
-                f"rollback stopped: left {', '.join(names + left) or 'nothing'}; "
-                f"{fix} removes exactly {'these' if op else 'what is left'}"
-            )
-            raise
+            named = [(k, n) for k, n in reversed(rest) if k in KINDS]
+            named += [(k, n) for k, n in reversed(todo) if n in left]
+            raise Interrupted(
+                "rollback stopped",
+                named,
+                _cleanup(todo, deployment, op),
+                effect="removes exactly these" if op else "removes what is left",
+                operation=op.id if op else None,
+                region=getattr(self.aws, "region", None),
+            ) from stop
         if left:
             why = " (an inference component remains, so the endpoint was kept)" if stuck else ""
-            fix = _cleanup(todo, deployment, op)
-            self.say(f"left behind: {', '.join(left)}{why}; run {fix} to remove it")
+            fix = " ".join(("peagle", *_cleanup(todo, deployment, op), "--yes"))
+            self.say(f"left behind: {', '.join(left)}{why}; run `{fix}` to remove it")
         return left
 
     def _made_by(self, kind: str, name: str, op: Operation, in_flight: bool) -> bool:
@@ -534,12 +539,12 @@ class Lifecycle:
                     first = e
                     self.say(f"interrupted: finishing the delete of {endpoint} (again to stop now)")
                     continue  # the step again: delete_and_confirm is idempotent
-                left = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in steps[i:])
-                self.say(
-                    f"delete stopped: left {left}; "
-                    f"`peagle delete {endpoint} --yes` removes exactly these"
-                )
-                raise
+                raise Interrupted(
+                    "delete stopped",
+                    steps[i:],
+                    ("delete", endpoint),
+                    region=getattr(self.aws, "region", None),
+                ) from e
         return first
 
     def deregister_autoscaling(self, endpoint: str, desc: dict[str, Any]) -> None:

@@ -6,8 +6,9 @@ switch happens whatever the client hears, so a run killed (or interrupted twice)
 leaves the endpoint serving the new config while its tags still describe the old spec,
 and the old config and model unused. No ordering of two requests avoids that window.
 
-What is on AWS says how to finish: the serving config carries the spec and the operation
-that made it, and an update that completed marked the endpoint with that operation
+What is on AWS says how to finish: the serving config (for a component update, which
+keeps the config, the component's new model) carries the spec and the operation that made
+it, and an update that completed marked the endpoint with that operation
 (`peagle:completed`). When it did not, and that operation is over, the endpoint takes the
 config's tags and the mark, and the deployment's configs and models nothing uses, made
 by no running operation, go. `peagle update NAME --yes` runs this first (it is the
@@ -18,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .operation import COMPLETED, OPERATION, OWNER, UNTIL, Operation
+from .operation import COMPLETED, OPERATION_KEYS, Operation
 from .resources import MANAGED, deployment_resources, not_found
 from .spec_tags import tag_dict
-from .unfinished import update_to_finish
+from .unfinished import unfinished_update
 
 __all__ = ["finish_update"]
 
@@ -41,11 +42,10 @@ def finish_update(lc: Any, name: str) -> list[str]:
         raise
     tags = tag_dict(sm.list_tags(ResourceArn=ep["EndpointArn"]).get("Tags", []))
     done: list[str] = []
-    op = update_to_finish(sm, ep, tags)
-    if op is not None:
-        cfg = sm.describe_endpoint_config(EndpointConfigName=ep["EndpointConfigName"])
-        cfg_tags = sm.list_tags(ResourceArn=cfg["EndpointConfigArn"]).get("Tags", [])
-        wanted = [t for t in cfg_tags if t["Key"] not in (OPERATION, OWNER, UNTIL)]
+    found = unfinished_update(sm, ep, tags)
+    if found is not None:
+        op, made = found  # the tags of the config (or component model) it made
+        wanted = [{"Key": k, "Value": v} for k, v in made.items() if k not in OPERATION_KEYS]
         retag_endpoint(lc, ep["EndpointArn"], [*wanted, {"Key": COMPLETED, "Value": op}])
         done.append(f"{name} now carries the spec it serves (update {op} completed)")
     if tags.get(MANAGED) != "true":

@@ -13,9 +13,11 @@ from typing import Any
 
 from .operation import COMPLETED, OPERATION, Operation
 from .resources import ARNS, KINDS, MANAGED, deployment_resources, models_of, not_found
-from .spec_tags import tag_dict
+from .spec_tags import decode_spec, tag_dict
 
-__all__ = ["unfinished", "update_to_finish"]
+SPEC_SHA = "peagle:spec-sha256"
+
+__all__ = ["unfinished", "unfinished_update", "update_to_finish"]
 
 
 def _tags_of(sm: Any, kind: str, name: str) -> dict[str, str] | None:
@@ -36,6 +38,19 @@ def _state(op: Operation) -> str:
 def update_to_finish(sm: Any, endpoint: dict[str, Any], tags: dict[str, str]) -> str | None:
     """The operation whose update of this endpoint (its DescribeEndpoint answer and its
     tags) took effect but never completed, and is over; None when there is none."""
+    found = unfinished_update(sm, endpoint, tags)
+    return found[0] if found else None
+
+
+def unfinished_update(
+    sm: Any, endpoint: dict[str, Any], tags: dict[str, str]
+) -> tuple[str, dict[str, str]] | None:
+    """(`update_to_finish`'s operation, the tags of what it made that the endpoint serves:
+    the spec the endpoint should carry). What it made is the serving config for an
+    endpoint update; for a component update (`lifecycle.component_update`), which leaves
+    the config alone, a component's model: one made by an operation that is over, never
+    marked complete on the endpoint and newer than the last one that was (an older one
+    was superseded by that one, which finished what came before it)."""
     if tags.get(MANAGED) != "true" or endpoint.get("EndpointStatus") != "InService":
         return None
     try:
@@ -45,10 +60,35 @@ def update_to_finish(sm: Any, endpoint: dict[str, Any], tags: dict[str, str]) ->
         if not_found(e):
             return None  # a broken endpoint: gc's other rule
         raise
+    done = (tags.get(COMPLETED), tags.get(OPERATION))
     op = Operation.from_tags(cfg_tags)
-    if op is None or op.id in (tags.get(COMPLETED), tags.get(OPERATION)):
+    if op is not None and op.id not in done:
+        return None if op.may_be_running() else (op.id, cfg_tags)
+    if op is None or any(v.get("ModelName") for v in cfg.get("ProductionVariants", [])):
         return None  # finished, or the deploy that made the endpoint (status names that)
-    return None if op.may_be_running() else op.id
+    from .components import component_models, list_components
+
+    last = tags.get(COMPLETED) or tags.get(OPERATION) or ""
+    for model in component_models(sm, list_components(sm, endpoint["EndpointName"])):
+        made = _tags_of(sm, "model", model) or {}
+        by = Operation.from_tags(made)
+        # Ids start with their UTC start time (op-yyyymmddThhmmssZ-…): comparable as text.
+        if by is None or by.id in done or by.id[3:19] < last[3:19] or by.may_be_running():
+            continue
+        return by.id, _endpoint_tags(made)
+    return None
+
+
+def _endpoint_tags(model_tags: dict[str, str]) -> dict[str, str]:
+    """The tags the endpoint takes from a component model's: the same, but for the spec's
+    hash, which on the model is the component's own (`plan.component_models`): the
+    endpoint's is the hash of the whole spec the model's tags carry."""
+    from ..planning.spec.loading import spec_from_data
+
+    data = decode_spec(model_tags)
+    if data is None:
+        return model_tags
+    return {**model_tags, SPEC_SHA: spec_from_data(data).sha256()}
 
 
 def _on_endpoint(

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import DeploymentFailed, PeagleError
+from ..errors import DeploymentFailed, Interrupted, PeagleError
 from ..planning.plan_result import Plan
 from .operation import COMPLETED, OPERATION, OWNER, UNTIL, Operation
 from .resources import (
@@ -117,24 +117,43 @@ def _settle(
     """After UpdateEndpoint reached SageMaker, a Ctrl-C or a timeout does not stop it:
     let it finish or roll back, then switch over (the old config and model are what is
     left) or remove the new ones. A second interrupt stops that; what is left then is
-    finished by `peagle update NAME --yes` (`lifecycle.reconcile`), which it names."""
+    finished by `peagle update NAME --yes` (`lifecycle.reconcile`): the Interrupted
+    raised names it and each thing left, by kind and name."""
     new_config = config_req["EndpointConfigName"]
     old_config, old_models = olds
+    old = [("endpoint_config", old_config), *(("model", m) for m in old_models)]
+    removed: list[str] = []  # what the switch-over deleted before it was stopped
+    switching = False
     try:
         settled = _wait_settled(lc, name)
         if settled.get("EndpointConfigName") == new_config:
             lc.say(f"{name} finished updating to {new_config} anyway")
-            _switch_over(lc, arn, config_req, old_config, old_models, name, op)
+            switching = True
+            _switch_over(lc, arn, config_req, old_config, old_models, name, op, removed)
         else:
             lc.rollback(created, name, op=op)
-    except KeyboardInterrupt:
-        lc.say(
-            f"update stopped: {name} may still be switching to {new_config}; left the old "
-            f"endpoint config {old_config} and model(s) {', '.join(old_models)} or the new "
-            f"ones, and perhaps the endpoint's tags; `peagle update {name} --yes` finishes "
-            "exactly that"
-        )
-        raise
+    except Interrupted:
+        raise  # the rollback's own: it names the new resources and `gc --operation`
+    except KeyboardInterrupt as stop:
+        if switching:  # the endpoint serves the new config: the old one and its models
+            left = [("endpoint_tags", name)] if not removed else []
+            left += [(k, n) for k, n in old if n not in removed]
+            note = None
+        else:  # SageMaker may still be switching: which set ends up unused is not known
+            left = [*old, *(k for k in created if k[0] in ("endpoint_config", "model"))]
+            note = (
+                f"{name} may still be switching to {new_config}: the old set or the new "
+                "one is left, and perhaps the endpoint's tags"
+            )
+        raise Interrupted(
+            "update stopped",
+            left,
+            ("update", name),
+            effect="finishes the update: the endpoint takes its tags, the unused ones go",
+            operation=op.id,
+            region=getattr(lc.aws, "region", None),
+            note=note,
+        ) from stop
 
 
 def _unmarked(lc: Any, arn: str) -> list[dict[str, str]]:
@@ -154,21 +173,28 @@ def _switch_over(
     old_models: list[str],
     name: str,
     op: Operation,
+    removed: list[str] | None = None,
 ) -> None:
     """The endpoint serves the new config: retag it (and mark `op` complete on it), remove
     the old config and models, except those another endpoint uses (possible for resources
-    `peagle adopt` took over: the names peagle generates are its own)."""
+    `peagle adopt` took over: the names peagle generates are its own). `removed` gets the
+    retag's mark (the endpoint's name) and each old resource's name once they are done,
+    for an interrupt to say what is left."""
     from .inventory import resource_users
 
+    removed = [] if removed is None else removed
     retag_endpoint(lc, arn, [*config_req["Tags"], {"Key": COMPLETED, "Value": op.id}])
+    removed.append(name)
     users = resource_users(lc.sm, skip=name)
     for kind, old in [("endpoint_config", old_config)] + [("model", m) for m in old_models]:
         if old in users:
             lc.say(
                 f"kept old {kind.replace('_', ' ')} {old}: {', '.join(sorted(users[old]))} uses it"
             )
+            removed.append(old)
             continue
         lc.delete_and_confirm(kind, old)
+        removed.append(old)
         lc.say(f"removed old {kind.replace('_', ' ')} {old}")
 
 

@@ -58,11 +58,22 @@ _UPDATE = (
 )
 
 
+# `update --component p-eagle -k 5` on a two-component endpoint (`world.COMPONENTS`):
+# the new model, UpdateInferenceComponent (from there SageMaker switches whatever the
+# client does), the old model retired, the endpoint's spec tags and completion mark.
+_COMPONENT = (
+    _w("CreateModel"),
+    _w("UpdateInferenceComponent", may_finish=True),
+    _w("DeleteModel", may_finish=True),
+    _w("AddTags", may_finish=True),
+)
+
+
 @dataclass(frozen=True)
 class Command:
     key: str
     args: tuple[str, ...]
-    start: str  # FaultWorld.prepare: empty, deployed, applied, jumpstart
+    start: str  # FaultWorld.prepare: empty, deployed, applied, components, jumpstart
     windows: tuple[Window, ...]
     name: str  # the endpoint it works on
 
@@ -81,6 +92,8 @@ COMMANDS = {
                 DEPLOYMENT),
         Command("apply-update", ("apply", "-f", "{spec5}", "--yes"), "applied", _UPDATE,
                 DEPLOYMENT),
+        Command("update-component", ("update", DEPLOYMENT, "--component", "p-eagle", "-k", "5",
+                "--yes"), "components", _COMPONENT, DEPLOYMENT),
         Command("delete", ("delete", DEPLOYMENT, "--yes"), "deployed",
                 (_w("DeleteEndpoint"), _w("DeleteEndpointConfig"), _w("DeleteModel")),
                 DEPLOYMENT),
@@ -102,9 +115,14 @@ DEFAULT = (
     "deploy-CreateEndpointConfig-SIGKILL-gc",
     "apply-new-CreateEndpoint-SIGKILL-delete",
     "update-UpdateEndpoint-SIGINT",
+    "update-CreateEndpointConfig-SIGINT2",
     "update-UpdateEndpoint-SIGINT2",
     "update-AddTags-SIGTERM",
     "update-wait-SIGKILL-gc",
+    "update-component-UpdateInferenceComponent-SIGINT",
+    "update-component-UpdateInferenceComponent-SIGINT2",
+    "update-component-UpdateInferenceComponent-SIGKILL-gc",
+    "update-component-CreateModel-SIGTERM",
     "apply-update-wait-SIGINT",
     "delete-DeleteEndpointConfig-SIGINT",
     "delete-DeleteEndpoint-SIGINT2",

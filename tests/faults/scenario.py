@@ -10,9 +10,9 @@ the window's response exists upstream. Then, by the kind of stop:
   reached AWS; a deploy whose peagle:completed mark reached AWS), the COMPLETED result
   (the same command run uninterrupted).
 - SIGINT2 (a double Ctrl-C): exit 130, and the CLI sends no mutating request after the
-  second SIGINT. If the account is not yet BEFORE or COMPLETED, stderr names every
-  resource left and one command to remove them; that command, run, leaves BEFORE or
-  COMPLETED and touches nothing else.
+  second SIGINT. If the account is not yet BEFORE or COMPLETED, the error line (stderr's
+  last) names every resource left and one command, for the sandbox, to remove them;
+  that command, run, leaves BEFORE or COMPLETED and touches nothing else.
 - SIGKILL: `gc --yes` (or `delete NAME --yes` for a new deployment) leaves BEFORE or
   COMPLETED, and sends only deletes, of exactly the resources left. An adopt leaves no
   resource, only tags on the owner's: gc must touch nothing, and `adopt NAME --yes`
@@ -47,7 +47,11 @@ SIGNALS = {
 }
 LAST_LINE = {signal.SIGINT: "error: interrupted", signal.SIGTERM: "error: terminated by SIGTERM"}
 # The one command a stopped rollback may advise (issue 23): it removes exactly what is left.
-REMEDY = re.compile(r"peagle (gc --operation \S+|delete \S+|adopt \S+|update \S+) --yes")
+# The CLI runs with --sandbox, so the command it prints says so (issue 33): pasted, it
+# reaches the sandbox, not AWS. The group is the command without it (`world.cli` adds it).
+REMEDY = re.compile(
+    r"peagle (?:--sandbox )?(gc --operation \S+|delete \S+|adopt \S+|update \S+) --yes"
+)
 
 
 def reference(world: FaultWorld, command: Command) -> Reference:
@@ -234,13 +238,19 @@ def _after_double(
     assert len(remedies) <= 1, f"{where}: more than one command advised: {remedies}"
     if all(after != s for s in states.values()):
         assert remedies, f"{where}: resources are left and no command removes them\n{err[-2000:]}"
+        # The error line itself (the last; all that --quiet leaves) says what is left and
+        # the command, and that command targets the sandbox the CLI ran against (issue 33).
+        last = err.strip().splitlines()[-1]
+        assert last.startswith("error: interrupted; "), f"{where}: last line {last!r}"
+        found = REMEDY.search(last)
+        assert found and found.group(0).startswith("peagle --sandbox "), f"{where}: {last!r}"
         # Every resource left, by name: what is there that the end state lacks by name.
         target = states["completed"] if command.key == "delete" else states["before"]
         left = _names(after.keys() - target.keys())
         if window.may_finish:
             left = _names(after.keys() - states["before"].keys() - states["completed"].keys())
-        unnamed = sorted(n for n in left if n not in err)
-        assert unnamed == [], f"{where}: stderr does not name {unnamed}\n{err[-2000:]}"
+        unnamed = sorted(n for n in left if n not in last)
+        assert unnamed == [], f"{where}: the error line does not name {unnamed}\n{err[-2000:]}"
     if not remedies:
         return  # the rollback had finished: nothing to advise
     # Advised, it is run (also when the rollback had in fact finished, unheard: the
@@ -292,7 +302,8 @@ def _after_kill(
     # gc deletes; the one other thing it may send is finishing an update that took effect
     # (the endpoint takes the tags of the config it serves: one AddTags on the endpoint).
     finishing = [(op, n) for op, n in sent if op == "AddTags" and n == command.name]
-    assert len(finishing) <= 1 and command.key in ("update", "apply-update") or not finishing, sent
+    updates = ("update", "apply-update", "update-component")
+    assert len(finishing) <= 1 and command.key in updates or not finishing, sent
     sent = [s for s in sent if s not in finishing]
     assert all(op.startswith(("Delete", "Deregister")) for op, _ in sent), f"{where}: {sent}"
     leftovers = _names(after.keys() - final.keys())

@@ -54,6 +54,10 @@ OP_TAGS = ("peagle:operation", "peagle:operation-owner", "peagle:operation-until
 # ... and the id of the operation that completed a deployment, on its endpoint.
 MASKED = (*OP_TAGS, "peagle:completed")
 _SETTLING = {"Creating", "Updating", "Deleting", "SystemUpdating", "RollingBack"}
+# Two inference components (p-eagle K=7, baseline), one GPU each: `update --component`'s
+# starting state (tests/plan_helpers.py's TWO_COMPONENTS without scale-to-zero).
+COMPONENTS = ("gpt-oss-20b", "-t", "ml.g7e.12xlarge", "--component", "p-eagle:k=7",
+              "--component", "baseline", "--accelerators-per-copy", "1")  # fmt: skip
 _IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.33.0-lmi15.0.0-cu128"
 
 
@@ -195,9 +199,9 @@ class FaultWorld:
         urllib.request.urlopen(req).close()
 
     def settle(self, timeout: float = 60.0) -> None:
-        """Wait until no endpoint is Creating/Updating/Deleting: what the account holds is
-        what it holds once SageMaker is done (a bound on a stuck endpoint, not a timing
-        claim)."""
+        """Wait until no endpoint (nor inference component) is Creating/Updating/Deleting:
+        what the account holds is what it holds once SageMaker is done (a bound on a stuck
+        endpoint, not a timing claim)."""
         sm = self.client("sagemaker")
         deadline = time.monotonic() + timeout
         while True:
@@ -206,6 +210,11 @@ class FaultWorld:
                 for e in sm.list_endpoints(MaxResults=100)["Endpoints"]
                 if e["EndpointStatus"] in _SETTLING
             }
+            busy.update(
+                (c["InferenceComponentName"], c["InferenceComponentStatus"])
+                for c in sm.list_inference_components(MaxResults=100)["InferenceComponents"]
+                if c.get("InferenceComponentStatus") in _SETTLING
+            )
             if not busy:
                 return
             assert time.monotonic() < deadline, f"endpoints never settled: {busy}"
@@ -276,6 +285,10 @@ class FaultWorld:
             cw.delete_alarms(AlarmNames=alarms)
         for ic in sm.list_inference_components(MaxResults=100)["InferenceComponents"]:
             sm.delete_inference_component(InferenceComponentName=ic["InferenceComponentName"])
+        deadline = time.monotonic() + 60  # a bound on a component that is never gone
+        while sm.list_inference_components(MaxResults=100)["InferenceComponents"]:
+            assert time.monotonic() < deadline, "inference components never went"
+            time.sleep(0.2)
         for e in sm.list_endpoints(MaxResults=100)["Endpoints"]:
             if e["EndpointName"] not in BYSTANDERS:
                 sm.delete_endpoint(EndpointName=e["EndpointName"])
@@ -312,8 +325,9 @@ class FaultWorld:
 
     def prepare(self, start: str) -> None:
         """The starting state a command needs, made as a user would have made it: the
-        first time by the CLI (`deploy`, `apply`), then by replaying the mutating requests
-        that run sent (the sandbox's record of them), which saves a CLI start per case.
+        first time by the CLI (`deploy`, `deploy` with components, `apply`), then by
+        replaying the mutating requests that run sent (the sandbox's record of them),
+        which saves a CLI start per case.
         Each case compares its starting state with the reference's, so a replay that
         differed from the CLI's result would fail there."""
         if start == "empty":
@@ -323,11 +337,15 @@ class FaultWorld:
         elif start in self._setups:
             sm = self.client("sagemaker")
             for operation, params in self._setups[start]:
+                if operation == "CreateInferenceComponent":
+                    self.settle()  # as the CLI did: components go on an InService endpoint
                 getattr(sm, xform_name(operation))(**params)
-        elif start in ("deployed", "applied"):
+        elif start in ("deployed", "applied", "components"):
             self.clear_requests()
             if start == "deployed":
                 self.cli("deploy", "gpt-oss-20b", "--yes")
+            elif start == "components":
+                self.cli("deploy", *COMPONENTS, "--yes")
             else:
                 self.cli("apply", "-f", "{spec3}", "--yes")
             self._setups[start] = [

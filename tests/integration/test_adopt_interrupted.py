@@ -255,11 +255,12 @@ def test_a_second_interrupt_stops_the_restore_and_says_how_to_finish(world, caps
         code, _, err = run(capsys, "adopt", NAME, "--yes")
 
     assert second.fired and code == 130, err
-    assert err.splitlines()[-1] == "error: interrupted"
-    assert (
-        f"the tags of endpoint-config/{CONFIG}, model/{MODEL} may be partly peagle's; "
-        f"`peagle adopt {NAME} --yes` finishes adopting {NAME}"
-    ) in err.splitlines()
+    # The error line names what may be partly peagle's and the command, for this region.
+    assert err.splitlines()[-1] == (
+        "error: interrupted; adopt stopped: left the tags of endpoint-config/"
+        f"{CONFIG}, the tags of model/{MODEL} (fix: `peagle adopt {NAME} --region {REGION} "
+        f"--yes` finishes adopting {NAME} (they may be partly peagle's))"
+    )
     now = raw()
     assert now[CONFIG] == expected[CONFIG] and now[MODEL] == expected[MODEL]
 

@@ -118,13 +118,16 @@ def test_a_second_ctrl_c_stops_the_rollback_and_names_what_is_left(
     second = inject(monkeypatch, "before-call.sagemaker.DeleteEndpoint", interrupt)
     code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
     assert second and code == 130, err
-    (line,) = [ln for ln in err.splitlines() if "rollback stopped" in ln]
+    # The error line itself (all that --quiet leaves) names them, and the command carries
+    # the region the deploy talked to (issue 33).
+    line = err.strip().splitlines()[-1]
     inv = inventory()
     (config,) = [c for c in inv["endpoint_configs"] if c != "theirs-c"]
     (model,) = [m for m in inv["models"] if m != "theirs-m"]
-    assert line.endswith(
-        f"rollback stopped: left endpoint {NAME}, endpoint config {config}, model {model}; "
-        f"`peagle delete {NAME} --yes` removes exactly these"
+    assert line == (
+        "error: interrupted; rollback stopped: "
+        f"left endpoint {NAME}, endpoint config {config}, model {model} "
+        f"(fix: `peagle delete {NAME} --region {REGION} --yes` removes exactly these)"
     )
     code, _, err = run(capsys, "delete", NAME, "--yes")
     assert code == 0, err
@@ -274,10 +277,10 @@ def test_a_second_ctrl_c_stops_a_delete_and_names_what_is_left(
     inject(monkeypatch, "before-call.sagemaker.DeleteEndpointConfig", interrupt)
     code, _, err = run(capsys, "delete", NAME, "--yes")
     assert code == 130, err
-    assert (
-        f"delete stopped: left endpoint config {config}, model {model}; "
-        f"`peagle delete {NAME} --yes` removes exactly these"
-    ) in err
+    assert err.strip().splitlines()[-1] == (
+        f"error: interrupted; delete stopped: left endpoint config {config}, model {model} "
+        f"(fix: `peagle delete {NAME} --region {REGION} --yes` removes exactly these)"
+    )
     code, _, err = run(capsys, "delete", NAME, "--yes")
     assert code == 0, err
     assert inventory() == THEIRS
@@ -410,12 +413,20 @@ def test_a_second_ctrl_c_after_the_switch_names_the_command_that_finishes_it(
 ) -> None:
     code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
     assert code == 0, err
+    (old_config,), (old_model,) = inventory()["endpoint_configs"], inventory()["models"]
     inject(monkeypatch, "after-call.sagemaker.UpdateEndpoint", interrupt)
     second = inject(monkeypatch, "before-call.sagemaker.AddTags", interrupt)
     code, _, err = run(capsys, "update", NAME, "-k", "5", "--yes")
     assert second and code == 130, err
-    (line,) = [ln for ln in err.splitlines() if ln.startswith("update stopped")]
-    assert line.endswith(f"`peagle update {NAME} --yes` finishes exactly that")
+    # The endpoint serves the new config; what is left is its tags (the retag was
+    # stopped) and the old config and model, each named on the error line (all that
+    # --quiet leaves), with the command that finishes the update, for this region.
+    assert err.strip().splitlines()[-1] == (
+        f"error: interrupted; update stopped: left the tags of endpoint {NAME}, "
+        f"endpoint config {old_config}, model {old_model} "
+        f"(fix: `peagle update {NAME} --region {REGION} --yes` finishes the update: "
+        "the endpoint takes its tags, the unused ones go)"
+    )
     code, out, err = run(capsys, "update", NAME, "--yes")
     assert code == 0, err
     assert f"{NAME} now carries the spec it serves" in err

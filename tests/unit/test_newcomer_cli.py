@@ -252,6 +252,7 @@ def test_an_interrupted_rollback_names_the_deployments_delete(monkeypatch):
     """After a second Ctrl-C the advice is the one command that removes exactly this
     deployment's leftovers (`peagle delete NAME`, which finds its tagged config and model
     even when the endpoint is gone), never a blanket `gc --min-age 0`."""
+    from sm_peagle.errors import Interrupted
     from sm_peagle.lifecycle.manager import Lifecycle
 
     said: list[str] = []
@@ -261,7 +262,8 @@ def test_an_interrupted_rollback_names_the_deployments_delete(monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(lc, "delete_and_confirm", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(Interrupted) as stopped:
         lc.rollback([("model", "m"), ("endpoint_config", "c"), ("endpoint", "my-ep")])
-    assert "`peagle delete my-ep --yes`" in said[-1]
-    assert "gc" not in said[-1]
+    assert stopped.value.command == ("delete", "my-ep")
+    assert stopped.value.left == [("endpoint", "my-ep"), ("endpoint_config", "c"), ("model", "m")]
+    assert "`peagle delete my-ep --yes`" in str(stopped.value)
