@@ -98,13 +98,18 @@ def adopt_command(
 def _render_adopted(result: Any, name: str, dry_run: bool) -> None:
     """After a dry run: the adoption and that nothing was tagged; after adopting: what was
     tagged, what works on it now, and what the next update would change."""
+    from .advice import Suggestion, render
+
     if dry_run:
         render_adoption(result)
-        typer.echo(f"dry run: nothing was tagged; `peagle adopt {name}` adopts it")
+        typer.echo(
+            f"dry run: nothing was tagged; `{render(Suggestion.of('adopt', name))}` adopts it"
+        )
         return
+    update, bench = Suggestion.of("update", name, k="N"), Suggestion.of("bench", name)
     typer.echo(
         f"adopted {name}: {len(result.tagged)} resources tagged peagle:managed; "
-        f"`peagle update {name} -k N`, `peagle bench {name}` and `peagle delete {name}` "
+        f"`{render(update)}`, `{render(bench)}` and `{render(Suggestion.of('delete', name))}` "
         "now work on it"
     )
     if result.differences:

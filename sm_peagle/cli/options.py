@@ -174,12 +174,16 @@ def mode_option(help: str = "p-eagle (default), eagle3 or baseline.") -> Any:
 
 
 def check_region(value: str | None) -> str | None:
-    """`--region` on every command: the same check as the spec's `region` field."""
+    """`--region` on every command: the same check as the spec's `region` field. The
+    commands the CLI then suggests carry it too (cli/advice.py)."""
     if value is None:
         return value
     from ..ops.session import check_region as check
+    from .advice import given_region
 
-    return check(value)
+    region = check(value)
+    given_region(region)
+    return region
 
 
 FileOpt = file_option()
