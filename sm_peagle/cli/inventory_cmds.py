@@ -164,7 +164,12 @@ def logs_command(
     name: NameArg,
     since: Annotated[str, typer.Option("--since", help="How far back (10m, 2h).")] = "10m",
     follow: Annotated[
-        bool, typer.Option("--follow", help="Keep streaming (-f is deprecated: it means --file).")
+        bool,
+        typer.Option(
+            "--follow",
+            help="Keep streaming. On logs, -f still means --follow, with a warning, until "
+            "the next release; everywhere else -f is --file.",
+        ),
     ] = False,
     region: RegionOpt = None,
     component: LogsComponentOpt = None,
