@@ -101,14 +101,15 @@ class Suggestion:
             if value is None or value is False:
                 continue
             flag = "--" + key.replace("_", "-")
-            opts.append((flag, None if value is True else str(value)))
-        return cls(tuple(words), tuple(args), tuple(opts), about_component)
+            opts.append((flag, None if value is True else _quote(str(value))))
+        quoted = tuple(_quote(a) for a in args)
+        return cls(tuple(words), quoted, tuple(opts), about_component)
 
     @classmethod
     def parse(cls, tokens: Iterable[str]) -> Suggestion | None:
         """A suggestion from the tokens after `peagle` (None if they name no command):
         leading `--sandbox`/`--sandbox-engine E` are kept, the command words found, and
-        every other token kept in its place as an argument."""
+        every other token kept in its place, as written (quotes included), as an argument."""
         rest = list(tokens)
         sandbox, engine = False, None
         while rest and rest[0].startswith("--sandbox"):
@@ -198,7 +199,7 @@ def render(suggestion: Suggestion, target: Target | None = None) -> str:
         tail += ["--component", t.component]
     if t.region and not local and "--region" not in have:
         tail += ["--region", t.region]
-    return " ".join([*head, *suggestion.words, *(_quote(a) for a in tail)])
+    return " ".join([*head, *suggestion.words, *tail])
 
 
 def _help_only(s: Suggestion) -> bool:
@@ -206,8 +207,8 @@ def _help_only(s: Suggestion) -> bool:
 
 
 def _quote(token: str) -> str:
-    # Placeholders (NAME, <op>, ...) and most values print as they are; only a token a
-    # shell would split or expand is quoted.
+    # A value given to `Suggestion.of`: placeholders (NAME, <op>, ...) and most values
+    # print as they are; only one a shell would split or expand is quoted.
     return token if re.fullmatch(r"[\w@%+=:,./<>\[\]*-]+", token) else shlex.quote(token)
 
 
@@ -216,6 +217,10 @@ _QUOTED = re.compile(r"`peagle ([^`]+)`")
 # An unquoted command: `peagle`, any global sandbox options, a command word; its arguments
 # run until punctuation, a backquote or an English word that ends it (below).
 _BARE = re.compile(r"(?<![\w`/-])peagle((?: --sandbox(?:-engine[ =][\w-]+)?)* [a-z][\w-]*)")
+_PROSE = frozenset(
+    ("what", "never", "would", "will", "can", "cannot", "does", "did", "is", "are", "the")
+    + ("a", "an", "on", "in", "of", "which", "that", "it", "them", "only", "also", "itself")
+)
 _STOP = frozenset(
     ("or", "and", "then", "to", "for", "with", "if", "which", "removes", "remove", "lists")
     + ("changes", "once", "it", "them", "as", "is")
@@ -231,7 +236,7 @@ def rewrite(text: str, target: Target | None = None) -> str:
     t = current_target() if target is None else target
 
     def quoted(m: re.Match[str]) -> str:
-        s = Suggestion.parse(_tokens(m.group(1)))
+        s = Suggestion.parse(m.group(1).split())
         return m.group(0) if s is None else f"`{render(s, t)}`"
 
     parts = re.split(r"(`[^`]*`)", text)
@@ -251,18 +256,27 @@ def _rewrite_bare(text: str, t: Target) -> str:
             continue
         end = _command_end(text, m.end())
         s = Suggestion.parse(text[m.start() + len("peagle") : end].split())
-        if s is None:
+        if s is None or _prose(s, text, end):
             continue
         out += [text[pos : m.start()], render(s, t)]
         pos = end
     return "".join([*out, text[pos:]])
 
 
+def _prose(s: Suggestion, text: str, end: int) -> bool:
+    """A sentence about a command, not one to paste: `peagle` and a command word then an
+    English word ("would let peagle delete what another endpoint runs", "peagle drafter
+    push never creates them"), or nothing to run then a word."""
+    if s.args:
+        return s.args[0] in _PROSE
+    return bool(re.match(r" +[a-z]", text[end:]))
+
+
 def _command_end(text: str, start: int) -> int:
     """Where an unquoted command's arguments end: at punctuation that closes a clause, or
     before an English word that starts one ("… --yes or …")."""
     end = start
-    for m in re.finditer(r"\s+([^\s(),;`]+)", text[start:]):
+    for m in re.finditer(r"\s+([^\s(),;`|]+)", text[start:]):
         if m.start() != end - start:  # a gap: something else came between
             break
         word = m.group(1)
@@ -274,10 +288,3 @@ def _command_end(text: str, start: int) -> int:
         if trimmed != word:
             break
     return end
-
-
-def _tokens(command: str) -> list[str]:
-    try:
-        return shlex.split(command)
-    except ValueError:  # an unbalanced quote in prose: split on blanks
-        return command.split()
