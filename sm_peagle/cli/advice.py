@@ -61,6 +61,9 @@ LOCAL = frozenset(("models", "schema", "recommend", "report", "sandbox"))
 COMPONENT_COMMANDS = frozenset(
     ("plan", "deploy", "logs", "update", "invoke", "chat", "bench", "race", "tune-k")
 )
+# In free text, the suggestions that are about the component the command was given: its
+# logs (`see `peagle logs EP`` after a component failed to update means that component's).
+ABOUT_COMPONENT = frozenset(("logs",))
 DEFAULT_ENGINE = "simulated"
 
 
@@ -122,7 +125,8 @@ class Suggestion:
         if not rest or rest[0] not in COMMAND_WORDS:
             return None
         words, args = _split_words(rest)
-        return cls(tuple(words), tuple(args), sandbox=sandbox, engine=engine)
+        about = words[0] in ABOUT_COMPONENT
+        return cls(tuple(words), tuple(args), about_component=about, sandbox=sandbox, engine=engine)
 
     def flags(self) -> set[str]:
         return {t.split("=", 1)[0] for t in self.args if t.startswith("-")} | {

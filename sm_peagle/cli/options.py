@@ -157,7 +157,19 @@ def requests_option(help: str = "Requests to send.", *, optional: bool = True) -
 
 
 def component_option(help: str = "Inference component (the short name is enough).") -> Any:
-    return Annotated[str | None, typer.Option("--component", metavar="NAME", help=help)]
+    return Annotated[
+        str | None,
+        typer.Option("--component", metavar="NAME", help=help, callback=given_component),
+    ]
+
+
+def given_component(value: str | None) -> str | None:
+    """A command's one `--component`: advice about it (reading its logs) repeats it."""
+    if value:
+        from .advice import given_component as given
+
+        given(value)
+    return value
 
 
 def components_option(help: str) -> Any:

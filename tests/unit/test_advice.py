@@ -219,3 +219,20 @@ def test_logs_help_says_what_f_means_on_logs(capsys: pytest.CaptureFixture[str])
     assert main(["logs", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "-f still means --follow" in text
+
+
+def test_logs_advised_by_a_component_command_reads_that_component() -> None:
+    """After `update EP --component C` fails, "`peagle logs EP` shows more" means C's logs
+    (its own log group): the rendered command names it."""
+    from sm_peagle.cli.options import given_component
+
+    advice.begin(sandbox=True)
+    given_component("p-eagle")  # the --component option's callback
+    said = rewrite("read the log lines above; `peagle logs ep` shows more")
+    assert (
+        said
+        == "read the log lines above; `peagle --sandbox logs ep --component p-eagle` shows more"
+    )
+    assert rewrite("see `peagle status ep`") == "see `peagle --sandbox status ep`"
+    advice.begin(sandbox=True)  # a new run forgets it
+    assert rewrite("`peagle logs ep`") == "`peagle --sandbox logs ep`"
