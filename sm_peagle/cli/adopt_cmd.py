@@ -16,6 +16,8 @@ def render_adoption(result: Any) -> None:
     """The spec, the checks (plan, head, adopt's own) and what peagle would change."""
     from rich.markup import escape
 
+    from .advice import rewrite
+
     c = console()
     p = result.plan
     c.print(f"[bold]Adopt[/] {result.deployed.name}  ({p.region}, {p.spec.speculative.mode.value})")
@@ -27,7 +29,9 @@ def render_adoption(result: Any) -> None:
         [
             ch.name,
             STATUS_STYLE[ch.status],
-            escape(ch.message + (f" -> {ch.fix}" if ch.fix and ch.status != "pass" else "")),
+            escape(
+                ch.message + (f" -> {rewrite(ch.fix)}" if ch.fix and ch.status != "pass" else "")
+            ),
         ]
         for ch in result.checks
     ]
