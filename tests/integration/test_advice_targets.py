@@ -23,8 +23,6 @@ from tests.integration.lifecycle_env import (
 )
 from tests.printed_commands import off_target, printed_commands
 
-pytestmark = pytest.mark.integration
-
 OTHER = "eu-west-1"
 
 
@@ -85,3 +83,20 @@ def test_without_region_nothing_is_added(
     commands = printed_commands(err)
     assert commands, err
     assert all("--region" not in c and "--sandbox" not in c for c in commands), commands
+
+
+def test_leftovers_no_endpoint_uses_still_name_gc(
+    eu_world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The control for the name clash: a config and model left by an endpoint deleted
+    behind peagle's back are garbage, and `gc` (in that region) is their fix."""
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--region", OTHER, "--yes")
+    assert code == 0, err
+    sm = boto3.client("sagemaker", region_name=OTHER)
+    sm.delete_endpoint(EndpointName="peagle-gpt-oss-20b-p-eagle")
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--region", OTHER, "--yes")
+    assert code == 1, err
+    fixes = printed_commands(err)
+    assert f"peagle gc --region {OTHER}" in fixes, err
+    assert "uses it" not in err
+    assert off_target(err, sandbox=False, region=OTHER) == []
