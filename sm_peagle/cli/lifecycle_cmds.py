@@ -101,6 +101,10 @@ def deploy_command(
     from .plan_cmd import render_plan
 
     spec = build_spec(model, spec_file, options)
+    if spec.region:  # from -f's `region:` as from --region: the next commands go there too
+        from .advice import given_region
+
+        given_region(spec.region)
     if dry_run:
         p = sm_peagle.plan(spec, strict=strict)
         current().result(p, render=render_plan)

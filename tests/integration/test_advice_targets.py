@@ -100,3 +100,14 @@ def test_leftovers_no_endpoint_uses_still_name_gc(
     assert f"peagle gc --region {OTHER}" in fixes, err
     assert "uses it" not in err
     assert off_target(err, sandbox=False, region=OTHER) == []
+
+
+def test_a_spec_files_region_is_carried_like_the_option(
+    eu_world: World, capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"model: gpt-oss-20b\nregion: {OTHER}\n")
+    code, out, err = run(capsys, "deploy", "-f", str(spec), "--yes")
+    assert code == 0, err
+    assert len(printed_commands(out)) == 3, out
+    assert off_target(out + err, sandbox=False, region=OTHER) == []
