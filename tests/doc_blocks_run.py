@@ -14,8 +14,13 @@ pages' commands assume a clone), each ```python block in `python -c`, with:
   requirement of that extra in pyproject.toml is installed in this interpreter instead of
   installing (no network, no change to the shared venv).
 
-A block passes when it exits 0 and prints no Python traceback. Skipped blocks carry a
-reason on the page, and the run/skip/engine counts must equal what the page declares.
+A block passes when it exits 0 and prints no Python traceback, and every command that
+each `peagle` it ran printed for pasting (`next:`, `(fix: …)`, backquoted `peagle …`)
+targets what that `peagle` targeted: `--sandbox` after a sandbox command, never after one
+that talked to AWS (tests/printed_commands.py). To see each invocation's argv and output,
+`peagle` on the block's PATH is a shim that tees them to files, then runs peagle as is.
+Skipped blocks carry a reason on the page, and the run/skip/engine counts must equal what
+the page declares.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from pathlib import Path
 import pytest
 
 from tests.doc_blocks import ROOT, Block, blocks, declared_counts, misnamed
+from tests.printed_commands import off_target
 
 __all__ = ["PIP_SHIM", "PageBlocks", "page_env", "run_block"]
 
@@ -62,6 +68,18 @@ print(f"docs-test pip shim: {{' '.join(t for _, t in pairs)}} is installed")
 """
 
 
+# `peagle` for the blocks: records each run's argv, whether the sandbox was chosen by the
+# environment, and its stdout and stderr (tee: still streamed to the block), then is peagle.
+PEAGLE_SHIM = """#!/usr/bin/env bash
+log="$DOCS_TEST_PEAGLE_LOG/$(date +%s%N)-$$"
+printf '%s\\n' "$@" > "$log.argv"
+if [ "${{PEAGLE_SANDBOX:-}}" = 1 ] || [ -n "${{PEAGLE_SANDBOX_URL:-}}" ]; then
+  : > "$log.sandbox"
+fi
+exec {python} -m sm_peagle.cli "$@" > >(tee "$log.out") 2> >(tee "$log.err" >&2)
+"""
+
+
 def page_env(root: Path) -> dict[str, str]:
     """The environment a page's blocks run in, with its private directories under `root`."""
     shims = root / "bin"
@@ -69,6 +87,10 @@ def page_env(root: Path) -> dict[str, str]:
     pip = shims / "pip"
     pip.write_text(PIP_SHIM.format(python=sys.executable))
     pip.chmod(0o755)
+    peagle = shims / "peagle"
+    peagle.write_text(PEAGLE_SHIM.format(python=sys.executable))
+    peagle.chmod(0o755)
+    (root / "peagle-runs").mkdir(exist_ok=True)
     (root / "home").mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PEAGLE_"))}
     env.update(
@@ -77,6 +99,7 @@ def page_env(root: Path) -> dict[str, str]:
         PEAGLE_CACHE_DIR=str(root / "cache"),
         PEAGLE_POLL_SECONDS="0.2",
         COLUMNS="200",
+        DOCS_TEST_PEAGLE_LOG=str(root / "peagle-runs"),
         PATH=os.pathsep.join([str(shims), str(Path(sys.executable).parent), env["PATH"]]),
     )
     return env
@@ -101,6 +124,27 @@ def check_ran(block: Block, proc: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in proc.stderr, detail
     if "peagle --sandbox bench" in block.code:  # progress: each level says it started
         assert re.search(r"level concurrency \d+: sending \d+ requests \.\.\.", proc.stderr), detail
+
+
+def targeted(runs: Path) -> list[str]:
+    """Each `peagle` run (recorded by the shim) whose printed commands miss its target,
+    as `peagle ARGV: COMMAND`; the runs are then forgotten (one block's, not the next's)."""
+    bad = []
+    for argv_file in sorted(runs.glob("*.argv")):
+        stem = argv_file.with_suffix("")
+        argv = argv_file.read_text().splitlines()
+        printed = "".join(
+            Path(f"{stem}.{kind}").read_text() if Path(f"{stem}.{kind}").exists() else ""
+            for kind in ("out", "err")
+        )
+        head = argv[: next((i for i, a in enumerate(argv) if not a.startswith("-")), len(argv))]
+        sandbox = Path(f"{stem}.sandbox").exists() or any(
+            a == "--sandbox" or a.startswith("--sandbox-engine") for a in head
+        )
+        bad += [f"peagle {' '.join(argv)}: {c}" for c in off_target(printed, sandbox=sandbox)]
+        for kind in ("argv", "out", "err", "sandbox"):
+            Path(f"{stem}.{kind}").unlink(missing_ok=True)
+    return bad
 
 
 class PageBlocks:
@@ -132,7 +176,10 @@ class PageBlocks:
         if block is None:
             assert declared_counts(self.PAGE)["run"] == 0, f"{self.PAGE} lost its run blocks"
             return
-        check_ran(block, run_block(block, env))
+        proc = run_block(block, env)
+        off = targeted(Path(env["DOCS_TEST_PEAGLE_LOG"]))
+        check_ran(block, proc)
+        assert off == [], f"{block.where}: printed commands that miss their target: {off}"
 
     def test_block_counts_are_the_declared_ones(self) -> None:
         found = blocks(self.PAGE)

@@ -16,6 +16,8 @@ def render_adoption(result: Any) -> None:
     """The spec, the checks (plan, head, adopt's own) and what peagle would change."""
     from rich.markup import escape
 
+    from .advice import rewrite
+
     c = console()
     p = result.plan
     c.print(f"[bold]Adopt[/] {result.deployed.name}  ({p.region}, {p.spec.speculative.mode.value})")
@@ -27,7 +29,9 @@ def render_adoption(result: Any) -> None:
         [
             ch.name,
             STATUS_STYLE[ch.status],
-            escape(ch.message + (f" -> {ch.fix}" if ch.fix and ch.status != "pass" else "")),
+            escape(
+                ch.message + (f" -> {rewrite(ch.fix)}" if ch.fix and ch.status != "pass" else "")
+            ),
         ]
         for ch in result.checks
     ]
@@ -98,13 +102,18 @@ def adopt_command(
 def _render_adopted(result: Any, name: str, dry_run: bool) -> None:
     """After a dry run: the adoption and that nothing was tagged; after adopting: what was
     tagged, what works on it now, and what the next update would change."""
+    from .advice import Suggestion, render
+
     if dry_run:
         render_adoption(result)
-        typer.echo(f"dry run: nothing was tagged; `peagle adopt {name}` adopts it")
+        typer.echo(
+            f"dry run: nothing was tagged; `{render(Suggestion.of('adopt', name))}` adopts it"
+        )
         return
+    update, bench = Suggestion.of("update", name, k="N"), Suggestion.of("bench", name)
     typer.echo(
         f"adopted {name}: {len(result.tagged)} resources tagged peagle:managed; "
-        f"`peagle update {name} -k N`, `peagle bench {name}` and `peagle delete {name}` "
+        f"`{render(update)}`, `{render(bench)}` and `{render(Suggestion.of('delete', name))}` "
         "now work on it"
     )
     if result.differences:

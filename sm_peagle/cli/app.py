@@ -235,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     if engine is not None:  # read by the sandbox manager, also for `peagle sandbox start`
         os.environ["PEAGLE_SANDBOX_ENGINE"] = engine
         sandbox = True
+    from .advice import begin
+
+    begin(sandbox=sandbox)  # every command this run suggests targets the same sandbox
     first = next((i for i, a in enumerate(args) if a not in ROOT_FLAGS), len(args))
     command = args[first] if first < len(args) else None
     only = command if command in (*COMMANDS, *PLUGIN_COMMANDS) else None

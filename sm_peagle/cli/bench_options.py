@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from .options import given_component
+
 SloOpt = Annotated[
     str | None,
     typer.Option(
@@ -47,6 +49,7 @@ ComponentOpt = Annotated[
         help="Inference component to benchmark (every request carries it as "
         "InferenceComponentName; the short name it was deployed with is enough). Required "
         "on an endpoint that hosts components.",
+        callback=given_component,
     ),
 ]
 RequestsOutOpt = Annotated[

@@ -47,8 +47,12 @@ def report(message: str, *, fix: str | None, exit_code: int, kind: str, **extra:
     """Print the error line (stderr) and, with --json, the error document (stdout): the
     output object's `failure` (a command that failed after printing its result keeps
     that one document)."""
+    from .advice import rewrite
     from .output import current
 
+    # A fix is pasted: each `peagle …` in it (and in the message) targets what this
+    # command targeted.
+    message, fix = rewrite(message), (rewrite(fix) if fix else fix)
     doc = {"type": kind, "message": message, "fix": fix, "exit_code": exit_code, **extra}
     current().failure(message + (f" (fix: {fix})" if fix else ""), doc)
     return exit_code

@@ -160,6 +160,8 @@ def check_cmd(
 def _render_check(result: Any, model: str | None, mode: str) -> None:
     from rich.markup import escape
 
+    from .advice import rewrite
+
     checks, target = result.checks, result.target
     k = target["k"]
     title = escape(
@@ -171,7 +173,7 @@ def _render_check(result: Any, model: str | None, mode: str) -> None:
         [
             c.name,
             STATUS_STYLE[c.status],
-            escape(c.message + (f" -> {c.fix}" if c.fix and c.status != "pass" else "")),
+            escape(c.message + (f" -> {rewrite(c.fix)}" if c.fix and c.status != "pass" else "")),
         ]
         for c in checks
     ]

@@ -169,7 +169,12 @@ def logs_command(
     name: NameArg,
     since: Annotated[str, typer.Option("--since", help="How far back (10m, 2h).")] = "10m",
     follow: Annotated[
-        bool, typer.Option("--follow", help="Keep streaming (-f is deprecated: it means --file).")
+        bool,
+        typer.Option(
+            "--follow",
+            help="Keep streaming. On logs, -f still means --follow, with a warning, until "
+            "the next release; everywhere else -f is --file.",
+        ),
     ] = False,
     until: Annotated[
         str | None,
@@ -346,14 +351,17 @@ def _render_gc(result: Any, dry_run: bool, min_age: str) -> None:
         typer.echo(f"{verb_f} the update of {ep} ({op}: it took effect, its tags lagged)")
     if not names and not result.finished:
         typer.echo("nothing to collect")
+    from .advice import Suggestion, render
+
     for op, held in result.running.items():
+        remove = render(Suggestion.of("gc", operation=op, force=True, yes=True))
         note(
             f"left {', '.join(held)}: operation {op}, which made them, may still be running; "
-            f"if it is not, `peagle gc --operation {op} --force --yes` removes them"
+            f"if it is not, `{remove}` removes them"
         )
     if young:
         note(
             f"skipped {len(young)} resource(s) younger than --min-age {min_age} and made "
             f"without an operation tag, so a deploy may still be using them: "
-            f"{', '.join(young)}; `peagle gc` removes them once they are older"
+            f"{', '.join(young)}; `{render(Suggestion.of('gc'))}` removes them once they are older"
         )

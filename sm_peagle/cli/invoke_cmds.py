@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .options import given_component
 from .output import current, note
 from .spec_options import JsonOpt, RegionOpt
 
@@ -34,6 +35,7 @@ ComponentOpt = Annotated[
         "--component",
         help="Inference component to invoke (InferenceComponentName; the short name it was "
         "deployed with is enough). Required on an endpoint that hosts components.",
+        callback=given_component,
     ),
 ]
 StreamOpt = Annotated[

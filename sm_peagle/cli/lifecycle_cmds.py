@@ -101,6 +101,10 @@ def deploy_command(
     from .plan_cmd import render_plan
 
     spec = build_spec(model, spec_file, options)
+    if spec.region:  # from -f's `region:` as from --region: the next commands go there too
+        from .advice import given_region
+
+        given_region(spec.region)
     if dry_run:
         p = sm_peagle.plan(spec, strict=strict)
         current().result(p, render=render_plan)
@@ -129,11 +133,15 @@ def deploy_command(
 
 def render_deployment(d: Any) -> None:
     """A finished deploy: its status, and what to run next."""
+    from .advice import Suggestion, render
+
     typer.echo(f"{d.endpoint} is {d.status} ({d.elapsed_seconds:.0f}s)")
-    typer.echo(
-        f"next: peagle status {d.endpoint}   |   peagle logs {d.endpoint}   |   "
-        f"peagle delete {d.endpoint} --yes"
-    )
+    steps = [
+        Suggestion.of("status", d.endpoint),
+        Suggestion.of("logs", d.endpoint),
+        Suggestion.of("delete", d.endpoint, yes=True),
+    ]
+    typer.echo("next: " + "   |   ".join(render(s) for s in steps))
 
 
 def update_command(

@@ -157,7 +157,19 @@ def requests_option(help: str = "Requests to send.", *, optional: bool = True) -
 
 
 def component_option(help: str = "Inference component (the short name is enough).") -> Any:
-    return Annotated[str | None, typer.Option("--component", metavar="NAME", help=help)]
+    return Annotated[
+        str | None,
+        typer.Option("--component", metavar="NAME", help=help, callback=given_component),
+    ]
+
+
+def given_component(value: str | None) -> str | None:
+    """A command's one `--component`: advice about it (reading its logs) repeats it."""
+    if value:
+        from .advice import given_component as given
+
+        given(value)
+    return value
 
 
 def components_option(help: str) -> Any:
@@ -174,12 +186,16 @@ def mode_option(help: str = "p-eagle (default), eagle3 or baseline.") -> Any:
 
 
 def check_region(value: str | None) -> str | None:
-    """`--region` on every command: the same check as the spec's `region` field."""
+    """`--region` on every command: the same check as the spec's `region` field. The
+    commands the CLI then suggests carry it too (cli/advice.py)."""
     if value is None:
         return value
     from ..ops.session import check_region as check
+    from .advice import given_region
 
-    return check(value)
+    region = check(value)
+    given_region(region)
+    return region
 
 
 FileOpt = file_option()

@@ -208,6 +208,9 @@ class Output:
         passes them) are kept."""
         if self.quiet and not message.startswith("warning:"):
             return
+        from .advice import rewrite  # a `peagle …` in a note targets where this command did
+
+        message = rewrite(message)
         # On a terminal, first erase a live counter line (live_counter) the note replaces.
         sys.stderr.write(("\r\x1b[K" if sys.stderr.isatty() else "") + message + "\n")
         sys.stderr.flush()

@@ -66,6 +66,7 @@ def tune_k_command(
 
 def render_tune_k(result: Any) -> None:
     """One table per concurrency level: the estimate at each K', and the pick."""
+    from .advice import Suggestion, render
     from .output import console, table
 
     out = result.to_dict()
@@ -89,6 +90,6 @@ def render_tune_k(result: Any) -> None:
         con.print(
             f"estimated best: K'={est['recommended_k']} (smallest within "
             f"{est['tolerance']:.0%} of the best; step cost +{est['position_cost']:.0%} per "
-            "position) — an ESTIMATE: confirm with `peagle sweep`",
+            f"position) — an ESTIMATE: confirm with `{render(Suggestion.of('sweep'))}`",
             markup=False,
         )

@@ -101,11 +101,15 @@ def check_s3_source(s3: Any, label: str, uri: str, data_type: str) -> Check:
 
 
 def check_names_free(sm: Any, plan: Plan) -> list[Check]:
+    """Each name the deploy would create is free. A taken config or model that the live
+    endpoint of this name uses is that endpoint's, not a leftover: its fix deletes the
+    endpoint (or picks another name), never `gc`, which keeps what an endpoint uses."""
     from botocore.exceptions import ClientError
 
+    endpoint = plan.names["endpoint"]
     out = []
     probes = [
-        ("endpoint", sm.describe_endpoint, "EndpointName", plan.names["endpoint"]),
+        ("endpoint", sm.describe_endpoint, "EndpointName", endpoint),
         (
             "endpoint config",
             sm.describe_endpoint_config,
@@ -114,20 +118,44 @@ def check_names_free(sm: Any, plan: Plan) -> list[Check]:
         ),
         ("model", sm.describe_model, "ModelName", plan.names["model"]),
     ]
+    in_use: set[str] = set()  # the live endpoint's config and the models it runs
     for kind, call, arg, name in probes:
         try:
-            call(**{arg: name})
+            found = call(**{arg: name})
         except ClientError as e:
             if "Could not find" in str(e) or _code(e) == "ValidationException":
                 continue
             raise
-        remedy = (
-            f"`peagle delete {name}` or pass --name"
-            if kind == "endpoint"
-            else "`peagle gc` removes leftovers of earlier runs"
-        )
+        if kind == "endpoint":
+            in_use |= _used_by(sm, found.get("EndpointConfigName"))
+            remedy = f"`peagle delete {name}` or pass --name"
+        elif name in in_use:
+            out.append(
+                failed(
+                    "name",
+                    f"{kind} {name} already exists: endpoint {endpoint} uses it",
+                    f"`peagle delete {endpoint} --yes` removes it with the endpoint, "
+                    "or pass --name",
+                )
+            )
+            continue
+        else:
+            remedy = "`peagle gc` removes leftovers of earlier runs"
         out.append(failed("name", f"{kind} {name} already exists", remedy))
-    return out or [passed("name", f"{plan.names['endpoint']} is free")]
+    return out or [passed("name", f"{endpoint} is free")]
+
+
+def _used_by(sm: Any, config: str | None) -> set[str]:
+    """The config and its variants' models (empty if it cannot be read)."""
+    from botocore.exceptions import ClientError
+
+    if not config:
+        return set()
+    try:
+        variants = sm.describe_endpoint_config(EndpointConfigName=config)["ProductionVariants"]
+    except (ClientError, KeyError):
+        return {config}
+    return {config} | {v["ModelName"] for v in variants if v.get("ModelName")}
 
 
 def check_quota(quotas: Any, instance_type: str, count: int) -> Check:

@@ -19,7 +19,9 @@ the window's response exists upstream. Then, by the kind of stop:
   again finishes a half-tagged endpoint.
 
 Always: the bystanders (boto3-made, no peagle tag) are in every snapshot, so any change
-to them fails the comparison, and no mutating request ever names one.
+to them fails the comparison, and no mutating request ever names one. Every command the
+stopped CLI prints for pasting (a remedy, a fix, a backquoted `peagle …`) carries
+`--sandbox`, as the stopped command did (tests/printed_commands.py).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 from tests.faults.cases import Command, Window
 from tests.faults.proxy import Trigger, is_mutating
 from tests.faults.world import BYSTANDERS, OP_TAGS, FaultWorld, Reference, Signaller
+from tests.printed_commands import off_target
 
 __all__ = ["check_operation_tags", "check_windows", "run_case"]
 
@@ -46,12 +49,9 @@ SIGNALS = {
     "SIGKILL-delete": signal.SIGKILL,
 }
 LAST_LINE = {signal.SIGINT: "error: interrupted", signal.SIGTERM: "error: terminated by SIGTERM"}
-# The one command a stopped rollback may advise (issue 23): it removes exactly what is left.
-# The CLI runs with --sandbox, so the command it prints says so (issue 33): pasted, it
-# reaches the sandbox, not AWS. The group is the command without it (`world.cli` adds it).
-REMEDY = re.compile(
-    r"peagle (?:--sandbox )?(gc --operation \S+|delete \S+|adopt \S+|update \S+) --yes"
-)
+# The one command a stopped rollback may advise (issue 23): it removes exactly what is left,
+# in the sandbox the command ran against (issue 33: pasted without --sandbox it reaches AWS).
+REMEDY = re.compile(r"peagle --sandbox (gc --operation \S+|delete \S+|adopt \S+|update \S+) --yes")
 
 
 def reference(world: FaultWorld, command: Command) -> Reference:
@@ -194,10 +194,12 @@ def run_case(world: FaultWorld, command: Command, window: Window, stop: str) -> 
     world.clear_requests()
     proc, err, trigger, _ = _run(world, command, window, stop)
     assert_bystanders_untouched(world.requests())
+    where = f"{command.key} stopped by {stop} at {window.label}"
+    off = off_target(err, sandbox=True)
+    assert off == [], f"{where}: printed without --sandbox: {off}\n{err[-2000:]}"
     world.settle()
     after = world.snapshot()
     states = {"before": before, "completed": completed}
-    where = f"{command.key} stopped by {stop} at {window.label}"
     if stop.startswith("SIGKILL"):
         _after_kill(world, command, proc, after, states, stop, where)
     elif stop == "SIGINT2":
