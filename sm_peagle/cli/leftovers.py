@@ -1,32 +1,35 @@
 """What a run stopped a second time left, as the CLI says it (`errors.Interrupted`).
 
 The lifecycle raises the leftovers and the remedy as data; here the remedy becomes a
-command that reaches the place the stopped command talked to: `--sandbox` when it ran
-against the sandbox (`--sandbox` or PEAGLE_SANDBOX=1: both leave PEAGLE_SANDBOX_URL set),
-`--region R` when it talked to AWS (or AWS_ENDPOINT_URL), so a pasted command never
-lands on a real endpoint of the same name, nor in another region.
+command that reaches the place the stopped command talked to (`advice.render`: `--sandbox`
+however the sandbox was chosen, `--region R` when it talked to AWS), so a pasted command
+never lands on a real endpoint of the same name, nor in another region.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .. import settings
 from ..errors import Interrupted
 
 __all__ = ["interrupted_error", "suggested_removal"]
 
 
 def suggested_removal(exc: Interrupted) -> str:
-    """`peagle [--sandbox] <command> [--region R] --yes`, the one command that removes (or
-    finishes) what `exc` left, in the context of this invocation."""
-    words = ["peagle"]
-    if settings.sandbox_url():
-        words.append("--sandbox")
-    words += exc.command
-    if exc.region and not settings.sandbox_url():
-        words += ["--region", exc.region]
-    return " ".join([*words, "--yes"])
+    """`peagle [--sandbox] <command> --yes [--region R]`, the one command that removes (or
+    finishes) what `exc` left, rendered by the one renderer of suggested commands
+    (`advice.render`) for this invocation; the region the run talked to (a spec file's
+    too) when it was not the sandbox."""
+    from dataclasses import replace
+
+    from .advice import Suggestion, current_target, render
+
+    suggestion = Suggestion.parse([*exc.command, "--yes"])
+    assert suggestion is not None, exc.command  # the lifecycle names peagle commands only
+    target = current_target()
+    if exc.region and not target.sandbox and target.region is None:
+        target = replace(target, region=exc.region)
+    return render(suggestion, target)
 
 
 def interrupted_error(exc: Interrupted, *, how: str) -> tuple[str, str, dict[str, Any]]:

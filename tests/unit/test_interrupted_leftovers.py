@@ -50,7 +50,7 @@ def test_on_aws_the_command_carries_the_region_and_json_the_leftovers(
     output.reset()
     assert exit_code_for(stopped(), ["--json", "update", "x", "-k", "5"]) == 130
     out, err = capsys.readouterr()
-    command = ["peagle", "gc", "--operation", OP, "--region", "eu-west-1", "--yes"]
+    command = ["peagle", "gc", "--operation", OP, "--yes", "--region", "eu-west-1"]
     assert err.endswith(f"(fix: `{' '.join(command)}` removes exactly these)\n")
     doc = json.loads(out)["error"]
     assert doc["type"] == "Interrupted" and doc["exit_code"] == 130
