@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from .advice import rewrite
 from .options import StrictOpt
 from .output import STATUS_STYLE, console, current, table
 from .plan_text import requests_text
@@ -38,9 +39,11 @@ def render_plan(p: Any) -> None:
                 [
                     ch.name,
                     STATUS_STYLE[ch.status],
-                    # escape: messages quote shapes like [32, 8640], which rich eats as tags
+                    # escape: messages quote shapes like [32, 8640], which rich eats as tags;
+                    # a fix naming a command targets what this plan targeted (--region)
                     escape(
-                        ch.message + (f" -> {ch.fix}" if ch.fix and ch.status != "pass" else "")
+                        ch.message
+                        + (f" -> {rewrite(ch.fix)}" if ch.fix and ch.status != "pass" else "")
                     ),
                 ]
                 for ch in p.checks
