@@ -469,14 +469,11 @@ def planned_on_aws(
         if refuse_sandbox:
             refuse_sandbox_only(spec.model, say=say)
         p = plan(spec)
-    if strict:
-        p.checks = strict_checks(p.checks)
+    if strict:  # what the plan could not read (a head in S3) preflight reads strictly too
+        p.checks, p.strict = strict_checks(p.checks), True
     p.raise_for_failures()
     ctx = context(p.region, aws, on_connect)
-    p = with_push_bucket(p, ctx)
-    # What the plan could not read (a head in S3) preflight reads: strict there too.
-    p.strict = p.strict or strict
-    return ctx, p
+    return ctx, with_push_bucket(p, ctx)
 
 
 def _compare(
