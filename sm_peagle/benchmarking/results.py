@@ -110,8 +110,11 @@ def is_simulated(doc: dict[str, Any]) -> bool:
 def from_sandbox(doc: dict[str, Any]) -> bool:
     """Whether the numbers came from the sandbox (either engine), not AWS, for every
     version: /3 by its label (its real engine carries no `simulated`), /2 and /1 by their
-    `simulated` flag too."""
-    return bool(doc.get("simulated")) or not is_aws_label(doc.get("label"))
+    `simulated` flag too. The one rule `recommend` reads too (`measured_on_aws`: planning
+    sits below this package)."""
+    from ..planning.recommend import measured_on_aws
+
+    return not measured_on_aws(doc)
 
 
 def provenance(doc: dict[str, Any]) -> str:
