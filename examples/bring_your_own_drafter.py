@@ -36,11 +36,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--role", help="Execution role ARN (AWS only).")
     ap.add_argument("-k", type=int, default=3)
     args = ap.parse_args(argv)
+    if args.aws:
+        return run(args)
+    import peagle_sandbox
 
-    if not args.aws:
-        import peagle_sandbox
+    with peagle_sandbox.use_sandbox():  # stops the sandbox it started when the run ends
+        return run(args)
 
-        peagle_sandbox.use_sandbox()
+
+def run(args: argparse.Namespace) -> int:
     head = args.head or write_synthetic_head(Path(tempfile.mkdtemp()) / "head")
 
     # 1. Inspect: config.json and safetensors headers only, never the weights.

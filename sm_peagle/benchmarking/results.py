@@ -91,11 +91,13 @@ def is_aws_label(label: Any) -> bool:
     return label == settings.AWS or label == MEASURED  # MEASURED: peagle.bench/1's word
 
 
-def simulated_marker(engine: str) -> dict[str, bool]:
-    """The `simulated` key a document carries: `{"simulated": True}` for the SIMULATED
-    engine's numbers, nothing for a real engine's (AWS, or the sandbox's vLLM), whose
-    `engine` says which one answered."""
-    return {"simulated": True} if engine == SIMULATED else {}
+def simulated_marker(label: str) -> dict[str, bool]:
+    """The `simulated` key a document (bench, sweep, race) with this label carries:
+    `{"simulated": True}` for the SIMULATED engine's numbers, nothing for a real engine's
+    (AWS, or the sandbox's vLLM), whose label and `engine` say which one answered."""
+    from .. import settings
+
+    return {"simulated": True} if label == settings.SANDBOX_SIMULATED else {}
 
 
 def is_simulated(doc: dict[str, Any]) -> bool:
@@ -108,8 +110,11 @@ def is_simulated(doc: dict[str, Any]) -> bool:
 def from_sandbox(doc: dict[str, Any]) -> bool:
     """Whether the numbers came from the sandbox (either engine), not AWS, for every
     version: /3 by its label (its real engine carries no `simulated`), /2 and /1 by their
-    `simulated` flag too."""
-    return bool(doc.get("simulated")) or not is_aws_label(doc.get("label"))
+    `simulated` flag too. The one rule `recommend` reads too (`measured_on_aws`: planning
+    sits below this package)."""
+    from ..planning.recommend import measured_on_aws
+
+    return not measured_on_aws(doc)
 
 
 def provenance(doc: dict[str, Any]) -> str:
@@ -208,7 +213,7 @@ def bench_document(
         "kind": "bench",
         "metric_definitions": METRIC_DEFINITIONS,
         "label": label,
-        **simulated_marker(engine),
+        **simulated_marker(label),
         "engine": engine,
         **provenance,
         "dataset": dataset,

@@ -26,6 +26,7 @@ from .results import (
     iso,
     label_of,
     save_document,
+    simulated_marker,
 )
 
 __all__ = [
@@ -187,8 +188,6 @@ def combine_runs(
     """The sweep document; its table and recommendation are derived from `runs` only, so
     `peagle report` recomputes them identically from the stored runs."""
     extra = dict(extra or {})
-    from .. import settings
-
     # A live sweep says where it ran (`simulated` in `extra`: it talked to the sandbox,
     # either engine), so a sandbox sweep is never "measured", even when every
     # configuration failed (no runs to read it from).
@@ -199,8 +198,7 @@ def combine_runs(
         "schema": SCHEMA,
         "kind": "sweep",
         "label": label,
-        # only the SIMULATED engine's numbers say so; a real engine's carry no `simulated`
-        **({"simulated": True} if label == settings.SANDBOX_SIMULATED else {}),
+        **simulated_marker(label),  # a real engine's numbers carry no `simulated`
         "model": extra.pop("model", first.get("model")),
         "instance_type": extra.pop("instance_type", first.get("instance_type")),
         "dataset": first.get("dataset"),

@@ -109,6 +109,7 @@ def iam_policy_command(
         image=image,
         vllm_version=vllm_version,
         progress=note,
+        _cli=True,
     )
     current().result(result, render=_show_policy)
 

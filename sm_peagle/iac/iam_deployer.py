@@ -116,8 +116,9 @@ def deployer_policy(plan: Any, *, account: str | None = None) -> PolicyResult:
     ]
     if not plan.spec.role:
         warnings.append(
-            f"no role given: iam:PassRole and iam:GetRole name {role}; pass --role (the "
-            "execution role's ARN) before use"
+            # Pure, so it cannot know the caller: neither --role nor role= by name.
+            f"no role given: iam:PassRole and iam:GetRole name {role}; give the execution "
+            "role's ARN before use"
         )
     if plan.inference_components or plan.autoscaling:
         warnings.append(

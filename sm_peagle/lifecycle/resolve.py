@@ -170,4 +170,5 @@ def with_push_bucket(p: Plan, aws: Any) -> Plan:
 
     bucket = f"sagemaker-{p.region}-{aws.account_id()}"
     data = p.spec.model_dump(mode="json", exclude_unset=True)
-    return plan(spec_from_data(merge_overrides(data, {"drafter.bucket": bucket})))
+    # Re-planned: a plan made strict stays strict (preflight reads its S3 heads so).
+    return plan(spec_from_data(merge_overrides(data, {"drafter.bucket": bucket})), strict=p.strict)

@@ -8,6 +8,7 @@ imports neither, so the dependency runs one way.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,18 +154,26 @@ def deployment_resources(sm: Any, endpoint: str) -> tuple[list[str], list[str]]:
         (found[1], "list_models", "Models", "Model"),
     )
     for out, op, key, kind in listings:
-        pages = sm.get_paginator(op).paginate(NameContains=prefix)
-        for item in (i for page in pages for i in page.get(key, [])):
-            try:
-                tags = sm.list_tags(ResourceArn=item[f"{kind}Arn"]).get("Tags", [])
-            except Exception as e:
-                if not_found(e):
-                    continue
-                raise
-            values = {t["Key"]: t["Value"] for t in tags}
+        for item, values in _listed_with_tags(sm, op, key, kind, NameContains=prefix):
             if is_collectable(values) and values.get("peagle:deployment") == endpoint:
                 out.append(item[f"{kind}Name"])
     return sorted(found[0]), sorted(found[1])
+
+
+def _listed_with_tags(
+    sm: Any, operation: str, key: str, kind: str, **params: Any
+) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
+    """(item, its tags) for every item a SageMaker List* call pages through; an item gone
+    between the listing and its ListTags is skipped."""
+    pages = sm.get_paginator(operation).paginate(**params)
+    for item in (i for page in pages for i in page.get(key, [])):
+        try:
+            tags = sm.list_tags(ResourceArn=item[f"{kind}Arn"]).get("Tags", [])
+        except Exception as e:
+            if not_found(e):
+                continue
+            raise
+        yield item, tag_dict(tags)
 
 
 def endpoints_of_deployment(sm: Any, deployment: str) -> list[str]:
@@ -173,14 +182,7 @@ def endpoints_of_deployment(sm: Any, deployment: str) -> list[str]:
     tags, but a CloudFormation that names resources itself (moto's) gives the endpoint
     another name. The tags are what make it this deployment."""
     found = []
-    pages = sm.get_paginator("list_endpoints").paginate()
-    for ep in (e for page in pages for e in page.get("Endpoints", [])):
-        try:
-            tags = tag_dict(sm.list_tags(ResourceArn=ep["EndpointArn"]).get("Tags", []))
-        except Exception as e:
-            if not_found(e):
-                continue
-            raise
+    for ep, tags in _listed_with_tags(sm, "list_endpoints", "Endpoints", "Endpoint"):
         if tags.get(MANAGED) == "true" and tags.get("peagle:deployment") == deployment:
             found.append(ep["EndpointName"])
     return sorted(found)

@@ -146,23 +146,6 @@ class UpdateResult:
         return doc
 
 
-def _changes(old: Plan, new: Plan) -> list[str]:
-    """`K 5 -> 3`, `mode p-eagle -> eagle3`, ...: what an update changes, from the two
-    plans (so a K left to the catalog default shows its value, not "None")."""
-    from ..planning.plan_result import variant_instance_types
-
-    def variant(p: Any) -> dict:
-        return p.create_endpoint_config["ProductionVariants"][0]
-
-    fields = (
-        ("mode", lambda p: p.spec.speculative.mode.value),
-        ("K", lambda p: (p.speculative_config or {}).get("num_speculative_tokens", "-")),
-        ("instance type", lambda p: " > ".join(variant_instance_types(variant(p)))),
-        ("instances", lambda p: variant(p)["InitialInstanceCount"]),
-    )
-    return [f"{label} {get(old)} -> {get(new)}" for label, get in fields if get(old) != get(new)]
-
-
 def _check_spec_options(spec_options: dict[str, Any], component: str | None) -> Any:
     """The other spec options of an endpoint update, as SpecOptions (unknown names: the
     SpecError `plan` gives), refused with `component` (its update takes k and mode)."""
@@ -322,7 +305,7 @@ def update(
     from ..lifecycle.resolve import plan
     from ..lifecycle.spec_tags import deployed_spec
     from ..planning.components.change import refuse_top_level_change
-    from ..planning.meaning import same_meaning
+    from ..planning.meaning import changed_values, same_meaning
     from ..planning.spec.options import build_spec
 
     if not dry_run:  # an update cut short after UpdateEndpoint: finish it first
@@ -352,7 +335,7 @@ def update(
         # was left to the default 3): the same requests under another hash. The deployed
         # spec stands, so nothing is sent and its tags are not rewritten.
         new = before
-    changes = _changes(before, new)
+    changes = changed_values(before, new)
     live = _unchanged(lc.sm, name, new)
     if live is not None:
         (say or quiet)(f"no changes: {name} already runs this spec; nothing sent")
@@ -469,14 +452,11 @@ def planned_on_aws(
         if refuse_sandbox:
             refuse_sandbox_only(spec.model, say=say)
         p = plan(spec)
-    if strict:
-        p.checks = strict_checks(p.checks)
+    if strict:  # what the plan could not read (a head in S3) preflight reads strictly too
+        p.checks, p.strict = strict_checks(p.checks), True
     p.raise_for_failures()
     ctx = context(p.region, aws, on_connect)
-    p = with_push_bucket(p, ctx)
-    # What the plan could not read (a head in S3) preflight reads: strict there too.
-    p.strict = p.strict or strict
-    return ctx, p
+    return ctx, with_push_bucket(p, ctx)
 
 
 def _compare(

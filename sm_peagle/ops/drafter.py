@@ -112,8 +112,7 @@ def drafter_check(
         version = VllmVersion(vllm_version or DEFAULT_VLLM)
     except ValueError as exc:
         raise SpecError(f"--vllm-version: {exc}", remedy="e.g. --vllm-version 0.16.0") from None
-    if mode not in DRAFTER_MODES:
-        raise SpecError(f"unknown drafter mode {mode!r}", remedy="use p-eagle or eagle3")
+    check_drafter_mode(mode)
     entry, hidden, vocab, trained, default_k = _targets(
         model, target_hidden_size, target_vocab_size, trained_k
     )
@@ -261,9 +260,11 @@ class HeadTarget:
     trained_k: int | None = None
 
     def validate(self) -> None:
-        """SpecError for a value deploy would refuse as an argument (nothing read yet)."""
+        """SpecError for a value deploy would refuse as an argument (nothing read yet), and
+        for a mode without a head (baseline), as `drafter check` refuses it."""
         from ..planning.spec.loading import spec_from_data
 
+        check_drafter_mode(self.mode)
         spec_from_data(self._spec("placeholder", None))
 
     def _spec(self, model: str, source: str | None) -> dict[str, Any]:
@@ -275,6 +276,12 @@ class HeadTarget:
             "drafter": {f: v for f, v in drafter.items() if v is not None},
             "container": {"vllm_version": self.vllm_version} if self.vllm_version else {},
         }
+
+
+def check_drafter_mode(mode: str) -> None:
+    """SpecError unless `mode` is one a drafter head serves (`drafter check`, `push`)."""
+    if mode not in DRAFTER_MODES:
+        raise SpecError(f"unknown drafter mode {mode!r}", remedy="use p-eagle or eagle3")
 
 
 def deploy_head_checks(source: str, target: HeadTarget) -> list[Check]:

@@ -117,6 +117,7 @@ def iam_policy(
     image: str | None = None,
     vllm_version: str | None = None,
     progress: Progress | None = None,
+    _cli: bool = False,
 ) -> IamPolicy:
     """The least-privilege policy for the planned deployment of `spec_or_model` (as
     `export` takes it). `for_`: "execution-role" (default; the role SageMaker runs the
@@ -126,8 +127,9 @@ def iam_policy(
     account for ARNs (default: the role's). Raises SpecError for a bad `for_` or account
     before planning, CheckFailed when the plan fails a check."""
     if for_ not in IAM_POLICY_FOR:
+        flag = "--for" if _cli else "for_="  # each caller reads the name it typed
         raise SpecError(
-            f"--for: unknown value {for_!r}", remedy=f"use one of {', '.join(IAM_POLICY_FOR)}"
+            f"{flag}: unknown value {for_!r}", remedy=f"use one of {', '.join(IAM_POLICY_FOR)}"
         )
     if account is not None and not re.fullmatch(r"\d{12}", str(account)):
         raise SpecError(f"--account: {account!r} is not a 12-digit AWS account id")

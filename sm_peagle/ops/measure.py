@@ -442,11 +442,11 @@ def race(
         temperature=temperature, on_update=on_update,
     )  # fmt: skip
     from .. import settings
+    from ..benchmarking.results import simulated_marker
 
     # Only the SIMULATED engine's answers say `simulated`; the sandbox's real vLLM engine
     # is named by the document's label (settings.source_label()), as AWS is.
-    if settings.source_label() == settings.SANDBOX_SIMULATED:
-        doc["simulated"] = True
+    doc.update(simulated_marker(settings.source_label()))
     return RaceResult(doc)
 
 

@@ -3,7 +3,8 @@
 A spec with `num_speculative_tokens: 3` and one that leaves K to the catalog's default of
 3 have different hashes, so their model and config names differ, but they send the same
 CreateModel, CreateEndpointConfig and CreateEndpoint. `update`, `apply` and `diff` decide
-"no change" here, not by the hash: what reaches AWS is what counts.
+"no change" here, not by the hash: what reaches AWS is what counts. `changed_values` says
+what does change, in words, for update's prompt and result.
 
 Pure: no I/O.
 """
@@ -13,9 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .plan_result import Plan
+from .plan_result import Plan, variant_instance_types
 
-__all__ = ["resolved_requests", "same_meaning"]
+__all__ = ["changed_values", "resolved_requests", "same_meaning"]
 
 # peagle's own tags (spec chunks, hash, version, deployment) are bookkeeping, not meaning;
 # the user's tags (`spec.tags`) are kept: changing them is a change.
@@ -63,3 +64,19 @@ def resolved_requests(p: Plan) -> dict[str, Any]:
 def same_meaning(a: Plan, b: Plan) -> bool:
     """True when `a` and `b` send the same requests (see `resolved_requests`)."""
     return resolved_requests(a) == resolved_requests(b)
+
+
+def changed_values(old: Plan, new: Plan) -> list[str]:
+    """`K 5 -> 3`, `mode p-eagle -> eagle3`, ...: what an update changes, in words, from the
+    two plans (so a K left to the catalog default shows its value, not "None")."""
+
+    def variant(p: Plan) -> dict[str, Any]:
+        return p.create_endpoint_config["ProductionVariants"][0]
+
+    fields = (
+        ("mode", lambda p: p.spec.speculative.mode.value),
+        ("K", lambda p: (p.speculative_config or {}).get("num_speculative_tokens", "-")),
+        ("instance type", lambda p: " > ".join(variant_instance_types(variant(p)))),
+        ("instances", lambda p: variant(p)["InitialInstanceCount"]),
+    )
+    return [f"{label} {get(old)} -> {get(new)}" for label, get in fields if get(old) != get(new)]

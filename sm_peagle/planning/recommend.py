@@ -89,12 +89,14 @@ def measured_on_aws(doc: dict[str, Any]) -> bool:
     label says AWS (`MEASURED` in peagle.bench/1) and it has no `simulated: true`. A
     document with no label counts when it says `simulated: false`; one saying neither is
     not taken as measured."""
+    from .. import settings
+
     if doc.get("simulated"):
         return False
     label = doc.get("label")
     if label is None:
         return doc.get("simulated") is False
-    return label in ("AWS", "MEASURED")
+    return label in (settings.AWS, "MEASURED")  # MEASURED: peagle.bench/1's word
 
 
 def throughput_basis(doc: dict[str, Any]) -> str:

@@ -75,6 +75,7 @@ from sm_peagle.vllm.lossy import lossy_reason
 from tests.conformance.engine_proc import ServeProcess
 from tests.conformance.engine_proc import engine_counters as counters
 from tests.e2e.test_sandbox_engine_host import Cli, assert_nothing_left, port_free
+from tests.unit.test_bench_schema import keys_and_strings
 
 P_EAGLE = "peagle-tiny-llama-p-eagle"
 BASELINE = "peagle-tiny-llama-baseline"
@@ -135,19 +136,6 @@ def ground_truth(cli: Cli) -> dict[str, dict[str, Any]]:
     url = f"{cli.state()['url']}/_peagle/ground-truth?endpoint={P_EAGLE}"
     with urllib.request.urlopen(url, timeout=10) as r:
         return {t["request_id"]: t for t in json.loads(r.read())["requests"]}
-
-
-def keys_and_strings(obj: object) -> Iterator[str]:
-    """Every key and every string value in a JSON document, at any depth."""
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield k
-            yield from keys_and_strings(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            yield from keys_and_strings(v)
-    elif isinstance(obj, str):
-        yield obj
 
 
 def sandbox_env(cli: Cli) -> dict[str, str]:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import sm_peagle
-from sm_peagle.errors import CheckFailed
+from sm_peagle.errors import CheckFailed, SpecError
 from tests.integration.lifecycle_env import World, run
 from tests.integration.test_drafter_second_pass_cli import (
     DEST,
@@ -97,3 +97,24 @@ def test_push_checks_the_deploy_it_is_for(
     code, _, err = run(capsys, "drafter", "push", str(head), DEST, "-m", "gpt-oss-20b", *pinned)
     assert code == 0, err
     assert "PutObject" in uploads(sagemaker_harness)
+
+
+def test_push_refuses_a_mode_without_a_head_as_check_does(
+    world: World, sagemaker_harness: Any, capsys: Any, tmp_path: Path
+) -> None:
+    """`--mode baseline` serves no head: `drafter check` refuses it before reading the head,
+    and push must too (with the target named, its baseline plan has no head checks at all,
+    so any head was uploaded unchecked)."""
+    head = made(tmp_path, "prefixed")  # a head deploy --drafter refuses
+    code, _, check_err = run(capsys, "drafter", "check", str(head), "--mode", "baseline")
+    assert code == 2
+    sagemaker_harness.requests.clear()
+    for target in ((), ("--model", "gpt-oss-20b")):
+        code, out, err = run(
+            capsys, "drafter", "push", str(head), DEST, "--mode", "baseline", *target
+        )
+        assert (code, out, err) == (2, "", check_err), target
+    with pytest.raises(SpecError) as e:
+        sm_peagle.drafter_push(head, DEST, model="gpt-oss-20b", mode="baseline")
+    assert f"error: {e.value.one_line()}" == check_err.strip()
+    assert uploads(sagemaker_harness) == []

@@ -85,14 +85,16 @@ def test_a_long_line_of_text_is_not_wrapped(capsys) -> None:
     assert capsys.readouterr().out == f"{words} {IMAGE}\n"
 
 
-def test_stderr_is_judged_on_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stderr_is_judged_on_its_own(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     """stdout a terminal, stderr a pipe (`peagle deploy 2>log`): the stderr console does
     not wrap, the stdout console keeps the terminal's width."""
     import sys
 
     monkeypatch.setattr(output, "is_terminal", lambda stream: stream is sys.stdout)
     assert output.reset().console().width == 80
-    assert output.console(stderr=True).width == output.PIPE_WIDTH
+    words = " ".join(f"word{i}" for i in range(40))  # 300+ characters with spaces to wrap at
+    output.console(stderr=True).print(f"{words} {IMAGE}")
+    assert capsys.readouterr().err == f"{words} {IMAGE}\n"  # one line, the URI whole
 
 
 def test_a_failure_s_message_is_printed_whole_not_read_as_markup(capsys) -> None:
