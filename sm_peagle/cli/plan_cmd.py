@@ -39,8 +39,11 @@ def render_plan(p: Any) -> None:
         c.print(f"  speculative    {json.dumps(p.speculative_config)}")
     else:
         c.print("  speculative    none (baseline)")
-    price = f"${p.usd_per_hour:.2f}/h" if p.usd_per_hour is not None else "unknown"
-    c.print(f"  cost           {price} on-demand")
+    # The price names its region and source, or says why it is unknown in this region.
+    price = p.price.label if p.price else "unknown"
+    c.print(f"  cost           {escape(price)}")
+    for line in p.availability:
+        c.print(f"  availability   {escape(line)}")
     c.print(
         table(
             None,

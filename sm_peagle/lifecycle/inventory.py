@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..catalog.instances import get_instance
+from ..catalog.regional_prices import price_in
 from ..errors import NotFound
 from ..planning.plan_result import variant_instance_types
 from .resources import MANAGED, is_collectable, is_managed  # noqa: F401  (kept importable here)
@@ -89,8 +90,9 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
             "desired_instance_count": lv.get(
                 "DesiredInstanceCount", variant.get("InitialInstanceCount")
             ),
-            "usd_per_hour": (inst.usd_per_hour * (count or 0))
-            if inst and inst.usd_per_hour
+            # The catalog's price only in the region it was published for (pricing.price_in).
+            "usd_per_hour": price_in(inst, sm.meta.region_name, count or 0).usd_per_hour
+            if inst
             else None,
             "model": variant.get("ModelName"),
             "managed_instance_scaling": _managed_scaling(variant),
