@@ -112,3 +112,31 @@ def test_plan_refuses_a_type_the_data_says_is_not_offered(monkeypatch, capsys) -
     code, _, err = run_cli(capsys, "plan", "gpt-oss-20b", "--region", "eu-west-1")
     assert code == 2
     assert "ml.g7e.2xlarge not offered in eu-west-1" in err
+
+
+def _quota(name: str) -> dict:
+    return {"QuotaName": name, "Value": 4.0, "QuotaCode": "L-TEST"}
+
+
+def test_preflight_reads_an_offer_only_from_a_list_of_endpoint_quotas() -> None:
+    from sm_peagle.lifecycle.preflight import check_offered
+
+    g7e = "ml.g7e.2xlarge"
+    # No answer (denied, empty) or no endpoint quotas at all: nothing is concluded.
+    assert check_offered([], g7e, "eu-west-1") is None
+    assert check_offered([_quota("Number of endpoints")], g7e, "eu-west-1") is None
+    # The region lists endpoint quotas, and one for this type: offered.
+    listed = [_quota("ml.g6e.xlarge for endpoint usage"), _quota(f"{g7e} for endpoint usage")]
+    assert check_offered(listed, g7e, "eu-west-1").status == "pass"
+    # ... and none for this type: not offered there, named with the region.
+    got = check_offered(listed[:1], g7e, "eu-west-1")
+    assert got.status == "fail" and got.name == "region"
+    assert f"{g7e} is not offered for SageMaker endpoints in eu-west-1" in got.message
+
+
+def test_an_unavailable_type_is_exit_2_a_low_quota_stays_exit_1() -> None:
+    import sm_peagle
+
+    assert sm_peagle.InstanceTypeUnavailable.exit_code == 2  # bad input: type or region
+    assert issubclass(sm_peagle.InstanceTypeUnavailable, sm_peagle.PreflightFailed)
+    assert sm_peagle.QuotaExceeded.exit_code == 1
