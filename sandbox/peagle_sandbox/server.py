@@ -45,6 +45,7 @@ from peagle_sandbox.runtime import Runtime
 from peagle_sandbox.seed import seed_account
 from peagle_sandbox.seed_tiny import seed_tiny_models
 from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
+from sm_peagle import settings
 
 log = logging.getLogger("peagle.sandbox")
 HOST = "127.0.0.1"  # never another interface: the sandbox has no authentication
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:  # which instance types each region offers (read before AWS_* is reset below)
         region_types = quotas.parse_region_types(
-            ";".join([os.environ.get(quotas.INSTANCE_TYPES_ENV, ""), *args.instance_types])
+            ";".join([settings.get(quotas.INSTANCE_TYPES_ENV) or "", *args.instance_types])
         )
     except ValueError as e:
         log.error("--instance-types / %s: %s", quotas.INSTANCE_TYPES_ENV, e)
