@@ -81,6 +81,7 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
     types = variant_instance_types(variant)
     inst = get_instance(types[0])
     count = lv.get("CurrentInstanceCount", variant.get("InitialInstanceCount"))
+    price = price_in(inst, sm.meta.region_name, count or 0) if inst else None
     out.update(
         {
             "variant": variant["VariantName"],
@@ -90,10 +91,10 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
             "desired_instance_count": lv.get(
                 "DesiredInstanceCount", variant.get("InitialInstanceCount")
             ),
-            # The catalog's price only in the region it was published for (pricing.price_in).
-            "usd_per_hour": price_in(inst, sm.meta.region_name, count or 0).usd_per_hour
-            if inst
-            else None,
+            # The catalog's price only in the region it was published for (price_in), and
+            # the line that says so: its region and source, or why it is unknown there.
+            "usd_per_hour": price.usd_per_hour if price else None,
+            "price": price.label if price else "unknown",
             "model": variant.get("ModelName"),
             "managed_instance_scaling": _managed_scaling(variant),
         }
