@@ -140,3 +140,15 @@ def test_an_unavailable_type_is_exit_2_a_low_quota_stays_exit_1() -> None:
     assert sm_peagle.InstanceTypeUnavailable.exit_code == 2  # bad input: type or region
     assert issubclass(sm_peagle.InstanceTypeUnavailable, sm_peagle.PreflightFailed)
     assert sm_peagle.QuotaExceeded.exit_code == 1
+
+
+def test_instances_table_names_the_region_of_each_price(capsys) -> None:
+    def g7e_row(*args: str) -> str:
+        code, out, _ = run_cli(capsys, "instances", *args)
+        assert code == 0
+        (row,) = [ln for ln in out.splitlines() if "ml.g7e.2xlarge " in ln]
+        return row
+
+    assert "4.20 (us-east-1)" in g7e_row()
+    row = g7e_row("--region", "eu-west-1")
+    assert "4.20" not in row and "unknown" in row
