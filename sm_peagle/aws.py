@@ -280,6 +280,9 @@ def as_peagle_error(exc: BaseException) -> Exception | None:
             remedy = "refresh your AWS credentials (aws sso login / aws configure)"
         elif "AccessDenied" in code:
             remedy = "your AWS identity lacks this permission; see `peagle iam-policy`"
+        refused = _enum_refusal(message)
+        if refused is not None:
+            message, remedy = refused
         return AwsError(f"{exc.operation_name} failed: {code}: {message}", remedy=remedy)
     if isinstance(exc, bx.NoCredentialsError | bx.PartialCredentialsError):
         return NoCredentials(
@@ -305,3 +308,40 @@ def as_peagle_error(exc: BaseException) -> Exception | None:
     if isinstance(exc, bx.BotoCoreError):
         return AwsError(f"AWS client error: {exc}")
     return None
+
+
+# "Value 'X' at 'F' failed to satisfy constraint: Member must satisfy enum value set: [...]":
+# AWS's (and moto's) wording for a value outside an enum. moto appends its whole list (about
+# 70 instance types, 1,300 characters), which must not become the error line.
+_ENUM_REFUSAL = re.compile(
+    r"Value '(?P<value>[^']*)' at '(?P<field>[^']*)' failed to satisfy constraint: "
+    r"Member must satisfy enum value set: \[(?P<values>[^\]]*)\]"
+)
+
+
+def _enum_refusal(message: str) -> tuple[str, str] | None:
+    """(short message, remedy) for an enum refusal; None for any other message. A refused
+    instance type that botocore's own SageMaker model lists means the server's list is
+    older than the API (stock moto lacks every modern GPU type): the fix names the ways to
+    a server that has it."""
+    match = _ENUM_REFUSAL.search(message)
+    if match is None:
+        return None
+    value, field = match["value"], match["field"]
+    count = len([v for v in match["values"].split(",") if v.strip()])
+    short = f"'{value}' at '{field}' is not among this server's {count} values"
+    if field.lower().endswith("instancetype") and value in _botocore_instance_types():
+        short = f"instance type '{value}' is not among this server's {count}"
+        return short, (
+            "stock moto lacks the GPU types: use `peagle --sandbox`, peagle's moto harness "
+            "(docs/guides/ci-moto.md), or add the type to moto's validate_instance_type"
+        )
+    return short, "use one of the values the API documents for that field"
+
+
+def _botocore_instance_types() -> frozenset[str]:
+    """ProductionVariantInstanceType's enum in the installed botocore's SageMaker model."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return frozenset(model.shape_for("ProductionVariantInstanceType").enum)

@@ -94,6 +94,11 @@ class Runtime:
                 return self._invoke(environ, start_response, name, op.endswith("stream"))
             if quotas.handles(environ):
                 region = _region(environ, self.harness.region)
+                # Answered here, not by moto: recorded here, so the log holds every request.
+                operation = environ["HTTP_X_AMZ_TARGET"].rpartition(".")[2]
+                self.harness.requests.record(
+                    RecordedRequest("service-quotas", operation, {}, time.time())
+                )
                 status, body = quotas.handle(environ, self.account, region)
                 return json_response(start_response, status, body, "application/x-amz-json-1.1")
             return moto_app(environ, start_response)

@@ -5,7 +5,7 @@
 `--workers N` spreads load over processes of one machine; Locust (master + workers) spreads
 it over machines. Each Locust worker runs sm_peagle/benchmarking/locustfile.py, which sends every
 request with the same RuntimeClient and `Requester` as `peagle bench` and ships its
-RequestRecords to the master; the master merges them into one `peagle.bench/2` document
+RequestRecords to the master; the master merges them into one `peagle.bench/3` document
 (one level, `load.tool == "locust"`). `run_locust` runs that on one machine over loopback
 (master + N worker processes) and never leaves a process behind; `commands_text` prints
 the same commands for several machines. Locust is an optional extra: nothing here imports
@@ -115,7 +115,7 @@ def locust_document(
     temperature: float | None, acceptance_wait_s: float, started_at: float, simulated: bool,
     notes: Sequence[str] = (), locust_version: str | None = None, hosts: Sequence[str] = (),
 ) -> dict[str, Any]:  # fmt: skip
-    """The master's merged records -> one `peagle.bench/2` document with one level."""
+    """The master's merged records -> one `peagle.bench/3` document with one level."""
     from ..aws import AwsContext
     from .acceptance import acceptance_for_levels, acceptance_from_requests, max_drafted_tokens
     from .datasets import load_dataset

@@ -28,7 +28,7 @@ from .report import (
     runs_of,
     title_of,
 )
-from .results import provenance
+from .results import from_sandbox, provenance
 from .slo import format_slo
 
 __all__ = ["engine_of", "render_html", "write_html"]
@@ -50,9 +50,11 @@ ul.prov{font-size:.85rem;color:#3b4558}.chart svg{max-width:100%;height:auto}
 
 
 def engine_of(doc: dict[str, Any]) -> tuple[str, bool]:
-    """(what produced the numbers, simulated?) from the documents' own provenance."""
+    """(what produced the numbers, not measured on AWS?) from the documents' own
+    provenance: the second is true for either sandbox engine (the banner's disclaimer)."""
     runs = runs_of(doc)
-    simulated = bool(doc.get("simulated"))
+    # Not AWS (either sandbox engine): up to /2 `simulated` said so; /3 says it by label.
+    simulated = from_sandbox(doc)
     named = {str(r.get("engine") or (r.get("sandbox") or {}).get("engine") or "") for r in runs}
     real = sorted(e for e in named if e and e.lower() not in ("simulated",))
     if real:  # a real vLLM engine made the tokens (in the sandbox, or on SageMaker)

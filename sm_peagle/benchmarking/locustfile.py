@@ -18,7 +18,7 @@ The run is a closed loop over a fixed request budget:
    the ramp-up, so the measured window never includes spawning;
 3. a worker's users share its budget; records travel to the master with Locust's periodic
    worker report (`report_to_master` -> `worker_report`), the rest in `peagle_done`;
-4. when every worker is done, the master builds the `peagle.bench/2` document (one level)
+4. when every worker is done, the master builds the `peagle.bench/3` document (one level)
    and quits. `--run-time` is only a safety cap: if it fires first, the document keeps
    what arrived and says the run was incomplete.
 
@@ -58,7 +58,7 @@ def _options(parser: Any) -> None:
     add("--peagle-acceptance-wait", type=float, default=25.0,
         env_var="PEAGLE_LOCUST_ACCEPTANCE_WAIT", help="SpecDecoding wait (s).")  # fmt: skip
     add("--peagle-out", default="peagle-locust.json", env_var="PEAGLE_LOCUST_OUT",
-        help="Where the master writes the peagle.bench/2 document.")  # fmt: skip
+        help="Where the master writes the peagle.bench/3 document.")  # fmt: skip
 
 
 def _opt(env: Environment, name: str) -> Any:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from .results import iso, provenance
+from .results import from_sandbox, is_simulated, iso, provenance
 
 __all__ = [
     "PlotUnavailable",
@@ -68,10 +68,10 @@ def provenance_lines(doc: dict[str, Any]) -> list[str]:
     """Where the numbers came from, one fact per line."""
     lines = []
     notes = {n for r in runs_of(doc) for n in r.get("notes") or () if n.startswith("SANDBOX")}
-    if doc.get("simulated") and str(doc.get("engine") or "").startswith("vllm "):
+    if from_sandbox(doc) and str(doc.get("engine") or "").startswith("vllm "):
         # The sandbox's real engine: the runs carry the note that says what is real.
         lines.extend(sorted(notes) or [f"SANDBOX, real engine: {doc.get('engine')}"])
-    elif doc.get("simulated"):
+    elif is_simulated(doc):
         lines.append(
             "SIMULATED: tokens and timings made up by the local peagle sandbox "
             "(no GPU, no model); they measure the client and pipeline, not vLLM"
@@ -227,7 +227,7 @@ def _md_table(cols: list[str], rows: list[list[str]]) -> str:
 
 def to_markdown(doc: dict[str, Any]) -> str:
     out = [f"## {title_of(doc)}\n"]
-    if doc.get("simulated"):
+    if is_simulated(doc):  # not the sandbox's real engine: its tokens came from a model
         out.append("**SIMULATED** — not a measurement of any GPU or model.\n\n")
     out.append("".join(f"- {line}\n" for line in provenance_lines(doc)))
     if doc.get("kind") == "sweep":
@@ -350,8 +350,10 @@ def render_console(doc: dict[str, Any], con: Any, table: Any) -> None:
     """Print `doc` for people on `con` (a rich Console); `table(title, columns, rows)`
     builds each table (the CLI's, which never breaks a word). Passed in, so bench never
     imports the CLI."""
-    style = "bold red" if doc.get("simulated") else "bold"
-    con.print(f"[{style}]{title_of(doc)}[/]")
+    from rich.markup import escape  # values hold brackets ("[32, 8640]"), not markup
+
+    style = "bold red" if from_sandbox(doc) else "bold"  # red: not measured on AWS
+    con.print(f"[{style}]{escape(title_of(doc))}[/]")
     for line in provenance_lines(doc):
         con.print(f"  {line}", markup=False)
     if doc.get("kind") == "sweep":
@@ -360,7 +362,8 @@ def render_console(doc: dict[str, Any], con: Any, table: Any) -> None:
         for line in recommendation_lines(doc):
             con.print(f"recommended {line}", markup=False)
         for f in doc.get("failures") or []:
-            con.print(f"[red]failed[/] {f['configuration']}: {f['error']}")
+            failed = f"{f['configuration']}: {f['error']}"
+            con.print(f"[red]failed[/] {escape(failed)}")
     # The terminal gets the columns people compare; markdown/CSV carry every statistic.
     keep = [0, 1, 2, 3, 5, 6, 9, 10, 11]
     cols = [LEVEL_COLUMNS[i] if i != 5 else "TTFT p50 ms" for i in keep]
@@ -369,6 +372,5 @@ def render_console(doc: dict[str, Any], con: Any, table: Any) -> None:
     for run in runs_of(doc):
         for lv in run["levels"]:
             if lv["client_cpu"].get("warning"):
-                con.print(
-                    f"[yellow]warning[/] c={lv['concurrency']}: {lv['client_cpu']['warning']}"
-                )
+                warning = f"c={lv['concurrency']}: {lv['client_cpu']['warning']}"
+                con.print(f"[yellow]warning[/] {escape(warning)}")

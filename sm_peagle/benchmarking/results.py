@@ -1,6 +1,6 @@
-"""The results document, `"schema": "peagle.bench/2"` (see docs/bench-schema.md and the JSON
-Schema docs/peagle.bench-2.schema.json that the tests validate every document against).
-`peagle.bench/1` documents (docs/peagle.bench-1.schema.json) are still read.
+"""The results document, `"schema": "peagle.bench/3"` (see docs/bench-schema.md and the JSON
+Schema docs/peagle.bench-3.schema.json that the tests validate every document against).
+`peagle.bench/1` and `/2` documents (docs/peagle.bench-1.schema.json, -2) are still read.
 
 Two kinds share the schema:
 
@@ -15,6 +15,12 @@ product's one label of the engine that produced them (`sm_peagle.settings`): `AW
 `SANDBOX (SIMULATED)` or `SANDBOX (vllm X.Y.Z, CPU, tiny model)`. Dollar figures per token
 are computed only for AWS runs; elsewhere the instance price is kept for planning and
 labelled as the price of the instance one would rent, not of this run.
+
+`"simulated": true` is carried by the SIMULATED engine's documents only (the sandbox's
+made-up tokens). A real engine's document (AWS, or the sandbox's real vLLM on CPU) has no
+`simulated` key: its `label` and `engine` name the engine that answered. Up to
+`peagle.bench/2` every sandbox document said `simulated: true`, the real engine's too;
+`is_simulated()` and `from_sandbox()` read every version.
 """
 
 from __future__ import annotations
@@ -37,14 +43,18 @@ __all__ = [
     "is_sandbox",
     "label_of",
     "is_aws_label",
+    "is_simulated",
+    "from_sandbox",
+    "simulated_marker",
     "provenance",
     "load_document",
     "provenance_of",
     "save_document",
 ]
 
-SCHEMA = "peagle.bench/2"
-READABLE = ("peagle.bench/1", SCHEMA)  # `report`, `recommend` and `tune-k` read both
+SCHEMA = "peagle.bench/3"
+LABELLED = ("peagle.bench/2", SCHEMA)  # versions whose `label` is the product's
+READABLE = ("peagle.bench/1", *LABELLED)  # `report`, `recommend` and `tune-k` read them all
 SIMULATED = "SIMULATED"
 MEASURED = "MEASURED"
 PRICE_NOTE = "price of the instance you would rent, not of this run"
@@ -81,8 +91,29 @@ def is_aws_label(label: Any) -> bool:
     return label == settings.AWS or label == MEASURED  # MEASURED: peagle.bench/1's word
 
 
+def simulated_marker(engine: str) -> dict[str, bool]:
+    """The `simulated` key a document carries: `{"simulated": True}` for the SIMULATED
+    engine's numbers, nothing for a real engine's (AWS, or the sandbox's vLLM), whose
+    `engine` says which one answered."""
+    return {"simulated": True} if engine == SIMULATED else {}
+
+
+def is_simulated(doc: dict[str, Any]) -> bool:
+    """Whether the SIMULATED engine made the numbers up, for every version: up to /2 the
+    sandbox's real engine said `simulated: true` too, and named itself (`vllm ...`) in
+    `engine`."""
+    return bool(doc.get("simulated")) and not str(doc.get("engine") or "").startswith("vllm ")
+
+
+def from_sandbox(doc: dict[str, Any]) -> bool:
+    """Whether the numbers came from the sandbox (either engine), not AWS, for every
+    version: /3 by its label (its real engine carries no `simulated`), /2 and /1 by their
+    `simulated` flag too."""
+    return bool(doc.get("simulated")) or not is_aws_label(doc.get("label"))
+
+
 def provenance(doc: dict[str, Any]) -> str:
-    """What a human header says produced a document: its label (peagle.bench/2), or for a
+    """What a human header says produced a document: its label (peagle.bench/2, /3), or for a
     peagle.bench/1 document of the sandbox's real engine `SANDBOX, vllm 0.31.0 (CPU, tiny
     model)`, which that version's SIMULATED/MEASURED label alone cannot say."""
     engine = str(doc.get("engine") or "")
@@ -158,6 +189,8 @@ def bench_document(
             lv["usd_per_million_output_tokens"] = None
         provenance["usd_per_hour_note"] = PRICE_NOTE
     engine = engine_of(simulated, sandbox, provenance.get("vllm_version"))
+    # `simulated` (the argument) is "talked to the sandbox", either engine; the document
+    # says `simulated` only of the SIMULATED engine (simulated_marker).
     if simulated and engine.startswith("vllm "):  # the sandbox's real engine
         notes.insert(
             0,
@@ -175,7 +208,7 @@ def bench_document(
         "kind": "bench",
         "metric_definitions": METRIC_DEFINITIONS,
         "label": label,
-        "simulated": simulated,
+        **simulated_marker(engine),
         "engine": engine,
         **provenance,
         "dataset": dataset,
@@ -199,7 +232,9 @@ def check_document(doc: Any, where: str = "document") -> dict[str, Any]:
     """Cheap structural check (the full JSON Schema is for tests and external tools)."""
     if not isinstance(doc, dict) or doc.get("schema") not in READABLE:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise SpecError(f"{where}: not a peagle.bench/1 or /2 results document (schema: {found!r})")
+        raise SpecError(
+            f"{where}: not a peagle.bench/1, /2 or /3 results document (schema: {found!r})"
+        )
     if doc.get("kind") == "bench":
         if not isinstance(doc.get("levels"), list) or "instance_type" not in doc:
             raise SpecError(f"{where}: a bench document needs 'instance_type' and 'levels'")

@@ -165,7 +165,7 @@ def bench_endpoint(
     say: Callable[[str], None] = _quiet,
     progress: Callable[[int, int | None], None] | None = None,
 ) -> dict[str, Any]:
-    """Benchmark every (concurrency, rate) level in turn; the peagle.bench/2 document.
+    """Benchmark every (concurrency, rate) level in turn; the peagle.bench/3 document.
 
     `progress(done, planned)` is called as each measured request of a level finishes
     (planned is None for a --duration level; one process only).

@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PeagleError, SpecError
-from .results import SCHEMA, client_info, is_sandbox, iso, label_of, save_document
+from .results import (
+    LABELLED,
+    SCHEMA,
+    client_info,
+    from_sandbox,
+    is_sandbox,
+    iso,
+    label_of,
+    save_document,
+)
 
 __all__ = [
     "combine_runs",
@@ -157,18 +166,19 @@ def k_schedules(recommendation: dict[str, list[dict[str, Any]]]) -> dict[str, An
     return out
 
 
-def _label(runs: list[dict[str, Any]], simulated: bool) -> str:
-    """The runs' one label (peagle.bench/2); for peagle.bench/1 runs, the label of their
-    one engine; else what the sweep ran against."""
+def _label(runs: list[dict[str, Any]], sandboxed: bool) -> str:
+    """The runs' one label (peagle.bench/2 and /3); for peagle.bench/1 runs, the label of
+    their one engine; else what the sweep ran against."""
     from .. import settings
 
-    labels = {str(r.get("label")) for r in runs if r.get("schema") == SCHEMA}
-    if len(labels) == 1 and len(runs) == len([r for r in runs if r.get("schema") == SCHEMA]):
+    labelled = [r for r in runs if r.get("schema") in LABELLED]
+    labels = {str(r.get("label")) for r in labelled}
+    if len(labels) == 1 and len(runs) == len(labelled):
         return labels.pop()
     engines = {str(r.get("engine") or "") for r in runs}
-    if simulated and len(engines) == 1:
+    if sandboxed and len(engines) == 1:
         return settings.label_for_engine(engines.pop())
-    return label_of(simulated)
+    return label_of(sandboxed)
 
 
 def combine_runs(
@@ -177,15 +187,20 @@ def combine_runs(
     """The sweep document; its table and recommendation are derived from `runs` only, so
     `peagle report` recomputes them identically from the stored runs."""
     extra = dict(extra or {})
-    # A live sweep says where it ran, so a sandbox sweep is never "measured", even when
-    # every configuration failed (no runs to read it from).
-    simulated = bool(extra.pop("simulated", False)) or any(r.get("simulated") for r in runs)
+    from .. import settings
+
+    # A live sweep says where it ran (`simulated` in `extra`: it talked to the sandbox,
+    # either engine), so a sandbox sweep is never "measured", even when every
+    # configuration failed (no runs to read it from).
+    sandboxed = bool(extra.pop("simulated", False)) or any(from_sandbox(r) for r in runs)
+    label = _label(runs, sandboxed)
     first = runs[0] if runs else {}
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         "kind": "sweep",
-        "label": _label(runs, simulated),
-        "simulated": simulated,
+        "label": label,
+        # only the SIMULATED engine's numbers say so; a real engine's carry no `simulated`
+        **({"simulated": True} if label == settings.SANDBOX_SIMULATED else {}),
         "model": extra.pop("model", first.get("model")),
         "instance_type": extra.pop("instance_type", first.get("instance_type")),
         "dataset": first.get("dataset"),

@@ -5,14 +5,45 @@ SageMaker hosting $/h in us-east-1 where a published figure was found, otherwise
 `sm_peagle.catalog.pricing` fills the rest live from the AWS Price List API when
 credentials exist. Never guess a price: a None shows as "unknown". A price holds for
 `price_region` only: another region's price is unknown, never this one unlabelled
-(`pricing.price_in`).
+(`regional_prices.price_in`).
+
+Local instance storage is data too (LOCAL_NVME_FAMILIES, with its source): SageMaker's
+CreateEndpointConfig fails when KmsKeyId is given for a Nitro instance with local storage.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-__all__ = ["InstanceType", "INSTANCES", "get_instance", "instance_family"]
+__all__ = [
+    "InstanceType",
+    "INSTANCES",
+    "INSTANCE_STORE_SOURCE",
+    "LOCAL_NVME_FAMILIES",
+    "get_instance",
+    "instance_family",
+]
+
+# Families whose every size has NVMe SSD instance store volumes (local storage). Source:
+# the Amazon EC2 Instance Types guide, "Specifications for Amazon EC2 accelerated computing
+# instances", section "Instance store specifications" (SageMaker's ml.<type> runs on the EC2
+# type of the same name). Why it matters: the CreateEndpointConfig API reference, KmsKeyId:
+# "If you specify a value for KmsKeyId when using any nitro-based instances with local
+# storage, the call to CreateEndpointConfig fails." Their volumes are encrypted by a
+# hardware module on the instance instead.
+INSTANCE_STORE_SOURCE = (
+    "Amazon EC2 Instance Types guide, accelerated computing, instance store specifications "
+    "(docs.aws.amazon.com/ec2/latest/instancetypes/ac.html#ac_instance-store)"
+)
+LOCAL_NVME_FAMILIES: frozenset[str] = frozenset(
+    {"g6e", "g7e", "p5", "p5e", "p5en", "p6-b200", "p6-b300", "p6e-gb200"}
+)
+
+
+def instance_family(name: str) -> str:
+    """'ml.g7e.2xlarge' -> 'g7e'; 'ml.p6-b200.48xlarge' -> 'p6-b200' (JumpStart's keys)."""
+    parts = name.split(".")
+    return parts[1] if len(parts) == 3 else name
 
 
 @dataclass(frozen=True)
@@ -26,13 +57,22 @@ class InstanceType:
     usd_per_hour: float | None = None
     price_source: str | None = None
     arm_host: bool = False
-    # Every type here carries local NVMe instance storage; SageMaker ties some options
-    # (VolumeSizeInGB, KmsKeyId for storage) to EBS-only types.
-    local_nvme: bool = True
+    # Local NVMe instance storage (LOCAL_NVME_FAMILIES): no KmsKeyId on the endpoint config,
+    # and VolumeSizeInGB is for EBS-only types. Filled from the family in __post_init__.
+    local_nvme: bool | None = None
+    storage_source: str | None = None
     # Why a live price lookup kept the catalog figure (or found none); None otherwise.
     price_note: str | None = None
     # The region `usd_per_hour` was published for (SageMaker prices differ by region).
     price_region: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.local_nvme is None:
+            object.__setattr__(
+                self, "local_nvme", instance_family(self.name) in LOCAL_NVME_FAMILIES
+            )
+        if self.storage_source is None:
+            object.__setattr__(self, "storage_source", INSTANCE_STORE_SOURCE)
 
     @property
     def total_gpu_memory_gb(self) -> float:
@@ -104,12 +144,6 @@ INSTANCES: dict[str, InstanceType] = {i.name: i for i in _ALL}
 
 def get_instance(name: str) -> InstanceType | None:
     return INSTANCES.get(name)
-
-
-def instance_family(name: str) -> str:
-    """'ml.g7e.2xlarge' -> 'g7e'; 'ml.p6-b200.48xlarge' -> 'p6-b200' (JumpStart's keys)."""
-    parts = name.split(".")
-    return parts[1] if len(parts) == 3 else name
 
 
 def with_price(inst: InstanceType, usd: float | None, source: str) -> InstanceType:

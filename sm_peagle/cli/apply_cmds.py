@@ -16,7 +16,7 @@ ApplyDryRunOpt = dry_run_option("Show what would change.")
 
 
 def _render(ap: Any) -> None:
-    name = ap.plan.names["endpoint"]
+    name = ap.endpoint
     if ap.action == "create":
         typer.echo(f"{name} does not exist: apply will create it")
         return

@@ -18,6 +18,19 @@ from .output import STATUS_STYLE, console, current, note, table
 from .spec_options import JsonOpt, RegionOpt
 
 CheckKOpt = k_option("K (default: the model's default K).")
+PushKOpt = k_option("K the deploy will use (default: the model's default K).")
+ModelOpt = Annotated[
+    str | None,
+    typer.Option("--model", "-m", help="Target model (catalog alias, JumpStart or HF id)."),
+]
+VllmVersionOpt = Annotated[
+    str | None,
+    typer.Option("--vllm-version", help="vLLM version of the serving image (default: peagle's)."),
+]
+ModeOpt = Annotated[
+    DrafterMode, typer.Option("--mode", parser=str, help="p-eagle (default) or eagle3.")
+]
+TrainedKOpt = Annotated[int | None, typer.Option("--trained-k", help="K the head was trained for.")]
 
 __all__ = ["drafter_app"]
 
@@ -94,23 +107,11 @@ def inspect_cmd(src: SrcArg, region: RegionOpt = None, json_out: JsonOpt = False
 @drafter_app.command("check")
 def check_cmd(
     src: SrcArg,
-    model: Annotated[
-        str | None,
-        typer.Option("--model", "-m", help="Target model (catalog alias, JumpStart or HF id)."),
-    ] = None,
-    vllm_version: Annotated[
-        str | None,
-        typer.Option(
-            "--vllm-version", help="vLLM version of the serving image (default: peagle's)."
-        ),
-    ] = None,
-    mode: Annotated[
-        DrafterMode, typer.Option("--mode", parser=str, help="p-eagle (default) or eagle3.")
-    ] = "p-eagle",
+    model: ModelOpt = None,
+    vllm_version: VllmVersionOpt = None,
+    mode: ModeOpt = "p-eagle",
     k: CheckKOpt = None,
-    trained_k: Annotated[
-        int | None, typer.Option("--trained-k", help="K the head was trained for.")
-    ] = None,
+    trained_k: TrainedKOpt = None,
     target_hidden_size: Annotated[
         int | None, typer.Option("--target-hidden-size", help="Override the model's hidden size.")
     ] = None,
@@ -253,13 +254,26 @@ def push_cmd(
         str | None,
         typer.Option("--from-hf", help="Download this Hugging Face repo id, then push it."),
     ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="The model `deploy --drafter` will serve it with: its checks then run "
+            "exactly (without it, the checks that need the target only warn).",
+        ),
+    ] = None,
+    vllm_version: VllmVersionOpt = None,
+    mode: ModeOpt = "p-eagle",
+    k: PushKOpt = None,
+    trained_k: TrainedKOpt = None,
     force: Annotated[
         bool,
         typer.Option(
             "--force",
             help="Push a head that fails the checks `deploy --drafter` would refuse it with "
             "(no config.json, truncated, unreadable or pickled weights, a dtype vLLM cannot "
-            "read); each failure is printed.",
+            "read, a tensor or shape vLLM's loader refuses); each failure is printed.",
         ),
     ] = False,
     strict: StrictOpt = False,
@@ -267,8 +281,9 @@ def push_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Upload a head to S3 in the layout SageMaker mounts (resumable; unchanged files skipped).
-    A head that `peagle drafter check` would refuse is refused (exit 2) before anything is
-    uploaded, unless --force."""
+    A head that `deploy --drafter` would refuse is refused (exit 2) with the same error,
+    before anything is uploaded, unless --force: the same checks, for the deploy that
+    --model, --vllm-version, --mode, -k and --trained-k describe."""
     import sm_peagle
 
     if from_hf is not None and dest is None:
@@ -281,6 +296,11 @@ def push_cmd(
             dest or "",
             channel=channel,
             from_hf=from_hf,
+            model=model,
+            vllm_version=vllm_version,
+            mode=mode,
+            k=k,
+            trained_k=trained_k,
             region=region,
             force=force,
             strict=strict,

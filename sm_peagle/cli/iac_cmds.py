@@ -75,6 +75,16 @@ def _show_export(result: Any) -> None:
 def iam_policy_command(
     model: ModelArg = None,
     spec_file: SpecFileOpt = None,
+    for_: Annotated[
+        str,
+        typer.Option(
+            "--for",
+            metavar="<execution-role|deployer>",
+            help="Whose policy: execution-role (the role SageMaker runs the container as, "
+            "with its trust policy) or deployer (whoever runs peagle deploy/update/bench/"
+            "delete: attach it to your own user or role).",
+        ),
+    ] = "execution-role",
     account: Annotated[
         str | None,
         typer.Option("--account", help="Account id for log/KMS/EC2 ARNs (default: the role's)."),
@@ -85,11 +95,13 @@ def iam_policy_command(
     vllm_version: VllmVersionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Print the least-privilege execution-role policy and trust policy for a deployment."""
+    """Print the least-privilege execution-role policy and trust policy for a deployment
+    (--for deployer: the policy of whoever runs peagle)."""
     import sm_peagle
 
     result = sm_peagle.iam_policy(
         model,
+        for_=for_,  # the SDK checks it (one message from either side)
         account=account,
         spec_file=spec_file,
         role=role,
@@ -102,6 +114,13 @@ def iam_policy_command(
 
 
 def _show_policy(result: Any) -> None:
+    if result.for_ == "deployer":
+        typer.echo(
+            f"# Deployer policy for {result.endpoint} (account {result.account}): attach it "
+            "to the user or role that runs peagle"
+        )
+        typer.echo(json.dumps(result.policy, indent=2))
+        return
     typer.echo(f"# Execution-role policy for {result.endpoint} (account {result.account})")
     typer.echo(json.dumps(result.policy, indent=2))
     typer.echo("# Trust policy (attach as the role's assume-role policy)")

@@ -24,7 +24,8 @@ LogsJsonOpt = json_option(
 
 
 def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = False) -> None:
-    """Status, instances, mode and K (read from the deployed model), image, age, $/h."""
+    """Status, instances, mode and K (read from the deployed model), image, the weights'
+    and drafter's S3 URIs, age, $/h."""
     from ..ops.endpoints import status
     from .context import hello
 
@@ -71,6 +72,10 @@ def _render_healthy(name: str, st: Any) -> None:
     if "components" not in st:  # one model on the variant; components carry their own
         k = f", K={st['k']}" if st["k"] is not None else ""
         rows += [["mode", st["mode"] + k], ["image", st["image"]]]
+        if st.get("model_data"):
+            rows.append(["weights", st["model_data"]])
+        for channel, uri in (st.get("additional_data") or {}).items():
+            rows.append(["drafter" if channel == "eagle" else f"data ({channel})", uri])
     rows += [["age", f"{st['age_seconds'] // 60} min"], ["cost", price]]
     if st.get("autoscaling"):
         a = st["autoscaling"]

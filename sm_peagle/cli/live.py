@@ -8,10 +8,13 @@ from contextlib import contextmanager
 from typing import Any
 
 
-def _fmt(seconds: float) -> str:
-    m, s = divmod(int(seconds), 60)
+def elapsed(seconds: float) -> str:
+    """Elapsed time as a clock reads it: `00:03`, `12:34`, and past an hour `1:02:03`
+    (hours unpadded). Digits and colons only: `[0m03s]`, the old form, read like a broken
+    colour code in a log."""
+    m, s = divmod(max(int(seconds), 0), 60)
     h, m = divmod(m, 60)
-    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
 @contextmanager
@@ -19,23 +22,25 @@ def wait_view(quiet: bool | None = None) -> Iterator[Callable[[Any], None]]:
     """Yield an on_poll callback. Plain mode prints a line when something changes; on a
     terminal a live panel appears at the first poll. Nothing when `quiet`, which defaults
     to the output object's JSON mode (a machine reads the one document, not the wait)."""
-    from .output import current
+    from .output import current, is_terminal
 
     if quiet is None:
         quiet = current().json
     if quiet:
         yield lambda _s: None
         return
-    if not sys.stderr.isatty():
+    if not is_terminal(sys.stderr):
         last: list[tuple] = []
 
         def plain(state: Any) -> None:
             key = (state.status, state.variant_summary, state.log_line)
             if not last or last[-1] != key:
                 last.append(key)
-                log = f" | {state.log_line[:120]}" if state.log_line else ""
+                # The whole log line: a log or a pipe has no width to fit, and a cut line
+                # would break the value it ends with.
+                log = f" | {state.log_line}" if state.log_line else ""
                 sys.stderr.write(
-                    f"[{_fmt(state.elapsed)}] {state.endpoint} {state.status} "
+                    f"[{elapsed(state.elapsed)}] {state.endpoint} {state.status} "
                     f"{state.variant_summary}{log}\n"
                 )
                 sys.stderr.flush()
@@ -52,7 +57,7 @@ def wait_view(quiet: bool | None = None) -> Iterator[Callable[[Any], None]]:
         t = Table.grid(padding=(0, 2))
         t.add_row("endpoint", state.endpoint)
         t.add_row("status", f"[bold]{state.status}[/]")
-        t.add_row("elapsed", _fmt(state.elapsed))
+        t.add_row("elapsed", elapsed(state.elapsed))
         t.add_row("variant", state.variant_summary or "-")
         t.add_row("newest log", (state.log_line or "-")[:160])
         return t

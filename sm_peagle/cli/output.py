@@ -38,7 +38,10 @@ they stay as thin wrappers over the object while the commands move to it.
 
 rich is imported only when something is rendered for people, so `peagle --help` and
 `peagle plan --json` never pay for it. Colour follows no-color.org: none when `NO_COLOR` is
-set to anything non-empty, and none when stdout is not a terminal (rich decides that).
+set to anything non-empty. Each stream is judged by whether *it* is a terminal: when it is
+not (a pipe, a file, CI), it gets no ANSI and no wrapping (`_make_console`): a line is as
+long as its content, tables keep their columns at their natural width, and values (S3 URIs,
+image tags, names) are never cut.
 """
 
 from __future__ import annotations
@@ -235,15 +238,43 @@ class Output:
     def console(self, stderr: bool = False) -> Any:
         """rich's Console (made on first use, again after `reset()`)."""
         global _console, _err_console
-        from rich.console import Console
 
         if stderr:
             if _err_console is None:
-                _err_console = Console(stderr=True, highlight=False, no_color=no_color())
+                _err_console = _make_console(stderr=True)
             return _err_console
         if _console is None:
-            _console = Console(highlight=False, no_color=no_color())
+            _console = _make_console(stderr=False)
         return _console
+
+
+PIPE_WIDTH = 100_000
+"""The width rich lays out for outside a terminal: wide enough that nothing wraps (a pipe or
+a CI log has no width of its own, and a value cut at 80 columns is broken when copied)."""
+
+
+def is_terminal(stream: Any) -> bool:
+    """Whether `stream` is a terminal (each stream is judged on its own: `peagle status |
+    less` keeps its stderr notes on the terminal)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        return False
+
+
+def _make_console(*, stderr: bool) -> Any:
+    """rich's Console for stdout or stderr. On a terminal: its width, colour unless
+    `NO_COLOR`. Elsewhere (a pipe, a file, a CI log): rich writes no ANSI (it checks the
+    stream itself), and here nothing wraps either: text is printed as one line however long
+    (`soft_wrap`), and tables are laid out at their natural width (`PIPE_WIDTH`), so they
+    stay tables and an S3 URI or an image tag is never cut, whatever `COLUMNS` says."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    options: dict[str, Any] = {"stderr": stderr, "highlight": False, "no_color": no_color()}
+    if not is_terminal(stream):
+        options.update(width=PIPE_WIDTH, soft_wrap=True)
+    return Console(**options)
 
 
 _current = Output()

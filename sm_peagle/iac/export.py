@@ -273,8 +273,16 @@ def to_cloudformation(plan: Any) -> dict[str, Any]:
     model = _translate(model_req, _CFN_MODEL, "CreateModel", "CloudFormation")
     config = _translate(config_req, _CFN_CONFIG, "CreateEndpointConfig", "CloudFormation")
     endpoint = _translate(endpoint_req, _CFN_ENDPOINT, "CreateEndpoint", "CloudFormation")
-    # Literal names (exactly the plan's) + DependsOn for ordering: Ref on these types
-    # returns the ARN, not the name.
+    # Each resource keeps the plan's name (AWS creates it under that name), and the config
+    # and the endpoint reach the model and the config through Fn::GetAtt (ModelName,
+    # EndpointConfigName: Ref on these types is the ARN). That orders create and delete
+    # without DependsOn, and holds where the names differ: moto's CloudFormation ignores
+    # ModelName/EndpointConfigName/EndpointName and generates its own (facts 14).
+    for variant in config["ProductionVariants"]:
+        assert variant["ModelName"] == model["ModelName"]
+        variant["ModelName"] = {"Fn::GetAtt": ["PeagleModel", "ModelName"]}
+    assert endpoint["EndpointConfigName"] == config["EndpointConfigName"]
+    endpoint["EndpointConfigName"] = {"Fn::GetAtt": ["PeagleEndpointConfig", "EndpointConfigName"]}
     return {
         "AWSTemplateFormatVersion": "2010-09-09",
         "Description": _provenance(plan) + f" Deploy in {plan.region}: the image is regional.",
@@ -282,14 +290,9 @@ def to_cloudformation(plan: Any) -> dict[str, Any]:
             "PeagleModel": {"Type": "AWS::SageMaker::Model", "Properties": model},
             "PeagleEndpointConfig": {
                 "Type": "AWS::SageMaker::EndpointConfig",
-                "DependsOn": "PeagleModel",
                 "Properties": config,
             },
-            "PeagleEndpoint": {
-                "Type": "AWS::SageMaker::Endpoint",
-                "DependsOn": "PeagleEndpointConfig",
-                "Properties": endpoint,
-            },
+            "PeagleEndpoint": {"Type": "AWS::SageMaker::Endpoint", "Properties": endpoint},
         },
         "Outputs": {
             "EndpointName": {"Value": {"Fn::GetAtt": ["PeagleEndpoint", "EndpointName"]}},

@@ -3,8 +3,11 @@
 Everything the role is granted is derived from the plan: the exact S3 prefixes SageMaker
 downloads (model data, every drafter channel), the image's ECR repository, the
 endpoint's own log group. Only actions that AWS does not authorize per resource get
-`"Resource": "*"`, each with a comment saying why (see WILDCARD_ACTIONS). Compare the
-AmazonSageMakerFullAccess policy, which grants s3:GetObject on every bucket.
+`"Resource": "*"` (see WILDCARD_ACTIONS), and the statement's `Sid` says why, in the policy
+itself: JSON has no comments, and IAM allows only ASCII letters and digits in a Sid (IAM
+User Guide, "IAM JSON policy elements: Sid"), so each reason is one CamelCase phrase of the
+form `<What>StarBecause<Reason>`. Compare the AmazonSageMakerFullAccess policy, which grants
+s3:GetObject on every bucket.
 """
 
 from __future__ import annotations
@@ -17,8 +20,13 @@ __all__ = [
     "PLACEHOLDER_ACCOUNT",
     "WILDCARD_ACTIONS",
     "PolicyResult",
+    "STAR_SIDS",
     "execution_role_policy",
+    "partition",
+    "resolve_account",
     "s3_arn",
+    "s3_statements",
+    "statement",
 ]
 
 PLACEHOLDER_ACCOUNT = "000000000000"  # the account of plan.PLACEHOLDER_ROLE
@@ -34,6 +42,12 @@ VPC_DESCRIBE = (
 WILDCARD_ACTIONS = frozenset({"ecr:GetAuthorizationToken", "cloudwatch:PutMetricData"}) | set(
     VPC_DESCRIBE
 )
+# The Sid of each statement granted on "*": the reason, in the policy itself.
+STAR_SIDS = {
+    "ecr": "EcrAuthTokenStarBecauseTheTokenIsRegistryWide",
+    "metrics": "MetricsStarBecausePutMetricDataHasNoResourceTypesScopedByNamespace",
+    "vpc": "VpcDescribeStarBecauseEc2DescribeActionsHaveNoResourceTypes",
+}
 _S3_URI = re.compile(r"^s3://(?P<bucket>[^/]+)/?(?P<key>.*)$")
 # <account>.dkr.ecr.<region>.amazonaws.com[.cn]/<repository>(:<tag>|@<digest>)
 _ECR_IMAGE = re.compile(
@@ -92,7 +106,10 @@ def _s3_sources(plan: Any) -> list[dict[str, Any]]:
     return sources
 
 
-def _s3_statements(plan: Any, part: str) -> list[dict[str, Any]]:
+def s3_statements(plan: Any, part: str, sid_prefix: str = "") -> list[dict[str, Any]]:
+    """GetObject on exactly the plan's S3 objects and prefixes, ListBucket on each prefix's
+    bucket (conditioned on the prefixes): what SageMaker downloads, and what deploy's
+    preflight reads (`sid_prefix` tells the two policies' statements apart)."""
     objects: list[str] = []
     prefixes: dict[str, list[str]] = {}  # bucket -> key prefixes, for ListBucket
     for src in _s3_sources(plan):
@@ -106,11 +123,13 @@ def _s3_statements(plan: Any, part: str) -> list[dict[str, Any]]:
             prefixes.setdefault(bucket, []).append(key + "*")
     statements: list[dict[str, Any]] = []
     if objects:
-        statements.append(_stmt("ReadModelArtifacts", ["s3:GetObject"], sorted(set(objects))))
+        statements.append(
+            statement(f"{sid_prefix}ReadModelArtifacts", ["s3:GetObject"], sorted(set(objects)))
+        )
     for i, (bucket, keys) in enumerate(sorted(prefixes.items())):
         statements.append(
-            _stmt(
-                f"ListModelArtifactPrefixes{i}",
+            statement(
+                f"{sid_prefix}ListModelArtifactPrefixes{i}",
                 ["s3:ListBucket"],
                 [f"arn:{part}:s3:::{bucket}"],
                 {"StringLike": {"s3:prefix": sorted(set(keys))}},
@@ -130,9 +149,10 @@ def _component_log_groups(plan: Any, part: str, region: str, account: str) -> li
     ]
 
 
-def _stmt(
+def statement(
     sid: str, actions: list[str], resources: list[str] | str, condition: dict | None = None
 ) -> dict[str, Any]:
+    """One Allow statement; actions sorted so the document is stable."""
     s: dict[str, Any] = {"Sid": sid, "Effect": "Allow", "Action": sorted(actions)}
     s["Resource"] = resources
     if condition:
@@ -140,7 +160,8 @@ def _stmt(
     return s
 
 
-def _account(plan: Any, account: str | None, warnings: list[str]) -> str:
+def resolve_account(plan: Any, account: str | None, warnings: list[str]) -> str:
+    """`account`, else the role's account, else the placeholder (with a warning)."""
     m = _ACCOUNT_IN_ARN.match(plan.spec.role or "")
     role_account = m[1] if m else None
     if account:
@@ -161,9 +182,9 @@ def _kms_statement(key: str, region: str, account: str, part: str, warnings: lis
     # ML storage volume with KmsKeyId needs kms:CreateGrant on the *caller* of
     # CreateEndpoint, not on this role.)
     if key.startswith("arn:") and ":key/" in key:
-        return _stmt("DecryptWithDeploymentKey", ["kms:Decrypt"], [key])
+        return statement("DecryptWithDeploymentKey", ["kms:Decrypt"], [key])
     if _KMS_KEY_ID.match(key):
-        return _stmt(
+        return statement(
             "DecryptWithDeploymentKey",
             ["kms:Decrypt"],
             [f"arn:{part}:kms:{region}:{account}:key/{key}"],
@@ -172,7 +193,7 @@ def _kms_statement(key: str, region: str, account: str, part: str, warnings: lis
     # scope to keys in this account carrying that alias.
     alias = key.split(":", 5)[-1] if key.startswith("arn:") else key
     warnings.append(f"KMS key {key!r} is an alias: policy grants the key(s) that carry it")
-    return _stmt(
+    return statement(
         "DecryptWithDeploymentKey",
         ["kms:Decrypt"],
         [f"arn:{part}:kms:{region}:{account}:key/*"],
@@ -188,15 +209,15 @@ def _vpc_statements(plan: Any, region: str, account: str, part: str) -> list[dic
     eni = f"{ec2}:network-interface/*"  # ENIs SageMaker creates: ids unknown in advance
     return [
         # EC2 Describe* actions have no resource-level permissions: "*" is the only form.
-        _stmt("VpcDescribe", list(VPC_DESCRIBE), "*"),
-        _stmt(
+        statement(STAR_SIDS["vpc"], list(VPC_DESCRIBE), "*"),
+        statement(
             "VpcCreateEniInDeploymentSubnets",
             ["ec2:CreateNetworkInterface"],
             [f"{ec2}:subnet/{s}" for s in vpc["Subnets"]]
             + [f"{ec2}:security-group/{g}" for g in vpc["SecurityGroupIds"]]
             + [eni],
         ),
-        _stmt(
+        statement(
             "VpcManageEni",
             [
                 "ec2:CreateNetworkInterfacePermission",
@@ -213,8 +234,8 @@ def execution_role_policy(plan: Any, *, account: str | None = None) -> PolicyRes
     warnings: list[str] = []
     region = plan.region
     part = partition(region)
-    acct = _account(plan, account, warnings)
-    statements = _s3_statements(plan, part)
+    acct = resolve_account(plan, account, warnings)
+    statements = s3_statements(plan, part)
 
     repos: set[str] = set()
     for image in dict.fromkeys(c["Image"] for c in _containers(plan)):
@@ -228,7 +249,7 @@ def execution_role_policy(plan: Any, *, account: str | None = None) -> PolicyRes
             )
     if repos:
         statements.append(
-            _stmt(
+            statement(
                 "PullServingImage",
                 [
                     "ecr:BatchCheckLayerAvailability",
@@ -239,14 +260,14 @@ def execution_role_policy(plan: Any, *, account: str | None = None) -> PolicyRes
             )
         )
         # GetAuthorizationToken issues a registry-wide token; AWS only accepts "*" here.
-        statements.append(_stmt("EcrAuthToken", ["ecr:GetAuthorizationToken"], "*"))
+        statements.append(statement(STAR_SIDS["ecr"], ["ecr:GetAuthorizationToken"], "*"))
 
     endpoint = plan.names["endpoint"]
     # DescribeLogGroups reports a group's ARN with a trailing ":*", and that form covers
     # the group and its streams, so one resource serves all four actions.
     log_group = f"arn:{part}:logs:{region}:{acct}:log-group:/aws/sagemaker/Endpoints/{endpoint}:*"
     statements.append(
-        _stmt(
+        statement(
             "EndpointLogs",
             [
                 "logs:CreateLogGroup",
@@ -260,8 +281,8 @@ def execution_role_policy(plan: Any, *, account: str | None = None) -> PolicyRes
     # PutMetricData has no resource-level permissions; the namespace condition is the
     # only way to scope it.
     statements.append(
-        _stmt(
-            "EndpointMetrics",
+        statement(
+            STAR_SIDS["metrics"],
             ["cloudwatch:PutMetricData"],
             "*",
             {"StringEquals": {"cloudwatch:namespace": METRICS_NAMESPACE}},

@@ -3,7 +3,8 @@
 The deployed spec is read back from the endpoint's own tags (see spec_tags), so `apply`
 from CI on any machine compares what is live with what is in git:
 - no endpoint -> create it;
-- same `peagle:spec-sha256` -> nothing to do;
+- same `peagle:spec-sha256`, or a spec that sends the same requests (defaults filled
+  in: `k: 3` where the deployed spec leaves K to its default 3) -> nothing to do;
 - otherwise -> show the spec and request diff, then update in place (new model + config,
   UpdateEndpoint; the old ones are removed only after success).
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..planning.adopt.compare import flatten  # the one flatten (its empty-value rule)
+from ..planning.meaning import same_meaning
 from ..planning.plan_result import Plan
 
 # Parts of a request that differ by construction (hash-derived names, tags), not intent.
@@ -36,10 +38,18 @@ class ApplyPlan:
     plan: Plan
     spec_changes: list[Change] = field(default_factory=list)
     request_changes: list[Change] = field(default_factory=list)
+    # The live endpoint when it carries this deployment's tags under another name (a
+    # CloudFormation stack that named it itself); None when it has the plan's name.
+    live_name: str | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint compared: the live one's name, else the plan's."""
+        return self.live_name or self.plan.names["endpoint"]
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "endpoint": self.plan.names["endpoint"],
+            "endpoint": self.endpoint,
             "action": self.action,
             "spec_changes": [c.to_dict() for c in self.spec_changes],
             "request_changes": [c.to_dict() for c in self.request_changes],
@@ -77,24 +87,53 @@ def compare(new: Plan, aws: Any) -> ApplyPlan:
 
     sm = aws.client("sagemaker")
     name = new.names["endpoint"]
+    live_name = None
     try:
         current = deployed_spec(sm, name)
     except NotFound:
-        return ApplyPlan("create", new)
+        live_name = _tagged_under_another_name(sm, name)
+        if live_name is None:
+            return ApplyPlan("create", new)
+        name = live_name
+        current = deployed_spec(sm, name)
     arn = sm.describe_endpoint(EndpointName=name)["EndpointArn"]
     live_tags = tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", []))
-    if live_tags.get("peagle:spec-sha256") == new.spec_sha256:
-        # Same spec; the endpoint's own tags must match it too (they are part of it).
-        lagging = [
-            Change(f"endpoint.tags.{k}", live_tags.get(k), v)
-            for k, v in new.spec.tags.items()
-            if live_tags.get(k) != v
-        ]
-        return ApplyPlan("update", new, spec_changes=lagging) if lagging else ApplyPlan("noop", new)
-    old = plan(current)
-    return ApplyPlan(
-        "update",
-        new,
-        spec_changes=diff(current.model_dump(mode="json"), new.spec.model_dump(mode="json")),
-        request_changes=diff(request_view(old), request_view(new)),
-    )
+    if live_tags.get("peagle:spec-sha256") != new.spec_sha256:
+        old = plan(current)
+        if not same_meaning(old, new):
+            return ApplyPlan(
+                "update",
+                new,
+                spec_changes=diff(
+                    current.model_dump(mode="json"), new.spec.model_dump(mode="json")
+                ),
+                request_changes=diff(request_view(old), request_view(new)),
+                live_name=live_name,
+            )
+        # Another spec that sends the same requests (`k: 3` where the deployed spec
+        # leaves K to its default 3): the deployed spec stands, tags and all.
+        new = old
+    # Same spec; the endpoint's own tags must match it too (they are part of it).
+    lagging = [
+        Change(f"endpoint.tags.{k}", live_tags.get(k), v)
+        for k, v in new.spec.tags.items()
+        if live_tags.get(k) != v
+    ]
+    if lagging:
+        return ApplyPlan("update", new, spec_changes=lagging, live_name=live_name)
+    return ApplyPlan("noop", new, live_name=live_name)
+
+
+def _tagged_under_another_name(sm: Any, deployment: str) -> str | None:
+    """The one live endpoint tagged as `deployment` under another name, or None."""
+    from ..errors import SpecError
+    from .resources import endpoints_of_deployment
+
+    found = endpoints_of_deployment(sm, deployment)
+    if len(found) > 1:
+        raise SpecError(
+            f"{len(found)} endpoints carry deployment {deployment}'s tags: {', '.join(found)}",
+            remedy="delete the extra ones (`peagle delete NAME --yes`), or give each spec "
+            "its own endpoint.name",
+        )
+    return found[0] if found else None

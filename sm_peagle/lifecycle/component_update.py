@@ -81,6 +81,7 @@ class ComponentChange:
     plan: Plan
     changes: list[str]
     same_scaling: bool
+    unchanged: bool = False  # the component already runs these values: nothing to send
 
     def apply(self, lc: Any, *, timeout: float | None = None) -> DeployResult:
         return update_components(
@@ -95,6 +96,7 @@ def plan_component_change(
     SpecError (nothing sent) for an endpoint without components, an unknown component,
     a K for a baseline component, or a plan that fails its checks."""
     from ..planning.components.change import change_component, component_changes
+    from ..planning.meaning import same_meaning
     from .resolve import plan
     from .spec_tags import deployed_spec
 
@@ -102,6 +104,8 @@ def plan_component_change(
     new = plan(change_component(current, endpoint, component, k=k, mode=mode))
     new.raise_for_failures()
     old = plan(current)
+    if same_meaning(old, new):  # the values it runs: the deployed spec stands, tags and all
+        return ComponentChange(old, [], True, unchanged=True)
     return ComponentChange(new, component_changes(old, new), old.autoscaling == new.autoscaling)
 
 

@@ -52,6 +52,7 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
     except ClientError as e:
         if not _not_found(e):
             raise
+        _elsewhere(sm, name)
         left = [r for u in unfinished(sm, name, None) for r in u["resources"]]
         if left:
             raise NotFound(
@@ -114,9 +115,44 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
     out.update(
         {"image": container.get("Image"), "mode": mode, "k": k, "speculative_config": spec_cfg}
     )
+    out.update(data_sources(container))
     if aas is not None:
         out["autoscaling"] = autoscaling_of(aas, name, variant["VariantName"])
     return out
+
+
+def _elsewhere(sm: Any, name: str) -> None:
+    """Deployment `name` live under another name (a CloudFormation stack that named its
+    resources itself): say which, before its model or config could pass for leftovers."""
+    from botocore.exceptions import ClientError
+
+    from .resources import endpoints_of_deployment
+
+    try:
+        live = endpoints_of_deployment(sm, name)
+    except ClientError:  # no ListEndpoints/ListTags permission: the answer stays NotFound
+        return
+    if live:
+        raise NotFound(
+            f"endpoint {name} does not exist; deployment {name} is endpoint "
+            f"{', '.join(live)} (named by whatever created it, e.g. a CloudFormation stack)",
+            remedy=f"`peagle status {live[0]}`",
+        )
+
+
+def data_sources(container: dict[str, Any]) -> dict[str, Any]:
+    """Where the model's files come from, as DescribeModel reports them: `model_data`, the
+    S3 URI of the weights (ModelDataSource, else ModelDataUrl; None when the image holds
+    them), and `additional_data`, channel -> S3 URI (the drafter's channel is `eagle`)."""
+    primary = (container.get("ModelDataSource") or {}).get("S3DataSource") or {}
+    extra = {
+        src.get("ChannelName"): (src.get("S3DataSource") or {}).get("S3Uri")
+        for src in container.get("AdditionalModelDataSources") or []
+    }
+    return {
+        "model_data": primary.get("S3Uri") or container.get("ModelDataUrl"),
+        "additional_data": extra,
+    }
 
 
 def _broken(out: dict[str, Any], problem: str) -> dict[str, Any]:

@@ -8,8 +8,9 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..checks import Check, any_failed, failed, passed, warned
-from ..errors import InstanceTypeUnavailable, PreflightFailed, QuotaExceeded
+from ..errors import CheckFailed, InstanceTypeUnavailable, PreflightFailed, QuotaExceeded
 from ..planning.plan_result import PLACEHOLDER_ROLE, Plan, variant_instance_types
+from ..planning.steps.drafter_checks import STRICT, strict_checks
 
 _DENIED = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation")
 
@@ -243,14 +244,17 @@ def run_preflight(plan: Plan, aws: Any) -> list[Check]:
         if "ModelDataSource" in container:
             src = container["ModelDataSource"]["S3DataSource"]
             checks.append(check_s3_source(s3, "model_data", src["S3Uri"], src["S3DataType"]))
+        head: list[Check] = []
         for extra in container.get("AdditionalModelDataSources", []):
             src = extra["S3DataSource"]
             if plan.drafter_push and src["S3Uri"] == plan.drafter_push["destination"]:
                 continue  # a local head: checked by plan, pushed by this deploy
             exists = check_s3_source(s3, "drafter.source", src["S3Uri"], src["S3DataType"])
-            checks.append(exists)
+            head.append(exists)
             if exists.status == "pass":
-                checks += check_remote_head(s3, src["S3Uri"], plan)
+                head += check_remote_head(s3, src["S3Uri"], plan)
+        # --strict reaches the heads read here as it reached the plan's local head.
+        checks += strict_checks(head) if plan.strict else head
         checks += check_names_free(aws.client("sagemaker"), plan)
         # Best effort: a denied or missing Service Quotas API must not cost minutes of
         # retries, so this client tries twice.
@@ -258,6 +262,12 @@ def run_preflight(plan: Plan, aws: Any) -> list[Check]:
         checks += check_region_and_quotas(quotas, plan)
     if any_failed(checks):
         bad = [c for c in checks if c.status == "fail"]
+        if all(c.message.endswith(STRICT) for c in bad):
+            # Only warnings --strict refuses: the caller's rule, not AWS's state; exit 2
+            # as the plan's own strict failures.
+            refused = CheckFailed(checks)
+            refused.message += "; nothing was created"
+            raise refused
         cls = QuotaExceeded if all(c.name == "quota" for c in bad) else PreflightFailed
         if any(c.name == "region" for c in bad):
             cls = InstanceTypeUnavailable  # a wrong type or region: exit 2

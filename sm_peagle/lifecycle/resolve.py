@@ -157,7 +157,7 @@ def plan(
             jumpstart_source=inputs.jumpstart_source,
         )
     if strict:
-        p.checks = strict_checks(p.checks)
+        p.checks, p.strict = strict_checks(p.checks), True
     return p
 
 

@@ -18,6 +18,7 @@ from .spec_tags import tag_dict
 __all__ = [
     "ARNS",
     "deployment_resources",
+    "endpoints_of_deployment",
     "KINDS",
     "MANAGED",
     "DeployResult",
@@ -164,3 +165,22 @@ def deployment_resources(sm: Any, endpoint: str) -> tuple[list[str], list[str]]:
             if is_collectable(values) and values.get("peagle:deployment") == endpoint:
                 out.append(item[f"{kind}Name"])
     return sorted(found[0]), sorted(found[1])
+
+
+def endpoints_of_deployment(sm: Any, deployment: str) -> list[str]:
+    """Live endpoints peagle manages whose `peagle:deployment` tag is `deployment`, whatever
+    their names: a stack from `peagle export --format cloudformation` carries the plan's
+    tags, but a CloudFormation that names resources itself (moto's) gives the endpoint
+    another name. The tags are what make it this deployment."""
+    found = []
+    pages = sm.get_paginator("list_endpoints").paginate()
+    for ep in (e for page in pages for e in page.get("Endpoints", [])):
+        try:
+            tags = tag_dict(sm.list_tags(ResourceArn=ep["EndpointArn"]).get("Tags", []))
+        except Exception as e:
+            if not_found(e):
+                continue
+            raise
+        if tags.get(MANAGED) == "true" and tags.get("peagle:deployment") == deployment:
+            found.append(ep["EndpointName"])
+    return sorted(found)

@@ -109,7 +109,12 @@ def recommend(
     p-eagle, eagle3 or baseline (no drafter). Raises SpecError for any bad argument."""
     from ..catalog.models import find_model
     from ..catalog.names import unknown_model
-    from ..planning.recommend import apply_results, candidates
+    from ..planning.recommend import (
+        apply_results,
+        candidates,
+        measured_on_aws,
+        throughput_basis,
+    )
 
     entry = find_model(model)
     if entry is None:
@@ -146,10 +151,12 @@ def recommend(
         basis += " (no measurement)"
     else:
         cands = apply_results(cands, docs)
-        if all(d.get("simulated") is False for d in docs):
+        if all(measured_on_aws(d) for d in docs):
             basis += "; throughput: measured"
-        else:
+        elif any(throughput_basis(d).startswith("SIMULATED") for d in docs):
             basis += "; throughput: SIMULATED (sandbox), not a measurement"
+        else:  # the sandbox's real engine (CPU): real tokens, not AWS hardware
+            basis += "; throughput: sandbox's real engine (CPU), not measured on AWS"
     return Recommendation(model=entry.alias, basis=basis, candidates=cands)
 
 

@@ -267,6 +267,8 @@ def update(
     no request that changes anything (and no confirm).
     `spec_options`: any other option of the spec for a one-model endpoint (image=,
     vllm_version=, drafter=, autoscale=, …, as `sm_peagle.plan` takes them).
+    An update whose requests equal the deployed ones (`k=3` where K is the default 3)
+    sends nothing and leaves the tags as they are.
     SpecError (before any request) for a bad value or a bad combination."""
     _check_update_args(name, k, mode, instance_type, instance_count, component, copies, _cli)
     extra = _check_spec_options(spec_options, component)
@@ -281,6 +283,11 @@ def update(
 
         change = plan_component_change(lc.sm, name, component, k=k, mode=mode)
         refuse_sandbox_only(change.plan.spec.model)
+        if change.unchanged:
+            (say or quiet)(f"no changes: {component} already runs these values; nothing sent")
+            live = None if dry_run else lc.sm.describe_endpoint(EndpointName=name)
+            status = live["EndpointStatus"] if live else None
+            return UpdateResult("component", name, status, [], dry_run=dry_run, plan=change.plan)
         if dry_run:
             return UpdateResult("component", name, None, list(change.changes), dry_run=True)
         ask(f"Update {name} ({', '.join(change.changes) or 'no change'})?")
@@ -315,6 +322,7 @@ def update(
     from ..lifecycle.resolve import plan
     from ..lifecycle.spec_tags import deployed_spec
     from ..planning.components.change import refuse_top_level_change
+    from ..planning.meaning import same_meaning
     from ..planning.spec.options import build_spec
 
     if not dry_run:  # an update cut short after UpdateEndpoint: finish it first
@@ -339,6 +347,11 @@ def update(
         options = dataclasses.replace(options, name=name)
         new = plan(build_spec(None, None, options, base=base))
     new.raise_for_failures()
+    if same_meaning(before, new):
+        # An explicit value equal to what the deployed spec resolves to (`-k 3` where K
+        # was left to the default 3): the same requests under another hash. The deployed
+        # spec stands, so nothing is sent and its tags are not rewritten.
+        new = before
     changes = _changes(before, new)
     live = _unchanged(lc.sm, name, new)
     if live is not None:
@@ -460,7 +473,10 @@ def planned_on_aws(
         p.checks = strict_checks(p.checks)
     p.raise_for_failures()
     ctx = context(p.region, aws, on_connect)
-    return ctx, with_push_bucket(p, ctx)
+    p = with_push_bucket(p, ctx)
+    # What the plan could not read (a head in S3) preflight reads: strict there too.
+    p.strict = p.strict or strict
+    return ctx, p
 
 
 def _compare(
@@ -496,7 +512,9 @@ def diff(
 ) -> ApplyPlan:
     """How the live endpoint differs from the spec (a path, a dict or a DeploymentSpec):
     `.action` is "create", "update" or "noop", with `.spec_changes` and
-    `.request_changes`. Read from the endpoint's own tags; changes nothing."""
+    `.request_changes`; "noop" when the spec sends the requests the deployed one sends
+    (defaults filled in), however it is written. Read from the endpoint's own tags;
+    changes nothing."""
     return _compare(spec_or_path, region, aws, on_connect)[1]
 
 
@@ -527,9 +545,16 @@ def apply(
     if on_diff is not None:
         on_diff(ap)
     if ap.action == "noop":
-        (say or quiet)(f"no changes: {ap.plan.names['endpoint']} already matches the spec")
+        (say or quiet)(f"no changes: {ap.endpoint} already matches the spec")
     if dry_run or ap.action == "noop":
         return ApplyResult(ap, applied=False)
+    if ap.live_name is not None:
+        # Updating would create the plan's name beside it: change it where it was made.
+        raise SpecError(
+            f"{ap.live_name} is deployment {ap.plan.names['endpoint']} under another name "
+            "(made by a CloudFormation stack?); apply updates endpoints by the plan's name",
+            remedy="update the stack with a fresh `peagle export --format cloudformation`",
+        )
     (confirm or quiet)(f"{ap.action.capitalize()} {ap.plan.names['endpoint']}?")
     lc = Lifecycle(ctx, say=say or quiet)
     if ap.action == "create":

@@ -34,11 +34,6 @@ Progress = Callable[[str], None]
 # of `total` bytes this push may send.
 BytesProgress = Callable[[int, int], None]
 DRAFTER_MODES = ("p-eagle", "eagle3")
-# What makes a head unloadable whatever the target, vLLM version or mode: `drafter push`
-# refuses a head failing one of these (`deploy --drafter` would refuse it after the upload).
-# (File names are push's own refusal, with its own message; folder objects are in S3.)
-# The other rules need the target, the version or the mode: `drafter check` runs them.
-PUSH_CHECKS = ("drafter.config", "drafter.weights", "drafter.dtypes")
 
 
 def drafter_inspect(
@@ -193,6 +188,11 @@ def drafter_push(
     *,
     channel: str = "eagle",
     from_hf: str | None = None,
+    model: str | None = None,
+    vllm_version: str | None = None,
+    mode: str = "p-eagle",
+    k: int | None = None,
+    trained_k: int | None = None,
     region: str | None = None,
     force: bool = False,
     strict: bool = False,
@@ -204,12 +204,15 @@ def drafter_push(
     already in S3 with the same sha256 are skipped.
 
     Refused with SpecError before any upload: a malformed or bucket-root `dest`, a missing
-    source, and a head `drafter_check` (and so `deploy --drafter`) would refuse whatever
-    the target (no config.json, unreadable, truncated or pickled weights, a dtype vLLM
-    cannot read): CheckFailed, a SpecError. `strict=True` refuses a warning of those
-    checks too. `force=True` pushes such a head anyway (a work in progress, a format
-    peagle does not know yet): each failed check becomes a note of the result and a
-    `progress` line. Ambiguous file names are refused even so: the mount would break."""
+    source, and a head `deploy --drafter` would refuse: the same checks, by the same
+    function (`deploy_head_checks`), failing with the same CheckFailed. `model`,
+    `vllm_version`, `mode`, `k` and `trained_k` are that deploy's (`deploy MODEL --drafter
+    SRC --vllm-version V --mode M -k K`, the spec's `drafter.trained_k`); without `model`
+    the rules that need the target only warn, and the rest refuse as deploy would for
+    any target. Warnings are `progress` lines; `strict=True` refuses them too.
+    `force=True` pushes a refused head anyway (a work in progress, a format peagle does
+    not know yet): each failed check becomes a note of the result and a `progress` line.
+    Ambiguous file names are refused even so: the mount would break."""
     from ..drafter.inspection import parse_s3_uri
 
     if from_hf is not None and source is not None:
@@ -231,6 +234,8 @@ def drafter_push(
         )
     if not channel:
         raise SpecError("--channel: the channel name is empty", remedy="use e.g. --channel eagle")
+    target = HeadTarget(model, vllm_version, mode, k, trained_k)
+    target.validate()  # before a download or a hash
     if from_hf is None:
         root = Path(str(source)).expanduser()
         if not root.is_dir():
@@ -238,28 +243,81 @@ def drafter_push(
                 f"drafter directory {source} does not exist or is not a directory",
                 remedy="give the directory that holds config.json and the safetensors files",
             )
-        return _push(str(source), dest, channel, region, progress, on_bytes, force, strict)
+        return _push(str(source), dest, channel, region, progress, on_bytes, force, strict, target)
     with tempfile.TemporaryDirectory(prefix="peagle-hf-") as tmp:
         local = _download_hf(from_hf, tmp, progress)
-        return _push(local, dest, channel, region, progress, on_bytes, force, strict)
+        return _push(local, dest, channel, region, progress, on_bytes, force, strict, target)
 
 
-def check_pushable(source: str, *, force: bool = False, strict: bool = False) -> list[Check]:
-    """The checks of a local head that do not depend on the target: CheckFailed (nothing
-    uploaded) when one fails, as `deploy --drafter` would fail it after the upload; with
-    `force`, the checks are returned failures and all (the caller says so and pushes)."""
-    from ..drafter.check import check_drafter, check_drafter_loading
-    from ..drafter.readers import inspect_local
-    from ..planning.steps.drafter_checks import strict_checks
+@dataclass(frozen=True)
+class HeadTarget:
+    """What a head will be deployed with: `deploy MODEL --drafter SRC --vllm-version V
+    --mode M -k K` and the spec's `drafter.trained_k` (None: unknown, or the default)."""
+
+    model: str | None = None
+    vllm_version: str | None = None
+    mode: str = "p-eagle"
+    k: int | None = None
+    trained_k: int | None = None
+
+    def validate(self) -> None:
+        """SpecError for a value deploy would refuse as an argument (nothing read yet)."""
+        from ..planning.spec.loading import spec_from_data
+
+        spec_from_data(self._spec("placeholder", None))
+
+    def _spec(self, model: str, source: str | None) -> dict[str, Any]:
+        speculative = {"mode": self.mode, "num_speculative_tokens": self.k}
+        drafter = {"source": source, "trained_k": self.trained_k}
+        return {
+            "model": model,
+            "speculative": {f: v for f, v in speculative.items() if v is not None},
+            "drafter": {f: v for f, v in drafter.items() if v is not None},
+            "container": {"vllm_version": self.vllm_version} if self.vllm_version else {},
+        }
+
+
+def deploy_head_checks(source: str, target: HeadTarget) -> list[Check]:
+    """The checks `deploy --drafter SOURCE` runs on a local head, so that `drafter push`
+    refuses exactly what that deploy refuses. With a target model: that deploy's own plan
+    (its vLLM version, its K, the model's sizes; `plan` runs `check_local_drafter`), its
+    head checks. Without one: `check_local_drafter` itself, the target unknown (the rules
+    that need it warn, naming what was not verified), the version peagle's default."""
+    from ..planning.steps.drafter_checks import check_local_drafter
     from ..vllm.versions import DEFAULT_VLLM, VllmVersion
 
-    ins = inspect_local(source)
+    if target.model is None:
+        return check_local_drafter(
+            source,
+            model=None,
+            vllm_version=VllmVersion(target.vllm_version or DEFAULT_VLLM),
+            mode=target.mode,
+            k=target.k,
+            trained_k=target.trained_k,
+        )
+    from ..lifecycle.resolve import plan
+
+    p = plan(target._spec(target.model, source))
+    # drafter.source says where deploy would push it: push's own destination is given.
+    return [c for c in p.checks if c.name.startswith("drafter.") and c.name != "drafter.source"]
+
+
+def check_pushable(
+    source: str,
+    *,
+    target: HeadTarget | None = None,
+    force: bool = False,
+    strict: bool = False,
+) -> list[Check]:
+    """`deploy_head_checks` on a local head about to be pushed: CheckFailed (nothing
+    uploaded) when one fails, as `deploy --drafter` would fail it; with `force`, the
+    checks are returned failures and all (the caller says so and pushes)."""
+    from ..drafter.readers import inspect_local
+    from ..planning.steps.drafter_checks import strict_checks
+
     if not force:
-        _require_head(ins)
-    version = VllmVersion(DEFAULT_VLLM)
-    every = check_drafter(ins, vllm_version=version)
-    every += check_drafter_loading(ins, vllm_version=version)
-    checks = [c for c in every if c.name in PUSH_CHECKS]
+        _require_head(inspect_local(source))
+    checks = deploy_head_checks(source, target or HeadTarget())
     if strict:
         checks = strict_checks(checks)
     if not force and any(c.status == "fail" for c in checks):
@@ -278,11 +336,12 @@ def _push(
     on_bytes: BytesProgress | None,
     force: bool = False,
     strict: bool = False,
+    target: HeadTarget | None = None,
 ) -> DrafterPush:
     from ..drafter import make_push_client, push_drafter
     from .target import talking_to_client
 
-    checked = check_pushable(src, force=force, strict=strict)
+    checked = check_pushable(src, target=target, force=force, strict=strict)
     overridden = [c for c in checked if c.status == "fail"]
     for c in overridden:
         _say(progress, f"warning: pushing anyway (--force): {c.name}: {c.message}")
@@ -297,6 +356,9 @@ def _push(
     client = make_push_client(region)
     _say(progress, talking_to_client(client))
     _say(progress, f"pushing {src} ({len(files)} files, {total / 2**20:,.1f} MiB) to {dest}")
+    for c in checked:
+        if c.status == "warn":  # what deploy would warn about this head, as it would
+            _say(progress, f"warning: {c.name}: {c.message}")
     sent = None if on_bytes is None else (lambda n: on_bytes(n, total))
     r = push_drafter(src, dest, s3_client=client, progress=sent)
     r.notes[:0] = [f"pushed with --force although {c.name} failed: {c.message}"

@@ -231,7 +231,9 @@ def status(
     on_connect: OnConnect | None = None,
 ) -> EndpointStatus:
     """The endpoint's status, instances, mode and K (read from the deployed model),
-    image, age and $/h, from describe calls only. NotFound if there is no such endpoint."""
+    image, the S3 URIs of its weights (`model_data`) and other data sources
+    (`additional_data`, channel -> URI: the drafter's is `eagle`), age and $/h, from
+    describe calls only. NotFound if there is no such endpoint."""
     from ..lifecycle.inventory import endpoint_status
 
     name = _name(name)

@@ -19,7 +19,11 @@ from ..errors import SpecError
 from ..iac.export import FORMATS as EXPORT_FORMATS
 from .session import check_output_path
 
-__all__ = ["EXPORT_FORMATS", "ExportResult", "IamPolicy", "export", "iam_policy"]
+__all__ = ["EXPORT_FORMATS", "IAM_POLICY_FOR", "ExportResult", "IamPolicy", "export", "iam_policy"]
+
+# Whose policy `iam_policy` prints: the role SageMaker runs the container as, or the
+# principal that runs peagle (deploy, update, bench, delete).
+IAM_POLICY_FOR = ("execution-role", "deployer")
 
 Progress = Callable[[str], None]
 SpecInput = Any  # DeploymentSpec | dict | str | Path | None
@@ -48,17 +52,24 @@ class ExportResult:
 
 @dataclass
 class IamPolicy:
-    """The least-privilege execution-role policy and trust policy for one deployment."""
+    """A least-privilege policy for one deployment: the execution role's permissions and
+    trust policy (`for_="execution-role"`), or the deployer's permissions
+    (`for_="deployer"`, `trust_policy` empty: it goes on your own user or role)."""
 
     endpoint: str
     account: str
     policy: dict[str, Any]
     trust_policy: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    for_: str = "execution-role"
 
     def to_dict(self) -> dict[str, Any]:
-        """The document `peagle iam-policy --json` prints (the role's two policies)."""
-        return {"policy": self.policy, "trust_policy": self.trust_policy}
+        """The document `peagle iam-policy --json` prints: whose policy (`for`), the
+        permissions policy and, for the execution role, its trust policy."""
+        doc: dict[str, Any] = {"for": self.for_, "policy": self.policy}
+        if self.for_ == "execution-role":
+            doc["trust_policy"] = self.trust_policy
+        return doc
 
 
 def export(
@@ -98,6 +109,7 @@ def export(
 def iam_policy(
     spec_or_model: SpecInput = None,
     *,
+    for_: str = "execution-role",
     account: str | None = None,
     spec_file: str | Path | None = None,
     role: str | None = None,
@@ -106,17 +118,38 @@ def iam_policy(
     vllm_version: str | None = None,
     progress: Progress | None = None,
 ) -> IamPolicy:
-    """The least-privilege execution-role policy and trust policy for the planned
-    deployment of `spec_or_model` (as `export` takes it). `account`: the 12-digit account
-    for log/KMS/EC2 ARNs (default: the role's). Raises SpecError for a bad account before
-    planning, CheckFailed when the plan fails a check."""
+    """The least-privilege policy for the planned deployment of `spec_or_model` (as
+    `export` takes it). `for_`: "execution-role" (default; the role SageMaker runs the
+    container as: permissions and trust policy) or "deployer" (whoever runs peagle's
+    deploy, update, bench and delete: PassRole on the execution role, the SageMaker calls,
+    Service Quotas, CloudWatch Logs and the S3 reads of preflight). `account`: the 12-digit
+    account for ARNs (default: the role's). Raises SpecError for a bad `for_` or account
+    before planning, CheckFailed when the plan fails a check."""
+    if for_ not in IAM_POLICY_FOR:
+        raise SpecError(
+            f"--for: unknown value {for_!r}", remedy=f"use one of {', '.join(IAM_POLICY_FOR)}"
+        )
     if account is not None and not re.fullmatch(r"\d{12}", str(account)):
         raise SpecError(f"--account: {account!r} is not a 12-digit AWS account id")
     from ..iac.iam import execution_role_policy
+    from ..iac.iam_deployer import deployer_policy
 
     warnings: list[str] = []
-    p = _planned(spec_or_model, spec_file, role, region, image, vllm_version, warnings, progress)
-    result = execution_role_policy(p, account=account)
+    # This command is how the role gets made: "no role given" is the expected state here,
+    # and the account the policy names is settled (or warned about) by the builder.
+    p = _planned(
+        spec_or_model,
+        spec_file,
+        role,
+        region,
+        image,
+        vllm_version,
+        warnings,
+        progress,
+        quiet_checks=("role",),
+    )
+    build = deployer_policy if for_ == "deployer" else execution_role_policy
+    result = build(p, account=account)
     for w in result.warnings:
         _warn(f"warning: {w}", warnings, progress)
     return IamPolicy(
@@ -125,6 +158,7 @@ def iam_policy(
         policy=result.policy,
         trust_policy=result.trust_policy,
         warnings=warnings,
+        for_=for_,
     )
 
 
@@ -144,8 +178,10 @@ def _planned(
     vllm_version: str | None,
     warnings: list[str],
     progress: Progress | None,
+    quiet_checks: tuple[str, ...] = (),
 ) -> Any:
-    """Resolve and plan as `peagle plan` does; a failed check raises CheckFailed."""
+    """Resolve and plan as `peagle plan` does; a failed check raises CheckFailed. Warnings
+    of the checks named in `quiet_checks` are not reported."""
     from ..lifecycle.resolve import plan
     from ..planning.spec.model import DeploymentSpec
     from ..planning.spec.options import SpecOptions, build_spec
@@ -166,7 +202,7 @@ def _planned(
     p = plan(build_spec(model, spec_file, options, base=base))
     p.raise_for_failures()
     for c in p.checks:
-        if c.status == "warn":
+        if c.status == "warn" and c.name not in quiet_checks:
             line = f"warning: {c.name}: {c.message}" + (f" ({c.fix})" if c.fix else "")
             _warn(line, warnings, progress)
     return p

@@ -235,7 +235,7 @@ def bench(
     later level runs; see benchmarking/breaker.py), every file is still written and
     `BenchmarkFailed` is raised with the result in `.result` (the CLI prints it, exit 1).
 
-    The document is `peagle.bench/2` (docs/bench-schema.md): latencies as `vllm bench
+    The document is `peagle.bench/3` (docs/bench-schema.md): latencies as `vllm bench
     serve` defines them; each level's acceptance exact from vLLM's per-request metrics
     where the image reports them (`source: per-request`), else from its log lines
     (`windowed`, with a warning when other traffic is mixed in); `client_late` with a
@@ -420,7 +420,6 @@ def race(
     endpoint exists (NotFound) and is serving (PeagleError)."""
     from ..benchmarking.race import RaceTarget
     from ..benchmarking.race import race as run_race
-    from ..benchmarking.results import is_sandbox
     from ..lifecycle.component_targets import resolve_component
 
     check_max_tokens(max_tokens)
@@ -442,7 +441,12 @@ def race(
         ta, tb, aws=ctx, prompt=prompt or DEFAULT_RACE_PROMPT, max_tokens=max_tokens,
         temperature=temperature, on_update=on_update,
     )  # fmt: skip
-    doc["simulated"] = is_sandbox()
+    from .. import settings
+
+    # Only the SIMULATED engine's answers say `simulated`; the sandbox's real vLLM engine
+    # is named by the document's label (settings.source_label()), as AWS is.
+    if settings.source_label() == settings.SANDBOX_SIMULATED:
+        doc["simulated"] = True
     return RaceResult(doc)
 
 
@@ -492,6 +496,7 @@ def tune_k(
     one inference `component` where the endpoint hosts several. `results`: a stored bench
     document instead (sends nothing). `max_error_rate` (default 0.05) judges the bench it
     runs, as `bench` does: over it, `BenchmarkFailed` and no estimate."""
+    from ..benchmarking.results import is_simulated
     from ..benchmarking.tune_k import ESTIMATE_LABEL
 
     say = say or quiet
@@ -533,7 +538,7 @@ def tune_k(
     out = {
         "endpoint": doc.get("endpoint"),
         "label": ESTIMATE_LABEL,
-        "simulated": doc.get("simulated"),
+        **({"simulated": True} if is_simulated(doc) else {}),  # the SIMULATED engine only
         "mode": doc.get("mode"),
         "k": doc.get("k"),
         "estimates": ests,

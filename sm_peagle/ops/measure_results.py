@@ -44,7 +44,7 @@ class MeasureResult(dict):  # type: ignore[type-arg]
 
 
 class BenchResult(MeasureResult):
-    """`peagle bench`: one endpoint's peagle.bench/2 document (`kind: "bench"`)."""
+    """`peagle bench`: one endpoint's peagle.bench/3 document (`kind: "bench"`)."""
 
     def __init__(
         self,
@@ -90,7 +90,8 @@ class RaceResult(MeasureResult):
 
     @property
     def simulated(self) -> bool:
-        """True when the race ran against peagle's sandbox, not AWS."""
+        """True when the sandbox's SIMULATED engine made the answers up (not for its real
+        vLLM engine, nor AWS)."""
         return bool(self.document.get("simulated"))
 
 

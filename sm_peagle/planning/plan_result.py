@@ -52,6 +52,9 @@ class Plan:
     # Whether the instance types are offered in the region, per peagle's shipped data
     # (catalog/availability.py): one line per type; "availability unknown" when not known.
     availability: list[str] = field(default_factory=list)
+    # Planned with --strict (SDK strict=True): deploy preflight fails a warning of the
+    # heads it reads from S3 too, as the plan failed its own.
+    strict: bool = False
 
     @property
     def ok(self) -> bool:

@@ -84,26 +84,47 @@ def candidates(
     return out
 
 
+def measured_on_aws(doc: dict[str, Any]) -> bool:
+    """Whether a bench document's numbers were measured on AWS, for every version: its
+    label says AWS (`MEASURED` in peagle.bench/1) and it has no `simulated: true`. A
+    document with no label counts when it says `simulated: false`; one saying neither is
+    not taken as measured."""
+    if doc.get("simulated"):
+        return False
+    label = doc.get("label")
+    if label is None:
+        return doc.get("simulated") is False
+    return label in ("AWS", "MEASURED")
+
+
+def throughput_basis(doc: dict[str, Any]) -> str:
+    """What a candidate's throughput rests on: measured on AWS, the sandbox's SIMULATED
+    engine, or the sandbox's real engine (named by its label: `peagle.bench/3` gives a
+    real engine's document no `simulated` key)."""
+    if measured_on_aws(doc):
+        return "measured throughput"
+    label = str(doc.get("label") or "")
+    if label.startswith("SANDBOX (vllm "):
+        return f"{label} throughput, not measured on AWS"
+    return "SIMULATED throughput (sandbox)"
+
+
 def apply_results(cands: list[Candidate], results: list[dict[str, Any]]) -> list[Candidate]:
     """Rank by measured cost per 1M output tokens where a bench result exists for the
     type: best aggregate output tokens/s of any level, at the type's $/h."""
     best: dict[str, float] = {}
-    simulated: dict[str, bool] = {}
+    basis: dict[str, str] = {}
     for r in results:
         itype = r.get("instance_type")
         for level in r.get("levels", []):
             otps = level.get("output_tokens_per_s")
             if itype and otps and float(otps) > best.get(itype, 0.0):
                 best[itype] = float(otps)
-                simulated[itype] = r.get("simulated") is not False  # unknown = not measured
+                basis[itype] = throughput_basis(r)
     for c in cands:
         if c.instance_type in best:
             c.measured_output_tokens_per_s = best[c.instance_type]
-            c.basis = (
-                "SIMULATED throughput (sandbox)"
-                if simulated[c.instance_type]
-                else "measured throughput"
-            )
+            c.basis = basis[c.instance_type]
             if c.usd_per_hour is not None:
                 c.usd_per_million_output_tokens = round(
                     c.usd_per_hour / (best[c.instance_type] * 3600) * 1e6, 4

@@ -137,6 +137,19 @@ def ground_truth(cli: Cli) -> dict[str, dict[str, Any]]:
         return {t["request_id"]: t for t in json.loads(r.read())["requests"]}
 
 
+def keys_and_strings(obj: object) -> Iterator[str]:
+    """Every key and every string value in a JSON document, at any depth."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield k
+            yield from keys_and_strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from keys_and_strings(v)
+    elif isinstance(obj, str):
+        yield obj
+
+
 def sandbox_env(cli: Cli) -> dict[str, str]:
     """What `peagle sandbox env` exports, for the child's SDK (as a user's script gets it)."""
     env = {}
@@ -319,6 +332,10 @@ class TestPEagle:
         # Never "measured on AWS": the product's label of the sandbox's real engine.
         assert doc["engine"] == f"vllm {engine.version} (CPU, tiny model)"
         assert doc["label"] == f"SANDBOX (vllm {engine.version}, CPU, tiny model)"
+        # Issue 33: no `simulated` key or value anywhere in a real engine's document (up to
+        # peagle.bench/2 it said `simulated: true`, meaning "the sandbox"); the engine that
+        # answered is named (above).
+        assert [t for t in keys_and_strings(doc) if "simulated" in t.lower()] == []
         records = [r for lv in doc["levels"] for r in lv["records"]]
         assert len(records) == 16 and all(r["ok"] for r in records)
         # Token counts are the usage vLLM sent (the sandbox's record of each stream) ...

@@ -170,15 +170,19 @@ def test_push_refuses_what_vllm_cannot_read_or_peagle_will_not_and_uploads_nothi
 def test_push_strict_refuses_a_warning_and_uploads_nothing(
     world: World, sagemaker_harness: Any, capsys: Any, tmp_path: Path
 ) -> None:
-    head = edit(whole(tmp_path / "h"), vocab_size=None)  # drafter.config warns
+    # The head deploy warns about and nothing else (issue 33: push runs deploy's checks,
+    # so the head is checked for the deploy it is for: gpt-oss-20b, trained for K=10).
+    head = made(tmp_path, "two-layers")
+    target = ("--model", "gpt-oss-20b", "--trained-k", "10")
     sagemaker_harness.requests.clear()
-    code, _, err = run(capsys, "drafter", "push", str(head), DEST, "--strict")
-    assert code == 2 and "error: drafter.config: " in err and STRICT in err
+    code, _, err = run(capsys, "drafter", "push", str(head), DEST, *target, "--strict")
+    assert code == 2 and err.strip().startswith("error: drafter.unloaded: ") and STRICT in err
     with pytest.raises(CheckFailed):
-        sm_peagle.drafter_push(head, DEST, strict=True)
+        sm_peagle.drafter_push(head, DEST, model="gpt-oss-20b", trained_k=10, strict=True)
     assert uploads(sagemaker_harness) == []
-    code, _, err = run(capsys, "drafter", "push", str(head), DEST)
+    code, _, err = run(capsys, "drafter", "push", str(head), DEST, *target)
     assert code == 0 and "PutObject" in uploads(sagemaker_harness), err
+    assert "warning: drafter.unloaded: " in err
 
 
 @pytest.mark.parametrize("name", ["prefixed", "mask-at-vocab", "aux-past-target"])

@@ -163,6 +163,15 @@ def _spec_file(tmp_path: Path, data: dict) -> Path:
     return path
 
 
+def apply_sends_nothing(capsys, harness, spec: Path) -> None:
+    """`apply -f spec` decides noop, says so, and sends nothing that changes AWS."""
+    code, out, err = run(capsys, "apply", "-f", str(spec), "--yes", "--json")
+    assert code == 0, err
+    assert (json.loads(out)["action"], json.loads(out)["applied"]) == ("noop", False)
+    assert "no changes" in err
+    assert mutating(harness) == []
+
+
 def test_apply_of_the_spec_deploy_wrote_sends_nothing(
     deployed, capsys, sagemaker_harness, tmp_path
 ):
@@ -189,11 +198,7 @@ def test_apply_twice_sends_nothing_the_second_time(world, capsys, sagemaker_harn
     assert code == 0, err
     before = endpoint_state(DEPLOYED)
     sagemaker_harness.requests.clear()
-    code, out, err = run(capsys, "apply", "-f", str(spec), "--yes", "--json")
-    assert code == 0, err
-    assert (json.loads(out)["action"], json.loads(out)["applied"]) == ("noop", False)
-    assert "no changes" in err
-    assert mutating(sagemaker_harness) == []
+    apply_sends_nothing(capsys, sagemaker_harness, spec)
     assert endpoint_state(DEPLOYED) == before
 
 
@@ -279,3 +284,200 @@ def test_spec_to_tags_to_spec_is_the_same_spec(data):
     assert back == p.spec
     assert back.sha256() == p.spec.sha256() == tags["peagle:spec-sha256"]
     assert sm_peagle.plan(back).names == p.names
+
+
+# -- equal meaning, not equal hash (issue 33, item 3) ------------------------------------
+#
+# An explicit value equal to what the deployed spec already resolves to is another spec
+# (another hash, so other model and config names) but the same requests: nothing is sent
+# and the endpoint keeps its tags. The values below are read from what the endpoint runs,
+# not from peagle's defaults.
+
+
+def live_k(name: str) -> int:
+    """The K the endpoint's model runs (its container's speculative config)."""
+    sm = boto3.client("sagemaker", region_name=REGION)
+    config = sm.describe_endpoint_config(
+        EndpointConfigName=sm.describe_endpoint(EndpointName=name)["EndpointConfigName"]
+    )
+    model = sm.describe_model(ModelName=config["ProductionVariants"][0]["ModelName"])
+    env = model["PrimaryContainer"]["Environment"]
+    return json.loads(env["SM_VLLM_SPECULATIVE_CONFIG"])["num_speculative_tokens"]
+
+
+def live_instance_type(name: str) -> str:
+    sm = boto3.client("sagemaker", region_name=REGION)
+    config = sm.describe_endpoint_config(
+        EndpointConfigName=sm.describe_endpoint(EndpointName=name)["EndpointConfigName"]
+    )
+    return config["ProductionVariants"][0]["InstanceType"]
+
+
+def test_update_with_the_default_k_sends_nothing(deployed, capsys, sagemaker_harness):
+    """Deployed without -k (the issue: it gets K=3); `update -k 3` names that same K."""
+    k = live_k(DEPLOYED)
+    assert k == 3  # the issue's report: a deploy without -k runs K=3
+    sagemaker_harness.requests.clear()
+    code, out, err = run(capsys, "update", DEPLOYED, "-k", str(k), "--yes", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert (doc["changed"], doc["changes"]) == (False, [])
+    assert doc["endpoint_config"] == deployed["config"]
+    assert "no changes" in err
+    assert mutating(sagemaker_harness) == []
+    assert endpoint_state(DEPLOYED) == deployed  # the same config, inventory and tags
+
+
+def test_sdk_update_with_the_default_values_sends_nothing(deployed, sagemaker_harness):
+    """Every value an update takes, given as what the endpoint already runs."""
+    said: list[str] = []
+    result = sm_peagle.update(
+        DEPLOYED,
+        k=live_k(DEPLOYED),
+        mode="p-eagle",
+        instance_type=live_instance_type(DEPLOYED),
+        instance_count=1,
+        region=REGION,
+        say=said.append,
+    )
+    assert (result.changed, result.changes, result.created) == (False, [], [])
+    assert any("no changes" in m for m in said), said
+    assert mutating(sagemaker_harness) == []
+    assert endpoint_state(DEPLOYED) == deployed
+
+
+def test_dry_run_of_the_default_k_says_no_change(deployed, capsys, sagemaker_harness):
+    code, out, err = run(capsys, "update", DEPLOYED, "-k", str(live_k(DEPLOYED)), "--dry-run")
+    assert code == 0, err
+    assert "no changes" in out + err
+    sagemaker_harness.requests.clear()
+    code, out, _ = run(capsys, "update", DEPLOYED, "-k", "3", "--dry-run", "--json")
+    doc = json.loads(out)
+    assert (doc["changed"], doc["changes"], doc["endpoint_config"]) == (
+        False,
+        [],
+        deployed["config"],
+    )
+    assert mutating(sagemaker_harness) == []
+
+
+def _explicit_defaults(k: int, instance_type: str) -> dict:
+    """The spec `peagle deploy gpt-oss-20b` deployed, every resolved value spelled out."""
+    return {
+        "model": "gpt-oss-20b",
+        "region": REGION,
+        "speculative": {"mode": "p-eagle", "num_speculative_tokens": k},
+        "endpoint": {"instance_type": instance_type, "instance_count": 1},
+    }
+
+
+def test_apply_of_a_file_with_the_defaults_spelled_out_sends_nothing(
+    deployed, capsys, sagemaker_harness, tmp_path
+):
+    spec = _spec_file(tmp_path, _explicit_defaults(live_k(DEPLOYED), live_instance_type(DEPLOYED)))
+    sagemaker_harness.requests.clear()
+    code, out, err = run(capsys, "diff", "-f", str(spec), "--json", "--detailed-exitcode")
+    assert code == 0, (out, err)  # --detailed-exitcode: 0 is "no change"
+    doc = json.loads(out)
+    assert (doc["action"], doc["spec_changes"], doc["request_changes"]) == ("noop", [], [])
+    apply_sends_nothing(capsys, sagemaker_harness, spec)
+    assert endpoint_state(DEPLOYED) == deployed
+
+
+def test_apply_of_a_real_change_in_such_a_file_still_updates(
+    deployed, capsys, sagemaker_harness, tmp_path
+):
+    """The control: the same file with another K is a change (so the test above does not
+    pass because apply can no longer send anything)."""
+    spec = _spec_file(tmp_path, _explicit_defaults(5, live_instance_type(DEPLOYED)))
+    code, out, _ = run(capsys, "diff", "-f", str(spec), "--json", "--detailed-exitcode")
+    # docs/troubleshooting.md: 3 is "apply would create or change the endpoint"
+    assert (code, json.loads(out)["action"]) == (3, "update")
+    sagemaker_harness.requests.clear()
+    code, _, err = run(capsys, "apply", "-f", str(spec), "--yes")
+    assert code == 0, err
+    assert mutating(sagemaker_harness)[:3] == [
+        "CreateModel",
+        "CreateEndpointConfig",
+        "UpdateEndpoint",
+    ]
+    assert live_k(DEPLOYED) == 5
+
+
+@pytest.fixture
+def two_components(world, capsys, sagemaker_harness):
+    code, _, err = run(capsys, "deploy", *TWO_COMPONENTS, "--yes")
+    assert code == 0, err
+    sagemaker_harness.requests.clear()
+    return endpoint_state(DEPLOYED)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [("--mode", "p-eagle"), ("--mode", "p-eagle", "-k", "7")],
+    ids=["mode", "mode-and-k"],
+)
+def test_component_update_with_its_current_values_sends_nothing(
+    two_components, capsys, sagemaker_harness, change
+):
+    """TWO_COMPONENTS deploys component p-eagle with k=7 (`--component p-eagle:k=7`)."""
+    assert TWO_COMPONENTS[3:5] == ("--component", "p-eagle:k=7")
+    code, out, err = run(capsys, "update", DEPLOYED, "--component", "p-eagle", *change, "--yes")
+    assert code == 0, err
+    assert "no changes" in out + err
+    assert mutating(sagemaker_harness) == []
+    assert endpoint_state(DEPLOYED) == two_components
+    code, out, err = run(
+        capsys, "update", DEPLOYED, "--component", "p-eagle", *change, "--dry-run", "--json"
+    )
+    assert code == 0, err
+    assert (json.loads(out)["changed"], json.loads(out)["changes"]) == (False, [])
+
+
+def test_component_update_of_the_baseline_to_baseline_sends_nothing(
+    two_components, capsys, sagemaker_harness
+):
+    code, out, err = run(
+        capsys, "update", DEPLOYED, "--component", "baseline", "--mode", "baseline", "--yes"
+    )
+    assert code == 0, err
+    assert "no changes" in out + err
+    assert mutating(sagemaker_harness) == []
+    assert endpoint_state(DEPLOYED) == two_components
+
+
+def test_component_update_with_another_k_still_updates(two_components, capsys, sagemaker_harness):
+    """The control: another K for the same component is a new model and an update."""
+    code, out, err = run(capsys, "update", DEPLOYED, "--component", "p-eagle", "-k", "5", "--yes")
+    assert code == 0, err
+    sent = mutating(sagemaker_harness)
+    assert "CreateModel" in sent and "UpdateInferenceComponent" in sent, sent
+
+
+def live_component_k(component: str) -> int:
+    """The K an inference component's model runs."""
+    sm = boto3.client("sagemaker", region_name=REGION)
+    ic = sm.describe_inference_component(InferenceComponentName=component)
+    model = sm.describe_model(ModelName=ic["Specification"]["ModelName"])
+    env = model["PrimaryContainer"]["Environment"]
+    return json.loads(env["SM_VLLM_SPECULATIVE_CONFIG"])["num_speculative_tokens"]
+
+
+def test_component_update_with_the_k_it_was_given_by_default_sends_nothing(
+    world, capsys, sagemaker_harness
+):
+    """A component deployed with no K (it runs the default): `-k` of that K is no change."""
+    argv = [a if a != "p-eagle:k=7" else "p-eagle" for a in TWO_COMPONENTS]
+    code, _, err = run(capsys, "deploy", *argv, "--yes")
+    assert code == 0, err
+    before = endpoint_state(DEPLOYED)
+    k = live_component_k(f"{DEPLOYED}-p-eagle")
+    sagemaker_harness.requests.clear()
+    code, out, err = run(
+        capsys, "update", DEPLOYED, "--component", "p-eagle", "-k", str(k), "--yes", "--json"
+    )
+    assert code == 0, err
+    assert (json.loads(out)["changed"], json.loads(out)["changes"]) == (False, [])
+    assert "no changes" in err
+    assert mutating(sagemaker_harness) == []
+    assert endpoint_state(DEPLOYED) == before

@@ -138,7 +138,7 @@ def test_iam_policy_is_the_cli_json(capsys) -> None:
     assert code == 0, err
     # The SDK's document plus where it came from (issue 26: every --json document carries it).
     assert json.loads(out) == {"label": "AWS", **result.to_dict()}
-    assert set(result.to_dict()) == {"policy", "trust_policy"}
+    assert set(result.to_dict()) == {"for", "policy", "trust_policy"}
 
 
 def test_iam_policy_bad_account_before_planning(capsys, no_plan) -> None:
@@ -150,3 +150,32 @@ def test_iam_policy_bad_account_before_planning(capsys, no_plan) -> None:
     # "Output and exit codes": bad input always names a fix).
     assert code == 2 and out == ""
     assert err.strip() == f"error: {e.value.message} (fix: see `peagle iam-policy --help`)"
+
+
+def test_iam_policy_unknown_for_lists_the_choices_before_planning(capsys, no_plan) -> None:
+    # The two principals a deployment has: the role SageMaker assumes, and whoever runs peagle.
+    with pytest.raises(SpecError) as e:
+        sm_peagle.iam_policy("gpt-oss-20b", for_="admin")
+    assert e.value.message == "--for: unknown value 'admin'"
+    assert e.value.remedy == "use one of execution-role, deployer"
+    code, out, err = run_cli(capsys, "iam-policy", "gpt-oss-20b", "--for", "admin")
+    assert code == 2 and out == ""
+    assert (
+        err.strip()
+        == "error: --for: unknown value 'admin' (fix: use one of execution-role, deployer)"
+    )
+
+
+def test_iam_policy_for_deployer_is_the_cli_json(capsys) -> None:
+    result = sm_peagle.iam_policy(TEMPLATE, for_="deployer", role=ROLE)
+    assert result.for_ == "deployer" and result.to_dict().keys() == {"for", "policy"}
+    code, out, err = run_cli(
+        capsys, "iam-policy", "-f", str(TEMPLATE), "--for", "deployer", "--role", ROLE, "--json"
+    )
+    assert code == 0, err
+    assert json.loads(out) == {"label": "AWS", **result.to_dict()}
+    code, out, err = run_cli(
+        capsys, "iam-policy", "-f", str(TEMPLATE), "--for", "deployer", "--role", ROLE
+    )
+    assert code == 0 and out.count('"Version": "2012-10-17"') == 1  # no trust policy
+    assert "Deployer policy" in out and "Trust policy" not in out

@@ -114,6 +114,13 @@ def test_deploy_on_stock_moto_fails_on_its_instance_types_and_leaves_nothing(wor
     line = error_line(err)
     assert "CreateEndpointConfig" in line and "ValidationException" in line
     assert f"'{INSTANCE}'" in line
+    # One readable line (issue 33): moto's ~70-type list is not in it, and the fix names
+    # the ways to a server that knows the type (the sandbox, the harness, widening moto).
+    assert len(line) <= 300, (len(line), line)
+    assert "ml.r5d.12xlarge" not in line  # the first of moto's list
+    fix = line[line.index("(fix: ") :]
+    assert "--sandbox" in fix and "docs/guides/ci-moto.md" in fix
+    assert "validate_instance_type" in fix
     assert mutating(ops) == ["CreateModel", "CreateEndpointConfig", "DeleteModel"]
     assert inventory() == NOTHING
 
@@ -296,3 +303,31 @@ def test_a_custom_endpoint_that_lacks_the_call_is_named_in_one_line(
     line = err.one_line()  # type: ignore[attr-defined]
     assert line.startswith(expected) and "<" not in line and "\n" not in line
     assert (FIX in line) == ("not implemented" in expected)
+
+
+def test_an_enum_refusal_is_one_short_line_without_the_list() -> None:
+    """AWS's wording for a value outside an enum ends with the whole value set; the line
+    keeps the value and the field. Only an instance type the SageMaker API itself lists
+    (botocore's model has ml.g7e.2xlarge, stock moto does not) gets the moto fix."""
+    from botocore.exceptions import ClientError
+
+    from sm_peagle.aws import as_peagle_error
+
+    values = ", ".join(f"ml.old{i}.xlarge" for i in range(70))
+    message = (
+        "1 validation error detected: Value '{}' at 'productionVariants.1.member.instanceType' "
+        f"failed to satisfy constraint: Member must satisfy enum value set: [{values}]"
+    )
+    for value, moto_fix in ((INSTANCE, True), ("ml.nope.xlarge", False)):
+        body = {"Error": {"Code": "ValidationException", "Message": message.format(value)}}
+        err = as_peagle_error(ClientError(body, "CreateEndpointConfig"))
+        line = err.one_line()  # type: ignore[union-attr]
+        assert line.startswith(
+            f"CreateEndpointConfig failed: ValidationException: instance type '{value}' is "
+            "not among this server's 70 (fix: "
+            if moto_fix
+            else f"CreateEndpointConfig failed: ValidationException: '{value}' at "
+            "'productionVariants.1.member.instanceType' is not among this server's 70 values"
+        ), line
+        assert "ml.old0" not in line and len(line) <= 300 and "(fix: " in line
+        assert ("stock moto" in line) == moto_fix

@@ -1,10 +1,11 @@
-"""Results documents validate against docs/peagle.bench-2.schema.json, `peagle report`
+"""Results documents validate against docs/peagle.bench-3.schema.json, `peagle report`
 reproduces them from disk (peagle.bench/1 files too), every rendering states its
 provenance and label, and `recommend` reads the fields it relies on."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from sm_peagle.benchmarking.results import SCHEMA, bench_document
 from sm_peagle.benchmarking.sweep import combine_runs, comparison, recommend_k
 from sm_peagle.cli.app import main
 
-SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-2.schema.json"
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-3.schema.json"
 SCHEMA_V1 = SCHEMA_FILE.with_name("peagle.bench-1.schema.json")
 IMAGE = (
     "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.18.0-gpu-py312-cu129-ubuntu22.04-sagemaker"
@@ -83,7 +84,7 @@ def report_json(path: Path, capsys) -> dict:
 def test_bench_document_validates_and_round_trips(validator, tmp_path, capsys):
     doc = bench_doc("p-eagle", 3, {1: 110, 8: 904})
     validator.validate(doc)
-    assert SCHEMA == "peagle.bench/2"
+    assert SCHEMA == "peagle.bench/3"
     assert doc["schema"] == SCHEMA and doc["label"] == "SANDBOX (SIMULATED)" and doc["simulated"]
     assert doc["notes"][0].startswith("SIMULATED")
     path = tmp_path / "r.json"
@@ -112,9 +113,11 @@ def test_sandbox_documents_carry_no_cost_per_token_and_say_whose_price_it_is(val
     assert doc["usd_per_hour_note"] == "price of the instance you would rent, not of this run"
 
 
-def test_the_real_engine_sandbox_is_labelled_with_its_vllm_version(validator):
+def real_engine_doc() -> dict:
+    """A bench document of the sandbox's real vLLM engine (the runner says `simulated`:
+    it talked to the sandbox; the sandbox record names the engine)."""
     spec = {"method": "eagle3", "num_speculative_tokens": 3}
-    doc = bench_document(
+    return bench_document(
         provenance={
             "model": "tiny-llama", "endpoint": "ep", "instance_type": "ml.g7e.2xlarge",
             "instance_count": 1, "usd_per_hour": 4.2, "image": IMAGE, "vllm_version": "0.31.0",
@@ -127,9 +130,72 @@ def test_the_real_engine_sandbox_is_labelled_with_its_vllm_version(validator):
         levels=[level(1, 100)], started_at=1000.0, ended_at=1010.0, simulated=True,
         sandbox={"url": "http://127.0.0.1:1", "engine": "vllm 0.31.0 (CPU, tiny model)"},
     )  # fmt: skip
+
+
+def test_the_real_engine_sandbox_is_labelled_with_its_vllm_version(validator):
+    doc = real_engine_doc()
     validator.validate(doc)
     assert doc["label"] == "SANDBOX (vllm 0.31.0, CPU, tiny model)"
     assert doc["levels"][0]["usd_per_million_output_tokens"] is None
+
+
+def keys_and_strings(obj: object) -> Iterator[str]:
+    """Every key and every string value in a JSON document, at any depth."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield k
+            yield from keys_and_strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from keys_and_strings(v)
+    elif isinstance(obj, str):
+        yield obj
+
+
+def test_a_real_engine_document_carries_no_simulated_marker_and_names_its_engine(validator):
+    """Issue 33: the real engine's results carry no `simulated` key or value (up to
+    peagle.bench/2 they said `simulated: true`, meaning "the sandbox"); they name the
+    engine that answered."""
+    doc = real_engine_doc()
+    assert "simulated" not in doc
+    assert [t for t in keys_and_strings(doc) if "simulated" in t.lower()] == []
+    assert doc["engine"] == "vllm 0.31.0 (CPU, tiny model)"
+    # the schema holds it: a real engine's document saying `simulated` is not /3
+    with pytest.raises(Exception, match="simulated|SIMULATED"):
+        validator.validate({**doc, "simulated": True})
+
+
+def test_only_the_simulated_engine_says_simulated_and_aws_says_nothing(validator):
+    simulated, aws = bench_doc("p-eagle", 3, {1: 110}), bench_doc("p-eagle", 3, {1: 110}, False)
+    assert (simulated["simulated"], simulated["engine"]) == (True, "SIMULATED")
+    assert "simulated" not in aws and aws["label"] == "AWS"
+    without = {k: v for k, v in simulated.items() if k != "simulated"}
+    with pytest.raises(Exception, match="SANDBOX \\(SIMULATED\\)|SIMULATED"):
+        validator.validate(without)  # the made-up engine's numbers must say so
+    sweep = combine_runs([real_engine_doc()])
+    validator.validate(sweep)
+    assert "simulated" not in sweep and sweep["engine"] == "vllm 0.31.0 (CPU, tiny model)"
+    assert combine_runs(runs())["simulated"] is True
+
+
+def test_a_peagle_bench_2_real_engine_document_is_not_called_simulated(tmp_path, capsys):
+    """peagle.bench/2 wrote `simulated: true` on the real engine's documents too: a report
+    of one still names the engine and never says its tokens were made up."""
+    old = {**real_engine_doc(), "schema": "peagle.bench/2", "simulated": True}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    assert main(["report", str(path), "--markdown", str(tmp_path / "r.md")]) == 0
+    text = (tmp_path / "r.md").read_text()
+    assert "vllm 0.31.0" in text and "**SIMULATED**" not in text and "made up" not in text
+
+
+def test_recommend_names_the_real_engine_s_throughput(tmp_path, capsys):
+    (tmp_path / "r.json").write_text(json.dumps({**real_engine_doc(), "model": "gpt-oss-20b"}))
+    assert main(["recommend", "gpt-oss-20b", "--results", str(tmp_path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    g7e = next(c for c in doc["candidates"] if c["instance_type"] == "ml.g7e.2xlarge")
+    assert g7e["basis"] == "SANDBOX (vllm 0.31.0, CPU, tiny model) throughput, not measured on AWS"
+    assert "measured" not in doc["basis"].replace("not measured", "")
 
 
 def test_peagle_bench_1_files_are_still_read(tmp_path, capsys):
@@ -212,7 +278,7 @@ def test_report_rejects_other_files_in_one_line(tmp_path, capsys):
     # Bad input always names a fix (README, "Output and exit codes"): the command's help
     # when the error itself brings none.
     assert err == [
-        f"error: {bad}: not a peagle.bench/1 or /2 results document (schema: 'something/9') "
+        f"error: {bad}: not a peagle.bench/1, /2 or /3 results document (schema: 'something/9') "
         "(fix: see `peagle report --help`)"
     ]
 

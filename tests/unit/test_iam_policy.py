@@ -206,7 +206,8 @@ def test_cli_json_and_human(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "iam-policy", "-f", str(TEMPLATE), "--json")
     assert code == 0
     doc = json.loads(out)
-    assert doc.keys() == {"policy", "trust_policy", "label"} and doc["label"] == "AWS"
+    assert doc.keys() == {"for", "policy", "trust_policy", "label"} and doc["label"] == "AWS"
+    assert doc["for"] == "execution-role"
     assert doc["policy"] == execution_role_policy(plan(TEMPLATE)).policy
     assert "placeholder account" in err
 
@@ -255,7 +256,7 @@ TEMPLATE_POLICY = {
             "Resource": ["arn:aws:ecr:us-east-1:763104351884:repository/vllm"],
         },
         {
-            "Sid": "EcrAuthToken",
+            "Sid": "EcrAuthTokenStarBecauseTheTokenIsRegistryWide",
             "Effect": "Allow",
             "Action": ["ecr:GetAuthorizationToken"],
             "Resource": "*",
@@ -275,7 +276,7 @@ TEMPLATE_POLICY = {
             ],
         },
         {
-            "Sid": "EndpointMetrics",
+            "Sid": "MetricsStarBecausePutMetricDataHasNoResourceTypesScopedByNamespace",
             "Effect": "Allow",
             "Action": ["cloudwatch:PutMetricData"],
             "Resource": "*",
@@ -290,3 +291,74 @@ def test_template_policy_is_the_hand_written_one() -> None:
     # ... and so is the checked-in example (test_templates keeps it fresh).
     example = TEMPLATE.parents[1] / "iam" / "execution-role-policy.json"
     assert json.loads(example.read_text()) == TEMPLATE_POLICY
+
+
+# IAM User Guide, "IAM JSON policy elements: Sid": ASCII letters and digits only, unique
+# within a policy. JSON carries no comments, so the Sid is where a "*" says why.
+_SID = re.compile(r"^[A-Za-z0-9]+$")
+# Hand-written: each action AWS only authorizes on "*", and the reason its Sid gives.
+STAR_REASONS = {
+    "ecr:GetAuthorizationToken": "EcrAuthTokenStarBecauseTheTokenIsRegistryWide",
+    "cloudwatch:PutMetricData": (
+        "MetricsStarBecausePutMetricDataHasNoResourceTypesScopedByNamespace"
+    ),
+    **{a: "VpcDescribeStarBecauseEc2DescribeActionsHaveNoResourceTypes" for a in VPC_WILDCARDS},
+    **{
+        f"sagemaker:{a}": "SageMakerListStarBecauseListActionsHaveNoResourceTypes"
+        for a in ("ListEndpointConfigs", "ListEndpoints", "ListInferenceComponents", "ListModels")
+    },
+    "servicequotas:ListServiceQuotas": "QuotaReadStarBecauseListServiceQuotasHasNoResourceTypes",
+    "application-autoscaling:DescribeScalableTargets": (
+        "ScalingReadStarBecauseDescribeScalableTargetsHasNoResourceTypes"
+    ),
+}
+
+
+@pytest.mark.parametrize("for_", ["execution-role", "deployer"])
+@pytest.mark.parametrize("spec", [TEMPLATE, VPC_SPEC], ids=["template", "vpc-kms"])
+def test_every_star_says_why_in_its_sid(for_: str, spec: Any) -> None:
+    from sm_peagle.iac.iam_deployer import deployer_policy
+
+    build = deployer_policy if for_ == "deployer" else execution_role_policy
+    statements = _statements(build(plan(spec)).policy)
+    sids = [s["Sid"] for s in statements]
+    assert all(_SID.match(sid) for sid in sids), sids
+    assert len(set(sids)) == len(sids)
+    for s in statements:
+        if s["Resource"] == "*":
+            assert {STAR_REASONS[a] for a in s["Action"]} == {s["Sid"]}, s
+        else:
+            assert "StarBecause" not in s["Sid"]
+
+
+def test_iam_policy_does_not_warn_about_the_role_it_is_making(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # docs/aws.md runs iam-policy to create the role: a missing role is expected there.
+    monkeypatch.delenv("PEAGLE_ROLE_ARN", raising=False)
+    code, out, err = run_cli(capsys, "iam-policy", "gpt-oss-20b", "--account", ACCOUNT)
+    assert code == 0 and json.loads(out.split("\n# Trust policy")[0].split("\n", 1)[1])
+    assert "role" not in err, err
+    # ... while plan, for a deploy, still says so.
+    code, out, _ = run_cli(capsys, "plan", "gpt-oss-20b", "--json")
+    [role] = [c for c in json.loads(out)["checks"] if c["name"] == "role"]
+    assert code == 0 and role["status"] == "warn"
+
+
+def test_deployer_policy_passes_only_the_execution_role_to_sagemaker() -> None:
+    from sm_peagle.iac.iam_deployer import deployer_policy
+
+    p = plan(VPC_SPEC)
+    result = deployer_policy(p)
+    role = f"arn:aws:iam::{ACCOUNT}:role/peagle-exec"
+    [passes] = _by_action(result.policy, "iam:PassRole")
+    assert _resources(passes) == [role]
+    assert passes["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}
+    }
+    # Writes name this deployment's endpoint; its KMS key needs a grant it does not give.
+    [writes] = _by_action(result.policy, "sagemaker:CreateEndpoint")
+    assert f"arn:aws:sagemaker:eu-west-1:{ACCOUNT}:endpoint/{p.names['endpoint']}" in _resources(
+        writes
+    )
+    assert any("kms:CreateGrant" in w for w in result.warnings)

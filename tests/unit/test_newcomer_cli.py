@@ -217,6 +217,8 @@ def test_wait_timeout_names_the_endpoint():
 
 @pytest.mark.parametrize("width", [80, 100, 120])
 def test_tables_never_break_a_word(capsys, monkeypatch, width):
+    """On a terminal of `width` columns (outside one nothing is fitted to a width)."""
+    monkeypatch.setattr(output, "is_terminal", lambda _stream: True)
     monkeypatch.setenv("COLUMNS", str(width))
     monkeypatch.setattr(output, "_console", None)
     code, out, _ = run(capsys, "models")

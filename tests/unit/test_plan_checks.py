@@ -224,11 +224,45 @@ def test_deployment_warning_messages_in_full() -> None:
     checks = checks_of(endpoint={"volume_size_gb": 100})
     assert checks["endpoint.volume_size_gb"].message == (
         "ml.g7e.2xlarge has local NVMe storage; "
-        "SageMaker may reject VolumeSizeInGB / a storage KMS key for it"
+        "SageMaker may reject VolumeSizeInGB (an EBS volume size) for it"
     )
     assert checks["role"].message == (
         "no execution role given; the plan uses a placeholder ARN and deploy will refuse it"
     )
+
+
+KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+@pytest.mark.parametrize(
+    # facts 6 / AWS's EC2 instance store specifications: each has NVMe instance storage
+    "instance",
+    ["ml.g7e.2xlarge", "ml.g7e.48xlarge", "ml.g6e.12xlarge", "ml.p5.48xlarge",
+     "ml.p5en.48xlarge", "ml.p6-b200.48xlarge"],
+)  # fmt: skip
+def test_a_kms_key_on_a_local_storage_instance_fails_naming_the_field(instance: str) -> None:
+    # CreateEndpointConfig API reference, KmsKeyId: "If you specify a value for KmsKeyId when
+    # using any nitro-based instances with local storage, the call to CreateEndpointConfig
+    # fails." A failure, not a warning, and on the field that causes it.
+    checks = checks_of(endpoint={"instance_type": instance}, network={"kms_key_id": KEY})
+    c = checks["network.kms_key_id"]
+    assert c.status == "fail", c
+    assert instance in c.message and "local NVMe instance storage" in c.message
+    assert "CreateEndpointConfig fails" in c.message
+    assert c.fix == "remove network.kms_key_id from the spec"
+    assert "endpoint.volume_size_gb" not in checks  # no volume size given: nothing to warn
+
+
+def test_the_instance_store_fact_is_catalog_data_with_its_source() -> None:
+    for name in ("ml.g7e.2xlarge", "ml.p6-b200.48xlarge", "ml.p5.48xlarge"):
+        inst = INSTANCES[name]
+        assert inst.local_nvme is True
+        assert "instance store" in (inst.storage_source or "")
+        assert inst.to_dict()["local_nvme"] is True
+    # A type outside the local-storage families is EBS-only: a KMS key is fine there.
+    from sm_peagle.catalog.instances import InstanceType
+
+    assert InstanceType("ml.m5.xlarge", 0, "-", 0, 4, 16).local_nvme is False
 
 
 def test_failed_instance_checks_name_the_instance_type_field() -> None:

@@ -36,7 +36,8 @@ REGEN = (
     "templates/specs/gpt-oss-20b-p-eagle.yaml --json | jq .policy > "
     "templates/iam/execution-role-policy.json"
 )
-# Every optional field the plan can carry: VPC, KMS, volume, routing, AMI, tar.gz data.
+# Every optional field the plan can carry: VPC, volume, routing, AMI, tar.gz data. No KMS
+# key: every catalog type has local storage, where AWS refuses KmsKeyId (the plan fails).
 RICH_SPEC: dict[str, Any] = {
     "model": "qwen3-coder-30b-a3b-instruct",
     "region": "eu-west-1",
@@ -56,7 +57,6 @@ RICH_SPEC: dict[str, Any] = {
     "network": {
         "subnets": ["subnet-0123abcd4567ef890"],
         "security_group_ids": ["sg-0123abcd4567ef890"],
-        "kms_key_id": "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
     },
     "tags": {"team": "ml"},
 }
@@ -288,12 +288,31 @@ def test_cloudformation_baselines_pass_cfn_lint(tmp_path: Path) -> None:
             assert {t["Key"]: t["Value"] for t in resource["Properties"]["Tags"]} == (
                 expected | documented_spec_tags(p.spec)
             )
-    rich_cfg = json.loads(paths[1].read_text())["Resources"]["PeagleEndpointConfig"]
-    assert (
-        rich_cfg["Properties"]["ProductionVariants"]
-        == plans[1].create_endpoint_config["ProductionVariants"]
-    )
-    assert rich_cfg["Properties"]["KmsKeyId"] == RICH_SPEC["network"]["kms_key_id"]
+    for p, path in zip(plans, paths, strict=True):
+        template = json.loads(path.read_text())
+        res = template["Resources"]
+        # Linked by Fn::GetAtt, not literal names + DependsOn: moto's CloudFormation ignores
+        # the names and generates its own (facts 14); each GetAtt resolves to the plan's name.
+        assert all("DependsOn" not in r for r in res.values())
+        cfg = res["PeagleEndpointConfig"]["Properties"]
+        [variant] = cfg["ProductionVariants"]
+        assert variant["ModelName"] == {"Fn::GetAtt": ["PeagleModel", "ModelName"]}
+        assert res["PeagleEndpoint"]["Properties"]["EndpointConfigName"] == {
+            "Fn::GetAtt": ["PeagleEndpointConfig", "EndpointConfigName"]
+        }
+        resolved = [{**variant, "ModelName": _cfn_get_att(template, variant["ModelName"])}]
+        assert resolved == p.create_endpoint_config["ProductionVariants"]
+        assert (
+            _cfn_get_att(template, res["PeagleEndpoint"]["Properties"]["EndpointConfigName"])
+            == p.create_endpoint["EndpointConfigName"]
+        )
+
+
+def _cfn_get_att(template: dict[str, Any], ref: dict[str, Any]) -> Any:
+    """What `{"Fn::GetAtt": [resource, attribute]}` names: ModelName / EndpointConfigName
+    are the resource's name properties (AWS::SageMaker::* return values)."""
+    logical, attribute = ref["Fn::GetAtt"]
+    return template["Resources"][logical]["Properties"][attribute]
 
 
 def test_cloudformation_refuses_a_drafter_channel(capsys: pytest.CaptureFixture[str]) -> None:

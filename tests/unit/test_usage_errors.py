@@ -319,6 +319,14 @@ CHOICES: dict[tuple[tuple[str, ...], str], list[str]] = {
     (("recommend",), "--mode"): ["recommend", "gpt-oss-20b", "--mode", "nosuch"],
     (("export",), "--format"): ["export", "gpt-oss-20b", "--format", "nosuch"],
     (("drafter", "check"), "--mode"): ["drafter", "check", "{tmp}", "--mode", "nosuch"],
+    (("drafter", "push"), "--mode"): [
+        "drafter",
+        "push",
+        "{tmp}",
+        "s3://bucket/head/",
+        "--mode",
+        "nosuch",
+    ],  # fmt: skip
     (("sandbox", "start"), "--engine"): ["sandbox", "start", "--engine", "nosuch"],
 }
 

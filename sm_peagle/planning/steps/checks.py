@@ -51,6 +51,19 @@ def check_instance(name: str, known_types: frozenset[str]) -> tuple[InstanceType
     return inst, passed(field, f"{name}: {inst.gpus}x {inst.gpu} {inst.gpu_memory_gb:g} GB")
 
 
+def check_storage_kms(inst: InstanceType) -> Check:
+    """A KmsKeyId on a local-storage instance: AWS's CreateEndpointConfig reference says the
+    call fails ("If you specify a value for KmsKeyId when using any nitro-based instances
+    with local storage, the call to CreateEndpointConfig fails"), so refuse before sending."""
+    return failed(
+        "network.kms_key_id",
+        f"{inst.name} has local NVMe instance storage, and CreateEndpointConfig fails when "
+        "KmsKeyId is given for such instances (its volumes are encrypted by the instance's "
+        "hardware)",
+        "remove network.kms_key_id from the spec",
+    )
+
+
 def check_tensor_parallel(inst: InstanceType, tp: int, overridden: bool) -> Check:
     field = "container.engine_args.tensor_parallel_size"
     if tp < 1 or tp > inst.gpus or inst.gpus % tp:
@@ -96,14 +109,14 @@ def check_deployment(
             gpu_memory_utilization=util,
         )
     )
-    if (spec.endpoint.volume_size_gb is not None or spec.network.kms_key_id) and (
-        src.instance.local_nvme
-    ):
+    if spec.network.kms_key_id and src.instance.local_nvme:
+        checks.append(check_storage_kms(src.instance))
+    if spec.endpoint.volume_size_gb is not None and src.instance.local_nvme:
         checks.append(
             warned(
                 "endpoint.volume_size_gb",
                 f"{src.instance.name} has local NVMe storage; "
-                "SageMaker may reject VolumeSizeInGB / a storage KMS key for it",
+                "SageMaker may reject VolumeSizeInGB (an EBS volume size) for it",
             )
         )
     config = _speculative_config(env)

@@ -1,0 +1,154 @@
+"""`peagle iam-policy --for deployer` grants what deploy, update, bench and delete send, and
+nothing else (issue 33, item 9).
+
+The sandbox records every AWS request it receives (peagle_sandbox/testing/request_log.py;
+runtime and Service Quotas calls included). Each recorded request is mapped to the IAM
+action that authorizes it, by the rule AWS documents: the action is the service's IAM
+prefix plus the operation name (botocore's service model names the operations; the
+Service Authorization Reference's "API operations" tables map each to its action), except
+the few operations written out in RENAMED with their source. The policy's actions must be
+exactly those, plus iam:PassRole, which CreateModel needs without a request of its own
+(SageMaker API reference, CreateModel). Each request's resources must be granted by a
+statement that allows its action.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+import botocore.session
+import pytest
+
+from tests.e2e.test_sandbox import Sandbox, running_sandbox
+
+pytestmark = pytest.mark.e2e
+
+NAME = "peagle-gpt-oss-20b-p-eagle"
+REGION = "us-east-1"
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# The IAM service prefix of each service as the request log names it.
+PREFIX = {
+    "application-autoscaling": "application-autoscaling",
+    "iam": "iam",
+    "logs": "logs",
+    "s3": "s3",
+    "sagemaker": "sagemaker",
+    "sagemaker-runtime": "sagemaker",
+    "service-quotas": "servicequotas",
+}
+RENAMED = {
+    # SageMaker runtime API reference, InvokeEndpointWithResponseStream: "your IAM
+    # permissions must allow the sagemaker:InvokeEndpoint action".
+    ("sagemaker-runtime", "InvokeEndpointWithResponseStream"): "sagemaker:InvokeEndpoint",
+    # S3 API reference, ListObjectsV2: "you must have permission to perform the
+    # s3:ListBucket action"; HeadObject: "you must have the s3:GetObject permission".
+    ("s3", "ListObjectsV2"): "s3:ListBucket",
+    ("s3", "HeadObject"): "s3:GetObject",
+}
+# Authorized without a request of their own (SageMaker API reference, CreateModel).
+IMPLIED = {("sagemaker", "CreateModel"): "iam:PassRole"}
+_SAGEMAKER_NAMES = {
+    "EndpointName": "endpoint",
+    "EndpointConfigName": "endpoint-config",
+    "ModelName": "model",
+}
+
+
+@pytest.fixture(scope="module")
+def sb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    yield from running_sandbox(tmp_path_factory.mktemp("sandbox-iam-deployer"))
+
+
+def _requests(sb: Sandbox) -> list[dict[str, Any]]:
+    with _OPENER.open(f"{sb.url}/_peagle/requests", timeout=10) as resp:
+        return list(json.loads(resp.read())["requests"])
+
+
+def _action(r: dict[str, Any]) -> str:
+    key = (r["service"], r["operation"])
+    return RENAMED.get(key) or f"{PREFIX[r['service']]}:{r['operation']}"
+
+
+def _resources(r: dict[str, Any], account: str) -> list[str]:
+    """The ARNs a request acts on (empty: a call IAM authorizes on "*" only)."""
+    p, sm = r["params"], f"arn:aws:sagemaker:{REGION}:{account}"
+    if r["service"] in ("sagemaker", "sagemaker-runtime"):
+        arns = [f"{sm}:{kind}/{p[k].lower()}" for k, kind in _SAGEMAKER_NAMES.items() if k in p]
+        return arns + ([p["ResourceArn"]] if "ResourceArn" in p else [])
+    if r["service"] == "s3":
+        key = f"/{p['Key']}" if "Key" in p else ""
+        return [f"arn:aws:s3:::{p['Bucket']}{key}"]
+    if r["service"] == "iam":
+        return [f"arn:aws:iam::{account}:role/{p['RoleName']}"]
+    if r["service"] == "logs":
+        return [f"arn:aws:logs:{REGION}:{account}:log-group:{p['logGroupName']}:*"]
+    return []
+
+
+def _granted(policy: dict[str, Any], action: str, arn: str, r: dict[str, Any]) -> bool:
+    for s in policy["Statement"]:
+        if action not in s["Action"]:
+            continue
+        patterns = [s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"]
+        if not any(fnmatchcase(arn, pat) for pat in patterns):
+            continue
+        prefixes = s.get("Condition", {}).get("StringLike", {}).get("s3:prefix")
+        if prefixes and not any(fnmatchcase(r["params"].get("prefix", ""), x) for x in prefixes):
+            continue
+        return True
+    return False
+
+
+def test_deployer_policy_is_exactly_what_the_commands_send(sb: Sandbox, tmp_path: Path) -> None:
+    _OPENER.open(urllib.request.Request(f"{sb.url}/_peagle/requests", method="DELETE")).read()
+    for args in (
+        ["deploy", "gpt-oss-20b", "--yes"],
+        ["update", NAME, "-k", "5", "--yes"],
+        ["bench", NAME, "-c", "1", "-n", "2", "--max-tokens", "8", "--acceptance-wait", "0"],
+        ["delete", NAME, "--yes"],
+    ):
+        sb.cli("--sandbox", *args)
+    log = _requests(sb)
+    [create] = [r["params"] for r in log if r["operation"] == "CreateModel"][:1]
+    role = create["ExecutionRoleArn"]
+    account = role.split(":")[4]
+
+    out = sb.cli("iam-policy", "gpt-oss-20b", "--for", "deployer", "--role", role, "--json")
+    doc = json.loads(out.stdout)
+    assert doc["for"] == "deployer" and "trust_policy" not in doc
+    policy = doc["policy"]
+    granted = {a for s in policy["Statement"] for a in s["Action"]}
+
+    # Each recorded operation is one of its service's API operations (botocore's service
+    # model), so "prefix:operation" is the action AWS documents for it.
+    models = botocore.session.get_session()
+    for service, operation in {(r["service"], r["operation"]) for r in log}:
+        assert operation in models.get_service_model(service).operation_names, operation
+    sent = {_action(r) for r in log}
+    implied = {
+        IMPLIED[(r["service"], r["operation"])]
+        for r in log
+        if (r["service"], r["operation"]) in IMPLIED
+    }
+    # The commands ran every kind of call the policy is for: preflight's reads included.
+    assert {"servicequotas:ListServiceQuotas", "iam:GetRole", "s3:GetObject"} <= sent
+    assert {
+        "sagemaker:InvokeEndpoint",
+        "sagemaker:UpdateEndpoint",
+        "sagemaker:DeleteEndpoint",
+    } <= sent
+    assert granted == sent | implied, (sorted(sent | implied - granted), sorted(granted - sent))
+
+    for r in log:
+        for arn in _resources(r, account):
+            assert _granted(policy, _action(r), arn, r), (r["operation"], arn)
+    assert _granted(policy, "iam:PassRole", role, create)
+    [pass_role] = [s for s in policy["Statement"] if "iam:PassRole" in s["Action"]]
+    assert pass_role["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}
+    }
