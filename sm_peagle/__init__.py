@@ -23,6 +23,7 @@ _LAZY = {
     "CheckFailed": "errors",
     "PreflightFailed": "errors",
     "QuotaExceeded": "errors",
+    "InstanceTypeUnavailable": "errors",
     "DeploymentFailed": "errors",
     "DeploymentTimeout": "errors",
     "NotFound": "errors",

@@ -353,7 +353,8 @@ def deploy(
     wait_s = seconds(timeout, "timeout")
     ctx, p = planned_on_aws(spec_or_model, overrides, aws, on_connect, say=say, strict=strict)
     if confirm is not None:
-        price = f"${p.usd_per_hour:.2f}/h" if p.usd_per_hour is not None else "an unknown price"
+        # The price with its region and source, or "unknown in R (why)": asked before paying.
+        price = p.price.label if p.price else "an unknown price"
         v = p.create_endpoint_config["ProductionVariants"][0]
         confirm(
             f"Create {p.names['endpoint']} on {v['InitialInstanceCount']} x "

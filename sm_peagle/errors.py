@@ -74,6 +74,14 @@ class PreflightFailed(PeagleError):
     exit_code = 1
 
 
+class InstanceTypeUnavailable(PreflightFailed):
+    """The instance type is not offered for SageMaker endpoints in the region, as AWS
+    answers it (preflight). A wrong choice of type or region, so exit 2. Nothing was
+    created."""
+
+    exit_code = 2
+
+
 class QuotaExceeded(PeagleError):
     """The account's SageMaker quota for the instance type (per region) is below what the
     deployment needs: found by preflight before anything is created, or by SageMaker."""

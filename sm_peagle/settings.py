@@ -62,6 +62,8 @@ VARIABLES: dict[str, str] = {
     "CPU engine (default ~/.cache/peagle/engine)",
     "PEAGLE_ENGINE_VERSION": "sandbox: the real engine's vLLM version",
     "PEAGLE_SIMULATED_ENGINE": "sandbox: settings of the SIMULATED engine (JSON)",
+    "PEAGLE_SANDBOX_INSTANCE_TYPES": "sandbox: the only instance types a region offers, "
+    "'us-west-2=ml.g6e.12xlarge,ml.g6e.2xlarge;eu-west-1=...' (other regions: all)",
     "PEAGLE_LAUNCHER_DEBUG": "sandbox: 1 keeps the real engine launcher's debug output",
     "PEAGLE_DISABLE_CPU_SAMPLING_FIX": "sandbox engine: 1 turns the vLLM CPU sampling-fix "
     "plugin off (to reproduce the bug it fixes)",

@@ -35,6 +35,7 @@ from moto.moto_server.werkzeug_app import (
 )
 from werkzeug.serving import make_server
 
+from peagle_sandbox import quotas
 from peagle_sandbox.engine import CONSTANTS, constants_from_env
 from peagle_sandbox.engine_harness import HOLD_SECONDS, EngineHarness
 from peagle_sandbox.engine_host import EngineHost
@@ -44,6 +45,7 @@ from peagle_sandbox.runtime import Runtime
 from peagle_sandbox.seed import seed_account
 from peagle_sandbox.seed_tiny import seed_tiny_models
 from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
+from sm_peagle import settings
 
 log = logging.getLogger("peagle.sandbox")
 HOST = "127.0.0.1"  # never another interface: the sandbox has no authentication
@@ -83,6 +85,14 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--time-scale", type=float, default=CONSTANTS.time_scale)
     p.add_argument("--seed", type=int, default=0, help="seed of the PayloadPart splits")
     p.add_argument("--region", action="append", default=[], help="extra region to seed")
+    p.add_argument(
+        "--instance-types",
+        action="append",
+        default=[],
+        metavar="REGION=TYPE[,TYPE]",
+        help="instance types a region offers (default: all); also "
+        f"{quotas.INSTANCE_TYPES_ENV}='R1=T1,T2;R2=T3'",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="log every HTTP request")
     p.add_argument("--engine", choices=("simulated", "vllm"), default="simulated")
     p.add_argument("--engine-home", type=Path, help="real engine's home (install-engine)")
@@ -137,6 +147,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stdout, format="%(asctime)s %(name)s %(message)s"
     )
+    try:  # which instance types each region offers (read before AWS_* is reset below)
+        region_types = quotas.parse_region_types(
+            ";".join([settings.get(quotas.INSTANCE_TYPES_ENV) or "", *args.instance_types])
+        )
+    except ValueError as e:
+        log.error("--instance-types / %s: %s", quotas.INSTANCE_TYPES_ENV, e)
+        return 2
+    quotas.configure(region_types)
     logging.getLogger("werkzeug").setLevel(logging.INFO if args.verbose else logging.WARNING)
     # This process's own boto3 calls (seeding) must never find real credentials.
     for name in [n for n in os.environ if n.startswith("AWS_")]:
@@ -217,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         engine_kind=args.engine,
         engine_label=host.label if host else "SIMULATED",
         tiny_models=tiny,
+        # Regions that offer only some instance types (the rest offer all botocore knows).
+        region_instance_types={r: sorted(t) for r, t in sorted(region_types.items())},
     )
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -3,7 +3,9 @@
 GPU counts, memory, vCPU and RAM are AWS's published figures. Prices are on-demand
 SageMaker hosting $/h in us-east-1 where a published figure was found, otherwise None;
 `sm_peagle.catalog.pricing` fills the rest live from the AWS Price List API when
-credentials exist. Never guess a price: a None shows as "unknown".
+credentials exist. Never guess a price: a None shows as "unknown". A price holds for
+`price_region` only: another region's price is unknown, never this one unlabelled
+(`regional_prices.price_in`).
 
 Local instance storage is data too (LOCAL_NVME_FAMILIES, with its source): SageMaker's
 CreateEndpointConfig fails when KmsKeyId is given for a Nitro instance with local storage.
@@ -61,6 +63,8 @@ class InstanceType:
     storage_source: str | None = None
     # Why a live price lookup kept the catalog figure (or found none); None otherwise.
     price_note: str | None = None
+    # The region `usd_per_hour` was published for (SageMaker prices differ by region).
+    price_region: str | None = None
 
     def __post_init__(self) -> None:
         if self.local_nvme is None:
@@ -81,6 +85,7 @@ class InstanceType:
 
 
 _BLOG = "AWS blog, us-east-1"
+_BLOG_REGION = "us-east-1"
 
 
 def _g7e(size: str, gpus: int, vcpu: int, ram: int, price: float | None = None) -> InstanceType:
@@ -93,12 +98,21 @@ def _g7e(size: str, gpus: int, vcpu: int, ram: int, price: float | None = None) 
         ram,
         price,
         _BLOG if price is not None else None,
+        price_region=_BLOG_REGION if price is not None else None,
     )
 
 
 def _g6e(size: str, gpus: int, vcpu: int, ram: int, price: float | None = None) -> InstanceType:
     return InstanceType(
-        f"ml.g6e.{size}", gpus, "L40S", 48, vcpu, ram, price, _BLOG if price is not None else None
+        f"ml.g6e.{size}",
+        gpus,
+        "L40S",
+        48,
+        vcpu,
+        ram,
+        price,
+        _BLOG if price is not None else None,
+        price_region=_BLOG_REGION if price is not None else None,
     )
 
 

@@ -9,6 +9,9 @@ SageMaker real-time hosting product is keyed by its usage type, `<REGION CODE>-H
 Never invent a price: when the lookup fails (no credentials, AccessDenied, throttled,
 offline), when the region code is not known, or when AWS publishes no single hourly
 figure, the catalog price (possibly None = unknown) is kept and `price_note` says why.
+The catalog's prices hold for their own region (`InstanceType.price_region`): for any
+other region the price is unknown, never another region's figure unlabelled
+(`regional_prices.price_in`, the pure half that plan uses).
 """
 
 from __future__ import annotations
@@ -19,7 +22,13 @@ from typing import Any
 
 from .instances import InstanceType
 
-__all__ = ["REGION_CODES", "PRICING_REGION", "usage_type", "hourly_usd", "with_live_prices"]
+__all__ = [
+    "REGION_CODES",
+    "PRICING_REGION",
+    "usage_type",
+    "hourly_usd",
+    "with_live_prices",
+]
 
 PRICING_REGION = "us-east-1"  # the Price List API endpoint peagle calls
 SERVICE_CODE = "AmazonSageMaker"
@@ -88,9 +97,20 @@ def _products(client: Any, usage: str) -> list[Any]:
         kwargs["NextToken"] = page["NextToken"]
 
 
-def _kept(inst: InstanceType, why: str) -> InstanceType:
-    kept = "catalog price kept" if inst.usd_per_hour is not None else "price unknown"
-    return replace(inst, price_note=f"{kept}: {why}")
+def _kept(inst: InstanceType, why: str, region: str | None = None) -> InstanceType:
+    """`inst` with a note on why its live price is missing; its catalog price only when
+    that was published for `region` (None: the catalog's own region)."""
+    if inst.usd_per_hour is not None and region in (None, inst.price_region):
+        return replace(inst, price_note=f"catalog price kept: {why}")
+    if inst.usd_per_hour is not None:  # another region's figure: unknown here, never kept
+        why = f"{why}; the catalog's price is for {inst.price_region}"
+    return replace(
+        inst,
+        usd_per_hour=None,
+        price_source=None,
+        price_region=None,
+        price_note=f"price unknown: {why}",
+    )
 
 
 def _describe(err: Exception) -> str:
@@ -111,7 +131,7 @@ def with_live_prices(items: list[InstanceType], region: str, aws: Any) -> list[I
     """
     if region not in REGION_CODES:
         why = f"no Price List region code known to peagle for {region}"
-        return [_kept(i, why) for i in items]
+        return [_kept(i, why, region) for i in items]
 
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -127,14 +147,14 @@ def with_live_prices(items: list[InstanceType], region: str, aws: Any) -> list[I
             except (BotoCoreError, ClientError, PeagleError) as e:
                 failure = _describe(e)
         if failure is not None:
-            out.append(_kept(inst, failure))
+            out.append(_kept(inst, failure, region))
             continue
         usage = usage_type(region, inst.name)
         try:
             rates = hourly_usd(_products(client, usage))
         except (BotoCoreError, ClientError) as e:
             failure = _describe(e)
-            out.append(_kept(inst, failure))
+            out.append(_kept(inst, failure, region))
             continue
         if len(rates) == 1:
             (usd,) = rates
@@ -143,12 +163,14 @@ def with_live_prices(items: list[InstanceType], region: str, aws: Any) -> list[I
                     inst,
                     usd_per_hour=usd,
                     price_source=f"AWS Price List API, {usage}",
+                    price_region=region,
                     price_note=None,
                 )
             )
         elif not rates:
-            out.append(_kept(inst, f"AWS publishes no on-demand price for {usage}"))
+            out.append(_kept(inst, f"AWS publishes no on-demand price for {usage}", region))
         else:
             listed = ", ".join(f"{r:g}" for r in sorted(rates))
-            out.append(_kept(inst, f"{len(rates)} different prices for {usage} ({listed})"))
+            why = f"{len(rates)} different prices for {usage} ({listed})"
+            out.append(_kept(inst, why, region))
     return out

@@ -80,7 +80,8 @@ def _render_instances(items: list[Any]) -> None:
             f"{i.total_gpu_memory_gb:g}",
             i.vcpu,
             i.ram_gib,
-            f"{i.usd_per_hour:.2f}" if i.usd_per_hour is not None else "unknown",
+            # A price holds for one region: say which (another region's is "unknown").
+            f"{i.usd_per_hour:.2f} ({i.price_region})" if i.usd_per_hour is not None else "unknown",
             "Arm host: refused" if i.arm_host else "",
         ]
         for i in items

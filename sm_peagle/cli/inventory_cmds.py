@@ -55,7 +55,7 @@ def render_status(name: str, st: Any) -> None:
 
 
 def _render_healthy(name: str, st: Any) -> None:
-    price = f"${st['usd_per_hour']:.2f}/h" if st["usd_per_hour"] is not None else "unknown"
+    price = st.get("price") or "unknown"  # names its region and source, or why unknown
     rows = [
         ["source", current().label],
         ["status", st["status"]],

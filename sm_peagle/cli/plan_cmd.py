@@ -53,9 +53,9 @@ def render_plan(p: Any) -> None:
 
 
 def price_text(p: Any) -> str:
-    """The plan's price, as the summary's `cost` line shows it."""
-    price = f"${p.usd_per_hour:.2f}/h" if p.usd_per_hour is not None else "unknown"
-    return f"{price} on-demand"
+    """The plan's price, as the summary's `cost` line shows it: with its region and source,
+    or why it is unknown in this region (never another region's figure unlabelled)."""
+    return rewrite(p.price.label) if p.price else "unknown"  # it may name a command
 
 
 def summary_lines(p: Any) -> list[str]:
@@ -90,6 +90,7 @@ def summary_lines(p: Any) -> list[str]:
     for name, origin in p.component_k_origins.items():
         lines.append(f"  component {name}: {origin.describe()}")
     lines.append(f"  cost            {price_text(p)}")
+    lines += [f"  availability    {line}" for line in p.availability]
     return lines
 
 

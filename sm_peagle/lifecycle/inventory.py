@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..catalog.instances import get_instance
+from ..catalog.regional_prices import price_in
 from ..errors import NotFound
 from ..planning.plan_result import variant_instance_types
 from .resources import MANAGED, is_collectable, is_managed  # noqa: F401  (kept importable here)
@@ -81,6 +82,7 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
     types = variant_instance_types(variant)
     inst = get_instance(types[0])
     count = lv.get("CurrentInstanceCount", variant.get("InitialInstanceCount"))
+    price = price_in(inst, sm.meta.region_name, count or 0) if inst else None
     out.update(
         {
             "variant": variant["VariantName"],
@@ -90,9 +92,10 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
             "desired_instance_count": lv.get(
                 "DesiredInstanceCount", variant.get("InitialInstanceCount")
             ),
-            "usd_per_hour": (inst.usd_per_hour * (count or 0))
-            if inst and inst.usd_per_hour
-            else None,
+            # The catalog's price only in the region it was published for (price_in), and
+            # the line that says so: its region and source, or why it is unknown there.
+            "usd_per_hour": price.usd_per_hour if price else None,
+            "price": price.label if price else "unknown",
             "model": variant.get("ModelName"),
             "managed_instance_scaling": _managed_scaling(variant),
         }

@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..checks import Check, any_failed, failed, passed, warned
-from ..errors import CheckFailed, PreflightFailed, QuotaExceeded
+from ..errors import CheckFailed, InstanceTypeUnavailable, PreflightFailed, QuotaExceeded
 from ..planning.plan_result import PLACEHOLDER_ROLE, Plan, variant_instance_types
 from ..planning.steps.drafter_checks import STRICT, strict_checks
 
@@ -158,24 +158,60 @@ def _used_by(sm: Any, config: str | None) -> set[str]:
     return {config} | {v["ModelName"] for v in variants if v.get("ModelName")}
 
 
-def check_quota(quotas: Any, instance_type: str, count: int) -> Check:
-    """Endpoint quotas are per instance type and often 0 by default."""
+ENDPOINT_USAGE = " for endpoint usage"  # "<instance type> for endpoint usage"
+
+
+def list_sagemaker_quotas(quotas: Any) -> list[dict[str, Any]]:
+    """Every SageMaker quota Service Quotas lists in the client's region (all pages)."""
+    pages = quotas.get_paginator("list_service_quotas").paginate(ServiceCode="sagemaker")
+    return [q for page in pages for q in page.get("Quotas", [])]
+
+
+def check_offered(listed: list[dict[str, Any]], instance_type: str, region: str) -> Check | None:
+    """Is `instance_type` offered for SageMaker endpoints in `region`? None: no answer.
+
+    Why Service Quotas: SageMaker has no API that lists the instance types it hosts in a
+    region (botocore's InstanceType enum is global, and CreateEndpointConfig, the first
+    call that would refuse one, comes after CreateModel). Service Quotas is regional and
+    holds one "<type> for endpoint usage" quota for each instance type SageMaker hosts in
+    that region (endpoint quotas are per instance type and region); preflight lists them
+    anyway for the quota check. So a region whose list holds endpoint-usage quotas, but
+    none for this type, does not host it. A list with no endpoint-usage quota at all
+    (denied, empty, partial) proves nothing: no check then.
+    """
+    usage = [q for q in listed if str(q.get("QuotaName", "")).endswith(ENDPOINT_USAGE)]
+    if not usage:
+        return None
+    wanted = f"{instance_type}{ENDPOINT_USAGE}"
+    if any(q.get("QuotaName") == wanted for q in usage):
+        return passed("region", f"{instance_type} is offered for endpoints in {region}")
+    return failed(
+        "region",
+        f"{instance_type} is not offered for SageMaker endpoints in {region} "
+        f"(Service Quotas there lists no '{wanted}' among {len(usage)} endpoint quotas)",
+        "choose another --instance-type, or a --region that offers it",
+    )
+
+
+def check_quota(
+    quotas: Any, instance_type: str, count: int, listed: list[dict[str, Any]] | None = None
+) -> Check:
+    """Endpoint quotas are per instance type and often 0 by default. `listed`: the
+    region's SageMaker quotas when already read (list_sagemaker_quotas), else read here."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    wanted = f"{instance_type} for endpoint usage"
+    wanted = f"{instance_type}{ENDPOINT_USAGE}"
     try:
-        for page in quotas.get_paginator("list_service_quotas").paginate(ServiceCode="sagemaker"):
-            for q in page.get("Quotas", []):
-                if q.get("QuotaName") == wanted:
-                    value = int(q.get("Value", 0))
-                    if value < count:
-                        return failed(
-                            "quota",
-                            f"quota '{wanted}' is {value}, the plan needs {count}",
-                            "request an increase in Service Quotas "
-                            f"(code {q.get('QuotaCode', '?')})",
-                        )
-                    return passed("quota", f"'{wanted}' = {value}")
+        for q in listed if listed is not None else list_sagemaker_quotas(quotas):
+            if q.get("QuotaName") == wanted:
+                value = int(q.get("Value", 0))
+                if value < count:
+                    return failed(
+                        "quota",
+                        f"quota '{wanted}' is {value}, the plan needs {count}",
+                        f"request an increase in Service Quotas (code {q.get('QuotaCode', '?')})",
+                    )
+                return passed("quota", f"'{wanted}' = {value}")
     except (ClientError, BotoCoreError, NotImplementedError) as e:
         return warned(
             "quota", f"cannot read Service Quotas ({_code(e) or type(e).__name__}); not checked"
@@ -204,6 +240,29 @@ def check_remote_head(s3: Any, uri: str, plan: Plan) -> list[Check]:
     )
 
 
+def check_region_and_quotas(quotas: Any, plan: Plan) -> list[Check]:
+    """For each instance type of the variant (every fallback pool holds quota too): is it
+    offered in the plan's region (check_offered), then is its quota enough (check_quota).
+    The region's quota list is read once for all of them."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    variant = plan.create_endpoint_config["ProductionVariants"][0]
+    types = variant_instance_types(variant)
+    try:
+        listed: list[dict[str, Any]] | None = list_sagemaker_quotas(quotas)
+    except (ClientError, BotoCoreError, NotImplementedError):
+        listed = None  # unknown offer; check_quota tries once more and says it could not
+    out: list[Check] = []
+    for instance_type in types:
+        offered = check_offered(listed or [], instance_type, plan.region)
+        if offered is not None:
+            out.append(offered)
+            if offered.status == "fail":
+                continue  # no quota to judge for a type the region does not host
+        out.append(check_quota(quotas, instance_type, variant["InitialInstanceCount"], listed))
+    return out
+
+
 def run_preflight(plan: Plan, aws: Any) -> list[Check]:
     """Run every preflight check; raise PreflightFailed (or QuotaExceeded) on a failure."""
     checks = [check_role(aws.client("iam"), plan.create_model["ExecutionRoleArn"])]
@@ -225,13 +284,10 @@ def run_preflight(plan: Plan, aws: Any) -> list[Check]:
         # --strict reaches the heads read here as it reached the plan's local head.
         checks += strict_checks(head) if plan.strict else head
         checks += check_names_free(aws.client("sagemaker"), plan)
-        variant = plan.create_endpoint_config["ProductionVariants"][0]
         # Best effort: a denied or missing Service Quotas API must not cost minutes of
-        # retries, so this client tries twice. With fallback pools, quota is held for each
-        # listed type: check every one.
+        # retries, so this client tries twice.
         quotas = aws.client("service-quotas", retries={"mode": "standard", "max_attempts": 2})
-        for instance_type in variant_instance_types(variant):
-            checks.append(check_quota(quotas, instance_type, variant["InitialInstanceCount"]))
+        checks += check_region_and_quotas(quotas, plan)
     if any_failed(checks):
         bad = [c for c in checks if c.status == "fail"]
         if all(c.message.endswith(STRICT) for c in bad):
@@ -241,6 +297,8 @@ def run_preflight(plan: Plan, aws: Any) -> list[Check]:
             refused.message += "; nothing was created"
             raise refused
         cls = QuotaExceeded if all(c.name == "quota" for c in bad) else PreflightFailed
+        if any(c.name == "region" for c in bad):
+            cls = InstanceTypeUnavailable  # a wrong type or region: exit 2
         # Every failed check with its own fix; the last one's fix is the error's remedy.
         parts = [f"{c.name}: {c.message}" + (f" (fix: {c.fix})" if c.fix else "") for c in bad]
         last = bad[-1]

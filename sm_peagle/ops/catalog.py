@@ -46,7 +46,11 @@ def instances(
 
     items = list(INSTANCES.values())
     if not live_prices:
-        return items
+        if region is None:
+            return items
+        from ..catalog.regional_prices import for_region
+
+        return for_region(items, region)  # another region's price is unknown here
     from ..aws import AwsContext, resolve_region
     from ..catalog.pricing import with_live_prices
     from .target import talking_to

@@ -17,17 +17,19 @@ named steps, each in the module that owns it:
 
 from __future__ import annotations
 
-from ..checks import Check
+from ..catalog.availability import availability as offered_in
+from ..catalog.regional_prices import price_in
+from ..checks import Check, failed, passed
 from ..vllm.versions import DEFAULT_VLLM
 from .components.hosting import add_inference_components
-from .plan_result import DEFAULT_REGION, PLACEHOLDER_ROLE, Plan
+from .plan_result import DEFAULT_REGION, PLACEHOLDER_ROLE, Plan, variant_instance_types
 from .spec.model import DeploymentSpec
 from .steps.aws_shapes import check_request_shapes
 from .steps.checks import check_deployment
 from .steps.environment import build_environment
 from .steps.requests import build_requests, default_names
 from .steps.scaling import add_autoscaling, add_fallback_pools
-from .steps.sources import Sources, resolve_sources
+from .steps.sources import resolve_sources
 from .steps.speculative import k_origin, plan_speculative
 
 __all__ = ["Plan", "plan", "PLACEHOLDER_ROLE", "DEFAULT_REGION", "DEFAULT_VLLM", "default_names"]
@@ -42,9 +44,11 @@ def plan(
     speculative = plan_speculative(spec, src, checks)
     env = build_environment(spec, src, speculative.config, checks)
     ami = check_deployment(spec, src, env, checks)
+    price = price_in(src.instance, src.region, spec.endpoint.instance_count)
     names, create_model, create_config, create_endpoint = build_requests(
         spec, src, env, ami, checks
     )
+    availability = check_availability(create_config, src.region, checks)
     p = Plan(
         spec=spec,
         region=src.region,
@@ -54,7 +58,9 @@ def plan(
         create_endpoint=create_endpoint,
         speculative_config=speculative.config,
         checks=checks,
-        usd_per_hour=_usd_per_hour(spec, src),
+        usd_per_hour=price.usd_per_hour,
+        price=price,
+        availability=availability,
         vllm_version=str(src.version),
         image=src.image,
         instance=src.instance,
@@ -75,6 +81,19 @@ def plan(
     return p
 
 
-def _usd_per_hour(spec: DeploymentSpec, src: Sources) -> float | None:
-    price = src.instance.usd_per_hour
-    return price * spec.endpoint.instance_count if price is not None else None
+def check_availability(create_config: dict, region: str, checks: list[Check]) -> list[str]:
+    """Each instance type of the variant (fallback pools too) against peagle's shipped
+    regional data: a check when the data knows (pass: offered; fail: not offered, nothing
+    is sent), and one plan line per type either way ("availability unknown" when the data
+    does not know: no check then, since nothing was checked; preflight asks AWS)."""
+    lines = []
+    for name in variant_instance_types(create_config["ProductionVariants"][0]):
+        found = offered_in(name, region)
+        lines.append(found.line)
+        if found.status == "offered":
+            checks.append(passed("region", found.line))
+        elif found.status == "not offered":
+            checks.append(
+                failed("region", found.line, "pick a type offered there, or another --region")
+            )
+    return lines

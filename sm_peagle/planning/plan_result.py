@@ -10,6 +10,7 @@ from typing import Any
 from ..catalog.instances import InstanceType
 from ..catalog.jumpstart import JumpStartResolution
 from ..catalog.models import ModelEntry
+from ..catalog.regional_prices import RegionalPrice
 from ..checks import Check, any_failed
 from ..errors import CheckFailed
 from .spec.model import DeploymentSpec
@@ -77,6 +78,11 @@ class Plan:
     # kwargs, and the CreateModel kwargs of the components that name a model.
     inference_components: list[dict[str, Any]] = field(default_factory=list)
     component_models: list[dict[str, Any]] = field(default_factory=list)
+    # The price behind usd_per_hour: its region and source, or why it is unknown there.
+    price: RegionalPrice | None = None
+    # Whether the instance types are offered in the region, per peagle's shipped data
+    # (catalog/availability.py): one line per type; "availability unknown" when not known.
+    availability: list[str] = field(default_factory=list)
     # Planned with --strict (SDK strict=True): deploy preflight fails a warning of the
     # heads it reads from S3 too, as the plan failed its own.
     strict: bool = False
@@ -111,9 +117,16 @@ class Plan:
                 }
                 for c in self.checks
             ],
-            "estimate": {"usd_per_hour": self.usd_per_hour}
+            "estimate": {
+                "usd_per_hour": self.usd_per_hour,
+                "region": self.price.region if self.price else self.region,
+                "source": self.price.source if self.price else None,
+            }
             if self.usd_per_hour is not None
             else None,
+            # Why there is no estimate (e.g. peagle's price is for another region).
+            "price_note": self.price.note if self.price else None,
+            "availability": self.availability,
             "region": self.region,
             "names": self.names,
             "vllm_version": self.vllm_version,

@@ -148,7 +148,7 @@ def test_quota_is_checked_for_every_pool(world, capsys, monkeypatch):
 
     asked: list[str] = []
 
-    def fake_quota(quotas, instance_type, count):
+    def fake_quota(quotas, instance_type, count, listed=None):
         asked.append(instance_type)
         return preflight.passed("quota", f"{instance_type} ok")
 

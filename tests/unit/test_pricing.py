@@ -197,8 +197,10 @@ def test_unknown_region_code_makes_no_call() -> None:
     aws = FakeAws(None)
     (g7e,) = with_live_prices([G7E], "eu-south-2", aws)
     assert aws.asked == []
-    assert g7e.usd_per_hour == G7E.usd_per_hour
-    assert "eu-south-2" in g7e.price_note
+    # The catalog's figure is us-east-1's: in eu-south-2 the price is unknown, never that
+    # figure unlabelled (issue 33, item 4), and the note says both regions.
+    assert g7e.usd_per_hour is None and g7e.price_source is None
+    assert "eu-south-2" in g7e.price_note and "us-east-1" in g7e.price_note
 
 
 def test_hourly_usd_reads_only_non_zero_hourly_on_demand_rates() -> None:
