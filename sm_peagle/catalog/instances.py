@@ -88,32 +88,30 @@ _BLOG = "AWS blog, us-east-1"
 _BLOG_REGION = "us-east-1"
 
 
-def _g7e(size: str, gpus: int, vcpu: int, ram: int, price: float | None = None) -> InstanceType:
+def _gpu_type(
+    name: str, gpus: int, gpu: str, gpu_gb: int, vcpu: int, ram: int, price: float | None
+) -> InstanceType:
+    # A catalog price is the AWS blog's, which holds for us-east-1 only.
+    priced = price is not None
     return InstanceType(
-        f"ml.g7e.{size}",
+        name,
         gpus,
-        "RTX PRO 6000 Blackwell",
-        96,
+        gpu,
+        gpu_gb,
         vcpu,
         ram,
         price,
-        _BLOG if price is not None else None,
-        price_region=_BLOG_REGION if price is not None else None,
+        _BLOG if priced else None,
+        price_region=_BLOG_REGION if priced else None,
     )
+
+
+def _g7e(size: str, gpus: int, vcpu: int, ram: int, price: float | None = None) -> InstanceType:
+    return _gpu_type(f"ml.g7e.{size}", gpus, "RTX PRO 6000 Blackwell", 96, vcpu, ram, price)
 
 
 def _g6e(size: str, gpus: int, vcpu: int, ram: int, price: float | None = None) -> InstanceType:
-    return InstanceType(
-        f"ml.g6e.{size}",
-        gpus,
-        "L40S",
-        48,
-        vcpu,
-        ram,
-        price,
-        _BLOG if price is not None else None,
-        price_region=_BLOG_REGION if price is not None else None,
-    )
+    return _gpu_type(f"ml.g6e.{size}", gpus, "L40S", 48, vcpu, ram, price)
 
 
 _ALL = [
