@@ -128,7 +128,8 @@ def test_2_dry_run_shows_the_spec_and_the_k_verdict_and_tags_nothing(sb: Sandbox
 
     text = sb.cli("--sandbox", "adopt", NAME, "--dry-run").stdout
     assert "num_speculative_tokens: 3" in text and verdict in text
-    assert f"peagle update {NAME} -k {RECOMMENDED_K}" in text
+    # pasted, the advice reaches the sandbox (issue 33)
+    assert f"peagle --sandbox update {NAME} -k {RECOMMENDED_K}" in text
     assert "The spec plans to the same requests as the endpoint runs" in text
     assert "dry run: nothing was tagged" in text
     assert peagle_tags(sb) == {NAME: {}, CONFIG: {}, MODEL: {}}

@@ -98,7 +98,7 @@ def test_the_exported_stack_creates_in_the_sandbox_and_peagle_manages_it(
     # The plan's name is not an endpoint: status says where the deployment is, and does
     # not offer the stack's (live) model as something an unfinished operation left.
     error = _json(sb, "status", PLANNED, code=1)["error"]
-    assert live in error["message"] and error["fix"] == f"`peagle status {live}`", error
+    assert live in error["message"] and error["fix"] == f"`peagle --sandbox status {live}`", error
     assert "did not finish" not in error["message"]
 
     # A changed spec: diff shows the update on the stack's endpoint, and apply refuses it

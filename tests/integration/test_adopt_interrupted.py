@@ -258,8 +258,8 @@ def test_a_second_interrupt_stops_the_restore_and_says_how_to_finish(world, caps
     # The error line names what may be partly peagle's and the command, for this region.
     assert err.splitlines()[-1] == (
         "error: interrupted; adopt stopped: left the tags of endpoint-config/"
-        f"{CONFIG}, the tags of model/{MODEL} (fix: `peagle adopt {NAME} --region {REGION} "
-        f"--yes` finishes adopting {NAME} (they may be partly peagle's))"
+        f"{CONFIG}, the tags of model/{MODEL} (fix: `peagle adopt {NAME} --yes --region "
+        f"{REGION}` finishes adopting {NAME} (they may be partly peagle's))"
     )
     now = raw()
     assert now[CONFIG] == expected[CONFIG] and now[MODEL] == expected[MODEL]

@@ -127,7 +127,7 @@ def test_a_second_ctrl_c_stops_the_rollback_and_names_what_is_left(
     assert line == (
         "error: interrupted; rollback stopped: "
         f"left endpoint {NAME}, endpoint config {config}, model {model} "
-        f"(fix: `peagle delete {NAME} --region {REGION} --yes` removes exactly these)"
+        f"(fix: `peagle delete {NAME} --yes --region {REGION}` removes exactly these)"
     )
     code, _, err = run(capsys, "delete", NAME, "--yes")
     assert code == 0, err
@@ -279,7 +279,7 @@ def test_a_second_ctrl_c_stops_a_delete_and_names_what_is_left(
     assert code == 130, err
     assert err.strip().splitlines()[-1] == (
         f"error: interrupted; delete stopped: left endpoint config {config}, model {model} "
-        f"(fix: `peagle delete {NAME} --region {REGION} --yes` removes exactly these)"
+        f"(fix: `peagle delete {NAME} --yes --region {REGION}` removes exactly these)"
     )
     code, _, err = run(capsys, "delete", NAME, "--yes")
     assert code == 0, err
@@ -424,7 +424,7 @@ def test_a_second_ctrl_c_after_the_switch_names_the_command_that_finishes_it(
     assert err.strip().splitlines()[-1] == (
         f"error: interrupted; update stopped: left the tags of endpoint {NAME}, "
         f"endpoint config {old_config}, model {old_model} "
-        f"(fix: `peagle update {NAME} --region {REGION} --yes` finishes the update: "
+        f"(fix: `peagle update {NAME} --yes --region {REGION}` finishes the update: "
         "the endpoint takes its tags, the unused ones go)"
     )
     code, out, err = run(capsys, "update", NAME, "--yes")

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from sm_peagle.cli import output
+from sm_peagle.cli import advice, output
 from sm_peagle.errors import Interrupted
 
 OP = "op-20261129T090000Z-3f9a1c"
@@ -33,6 +33,7 @@ def test_in_the_sandbox_the_command_says_sandbox(
 
     monkeypatch.setenv("PEAGLE_SANDBOX_URL", "http://127.0.0.1:1")
     output.reset()
+    advice.begin(sandbox=False)  # a new CLI run (cli/app.py main): no earlier test's region
     assert exit_code_for(stopped(), ["deploy", "gpt-oss-20b", "--yes"]) == 130
     assert capsys.readouterr() == (
         "",
@@ -46,8 +47,10 @@ def test_on_aws_the_command_carries_the_region_and_json_the_leftovers(
 ) -> None:
     from sm_peagle.cli.boundary import exit_code_for
 
-    monkeypatch.delenv("PEAGLE_SANDBOX_URL", raising=False)
+    for name in ("PEAGLE_SANDBOX_URL", "PEAGLE_SANDBOX"):
+        monkeypatch.delenv(name, raising=False)
     output.reset()
+    advice.begin(sandbox=False)
     assert exit_code_for(stopped(), ["--json", "update", "x", "-k", "5"]) == 130
     out, err = capsys.readouterr()
     command = ["peagle", "gc", "--operation", OP, "--yes", "--region", "eu-west-1"]
