@@ -68,7 +68,7 @@ class ModelEntry:
             return "jumpstart", "JumpStart's default for this model"
         if self.default_k_source == "head card":
             return "head_card", "the head card's default"
-        return "peagle", f"peagle's default ({self.default_k_source})"
+        return "peagle", f"peagle's default; {self.default_k_source}"
 
     def kv_bytes_per_token(self) -> int | None:
         """K and V for every layer in bf16; ignores sliding-window savings (conservative)."""
@@ -197,7 +197,7 @@ MODELS: tuple[ModelEntry, ...] = (
         drafter=None,  # AWS announced a head; its id, K and shape are not in any source read
         default_instance="ml.g7e.2xlarge",
         default_k=3,
-        default_k_source="peagle default (no head card read)",
+        default_k_source="no head card read",
         sources=("JumpStart model id confirmed; its spec was not read", "AWS P-EAGLE blog"),
         architecture="Gemma4ForConditionalGeneration",
         multimodal=True,

@@ -14,11 +14,13 @@ def render_update(result: Any) -> None:
     if result.dry_run:
         what = (
             f"{result.component} to {result.desired_copies} copies"
-            if result.kind == "copies"
+            if result.kind == "copies" and result.changes
             else ", ".join(result.changes) or "no changes"
         )
         typer.echo(f"{result.endpoint}: would change {what} (dry run: nothing changed)")
         return
+    if not result.changed:
+        return  # the SDK's note already said `no changes: …; nothing sent` (one line)
     if result.kind == "copies":
         zero = " (scaled to zero)" if result.scaled_to_zero else ""
         typer.echo(
@@ -26,9 +28,7 @@ def render_update(result: Any) -> None:
         )
         return
     name, changes = result.endpoint, ", ".join(result.changes)
-    if not result.changed:
-        typer.echo(f"{name}: no changes")
-    elif result.kind == "component":
+    if result.kind == "component":
         typer.echo(f"{name} is {result.status} ({changes or 'components updated'})")
     else:
         typer.echo(f"{name} is {result.status} on {result.endpoint_config} ({changes})")

@@ -365,10 +365,14 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Any:
     """A table that never breaks a word: the first column (the name) never wraps, the
     others wrap at spaces. If that cannot fit the terminal, each row becomes a block of
     `column: value` lines instead (so `openai-reasoning-gpt-oss-20b` stays whole at 80
-    columns, and `p-eagle K=3` is never `p-eagl/e K=3`)."""
+    columns, and `p-eagle K=3` is never `p-eagl/e K=3`). A `peagle …` command in a cell
+    (status's price: `peagle instances --live-prices …`) is rendered for the context, as
+    in a note."""
     from rich.table import Table
 
-    cells = [["-" if v is None else str(v) for v in row] for row in rows]
+    from .advice import rewrite  # a `peagle …` in a cell targets where this command did
+
+    cells = [["-" if v is None else rewrite(str(v)) for v in row] for row in rows]
 
     texts = [[_plain(c) for c in col] for col in zip(columns, *cells, strict=True)]
     # A column of single words (names, types, numbers) never wraps; prose wraps at spaces.

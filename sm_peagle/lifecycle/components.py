@@ -34,6 +34,7 @@ __all__ = [
     "deregister_component_scaling",
     "list_components",
     "listed_components",
+    "find_component",
     "set_copies",
     "split_components",
     "wait_for_component",
@@ -324,9 +325,10 @@ def split_components(sm: Any, endpoint: str) -> tuple[list[str], list[str]]:
     return mine, foreign
 
 
-def set_copies(lc: Any, endpoint: str, component: str, copies: int, timeout: float) -> dict:
-    """UpdateInferenceComponentRuntimeConfig and wait; 0 scales the component to zero."""
-    names = list_components(lc.sm, endpoint)
+def find_component(sm: Any, endpoint: str, component: str) -> str:
+    """The full name of `endpoint`'s inference component `component` (its short or full
+    name); NotFound naming the components there."""
+    names = list_components(sm, endpoint)
     full = component_full_name(endpoint, component)
     matches = [n for n in names if n in (component, full)]
     if not matches:
@@ -334,7 +336,12 @@ def set_copies(lc: Any, endpoint: str, component: str, copies: int, timeout: flo
             f"endpoint {endpoint} has no inference component {component!r}",
             remedy=f"components: {', '.join(names) or 'none'}",
         )
-    name = matches[0]
+    return matches[0]
+
+
+def set_copies(lc: Any, endpoint: str, component: str, copies: int, timeout: float) -> dict:
+    """UpdateInferenceComponentRuntimeConfig and wait; 0 scales the component to zero."""
+    name = find_component(lc.sm, endpoint, component)
     try:
         lc.sm.update_inference_component_runtime_config(
             InferenceComponentName=name, DesiredRuntimeConfig={"CopyCount": copies}

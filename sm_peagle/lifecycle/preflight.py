@@ -119,6 +119,8 @@ def check_names_free(sm: Any, plan: Plan) -> list[Check]:
         ("model", sm.describe_model, "ModelName", plan.names["model"]),
     ]
     in_use: set[str] = set()  # the live endpoint's config and the models it runs
+    clash = None  # the live endpoint's own check; the config and model it uses join it
+    used: list[str] = []
     for kind, call, arg, name in probes:
         try:
             found = call(**{arg: name})
@@ -128,20 +130,28 @@ def check_names_free(sm: Any, plan: Plan) -> list[Check]:
             raise
         if kind == "endpoint":
             in_use |= _used_by(sm, found.get("EndpointConfigName"))
-            remedy = f"`peagle delete {name}` or pass --name"
+            clash = len(out)
+            out.append(failed("name", f"endpoint {name} already exists"))  # fix: below
         elif name in in_use:
+            used.append(f"{kind} {name}")
+        else:
             out.append(
                 failed(
                     "name",
-                    f"{kind} {name} already exists: endpoint {endpoint} uses it",
-                    f"`peagle delete {endpoint} --yes` removes it with the endpoint, "
-                    "or pass --name",
+                    f"{kind} {name} already exists",
+                    "`peagle gc` removes leftovers of earlier runs",
                 )
             )
-            continue
-        else:
-            remedy = "`peagle gc` removes leftovers of earlier runs"
-        out.append(failed("name", f"{kind} {name} already exists", remedy))
+    if clash is not None:
+        # One fix for the endpoint and what it uses: deleting it removes them (gc keeps
+        # what a live endpoint uses, so it is never their fix).
+        also = f" and uses {' and '.join(used)}" if used else ""
+        with_them = " with them" if used else ""
+        out[clash] = failed(
+            "name",
+            f"endpoint {endpoint} already exists{also}",
+            f"`peagle delete {endpoint} --yes` removes it{with_them}, or pass --name",
+        )
     return out or [passed("name", f"{endpoint} is free")]
 
 

@@ -102,11 +102,11 @@ class UpdateResult:
     @property
     def changed(self) -> bool:
         """True when the update asked SageMaker for a change: resources were created, or an
-        inference component's copy count was set. False for a dry run and when nothing was
-        to change."""
+        inference component's copy count was set (`changes` names it). False for a dry run and
+        when nothing was to change."""
         if self.dry_run:
             return False
-        return bool(self.created) if self.kind != "copies" else True
+        return bool(self.created) if self.kind != "copies" else bool(self.changes)
 
     @property
     def scaled_to_zero(self) -> bool:
@@ -127,6 +127,7 @@ class UpdateResult:
                 "endpoint": self.endpoint,
                 "component": self.component,
                 "status": self.status,
+                "changed": self.changed,
                 "desired_copies": self.desired_copies,
                 "current_copies": self.current_copies,
                 "scaled_to_zero": self.scaled_to_zero,
@@ -206,11 +207,14 @@ def _check_update_args(
                 "endpoint's (a component endpoint's instances cannot be changed in place)"
             )
         return
-    if (component is not None or copies is not None) and (
-        component is None or copies is None or copies < 0
-    ):
+    if copies is not None and copies < 0:
         raise SpecError(
-            f"update: {flags[0]} and {flags[1]} N (N >= 0) go together",
+            f"update: {flags[1]} is the number of copies to keep, 0 or more, not {copies}",
+            remedy=f"`peagle update {name} --component NAME --copies 0` scales it to zero",
+        )
+    if (component is None) != (copies is None):
+        raise SpecError(
+            f"update: {flags[0]} and {flags[1]} N go together",
             remedy=f"e.g. `peagle update {name} --component baseline --copies 0`",
         )
 
@@ -284,13 +288,34 @@ def update(
             plan=change.plan,
         )
     if component is not None:  # its copies
-        from ..lifecycle.components import set_copies
+        from ..lifecycle.components import find_component, set_copies
+        from ..lifecycle.resources import as_error
 
         assert copies is not None
+        full = find_component(lc.sm, name, component)
+        try:
+            now = lc.sm.describe_inference_component(InferenceComponentName=full)
+        except Exception as exc:
+            raise as_error(exc) from None
+        was = now.get("RuntimeConfig", {}).get("DesiredCopyCount")
+        if was == copies:  # the count it is already asked to keep: nothing to send
+            (say or quiet)(f"no changes: {component} already has {copies} copies; nothing sent")
+            rc = now.get("RuntimeConfig", {})
+            return UpdateResult(
+                "copies",
+                name,
+                None if dry_run else now["InferenceComponentStatus"],
+                component=full,
+                desired_copies=was,
+                current_copies=rc.get("CurrentCopyCount"),
+                dry_run=dry_run,
+            )
+        change = [f"copies {was} -> {copies}"]
         if dry_run:
             return UpdateResult(
-                "copies", name, None, component=component, desired_copies=copies, dry_run=True
-            )
+                "copies", name, None, change, component=component, desired_copies=copies,
+                dry_run=True,
+            )  # fmt: skip
         ask(f"Set {name} component {component} to {copies} copies?")
         desc = set_copies(lc, name, component, copies, wait_s or 3600)
         rc = desc.get("RuntimeConfig", {})
@@ -298,6 +323,7 @@ def update(
             "copies",
             name,
             desc["InferenceComponentStatus"],
+            change,
             component=desc["InferenceComponentName"],
             desired_copies=rc.get("DesiredCopyCount"),
             current_copies=rc.get("CurrentCopyCount"),

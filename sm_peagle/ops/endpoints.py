@@ -412,10 +412,13 @@ def _check_log_source(aws: Any, name: str) -> None:
         raise NotFound(f"endpoint {name} does not exist and has no logs", remedy="see `peagle ls`")
 
 
-def _log_component(aws: Any, name: str, component: str | None, say: Say, flag: str) -> str | None:
+def _log_component(
+    aws: Any, name: str, component: str | None, say: Say, flag: str, following: str | None
+) -> str | None:
     """The inference component whose logs are read: one the endpoint hosts (full or
     short name), or a deleted one whose log group remains (SpecError if neither).
-    Without `component` on an endpoint with components: a note naming them."""
+    Without `component` on an endpoint with components: a note naming them, or when
+    following a SpecError, since the container lines followed for would never come."""
     from ..lifecycle.component_targets import choices, components_of, resolve_component
     from ..lifecycle.endpoint_logs import log_group
     from ..planning.components.hosting import component_full_name
@@ -423,6 +426,12 @@ def _log_component(aws: Any, name: str, component: str | None, say: Say, flag: s
     sm = aws.client("sagemaker")
     names = components_of(sm, name)
     if component is None:
+        if names and following:
+            raise SpecError(
+                f"{name} hosts inference components, whose container logs are in their own "
+                f"log groups: {following} on the endpoint's would wait for lines that never come",
+                remedy=f"add {flag} with one of {choices(name, names)}",
+            )
         if names:
             say(
                 f"{name} hosts inference components, whose container logs are in their own "
@@ -458,7 +467,8 @@ def logs(
     and end after it: `until="SpecDecoding metrics"` waits for vLLM's next metrics line,
     which it writes every 10 s while the endpoint generates tokens.
     NotFound for a name with neither an endpoint nor logs; SpecError (before any request)
-    for a malformed `since`, or a component the endpoint does not host. Each event's
+    for a malformed `since`, a component the endpoint does not host, or `follow`/`until`
+    without `component` on an endpoint that hosts components. Each event's
     `label` says where it came from (the sandbox's engine, or AWS)."""
     from .. import settings
     from ..lifecycle.endpoint_logs import fetch_log_events, follow_log_events
@@ -478,8 +488,14 @@ def logs(
     if component is None:
         _check_log_source(ctx, name)
     flag = "--component" if _cli else "component="
-    ic = _log_component(ctx, name, component, say or quiet, flag)
-    follow = follow or until is not None
+    # Following is asked for by --until (which implies it) or --follow: name the one given.
+    following = None
+    if until is not None or follow:
+        following = (
+            ("--until" if _cli else "until=") if until else ("--follow" if _cli else "follow=")
+        )
+    follow = following is not None
+    ic = _log_component(ctx, name, component, say or quiet, flag, following)
     if follow:
         events: Any = follow_log_events(ctx, name, since=since_s, component=ic)
     else:

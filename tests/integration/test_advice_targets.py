@@ -65,7 +65,9 @@ def test_printed_commands_carry_the_region(
     assert off_target(err, sandbox=False, region=OTHER) == []
     # The config and model are the live endpoint's: gc keeps them, so it is not a fix.
     assert not [c for c in fixes if c.split()[1] == "gc"], err
-    assert "endpoint peagle-gpt-oss-20b-p-eagle uses it" in err
+    # One fix for the endpoint and what it uses (not three), and it confirms like the rest.
+    assert "endpoint peagle-gpt-oss-20b-p-eagle already exists and uses endpoint config" in err
+    assert fixes == [f"peagle delete peagle-gpt-oss-20b-p-eagle --yes --region {OTHER}"], err
 
     code, out, err = run(capsys, "status", "no-such-endpoint", "--region", OTHER)
     assert code == 1, err

@@ -11,7 +11,9 @@ from typing import Any
 import boto3
 import pytest
 
+import sm_peagle
 from peagle_sandbox.testing.moto_components import leftovers
+from sm_peagle.errors import SpecError
 from tests.integration.lifecycle_env import REGION, World, left_in_moto, record_requests, run
 from tests.plan_helpers import TWO_COMPONENTS
 
@@ -137,6 +139,35 @@ def test_logs_of_a_component_and_after_its_endpoint_is_gone(
     code, out, err = run(capsys, "logs", NAME, "--component", "p-eagle", "--json")
     assert code == 0, err
     assert len(json.loads(out)) == 2
+
+
+@pytest.mark.parametrize(
+    ("options", "flag"),
+    [({"until": "SpecDecoding metrics"}, "until="), ({"follow": True}, "follow=")],
+)
+def test_following_an_endpoint_with_components_is_refused(
+    deployed: World, options: dict, flag: str
+) -> None:
+    """Its container lines are in the components' groups: following the endpoint's group
+    for them would never end. Refused before reading any log (the SDK returns a lazy
+    stream, so this cannot hang on code that follows)."""
+    with pytest.raises(SpecError, match=f"{flag} on the endpoint's") as e:
+        sm_peagle.logs(NAME, region=REGION, **options)
+    assert "component= with one of p-eagle" in e.value.remedy and "baseline" in e.value.remedy
+    assert deployed.sent("FilterLogEvents") == []
+
+
+def test_following_without_component_is_exit_2_naming_the_components(
+    deployed: World, capsys: Any
+) -> None:
+    code, out, err = run(capsys, "logs", NAME, "--until", "SpecDecoding metrics")
+    assert code == 2 and out == ""
+    [line] = [ln for ln in err.splitlines() if not ln.startswith("talking to:")]
+    assert line.startswith(f"error: {NAME} hosts inference components"), line
+    assert (
+        "--until on the endpoint's" in line and "(fix: add --component with one of p-eagle" in line
+    )
+    assert deployed.sent("FilterLogEvents") == []
 
 
 def test_component_on_a_single_model_endpoint_is_refused(world: World, capsys: Any) -> None:

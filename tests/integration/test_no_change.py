@@ -481,3 +481,46 @@ def test_component_update_with_the_k_it_was_given_by_default_sends_nothing(
     assert "no changes" in err
     assert mutating(sagemaker_harness) == []
     assert endpoint_state(DEPLOYED) == before
+
+
+def live_copies(component: str) -> int:
+    """The copy count SageMaker is asked to keep for an inference component."""
+    sm = boto3.client("sagemaker", region_name=REGION)
+    ic = sm.describe_inference_component(InferenceComponentName=component)
+    return ic["RuntimeConfig"]["DesiredCopyCount"]
+
+
+def test_component_copies_it_already_has_sends_nothing(two_components, capsys, sagemaker_harness):
+    """`--copies N` with the count the component already keeps: no
+    UpdateInferenceComponentRuntimeConfig, one line saying so."""
+    copies = live_copies(f"{DEPLOYED}-baseline")
+    argv = ("update", DEPLOYED, "--component", "baseline", "--copies", str(copies), "--yes")
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert mutating(sagemaker_harness) == []
+    assert endpoint_state(DEPLOYED) == two_components
+    said = [line for line in (out + err).splitlines() if "no changes" in line]
+    assert said == [f"no changes: baseline already has {copies} copies; nothing sent"]
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    assert json.loads(out)["changed"] is False
+    assert mutating(sagemaker_harness) == []
+
+
+def test_component_copies_another_count_still_updates(two_components, capsys, sagemaker_harness):
+    """The control: another count is sent."""
+    copies = live_copies(f"{DEPLOYED}-baseline") + 1
+    code, out, err = run(
+        capsys, "update", DEPLOYED, "--component", "baseline", "--copies", str(copies), "--yes"
+    )
+    assert code == 0, err
+    assert mutating(sagemaker_harness) == ["UpdateInferenceComponentRuntimeConfig"]
+    assert live_copies(f"{DEPLOYED}-baseline") == copies
+
+
+def test_a_no_change_update_says_so_once(deployed, capsys, sagemaker_harness):
+    """One line, not `no changes: …; nothing sent` and then `NAME: no changes`."""
+    code, out, err = run(capsys, "update", DEPLOYED, "--yes")
+    assert code == 0, err
+    said = [line for line in (out + err).splitlines() if "no change" in line]
+    assert said == [f"no changes: {DEPLOYED} already runs this spec; nothing sent"], said

@@ -48,7 +48,7 @@ def test_sandbox_only_model_is_refused_outside_the_sandbox_before_any_request(
         ({"instance_type": "g5.xlarge"}, "instance_type"),
         ({"copies": 1}, "go together"),
         ({"component": "baseline"}, "go together"),
-        ({"component": "baseline", "copies": -1}, "go together"),
+        ({"component": "baseline", "copies": -1}, "0 or more, not -1"),
         ({"component": "p-eagle", "k": 4, "copies": 2}, "separate updates"),
         ({"component": "p-eagle", "k": 4, "instance_count": 2}, "changes one component"),
         ({"k": 4, "timeout": "soon"}, "duration 'soon'"),
@@ -177,7 +177,8 @@ def test_dry_runs_read_and_plan_but_change_nothing(world, sagemaker_harness, cap
     code, out, err = run(capsys, "delete", NAME, "--dry-run", "--json")
     assert code == 0 and json.loads(out)["would_delete"] == d.would_delete
     mutating = [
-        op for op in sagemaker_harness.requests.operations()
+        op
+        for op in sagemaker_harness.requests.operations()
         if not op.startswith(("Describe", "List", "Get"))
     ]
     assert mutating == []

@@ -236,3 +236,29 @@ def test_logs_advised_by_a_component_command_reads_that_component() -> None:
     assert rewrite("see `peagle status ep`") == "see `peagle --sandbox status ep`"
     advice.begin(sandbox=True)  # a new run forgets it
     assert rewrite("`peagle logs ep`") == "`peagle --sandbox logs ep`"
+
+
+def test_a_command_in_a_status_table_cell_targets_the_sandbox(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """status prints an unknown price's reason (catalog/regional_prices.py: "`peagle
+    instances --live-prices --region R` asks AWS") in its table, not in a note: the table
+    renders it for the context too."""
+    from sm_peagle.catalog.instances import get_instance
+    from sm_peagle.catalog.regional_prices import price_in
+    from sm_peagle.cli.inventory_cmds import render_status
+    from sm_peagle.cli.output import reset
+
+    reset()
+    advice.begin(sandbox=True)
+    inst = get_instance("ml.g7e.2xlarge")
+    assert inst is not None
+    price = price_in(inst, "ap-south-2").label  # what status's "cost" row shows
+    assert "`peagle instances --live-prices --region ap-south-2`" in price  # the SDK's text
+    st = {"status": "InService", "instance_count": 1, "desired_instance_count": 1,
+          "instance_type": "ml.g7e.2xlarge", "mode": "p-eagle", "k": 3, "image": "img:1",
+          "age_seconds": 60, "price": price, "failure_reason": None}  # fmt: skip
+    render_status("ep", st)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "peagle --sandbox instances --live-prices --region ap-south-2" in out
+    assert "`peagle instances" not in out

@@ -124,3 +124,18 @@ def test_schema_rejects_what_the_spec_rejects(schema, bad) -> None:
 
     with pytest.raises(SpecError):
         spec_from_data(bad)
+
+
+def test_the_k_origin_in_the_models_table_is_one_phrase(capsys) -> None:
+    """`peagle models` shows `K (reason)`: the reason names its source once, with no
+    parentheses of its own (it read `3 (peagle's default (peagle default (no head card
+    read)))` for gemma)."""
+    from sm_peagle.catalog.models import MODELS
+    from sm_peagle.cli.app import main
+
+    for m in MODELS:
+        reason = m.default_k_origin()[1]
+        assert "(" not in reason and reason.lower().count("default") <= 1, (m.alias, reason)
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert "(peagle's default; no head card read)" in " ".join(out.split())
