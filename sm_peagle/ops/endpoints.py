@@ -331,7 +331,9 @@ def gc(
     running made is touched (listed in `running`); an untagged resource younger than
     `min_age` ("10m", "2h" or seconds) is skipped. `operation`: only that operation's
     resources; `force` (only with `operation`): even if it may still be running. Adopted
-    resources are never collected. With `dry_run`, only list them."""
+    resources are never collected. With `dry_run`, only list them. An endpoint SageMaker
+    is still updating is listed in `settling` (its status, the update's operation), not
+    judged: what that update leaves is known once it settles."""
     from ..errors import SpecError
     from ..lifecycle.components import deregister_component_scaling, split_components
     from ..lifecycle.garbage import find_garbage
