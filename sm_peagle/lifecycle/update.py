@@ -162,11 +162,16 @@ def _settle(
                 f"{name} may still be switching to {new_config}: the old set or the new "
                 "one is left, and perhaps the endpoint's tags"
             )
+        done = switching and bool(removed)  # retagged: the change is complete, clean-up not
         raise Interrupted(
-            "update stopped",
+            f"update completed ({name} serves {new_config}); its clean-up stopped"
+            if done
+            else "update stopped",
             left,
             ("update", name),
-            effect="finishes the update: the endpoint takes its tags, the unused ones go",
+            effect="removes the unused ones"
+            if done
+            else "finishes the update: the endpoint takes its tags, the unused ones go",
             operation=op.id,
             region=getattr(lc.aws, "region", None),
             note=note,

@@ -524,3 +524,27 @@ def test_a_ctrl_c_during_the_clean_up_of_a_done_update_says_it_completed(
     )
     code, out, err = run(capsys, "update", NAME, "-k", "5", "--yes", "--json")
     assert code == 0, err  # nothing left to finish
+
+
+def test_a_second_ctrl_c_in_the_clean_up_says_the_update_completed_and_what_is_left(
+    world: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interrupted while removing the old config, then again while removing the old model:
+    the endpoint already serves the new config and carries its tags, so the line says the
+    update completed and names only the clean-up skipped, with the command that does it."""
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    assert code == 0, err
+    (old_model,) = inventory()["models"]
+    first = inject(monkeypatch, "before-call.sagemaker.DeleteEndpointConfig", interrupt)
+    second = inject(monkeypatch, "before-call.sagemaker.DeleteModel", interrupt)
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--yes")
+    assert first and second and code == 130, err
+    serving = sm().describe_endpoint(EndpointName=NAME)["EndpointConfigName"]
+    assert err.strip().splitlines()[-1] == (
+        f"error: interrupted; update completed ({NAME} serves {serving}); its clean-up "
+        f"stopped: left model {old_model} "
+        f"(fix: `peagle update {NAME} --yes --region {REGION}` removes the unused ones)"
+    )
+    code, _, err = run(capsys, "update", NAME, "--yes")
+    assert code == 0, err
+    _assert_update_complete(NAME)
