@@ -272,3 +272,20 @@ class Interrupted(KeyboardInterrupt):
             "operation": self.operation,
             "command": ["peagle", *self.command, "--yes"],
         }
+
+
+class InterruptedAfterChange(KeyboardInterrupt):
+    """A run interrupted once after its change had taken effect: it finished the clean-up
+    (a first Ctrl-C lets that run) and the change is complete, so the interrupt cost
+    nothing. Still a KeyboardInterrupt (exit 130: the command was interrupted), but the
+    CLI's line says the change completed rather than only `interrupted`.
+
+    - `what`: what completed, e.g. "update of NAME completed (it serves CFG)"."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(f"{what}; nothing is left to clean up")
+
+    def to_dict(self) -> dict:
+        """What the `--json` error document adds."""
+        return {"completed": True, "left": []}

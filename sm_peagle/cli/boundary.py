@@ -199,6 +199,16 @@ def exit_code_for(exc: BaseException, args: list[str]) -> int:
             what, fix, extra = interrupted_error(exc, how=how)
             code = 128 + sig if sig else INTERRUPTED
             return report(what, fix=fix, exit_code=code, kind="Interrupted", **extra)
+        from ..errors import InterruptedAfterChange
+
+        if isinstance(exc, InterruptedAfterChange):  # the change was done: say so
+            sig = received()
+            how = f"terminated by {Terminated(sig).name}" if sig else "interrupted"
+            code = 128 + sig if sig else INTERRUPTED
+            return report(
+                f"{how} after the {exc}", fix=None, exit_code=code, kind="Interrupted",
+                **exc.to_dict(),
+            )  # fmt: skip
         if isinstance(exc, Terminated):
             return report(
                 f"terminated by {exc.name}", fix=None, exit_code=exc.exit_code, kind="Terminated"
@@ -261,11 +271,11 @@ def _debug_origin(exc: BaseException) -> None:
 
 def interrupted(args: list[str]) -> int:
     """Exit code 130 from click: Ctrl-C, or one of the signals `cli/signals.py` handles."""
-    from ..errors import Interrupted
+    from ..errors import Interrupted, InterruptedAfterChange
     from .signals import Terminated, received, stopped
 
     signum = received()
     kept = stopped()  # what a run stopped twice left rides on it
-    if isinstance(kept, Interrupted):
+    if isinstance(kept, Interrupted | InterruptedAfterChange):
         return exit_code_for(kept, args)
     return exit_code_for(Terminated(signum) if signum else KeyboardInterrupt(), args)

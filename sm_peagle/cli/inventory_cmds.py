@@ -349,9 +349,18 @@ def _render_gc(result: Any, dry_run: bool, min_age: str) -> None:
     for ep, op in result.finished.items():
         verb_f = "would finish" if dry_run else "finished"
         typer.echo(f"{verb_f} the update of {ep} ({op}: it took effect, its tags lagged)")
-    if not names and not result.finished:
-        typer.echo("nothing to collect")
     from .advice import Suggestion, render
+
+    for ep, state in result.settling.items():
+        # Not "nothing to collect": what the update leaves is known once it settles.
+        op = f" (operation {state['operation']})" if state.get("operation") else ""
+        finish = render(Suggestion.of("update", ep, yes=True))
+        typer.echo(
+            f"{ep} is {state['status']}: an update{op} is still in flight; "
+            f"`{finish}` waits for it and finishes it"
+        )
+    if not names and not result.finished and not result.settling:
+        typer.echo("nothing to collect")
 
     for op, held in result.running.items():
         remove = render(Suggestion.of("gc", operation=op, force=True, yes=True))

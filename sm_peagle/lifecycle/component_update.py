@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import Interrupted, PeagleError, SpecError
+from ..errors import Interrupted, InterruptedAfterChange, PeagleError, SpecError
 from ..planning.plan_result import Plan
 from .components import (
     deregister_component_scaling,
@@ -161,18 +161,24 @@ def update_components(
     op = Operation.start(limit)
     models, requests = [op.stamp(m) for m in models], [op.stamp(r) for r in requests]
     run = _Run(lc, name, current["EndpointArn"], op)
+    done = f"component update of {name} completed"
     try:
         _change(lc, plan, name, mine, foreign, models, requests, run, limit, register_scaling)
         run.complete(tagged_requests(plan)[2]["Tags"])
     except (Exception, KeyboardInterrupt) as exc:
         err = as_error(exc)
-        run.settle(tagged_requests(plan)[2]["Tags"], limit)
+        completed = run.settle(tagged_requests(plan)[2]["Tags"], limit)
         if isinstance(exc, KeyboardInterrupt):
+            if completed:  # it took effect and the clean-up ran: say so (`lifecycle.update`)
+                raise InterruptedAfterChange(done) from exc
             raise
         raise err from None
     finally:
         op.end()
-    desc = lc.sm.describe_endpoint(EndpointName=name)
+    try:
+        desc = lc.sm.describe_endpoint(EndpointName=name)
+    except KeyboardInterrupt as exc:  # everything is done; only the status read was cut
+        raise InterruptedAfterChange(done) from exc
     return DeployResult(name, desc["EndpointStatus"], run.created, time.monotonic() - start, desc)
 
 
@@ -331,16 +337,17 @@ class _Run:
         mark = [{"Key": COMPLETED, "Value": self.op.id}] if self.changed or self.switching else []
         retag_endpoint(self.lc, self.arn, [*tags, *mark])
 
-    def settle(self, tags: list[dict[str, str]], limit: float) -> None:
+    def settle(self, tags: list[dict[str, str]], limit: float) -> bool:
         """Stopped or failed. Before any component was sent a change: remove what this
         run made (its models; `Lifecycle.rollback`). After: SageMaker goes on whatever we
         do, so wait for each component to settle, then finish (retire the old model,
         retag) where it took the new model, and remove the new model where it did not. A
         second interrupt stops that and names what is left, with the command that
-        finishes it (`peagle update NAME --yes`, which reconciles first)."""
+        finishes it (`peagle update NAME --yes`, which reconciles first). True when
+        every component took its change and the endpoint was marked complete."""
         if not self.changed:  # only models made: remove them (and a Create* in flight)
             self.lc.rollback(self.created, self.name, op=self.op, in_flight=self.trying)
-            return
+            return False
         left: list[tuple[str, str]] = []
         settled: set[str] = set()  # components SageMaker is done with: on their new model
         try:
@@ -359,11 +366,12 @@ class _Run:
                     self.switching.pop(ic)
             if landed and not self.todo:
                 self.complete(tags)
-            else:
-                self.lc.say(
-                    f"{self.name}: a component did not take its new configuration; "
-                    "the endpoint's tags still describe the old spec"
-                )
+                return True
+            self.lc.say(
+                f"{self.name}: a component did not take its new configuration; "
+                "the endpoint's tags still describe the old spec"
+            )
+            return False
         except KeyboardInterrupt as stop:
             for ic, (old, new) in self.switching.items():
                 left += [("model", m) for m in (old, None if ic in settled else new) if m]

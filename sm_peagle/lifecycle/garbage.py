@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .operation import COMPLETED, OPERATION, Operation
+from .reconcile import SETTLING
 from .resources import is_collectable, not_found
 from .spec_tags import tag_dict
 from .unfinished import update_to_finish
@@ -41,6 +42,9 @@ class Garbage:
     # endpoint -> the update that took effect but never completed (its tags lag the spec
     # it serves): gc finishes it (`lifecycle.reconcile`), which frees the old config/model
     unfinished_updates: dict[str, str] = field(default_factory=dict)
+    # endpoint -> (its status, the operation whose update is in flight, if tagged): an
+    # endpoint SageMaker is still updating, whose old and new sets gc cannot judge yet
+    settling: dict[str, tuple[str, str | None]] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
@@ -121,6 +125,22 @@ def _endpoint_problem(
     return None, d
 
 
+def _pending_operation(sm: Any, endpoint: dict[str, Any]) -> str | None:
+    """The operation that made the config an in-flight update is switching to
+    (DescribeEndpoint's PendingDeploymentSummary), None when it is not peagle's."""
+    pending = (endpoint.get("PendingDeploymentSummary") or {}).get("EndpointConfigName")
+    if not pending:
+        return None
+    try:
+        arn = sm.describe_endpoint_config(EndpointConfigName=pending)["EndpointConfigArn"]
+    except Exception as e:
+        if not_found(e):
+            return None
+        raise
+    op = Operation.from_tags(_tags(sm, arn) or {})
+    return op.id if op else None
+
+
 def find_garbage(
     sm: Any,
     *,
@@ -144,6 +164,12 @@ def find_garbage(
         if why and judge.collectable(ep["EndpointName"], tags, ep["CreationTime"]):
             out.endpoints[ep["EndpointName"]] = why
         elif not why and operation is None and described is not None:
+            if described.get("EndpointStatus") in SETTLING:
+                out.settling[ep["EndpointName"]] = (
+                    described["EndpointStatus"],
+                    _pending_operation(sm, described),
+                )
+                continue
             op = update_to_finish(sm, described, tags)
             if op is not None:
                 out.unfinished_updates[ep["EndpointName"]] = op

@@ -24,7 +24,41 @@ from .resources import MANAGED, deployment_resources, not_found
 from .spec_tags import tag_dict
 from .unfinished import unfinished_update
 
-__all__ = ["finish_update"]
+__all__ = ["finish_update", "wait_settled"]
+
+# States SageMaker leaves on its own; an update cannot start (or be finished) until it has.
+SETTLING = ("Creating", "Updating", "SystemUpdating", "RollingBack")
+
+
+def wait_settled(
+    lc: Any, name: str, *, timeout: float | None = None, on_poll: Any = None
+) -> dict[str, Any] | None:
+    """Wait, with the usual wait view (`on_poll`) and `timeout` (default an hour), for
+    endpoint `name` to leave a state SageMaker is still working in (`SETTLING`): the
+    command an interrupted update names (`peagle update NAME --yes`) is pasted at once,
+    while the endpoint may still be Updating, and must finish then, not refuse. Its
+    description (None when it does not exist); DeploymentFailed / DeploymentTimeout from
+    the wait."""
+    from .waiter import wait_for_endpoint
+
+    try:
+        ep = lc.sm.describe_endpoint(EndpointName=name)
+    except Exception as e:
+        if not_found(e):
+            return None
+        raise
+    if ep["EndpointStatus"] not in SETTLING:
+        return ep
+    lc.say(f"{name} is {ep['EndpointStatus']}: waiting for it to settle first")
+    return wait_for_endpoint(
+        lc.sm,
+        name,
+        timeout=timeout or 3600,
+        on_poll=on_poll,
+        poll_initial=lc.poll_initial,
+        poll_max=lc.poll_max,
+        sleep=lc.sleep,
+    )
 
 
 def finish_update(lc: Any, name: str) -> list[str]:

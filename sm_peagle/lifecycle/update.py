@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import DeploymentFailed, Interrupted, PeagleError
+from ..errors import DeploymentFailed, Interrupted, InterruptedAfterChange, PeagleError
 from ..planning.plan_result import Plan
 from .operation import COMPLETED, OPERATION, OWNER, UNTIL, Operation
 from .resources import (
@@ -40,11 +40,7 @@ def update_in_place(
     plan.raise_for_failures()
     name = plan.names["endpoint"]
     current = describe_existing(lc.sm, name)
-    if current["EndpointStatus"] != "InService":
-        raise DeploymentFailed(
-            f"endpoint {name} is {current['EndpointStatus']}; only an "
-            "InService endpoint can be updated"
-        )
+    _check_in_service(name, current["EndpointStatus"])
     old_config = current["EndpointConfigName"]
     if old_config == plan.names["endpoint_config"]:
         # Same config; the endpoint's own tags may still lag the spec (tags only), and a
@@ -92,17 +88,36 @@ def update_in_place(
         _switch_over(lc, current["EndpointArn"], config_req, old_config, old_models, name, op)
     except (Exception, KeyboardInterrupt) as exc:
         err = as_error(exc)
+        completed = False
         if sent_update:
             olds = (old_config, old_models)
-            _settle(lc, name, current["EndpointArn"], config_req, olds, op, created)
+            completed = _settle(lc, name, current["EndpointArn"], config_req, olds, op, created)
         else:
             lc.rollback(created, name, op=op, in_flight=trying)
         if isinstance(exc, KeyboardInterrupt):
+            if completed:  # it took effect and the clean-up ran: say so, not just "interrupted"
+                new = config_req["EndpointConfigName"]
+                raise InterruptedAfterChange(
+                    f"update of {name} completed (it serves {new})"
+                ) from exc
             raise
         raise err from None
     finally:
         op.end()
     return DeployResult(name, "InService", created, time.monotonic() - start, desc)
+
+
+def _check_in_service(name: str, status: str) -> None:
+    """Refuse an endpoint SageMaker is still working on, or one that failed, with the fix:
+    `peagle update NAME` waits for a settling one (`reconcile.wait_settled`) first."""
+    if status == "InService":
+        return
+    raise DeploymentFailed(
+        f"endpoint {name} is {status}; only an InService endpoint can be updated",
+        remedy=f"`peagle update {name} --yes` waits for it to settle and finishes it"
+        if status != "Failed"
+        else f"`peagle delete {name} --yes`, then deploy again",
+    )
 
 
 def _settle(
@@ -113,12 +128,13 @@ def _settle(
     olds: tuple[str, list[str]],
     op: Operation,
     created: list[tuple[str, str]],
-) -> None:
+) -> bool:
     """After UpdateEndpoint reached SageMaker, a Ctrl-C or a timeout does not stop it:
     let it finish or roll back, then switch over (the old config and model are what is
     left) or remove the new ones. A second interrupt stops that; what is left then is
     finished by `peagle update NAME --yes` (`lifecycle.reconcile`): the Interrupted
-    raised names it and each thing left, by kind and name."""
+    raised names it and each thing left, by kind and name. True when the update took
+    effect and the switch-over (retag, old ones removed) is done: the change completed."""
     new_config = config_req["EndpointConfigName"]
     old_config, old_models = olds
     old = [("endpoint_config", old_config), *(("model", m) for m in old_models)]
@@ -130,8 +146,9 @@ def _settle(
             lc.say(f"{name} finished updating to {new_config} anyway")
             switching = True
             _switch_over(lc, arn, config_req, old_config, old_models, name, op, removed)
-        else:
-            lc.rollback(created, name, op=op)
+            return True
+        lc.rollback(created, name, op=op)
+        return False
     except Interrupted:
         raise  # the rollback's own: it names the new resources and `gc --operation`
     except KeyboardInterrupt as stop:
@@ -145,11 +162,16 @@ def _settle(
                 f"{name} may still be switching to {new_config}: the old set or the new "
                 "one is left, and perhaps the endpoint's tags"
             )
+        done = switching and bool(removed)  # retagged: the change is complete, clean-up not
         raise Interrupted(
-            "update stopped",
+            f"update completed ({name} serves {new_config}); its clean-up stopped"
+            if done
+            else "update stopped",
             left,
             ("update", name),
-            effect="finishes the update: the endpoint takes its tags, the unused ones go",
+            effect="removes the unused ones"
+            if done
+            else "finishes the update: the endpoint takes its tags, the unused ones go",
             operation=op.id,
             region=getattr(lc.aws, "region", None),
             note=note,

@@ -335,7 +335,9 @@ def update(
     from ..planning.spec.options import build_spec
 
     if not dry_run:  # an update cut short after UpdateEndpoint: finish it first
-        from ..lifecycle.reconcile import finish_update
+        from ..lifecycle.reconcile import finish_update, wait_settled
+
+        wait_settled(lc, name, timeout=wait_s, on_poll=on_poll)  # pasted while Updating
 
         for line in finish_update(lc, name):
             lc.say(line)

@@ -166,6 +166,9 @@ class GcResult:
     endpoints: dict[str, str] = field(default_factory=dict)
     running: dict[str, list[str]] = field(default_factory=dict)
     finished: dict[str, str] = field(default_factory=dict)  # endpoint -> update completed
+    # endpoint -> {"status", "operation"}: SageMaker is still updating it (an update in
+    # flight, perhaps one interrupted twice); `peagle update NAME --yes` finishes it
+    settling: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
     @property
     def orphans(self) -> list[str]:
@@ -184,6 +187,7 @@ class GcResult:
             "skipped_young": self.skipped_young,
             "running": self.running,
             "finished": self.finished,
+            "settling": self.settling,
             "deleted": self.deleted,
             "dry_run": self.dry_run,
         }
@@ -327,7 +331,9 @@ def gc(
     running made is touched (listed in `running`); an untagged resource younger than
     `min_age` ("10m", "2h" or seconds) is skipped. `operation`: only that operation's
     resources; `force` (only with `operation`): even if it may still be running. Adopted
-    resources are never collected. With `dry_run`, only list them."""
+    resources are never collected. With `dry_run`, only list them. An endpoint SageMaker
+    is still updating is listed in `settling` (its status, the update's operation), not
+    judged: what that update leaves is known once it settles."""
     from ..errors import SpecError
     from ..lifecycle.components import deregister_component_scaling, split_components
     from ..lifecycle.garbage import find_garbage
@@ -354,6 +360,9 @@ def gc(
         dry_run=dry_run,
         endpoints=found.endpoints,
         running=found.running,
+        settling={
+            ep: {"status": status, "operation": op} for ep, (status, op) in found.settling.items()
+        },
     )
     if (not result.orphans and not found.unfinished_updates) or dry_run:
         result.finished = dict(found.unfinished_updates) if dry_run else {}

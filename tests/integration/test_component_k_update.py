@@ -169,3 +169,26 @@ def test_sdk_update_takes_the_component(world: Any, capsys: Any, sagemaker_harne
     assert tagged["p-eagle"]["mode"] == "baseline" and "k" not in tagged["p-eagle"]
     ep.delete()
     assert left_in_moto() == {}
+
+
+def test_a_ctrl_c_after_the_component_switched_says_the_update_completed(
+    world: Any, capsys: Any, sagemaker_harness: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One Ctrl-C while the old p-eagle model is being removed (the component already
+    runs K=6): the first interrupt lets the clean-up finish, so the line says the update
+    completed, not a bare `error: interrupted` (QA of issue 33); exit 130 all the same."""
+    from tests.integration.test_operations import inject, interrupt
+
+    old = deploy(world, capsys)
+    fired = inject(monkeypatch, "before-call.sagemaker.DeleteModel", interrupt)
+    code, _, err = run(capsys, "update", NAME, "--component", "p-eagle", "-k", "6", "--yes")
+    assert fired and code == 130, err
+    assert err.strip().splitlines()[-1] == (
+        f"error: interrupted after the component update of {NAME} completed; "
+        "nothing is left to clean up"
+    )
+    assert spec_on_endpoint()["p-eagle"]["k"] == 6
+    assert old[PEAGLE] not in live_models()
+    code, out, err = run(capsys, "status", NAME, "--json")
+    assert code == 0, err
+    assert json.loads(out)["unfinished"] == []

@@ -431,3 +431,120 @@ def test_a_second_ctrl_c_after_the_switch_names_the_command_that_finishes_it(
     assert code == 0, err
     assert f"{NAME} now carries the spec it serves" in err
     _assert_update_complete(NAME)
+
+
+def inject_when(
+    monkeypatch: pytest.MonkeyPatch, event: str, armed: list[int], fault: Callable[[], None]
+) -> list[int]:
+    """`inject`, but the fault fires (once) only after `armed` is non-empty: a second
+    interrupt at a step that also ran before the first one did."""
+    fired: list[int] = []
+
+    def once() -> None:
+        if armed and not fired:
+            fired.append(1)
+            fault()
+
+    from sm_peagle.aws import AwsContext
+
+    wrapped = AwsContext.client
+
+    def client(self: AwsContext, service: str, region: str | None = None, **cfg: Any) -> Any:
+        c = wrapped(self, service, region, **cfg)
+        if service == "sagemaker":
+            c.meta.events.register(event, lambda **_: once(), unique_id=f"when-{id(fired)}")
+        return c
+
+    monkeypatch.setattr(AwsContext, "client", client)
+    return fired
+
+
+def test_the_update_a_double_interrupt_names_works_pasted_at_once(
+    world: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch, sagemaker_harness: Any
+) -> None:
+    """Interrupted twice while SageMaker is still Updating: the printed `update NAME --yes`,
+    pasted straight away, waits for the endpoint to settle and finishes (it used to refuse
+    with "is Updating; only an InService endpoint can be updated", exit 1, no fix), and
+    `gc --dry-run` meanwhile names the update in flight and that command rather than
+    "nothing to collect" (QA of issue 33)."""
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    assert code == 0, err
+    # Count-based: each DescribeEndpoint moves one step; the endpoint stays Updating for
+    # the interrupted run's one describe, gc's, and the finisher's first few polls.
+    sagemaker_harness.schedule_update(NAME, ["Updating"] * 12 + ["InService"])
+    first = inject(monkeypatch, "after-call.sagemaker.UpdateEndpoint", interrupt)
+    second = inject_when(monkeypatch, "before-call.sagemaker.DescribeEndpoint", first, interrupt)
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--yes")
+    assert first and second and code == 130, err
+    assert f"(fix: `peagle update {NAME} --yes --region {REGION}`" in err.strip().splitlines()[-1]
+    assert sm().describe_endpoint(EndpointName=NAME)["EndpointStatus"] == "Updating"
+    pending = sm().describe_endpoint(EndpointName=NAME)["PendingDeploymentSummary"]
+    cfg_arn = sm().describe_endpoint_config(EndpointConfigName=pending["EndpointConfigName"])[
+        "EndpointConfigArn"
+    ]
+    op = {t["Key"]: t["Value"] for t in sm().list_tags(ResourceArn=cfg_arn)["Tags"]}[
+        "peagle:operation"
+    ]
+
+    code, out, err = run(capsys, "gc", "--dry-run")
+    assert code == 0, err
+    assert "nothing to collect" not in out
+    assert (
+        f"{NAME} is Updating: an update (operation {op}) is still in flight; "
+        f"`peagle update {NAME} --yes` waits for it and finishes it"
+    ) in out  # gc ran without --region: its command targets the same default
+    code, out, _ = run(capsys, "gc", "--dry-run", "--json")
+    assert json.loads(out)["settling"] == {NAME: {"status": "Updating", "operation": op}}
+
+    assert sm().describe_endpoint(EndpointName=NAME)["EndpointStatus"] == "Updating"
+    code, _, err = run(capsys, "update", NAME, "--yes")
+    assert code == 0, err
+    assert f"{NAME} is Updating: waiting for it to settle first" in err
+    _assert_update_complete(NAME)
+    code, out, _ = run(capsys, "status", NAME, "--json")
+    assert json.loads(out)["unfinished"] == [] and json.loads(out)["k"] == 5
+
+
+def test_a_ctrl_c_during_the_clean_up_of_a_done_update_says_it_completed(
+    world: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One Ctrl-C after the endpoint switched, while the old model was being removed: the
+    first interrupt lets the clean-up finish, so the update completed and the line says so
+    (exit 130: the command was interrupted) instead of a bare `error: interrupted`."""
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    assert code == 0, err
+    fired = inject(monkeypatch, "before-call.sagemaker.DeleteModel", interrupt)
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--yes")
+    assert fired and code == 130, err
+    _assert_update_complete(NAME)
+    serving = sm().describe_endpoint(EndpointName=NAME)["EndpointConfigName"]
+    assert err.strip().splitlines()[-1] == (
+        f"error: interrupted after the update of {NAME} completed (it serves {serving}); "
+        "nothing is left to clean up"
+    )
+    code, out, err = run(capsys, "update", NAME, "-k", "5", "--yes", "--json")
+    assert code == 0, err  # nothing left to finish
+
+
+def test_a_second_ctrl_c_in_the_clean_up_says_the_update_completed_and_what_is_left(
+    world: Any, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interrupted while removing the old config, then again while removing the old model:
+    the endpoint already serves the new config and carries its tags, so the line says the
+    update completed and names only the clean-up skipped, with the command that does it."""
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    assert code == 0, err
+    (old_model,) = inventory()["models"]
+    first = inject(monkeypatch, "before-call.sagemaker.DeleteEndpointConfig", interrupt)
+    second = inject(monkeypatch, "before-call.sagemaker.DeleteModel", interrupt)
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--yes")
+    assert first and second and code == 130, err
+    serving = sm().describe_endpoint(EndpointName=NAME)["EndpointConfigName"]
+    assert err.strip().splitlines()[-1] == (
+        f"error: interrupted; update completed ({NAME} serves {serving}); its clean-up "
+        f"stopped: left model {old_model} "
+        f"(fix: `peagle update {NAME} --yes --region {REGION}` removes the unused ones)"
+    )
+    code, _, err = run(capsys, "update", NAME, "--yes")
+    assert code == 0, err
+    _assert_update_complete(NAME)
