@@ -12,10 +12,13 @@ import typer
 def render_update(result: Any) -> None:
     """One line for an `UpdateResult`."""
     if result.dry_run:
+        if not result.changes:  # not "would change no changes"
+            typer.echo(f"{result.endpoint}: no changes (dry run: nothing sent)")
+            return
         what = (
             f"{result.component} to {result.desired_copies} copies"
-            if result.kind == "copies" and result.changes
-            else ", ".join(result.changes) or "no changes"
+            if result.kind == "copies"
+            else ", ".join(result.changes)
         )
         typer.echo(f"{result.endpoint}: would change {what} (dry run: nothing changed)")
         return

@@ -349,7 +349,8 @@ def test_sdk_update_with_the_default_values_sends_nothing(deployed, sagemaker_ha
 def test_dry_run_of_the_default_k_says_no_change(deployed, capsys, sagemaker_harness):
     code, out, err = run(capsys, "update", DEPLOYED, "-k", str(live_k(DEPLOYED)), "--dry-run")
     assert code == 0, err
-    assert "no changes" in out + err
+    assert f"{DEPLOYED}: no changes (dry run: nothing sent)" in out.splitlines()
+    assert "would change" not in out  # not "would change no changes"
     sagemaker_harness.requests.clear()
     code, out, _ = run(capsys, "update", DEPLOYED, "-k", "3", "--dry-run", "--json")
     doc = json.loads(out)
