@@ -61,19 +61,22 @@ def wait_settled(
     )
 
 
-def finish_update(lc: Any, name: str) -> list[str]:
+def finish_update(lc: Any, name: str, *, described: dict[str, Any] | None = None) -> list[str]:
     """Finish what an update of `name` left (module docstring); what it did, one line
-    each (empty when nothing was left)."""
+    each (empty when nothing was left). `described`: its DescribeEndpoint, when the caller
+    has just read it (`wait_settled`), so it is not read twice."""
     from .inventory import resource_users
     from .update import retag_endpoint
 
     sm = lc.sm
-    try:
-        ep = sm.describe_endpoint(EndpointName=name)
-    except Exception as e:
-        if not_found(e):
-            return []
-        raise
+    ep = described
+    if ep is None:
+        try:
+            ep = sm.describe_endpoint(EndpointName=name)
+        except Exception as e:
+            if not_found(e):
+                return []
+            raise
     tags = tag_dict(sm.list_tags(ResourceArn=ep["EndpointArn"]).get("Tags", []))
     done: list[str] = []
     found = unfinished_update(sm, ep, tags)

@@ -337,10 +337,11 @@ def update(
     if not dry_run:  # an update cut short after UpdateEndpoint: finish it first
         from ..lifecycle.reconcile import finish_update, wait_settled
 
-        wait_settled(lc, name, timeout=wait_s, on_poll=on_poll)  # pasted while Updating
-
-        for line in finish_update(lc, name):
-            lc.say(line)
+        # pasted while Updating: wait, then finish from the description the wait read
+        described = wait_settled(lc, name, timeout=wait_s, on_poll=on_poll)
+        if described is not None:
+            for line in finish_update(lc, name, described=described):
+                lc.say(line)
     current = deployed_spec(lc.sm, name)
     refuse_sandbox_only(current.model)
     refuse_top_level_change(current, name, k=k, mode=mode, sdk=not _cli)
