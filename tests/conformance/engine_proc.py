@@ -232,3 +232,7 @@ def host_cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
 # sampler's Python assert (max_spec_len <= MAX_SPEC_LEN). The tests state what holds on
 # each kind of host, instead of one host's numerics.
 BF16_KERNELS = "avx512_bf16" in host_cpu_flags()
+# The SIGILL on K > 128 comes from the AMX tile kernels: a host with AVX512-BF16 and no AMX
+# (AMD Zen 4, measured 2026-11-29 with vLLM 0.31.0) runs the `_C` build without them, and
+# K = 129 reaches the rejection sampler's assert as on the other builds.
+AMX_TILES = "amx_tile" in host_cpu_flags()

@@ -25,7 +25,7 @@ from sm_peagle.planning.build import plan
 from sm_peagle.planning.spec.options import spec_from_options
 from sm_peagle.vllm.versions import VllmVersion
 from tests.conformance import config_cases as cc
-from tests.conformance.engine_proc import BF16_KERNELS, run_engine_module
+from tests.conformance.engine_proc import AMX_TILES, run_engine_module
 
 GOOD = cc.case_ids()
 VALIDATOR = "peagle_sandbox.vllm_engine.validate_args"
@@ -145,10 +145,10 @@ def test_startup_only_refusals(engine, tmp_path, name) -> None:
         "max_model_len": 512,
     }
     job = {"log_dir": str(tmp_path / "logs"), "runs": [run]}
-    if name == "k-129" and BF16_KERNELS:
-        # engine_proc.BF16_KERNELS: the bf16 kernel build traps on K > 128 (SIGILL)
-        # before the rejection sampler's assert can name MAX_SPEC_LEN. Still refused:
-        # the engine dies on the first step and serves nothing.
+    if name == "k-129" and AMX_TILES:
+        # engine_proc.AMX_TILES: the AMX kernels trap on K > 128 (SIGILL) before the
+        # rejection sampler's assert can name MAX_SPEC_LEN. Still refused: the engine
+        # dies on the first step and serves nothing.
         with pytest.raises(AssertionError, match=r"exited -4 without a JSON result"):
             run_engine_module(engine, "peagle_sandbox.vllm_engine.offline_runs", job)
         return
