@@ -1,35 +1,253 @@
 """Typed errors. Each carries what went wrong and the remedy, so the CLI can print one
-line that names the fix instead of a traceback."""
+line that names the fix instead of a traceback.
+
+An error speaks Python: `str(error)` names keyword arguments (`k=`) and SDK calls
+(`sm_peagle.delete('ep')`). What it names is kept as data, so the CLI renders the same
+error with its flags (`-k`) and commands (`peagle delete ep --yes`) from one table
+(`sm_peagle/cli/faces.py`), and no SDK code knows which face called it:
+
+- `Param("k")` / `Param("k", 5)`: a parameter, with the value to give it;
+- `Call("delete", "ep")`: an SDK call (the CLI command of the same name);
+- `text("{k} must be at most 15, got {got}", got=99)`: a `Text` (a `str` whose value is
+  the Python wording) from a format template, where each `{name}` not given as an
+  argument is `Param(name)`, and a given `Param`/`Call` stays structured.
+
+A `PeagleError` carries `field` (the parameter that is wrong), `value` (what was given),
+`rule` (what it must satisfy) and `remedy` (a `Text`: what fixes it).
+"""
 
 from __future__ import annotations
 
+import string
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter of an SDK call named in a message: `k=` (or `k=5` with a value) in
+    Python; the flag that sets it at the CLI (`-k`, `-k 5`)."""
+
+    name: str
+    value: Any = UNSET
+
+    def __str__(self) -> str:
+        return PYTHON.param(self)
+
+
+@dataclass(frozen=True)
+class Call:
+    """An SDK call suggested as a fix: `sm_peagle.<op>(*args, **kwargs)` in Python; at the
+    CLI, the `peagle` command of the same name (`drafter_push` is `peagle drafter push`)."""
+
+    op: str
+    args: tuple[Any, ...] = ()
+    kwargs: tuple[tuple[str, Any], ...] = ()
+
+    def __init__(self, op: str, *args: Any, **kwargs: Any) -> None:
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "args", tuple(args))
+        object.__setattr__(self, "kwargs", tuple(kwargs.items()))
+
+    def __str__(self) -> str:
+        return PYTHON.call(self)
+
+
+Part = str | Param | Call
+
+
+class Face(Protocol):
+    """How one face (Python, the CLI) words a parameter and a call."""
+
+    def param(self, p: Param) -> str: ...
+
+    def call(self, c: Call) -> str: ...
+
+
+class _PythonFace:
+    """The SDK's own wording: keyword arguments and `sm_peagle.<op>(…)` calls."""
+
+    def param(self, p: Param) -> str:
+        return f"{p.name}=" if p.value is UNSET else f"{p.name}={p.value!r}"
+
+    def call(self, c: Call) -> str:
+        args = [repr(a) for a in c.args] + [f"{k}={v!r}" for k, v in c.kwargs]
+        return f"sm_peagle.{c.op}({', '.join(args)})"
+
+
+PYTHON: Face = _PythonFace()
+
+
+class Text(str):
+    """A message or remedy whose value is its Python wording, with the parameters and
+    calls it names kept in `parts`, so another face (the CLI) can word them its way."""
+
+    parts: tuple[Part, ...]
+
+    def __new__(cls, parts: tuple[Part, ...] | list[Part]) -> Text:
+        parts = tuple(parts)
+        self = super().__new__(cls, _render(parts, PYTHON))
+        self.parts = parts
+        return self
+
+    def render(self, face: Face) -> str:
+        """This text in `face`'s words."""
+        return _render(self.parts, face)
+
+    def names(self) -> list[str]:
+        """The parameters named, in order (a Call's keywords included)."""
+        out: list[str] = []
+        for p in self.parts:
+            if isinstance(p, Param):
+                out.append(p.name)
+        return out
+
+
+def _render(
+    parts: tuple[Part, ...], face: Face, legacy: Callable[[str], str] | None = None
+) -> str:
+    out = []
+    for p in parts:
+        if isinstance(p, Param):
+            out.append(face.param(p))
+        elif isinstance(p, Call):
+            out.append(face.call(p))
+        else:
+            out.append(legacy(p) if legacy else p)
+    return "".join(out)
+
+
+_FORMATTER = string.Formatter()
+
+
+def text(template: str, /, **values: Any) -> Text:
+    """A `Text` from a format template: `{name}` is `values[name]` (a Param or Call stays
+    structured; anything else is formatted as str.format would), or `Param(name)` when
+    not given. `text("{k} must be 1..15, got {got!r}", got=99)`."""
+    parts: list[Part] = []
+    for literal, name, spec, conversion in _FORMATTER.parse(template):
+        if literal:
+            parts.append(literal)
+        if name is None:
+            continue
+        if name not in values:
+            parts.append(Param(name))
+            continue
+        value = values[name]
+        if isinstance(value, Param | Call) and not spec and not conversion:
+            parts.append(value)
+        elif isinstance(value, Text) and not spec and not conversion:
+            parts.extend(value.parts)
+        else:
+            value = _FORMATTER.convert_field(value, conversion)
+            parts.append(_FORMATTER.format_field(value, spec or ""))
+    return Text(_merge(parts))
+
+
+def _merge(parts: list[Part]) -> tuple[Part, ...]:
+    out: list[Part] = []
+    for p in parts:
+        if isinstance(p, str) and not isinstance(p, Text) and out and isinstance(out[-1], str):
+            out[-1] = out[-1] + p
+        else:
+            out.append(str(p) if isinstance(p, Text) else p)
+    return tuple(out)
+
+
+def as_text(value: str | Text | Call | Param | None) -> Text | None:
+    """A message or remedy as a Text (None stays None): a plain str is one literal part."""
+    if value is None:
+        return None
+    if isinstance(value, Text):
+        return value
+    if isinstance(value, Call | Param):
+        return Text((value,))
+    return Text((str(value),))
+
+
+def render(value: str | None, face: Face, legacy: Callable[[str], str] | None = None) -> str | None:
+    """`value` in `face`'s words: a Text rendered part by part; free text (a plain str, or
+    a Text's literal parts) through `legacy` when given (the CLI's rewrite of `peagle …`
+    commands still written as text)."""
+    if value is None:
+        return None
+    if isinstance(value, Text):
+        return _render(value.parts, face, legacy)
+    return legacy(value) if legacy else value
+
 
 class PeagleError(Exception):
-    """Base class. `exit_code` is what the CLI exits with (2 = bad input, 1 = AWS failure)."""
+    """Base class. `exit_code` is what the CLI exits with (2 = bad input, 1 = AWS failure).
+
+    - `message`, `remedy`: `Text`s (their `str` is the Python wording);
+    - `field`: the parameter that is wrong (`"k"`, `"component"`), or None;
+    - `value`: the value given for it (`UNSET` when not recorded);
+    - `rule`: what the value must satisfy, in words ("1 <= k <= 15")."""
 
     exit_code = 1
 
-    def __init__(self, message: str, *, remedy: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.remedy = remedy
+    def __init__(
+        self,
+        message: str | Text,
+        *,
+        remedy: str | Text | Call | None = None,
+        field: str | None = None,
+        value: Any = UNSET,
+        rule: str | None = None,
+    ) -> None:
+        msg = as_text(message)
+        assert msg is not None
+        super().__init__(msg)
+        self.message: Text = msg
+        self.remedy: Text | None = as_text(remedy)
+        self.field = field
+        self.value = value
+        self.rule = rule
 
-    def one_line(self) -> str:
-        """The error as the CLI prints it after `error: `: the message on one line, then
-        `(fix: <remedy>)` when there is a remedy."""
-        text = self.message.strip().replace("\n", " ")
+    def one_line(self, face: Face = PYTHON) -> str:
+        """The error as one line, in `face`'s words: the message, then `(fix: <remedy>)`
+        when there is a remedy."""
+        text_ = (render(self.message, face) or "").strip().replace("\n", " ")
         if self.remedy:
-            text += f" (fix: {self.remedy})"
-        return text
+            text_ += f" (fix: {render(self.remedy, face)})"
+        return text_
 
     def to_dict(self) -> dict:
-        """The `--json` error document's body (the docs' exit-code reference)."""
-        return {
+        """The `--json` error document's body (the docs' exit-code reference): `type`,
+        `message`, `fix`, `exit_code`, and `field`/`value`/`rule` when the error names a
+        parameter."""
+        doc: dict[str, Any] = {
             "type": type(self).__name__,
-            "message": self.message.strip(),
+            "message": self.message.strip() if not isinstance(self.message, Text) else self.message,
             "fix": self.remedy,
             "exit_code": self.exit_code,
         }
+        if self.field is not None:
+            doc["field"] = self.field
+        if self.value is not UNSET:
+            doc["value"] = _jsonable(self.value)
+        if self.rule is not None:
+            doc["rule"] = self.rule
+        return doc
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return str(value)
 
 
 class SpecError(PeagleError):

@@ -75,6 +75,7 @@ class Target:
     engine: str | None = None  # only a non-default engine: the default needs no flag
     region: str | None = None
     component: str | None = None
+    command: str | None = None  # the command running (its flags name SDK keywords)
 
 
 @dataclass(frozen=True)
@@ -145,10 +146,10 @@ def _split_words(tokens: list[str]) -> tuple[list[str], list[str]]:
 _target = Target()
 
 
-def begin(*, sandbox: bool) -> None:
+def begin(*, sandbox: bool, command: str | None = None) -> None:
     """A new CLI run (cli/app.py `main`): forget the previous run's region and component."""
     global _target
-    _target = Target(sandbox=sandbox)
+    _target = Target(sandbox=sandbox, command=command)
 
 
 def given_region(region: str | None) -> None:

@@ -237,10 +237,12 @@ def main(argv: list[str] | None = None) -> int:
         sandbox = True
     from .advice import begin
 
-    begin(sandbox=sandbox)  # every command this run suggests targets the same sandbox
     first = next((i for i, a in enumerate(args) if a not in ROOT_FLAGS), len(args))
     command = args[first] if first < len(args) else None
     only = command if command in (*COMMANDS, *PLUGIN_COMMANDS) else None
+    # Every command this run suggests targets the same sandbox; its flags name the SDK's
+    # keywords in errors (cli/faces.py).
+    begin(sandbox=sandbox, command=only)
     try:
         if only in PLUGIN_COMMANDS:
             from ..plugins import command_groups, sandbox_plugin

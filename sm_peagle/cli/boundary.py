@@ -47,12 +47,12 @@ def report(message: str, *, fix: str | None, exit_code: int, kind: str, **extra:
     """Print the error line (stderr) and, with --json, the error document (stdout): the
     output object's `failure` (a command that failed after printing its result keeps
     that one document)."""
-    from .advice import rewrite
+    from .faces import cli_text
     from .output import current
 
-    # A fix is pasted: each `peagle …` in it (and in the message) targets what this
-    # command targeted.
-    message, fix = rewrite(message), (rewrite(fix) if fix else fix)
+    # In the CLI's words (flags for the SDK's keywords); a fix is pasted: each `peagle …`
+    # in it (and in the message) targets what this command targeted.
+    message, fix = cli_text(message) or "", cli_text(fix)
     doc = {"type": kind, "message": message, "fix": fix, "exit_code": exit_code, **extra}
     current().failure(message + (f" (fix: {fix})" if fix else ""), doc)
     return exit_code
@@ -220,7 +220,7 @@ def exit_code_for(exc: BaseException, args: list[str]) -> int:
     if isinstance(err, PeagleError):
         doc = err.to_dict()
         extra = {k: v for k, v in doc.items() if k not in ("type", "message", "fix", "exit_code")}
-        message = err.message.strip().replace("\n", " ")
+        message = err.message
         fix = err.remedy
         if fix is None and err.exit_code == 2 and "(fix: " not in message:
             # Bad input always names a fix (docs: Reference, "Exit codes and --json"): an error

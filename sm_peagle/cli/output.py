@@ -78,13 +78,20 @@ def no_color() -> bool:
 
 def to_document(obj: Any) -> Any:
     """What `--json` prints for `obj`: its `to_dict()`, a dataclass as a dict, a list of
-    results as the list of their documents, else obj."""
+    results as the list of their documents, else obj. Every `Text` in it (a note naming
+    an SDK keyword or call) is in the CLI's words (cli/faces.py)."""
+    from .faces import cli_doc
+
+    return cli_doc(_document(obj))
+
+
+def _document(obj: Any) -> Any:
     if hasattr(obj, "to_dict") and callable(obj.to_dict):
         return obj.to_dict()
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return dataclasses.asdict(obj)
     if isinstance(obj, list | tuple):
-        return [to_document(item) for item in obj]
+        return [_document(item) for item in obj]
     return obj
 
 
@@ -208,9 +215,10 @@ class Output:
         passes them) are kept."""
         if self.quiet and not message.startswith("warning:"):
             return
-        from .advice import rewrite  # a `peagle …` in a note targets where this command did
+        # In the CLI's words; a `peagle …` in a note targets where this command did.
+        from .faces import cli_text
 
-        message = rewrite(message)
+        message = cli_text(message) or ""
         # On a terminal, first erase a live counter line (live_counter) the note replaces.
         sys.stderr.write(("\r\x1b[K" if sys.stderr.isatty() else "") + message + "\n")
         sys.stderr.flush()

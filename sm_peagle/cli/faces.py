@@ -1,0 +1,123 @@
+"""The one table from the SDK's words to the CLI's: keyword arguments to flags, SDK calls
+to `peagle` commands.
+
+The SDK's errors, notes and progress lines name parameters and calls as data
+(`sm_peagle.errors.Param`, `Call`, inside a `Text`); `str()` of them is the Python wording
+(`k=`, `sm_peagle.delete('ep')`). The CLI prints the same text through `CliFace`: `-k`,
+and `peagle delete ep --yes` rendered for where the running command talks to
+(`advice.render`: `--sandbox`, `--region`, `--component`).
+
+A flag is `--` plus the keyword with `-` for `_` unless `FLAGS` says otherwise; a unit
+test checks every keyword the SDK names against the options the CLI really has.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from ..errors import UNSET, Call, Param, Text
+from ..errors import render as render_text
+
+__all__ = ["COMMANDS", "CONFIRMED", "FLAGS", "CliFace", "cli_text", "flag_for"]
+
+# SDK keyword -> CLI flag, where the flag is not `--keyword-with-dashes`. A keyword the
+# CLI takes as an argument maps to its metavar (upper case).
+FLAGS: dict[str, str] = {
+    "k": "-k",
+    "spec": "-f",
+    "spec_file": "-f",
+    "path": "-f",
+    "wait": "--wait",
+}
+# Per command, where one command's flag for a keyword differs from the table above.
+FLAGS_BY_COMMAND: dict[tuple[str, str], str] = {
+    ("invoke", "prompt"): "PROMPT",
+    ("chat", "prompt"): "PROMPT",
+}
+# SDK operation -> the `peagle` command words, where they are not the name with `-`.
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "drafter_inspect": ("drafter", "inspect"),
+    "drafter_check": ("drafter", "check"),
+    "drafter_push": ("drafter", "push"),
+    "tune_k": ("tune-k",),
+    "iam_policy": ("iam-policy",),
+    "sandbox_start": ("sandbox", "start"),
+    "sandbox_stop": ("sandbox", "stop"),
+    "sandbox_status": ("sandbox", "status"),
+}
+# Commands that ask before they change anything: a suggested one carries `--yes` (it is
+# pasted to do the thing the fix names; the SDK call has no prompt to answer).
+CONFIRMED = frozenset(("delete", "gc"))
+
+
+def flag_for(name: str, command: str | None = None) -> str:
+    """The CLI flag (or argument metavar) that sets SDK keyword `name` on `command`."""
+    if command and (command, name) in FLAGS_BY_COMMAND:
+        return FLAGS_BY_COMMAND[(command, name)]
+    return FLAGS.get(name) or "--" + name.replace("_", "-")
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return ""
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+class CliFace:
+    """The CLI's wording for `command` (the words after `peagle` being run, if known)."""
+
+    def __init__(self, command: str | None = None) -> None:
+        if command is None:
+            from .advice import current_target
+
+            command = current_target().command
+        self.command = command
+
+    def param(self, p: Param) -> str:
+        flag = flag_for(p.name, self.command)
+        if p.value is UNSET or p.value is True:
+            return flag
+        if p.value is False:
+            return "--no-" + flag.lstrip("-")
+        value = _value(p.value)
+        return f"{flag} {shlex.quote(value) if value else value}".rstrip()
+
+    def call(self, c: Call) -> str:
+        from .advice import Suggestion, render
+
+        words = COMMANDS.get(c.op) or (c.op.replace("_", "-"),)
+        options: list[tuple[str, str | None]] = []
+        for key, value in c.kwargs:
+            if value is None or value is False:
+                continue
+            flag = flag_for(key, words[0])
+            if flag.isupper():  # an argument of the command
+                continue
+            options.append((flag, None if value is True else shlex.quote(_value(value))))
+        if words[0] in CONFIRMED and ("--yes", None) not in options:
+            options.append(("--yes", None))
+        args = [shlex.quote(str(a)) for a in c.args]
+        args += [shlex.quote(_value(v)) for k, v in c.kwargs if flag_for(k, words[0]).isupper()]
+        return render(Suggestion(tuple(words), tuple(args), tuple(options)))
+
+
+def cli_text(value: str | None, command: str | None = None) -> str | None:
+    """`value` as the CLI prints it: a `Text` in the CLI's words; free text (not yet
+    structured) with each `peagle …` command in it rendered for the context."""
+    from .advice import rewrite
+
+    return render_text(value, CliFace(command), legacy=rewrite)
+
+
+def cli_doc(doc: Any, command: str | None = None) -> Any:
+    """A `to_dict()` document with every `Text` in it in the CLI's words (for `--json`)."""
+    if isinstance(doc, Text):
+        return doc.render(CliFace(command))
+    if isinstance(doc, dict):
+        return {k: cli_doc(v, command) for k, v in doc.items()}
+    if isinstance(doc, list | tuple):
+        return [cli_doc(v, command) for v in doc]
+    return doc
