@@ -15,6 +15,7 @@ from ..errors import SpecError
 
 __all__ = [
     "OnConnect",
+    "Session",
     "Say",
     "as_peagle_error",
     "check_region",
@@ -50,6 +51,62 @@ def context(region: str | None, aws: Any, on_connect: Callable[[Any], None] | No
     if on_connect is not None:
         on_connect(ctx)
     return ctx
+
+
+class Session:
+    """What every SDK operation runs on, held once (the base of `sm_peagle.Client`).
+
+    The target: `region` (and `profile`), or a ready `aws` context (an `AwsContext`,
+    which is how a plugin such as the sandbox hands out its target); the progress
+    callbacks: `progress` (one line at a time), `on_connect` (sees the AWS context before
+    an operation's first request), `on_poll` (each status a wait reads).
+
+    Operations are methods of mixin classes over this one (`ops/*.py`); they reach AWS
+    through `self._connect()` and report through `self._say(...)`, so no operation takes
+    `region`, `aws`, `say` or `on_connect` as a parameter."""
+
+    def __init__(
+        self,
+        region: str | None = None,
+        *,
+        profile: str | None = None,
+        aws: Any = None,
+        progress: Say | None = None,
+        on_connect: OnConnect | None = None,
+        on_poll: Callable[[Any], None] | None = None,
+    ) -> None:
+        self.region = check_region(region)
+        self.profile = profile
+        self._aws = aws
+        self.progress = progress
+        self.on_connect = on_connect
+        self.on_poll = on_poll
+
+    def __repr__(self) -> str:
+        where = f"region={self.region!r}" if self.region else "region from the environment"
+        if self._aws is not None:
+            where = f"aws={self._aws!r}"
+        return f"{type(self).__name__}({where})"
+
+    def _connect(self) -> Any:
+        """The AWS context for one operation: the held one, or a fresh one for `region`
+        (and `profile`) whose credentials are known to exist (NoCredentials otherwise,
+        before any request); `on_connect` sees it first."""
+        if self._aws is not None:
+            ctx = self._aws
+        else:
+            from ..aws import AwsContext
+
+            ctx = AwsContext(self.region, self.profile)
+            ctx.check_credentials()
+        if self.on_connect is not None:
+            self.on_connect(ctx)
+        return ctx
+
+    def _say(self, message: str) -> None:
+        """One progress line to `progress` (nothing without one)."""
+        if self.progress is not None:
+            self.progress(message)
 
 
 def check_region(value: str | None) -> str | None:
