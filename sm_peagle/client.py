@@ -72,10 +72,11 @@ def module_function(name: str) -> Callable[..., Any]:
         if not given or name not in _TAKES_SESSION:
             kwargs.update(given)
             return getattr(default_client(), name)(*args, **kwargs)
+        old = ", ".join(f"{k}=" for k in given)
+        new = ", ".join(f"{_SESSION_KEYWORDS[k]}=" for k in given)
         warnings.warn(
-            f"sm_peagle.{name}({', '.join(f'{k}=' for k in given)}) is deprecated: make a "
-            f"client once, sm_peagle.Client({', '.join(f'{_SESSION_KEYWORDS[k]}=' for k in given)}), "
-            f"and call its {name} (removed in the next release)",
+            f"sm_peagle.{name}({old}) is deprecated: make a client once, "
+            f"sm_peagle.Client({new}), and call its {name} (removed in the next release)",
             FutureWarning,
             stacklevel=2,
         )
