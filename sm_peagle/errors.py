@@ -8,6 +8,7 @@ error with its flags (`-k`) and commands (`peagle delete ep --yes`) from one tab
 
 - `Param("k")` / `Param("k", 5)`: a parameter, with the value to give it;
 - `Call("delete", "ep")`: an SDK call (the CLI command of the same name);
+- `Phrase("sandbox")`: words that differ between the faces otherwise (`--sandbox`);
 - `text("{k} must be at most 15, got {got}", got=99)`: a `Text` (a `str` whose value is
   the Python wording) from a format template, where each `{name}` not given as an
   argument is `Param(name)`, and a given `Param`/`Call` stays structured.
@@ -62,7 +63,26 @@ class Call:
         return PYTHON.call(self)
 
 
-Part = str | Param | Call
+@dataclass(frozen=True)
+class Phrase:
+    """Words that differ between the faces and are neither a parameter nor a call: the
+    sandbox (`--sandbox` at the CLI, a sandbox client in Python), the result document
+    (`--json`, `.to_dict()`). Each face words the keys it knows (`PHRASES` here, the CLI's
+    in `cli/faces.py`)."""
+
+    key: str
+
+    def __str__(self) -> str:
+        return PYTHON.phrase(self)
+
+
+# The Python wording of each Phrase key (a unit test holds the CLI's table to the same keys).
+PHRASES = {
+    "sandbox": "a client for the local sandbox (peagle_sandbox.client())",
+    "json": "the result's to_dict()",
+}
+
+Part = str | Param | Call | Phrase
 
 
 class Face(Protocol):
@@ -71,6 +91,8 @@ class Face(Protocol):
     def param(self, p: Param) -> str: ...
 
     def call(self, c: Call) -> str: ...
+
+    def phrase(self, p: Phrase) -> str: ...
 
 
 class _PythonFace:
@@ -82,6 +104,9 @@ class _PythonFace:
     def call(self, c: Call) -> str:
         args = [repr(a) for a in c.args] + [f"{k}={v!r}" for k, v in c.kwargs]
         return f"sm_peagle.{c.op}({', '.join(args)})"
+
+    def phrase(self, p: Phrase) -> str:
+        return PHRASES[p.key]
 
 
 PYTHON: Face = _PythonFace()
@@ -112,15 +137,15 @@ class Text(str):
         return out
 
 
-def _render(
-    parts: tuple[Part, ...], face: Face, legacy: Callable[[str], str] | None = None
-) -> str:
+def _render(parts: tuple[Part, ...], face: Face, legacy: Callable[[str], str] | None = None) -> str:
     out = []
     for p in parts:
         if isinstance(p, Param):
             out.append(face.param(p))
         elif isinstance(p, Call):
             out.append(face.call(p))
+        elif isinstance(p, Phrase):
+            out.append(face.phrase(p))
         else:
             out.append(legacy(p) if legacy else p)
     return "".join(out)
@@ -143,7 +168,7 @@ def text(template: str, /, **values: Any) -> Text:
             parts.append(Param(name))
             continue
         value = values[name]
-        if isinstance(value, Param | Call) and not spec and not conversion:
+        if isinstance(value, Param | Call | Phrase) and not spec and not conversion:
             parts.append(value)
         elif isinstance(value, Text) and not spec and not conversion:
             parts.extend(value.parts)
@@ -163,13 +188,13 @@ def _merge(parts: list[Part]) -> tuple[Part, ...]:
     return tuple(out)
 
 
-def as_text(value: str | Text | Call | Param | None) -> Text | None:
+def as_text(value: str | Text | Call | Param | Phrase | None) -> Text | None:
     """A message or remedy as a Text (None stays None): a plain str is one literal part."""
     if value is None:
         return None
     if isinstance(value, Text):
         return value
-    if isinstance(value, Call | Param):
+    if isinstance(value, Call | Param | Phrase):
         return Text((value,))
     return Text((str(value),))
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from ..errors import UNSET, Call, Param, Text
+from ..errors import UNSET, Call, Param, Phrase, Text
 from ..errors import render as render_text
 
 __all__ = ["COMMANDS", "CONFIRMED", "FLAGS", "CliFace", "cli_text", "flag_for"]
@@ -45,6 +45,11 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "sandbox_start": ("sandbox", "start"),
     "sandbox_stop": ("sandbox", "stop"),
     "sandbox_status": ("sandbox", "status"),
+}
+# The CLI's wording of each `Phrase` (errors.PHRASES is the Python one; same keys).
+PHRASES: dict[str, str] = {
+    "sandbox": "--sandbox",
+    "json": "--json",
 }
 # Commands that ask before they change anything: a suggested one carries `--yes` (it is
 # pasted to do the thing the fix names; the SDK call has no prompt to answer).
@@ -84,6 +89,9 @@ class CliFace:
             return "--no-" + flag.lstrip("-")
         value = _value(p.value)
         return f"{flag} {shlex.quote(value) if value else value}".rstrip()
+
+    def phrase(self, p: Phrase) -> str:
+        return PHRASES[p.key]
 
     def call(self, c: Call) -> str:
         from .advice import Suggestion, render
