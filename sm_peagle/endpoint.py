@@ -3,7 +3,7 @@
 The SDK is the product; the CLI is a skin over these calls.
 
     with sm_peagle.deploy("gpt-oss-20b", k=5, role=ROLE) as ep:
-        print(ep.status()["status"])
+        print(ep.status().status)
     # the endpoint, its config and model are deleted here, even on an exception
 """
 
@@ -130,7 +130,7 @@ class Endpoint:
         return Lifecycle(self.aws, say=self._say, **kw)
 
     def status(self) -> EndpointStatus:
-        """`sm_peagle.status(name)` for this endpoint (a dict with attributes too)."""
+        """`sm_peagle.status(name)` for this endpoint."""
         from .ops.endpoints import status
 
         return status(self.name, aws=self.aws)

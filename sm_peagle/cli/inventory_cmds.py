@@ -37,13 +37,13 @@ def render_status(name: str, st: Any) -> None:
     """The endpoint as a field/value table (its first row, `source`, says where it was
     read: AWS or the sandbox and its engine), then its inference components (if any), then
     any operation on it that did not finish, with the commands that undo or finish it."""
-    if st.get("problem"):
-        rows = [["source", current().label], ["status", st["status"]]]
+    if st.problem:
+        rows = [["source", current().label], ["status", st.status]]
         console().print(table(name, ["field", "value"], rows))
-        note(f"{name} is broken: {st['problem']}; `{st['fix'].split(' (', 1)[0]}` removes it")
+        note(f"{name} is broken: {st.problem}; `{(st.fix or '').split(' (', 1)[0]}` removes it")
     else:
         _render_healthy(name, st)
-    for u in st.get("unfinished") or []:
+    for u in st.unfinished or []:
         who = f"operation {u['operation']}" if u["operation"] else "an operation"
         if u["state"] == "running":
             note(f"{who} may still be running ({u['owner']}): {', '.join(u['resources'])}")
@@ -55,36 +55,35 @@ def render_status(name: str, st: Any) -> None:
 
 
 def _render_healthy(name: str, st: Any) -> None:
-    price = st.get("price") or "unknown"  # names its region and source, or why unknown
+    price = st.price or "unknown"  # names its region and source, or why unknown
     rows = [
         ["source", current().label],
-        ["status", st["status"]],
+        ["status", st.status],
         [
             "instances",
-            f"{st['instance_count']} (desired {st['desired_instance_count']}) x "
-            f"{st['instance_type']}",
+            f"{st.instance_count} (desired {st.desired_instance_count}) x {st.instance_type}",
         ],
     ]
-    if st.get("managed_instance_scaling"):
-        m = st["managed_instance_scaling"]
+    if st.managed_instance_scaling:
+        m = st.managed_instance_scaling
         scale_in = f", scale-in {m['scale_in']}" if m.get("scale_in") else ""
         rows.append(["managed scaling", f"min {m['min']} / max {m['max']} instances{scale_in}"])
-    if "components" not in st:  # one model on the variant; components carry their own
-        k = f", K={st['k']}" if st["k"] is not None else ""
-        rows += [["mode", st["mode"] + k], ["image", st["image"]]]
-        if st.get("model_data"):
-            rows.append(["weights", st["model_data"]])
-        for channel, uri in (st.get("additional_data") or {}).items():
+    if st.components is None:  # one model on the variant; components carry their own
+        k = f", K={st.k}" if st.k is not None else ""
+        rows += [["mode", (st.mode or "") + k], ["image", st.image]]
+        if st.model_data:
+            rows.append(["weights", st.model_data])
+        for channel, uri in (st.additional_data or {}).items():
             rows.append(["drafter" if channel == "eagle" else f"data ({channel})", uri])
-    rows += [["age", f"{st['age_seconds'] // 60} min"], ["cost", price]]
-    if st.get("autoscaling"):
-        a = st["autoscaling"]
+    rows += [["age", f"{(st.age_seconds or 0) // 60} min"], ["cost", price]]
+    if st.autoscaling:
+        a = st.autoscaling
         rows.append(["autoscaling", f"min {a['min']} / max {a['max']}"])
-    if st["failure_reason"]:
-        rows.append(["failure reason", st["failure_reason"]])
+    if st.failure_reason:
+        rows.append(["failure reason", st.failure_reason])
     console().print(table(name, ["field", "value"], rows))
-    if "components" in st:
-        console().print(_components_table(name, st["components"]))
+    if st.components is not None:
+        console().print(_components_table(name, st.components))
 
 
 def _components_table(endpoint: str, comps: list[dict]) -> object:
@@ -127,11 +126,11 @@ def ls_command(
     from ..ops.endpoints import ls
     from .context import hello
 
-    rows = [r.to_dict() for r in ls(include_unmanaged=all_, region=region, on_connect=hello)]
+    rows = ls(include_unmanaged=all_, region=region, on_connect=hello)
     current().result(rows, render=lambda rows: _render_ls(rows, all_))
 
 
-def _render_ls(rows: list[dict], all_: bool) -> None:
+def _render_ls(rows: list[Any], all_: bool) -> None:
     """A table titled with where the endpoints were listed ([AWS], [SANDBOX (…)])."""
     label = f"[{current().label}]"
     if not rows:
@@ -143,8 +142,8 @@ def _render_ls(rows: list[dict], all_: bool) -> None:
 
     from ..ops.endpoints import component_short_name
 
-    def short(r: dict) -> str:  # components by the short names they were deployed with
-        names = [component_short_name(r["endpoint"], c) for c in r["components"]]
+    def short(r: Any) -> str:  # components by the short names they were deployed with
+        names = [component_short_name(r.endpoint, c) for c in r.components]
         return ", ".join(names) or "-"
 
     console().print(
@@ -153,10 +152,10 @@ def _render_ls(rows: list[dict], all_: bool) -> None:
             ["endpoint", "status", "created", "peagle", "components"],
             [
                 [
-                    r["endpoint"],
-                    r["status"],
-                    r["created"][:19],
-                    "yes" if r["managed"] else "no",
+                    r.endpoint,
+                    r.status,
+                    r.created[:19],
+                    "yes" if r.managed else "no",
                     short(r),
                 ]
                 for r in rows
@@ -282,10 +281,10 @@ def delete_command(
 
 def _render_delete(result: Any, name: str, dry_run: bool) -> None:
     if result.note:
-        typer.echo(f"{name}: {result['note']}")
+        typer.echo(f"{name}: {result.note}")
     elif dry_run:
         typer.echo(f"would delete: {', '.join(result.would_delete)}")
-        for kept, users in result.get("kept_shared", {}).items():
+        for kept, users in (result.kept_shared or {}).items():
             typer.echo(f"would keep {kept}: endpoint {', '.join(users)} uses it")
     # Otherwise the lifecycle already said "deleted N resources: ..." (once, on stderr).
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import NotFound, SpecError
 from ..planning.components.hosting import component_short_name  # what the CLI's tables show
+from .result import DocumentResult, KeyAccess
 from .session import OnConnect, Say, check_endpoint_name, context, quiet, seconds
 
 __all__ = [
@@ -42,89 +43,134 @@ __all__ = [
 Confirm = Callable[[str], None]
 
 
-class _Doc(dict):  # type: ignore[type-arg]
-    """A result that is also the plain JSON document (so `result["status"]` keeps working)."""
+@dataclass(frozen=True, kw_only=True)
+class EndpointStatus(DocumentResult):
+    """`status`: the endpoint as SageMaker describes it, read by attribute; `to_dict()` is
+    the `peagle status --json` document (the fields it had, in order). A one-model endpoint
+    has `mode`, `k`, `image` and its data sources; one hosting inference components has
+    `components` (one document each) instead; a broken one (its config or model gone) has
+    `problem` and `fix` and stops there. A field the endpoint does not have is None.
+
+    Attributes:
+        endpoint: The endpoint's name.
+        status: SageMaker's EndpointStatus (InService, Creating, Updating, Failed, ...).
+        failure_reason: Why SageMaker failed it, or None.
+        endpoint_config: The EndpointConfigName it runs.
+        created: When it was created (ISO 8601).
+        age_seconds: Seconds since it was created.
+        unfinished: Operations on it that did not finish, one document each (`operation`,
+            `state`, `resources`, and the `undo` / `finish` commands).
+        variant: The production variant's name.
+        instance_type: The variant's instance type (the first pool's, with several).
+        instance_pools: Every instance type of a variant with several pools, else None.
+        instance_count: Instances running now.
+        desired_instance_count: Instances SageMaker is moving to.
+        usd_per_hour: The catalog's price of those instances in this region, or None.
+        price: The price as a line naming its region and source, or why it is unknown.
+        model: The variant's model (None when inference components name their own).
+        managed_instance_scaling: The variant's managed scaling (`min`, `max`, `scale_in`),
+            or None.
+        hosting: "inference-components" for an endpoint hosting them, else None.
+        mode: The decoding mode served (p-eagle, eagle3, baseline; "components" on an
+            endpoint hosting inference components), or None when unknown.
+        k: The K (draft tokens per step) served, or None (baseline, or not a peagle spec).
+        image: The serving image URI.
+        speculative_config: vLLM's speculative config as deployed, or None.
+        model_data: The S3 URI of the weights, or None when the image holds them.
+        additional_data: Other data sources, channel -> S3 URI (the drafter's is `eagle`).
+        autoscaling: The variant's autoscaling (`min`, `max`, `policies`), or None.
+        components: The inference components it hosts, one document each (`name`,
+            `status`, `mode`, `k`, `desired_copies`, `current_copies`, ...), or None.
+        problem: What is broken (its config or model is missing), or None.
+        fix: The command that removes a broken endpoint, or None.
+    """
+
+    endpoint: str
+    status: str
+    failure_reason: str | None = None
+    endpoint_config: str | None = None
+    created: str | None = None
+    age_seconds: int | None = None
+    unfinished: list[dict[str, Any]] | None = None
+    variant: str | None = None
+    instance_type: str | None = None
+    instance_pools: list[str] | None = None
+    instance_count: int | None = None
+    desired_instance_count: int | None = None
+    usd_per_hour: float | None = None
+    price: str | None = None
+    model: str | None = None
+    managed_instance_scaling: dict[str, Any] | None = None
+    hosting: str | None = None
+    mode: str | None = None
+    k: int | None = None
+    image: str | None = None
+    speculative_config: dict[str, Any] | None = None
+    model_data: str | None = None
+    additional_data: dict[str, str] | None = None
+    autoscaling: dict[str, Any] | None = None
+    components: list[dict[str, Any]] | None = None
+    problem: str | None = None
+    fix: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeleteResult(DocumentResult):
+    """`delete`: what went, or with `dry_run` what would, and what was kept; `to_dict()` is
+    the `peagle delete --json` document (the fields it had, in order).
+
+    Attributes:
+        endpoint: The endpoint's name.
+        deleted: What was deleted, in order (empty when nothing was, and on a dry run).
+        would_delete: With `dry_run`: what would go, in the order it would; else None.
+        kept_models: Models kept (`keep_model`, or named by a component peagle did not
+            create), or None when nothing was looked at (already gone).
+        kept_shared: Config or model name -> the endpoints still using it (never deleted),
+            or None when nothing was looked at.
+        note: Why nothing was deleted ("already gone"), or None.
+        dry_run: True for a dry run (nothing deleted, nothing asked), else None.
+    """
+
+    endpoint: str
+    deleted: list[str] = field(default_factory=list)
+    would_delete: list[str] | None = None
+    kept_models: list[str] | None = None
+    kept_shared: dict[str, list[str]] | None = None
+    note: str | None = None
+    dry_run: bool | None = None
+
+
+@dataclass(frozen=True)
+class LogEvent(KeyAccess):
+    """One CloudWatch log event of `logs()`; `to_dict()` is its `peagle logs --json`
+    document.
+
+    Attributes:
+        timestamp: The event's CloudWatch timestamp, in milliseconds since the epoch.
+        stream: The log stream it was read from.
+        message: The event's text exactly as stored (vLLM's format, which parsers and
+            metric filters read).
+        spec_decoding: The SpecDecoding metrics parsed from the line, or None for any
+            other line.
+        label: Where it came from: `AWS`, `SANDBOX (SIMULATED)` or
+            `SANDBOX (vllm X.Y.Z, CPU, tiny model)`.
+    """
+
+    timestamp: int
+    stream: str | None
+    message: str
+    spec_decoding: dict[str, float] | None
+    label: str
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self)
-
-
-class EndpointStatus(_Doc):
-    """`peagle status`: status, instances, mode and K, image, age, $/h; on an endpoint
-    hosting inference components, `components` (one dict each) instead of mode/K/image."""
-
-    @property
-    def endpoint(self) -> str:
-        """The endpoint's name."""
-        return self["endpoint"]
-
-    @property
-    def status(self) -> str:
-        """SageMaker's EndpointStatus (InService, Creating, Updating, Failed, ...)."""
-        return self["status"]
-
-    @property
-    def k(self) -> int | None:
-        """The K (draft tokens per step) it serves, or None (baseline, or not a peagle spec)."""
-        return self.get("k")
-
-    @property
-    def mode(self) -> str | None:
-        """The decoding mode it serves (p-eagle, eagle3, baseline), or None when unknown."""
-        return self.get("mode")
-
-    @property
-    def components(self) -> list[dict[str, Any]] | None:
-        """Its inference components, one document each, or None for a one-model endpoint."""
-        return self.get("components")
-
-
-class DeleteResult(_Doc):
-    """`peagle delete`: `deleted` (names, in order), `kept_models`, `kept_shared`
-    (name -> the endpoints still using it), or `note` ("already gone")."""
-
-    @property
-    def deleted(self) -> list[str]:
-        """What was deleted, one name each (empty when nothing was)."""
-        return self.get("deleted", [])
-
-    @property
-    def would_delete(self) -> list[str]:
-        """With `dry_run`: what would go, in the order it would."""
-        return self.get("would_delete", [])
-
-    @property
-    def note(self) -> str | None:
-        """Why nothing was deleted ("already gone"), or None."""
-        return self.get("note")
-
-
-class LogEvent(_Doc):
-    """One CloudWatch event: `timestamp` (ms), `stream`, `message` (exactly as stored:
-    vLLM's format, which parsers and metric filters read), `spec_decoding` (the
-    SpecDecoding metrics parsed from the line, or None), and `label`: where it came from
-    (`AWS`, `SANDBOX (SIMULATED)`, `SANDBOX (vllm X.Y.Z, CPU, tiny model)`)."""
-
-    @property
-    def timestamp(self) -> int:
-        """The event's CloudWatch timestamp, in milliseconds since the epoch."""
-        return self["timestamp"]
-
-    @property
-    def message(self) -> str:
-        """The event's text exactly as stored (vLLM's format)."""
-        return self["message"]
-
-    @property
-    def spec_decoding(self) -> dict[str, float] | None:
-        """The SpecDecoding metrics parsed from the line, or None for any other line."""
-        return self["spec_decoding"]
-
-    @property
-    def label(self) -> str:
-        """Where the event came from: `AWS`, `SANDBOX (SIMULATED)` or `SANDBOX (vllm X.Y.Z, CPU,
-        tiny model)`."""
-        return self["label"]
+        """The event's document in `peagle logs --json`."""
+        return {
+            "timestamp": self.timestamp,
+            "stream": self.stream,
+            "message": self.message,
+            "spec_decoding": self.spec_decoding,
+            "label": self.label,
+        }
 
 
 @dataclass(frozen=True)
@@ -243,7 +289,7 @@ def status(
     name = _name(name)
     ctx = context(region, aws, on_connect)
     doc = endpoint_status(ctx.client("sagemaker"), name, aas=ctx.client("application-autoscaling"))
-    return EndpointStatus(doc)
+    return EndpointStatus.from_dict(doc)
 
 
 def ls(
@@ -294,8 +340,8 @@ def delete(
     if dry_run:
         plan = lc.deletion(name, keep_model=keep_model, force=force)
         if plan is None:
-            return DeleteResult({"endpoint": name, "deleted": [], "note": "already gone"})
-        return DeleteResult({**plan.to_dict(), "dry_run": True})
+            return DeleteResult.from_dict({"endpoint": name, "deleted": [], "note": "already gone"})
+        return DeleteResult.from_dict({**plan.to_dict(), "dry_run": True})
     if confirm is not None:
         question = f"Delete endpoint {name} and its config/models?"
         if force:  # say what --force destroys that is not peagle's
@@ -309,7 +355,7 @@ def delete(
                     "scaling targets, policies and alarms go too; their models are kept)?"
                 )
         confirm(question)
-    return DeleteResult(lc.delete(name, keep_model=keep_model, force=force))
+    return DeleteResult.from_dict(lc.delete(name, keep_model=keep_model, force=force))
 
 
 def gc(
