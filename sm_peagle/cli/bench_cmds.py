@@ -24,6 +24,7 @@ from .bench_options import (
     ShareOpt,
     SloOpt,
 )
+from .bench_render import render_measurement
 from .options import (
     concurrency_option,
     k_list_option,
@@ -89,13 +90,6 @@ def _target(aws: Any) -> None:
     from ..ops.target import talking_to
 
     note(talking_to(aws.region))
-
-
-def render_measurement(result: Any) -> None:
-    """A measurement result (bench, sweep, report) for people: its own tables."""
-    from .output import console, table
-
-    result.render(console(), table)
 
 
 def bench_command(
@@ -220,8 +214,8 @@ def sweep_command(
         max_probes=max_probes, requests_out=requests_out, out_dir=out_dir, keep=keep,
         role=role, region=region, say=note, on_connect=_target,
     )  # fmt: skip
-    doc = result.to_dict()
-    note(f"sweep took {doc['elapsed_s']:.1f}s; left behind: {doc['cleanup']['kept'] or 'nothing'}")
+    kept = result.cleanup.get("kept")
+    note(f"sweep took {result.elapsed_s:.1f}s; left behind: {kept or 'nothing'}")
     current().result(result, render=render_measurement)
     if result.failed:
         raise PeagleError("every configuration failed", remedy=f"see {result.out_dir}/sweep.json")

@@ -138,10 +138,8 @@ def race_command(
 
 def _render_race(result: Any, shown_live: bool) -> None:
     """The final numbers (unless the live panes showed them) and the verdict."""
-    doc = result.to_dict()
     if not shown_live:
-        for side in ("a", "b"):
-            s = doc[side]
+        for s in (result.a, result.b):
             print(_header(s))
             if s["error"]:
                 print(f"  error: {s['error']}")

@@ -69,11 +69,10 @@ def render_tune_k(result: Any) -> None:
     from .advice import Suggestion, render
     from .output import console, table
 
-    out = result.to_dict()
     ests = result.estimates
     con = console()
-    label = out["label"]
-    if out.get("simulated"):
+    label = result.label
+    if result.simulated:
         con.print("[bold red]SIMULATED[/] sandbox numbers")
     for est in ests:
         rows = [
@@ -82,7 +81,7 @@ def render_tune_k(result: Any) -> None:
              else ""]
             for r in est["by_k"]
         ]  # fmt: skip
-        title = f"{out.get('endpoint')} at concurrency {est['concurrency']}: {label}"
+        title = f"{result.endpoint} at concurrency {est['concurrency']}: {label}"
         cols = ["K'", "acceptance length", "rate at K'", "est. out tok/s", ""]
         con.print(table(title, cols, rows))
         if est.get("rates_from"):

@@ -8,7 +8,7 @@ whose `to_dict()` is the `--json` document. Progress goes to callbacks (`say`,
 `progress`, `on_update`, `on_connect`), never to stdout.
 
     r = sm_peagle.bench("my-endpoint", concurrency=2, requests=16)
-    r["levels"][0]["output_tokens_per_s"]
+    r.levels[0]["output_tokens_per_s"]
 """
 
 from __future__ import annotations
@@ -313,11 +313,11 @@ def bench(
         if where is not None:
             say(where)
         raise
-    result = BenchResult(doc, [], requests_out=paths["requests_out"])
+    lines = exporter.lines if exporter is not None else 0  # every level has run: final
+    result = BenchResult(doc, [], requests_out=paths["requests_out"], requests_written=lines)
 
     def write() -> list[Path]:
         if exporter is not None:
-            result.requests_written = exporter.lines
             exporter.finish()
             say(f"wrote {exporter.path} ({exporter.lines} requests)")
         return write_outputs(doc, say, **files)
@@ -330,11 +330,13 @@ def _judged(result: BenchResult, limit: float, write: Callable[[], list[Path]]) 
     result) when its error rate is over `limit` or a level was stopped; a file that
     cannot be written is `OutputNotWritten`, also carrying it. The files come first:
     what was measured is never lost to the verdict."""
+    from dataclasses import replace
+
     from ..benchmarking.breaker import run_verdict
     from ..benchmarking.files import OutputNotWritten
 
     try:
-        result.written = write()
+        result = replace(result, written=write())  # frozen: the result with its files
     except OutputNotWritten as e:
         e.result = result  # measured and complete: the caller still has every number
         raise

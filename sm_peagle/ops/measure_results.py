@@ -1,13 +1,20 @@
 """Typed results of the measurement operations (`bench`, `sweep`, `race`, `tune_k`,
-`report`). Each wraps the JSON document the CLI prints with `--json` (`to_dict()`), and
-reads like that document (`result["levels"]`), so code written against the dict the SDK
-returned before keeps working. Pure: no AWS, no CLI.
+`report`): frozen dataclasses holding the results document (`document`, the versioned
+`peagle.bench/3` document the files hold too: docs/bench-schema.md), read by attribute
+(`result.levels`, `result.label`); `to_dict()` is that document, the `--json` output.
+
+They used to be the document itself (a dict): `result["levels"]` still works for one
+release, with a FutureWarning naming the attribute. Pure: no AWS, no CLI, no rendering
+(the CLI draws their tables: cli/bench_render.py).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .result import KeyAccess
 
 __all__ = [
     "BenchResult",
@@ -19,56 +26,112 @@ __all__ = [
 ]
 
 
-class MeasureResult(dict):  # type: ignore[type-arg]
-    """A results document that is itself the JSON document (a dict: `result["levels"]`,
-    `json.dumps(result)`), plus the files written from it (`written`)."""
+@dataclass(frozen=True)
+class MeasureResult(KeyAccess):
+    """A results document and the files written from it.
 
-    def __init__(self, document: dict[str, Any], written: list[Path] | None = None) -> None:
-        super().__init__(document)
-        self.written: list[Path] = list(written or [])
+    Attributes:
+        document: The results document (`schema`, `kind`, `label`, ...; docs/bench-schema.md),
+            exactly what `--json` prints and the JSON file holds.
+        written: The files written from it (`out`, `csv`, `markdown`, `plot`), in order.
+    """
 
-    @property
-    def document(self) -> dict[str, Any]:
-        return dict(self)
+    document: dict[str, Any]
+    written: list[Path] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The `--json` document."""
-        return dict(self)
+        return dict(self.document)
 
-    def render(self, con: Any, table: Any) -> None:
-        """Print the document for people (tables on the rich Console `con`; `table` builds
-        each table)."""
-        from ..benchmarking.report import render_console
+    @property
+    def kind(self) -> str | None:
+        """What measured it: `bench`, `sweep` (None for a race or a tune-k estimate)."""
+        return self.document.get("kind")
 
-        render_console(self.document, con, table)
+    @property
+    def label(self) -> str | None:
+        """Where the numbers came from: `AWS`, `SANDBOX (SIMULATED)`, `SANDBOX (vllm X.Y.Z,
+        CPU, tiny model)` (a tune-k estimate says ESTIMATED)."""
+        return self.document.get("label")
+
+    @property
+    def simulated(self) -> bool:
+        """True when the sandbox's SIMULATED engine made the numbers up (not for its real
+        vLLM engine, nor AWS)."""
+        return bool(self.document.get("simulated"))
+
+    @property
+    def endpoint(self) -> str | None:
+        """The endpoint measured (None for a sweep, which deploys one per configuration)."""
+        return self.document.get("endpoint")
+
+    @property
+    def levels(self) -> list[dict[str, Any]]:
+        """One document per concurrency level or rate (`concurrency`, `output_tokens_per_s`,
+        latency percentiles, acceptance, ...); empty for a sweep (see its `runs`)."""
+        return list(self.document.get("levels") or [])
+
+    @property
+    def notes(self) -> list[str]:
+        """Caveats about the numbers (where they came from, what was not measured)."""
+        return list(self.document.get("notes") or [])
 
 
+@dataclass(frozen=True)
 class BenchResult(MeasureResult):
-    """`peagle bench`: one endpoint's peagle.bench/3 document (`kind: "bench"`)."""
+    """`bench`: one endpoint's `peagle.bench/3` document (`kind: "bench"`).
 
-    def __init__(
-        self,
-        document: dict[str, Any],
-        written: list[Path] | None = None,
-        *,
-        requests_out: Path | None = None,  # the per-request JSONL, when asked for
-        requests_written: int = 0,
-        commands: str | None = None,  # locust_print_commands: the commands (nothing ran)
-    ) -> None:
-        super().__init__(document, written)
-        self.requests_out = requests_out
-        self.requests_written = requests_written
-        self.commands = commands
+    Attributes:
+        document: The results document (`kind: "bench"`), exactly what `--json` prints.
+        written: The files written from it, in order.
+        requests_out: The per-request JSONL file, when asked for; else None.
+        requests_written: How many request lines it holds.
+        commands: With `locust_print_commands`: the commands that would run (nothing ran,
+            and `document` is empty); else None.
+    """
+
+    requests_out: Path | None = None
+    requests_written: int = 0
+    commands: str | None = None
 
 
+@dataclass(frozen=True)
 class SweepResult(MeasureResult):
-    """`peagle sweep`: the combined sweep document; `out_dir` holds every run's JSON."""
+    """`sweep`: the combined document of every configuration deployed and measured.
 
-    def __init__(
-        self, document: dict[str, Any], written: list[Path] | None = None, *, out_dir: Path
-    ) -> None:
-        super().__init__(document, written)
-        self.out_dir = out_dir
+    Attributes:
+        document: The sweep document (`kind: "sweep"`, `runs`, `table`, `recommendation`,
+            ...), exactly what `--json` prints.
+        written: The files written from it, in order.
+        out_dir: The directory holding every run's JSON and `sweep.json`.
+    """
+
+    out_dir: Path = field(kw_only=True)
+
+    @property
+    def runs(self) -> list[dict[str, Any]]:
+        """Each configuration's bench document, in the order measured."""
+        return list(self.document.get("runs") or [])
+
+    @property
+    def failures(self) -> list[dict[str, Any]]:
+        """The configurations that failed (`configuration`, `error`)."""
+        return list(self.document.get("failures") or [])
+
+    @property
+    def recommendation(self) -> Any:
+        """The best K per concurrency level, as the document recommends it."""
+        return self.document.get("recommendation")
+
+    @property
+    def elapsed_s(self) -> float:
+        """How long the whole sweep took, in seconds."""
+        return float(self.document.get("elapsed_s") or 0.0)
+
+    @property
+    def cleanup(self) -> dict[str, Any]:
+        """What the sweep deleted and what it left behind (`kept`)."""
+        return dict(self.document.get("cleanup") or {})
 
     @property
     def failed(self) -> bool:
@@ -76,34 +139,72 @@ class SweepResult(MeasureResult):
         return not self.document["runs"]
 
 
+@dataclass(frozen=True)
 class ReportResult(MeasureResult):
-    """`peagle report`: stored results re-read, derived parts recomputed."""
+    """`report`: stored results re-read, derived parts recomputed.
+
+    Attributes:
+        document: The bench or sweep document, as `--json` prints it.
+        written: The files written from it (markdown, CSV, chart, HTML), in order.
+    """
 
 
+@dataclass(frozen=True)
 class RaceResult(MeasureResult):
-    """`peagle race`: both sides' numbers, texts and the verdict line."""
+    """`race`: both sides' numbers, texts and the verdict line.
+
+    Attributes:
+        document: The race document (`prompt`, `max_tokens`, `temperature`, `a`, `b`,
+            `ratio_a_over_b`, `verdict`), exactly what `--json` prints.
+        written: Always empty (a race writes no file).
+    """
+
+    @property
+    def a(self) -> dict[str, Any]:
+        """Side A's numbers and text (`target`, `ttft_s`, `output_tokens_per_s`, ...)."""
+        return dict(self.document["a"])
+
+    @property
+    def b(self) -> dict[str, Any]:
+        """Side B's numbers and text."""
+        return dict(self.document["b"])
+
+    @property
+    def ratio_a_over_b(self) -> float | None:
+        """A's output tokens/s over B's, or None when either has none."""
+        return self.document.get("ratio_a_over_b")
 
     @property
     def verdict(self) -> str:
         """The one-line verdict comparing the two sides."""
         return str(self.document["verdict"])
 
-    @property
-    def simulated(self) -> bool:
-        """True when the sandbox's SIMULATED engine made the answers up (not for its real
-        vLLM engine, nor AWS)."""
-        return bool(self.document.get("simulated"))
 
-
+@dataclass(frozen=True)
 class TuneKResult(MeasureResult):
-    """`peagle tune-k`: the ESTIMATED output tok/s at every K' <= K, per level.
-    `notes` are caveats for people (not part of the JSON document)."""
+    """`tune_k`: the ESTIMATED output tok/s at every K' <= K, per level.
 
-    def __init__(self, document: dict[str, Any], *, notes: list[str] | None = None) -> None:
-        super().__init__(document)
-        self.notes = list(notes or [])
+    Attributes:
+        document: The estimate document (`endpoint`, `label`, `mode`, `k`, `estimates`),
+            exactly what `--json` prints.
+        written: Always empty.
+        notes: Caveats for people (not part of the document).
+    """
+
+    notes: list[str] = field(default_factory=list)  # type: ignore[assignment]
+
+    @property
+    def mode(self) -> str | None:
+        """The decoding mode of the measurement estimated from."""
+        return self.document.get("mode")
+
+    @property
+    def k(self) -> int | None:
+        """The K measured (every estimate is for a K' <= it)."""
+        return self.document.get("k")
 
     @property
     def estimates(self) -> list[dict[str, Any]]:
-        """One estimate per concurrency level (its `concurrency` and `recommended_k`)."""
+        """One estimate per concurrency level (`concurrency`, `measured_k`, `recommended_k`,
+        `by_k`)."""
         return list(self.document["estimates"])

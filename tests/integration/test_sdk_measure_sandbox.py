@@ -36,7 +36,7 @@ def test_endpoint_bench_takes_an_int(sb: Sandbox, env: Any, tmp_path: Path) -> N
     r = sm_peagle.Endpoint(NAME).bench(
         concurrency=2, requests=2, max_tokens=8, acceptance_wait=0, out=out
     )
-    assert [lv["concurrency"] for lv in r["levels"]] == [2]
+    assert [lv["concurrency"] for lv in r.levels] == [2]
     assert r.to_dict()["schema"] == "peagle.bench/3" and r.written == [out] and out.exists()
     assert len(sb.ground_truth(NAME)) - before >= 2
 
@@ -45,7 +45,10 @@ def test_sdk_bench_takes_the_cli_string(sb: Sandbox, env: Any) -> None:
     import sm_peagle
 
     r = sm_peagle.bench(NAME, concurrency="1,2", requests=2, max_tokens=8, acceptance_wait="0")
-    assert [lv["concurrency"] for lv in r["levels"]] == [1, 2]
+    assert [lv["concurrency"] for lv in r.levels] == [1, 2]
     import json
 
-    assert json.loads(json.dumps(r)) == r.to_dict()  # the result is the JSON document
+    doc = json.loads(json.dumps(r.to_dict()))  # to_dict() is the JSON document
+    assert doc["levels"] == r.levels and doc["kind"] == r.kind == "bench"
+    with pytest.warns(FutureWarning, match=r"BenchResult\['levels'\] is deprecated: use .levels"):
+        assert r["levels"] == r.levels  # the dict it was, for one release
