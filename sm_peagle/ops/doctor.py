@@ -201,11 +201,23 @@ class DoctorReport:
     checks: tuple[DoctorCheck, ...]
     label: str
 
-    def __getitem__(self, name: str) -> DoctorCheck:
+    def check(self, name: str) -> DoctorCheck:
+        """The check called `name` (`vllm`, `image`, ...; KeyError if there is none)."""
         for check in self.checks:
             if check.name == name:
                 return check
         raise KeyError(name)
+
+    def __getitem__(self, name: str) -> DoctorCheck:
+        """Deprecated (a FutureWarning): `report.check(name)`."""
+        import warnings
+
+        warnings.warn(
+            f"DoctorReport[{name!r}] is deprecated: use .check({name!r})",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return self.check(name)
 
     @property
     def newer(self) -> list[DoctorCheck]:
