@@ -65,6 +65,8 @@ _LAZY = {
     "invoke": "ops.measure_traffic",
     "chat": "ops.measure_traffic",
     "ChatSession": "ops.measure_traffic",
+    "InvokeResult": "ops.traffic_results",
+    "ChatTranscript": "ops.traffic_results",
     "BenchResult": "ops.measure_results",
     "SweepResult": "ops.measure_results",
     "RaceResult": "ops.measure_results",

@@ -91,12 +91,7 @@ def adopt_command(
         say=note,
         on_connect=hello,
     )
-    action = "dry-run" if dry_run else "adopted"
-    current().result(
-        result,
-        render=lambda r: _render_adopted(r, name, dry_run),
-        document={**result.to_dict(), "action": action},
-    )
+    current().result(result, render=lambda r: _render_adopted(r, name, dry_run))
 
 
 def _render_adopted(result: Any, name: str, dry_run: bool) -> None:

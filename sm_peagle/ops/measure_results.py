@@ -71,11 +71,6 @@ class MeasureResult(KeyAccess):
         latency percentiles, acceptance, ...); empty for a sweep (see its `runs`)."""
         return list(self.document.get("levels") or [])
 
-    @property
-    def notes(self) -> list[str]:
-        """Caveats about the numbers (where they came from, what was not measured)."""
-        return list(self.document.get("notes") or [])
-
 
 @dataclass(frozen=True)
 class BenchResult(MeasureResult):
@@ -93,6 +88,11 @@ class BenchResult(MeasureResult):
     requests_out: Path | None = None
     requests_written: int = 0
     commands: str | None = None
+
+    @property
+    def notes(self) -> list[str]:
+        """Caveats about the numbers (where they came from, what was not measured)."""
+        return list(self.document.get("notes") or [])
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,11 @@ class ReportResult(MeasureResult):
         written: The files written from it (markdown, CSV, chart, HTML), in order.
     """
 
+    @property
+    def notes(self) -> list[str]:
+        """Caveats about the numbers (where they came from, what was not measured)."""
+        return list(self.document.get("notes") or [])
+
 
 @dataclass(frozen=True)
 class RaceResult(MeasureResult):
@@ -191,7 +196,7 @@ class TuneKResult(MeasureResult):
         notes: Caveats for people (not part of the document).
     """
 
-    notes: list[str] = field(default_factory=list)  # type: ignore[assignment]
+    notes: list[str] = field(default_factory=list)
 
     @property
     def mode(self) -> str | None:

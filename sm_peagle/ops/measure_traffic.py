@@ -24,6 +24,7 @@ from .measure_checks import (
     check_top_p,
 )
 from .session import OnConnect, check_endpoint_name, context, quiet
+from .traffic_results import ChatTranscript, InvokeResult
 
 if TYPE_CHECKING:
     from ..endpoint import Endpoint
@@ -146,7 +147,7 @@ def invoke(
     on_reasoning: Text | None = None,
     say: Text | None = None,
     on_connect: OnConnect | None = None,
-) -> Completion:
+) -> InvokeResult:
     """Send one prompt (or a `raw` JSON body: a dict or a file) and return the Completion
     (text, usage, TTFT, tokens/s). `max_tokens` >= 1, `temperature` from 0 to 2 and
     `top_p` in (0, 1], as vLLM's sampling parameters require; an empty prompt is refused.
@@ -158,7 +159,8 @@ def invoke(
                            on_connect=on_connect)  # fmt: skip
     else:
         rt = endpoint.runtime(component=component)
-    return _send(rt, stream=stream, on_text=on_text, on_reasoning=on_reasoning, **request)
+    completion = _send(rt, stream=stream, on_text=on_text, on_reasoning=on_reasoning, **request)
+    return InvokeResult.of(completion)
 
 
 def require_endpoint(aws: Any, name: str, *, serving: bool = False) -> None:
@@ -198,10 +200,18 @@ class ChatSession:
     params: dict[str, Any] = field(default_factory=dict)
     stream: bool = True
     history: list[dict[str, str]] = field(default_factory=list)
+    endpoint: str = ""  # as named, for the transcript
+    component: str | None = None
+    turns: list[InvokeResult] = field(default_factory=list)  # each answered turn
+
+    def transcript(self) -> ChatTranscript:
+        """The chat so far: messages and each answered turn (`peagle chat --json`)."""
+        return ChatTranscript(self.endpoint or self.runtime.endpoint_name, self.component,
+                              tuple(self.history), tuple(self.turns))  # fmt: skip
 
     def send(
         self, text: str, *, on_text: Text | None = None, on_reasoning: Text | None = None
-    ) -> Completion:
+    ) -> InvokeResult:
         """Send one user message with the conversation so far; the reply is added to the history and
         returned as a Completion. SpecError for an empty message."""
         check_prompt(text, usage="type a message")
@@ -209,7 +219,8 @@ class ChatSession:
         completion = _send(self.runtime, stream=self.stream, on_text=on_text,
                            on_reasoning=on_reasoning, messages=turn, **self.params)  # fmt: skip
         self.history = [*turn, {"role": "assistant", "content": completion.text}]
-        return completion
+        self.turns.append(InvokeResult.of(completion))
+        return self.turns[-1]
 
 
 def chat(
@@ -233,4 +244,4 @@ def chat(
                        on_connect=on_connect)  # fmt: skip
     require_endpoint(rt.aws, rt.endpoint_name)  # `chat nope` must not wait for input, then exit 0
     history = [{"role": "system", "content": system}] if system else []
-    return ChatSession(rt, params, stream, history)
+    return ChatSession(rt, params, stream, history, endpoint=endpoint, component=component)
