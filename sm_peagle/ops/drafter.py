@@ -50,10 +50,18 @@ def drafter_inspect(
     return _inspect(source, region, progress)
 
 
-@dataclass
+@dataclass(frozen=True)
 class DrafterCheck:
     """`drafter check`'s verdict: each check (same shape as the plan's) and whether all
-    passed. `raise_for_failures()` raises CheckFailed (exit 2 in the CLI) when not."""
+    passed (`ok`). `raise_for_failures()` raises CheckFailed (exit 2 in the CLI) when not.
+
+    Attributes:
+        source: The head checked (a directory, an S3 URI or a Hugging Face repo).
+        target: What it was checked against (`model`, `hidden_size`, `vocab_size`,
+            `vllm_version`, `mode`, `k`, `trained_k`).
+        checks: Each check, as the plan's.
+        inspection: What was read from the head (`DrafterInspection`).
+    """
 
     source: str
     target: dict[str, Any]

@@ -10,7 +10,7 @@ release, with a FutureWarning naming the attribute. Pure: no AWS, no CLI, no ren
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +19,76 @@ from .result import KeyAccess
 __all__ = [
     "BenchResult",
     "MeasureResult",
+    "MeasureText",
     "RaceResult",
     "ReportResult",
     "SweepResult",
     "TuneKResult",
 ]
+
+
+@dataclass(frozen=True)
+class MeasureText:
+    """A bench or sweep document in plain words (no markup): what a table or a report
+    shows, for a face to draw (the CLI: cli/bench_render.py).
+
+    Attributes:
+        title: The title (says SIMULATED / SANDBOX when the numbers are not AWS's).
+        from_sandbox: True when the numbers did not come from AWS.
+        provenance: Where the numbers came from, in one line.
+        provenance_lines: Endpoint, instance, image, vLLM, mode/K, dataset, client, time.
+        comparison: A sweep's (columns, rows) of output tokens/s per configuration, or None.
+        recommendations: A sweep's recommended K per level, one line each.
+        failures: A sweep's failed configurations, `configuration: error` each.
+        level_columns: The columns of the levels table.
+        level_rows: One row per level (every statistic).
+        acceptance_notes: Where acceptance came from, or why there is none.
+        client_warnings: `c=N: ...` for each level whose client ran short of CPU.
+    """
+
+    title: str
+    from_sandbox: bool
+    provenance: str
+    provenance_lines: list[str]
+    comparison: tuple[list[str], list[list[str]]] | None
+    recommendations: list[str]
+    failures: list[str]
+    level_columns: list[str]
+    level_rows: list[list[str]]
+    acceptance_notes: list[str]
+    client_warnings: list[str]
+
+    @classmethod
+    def of(cls, doc: dict[str, Any]) -> MeasureText:
+        """The plain words of a bench or sweep document."""
+        from ..benchmarking import report as r
+        from ..benchmarking.results import from_sandbox, provenance
+
+        sweep = doc.get("kind") == "sweep"
+        return cls(
+            title=r.title_of(doc),
+            from_sandbox=from_sandbox(doc),
+            provenance=provenance(doc),
+            provenance_lines=r.provenance_lines(doc),
+            comparison=r.comparison_rows(doc) if sweep else None,
+            recommendations=r.recommendation_lines(doc) if sweep else [],
+            failures=[f"{f['configuration']}: {f['error']}" for f in doc.get("failures") or []]
+            if sweep
+            else [],
+            level_columns=list(r.LEVEL_COLUMNS),
+            level_rows=r.level_rows(doc),
+            acceptance_notes=r.acceptance_notes(doc),
+            client_warnings=[
+                f"c={lv['concurrency']}: {lv['client_cpu']['warning']}"
+                for run in r.runs_of(doc)
+                for lv in run["levels"]
+                if lv["client_cpu"].get("warning")
+            ],
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The same words as a document."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -42,6 +107,10 @@ class MeasureResult(KeyAccess):
     def to_dict(self) -> dict[str, Any]:
         """The `--json` document."""
         return dict(self.document)
+
+    def text(self) -> MeasureText:
+        """The document in plain words (a bench or sweep document: tables and notes)."""
+        return MeasureText.of(self.document)
 
     @property
     def kind(self) -> str | None:

@@ -24,7 +24,7 @@ from .measure_checks import (
     check_top_p,
 )
 from .session import OnConnect, check_endpoint_name, context, quiet
-from .traffic_results import ChatTranscript, InvokeResult
+from .measure_traffic_results import ChatTranscript, InvokeResult
 
 if TYPE_CHECKING:
     from ..endpoint import Endpoint
