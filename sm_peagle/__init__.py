@@ -43,6 +43,7 @@ _LAZY = {
     "delete": "ops.endpoints",
     "gc": "ops.endpoints",
     "EndpointStatus": "ops.endpoints",
+    "ComponentStatus": "ops.endpoints",
     "EndpointSummary": "ops.endpoints",
     "DeleteResult": "ops.endpoints",
     "GcResult": "ops.endpoints",

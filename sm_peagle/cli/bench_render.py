@@ -6,25 +6,30 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["render_document", "render_measurement"]
+__all__ = ["render_document", "render_measurement", "render_text"]
 
 
 def render_measurement(result: Any) -> None:
     """A measurement result (bench, sweep, report) for people: its own tables."""
     from .output import console
 
-    render_document(result.to_dict(), console())
+    render_text(result.text(), console())
 
 
 def render_document(doc: dict[str, Any], con: Any) -> None:
-    """`doc` (a bench or sweep document) on `con`, a rich Console: the title (red when the
-    numbers did not come from AWS), where they came from, the tables, then the caveats."""
+    """`doc` (a bench or sweep document) on `con`, a rich Console."""
+    from ..ops.measure_results import MeasureText
+
+    render_text(MeasureText.of(doc), con)
+
+
+def render_text(t: Any, con: Any) -> None:
+    """A `MeasureText` on `con`, a rich Console: the title (red when the numbers did not
+    come from AWS), where they came from, the tables, then the caveats."""
     from rich.markup import escape  # values hold brackets ("[32, 8640]"), not markup
 
-    from ..ops.measure_results import MeasureText
     from .output import table
 
-    t = MeasureText.of(doc)
     style = "bold red" if t.from_sandbox else "bold"  # red: not measured on AWS
     con.print(f"[{style}]{escape(t.title)}[/]")
     for line in t.provenance_lines:

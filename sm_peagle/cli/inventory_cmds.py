@@ -86,23 +86,23 @@ def _render_healthy(name: str, st: Any) -> None:
         console().print(_components_table(name, st.components))
 
 
-def _components_table(endpoint: str, comps: list[dict]) -> object:
+def _components_table(endpoint: str, comps: list[Any]) -> object:
     """One row per inference component: what it runs, its copies (current/desired) and
     its copy-count autoscaling range; narrow, so a row fits an 80-column terminal."""
     from ..ops.endpoints import component_short_name
 
     rows = []
     for c in comps:
-        short = component_short_name(endpoint, c["name"])
-        mode = c["mode"] + (f", K={c['k']}" if c.get("k") is not None else "")
-        copies = f"{c['current_copies']}/{c['desired_copies']}"
-        if c["scaled_to_zero"]:
+        short = component_short_name(endpoint, c.name)
+        mode = (c.mode or "") + (f", K={c.k}" if c.k is not None else "")
+        copies = f"{c.current_copies}/{c.desired_copies}"
+        if c.scaled_to_zero:
             copies += " (scaled to zero)"
-        scaling = c.get("autoscaling")
+        scaling = c.autoscaling
         rows.append(
             [
                 short,
-                c["status"] + (f": {c['failure_reason']}" if c.get("failure_reason") else ""),
+                (c.status or "") + (f": {c.failure_reason}" if c.failure_reason else ""),
                 mode,
                 copies,
                 f"{scaling['min']}..{scaling['max']}" if scaling else "-",

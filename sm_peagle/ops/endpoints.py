@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import NotFound, SpecError
 from ..planning.components.hosting import component_short_name  # what the CLI's tables show
 from .endpoints_results import (  # the results, in their own module
+    ComponentStatus,
     DeleteResult,
     EndpointStatus,
     EndpointSummary,
@@ -32,6 +33,7 @@ from .endpoints_results import (  # the results, in their own module
 from .session import OnConnect, Say, check_endpoint_name, context, quiet, seconds
 
 __all__ = [
+    "ComponentStatus",
     "DeleteResult",
     "EndpointStatus",
     "EndpointSummary",

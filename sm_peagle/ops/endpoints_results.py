@@ -11,6 +11,7 @@ from typing import Any
 from .result import DocumentResult, KeyAccess
 
 __all__ = [
+    "ComponentStatus",
     "DeleteResult",
     "EndpointStatus",
     "EndpointSummary",
@@ -18,6 +19,42 @@ __all__ = [
     "LogEvent",
     "LogStream",
 ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComponentStatus(DocumentResult):
+    """One inference component of `EndpointStatus.components`; `to_dict()` is its row in
+    `peagle status --json`.
+
+    Attributes:
+        name: The InferenceComponentName.
+        status: SageMaker's InferenceComponentStatus.
+        failure_reason: Why SageMaker failed it, or None.
+        model: The model it names (None for an inline container).
+        mode: The decoding mode it serves (p-eagle, eagle3, baseline), or None.
+        k: The K it serves, or None.
+        image: Its serving image URI.
+        speculative_config: vLLM's speculative config as deployed, or None.
+        accelerators_per_copy: GPUs each copy takes.
+        desired_copies: The copy count SageMaker is moving to.
+        current_copies: The copies running now.
+        scaled_to_zero: True when both are 0.
+        autoscaling: Its copy-count autoscaling (`min`, `max`, ...), or None.
+    """
+
+    name: str
+    status: str | None = None
+    failure_reason: str | None = None
+    model: str | None = None
+    mode: str | None = None
+    k: int | None = None
+    image: str | None = None
+    speculative_config: dict[str, Any] | None = None
+    accelerators_per_copy: int | None = None
+    desired_copies: int | None = None
+    current_copies: int | None = None
+    scaled_to_zero: bool | None = None
+    autoscaling: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,7 +93,7 @@ class EndpointStatus(DocumentResult):
         model_data: The S3 URI of the weights, or None when the image holds them.
         additional_data: Other data sources, channel -> S3 URI (the drafter's is `eagle`).
         autoscaling: The variant's autoscaling (`min`, `max`, `policies`), or None.
-        components: The inference components it hosts, one document each (`name`,
+        components: The inference components it hosts (`ComponentStatus`: `name`,
             `status`, `mode`, `k`, `desired_copies`, `current_copies`, ...), or None.
         problem: What is broken (its config or model is missing), or None.
         fix: The command that removes a broken endpoint, or None.
@@ -86,9 +123,23 @@ class EndpointStatus(DocumentResult):
     model_data: str | None = None
     additional_data: dict[str, str] | None = None
     autoscaling: dict[str, Any] | None = None
-    components: list[dict[str, Any]] | None = None
+    components: list[ComponentStatus] | None = None
     problem: str | None = None
     fix: str | None = None
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> EndpointStatus:
+        """The status of `doc` (`status`'s document), its components typed."""
+        if doc.get("components") is not None:
+            doc = {**doc, "components": [ComponentStatus.from_dict(c) for c in doc["components"]]}
+        return super().from_dict(doc)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `peagle status --json` document (the fields it had, in order)."""
+        doc = super().to_dict()
+        if doc.get("components") is not None:
+            doc["components"] = [c.to_dict() for c in doc["components"]]
+        return doc
 
 
 @dataclass(frozen=True, kw_only=True)

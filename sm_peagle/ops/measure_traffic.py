@@ -23,8 +23,8 @@ from .measure_checks import (
     check_temperature,
     check_top_p,
 )
-from .session import OnConnect, check_endpoint_name, context, quiet
 from .measure_traffic_results import ChatTranscript, InvokeResult
+from .session import OnConnect, check_endpoint_name, context, quiet
 
 if TYPE_CHECKING:
     from ..endpoint import Endpoint

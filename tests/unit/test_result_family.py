@@ -16,6 +16,7 @@ import pytest
 # (ChatSession) or an input (DeploymentSpec) is not a result.
 RESULTS = [
     ("sm_peagle.ops.endpoints", "EndpointStatus"),
+    ("sm_peagle.ops.endpoints", "ComponentStatus"),
     ("sm_peagle.ops.endpoints", "EndpointSummary"),
     ("sm_peagle.ops.endpoints", "DeleteResult"),
     ("sm_peagle.ops.endpoints", "GcResult"),
@@ -122,3 +123,17 @@ def test_a_document_result_keeps_exactly_the_keys_it_was_read_from() -> None:
     assert st.mode is None and st.problem == doc["problem"]
     with pytest.raises(ValueError, match="no field for colour"):
         EndpointStatus.from_dict({**doc, "colour": "blue"})
+
+
+def test_an_endpoint_s_components_are_typed_and_their_rows_unchanged() -> None:
+    from sm_peagle.ops.endpoints import ComponentStatus, EndpointStatus
+
+    row = {"name": "ep-p-eagle", "status": "InService", "mode": "p-eagle", "k": 7,
+           "desired_copies": 1, "current_copies": 1, "scaled_to_zero": False}  # fmt: skip
+    doc = {"endpoint": "ep", "status": "InService", "mode": "components", "components": [row]}
+    st = EndpointStatus.from_dict(doc)
+    [c] = st.components or []
+    assert isinstance(c, ComponentStatus) and (c.name, c.k, c.mode) == ("ep-p-eagle", 7, "p-eagle")
+    assert st.to_dict() == doc and list(st.to_dict()["components"][0]) == list(row)
+    with pytest.warns(FutureWarning, match=r"ComponentStatus\['k'\] is deprecated: use .k"):
+        assert c["k"] == 7
