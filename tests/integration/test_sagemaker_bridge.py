@@ -62,7 +62,7 @@ def test_from_sagemaker_attaches_and_reads_status(world: Any, capsys: Any) -> No
     assert isinstance(ep, sm_peagle.Endpoint) and ep.name == NAME
     assert ep.aws.session is session and ep.aws.region == REGION
     status = ep.status()
-    assert (status["status"], status["mode"], status["k"]) == ("InService", "p-eagle", 3)
+    assert (status.status, status.mode, status.k) == ("InService", "p-eagle", 3)
 
 
 @pytest.mark.usefixtures("sagemaker_core", "sagemaker_harness")
