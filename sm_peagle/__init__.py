@@ -44,6 +44,7 @@ _LAZY = {
     "gc": "ops.endpoints",
     "EndpointStatus": "ops.endpoints",
     "ComponentStatus": "ops.endpoints",
+    "UnfinishedOperation": "ops.endpoints",
     "EndpointSummary": "ops.endpoints",
     "DeleteResult": "ops.endpoints",
     "GcResult": "ops.endpoints",

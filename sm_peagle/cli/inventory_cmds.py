@@ -44,14 +44,14 @@ def render_status(name: str, st: Any) -> None:
     else:
         _render_healthy(name, st)
     for u in st.unfinished or []:
-        who = f"operation {u['operation']}" if u["operation"] else "an operation"
-        if u["state"] == "running":
-            note(f"{who} may still be running ({u['owner']}): {', '.join(u['resources'])}")
+        who = f"operation {u.operation}" if u.operation else "an operation"
+        if u.state == "running":
+            note(f"{who} may still be running ({u.owner}): {', '.join(u.resources)}")
             continue
-        steps = [f"undo: `{u['undo']}`"] if u.get("undo") else []
-        if u.get("finish"):
-            steps.append(f"finish: `{u['finish'].split(' (', 1)[0]}`")
-        note(f"{who} did not finish: {', '.join(u['resources'])}; {'; '.join(steps)}")
+        steps = [f"undo: `{u.undo}`"] if u.undo else []
+        if u.finish:
+            steps.append(f"finish: `{u.finish.split(' (', 1)[0]}`")
+        note(f"{who} did not finish: {', '.join(u.resources)}; {'; '.join(steps)}")
 
 
 def _render_healthy(name: str, st: Any) -> None:

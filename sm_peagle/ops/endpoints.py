@@ -29,6 +29,7 @@ from .endpoints_results import (  # the results, in their own module
     GcResult,
     LogEvent,
     LogStream,
+    UnfinishedOperation,
 )
 from .session import OnConnect, Say, check_endpoint_name, context, quiet, seconds
 
@@ -40,6 +41,7 @@ __all__ = [
     "GcResult",
     "LogEvent",
     "LogStream",
+    "UnfinishedOperation",
     "delete",
     "gc",
     "logs",

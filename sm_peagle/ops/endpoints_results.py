@@ -18,6 +18,7 @@ __all__ = [
     "GcResult",
     "LogEvent",
     "LogStream",
+    "UnfinishedOperation",
 ]
 
 
@@ -58,6 +59,28 @@ class ComponentStatus(DocumentResult):
 
 
 @dataclass(frozen=True, kw_only=True)
+class UnfinishedOperation(DocumentResult):
+    """An operation on the endpoint that did not finish, in `EndpointStatus.unfinished`;
+    `to_dict()` is its row in `peagle status --json`.
+
+    Attributes:
+        operation: The operation's id, or None (made without an operation tag).
+        owner: The process that ran it (`host:pid`), or None.
+        state: `running` (its process may still be at it) or `unfinished` (it is over).
+        resources: What it left, one line each.
+        undo: The command that removes what it left, or None.
+        finish: The command that finishes it, or None.
+    """
+
+    operation: str | None = None
+    owner: str | None = None
+    state: str = "unfinished"
+    resources: list[str] = field(default_factory=list)
+    undo: str | None = None
+    finish: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class EndpointStatus(DocumentResult):
     """`status`: the endpoint as SageMaker describes it, read by attribute; `to_dict()` is
     the `peagle status --json` document (the fields it had, in order). A one-model endpoint
@@ -72,8 +95,8 @@ class EndpointStatus(DocumentResult):
         endpoint_config: The EndpointConfigName it runs.
         created: When it was created (ISO 8601).
         age_seconds: Seconds since it was created.
-        unfinished: Operations on it that did not finish, one document each (`operation`,
-            `state`, `resources`, and the `undo` / `finish` commands).
+        unfinished: Operations on it that did not finish (`UnfinishedOperation`:
+            `operation`, `state`, `resources`, and the `undo` / `finish` commands).
         variant: The production variant's name.
         instance_type: The variant's instance type (the first pool's, with several).
         instance_pools: Every instance type of a variant with several pools, else None.
@@ -105,7 +128,7 @@ class EndpointStatus(DocumentResult):
     endpoint_config: str | None = None
     created: str | None = None
     age_seconds: int | None = None
-    unfinished: list[dict[str, Any]] | None = None
+    unfinished: list[UnfinishedOperation] | None = None
     variant: str | None = None
     instance_type: str | None = None
     instance_pools: list[str] | None = None
@@ -129,17 +152,22 @@ class EndpointStatus(DocumentResult):
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> EndpointStatus:
-        """The status of `doc` (`status`'s document), its components typed."""
-        if doc.get("components") is not None:
-            doc = {**doc, "components": [ComponentStatus.from_dict(c) for c in doc["components"]]}
+        """The status of `doc` (`status`'s document), its rows typed."""
+        rows = {"components": ComponentStatus, "unfinished": UnfinishedOperation}
+        doc = {k: _rows(rows[k], v) if k in rows and v is not None else v for k, v in doc.items()}
         return super().from_dict(doc)
 
     def to_dict(self) -> dict[str, Any]:
         """The `peagle status --json` document (the fields it had, in order)."""
         doc = super().to_dict()
-        if doc.get("components") is not None:
-            doc["components"] = [c.to_dict() for c in doc["components"]]
+        for key in ("components", "unfinished"):
+            if doc.get(key) is not None:
+                doc[key] = [row.to_dict() for row in doc[key]]
         return doc
+
+
+def _rows(cls: type[DocumentResult], rows: list[dict[str, Any]]) -> list[Any]:
+    return [cls.from_dict(r) for r in rows]
 
 
 @dataclass(frozen=True, kw_only=True)

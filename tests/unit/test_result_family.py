@@ -17,6 +17,7 @@ import pytest
 RESULTS = [
     ("sm_peagle.ops.endpoints", "EndpointStatus"),
     ("sm_peagle.ops.endpoints", "ComponentStatus"),
+    ("sm_peagle.ops.endpoints", "UnfinishedOperation"),
     ("sm_peagle.ops.endpoints", "EndpointSummary"),
     ("sm_peagle.ops.endpoints", "DeleteResult"),
     ("sm_peagle.ops.endpoints", "GcResult"),
