@@ -103,6 +103,7 @@ class MeasureResult(KeyAccess):
 
     document: dict[str, Any]
     written: list[Path] = field(default_factory=list)
+    _whole = ".document"
 
     def to_dict(self) -> dict[str, Any]:
         """The `--json` document."""
@@ -133,6 +134,21 @@ class MeasureResult(KeyAccess):
     def endpoint(self) -> str | None:
         """The endpoint measured (None for a sweep, which deploys one per configuration)."""
         return self.document.get("endpoint")
+
+    @property
+    def component(self) -> str | None:
+        """The inference component measured, or None (the whole endpoint)."""
+        return self.document.get("component")
+
+    @property
+    def mode(self) -> str | None:
+        """The decoding mode measured (p-eagle, eagle3, baseline), or None."""
+        return self.document.get("mode")
+
+    @property
+    def k(self) -> int | None:
+        """The K measured, or None (baseline)."""
+        return self.document.get("k")
 
     @property
     def levels(self) -> list[dict[str, Any]]:
@@ -266,16 +282,6 @@ class TuneKResult(MeasureResult):
     """
 
     notes: list[str] = field(default_factory=list)
-
-    @property
-    def mode(self) -> str | None:
-        """The decoding mode of the measurement estimated from."""
-        return self.document.get("mode")
-
-    @property
-    def k(self) -> int | None:
-        """The K measured (every estimate is for a K' <= it)."""
-        return self.document.get("k")
 
     @property
     def estimates(self) -> list[dict[str, Any]]:

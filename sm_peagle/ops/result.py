@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, KeysView
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, TypeVar
 
 __all__ = ["DocumentResult", "KeyAccess"]
@@ -27,8 +27,17 @@ class KeyAccess:
     result that used to be a dict: deprecated for one release (FutureWarning naming the
     attribute to read instead), answered from `to_dict()` as the dict answered."""
 
+    # Where a key without an attribute of its own is read instead (`.document` on a
+    # measurement result, which holds the whole results document).
+    _whole = ".to_dict()"
+
     def to_dict(self) -> dict[str, Any]:  # pragma: no cover - each result defines it
         raise NotImplementedError
+
+    def _instead(self, key: str) -> str:
+        """The attribute that reads `key` (`.status`), else the document's entry."""
+        own = key not in ("get", "keys") and hasattr(type(self), key) or key in _fields(self)
+        return f".{key}" if own else f"{self._whole}[{key!r}]"
 
     def _deprecated(self, what: str, instead: str) -> None:
         # "EndpointStatus['status'] is deprecated: use .status"
@@ -39,12 +48,12 @@ class KeyAccess:
         )
 
     def __getitem__(self, key: str) -> Any:
-        self._deprecated(f"[{key!r}]", f".{key}")
+        self._deprecated(f"[{key!r}]", self._instead(key))
         return self.to_dict()[key]
 
     def get(self, key: str, default: Any = None) -> Any:
         """Deprecated: read the attribute (`result.status`)."""
-        self._deprecated(f".get({key!r})", f".{key}")
+        self._deprecated(f".get({key!r})", self._instead(key))
         return self.to_dict().get(key, default)
 
     def keys(self) -> KeysView[str]:
@@ -59,6 +68,10 @@ class KeyAccess:
     def __iter__(self) -> Iterator[str]:
         self._deprecated(": iterating the result's keys", ".to_dict()")
         return iter(self.to_dict())
+
+
+def _fields(obj: Any) -> set[str]:
+    return {f.name for f in fields(obj)} if is_dataclass(obj) else set()
 
 
 @dataclass(frozen=True, kw_only=True)

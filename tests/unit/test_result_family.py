@@ -138,3 +138,18 @@ def test_an_endpoint_s_components_are_typed_and_their_rows_unchanged() -> None:
     assert st.to_dict() == doc and list(st.to_dict()["components"][0]) == list(row)
     with pytest.warns(FutureWarning, match=r"ComponentStatus\['k'\] is deprecated: use .k"):
         assert c["k"] == 7
+
+
+def test_a_key_without_an_attribute_points_at_the_document() -> None:
+    """Only the result's main parts are attributes; the rest of a results document is read
+    from `.document` (the warning says so rather than naming an attribute that is not
+    there)."""
+    from sm_peagle.ops.measure_results import BenchResult
+
+    r = BenchResult({"schema": "peagle.bench/3", "component": "ep-baseline"})
+    with pytest.warns(
+        FutureWarning, match=r"\['schema'\] is deprecated: use .document\['schema'\]"
+    ):
+        assert r["schema"] == r.document["schema"]
+    with pytest.warns(FutureWarning, match=r"\['component'\] is deprecated: use .component$"):
+        assert r["component"] == r.component == "ep-baseline"
