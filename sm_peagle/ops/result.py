@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 
 __all__ = ["DocumentResult", "KeyAccess"]
 
-_MISSING: Any = object()
 R = TypeVar("R", bound="DocumentResult")
 
 
