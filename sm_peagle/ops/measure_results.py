@@ -14,13 +14,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .result import KeyAccess
+from .result import DocumentResult, KeyAccess
 
 __all__ = [
     "BenchResult",
     "MeasureResult",
     "MeasureText",
     "RaceResult",
+    "RaceSide",
     "ReportResult",
     "SweepResult",
     "TuneKResult",
@@ -239,6 +240,52 @@ class ReportResult(MeasureResult):
         return list(self.document.get("notes") or [])
 
 
+@dataclass(frozen=True, kw_only=True)
+class RaceSide(DocumentResult):
+    """One side of a race, as it streams and once done; `to_dict()` is its document (`a`
+    or `b` in `peagle race --json`).
+
+    Attributes:
+        side: `A` or `B`.
+        target: The side as named (`ENDPOINT` or `ENDPOINT/COMPONENT`).
+        endpoint: Its endpoint.
+        component: Its inference component, or None.
+        done: Whether its stream ended.
+        error: Why it failed, or None.
+        ttft_s: Seconds to its first token, or None.
+        e2e_s: Seconds from sending to its last token (so far), or None.
+        output_tokens: Tokens received.
+        content_chunks: Content chunks received.
+        tokens_per_chunk: Tokens per chunk, or None.
+        output_tokens_per_s: Tokens per second end to end, or None.
+        decode_tokens_per_s: Tokens per second after the first, or None.
+        finish_reason: Why generation stopped, or None.
+        acceptance_length: Tokens per verify step by vLLM's count for this request, or None.
+        draft_acceptance_rate: Accepted / drafted tokens by vLLM's count, or None.
+        spec_decode: vLLM's per-request speculative-decoding metrics, verbatim, or None.
+        text: The answer (so far).
+    """
+
+    side: str
+    target: str | None = None
+    endpoint: str | None = None
+    component: str | None = None
+    done: bool = False
+    error: str | None = None
+    ttft_s: float | None = None
+    e2e_s: float | None = None
+    output_tokens: int = 0
+    content_chunks: int = 0
+    tokens_per_chunk: float | None = None
+    output_tokens_per_s: float | None = None
+    decode_tokens_per_s: float | None = None
+    finish_reason: str | None = None
+    acceptance_length: float | None = None
+    draft_acceptance_rate: float | None = None
+    spec_decode: dict[str, Any] | None = None
+    text: str = ""
+
+
 @dataclass(frozen=True)
 class RaceResult(MeasureResult):
     """`race`: both sides' numbers, texts and the verdict line.
@@ -250,14 +297,14 @@ class RaceResult(MeasureResult):
     """
 
     @property
-    def a(self) -> dict[str, Any]:
+    def a(self) -> RaceSide:
         """Side A's numbers and text (`target`, `ttft_s`, `output_tokens_per_s`, ...)."""
-        return dict(self.document["a"])
+        return RaceSide.from_dict(self.document["a"])
 
     @property
-    def b(self) -> dict[str, Any]:
+    def b(self) -> RaceSide:
         """Side B's numbers and text."""
-        return dict(self.document["b"])
+        return RaceSide.from_dict(self.document["b"])
 
     @property
     def ratio_a_over_b(self) -> float | None:

@@ -93,5 +93,6 @@ def test_measure_results_are_frozen_and_to_dict_is_the_cli_document(
     doc = _cli_json(capsys, "race", NAME, NAME, "--prompt", "hi", "--max-tokens", "8")
     race = sm_peagle.race(NAME, NAME, prompt="hi", max_tokens=8)
     assert list(race.to_dict()) == [k for k in doc if k != "label"]
-    assert (race.a["endpoint"], race.b["endpoint"]) == (NAME, NAME)
+    assert (race.a.endpoint, race.b.endpoint) == (NAME, NAME)
+    assert list(race.a.to_dict()) == list(doc["a"]) and race.a.text == race.to_dict()["a"]["text"]
     assert race.verdict == race.to_dict()["verdict"] and race.simulated is doc["simulated"]

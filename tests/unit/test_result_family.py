@@ -29,6 +29,7 @@ RESULTS = [
     ("sm_peagle.ops.measure_results", "BenchResult"),
     ("sm_peagle.ops.measure_results", "SweepResult"),
     ("sm_peagle.ops.measure_results", "RaceResult"),
+    ("sm_peagle.ops.measure_results", "RaceSide"),
     ("sm_peagle.ops.measure_results", "TuneKResult"),
     ("sm_peagle.ops.measure_results", "ReportResult"),
     ("sm_peagle.ops.measure_results", "MeasureText"),
