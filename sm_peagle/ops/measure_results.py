@@ -18,6 +18,8 @@ from .result import DocumentResult, KeyAccess
 
 __all__ = [
     "BenchResult",
+    "KEstimate",
+    "KRow",
     "MeasureResult",
     "MeasureText",
     "RaceResult",
@@ -317,6 +319,66 @@ class RaceResult(MeasureResult):
         return str(self.document["verdict"])
 
 
+@dataclass(frozen=True, kw_only=True)
+class KRow(DocumentResult):
+    """The estimate at one K' (a row of `KEstimate.by_k`).
+
+    Attributes:
+        k: The K' estimated.
+        acceptance_length: Tokens per verify step at K', from the per-position rates.
+        marginal_rate: The acceptance rate of draft position K'.
+        output_tokens_per_s: The ESTIMATED output tokens/s at K'.
+    """
+
+    k: int
+    acceptance_length: float | None = None
+    marginal_rate: float | None = None
+    output_tokens_per_s: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class KEstimate(DocumentResult):
+    """`tune_k`'s estimate at one concurrency level (an entry of `TuneKResult.estimates`).
+
+    Attributes:
+        concurrency: The level estimated at.
+        label: Says it is an ESTIMATE, not a measurement.
+        measured_k: The K measured.
+        measured_output_tokens_per_s: The output tokens/s measured at that K.
+        per_position_acceptance_rate: The acceptance rate of each draft position.
+        position_cost: The share of a step one draft position costs.
+        tolerance: How close to the best a smaller K' may be and still be picked.
+        by_k: The estimate at every K' <= K (`KRow`).
+        recommended_k: The smallest K' within `tolerance` of the best.
+        rates_from: Where the per-position rates came from, or None.
+    """
+
+    concurrency: int
+    label: str | None = None
+    measured_k: int | None = None
+    measured_output_tokens_per_s: float | None = None
+    per_position_acceptance_rate: list[float] | None = None
+    position_cost: float | None = None
+    tolerance: float | None = None
+    by_k: list[KRow] | None = None
+    recommended_k: int | None = None
+    rates_from: str | None = None
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> KEstimate:
+        """The estimate of `doc`, its rows typed."""
+        if doc.get("by_k") is not None:
+            doc = {**doc, "by_k": [KRow.from_dict(r) for r in doc["by_k"]]}
+        return super().from_dict(doc)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The estimate's document (an entry of `estimates` in `peagle tune-k --json`)."""
+        doc = super().to_dict()
+        if doc.get("by_k") is not None:
+            doc["by_k"] = [r.to_dict() for r in doc["by_k"]]
+        return doc
+
+
 @dataclass(frozen=True)
 class TuneKResult(MeasureResult):
     """`tune_k`: the ESTIMATED output tok/s at every K' <= K, per level.
@@ -331,7 +393,7 @@ class TuneKResult(MeasureResult):
     notes: list[str] = field(default_factory=list)
 
     @property
-    def estimates(self) -> list[dict[str, Any]]:
+    def estimates(self) -> list[KEstimate]:
         """One estimate per concurrency level (`concurrency`, `measured_k`, `recommended_k`,
-        `by_k`)."""
-        return list(self.document["estimates"])
+        `by_k`, ...)."""
+        return [KEstimate.from_dict(e) for e in self.document["estimates"]]

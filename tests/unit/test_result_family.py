@@ -31,6 +31,8 @@ RESULTS = [
     ("sm_peagle.ops.measure_results", "RaceResult"),
     ("sm_peagle.ops.measure_results", "RaceSide"),
     ("sm_peagle.ops.measure_results", "TuneKResult"),
+    ("sm_peagle.ops.measure_results", "KEstimate"),
+    ("sm_peagle.ops.measure_results", "KRow"),
     ("sm_peagle.ops.measure_results", "ReportResult"),
     ("sm_peagle.ops.measure_results", "MeasureText"),
     ("sm_peagle.ops.measure_traffic_results", "InvokeResult"),
