@@ -29,6 +29,9 @@ FLAGS: dict[str, str] = {
     "spec_file": "-f",
     "path": "-f",
     "wait": "--wait",
+    # errB: spec options and drafter check
+    "components": "--component",
+    "target_num_layers": "--target-layers",
 }
 # Per command, where one command's flag for a keyword differs from the table above.
 FLAGS_BY_COMMAND: dict[tuple[str, str], str] = {
@@ -94,7 +97,9 @@ class CliFace:
         return PHRASES[p.key]
 
     def call(self, c: Call) -> str:
-        from .advice import Suggestion, render
+        # advice's quoting: a placeholder (`-f <spec>`, `DIR S3_URI`) prints as it is, as
+        # the free-text suggestions always printed it; only what a shell splits is quoted.
+        from .advice import Suggestion, _quote, render
 
         words = COMMANDS.get(c.op) or (c.op.replace("_", "-"),)
         options: list[tuple[str, str | None]] = []
@@ -104,11 +109,11 @@ class CliFace:
             flag = flag_for(key, words[0])
             if flag.isupper():  # an argument of the command
                 continue
-            options.append((flag, None if value is True else shlex.quote(_value(value))))
+            options.append((flag, None if value is True else _quote(_value(value))))
         if words[0] in CONFIRMED and ("--yes", None) not in options:
             options.append(("--yes", None))
-        args = [shlex.quote(str(a)) for a in c.args]
-        args += [shlex.quote(_value(v)) for k, v in c.kwargs if flag_for(k, words[0]).isupper()]
+        args = [_quote(str(a)) for a in c.args]
+        args += [_quote(_value(v)) for k, v in c.kwargs if flag_for(k, words[0]).isupper()]
         return render(Suggestion(tuple(words), tuple(args), tuple(options)))
 
 
@@ -129,3 +134,12 @@ def cli_doc(doc: Any, command: str | None = None) -> Any:
     if isinstance(doc, list | tuple):
         return [cli_doc(v, command) for v in doc]
     return doc
+
+
+def check_detail(check: Any, command: str | None = None) -> str:
+    """A check's table cell: its message, and `-> fix` unless it passed, in the CLI's words
+    (a `peagle …` in the fix targets where this command did)."""
+    detail = cli_text(check.message, command) or ""
+    if check.fix and check.status != "pass":
+        detail += f" -> {cli_text(check.fix, command)}"
+    return detail

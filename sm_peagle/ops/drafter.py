@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CheckFailed, PeagleError, SpecError
+from ..errors import CheckFailed, PeagleError, SpecError, text
 
 if TYPE_CHECKING:
     from ..checks import Check
@@ -433,8 +433,10 @@ def _targets(
 
         raise SpecError(
             f"model: unknown model {model!r}",
-            remedy=model_remedy(model) + "; or pass --target-hidden-size/--target-vocab-size "
-            "without --model",
+            remedy=text(
+                "{r}; or pass {target_hidden_size}/{target_vocab_size} without {model}",
+                r=model_remedy(model),
+            ),
         )
     head = entry.drafter
     return (

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...catalog.images import OLD_RULES
 from ...checks import Check, failed, passed, warned
-from ...errors import SpecError
+from ...errors import Param, SpecError
+from ...errors import text as words
 from ...vllm.speculative import SPEC_ENV, to_env_value
 from ...vllm.versions import VllmVersion, per_request_metrics_min, per_request_metrics_values
 from ..spec.model import DeploymentSpec, Mode
@@ -157,8 +158,10 @@ def check_per_request_metrics(
                 where,
                 f"{PER_REQUEST_ENV}={value}: vLLM refuses per-request acceptance without a "
                 "speculative config (baseline)",
-                "remove per_request_spec_decode_metrics for baseline, or use --mode p-eagle "
-                "or eagle3",
+                words(
+                    "remove per_request_spec_decode_metrics for baseline, or use {m} or eagle3",
+                    m=Param("mode", "p-eagle"),
+                ),
             )
         ]
     return [
