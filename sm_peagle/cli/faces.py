@@ -13,6 +13,7 @@ test checks every keyword the SDK names against the options the CLI really has.
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
@@ -66,6 +67,13 @@ def flag_for(name: str, command: str | None = None) -> str:
     return FLAGS.get(name) or "--" + name.replace("_", "-")
 
 
+def _quote(token: str) -> str:
+    # As advice quotes a suggestion's values: a placeholder (`-f <spec>`, `DIR S3_URI`)
+    # prints as it is, as the free-text suggestions always printed it; only a value a
+    # shell would split or expand is quoted.
+    return token if re.fullmatch(r"[\w@%+=:,./<>\[\]*-]+", token) else shlex.quote(token)
+
+
 def _value(value: Any) -> str:
     if isinstance(value, bool):
         return ""
@@ -97,9 +105,7 @@ class CliFace:
         return PHRASES[p.key]
 
     def call(self, c: Call) -> str:
-        # advice's quoting: a placeholder (`-f <spec>`, `DIR S3_URI`) prints as it is, as
-        # the free-text suggestions always printed it; only what a shell splits is quoted.
-        from .advice import Suggestion, _quote, render
+        from .advice import Suggestion, render
 
         words = COMMANDS.get(c.op) or (c.op.replace("_", "-"),)
         options: list[tuple[str, str | None]] = []
