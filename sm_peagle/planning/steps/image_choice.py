@@ -90,6 +90,8 @@ def _published_classic(
         raise SpecError(
             f"{FIELD}: AWS published no SageMaker vLLM image for vLLM {version}",
             remedy=_fix_for(version, region),
+            field="vllm_version",
+            value=str(version),
         )
     suffix = ".cn" if region.startswith("cn-") else ""
     image = f"{account}.dkr.ecr.{region}.amazonaws.com{suffix}/vllm:{row.tag}"
