@@ -47,7 +47,8 @@ def test_a_known_type_without_a_gpu_and_an_unknown_name_differ() -> None:
     inst, c = check_instance("ml.m5.xlarge", frozenset({"ml.m5.xlarge"}))
     assert inst is None and c.status == "fail"
     assert c.message == "ml.m5.xlarge has no GPU peagle can serve vLLM on"
-    assert c.fix.startswith("use a GPU type (sm_peagle.instances()): ") and "ml.g7e.2xlarge" in c.fix
+    assert c.fix.startswith("use a GPU type (sm_peagle.instances()): ")
+    assert "ml.g7e.2xlarge" in c.fix
     assert c.field == "instance_type"
     inst, c = check_instance("ml.nope.large", frozenset({"ml.m5.xlarge"}))
     assert inst is None and c.status == "fail"

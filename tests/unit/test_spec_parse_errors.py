@@ -31,6 +31,8 @@ MAPPING_FIX = "a spec is a mapping such as `model: gpt-oss-20b`; `peagle schema`
 def python(cli_line: str) -> str:
     """The SDK's wording of a CLI line: `peagle schema` is the call `sm_peagle.schema()`."""
     return cli_line.replace("`peagle schema`", "`sm_peagle.schema()`")
+
+
 INDENT_FIX = (
     "check the indentation: the keys of one mapping start in the same column, "
     "and `- item` lines do not mix with `key: value` lines at one level"
