@@ -148,7 +148,10 @@ def resolve(
     view, chosen = _view(spec, config_name)
     instance_type = instance_type or view.get("default_inference_instance_type")
     if not instance_type:
-        raise SpecError("endpoint.instance_type: JumpStart spec names no default; pass one")
+        raise SpecError(
+            "endpoint.instance_type: JumpStart spec names no default; pass one",
+            field="instance_type",
+        )
     gated = bool(view.get("gated_bucket"))
     bucket = _bucket_for(None, gated, region)
 

@@ -191,16 +191,22 @@ def remove_defaults(spec: DeploymentSpec, env: dict[str, str], checks: list[Chec
                 f"{spec.speculative.mode} runs on",
                 remedy=f"drop `{key}: null` (peagle sets it from `speculative:`), or set "
                 "speculative.mode: baseline for no speculation",
+                field=where,
+                value=None,
             )
         if key in MODEL_LOCATION:
             raise SpecError(
                 f"{where}: null would remove where the container finds the model",
                 remedy=f"drop `{key}: null`; say where the weights are with model_data",
+                field=where,
+                value=None,
             )
         if key in from_args:
             raise SpecError(
                 f"{where}: null removes what container.engine_args.{from_args[key]} sets",
                 remedy=f"drop one of the two: `{key}: null` or engine_args.{from_args[key]}",
+                field=where,
+                value=None,
             )
         if key in env:
             del env[key]
@@ -249,7 +255,7 @@ def whole_number(value: Any, field_: str) -> int:
         return value
     if isinstance(value, str) and value.strip().isdigit():
         return int(value)
-    raise SpecError(f"{field_}: {value!r} is not a whole number")
+    raise SpecError(f"{field_}: {value!r} is not a whole number", field=field_, value=value)
 
 
 def env_number(spec: DeploymentSpec, env: dict[str, str], key: str, kind: type) -> Any:
@@ -265,9 +271,15 @@ def env_number(spec: DeploymentSpec, env: dict[str, str], key: str, kind: type) 
     except ValueError:
         value = None
     if kind is int and (value is None or value < 1):
-        raise SpecError(f"{field_}: {env[key]!r} is not a positive whole number")
+        raise SpecError(
+            f"{field_}: {env[key]!r} is not a positive whole number", field=field_, value=env[key]
+        )
     if kind is float and (value is None or not 0 < value <= 1):
-        raise SpecError(f"{field_}: {env[key]!r} is not a fraction between 0 and 1")
+        raise SpecError(
+            f"{field_}: {env[key]!r} is not a fraction between 0 and 1",
+            field=field_,
+            value=env[key],
+        )
     return value
 
 
