@@ -153,7 +153,7 @@ def iam_policy(
     build = deployer_policy if for_ == "deployer" else execution_role_policy
     result = build(p, account=account)
     for w in result.warnings:
-        _warn(f"warning: {w}", warnings, progress)
+        _warn("warning: " + w, warnings, progress)  # + keeps a Text's parts (the CLI's words)
     return IamPolicy(
         endpoint=p.names["endpoint"],
         account=result.account,

@@ -145,3 +145,15 @@ def test_check_failed_takes_its_field_from_the_first_failed_check() -> None:
     assert str(error) == "a: bad (fix: set k=3); b: worse"
     assert [e.get("field") for e in error.to_dict()["errors"]] == ["k", "instance_type"]
     assert checks[1].to_dict()["field"] == "k" and "field" not in checks[0].to_dict()
+
+
+def test_where_k_came_from_names_k_in_python_and_dash_k_in_plan_json(offline, capsys) -> None:
+    """The plan's K origin is a note, not an error, worded the same way; the CLI's JSON
+    renders it from a copy of the result (dataclasses.asdict), which must keep it whole."""
+    plan = sm_peagle.plan("gpt-oss-20b", k=5)
+    assert plan.k_origin.reason == "given with k= or in the spec"
+    code, out, _ = run_cli(capsys, "plan", "gpt-oss-20b", "-k", "5", "--json")
+    assert code == 0
+    origin = json.loads(out)["k_origin"]
+    assert origin["reason"] == "given with -k or in the spec"
+    assert origin["text"].startswith("K=5 (given with -k or in the spec")
