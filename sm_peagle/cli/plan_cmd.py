@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .advice import rewrite
 from .faces import check_detail, cli_text
 from .options import StrictOpt
 from .output import STATUS_STYLE, console, current, table
@@ -53,7 +52,7 @@ def render_plan(p: Any) -> None:
 def price_text(p: Any) -> str:
     """The plan's price, as the summary's `cost` line shows it: with its region and source,
     or why it is unknown in this region (never another region's figure unlabelled)."""
-    return rewrite(p.price.label) if p.price else "unknown"  # it may name a command
+    return (cli_text(p.price.label) or "unknown") if p.price else "unknown"  # it may name a call
 
 
 def summary_lines(p: Any) -> list[str]:
