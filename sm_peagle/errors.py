@@ -138,6 +138,19 @@ class Text(str):
         """This text in `face`'s words."""
         return _render(self.parts, face)
 
+    # `message + "; nothing was created"` keeps the parts (str's own + would flatten the
+    # Text to its Python wording, and the CLI could no longer word it).
+    def __add__(self, other: object) -> Text:
+        if not isinstance(other, str):
+            return NotImplemented
+        tail = other.parts if isinstance(other, Text) else (other,)
+        return Text(_merge([*self.parts, *tail]))
+
+    def __radd__(self, other: object) -> Text:
+        if not isinstance(other, str):
+            return NotImplemented
+        return Text(_merge([other, *self.parts]))
+
     def names(self) -> list[str]:
         """The parameters named, in order (a Call's keywords included)."""
         out: list[str] = []
@@ -296,16 +309,24 @@ class CheckFailed(SpecError):
 
     def __init__(self, checks: list) -> None:  # list[Check]
         failed = [c for c in checks if c.status == "fail"]
-        # Every failed check, each with its own fix: a user fixes them all in one go.
-        parts = [f"{c.name}: {c.message}" + (f" (fix: {c.fix})" if c.fix else "") for c in failed]
-        super().__init__("; ".join(parts))
+        # Every failed check, each with its own fix: a user fixes them all in one go. Built
+        # as one Text, so the parameters and calls each names stay structured (`k=7` in
+        # Python, `-k 7` at the CLI).
+        lines = {f"c{i}": c.line() for i, c in enumerate(failed)}
+        # The field is the first failed check's: the option to fix first, when it is one.
+        field = getattr(failed[0], "field", None) if failed else None
+        super().__init__(text("; ".join(f"{{{key}}}" for key in lines), **lines), field=field)
         self.checks = checks
         self.failed = failed
 
     def to_dict(self) -> dict:
         """The error's document, with `errors`: each failed check's name, message and fix."""
         doc = super().to_dict()
-        doc["errors"] = [{"name": c.name, "message": c.message, "fix": c.fix} for c in self.failed]
+        doc["errors"] = [
+            {"name": c.name, "message": c.message, "fix": c.fix}
+            | ({"field": c.field} if getattr(c, "field", None) else {})
+            for c in self.failed
+        ]
         return doc
 
 

@@ -16,7 +16,7 @@ def render_adoption(result: Any) -> None:
     """The spec, the checks (plan, head, adopt's own) and what peagle would change."""
     from rich.markup import escape
 
-    from .advice import rewrite
+    from .faces import check_detail
 
     c = console()
     p = result.plan
@@ -29,9 +29,7 @@ def render_adoption(result: Any) -> None:
         [
             ch.name,
             STATUS_STYLE[ch.status],
-            escape(
-                ch.message + (f" -> {rewrite(ch.fix)}" if ch.fix and ch.status != "pass" else "")
-            ),
+            escape(check_detail(ch)),
         ]
         for ch in result.checks
     ]

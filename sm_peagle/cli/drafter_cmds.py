@@ -160,7 +160,7 @@ def check_cmd(
 def _render_check(result: Any, model: str | None, mode: str) -> None:
     from rich.markup import escape
 
-    from .advice import rewrite
+    from .faces import check_detail
 
     checks, target = result.checks, result.target
     k = target["k"]
@@ -173,7 +173,7 @@ def _render_check(result: Any, model: str | None, mode: str) -> None:
         [
             c.name,
             STATUS_STYLE[c.status],
-            escape(c.message + (f" -> {rewrite(c.fix)}" if c.fix and c.status != "pass" else "")),
+            escape(check_detail(c)),
         ]
         for c in checks
     ]

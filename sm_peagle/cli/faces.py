@@ -13,6 +13,7 @@ test checks every keyword the SDK names against the options the CLI really has.
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
@@ -29,6 +30,9 @@ FLAGS: dict[str, str] = {
     "spec_file": "-f",
     "path": "-f",
     "wait": "--wait",
+    # errB: spec options and drafter check
+    "components": "--component",
+    "target_num_layers": "--target-layers",
 }
 # Per command, where one command's flag for a keyword differs from the table above.
 FLAGS_BY_COMMAND: dict[tuple[str, str], str] = {
@@ -61,6 +65,13 @@ def flag_for(name: str, command: str | None = None) -> str:
     if command and (command, name) in FLAGS_BY_COMMAND:
         return FLAGS_BY_COMMAND[(command, name)]
     return FLAGS.get(name) or "--" + name.replace("_", "-")
+
+
+def _quote(token: str) -> str:
+    # As advice quotes a suggestion's values: a placeholder (`-f <spec>`, `DIR S3_URI`)
+    # prints as it is, as the free-text suggestions always printed it; only a value a
+    # shell would split or expand is quoted.
+    return token if re.fullmatch(r"[\w@%+=:,./<>\[\]*-]+", token) else shlex.quote(token)
 
 
 def _value(value: Any) -> str:
@@ -104,11 +115,11 @@ class CliFace:
             flag = flag_for(key, words[0])
             if flag.isupper():  # an argument of the command
                 continue
-            options.append((flag, None if value is True else shlex.quote(_value(value))))
+            options.append((flag, None if value is True else _quote(_value(value))))
         if words[0] in CONFIRMED and ("--yes", None) not in options:
             options.append(("--yes", None))
-        args = [shlex.quote(str(a)) for a in c.args]
-        args += [shlex.quote(_value(v)) for k, v in c.kwargs if flag_for(k, words[0]).isupper()]
+        args = [_quote(str(a)) for a in c.args]
+        args += [_quote(_value(v)) for k, v in c.kwargs if flag_for(k, words[0]).isupper()]
         return render(Suggestion(tuple(words), tuple(args), tuple(options)))
 
 
@@ -129,3 +140,12 @@ def cli_doc(doc: Any, command: str | None = None) -> Any:
     if isinstance(doc, list | tuple):
         return [cli_doc(v, command) for v in doc]
     return doc
+
+
+def check_detail(check: Any, command: str | None = None) -> str:
+    """A check's table cell: its message, and `-> fix` unless it passed, in the CLI's words
+    (a `peagle …` in the fix targets where this command did)."""
+    detail = cli_text(check.message, command) or ""
+    if check.fix and check.status != "pass":
+        detail += f" -> {cli_text(check.fix, command)}"
+    return detail

@@ -184,7 +184,7 @@ def apply_components(
 
         for c in run_preflight(plan, lc.aws):
             if c.status == "warn":
-                lc.say(f"warning: {c.name}: {c.message}")
+                lc.say("warning: " + c.line(with_fix=False))
     limit = timeout or default_timeout({"ProductionVariants": [_startup(plan)]})
     op = Operation.start(limit)
     _, config_req, endpoint_req = tagged_requests(plan)

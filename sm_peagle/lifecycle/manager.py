@@ -117,7 +117,7 @@ class Lifecycle:
 
             for c in run_preflight(plan, self.aws):
                 if c.status == "warn":
-                    self.say(f"warning: {c.name}: {c.message}")
+                    self.say("warning: " + c.line(with_fix=False))
         limit = timeout or default_timeout(plan.create_endpoint_config)
         op = Operation.start(limit)
         model_reqs, config_req, endpoint_req = tagged_requests(plan)

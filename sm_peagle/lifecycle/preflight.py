@@ -9,6 +9,7 @@ from urllib.parse import unquote
 
 from ..checks import Check, any_failed, failed, passed, warned
 from ..errors import CheckFailed, InstanceTypeUnavailable, PreflightFailed, QuotaExceeded
+from ..errors import text as words
 from ..planning.plan_result import PLACEHOLDER_ROLE, Plan, variant_instance_types
 from ..planning.steps.drafter_checks import STRICT, strict_checks
 
@@ -310,10 +311,12 @@ def run_preflight(plan: Plan, aws: Any) -> list[Check]:
         if any(c.name == "region" for c in bad):
             cls = InstanceTypeUnavailable  # a wrong type or region: exit 2
         # Every failed check with its own fix; the last one's fix is the error's remedy.
-        parts = [f"{c.name}: {c.message}" + (f" (fix: {c.fix})" if c.fix else "") for c in bad]
+        # c.line(): each keeps the parameters and calls it names (the CLI words them)
         last = bad[-1]
-        text = "; ".join([*parts[:-1], f"{last.name}: {last.message}"])
-        err = cls(f"preflight {text}; nothing was created", remedy=last.fix)
+        parts = {f"c{i}": c.line() for i, c in enumerate(bad[:-1])}
+        parts["last"] = last.line(with_fix=False)
+        joined = words("; ".join(f"{{{key}}}" for key in parts), **parts)
+        err = cls("preflight " + joined + "; nothing was created", remedy=last.fix)
         err.checks = checks  # type: ignore[attr-defined]
         raise err
     return checks

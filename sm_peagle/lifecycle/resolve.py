@@ -13,7 +13,7 @@ from .. import settings
 from ..aws import has_credentials_hint, resolve_region
 from ..catalog.models import ModelEntry, find_model
 from ..catalog.names import model_remedy, unknown_model
-from ..errors import SpecError
+from ..errors import SpecError, text
 from ..planning.plan_result import Plan
 from ..planning.spec.model import DeploymentSpec, Mode
 from ..planning.spec.options import spec_from_options
@@ -98,7 +98,7 @@ def resolve_inputs(
                 raise unknown_model(spec.model, detail) from None
             raise SpecError(
                 f"model: cannot resolve JumpStart model {spec.model!r} in {region}: {e}",
-                remedy=f"{model_remedy(spec.model)}; check the id and your credentials",
+                remedy=text("{r}; check the id and your credentials", r=model_remedy(spec.model)),
             ) from None
         notes.append(f"JumpStart lookup failed: {e}")
         return Inputs(spec, None, "none", notes)

@@ -344,7 +344,7 @@ def update(
                 lc.say(line)
     current = deployed_spec(lc.sm, name)
     refuse_sandbox_only(current.model)
-    refuse_top_level_change(current, name, k=k, mode=mode, sdk=not _cli)
+    refuse_top_level_change(current, name, k=k, mode=mode)
     before = plan(current)
     options = dataclasses.replace(
         extra, k=k, mode=mode, instance_type=instance_type, instance_count=instance_count,

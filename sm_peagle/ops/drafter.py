@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CheckFailed, PeagleError, SpecError
+from ..errors import CheckFailed, PeagleError, SpecError, text
 
 if TYPE_CHECKING:
     from ..checks import Check
@@ -351,7 +351,8 @@ def _push(
     checked = check_pushable(src, target=target, force=force, strict=strict)
     overridden = [c for c in checked if c.status == "fail"]
     for c in overridden:
-        _say(progress, f"warning: pushing anyway (--force): {c.name}: {c.message}")
+        # c.line(): the check's message keeps what it names (the CLI words it)
+        _say(progress, "warning: pushing anyway (--force): " + c.line(with_fix=False))
     root = Path(src).expanduser()
     # Hidden files (e.g. the Hub's .cache/) are not pushed, so they are not counted.
     files = [
@@ -365,10 +366,10 @@ def _push(
     _say(progress, f"pushing {src} ({len(files)} files, {total / 2**20:,.1f} MiB) to {dest}")
     for c in checked:
         if c.status == "warn":  # what deploy would warn about this head, as it would
-            _say(progress, f"warning: {c.name}: {c.message}")
+            _say(progress, "warning: " + c.line(with_fix=False))
     sent = None if on_bytes is None else (lambda n: on_bytes(n, total))
     r = push_drafter(src, dest, s3_client=client, progress=sent)
-    r.notes[:0] = [f"pushed with --force although {c.name} failed: {c.message}"
+    r.notes[:0] = [text("pushed with --force although {n} failed: {m}", n=c.name, m=c.message)
                    for c in overridden]  # fmt: skip
     return DrafterPush(source=src, channel=channel, push=r)
 
@@ -433,8 +434,10 @@ def _targets(
 
         raise SpecError(
             f"model: unknown model {model!r}",
-            remedy=model_remedy(model) + "; or pass --target-hidden-size/--target-vocab-size "
-            "without --model",
+            remedy=text(
+                "{r}; or pass {target_hidden_size}/{target_vocab_size} without {model}",
+                r=model_remedy(model),
+            ),
         )
     head = entry.drafter
     return (

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import SpecError, as_text, text
 from ..iac.export import FORMATS as EXPORT_FORMATS
 from .session import check_output_path
 
@@ -153,7 +153,7 @@ def iam_policy(
     build = deployer_policy if for_ == "deployer" else execution_role_policy
     result = build(p, account=account)
     for w in result.warnings:
-        _warn(f"warning: {w}", warnings, progress)
+        _warn("warning: " + w, warnings, progress)  # + keeps a Text's parts (the CLI's words)
     return IamPolicy(
         endpoint=p.names["endpoint"],
         account=result.account,
@@ -205,7 +205,9 @@ def _planned(
     p.raise_for_failures()
     for c in p.checks:
         if c.status == "warn" and c.name not in quiet_checks:
-            line = f"warning: {c.name}: {c.message}" + (f" ({c.fix})" if c.fix else "")
+            # text(): keeps the parameters and calls the check names (the CLI words them)
+            line = text("warning: {n}: {m}", n=c.name, m=as_text(c.message))
+            line += text(" ({f})", f=as_text(c.fix)) if c.fix else ""
             _warn(line, warnings, progress)
     return p
 

@@ -38,6 +38,8 @@ class KOrigin:
     def describe(self) -> str:
         """K=3 (JumpStart's default for this model; the head was trained for 10, 7
         recommended)."""
+        from ..errors import as_text, text
+
         head = ""
         if self.trained_k is not None and self.recommended_k is not None:
             head = f"; the head was trained for {self.trained_k}, {self.recommended_k} recommended"
@@ -45,7 +47,8 @@ class KOrigin:
             head = f"; the head was trained for {self.trained_k}"
         elif self.recommended_k is not None:
             head = f"; {self.recommended_k} recommended for the head"
-        return f"K={self.k} ({self.reason}{head})"
+        # text(): a reason naming a keyword (`given with k=`) keeps it for the CLI (-k)
+        return text("K={k} ({reason}{head})", k=self.k, reason=as_text(self.reason), head=head)
 
     def to_dict(self) -> dict[str, Any]:
         """The `k_origin` of `peagle plan --json`."""

@@ -13,6 +13,7 @@ import boto3
 import pytest
 
 import sm_peagle
+from sm_peagle.cli.faces import cli_doc
 from sm_peagle.errors import CheckFailed, SpecError
 from tests.drafter_fixtures import make_head
 from tests.plan_helpers import run_cli
@@ -174,7 +175,9 @@ def test_check_result_is_the_cli_json(tmp_path: Path, capsys) -> None:
         "3",
         "--json",
     )
-    assert json.loads(out) == json.loads(json.dumps({"label": "AWS", **result.to_dict()}))
+    # The CLI's document is the result's, in the CLI's words (a fix's --model, not model=)
+    doc = cli_doc(result.to_dict(), "drafter")
+    assert json.loads(out) == json.loads(json.dumps({"label": "AWS", **doc}))
     assert code == (0 if result.ok else 2)
     if not result.ok:
         with pytest.raises(CheckFailed):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import SpecError
+from ...errors import Call, SpecError, text
 from ...vllm.dynamic_k import parse_k_schedule
 from ..components.specs import parse_component
 from .loading import load_spec, merge_overrides, spec_from_data
@@ -130,7 +130,12 @@ def parse_autoscale(autoscale: str | None) -> tuple[int | None, int | None]:
         return None, None
     lo, sep, hi = str(autoscale).partition(":")
     if not sep or not lo.strip().isdigit() or not hi.strip().isdigit():
-        raise SpecError(f"autoscaling: --autoscale takes MIN:MAX, e.g. 1:4 (got {autoscale!r})")
+        raise SpecError(
+            text("autoscaling: {autoscale} takes MIN:MAX, e.g. 1:4 (got {got!r})", got=autoscale),
+            field="autoscale",
+            value=autoscale,
+            rule="MIN:MAX",
+        )
     return int(lo), int(hi)
 
 
@@ -150,7 +155,11 @@ def build_spec(
     if model is None and not (base and base.get("model")):
         raise SpecError(
             "model: no model given",
-            remedy="give a MODEL argument (see `peagle models`) or a spec file with -f",
+            remedy=text(
+                "give a MODEL argument (see `{models}`) or a spec file with {spec_file}",
+                models=Call("models"),
+            ),
+            field="model",
         )
     if base and options.mode == "baseline" and options.k is None:
         # Switching a deployed p-eagle/eagle3 spec to baseline: its K no longer applies.
