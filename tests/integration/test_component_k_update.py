@@ -153,7 +153,8 @@ def test_sdk_update_takes_the_component(world: Any, capsys: Any, sagemaker_harne
 
     old = deploy(world, capsys)
     ep = Endpoint(NAME, aws=AwsContext(REGION))
-    with pytest.raises(SpecError, match=r"component='p-eagle', k=6 \(K is per component\)"):
+    # the Python wording of errB's refuse_top_level_change (no sdk= face switch)
+    with pytest.raises(SpecError, match=r"component='p-eagle' k=6 \(K is per component\)"):
         ep.update(k=6)
     assert mutating(world) == []
 
