@@ -561,7 +561,7 @@ class ChangeOps(Session):
         from ..lifecycle.adopt import adopt as adopt_endpoint
 
         check_endpoint_name(name)
-        check_output_path(output, "--output", create_parents=False)  # before any request
+        check_output_path(output, create_parents=False)  # before any request (names `output`)
         if model is not None:
             from ..catalog.models import find_model
 
