@@ -128,9 +128,7 @@ def test_the_sandbox_imports_no_private_names() -> None:
     sandbox = PKG.parent / "sandbox" / "peagle_sandbox"
     sources = _sources(sandbox)
     imported = {
-        (m, what)
-        for (m, what) in private_reach(sources)
-        if what.rpartition(".")[0] in sources
+        (m, what) for (m, what) in private_reach(sources) if what.rpartition(".")[0] in sources
     }
     assert imported == set()
 
