@@ -9,9 +9,9 @@ from ._lazy import lazy_getattr
 from .version import __version__
 
 _LAZY = {
-    "deploy": "endpoint",
+    "deploy": "client:deploy",
     "Endpoint": "endpoint",
-    "plan": "lifecycle.resolve",
+    "plan": "client:plan",
     # Deprecated spelling of `plan` (a FutureWarning; removed in the next release).
     "plan_for": "endpoint",
     "Plan": "planning.plan_result",
@@ -48,13 +48,13 @@ _LAZY = {
     "GcResult": "ops.endpoints",
     "LogEvent": "ops.endpoints",
     "LogStream": "ops.endpoints",
-    "update": "ops.changes",
-    "apply": "ops.changes",
-    "diff": "ops.changes",
-    "adopt": "ops.changes",
+    "update": "client:update",
+    "apply": "client:apply",
+    "diff": "client:diff",
+    "adopt": "client:adopt",
     "UpdateResult": "ops.changes",
-    "ApplyResult": "ops.changes",
-    "Deployment": "endpoint",
+    "ApplyResult": "ops.deployment",
+    "Deployment": "ops.deployment",
     "connect": "ops.session",
     # -- ops: measurement --
     "bench": "ops.measure",

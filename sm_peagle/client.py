@@ -15,14 +15,19 @@ import functools
 import inspect
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .ops.changes import ChangeOps
+from .ops.deployment import DeployOps
 from .ops.session import Session
+
+if TYPE_CHECKING:
+    from .endpoint import Endpoint
 
 __all__ = ["Client", "default_client", "module_function"]
 
 
-class Client(Session):
+class Client(DeployOps, ChangeOps, Session):
     """The SDK: one session, every operation a method (the operations are grouped in
     mixin classes in `sm_peagle.ops`).
 
@@ -36,6 +41,13 @@ class Client(Session):
         on_connect: called with the AWS context before an operation's first request.
         on_poll: called with each status a wait reads.
     """
+
+    # i34-deploy's stand-in until the client branch's `endpoint` (Endpoint(client=...)).
+    def endpoint(self, name: str) -> Endpoint:
+        """A handle on the endpoint `name`, talking to where this client does."""
+        from .endpoint import Endpoint
+
+        return Endpoint(name, aws=self._aws, region=self.region, say=self.progress)
 
 
 _DEFAULT: Client | None = None
@@ -57,6 +69,7 @@ _SESSION_KEYWORDS = {
     "aws": "aws",
     "say": "progress",
     "on_connect": "on_connect",
+    "on_poll": "on_poll",
 }
 
 
@@ -65,10 +78,12 @@ def module_function(name: str) -> Callable[..., Any]:
     keywords the old function took (`region=`, `aws=`, `say=`, `on_connect=`) still work
     for one release, with a FutureWarning naming the client."""
     method = getattr(Client, name)
+    # A keyword the method itself takes is its own (`deploy(region=)` is the spec's region).
+    own = set(inspect.signature(method).parameters)
 
     @functools.wraps(method)
     def call(*args: Any, **kwargs: Any) -> Any:
-        given = {k: kwargs.pop(k) for k in list(kwargs) if k in _SESSION_KEYWORDS}
+        given = {k: kwargs.pop(k) for k in list(kwargs) if k in _SESSION_KEYWORDS and k not in own}
         if not given or name not in _TAKES_SESSION:
             kwargs.update(given)
             return getattr(default_client(), name)(*args, **kwargs)
@@ -89,4 +104,4 @@ def module_function(name: str) -> Callable[..., Any]:
 
 
 # The operations whose module-level functions took session keywords before the client.
-_TAKES_SESSION: frozenset[str] = frozenset()
+_TAKES_SESSION: frozenset[str] = frozenset({"deploy", "update", "apply", "diff", "adopt"})

@@ -1,29 +1,30 @@
-"""The Python API: `sm_peagle.deploy(...)` and the `Endpoint` handle.
+"""The `Endpoint` handle: one SageMaker endpoint, and the operations on it.
 
-The SDK is the product; the CLI is a skin over these calls.
+`sm_peagle.deploy(...)` (`Client.deploy`, in `sm_peagle.ops.deployment`) returns one:
 
     with sm_peagle.deploy("gpt-oss-20b", k=5, role=ROLE) as ep:
         print(ep.status()["status"])
     # the endpoint, its config and model are deleted here, even on an exception
+
+`deploy`, `plan`, `plan_for` and `Deployment` lived here before the client; they still
+import from here for one release, with a FutureWarning (`__getattr__` below).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .lifecycle.resolve import plan
 from .lifecycle.spec_tags import deployed_spec
-from .planning.plan_result import Plan
 from .planning.spec.model import DeploymentSpec
 
-__all__ = ["Deployment", "Endpoint", "deploy", "deployed_spec", "plan", "plan_for"]
+__all__ = ["Endpoint", "deployed_spec"]
 
 if TYPE_CHECKING:  # annotations only
     from .lifecycle.adopt import AdoptResult
     from .ops.changes import UpdateResult
+    from .ops.deployment import Deployment
     from .ops.endpoints import DeleteResult, EndpointStatus, LogStream
 
 
@@ -33,29 +34,6 @@ def _aws(region: str | None, aws: Any) -> Any:
     from .aws import AwsContext
 
     return AwsContext(region)
-
-
-@dataclass
-class Deployment:
-    """What `deploy` did (`Endpoint.deployment`): the `peagle deploy --json` document."""
-
-    endpoint: str
-    status: str
-    created: list[tuple[str, str]]
-    elapsed_seconds: float
-    region: str
-    speculative_config: dict | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The document `peagle deploy --json` prints."""
-        return {
-            "endpoint": self.endpoint,
-            "status": self.status,
-            "created": [{"kind": k, "name": n} for k, n in self.created],
-            "elapsed_seconds": round(self.elapsed_seconds, 1),
-            "region": self.region,
-            "speculative_config": self.speculative_config,
-        }
 
 
 class Endpoint:
@@ -108,16 +86,14 @@ class Endpoint:
         tagged) for what peagle cannot represent (fields its spec cannot carry unless
         `accept_differences`), an endpoint not settled InService, one sharing its config
         or model with another endpoint, or one it already manages; NotFound if none."""
-        from .ops.changes import adopt
+        from .ops.changes import ChangeOps
 
         ep = cls(name, aws=aws, region=region, say=say)
-        ep.adoption = adopt(
+        ep.adoption = ChangeOps(aws=ep.aws, progress=ep._say).adopt(
             name,
             model=model,
             dry_run=dry_run,
             accept_differences=accept_differences,
-            aws=ep.aws,
-            say=ep._say,
         )
         ep.plan = ep.adoption.plan
         return ep
@@ -172,9 +148,10 @@ class Endpoint:
         (`update(component="p-eagle", k=5)`) or copies (`component=..., copies=0`); any
         other spec option (image=, autoscale=, …) for a one-model endpoint. `.plan` becomes
         the new plan. Nothing changes on error."""
-        from .ops.changes import update
+        from .ops.changes import ChangeOps
 
-        result = update(
+        changes = ChangeOps(aws=self.aws, progress=self._say, on_poll=on_poll)
+        result = changes.update(
             self.name,
             k=k,
             mode=mode,
@@ -183,9 +160,6 @@ class Endpoint:
             component=component,
             copies=copies,
             timeout=timeout,
-            aws=self.aws,
-            say=self._say,
-            on_poll=on_poll,
             **spec_options,
         )
         if result.plan is not None:
@@ -321,67 +295,50 @@ class Endpoint:
         self.delete()
 
 
-def deploy(
-    spec_or_model: DeploymentSpec | str | dict | Path | Plan,
-    *,
-    wait: bool = True,
-    timeout: str | float | None = None,
-    keep_on_failure: bool = False,
-    aws: Any = None,
-    say: Callable[[str], None] | None = None,
-    on_poll: Callable[[Any], None] | None = None,
-    confirm: Callable[[str], None] | None = None,
-    on_connect: Callable[[Any], None] | None = None,
-    strict: bool = False,
-    **overrides: Any,
-) -> Endpoint:
-    """Plan, preflight, create and (by default) wait. Returns an Endpoint handle, with
-    what was done in `.deployment`.
-
-    `spec_or_model`: as for `plan`, or a Plan it returned; `overrides`: k=, mode=, ….
-    `timeout`: "2h", "90m" or seconds. `confirm` is asked (with the instances and price)
-    before anything is created; `on_connect` sees the AWS context before the first request.
-    `strict=True` (`--strict`) refuses a plan with a warning as one with a failure.
-    Raises SpecError for a sandbox-only model outside the sandbox and CheckFailed for a
-    failed check (nothing sent), PreflightFailed / QuotaExceeded (nothing created),
-    DeploymentFailed / DeploymentTimeout (everything rolled back unless keep_on_failure)."""
-    from .lifecycle.manager import Lifecycle
-    from .ops.changes import planned_on_aws
-    from .ops.session import seconds
-    from .planning.plan_result import variant_instance_types
-
-    wait_s = seconds(timeout, "timeout")
-    ctx, p = planned_on_aws(spec_or_model, overrides, aws, on_connect, say=say, strict=strict)
-    if confirm is not None:
-        # The price with its region and source, or "unknown in R (why)": asked before paying.
-        price = p.price.label if p.price else "an unknown price"
-        v = p.create_endpoint_config["ProductionVariants"][0]
-        confirm(
-            f"Create {p.names['endpoint']} on {v['InitialInstanceCount']} x "
-            f"{' or '.join(variant_instance_types(v))} ({price})?"
-        )
-    result = Lifecycle(ctx, say=say or (lambda _m: None)).apply(
-        p, wait=wait, timeout=wait_s, keep_on_failure=keep_on_failure, on_poll=on_poll
-    )
-    ep = Endpoint(p.names["endpoint"], aws=ctx, say=say, plan=p)
-    ep.deployment = Deployment(
-        result.endpoint,
-        result.status,
-        list(result.created),
-        result.elapsed,
-        p.region,
-        p.speculative_config,
-    )
-    return ep
+# Moved with the client (CHANGELOG.md): old name -> (its home, what to use now).
+_MOVED = {
+    "deploy": "sm_peagle.deploy (or a client's deploy)",
+    "plan": "sm_peagle.plan (or a client's plan)",
+    "plan_for": "sm_peagle.plan",
+    "Deployment": "sm_peagle.Deployment",
+}
 
 
-def plan_for(spec_or_model: DeploymentSpec | str | dict | Path, **overrides: Any) -> Plan:
-    """Deprecated: `sm_peagle.plan`, the one name for "resolve and plan" (CHANGELOG.md)."""
-    import warnings
-
+def __getattr__(name: str) -> Any:
+    """`sm_peagle.endpoint.deploy`, `.plan`, `.plan_for` and `.Deployment`, for one release
+    (a FutureWarning naming the new home)."""
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    old = "sm_peagle.plan_for" if name == "plan_for" else f"sm_peagle.endpoint.{name}"
     warnings.warn(
-        "sm_peagle.plan_for is deprecated, use sm_peagle.plan (removed in the next release)",
+        f"{old} is deprecated, use {_MOVED[name]} (removed in the next release)",
         FutureWarning,
         stacklevel=2,
     )
-    return plan(spec_or_model, **overrides)
+    from .ops import deployment
+
+    if name == "Deployment":
+        return deployment.Deployment
+    if name == "deploy":
+        return _old_deploy
+    return deployment.DeployOps().plan
+
+
+def _old_deploy(
+    spec_or_model: Any,
+    *,
+    aws: Any = None,
+    say: Callable[[str], None] | None = None,
+    on_connect: Callable[[Any], None] | None = None,
+    on_poll: Callable[[Any], None] | None = None,
+    **options: Any,
+) -> Endpoint:
+    """`deploy` as it was called here: the session keywords per call."""
+    from .ops.deployment import DeployOps
+
+    class _Deployer(DeployOps):
+        def endpoint(self, name: str) -> Endpoint:
+            return Endpoint(name, aws=aws, region=self.region, say=say)
+
+    session = _Deployer(aws=aws, progress=say, on_connect=on_connect, on_poll=on_poll)
+    return session.deploy(spec_or_model, **options)

@@ -8,7 +8,7 @@ import typer
 
 from .lifecycle_cmds import YesOpt, asker
 from .options import dry_run_option, output_option
-from .output import STATUS_STYLE, console, current, note, table
+from .output import STATUS_STYLE, console, current, table
 from .spec_options import JsonOpt, RegionOpt
 
 
@@ -74,10 +74,9 @@ def adopt_command(
     """Take an endpoint made elsewhere (console, sagemaker SDK, boto3) under peagle's
     management: reconstruct its spec, run plan's checks, tag it as peagle's. Stopped
     while tagging, it puts the tags back; killed, run it again to finish."""
-    from ..ops.changes import adopt
-    from .context import hello
+    from .context import client
 
-    result = adopt(
+    result = client(region).adopt(
         name,
         model=model,
         dry_run=dry_run,
@@ -85,9 +84,6 @@ def adopt_command(
         output=output,
         confirm=asker(yes),
         on_result=current().human(render_adoption),  # before the prompt, for people
-        region=region,
-        say=note,
-        on_connect=hello,
     )
     action = "dry-run" if dry_run else "adopted"
     current().result(

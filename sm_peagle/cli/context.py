@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -12,3 +13,14 @@ def hello(aws: Any) -> None:
     from .output import note
 
     note(talking_to(aws.region))
+
+
+def client(region: str | None = None, *, on_poll: Callable[[Any], None] | None = None) -> Any:
+    """The `sm_peagle.Client` for this command, from its global options: `region` (on the
+    commands that take `--region`; None reads the environment, which `--sandbox` has
+    pointed at the sandbox), progress lines as notes on stderr, the "talking to" line
+    before the first request, and `on_poll` for a command that waits (the live view)."""
+    from ..client import Client
+    from .output import note
+
+    return Client(region=region, progress=note, on_connect=hello, on_poll=on_poll)

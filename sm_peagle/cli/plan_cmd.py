@@ -101,10 +101,9 @@ def plan_command(
     options: SpecOptions,
 ) -> None:
     """Validate a deployment and print the exact AWS requests, without creating anything."""
-    import sm_peagle
-
     from ..planning.spec.options import build_spec
+    from .context import client
 
-    p = sm_peagle.plan(build_spec(model, spec_file, options), strict=strict)
+    p = client().plan(build_spec(model, spec_file, options), strict=strict)
     current().result(p, render=render_plan)
     p.raise_for_failures()
