@@ -17,12 +17,15 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from .ops.measure import MeasureOps
+from .ops.measure_sweep import SweepOps
+from .ops.measure_traffic import TrafficOps
 from .ops.session import Session
 
 __all__ = ["Client", "default_client", "module_function"]
 
 
-class Client(Session):
+class Client(MeasureOps, SweepOps, TrafficOps, Session):
     """The SDK: one session, every operation a method (the operations are grouped in
     mixin classes in `sm_peagle.ops`).
 
@@ -36,6 +39,16 @@ class Client(Session):
         on_connect: called with the AWS context before an operation's first request.
         on_poll: called with each status a wait reads.
     """
+
+    # A bridge until DeployOps (ops/deployment.py) gives the client its `deploy`: `sweep`
+    # deploys through the client it runs on, and ops/ may not import sm_peagle.endpoint.
+    def deploy(self, spec_or_model: Any, **options: Any) -> Any:
+        """Plan, preflight, create and wait (`sm_peagle.endpoint.deploy`, on this
+        client's session). Returns the Endpoint handle."""
+        from .endpoint import deploy
+
+        options.setdefault("on_poll", self.on_poll)
+        return deploy(spec_or_model, aws=self._connect(), say=self._say, **options)
 
 
 _DEFAULT: Client | None = None
@@ -89,4 +102,17 @@ def module_function(name: str) -> Callable[..., Any]:
 
 
 # The operations whose module-level functions took session keywords before the client.
-_TAKES_SESSION: frozenset[str] = frozenset()
+_TAKES_SESSION: frozenset[str] = frozenset(
+    ("bench", "chat", "invoke", "race", "report", "sweep", "tune_k")
+)
+
+
+# The measurement and traffic operations as module-level functions (`sm_peagle.bench`,
+# ...): the default client's methods (sm_peagle/__init__.py maps them here).
+bench = module_function("bench")
+race = module_function("race")
+tune_k = module_function("tune_k")
+report = module_function("report")
+sweep = module_function("sweep")
+invoke = module_function("invoke")
+chat = module_function("chat")

@@ -142,7 +142,9 @@ def test_the_default_is_the_stated_one_everywhere() -> None:
 
     from sm_peagle.benchmarking.breaker import DEFAULT_MAX_ERROR_RATE
     from sm_peagle.cli.bench_cmds import bench_command
-    from sm_peagle.ops.measure import bench, tune_k
+    from sm_peagle.client import Client
+
+    bench, tune_k = Client.bench, Client.tune_k
 
     assert DEFAULT_MAX_ERROR_RATE == 0.05
     for fn in (bench, tune_k):
