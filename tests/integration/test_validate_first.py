@@ -229,8 +229,14 @@ def test_a_bad_bound_name_or_prompt_is_refused_before_anything_is_spent(
     err = refused_by_both(capsys, deployed, sdk, argv)
     assert err.exit_code == 2 and words in err.cli_line, err.one_line()
     # The measurement checks (ops/measure_checks.py) name the keyword, never the flag.
-    keyword = {"--requests": "requests", "--duration": "duration", "--workers": "workers",
-               "--warmup": "warmup", "-k": "k", "--concurrency": "concurrency"}.get(words)
+    keyword = {
+        "--requests": "requests",
+        "--duration": "duration",
+        "--workers": "workers",
+        "--warmup": "warmup",
+        "-k": "k",
+        "--concurrency": "concurrency",
+    }.get(words)
     if keyword is not None:
         assert err.field == keyword and f"{keyword}=" in err.message, err.message
         assert "--" not in err.message

@@ -25,6 +25,7 @@ from sm_peagle.benchmarking.datasets import builtin
 from sm_peagle.benchmarking.export import RequestExporter
 from sm_peagle.benchmarking.load import LoadSpec, _open, run_level
 from sm_peagle.benchmarking.metrics import RequestRecord, summarize_level
+from sm_peagle.cli.faces import CliFace
 from sm_peagle.errors import SpecError
 from sm_peagle.ops.measure_checks import check_error_rate
 from tests.stream_fixtures import fake_runtime
@@ -133,7 +134,11 @@ def test_anything_else_is_refused_with_a_fix(value) -> None:
     with pytest.raises(SpecError) as info:
         check_error_rate(value)
     assert info.value.exit_code == 2
-    assert f"--max-error-rate: expected a fraction from 0 to 1, got '{value}'" in info.value.message
+    # Python names the keyword; the CLI words the same error with its flag.
+    assert f"max_error_rate=: expected a fraction from 0 to 1, got '{value}'" in info.value.message
+    assert info.value.field == "max_error_rate"
+    cli = info.value.message.render(CliFace("bench"))
+    assert f"--max-error-rate: expected a fraction from 0 to 1, got '{value}'" in cli
     assert info.value.remedy
 
 
