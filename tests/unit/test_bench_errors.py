@@ -105,7 +105,12 @@ def test_the_error_rate_is_failed_over_total_across_every_level() -> None:
     verdict = run_verdict(doc, 0.049)
     assert verdict is not None and verdict["error_rate"] == pytest.approx(0.05)
     assert "2 of 40 requests failed" in verdict["message"]
-    assert "error rate 5.0% is over --max-error-rate 0.049" in verdict["message"]
+    # Python names the keyword; the CLI words the same message with its flag.
+    assert "error rate 5.0% is over max_error_rate=0.049" in verdict["message"]
+    cli = verdict["message"].render(CliFace("bench"))
+    assert "error rate 5.0% is over --max-error-rate 0.049" in cli
+    assert "--max-error-rate 1 accepts any error rate" in verdict["remedy"].render(CliFace("bench"))
+    assert "max_error_rate=1 accepts any error rate" in verdict["remedy"]
     assert run_verdict(doc_of([rec(0, "NoUsage")]), 1.0) is None  # 1 accepts any
     assert run_verdict(doc_of([rec(0, "NoUsage")] + [rec(i, None) for i in range(1, 5)]), 0.0)
 
@@ -116,7 +121,10 @@ def test_a_stopped_level_fails_the_run_even_under_the_error_rate() -> None:
     assert verdict is not None
     assert "ep stopped answering" in verdict["message"]
     assert "10 of 1,000 requests failed" in verdict["message"]
-    assert "(error rate 1.0%, --max-error-rate 0.05)" in verdict["message"]
+    assert "(error rate 1.0%, max_error_rate=0.05)" in verdict["message"]
+    assert "(error rate 1.0%, --max-error-rate 0.05)" in verdict["message"].render(CliFace("bench"))
+    assert "sm_peagle.status('ep')" in verdict["remedy"]
+    assert "`peagle status ep` and `peagle logs ep" in verdict["remedy"].render(CliFace("bench"))
 
 
 # -- --max-error-rate values ---------------------------------------------------------------
