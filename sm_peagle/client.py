@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from .ops.changes import ChangeOps
 from .ops.deployment import DeployOps
+from .ops.measure import MeasureOps
+from .ops.measure_sweep import SweepOps
+from .ops.measure_traffic import TrafficOps
 from .ops.session import Session
 
 if TYPE_CHECKING:
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["Client", "default_client", "module_function"]
 
 
-class Client(DeployOps, ChangeOps, Session):
+class Client(DeployOps, ChangeOps, MeasureOps, SweepOps, TrafficOps, Session):
     """The SDK: one session, every operation a method (the operations are grouped in
     mixin classes in `sm_peagle.ops`).
 
@@ -73,6 +76,7 @@ _SESSION_KEYWORDS = {
 }
 
 
+@functools.cache
 def module_function(name: str) -> Callable[..., Any]:
     """`sm_peagle.<name>`: the default client's method, with its signature; the session
     keywords the old function took (`region=`, `aws=`, `say=`, `on_connect=`) still work
@@ -104,4 +108,7 @@ def module_function(name: str) -> Callable[..., Any]:
 
 
 # The operations whose module-level functions took session keywords before the client.
-_TAKES_SESSION: frozenset[str] = frozenset({"deploy", "update", "apply", "diff", "adopt"})
+_TAKES_SESSION: frozenset[str] = frozenset(
+    ("deploy", "update", "apply", "diff", "adopt")
+    + ("bench", "chat", "invoke", "race", "report", "sweep", "tune_k")
+)

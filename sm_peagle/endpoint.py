@@ -261,7 +261,7 @@ class Endpoint:
         option is checked before any request (SpecError). `component`: the inference
         component to benchmark (checked before any traffic). The older spellings
         `duration_s=`, `acceptance_wait_s=` and `rates=` still work."""
-        from .ops.measure import bench
+        from .ops.measure import MeasureOps
 
         for old, new in (("duration_s", "duration"), ("acceptance_wait_s", "acceptance_wait"),
                          ("rates", "rate")):  # fmt: skip
@@ -269,8 +269,8 @@ class Endpoint:
                 options[new] = options.pop(old)
         if options.get("rate") in ([None], (None,)):
             options["rate"] = None
-        options.setdefault("say", self._say)
-        return bench(self, component=component, **options)
+        say = options.pop("say", self._say)  # this handle's session, its progress lines
+        return MeasureOps(aws=self.aws, progress=say).bench(self, component=component, **options)
 
     def to_sagemaker(self, component: str | None = None) -> Any:
         """This endpoint as a `sagemaker.core.resources.Endpoint` (or, with `component`,

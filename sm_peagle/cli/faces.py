@@ -38,6 +38,12 @@ FLAGS: dict[str, str] = {
 FLAGS_BY_COMMAND: dict[tuple[str, str], str] = {
     ("invoke", "prompt"): "PROMPT",
     ("chat", "prompt"): "PROMPT",
+    # measure (bench, race, sweep)
+    ("bench", "out"): "--output",
+    ("bench", "search"): "--search-max-concurrency",
+    ("race", "components"): "--component",
+    ("sweep", "out_dir"): "--output",
+    ("sweep", "search"): "--search-max-concurrency",
 }
 # SDK operation -> the `peagle` command words, where they are not the name with `-`.
 COMMANDS: dict[str, tuple[str, ...]] = {
@@ -105,7 +111,7 @@ class CliFace:
         return PHRASES[p.key]
 
     def call(self, c: Call) -> str:
-        from .advice import Suggestion, render
+        from .advice import ABOUT_COMPONENT, Suggestion, render
 
         words = COMMANDS.get(c.op) or (c.op.replace("_", "-"),)
         options: list[tuple[str, str | None]] = []
@@ -120,7 +126,10 @@ class CliFace:
             options.append(("--yes", None))
         args = [_quote(str(a)) for a in c.args]
         args += [_quote(_value(v)) for k, v in c.kwargs if flag_for(k, words[0]).isupper()]
-        return render(Suggestion(tuple(words), tuple(args), tuple(options)))
+        # As in free text (advice.rewrite): advice to read a component's logs repeats the
+        # `--component` the running command was given.
+        about = words[0] in ABOUT_COMPONENT
+        return render(Suggestion(tuple(words), tuple(args), tuple(options), about))
 
 
 def cli_text(value: str | None, command: str | None = None) -> str | None:

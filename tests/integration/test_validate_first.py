@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 import sm_peagle
+from sm_peagle.cli.faces import CliFace
 from sm_peagle.errors import NotFound, PeagleError, SpecError
 from tests.integration.lifecycle_env import World, record_requests, run
 from tests.plan_helpers import TWO_COMPONENTS
@@ -59,8 +60,9 @@ def refused_by_both(
     capsys: Any, recorded: tuple[World, Any], sdk: Callable[[], Any], argv: list[str],
     error: type[PeagleError] = SpecError,
 ) -> PeagleError:  # fmt: skip
-    """The SDK raises `error`; the CLI prints exactly its one line (with a fix), nothing on
-    stdout, no traceback, and exits with its code; neither spent anything."""
+    """The SDK raises `error`; the CLI prints exactly its one line (with a fix) in the CLI's
+    words (its flags and commands), nothing on stdout, no traceback, and exits with its
+    code; neither spent anything. The CLI's line is kept on the error as `cli_line`."""
     with pytest.raises(error) as caught:
         sdk()
     assert spent(recorded) == [], f"the SDK spent {spent(recorded)}"
@@ -70,12 +72,13 @@ def refused_by_both(
     (line,) = [ln for ln in lines if ln.startswith("error:")]
     exc = caught.value
     if exc.remedy:
-        assert line == f"error: {exc.one_line()}"
+        assert line == f"error: {exc.one_line(CliFace(argv[0]))}"
     else:  # the CLI names the command's help as the fix (cli/boundary.py)
-        assert line.startswith(f"error: {exc.message} (fix: "), line
+        assert line.startswith(f"error: {exc.message.render(CliFace(argv[0]))} (fix: "), line
     assert lines[-1] == line and "(fix: " in line
     assert "Traceback" not in err and out == ""
     assert code == caught.value.exit_code
+    caught.value.cli_line = line  # type: ignore[attr-defined]
     return caught.value
 
 
@@ -224,7 +227,19 @@ def test_a_bad_bound_name_or_prompt_is_refused_before_anything_is_spent(
 ) -> None:
     sdk, argv, words = BOUNDS[case]
     err = refused_by_both(capsys, deployed, sdk, argv)
-    assert err.exit_code == 2 and words in err.message, err.one_line()
+    assert err.exit_code == 2 and words in err.cli_line, err.one_line()
+    # The measurement checks (ops/measure_checks.py) name the keyword, never the flag.
+    keyword = {
+        "--requests": "requests",
+        "--duration": "duration",
+        "--workers": "workers",
+        "--warmup": "warmup",
+        "-k": "k",
+        "--concurrency": "concurrency",
+    }.get(words)
+    if keyword is not None:
+        assert err.field == keyword and f"{keyword}=" in err.message, err.message
+        assert "--" not in err.message
 
 
 def test_the_bounds_themselves_are_accepted_and_sent_as_given(
@@ -256,7 +271,9 @@ def test_temperature_or_top_p_beside_a_raw_body_is_refused(
             capsys, deployed, lambda kwargs=kwargs: sm_peagle.invoke(NAME, raw=raw, **kwargs),
             ["invoke", NAME, "--raw", str(raw), flag, value],
         )  # fmt: skip
-        assert flag in err.message and "--raw" in err.message
+        assert flag in err.cli_line and "--raw" in err.cli_line
+        key = flag[2:].replace("-", "_")
+        assert f"{key}=" in err.message and "raw=" in err.message and err.field == key
 
 
 # -- output paths ------------------------------------------------------------------------
@@ -296,7 +313,7 @@ def test_sweep_refuses_an_unwritable_output_directory_before_it_deploys(
     assert str(unwritable) in err.message and "not writable" in err.message
     # The old spelling gets the same refusal (and its deprecation note before it).
     code, _, stderr = run(capsys, "sweep", "gpt-oss-20b", "--out-dir", str(unwritable))
-    assert code == 2 and stderr.strip().splitlines()[-1] == f"error: {err.one_line()}"
+    assert code == 2 and stderr.strip().splitlines()[-1] == err.cli_line
     a_file = tmp_path / "plain.txt"
     a_file.write_text("x", encoding="utf-8")
     refused_by_both(
@@ -372,7 +389,9 @@ def test_plot_and_html_without_matplotlib_are_the_same_exit_2_everywhere(
     for sdk, argv, flag in cases:
         err = refused_by_both(capsys, deployed, sdk, argv, error=PlotUnavailable)
         assert err.exit_code == 2
-        assert err.message == f"{flag} needs matplotlib, which is not installed"
+        assert err.cli_line.startswith(f"error: {flag} needs matplotlib, which is not installed")
+        assert err.message == f"{flag[2:]}= needs matplotlib, which is not installed"
+        assert err.field == flag[2:]
         assert "pip install 'sm-peagle[plot]'" in (err.remedy or "")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]  # no markdown
 
