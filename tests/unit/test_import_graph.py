@@ -115,10 +115,7 @@ ALLOWED_CYCLES: dict[frozenset[str], str] = {}
 ALLOWED_PACKAGE_CYCLES: dict[frozenset[str], str] = {}
 # Module edges against the layers, each with the reason; a stale entry fails
 # (test_allowed_upward_edges_still_exist), so each goes when its edge goes.
-ALLOWED_UPWARD: dict[str, str] = {
-    f"{PACKAGE}.ops.measure_sweep -> {PACKAGE}.endpoint": "sweep deploys through the "
-    "deprecated `endpoint.deploy` until the measure branch (issue 34) calls `self.deploy`",
-}
+ALLOWED_UPWARD: dict[str, str] = {}
 ALLOWED_HEAVY_FROM_PURE: dict[str, str] = {}
 # planning/aws_shapes.py is not an exception: it locates botocore's service-2.json with
 # importlib.util.find_spec("botocore"), which finds a top-level package without running
