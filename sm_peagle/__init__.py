@@ -8,9 +8,14 @@ from __future__ import annotations
 from ._lazy import lazy_getattr
 from .version import __version__
 
+# "client": an operation is the default client's method (`sm_peagle.Client`); client.py
+# makes them (`module_function`).
 _LAZY = {
+    "Client": "client",
     "deploy": "endpoint",
-    "Endpoint": "endpoint",
+    # Through client.py, which gives the handle its default client (endpoint.py sits
+    # below the client and does not import it).
+    "Endpoint": "client",
     "plan": "lifecycle.resolve",
     # Deprecated spelling of `plan` (a FutureWarning; removed in the next release).
     "plan_for": "endpoint",
@@ -37,11 +42,11 @@ _LAZY = {
     "ModelStreamError": "errors",
     "InternalStreamFailure": "errors",
     # -- ops: endpoints and changes --
-    "status": "ops.endpoints",
-    "ls": "ops.endpoints",
-    "logs": "ops.endpoints",
-    "delete": "ops.endpoints",
-    "gc": "ops.endpoints",
+    "status": "client",
+    "ls": "client",
+    "logs": "client",
+    "delete": "client",
+    "gc": "client",
     "EndpointStatus": "ops.endpoints",
     "EndpointSummary": "ops.endpoints",
     "DeleteResult": "ops.endpoints",
@@ -71,23 +76,23 @@ _LAZY = {
     "TuneKResult": "ops.measure_results",
     "ReportResult": "ops.measure_results",
     # -- ops: catalog, iac, drafter, sandbox --
-    "models": "ops.catalog",
-    "instances": "ops.catalog",
-    "schema": "ops.catalog",
-    "recommend": "ops.catalog",
+    "models": "client",
+    "instances": "client",
+    "schema": "client",
+    "recommend": "client",
     "Recommendation": "ops.catalog",
-    "export": "ops.iac",
+    "export": "client",
     "ExportResult": "ops.iac",
     "EXPORT_FORMATS": "ops.iac",
-    "iam_policy": "ops.iac",
+    "iam_policy": "client",
     "IamPolicy": "ops.iac",
-    "drafter_inspect": "ops.drafter",
-    "drafter_check": "ops.drafter",
+    "drafter_inspect": "client",
+    "drafter_check": "client",
     "DrafterCheck": "ops.drafter",
-    "drafter_push": "ops.drafter",
+    "drafter_push": "client",
     "DrafterPush": "ops.drafter",
     # -- ops: what is newer --
-    "doctor": "ops.doctor",
+    "doctor": "client",
     "DoctorReport": "ops.doctor",
     "DoctorCheck": "ops.doctor",
     "sandbox_start": "ops.sandbox",

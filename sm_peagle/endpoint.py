@@ -19,20 +19,20 @@ from .lifecycle.spec_tags import deployed_spec
 from .planning.plan_result import Plan
 from .planning.spec.model import DeploymentSpec
 
-__all__ = ["Deployment", "Endpoint", "deploy", "deployed_spec", "plan", "plan_for"]
+__all__ = [
+    "Deployment",
+    "Endpoint",
+    "deploy",
+    "deployed_spec",
+    "plan",
+    "plan_for",
+    "use_client_factory",
+]
 
 if TYPE_CHECKING:  # annotations only
     from .lifecycle.adopt import AdoptResult
     from .ops.changes import UpdateResult
     from .ops.endpoints import DeleteResult, EndpointStatus, LogStream
-
-
-def _aws(region: str | None, aws: Any) -> Any:
-    if aws is not None:
-        return aws
-    from .aws import AwsContext
-
-    return AwsContext(region)
 
 
 @dataclass
@@ -58,29 +58,104 @@ class Deployment:
         }
 
 
+# How a handle made without a client gets one (the default client, or one for the
+# deprecated region=/aws=/say=): set by sm_peagle.client when it is imported, as the handle
+# sits below the client and must not import it (`sm_peagle.Endpoint` is read through it).
+_CLIENT_FACTORY: Callable[..., Any] | None = None
+
+
+def use_client_factory(factory: Callable[..., Any]) -> None:
+    """Set what `Endpoint(name)` without a client talks through (sm_peagle.client does)."""
+    global _CLIENT_FACTORY
+    _CLIENT_FACTORY = factory
+
+
 class Endpoint:
-    """A handle on one SageMaker endpoint."""
+    """A handle on one SageMaker endpoint, talking to where its client does: its methods
+    are the client's operations for this endpoint (`ep.status()` is
+    `client.status(ep.name)`). Made by `client.endpoint(name)` and returned by
+    `client.deploy(...)`.
+
+    Args:
+        name: the endpoint's name.
+        client: the `sm_peagle.Client` it talks through (default: the module functions'
+            client, reading the environment).
+        plan: the plan it was deployed from, if known.
+        aws: deprecated: give a client (`sm_peagle.Client(aws=...)`) instead.
+        region: deprecated: give a client (`sm_peagle.Client(region=...)`) instead.
+        say: deprecated: give a client (`sm_peagle.Client(progress=...)`) instead.
+    """
 
     def __init__(
         self,
         name: str,
         *,
+        client: Any = None,
+        plan: Any = None,
         aws: Any = None,
         region: str | None = None,
         say: Callable[[str], None] | None = None,
-        plan: Any = None,
     ) -> None:
+        if client is None:
+            if _CLIENT_FACTORY is None:  # only when sm_peagle.client was never imported
+                raise TypeError(
+                    "Endpoint(name) needs client=: use sm_peagle.Client(...).endpoint(name)"
+                )
+            client = _CLIENT_FACTORY(region=region, aws=aws, progress=say)
         self.name = name
-        self.aws = _aws(region, aws)
+        self._client = client
         self.plan = plan
-        self._say = say or (lambda _m: None)
 
     def __repr__(self) -> str:
-        return f"Endpoint({self.name!r})"
+        return f"Endpoint({self.name!r}, client={self._client!r})"
+
+    @property
+    def client(self) -> Any:
+        """The client this handle talks through, holding one AWS context for the handle's
+        life (made on first use: the region and credentials are read once)."""
+        if self._client.aws is None:
+            self._client = self._client.with_aws(self._client.context())
+        return self._client
+
+    @property
+    def aws(self) -> Any:
+        """The AWS context (`AwsContext`) this handle's requests go through."""
+        return self.client.aws
+
+    def _say(self, message: str) -> None:
+        if self._client.progress is not None:
+            self._client.progress(message)
+
+    def _op(self, name: str) -> Callable[..., Any]:
+        """The client's operation `name`. Transitional (issue 34): while `update` and
+        `adopt` are not client methods yet (ChangeOps), their module functions on this
+        handle's context; remove with the fallback once every mixin is in the client."""
+        client = self.client
+        if hasattr(client, name):
+            return getattr(client, name)
+        import functools
+
+        from .ops import changes
+
+        legacy = getattr(changes, name)
+        return functools.partial(legacy, aws=client.aws, say=self._say)
 
     @classmethod
     def attach(cls, name: str, *, region: str | None = None, aws: Any = None) -> Endpoint:
-        """A handle on an existing endpoint; NotFound if there is none."""
+        """Deprecated: `sm_peagle.Client(region=...).endpoint(name)` (removed in the next
+        release). A handle on an existing endpoint; NotFound if there is none."""
+        import warnings
+
+        warnings.warn(
+            "Endpoint.attach is deprecated: use sm_peagle.Client(region=...).endpoint(name) "
+            "(removed in the next release)",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return cls._attach(name, region=region, aws=aws)
+
+    @classmethod
+    def _attach(cls, name: str, *, region: str | None = None, aws: Any = None) -> Endpoint:
         ep = cls(name, aws=aws, region=region)
         ep.status()
         return ep
@@ -108,16 +183,12 @@ class Endpoint:
         tagged) for what peagle cannot represent (fields its spec cannot carry unless
         `accept_differences`), an endpoint not settled InService, one sharing its config
         or model with another endpoint, or one it already manages; NotFound if none."""
-        from .ops.changes import adopt
-
         ep = cls(name, aws=aws, region=region, say=say)
-        ep.adoption = adopt(
+        ep.adoption = ep._op("adopt")(
             name,
             model=model,
             dry_run=dry_run,
             accept_differences=accept_differences,
-            aws=ep.aws,
-            say=ep._say,
         )
         ep.plan = ep.adoption.plan
         return ep
@@ -130,10 +201,8 @@ class Endpoint:
         return Lifecycle(self.aws, say=self._say, **kw)
 
     def status(self) -> EndpointStatus:
-        """`sm_peagle.status(name)` for this endpoint (a dict with attributes too)."""
-        from .ops.endpoints import status
-
-        return status(self.name, aws=self.aws)
+        """`client.status(name)` for this endpoint."""
+        return self.client.status(self.name)
 
     def wait(self, timeout: float = 8100, **kw: Any) -> dict[str, Any]:
         """Poll DescribeEndpoint until the endpoint is InService (or `wanted=`) and return the last
@@ -144,10 +213,8 @@ class Endpoint:
         return wait_for_endpoint(self.aws.client("sagemaker"), self.name, timeout=timeout, **kw)
 
     def delete(self, *, keep_model: bool = False, force: bool = False) -> DeleteResult:
-        """`sm_peagle.delete(name)` for this endpoint."""
-        from .ops.endpoints import delete
-
-        return delete(self.name, keep_model=keep_model, force=force, aws=self.aws, say=self._say)
+        """`client.delete(name)` for this endpoint."""
+        return self.client.delete(self.name, keep_model=keep_model, force=force)
 
     def spec(self) -> DeploymentSpec:
         """The DeploymentSpec this endpoint was deployed from, read back from its tags (NotFound
@@ -172,9 +239,14 @@ class Endpoint:
         (`update(component="p-eagle", k=5)`) or copies (`component=..., copies=0`); any
         other spec option (image=, autoscale=, …) for a one-model endpoint. `.plan` becomes
         the new plan. Nothing changes on error."""
-        from .ops.changes import update
-
-        result = update(
+        client, options = self.client, dict(spec_options)
+        if on_poll is not None and hasattr(client, "update"):  # the client's callback
+            client = client.with_aws(self.aws)
+            client.on_poll = on_poll
+        elif on_poll is not None:
+            options["on_poll"] = on_poll
+        call = self._op("update") if client is self.client else client.update
+        result = call(
             self.name,
             k=k,
             mode=mode,
@@ -183,10 +255,7 @@ class Endpoint:
             component=component,
             copies=copies,
             timeout=timeout,
-            aws=self.aws,
-            say=self._say,
-            on_poll=on_poll,
-            **spec_options,
+            **options,
         )
         if result.plan is not None:
             self.plan = result.plan
@@ -209,11 +278,9 @@ class Endpoint:
     def logs(
         self, *, since: str | float = "10m", follow: bool = False, component: str | None = None
     ) -> LogStream:
-        """`sm_peagle.logs(name, ...)` for this endpoint: its CloudWatch log events, or
+        """`client.logs(name, ...)` for this endpoint: its CloudWatch log events, or
         with `component` that inference component's; `since` "5m", "2h" or seconds."""
-        from .ops.endpoints import logs
-
-        return logs(self.name, since=since, follow=follow, component=component, aws=self.aws)
+        return self.client.logs(self.name, since=since, follow=follow, component=component)
 
     def runtime(self, *, max_pool_connections: int = 10, component: str | None = None) -> Any:
         """The endpoint's RuntimeClient (cached per pool size and component: size it to
