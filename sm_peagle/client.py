@@ -57,8 +57,8 @@ class Client(
     """
 
     def endpoint(self, name: str) -> Endpoint:
-        """A handle on the existing endpoint `name`, talking to where this client does
-        (one DescribeEndpoint checks that it exists).
+        """A handle on the endpoint `name`, talking to where this client does. No request
+        is sent: the handle's first operation says NotFound if there is no such endpoint.
 
         Args:
             name: the endpoint's name.
@@ -68,14 +68,11 @@ class Client(
             this client's, for that endpoint.
 
         Raises:
-            SpecError: `name` is not a SageMaker name (nothing is sent).
-            NotFound: there is no such endpoint.
+            SpecError: `name` is not a SageMaker name.
         """
         from .ops.session import check_endpoint_name
 
-        ep = self._handle(check_endpoint_name(name))
-        ep.status()
-        return ep
+        return self._handle(check_endpoint_name(name))
 
     def _handle(self, name: str, *, aws: Any = None, plan: Any = None) -> Endpoint:
         """The `Endpoint` handle for `name` on this client (on `aws` when an operation

@@ -140,7 +140,9 @@ def test_recommend_results_of_another_model_are_refused(tmp_path: Path, capsys) 
     with pytest.raises(SpecError) as e:
         sm_peagle.recommend("gpt-oss-20b", results=tmp_path)
     assert "no results for gpt-oss-20b" in e.value.message and "gpt-oss-120b" in e.value.message
+    assert e.value.message.startswith("results=: ") and e.value.field == "results"
     code, _, err = run_cli(capsys, "recommend", "gpt-oss-20b", "--results", str(tmp_path))
-    assert code == 2 and e.value.message in err
+    assert code == 2 and e.value.message.render(CliFace("recommend")) in err
+    assert err.startswith("error: --results: ") and "or drop --results)" in err
     with pytest.raises(SpecError, match="no result JSON files"):
         sm_peagle.recommend("gpt-oss-20b", results=tmp_path / "missing")
