@@ -186,6 +186,9 @@ def _module_function(name: str) -> Callable[..., Any]:
         client = Client(**{_SESSION_KEYWORDS[k]: v for k, v in given.items()})
         return getattr(client, name)(*args, **kwargs)
 
+    # It lives here (`sm_peagle.client.<op>`); `__wrapped__` is the method it calls.
+    call.__module__ = __name__
+    call.__qualname__ = name
     sig = inspect.signature(method)
     call.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])  # type: ignore[attr-defined]
     return call
