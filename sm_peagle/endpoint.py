@@ -127,17 +127,18 @@ class Endpoint:
             self._client.progress(message)
 
     def _op(self, name: str) -> Callable[..., Any]:
-        """The client's operation `name`. Transitional (issue 34): while `update` and
-        `adopt` are not client methods yet (ChangeOps), their module functions on this
-        handle's context; remove with the fallback once every mixin is in the client."""
+        """The client's operation `name`. Transitional (issue 34): while `update`, `adopt`
+        and `bench` are not client methods yet (ChangeOps, MeasureOps), their module
+        functions on this handle's context; remove with the fallback once every mixin is
+        in the client."""
         client = self.client
         if hasattr(client, name):
             return getattr(client, name)
         import functools
 
-        from .ops import changes
+        from .ops import changes, measure
 
-        legacy = getattr(changes, name)
+        legacy = getattr(measure if name == "bench" else changes, name)
         return functools.partial(legacy, aws=client.aws, say=self._say)
 
     @classmethod
@@ -354,16 +355,13 @@ class Endpoint:
         option is checked before any request (SpecError). `component`: the inference
         component to benchmark (checked before any traffic). The older spellings
         `duration_s=`, `acceptance_wait_s=` and `rates=` still work."""
-        from .ops.measure import bench
-
         for old, new in (("duration_s", "duration"), ("acceptance_wait_s", "acceptance_wait"),
                          ("rates", "rate")):  # fmt: skip
             if old in options:
                 options[new] = options.pop(old)
         if options.get("rate") in ([None], (None,)):
             options["rate"] = None
-        options.setdefault("say", self._say)
-        return bench(self, component=component, **options)
+        return self._op("bench")(self, component=component, **options)
 
     def to_sagemaker(self, component: str | None = None) -> Any:
         """This endpoint as a `sagemaker.core.resources.Endpoint` (or, with `component`,
