@@ -97,10 +97,16 @@ class Endpoint:
         say: Callable[[str], None] | None = None,
     ) -> None:
         if client is None:
-            if _CLIENT_FACTORY is None:  # only when sm_peagle.client was never imported
-                raise TypeError(
-                    "Endpoint(name) needs client=: use sm_peagle.Client(...).endpoint(name)"
-                )
+            if _CLIENT_FACTORY is None:
+                # Only for a handle made before sm_peagle.client was ever imported (this
+                # module imported directly; transitional: endpoint.deploy and sweep's
+                # deploy until they are client methods). A runtime load, by name, of the
+                # module that registers the factory: the import graph's edge stays
+                # client -> endpoint (see the issue-34 report).
+                import importlib
+
+                importlib.import_module(f"{__package__}.client")
+            assert _CLIENT_FACTORY is not None
             client = _CLIENT_FACTORY(region=region, aws=aws, progress=say)
         self.name = name
         self._client = client

@@ -1,8 +1,11 @@
-"""The AWS context every SDK operation runs on, and argument checks they all share.
+"""The session every SDK operation runs on (`Session`, the base of `sm_peagle.Client`),
+and argument checks they all share.
 
-`aws=` on each operation takes an `AwsContext` (to reuse clients, a profile or a
-sandbox); without one, the operation makes its own for `region`, failing in one line
-(NoCredentials) when no credentials can be found, before any request.
+A client holds its target once: an `AwsContext` (`aws=`: reused clients, a profile, a
+plugin's target such as the sandbox's), or `region`/`profile`/`endpoint_url`, from which
+each operation makes its own context, failing in one line (NoCredentials) when no
+credentials can be found, before any request. `context()`, `connect()` and `quiet` remain
+for the operations not yet on the client.
 """
 
 from __future__ import annotations

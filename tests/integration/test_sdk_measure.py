@@ -15,6 +15,7 @@ import pytest
 
 import sm_peagle
 from sm_peagle.cli.app import main
+from sm_peagle.cli.faces import CliFace
 from sm_peagle.errors import SpecError
 
 EP = "some-endpoint"
@@ -32,7 +33,10 @@ def _both(harness: Any, sdk: Any, cli_args: list[str]) -> SpecError:
     assert code == 2, (stdout.getvalue(), stderr.getvalue())
     doc = json.loads(stdout.getvalue())
     doc = doc.get("error", doc)
-    assert (doc["type"], doc["message"], doc["exit_code"]) == ("SpecError", err.message, 2)
+    # One error from both faces: the CLI words its message with its flags.
+    cli_message = err.message.render(CliFace(cli_args[0]))
+    assert (doc["type"], doc["message"], doc["exit_code"]) == ("SpecError", cli_message, 2)
+    assert doc.get("field") == err.field
     assert harness.requests.all() == []
     return err
 
