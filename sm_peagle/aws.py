@@ -109,6 +109,12 @@ class AwsContext:
             )
         return self._session
 
+    @property
+    def given_region(self) -> str | None:
+        """The region this context was made for (None: the environment's), read without
+        making a boto3 session."""
+        return self._region
+
     def derive(self, **settings: Any) -> AwsContext:
         """A new context on the same target (region, profile, endpoint URL, credentials)
         with other client settings (`max_pool_connections`, `max_attempts`, timeouts)."""

@@ -92,7 +92,7 @@ class Session:
         region = self.region
         url = self.endpoint_url
         if self._aws is not None:  # the held context says where it talks to
-            region = region or getattr(self._aws, "_region", None)
+            region = region or getattr(self._aws, "given_region", None)
             url = url or getattr(self._aws, "endpoint_url", None)
         where = [f"region={region!r}" if region else "region from the environment"]
         if self.profile:

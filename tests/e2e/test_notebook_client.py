@@ -23,13 +23,11 @@ import pytest
 
 import sm_peagle
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        not all(hasattr(sm_peagle.Client, op) for op in ("deploy", "bench")),
-        reason="deploy and bench join the client with DeployOps and MeasureOps (issue 34)",
-    ),
-]
+pytestmark = pytest.mark.e2e
+needs_every_mixin = pytest.mark.skipif(
+    not all(hasattr(sm_peagle.Client, op) for op in ("deploy", "bench")),
+    reason="deploy and bench join the client with DeployOps and MeasureOps (issue 34)",
+)
 
 NOTEBOOK = """
 import json, sys
@@ -60,6 +58,42 @@ print(json.dumps(seen))
 """
 
 
+# The client holds its target: pointing the environment elsewhere afterwards changes nothing.
+HOLDS_ITS_TARGET = """
+import json, os
+import peagle_sandbox
+client = peagle_sandbox.client()
+os.environ["AWS_ENDPOINT_URL"] = "http://127.0.0.1:9"  # nothing listens there
+os.environ["AWS_ACCESS_KEY_ID"] = "REALKEY"
+print(json.dumps({"repr": repr(client), "url": client.aws.endpoint_url,
+                  "ls": [r.endpoint for r in client.ls()]}))
+"""
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PEAGLE_SANDBOX"))}
+    env |= {"PEAGLE_STATE_DIR": str(tmp_path / "state"), "PEAGLE_POLL_SECONDS": "0.2"}
+    env |= {"AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+    return env
+
+
+def test_a_sandbox_client_talks_to_the_sandbox_whatever_the_environment_says(
+    tmp_path: Path,
+) -> None:
+    env = _env(tmp_path)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", HOLDS_ITS_TARGET],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        seen = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert seen["url"].startswith("http://127.0.0.1:") and seen["ls"] == []
+        assert seen["repr"] == f"Client(region='us-east-1', endpoint_url='{seen['url']}')"
+    finally:
+        _peagle(env, "sandbox", "stop")
+
+
 def _peagle(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "sm_peagle.cli", *argv],
@@ -67,12 +101,11 @@ def _peagle(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]
     )  # fmt: skip
 
 
+@needs_every_mixin
 def test_a_notebook_deploys_measures_and_deletes_through_one_sandbox_client(
     tmp_path: Path,
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PEAGLE_SANDBOX"))}
-    env |= {"PEAGLE_STATE_DIR": str(tmp_path / "state"), "PEAGLE_POLL_SECONDS": "0.2"}
-    env |= {"AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+    env = _env(tmp_path)
     try:
         proc = subprocess.run(
             [sys.executable, "-c", NOTEBOOK],
