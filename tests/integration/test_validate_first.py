@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 import sm_peagle
+from sm_peagle.cli.faces import CliFace
 from sm_peagle.errors import NotFound, PeagleError, SpecError
 from tests.integration.lifecycle_env import World, record_requests, run
 from tests.plan_helpers import TWO_COMPONENTS
@@ -59,8 +60,9 @@ def refused_by_both(
     capsys: Any, recorded: tuple[World, Any], sdk: Callable[[], Any], argv: list[str],
     error: type[PeagleError] = SpecError,
 ) -> PeagleError:  # fmt: skip
-    """The SDK raises `error`; the CLI prints exactly its one line (with a fix), nothing on
-    stdout, no traceback, and exits with its code; neither spent anything."""
+    """The SDK raises `error`; the CLI prints exactly its one line (with a fix) in the CLI's
+    words (its flags and commands), nothing on stdout, no traceback, and exits with its
+    code; neither spent anything. The CLI's line is kept on the error as `cli_line`."""
     with pytest.raises(error) as caught:
         sdk()
     assert spent(recorded) == [], f"the SDK spent {spent(recorded)}"
@@ -70,12 +72,13 @@ def refused_by_both(
     (line,) = [ln for ln in lines if ln.startswith("error:")]
     exc = caught.value
     if exc.remedy:
-        assert line == f"error: {exc.one_line()}"
+        assert line == f"error: {exc.one_line(CliFace(argv[0]))}"
     else:  # the CLI names the command's help as the fix (cli/boundary.py)
-        assert line.startswith(f"error: {exc.message} (fix: "), line
+        assert line.startswith(f"error: {exc.message.render(CliFace(argv[0]))} (fix: "), line
     assert lines[-1] == line and "(fix: " in line
     assert "Traceback" not in err and out == ""
     assert code == caught.value.exit_code
+    caught.value.cli_line = line  # type: ignore[attr-defined]
     return caught.value
 
 
@@ -273,14 +276,15 @@ def test_bench_markdown_and_plot_paths_are_checked_before_any_traffic(
                 capsys, deployed, lambda key=key, bad=bad: sm_peagle.bench(NAME, **{key: bad}),
                 ["bench", NAME, f"--{key}", str(bad)],
             )  # fmt: skip
-            assert f"--{key}" in err.message
+            # The keyword in Python, the flag at the CLI (check_output_path names both).
+            assert f"{key}=" in err.message and f"--{key}" in err.cli_line
     # The results file: the SDK's `out` is the CLI's -o/--output, and the error names the
     # flag the help shows (not the SDK keyword, nor the deprecated --out).
     err = refused_by_both(
         capsys, deployed, lambda: sm_peagle.bench(NAME, out=a_file / "r.json"),
         ["bench", NAME, "-o", str(a_file / "r.json")],
     )  # fmt: skip
-    assert err.message.startswith("--output: ")
+    assert err.cli_line.startswith("error: --output: ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.txt"]
 
 
@@ -296,7 +300,7 @@ def test_sweep_refuses_an_unwritable_output_directory_before_it_deploys(
     assert str(unwritable) in err.message and "not writable" in err.message
     # The old spelling gets the same refusal (and its deprecation note before it).
     code, _, stderr = run(capsys, "sweep", "gpt-oss-20b", "--out-dir", str(unwritable))
-    assert code == 2 and stderr.strip().splitlines()[-1] == f"error: {err.one_line()}"
+    assert code == 2 and stderr.strip().splitlines()[-1] == err.cli_line
     a_file = tmp_path / "plain.txt"
     a_file.write_text("x", encoding="utf-8")
     refused_by_both(
@@ -329,7 +333,7 @@ def test_report_refuses_an_unwritable_output_before_writing_anything(
         capsys, deployed, lambda: sm_peagle.report(results, **{key: bad}),
         ["report", str(results), f"--{key}", str(bad)],
     )  # fmt: skip
-    assert f"--{key}" in err.message
+    assert f"{key}=" in err.message and f"--{key}" in err.cli_line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.txt", "results.json"]
     assert results.read_bytes() == before
 
