@@ -398,6 +398,7 @@ def settings_page() -> str:
 # section names lands in OTHER (the page's last section) rather than failing a build over a
 # heading, and the unit test lists what landed there so a section can be added.
 SDK_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
+    ("The client", ("sm_peagle.client",)),
     ("Deploy and plan", ("sm_peagle.endpoint", "sm_peagle.lifecycle", "sm_peagle.planning")),
     ("Endpoints: status, list, logs, delete, gc", ("sm_peagle.ops.endpoints",)),
     ("Changes: update, apply, diff, adopt", ("sm_peagle.ops.changes",)),
@@ -435,8 +436,14 @@ def sdk_names() -> list[tuple[str, str]]:
 
 def sdk_page() -> str:
     sections: dict[str, list[str]] = {title: [] for title, _ in (*SDK_SECTIONS, OTHER)}
+    import sm_peagle
+
     for name, module in sdk_names():
-        title = next((t for t, p in SDK_SECTIONS if module.startswith(p)), OTHER[0])
+        # An operation (`sm_peagle.status`) is the client's method: its section is the
+        # module of the method it wraps (ops/endpoints.py).
+        wrapped = getattr(getattr(sm_peagle, name, None), "__wrapped__", None)
+        home = getattr(wrapped, "__module__", None) or module
+        title = next((t for t, p in SDK_SECTIONS if home.startswith(p)), OTHER[0])
         sections[title].append(f"::: {module}.{name}\n")
     parts = [
         "# Python SDK reference\n\n",

@@ -61,13 +61,21 @@ def has_credentials_hint() -> bool:
 
 
 class AwsContext:
-    """A boto3 session plus cached clients. One per deployment run or SDK handle."""
+    """A boto3 session plus cached clients. One per deployment run or SDK handle.
+
+    `endpoint_url` sends every service's requests to one URL (as the sandbox serves them
+    all, or moto's server), whatever AWS_ENDPOINT_URL says; `credentials` (access key id,
+    secret) are used instead of the credential chain, so a client aimed at such an
+    endpoint never sends the user's real keys there. Without them, standard settings
+    apply (profiles, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>)."""
 
     def __init__(
         self,
         region: str | None = None,
         profile: str | None = None,
         *,
+        endpoint_url: str | None = None,
+        credentials: tuple[str, str] | None = None,
         max_pool_connections: int = DEFAULT_POOL,
         retry_mode: str = "standard",
         max_attempts: int = MAX_RETRIES,
@@ -76,6 +84,8 @@ class AwsContext:
     ) -> None:
         self._region = region
         self._profile = profile
+        self.endpoint_url = endpoint_url
+        self._credentials = credentials
         self.max_pool_connections = max_pool_connections
         self.retry_mode = retry_mode
         self.max_attempts = max_attempts
@@ -90,10 +100,46 @@ class AwsContext:
         if self._session is None:
             import boto3
 
+            keys: dict[str, str] = {}
+            if self._credentials is not None:
+                key_id, secret = self._credentials
+                keys = {"aws_access_key_id": key_id, "aws_secret_access_key": secret}
             self._session = boto3.session.Session(
-                profile_name=self._profile, region_name=resolve_region(self._region)
+                profile_name=self._profile, region_name=resolve_region(self._region), **keys
             )
         return self._session
+
+    @property
+    def given_region(self) -> str | None:
+        """The region this context was made for (None: the environment's), read without
+        making a boto3 session."""
+        return self._region
+
+    def derive(self, **settings: Any) -> AwsContext:
+        """A new context on the same target (region, profile, endpoint URL, credentials)
+        with other client settings (`max_pool_connections`, `max_attempts`, timeouts)."""
+        kept = {
+            "max_pool_connections": self.max_pool_connections,
+            "retry_mode": self.retry_mode,
+            "max_attempts": self.max_attempts,
+            "connect_timeout": self.connect_timeout,
+            "read_timeout": self.read_timeout,
+        }
+        return AwsContext(
+            self._region,
+            self._profile,
+            endpoint_url=self.endpoint_url,
+            credentials=self._credentials,
+            **(kept | settings),
+        )
+
+    def __repr__(self) -> str:
+        where = [f"region={self._region!r}" if self._region else "region from the environment"]
+        if self._profile:
+            where.append(f"profile={self._profile!r}")
+        if self.endpoint_url:
+            where.append(f"endpoint_url={self.endpoint_url!r}")
+        return f"AwsContext({', '.join(where)})"
 
     @property
     def region(self) -> str:
@@ -134,7 +180,10 @@ class AwsContext:
         with self._lock:
             if key not in self._clients or config:
                 client = self.session.client(
-                    service, region_name=region or self.region, config=self.config(**config)
+                    service,
+                    region_name=region or self.region,
+                    config=self.config(**config),
+                    endpoint_url=self.endpoint_url,  # None: the standard settings decide
                 )
                 _name_unimplemented_calls(client)
                 if config:

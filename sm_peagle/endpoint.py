@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .lifecycle.spec_tags import deployed_spec
 from .planning.spec.model import DeploymentSpec
 
-__all__ = ["Endpoint", "deployed_spec"]
+__all__ = ["Endpoint", "deployed_spec", "use_client_factory"]
 
 if TYPE_CHECKING:  # annotations only
     from .lifecycle.adopt import AdoptResult
@@ -28,37 +28,99 @@ if TYPE_CHECKING:  # annotations only
     from .ops.endpoints import DeleteResult, EndpointStatus, LogStream
 
 
-def _aws(region: str | None, aws: Any) -> Any:
-    if aws is not None:
-        return aws
-    from .aws import AwsContext
+# How a handle made without a client gets one (the default client, or one for the
+# deprecated region=/aws=/say=): set by sm_peagle.client when it is imported, as the handle
+# sits below the client and must not import it (`sm_peagle.Endpoint` is read through it).
+_CLIENT_FACTORY: Callable[..., Any] | None = None
 
-    return AwsContext(region)
+
+def use_client_factory(factory: Callable[..., Any]) -> None:
+    """Set what `Endpoint(name)` without a client talks through (sm_peagle.client does)."""
+    global _CLIENT_FACTORY
+    _CLIENT_FACTORY = factory
 
 
 class Endpoint:
-    """A handle on one SageMaker endpoint."""
+    """A handle on one SageMaker endpoint, talking to where its client does: its methods
+    are the client's operations for this endpoint (`ep.status()` is
+    `client.status(ep.name)`). Made by `client.endpoint(name)` and returned by
+    `client.deploy(...)`.
+
+    Args:
+        name: the endpoint's name.
+        client: the `sm_peagle.Client` it talks through (default: the module functions'
+            client, reading the environment).
+        plan: the plan it was deployed from, if known.
+        aws: deprecated: give a client (`sm_peagle.Client(aws=...)`) instead.
+        region: deprecated: give a client (`sm_peagle.Client(region=...)`) instead.
+        say: deprecated: give a client (`sm_peagle.Client(progress=...)`) instead.
+    """
 
     def __init__(
         self,
         name: str,
         *,
+        client: Any = None,
+        plan: Any = None,
         aws: Any = None,
         region: str | None = None,
         say: Callable[[str], None] | None = None,
-        plan: Any = None,
     ) -> None:
+        if client is None:
+            if _CLIENT_FACTORY is None:
+                # Only for a handle made before sm_peagle.client was ever imported (this
+                # module imported directly, e.g. the deprecated `endpoint.deploy`). A
+                # runtime load, by name, of the module that registers the factory: the
+                # handle sits below the client and must not import it.
+                import importlib
+
+                importlib.import_module(f"{__package__}.client")
+            assert _CLIENT_FACTORY is not None
+            client = _CLIENT_FACTORY(region=region, aws=aws, progress=say)
         self.name = name
-        self.aws = _aws(region, aws)
+        self._client = client
         self.plan = plan
-        self._say = say or (lambda _m: None)
 
     def __repr__(self) -> str:
-        return f"Endpoint({self.name!r})"
+        return f"Endpoint({self.name!r}, client={self._client!r})"
+
+    @property
+    def client(self) -> Any:
+        """The client this handle talks through, holding one AWS context for the handle's
+        life (made on first use: the region and credentials are read once)."""
+        if self._client.aws is None:
+            self._client = self._client.with_aws(self._client.context())
+        return self._client
+
+    @property
+    def aws(self) -> Any:
+        """The AWS context (`AwsContext`) this handle's requests go through."""
+        return self.client.aws
+
+    def _say(self, message: str) -> None:
+        if self._client.progress is not None:
+            self._client.progress(message)
+
+    def _op(self, name: str) -> Callable[..., Any]:
+        """The client's operation `name` (this handle's methods are the client's)."""
+        return getattr(self.client, name)
 
     @classmethod
     def attach(cls, name: str, *, region: str | None = None, aws: Any = None) -> Endpoint:
-        """A handle on an existing endpoint; NotFound if there is none."""
+        """Deprecated: `sm_peagle.Client(region=...).endpoint(name)` (removed in the next
+        release). A handle on an existing endpoint; NotFound if there is none."""
+        import warnings
+
+        warnings.warn(
+            "Endpoint.attach is deprecated: use sm_peagle.Client(region=...).endpoint(name) "
+            "(removed in the next release)",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return cls._attach(name, region=region, aws=aws)
+
+    @classmethod
+    def _attach(cls, name: str, *, region: str | None = None, aws: Any = None) -> Endpoint:
         ep = cls(name, aws=aws, region=region)
         ep.status()
         return ep
@@ -86,10 +148,8 @@ class Endpoint:
         tagged) for what peagle cannot represent (fields its spec cannot carry unless
         `accept_differences`), an endpoint not settled InService, one sharing its config
         or model with another endpoint, or one it already manages; NotFound if none."""
-        from .ops.changes import ChangeOps
-
         ep = cls(name, aws=aws, region=region, say=say)
-        ep.adoption = ChangeOps(aws=ep.aws, progress=ep._say).adopt(
+        ep.adoption = ep._op("adopt")(
             name,
             model=model,
             dry_run=dry_run,
@@ -106,10 +166,8 @@ class Endpoint:
         return Lifecycle(self.aws, say=self._say, **kw)
 
     def status(self) -> EndpointStatus:
-        """`sm_peagle.status(name)` for this endpoint (a dict with attributes too)."""
-        from .ops.endpoints import status
-
-        return status(self.name, aws=self.aws)
+        """`client.status(name)` for this endpoint."""
+        return self.client.status(self.name)
 
     def wait(self, timeout: float = 8100, **kw: Any) -> dict[str, Any]:
         """Poll DescribeEndpoint until the endpoint is InService (or `wanted=`) and return the last
@@ -120,10 +178,8 @@ class Endpoint:
         return wait_for_endpoint(self.aws.client("sagemaker"), self.name, timeout=timeout, **kw)
 
     def delete(self, *, keep_model: bool = False, force: bool = False) -> DeleteResult:
-        """`sm_peagle.delete(name)` for this endpoint."""
-        from .ops.endpoints import delete
-
-        return delete(self.name, keep_model=keep_model, force=force, aws=self.aws, say=self._say)
+        """`client.delete(name)` for this endpoint."""
+        return self.client.delete(self.name, keep_model=keep_model, force=force)
 
     def spec(self) -> DeploymentSpec:
         """The DeploymentSpec this endpoint was deployed from, read back from its tags (NotFound
@@ -148,10 +204,11 @@ class Endpoint:
         (`update(component="p-eagle", k=5)`) or copies (`component=..., copies=0`); any
         other spec option (image=, autoscale=, …) for a one-model endpoint. `.plan` becomes
         the new plan. Nothing changes on error."""
-        from .ops.changes import ChangeOps
-
-        changes = ChangeOps(aws=self.aws, progress=self._say, on_poll=on_poll)
-        result = changes.update(
+        client = self.client
+        if on_poll is not None:  # this call's callback, on a copy of the client
+            client = client.with_aws(self.aws)
+            client.on_poll = on_poll
+        result = client.update(
             self.name,
             k=k,
             mode=mode,
@@ -183,11 +240,9 @@ class Endpoint:
     def logs(
         self, *, since: str | float = "10m", follow: bool = False, component: str | None = None
     ) -> LogStream:
-        """`sm_peagle.logs(name, ...)` for this endpoint: its CloudWatch log events, or
+        """`client.logs(name, ...)` for this endpoint: its CloudWatch log events, or
         with `component` that inference component's; `since` "5m", "2h" or seconds."""
-        from .ops.endpoints import logs
-
-        return logs(self.name, since=since, follow=follow, component=component, aws=self.aws)
+        return self.client.logs(self.name, since=since, follow=follow, component=component)
 
     def runtime(self, *, max_pool_connections: int = 10, component: str | None = None) -> Any:
         """The endpoint's RuntimeClient (cached per pool size and component: size it to
@@ -261,16 +316,13 @@ class Endpoint:
         option is checked before any request (SpecError). `component`: the inference
         component to benchmark (checked before any traffic). The older spellings
         `duration_s=`, `acceptance_wait_s=` and `rates=` still work."""
-        from .ops.measure import MeasureOps
-
         for old, new in (("duration_s", "duration"), ("acceptance_wait_s", "acceptance_wait"),
                          ("rates", "rate")):  # fmt: skip
             if old in options:
                 options[new] = options.pop(old)
         if options.get("rate") in ([None], (None,)):
             options["rate"] = None
-        say = options.pop("say", self._say)  # this handle's session, its progress lines
-        return MeasureOps(aws=self.aws, progress=say).bench(self, component=component, **options)
+        return self._op("bench")(self, component=component, **options)
 
     def to_sagemaker(self, component: str | None = None) -> Any:
         """This endpoint as a `sagemaker.core.resources.Endpoint` (or, with `component`,

@@ -25,6 +25,9 @@ __all__ = ["COMMANDS", "CONFIRMED", "FLAGS", "CliFace", "cli_text", "flag_for"]
 # SDK keyword -> CLI flag, where the flag is not `--keyword-with-dashes`. A keyword the
 # CLI takes as an argument maps to its metavar (upper case).
 FLAGS: dict[str, str] = {
+    # client (H-client)
+    "for_": "--for",
+    # foundation
     "k": "-k",
     "spec": "-f",
     "spec_file": "-f",
@@ -36,6 +39,11 @@ FLAGS: dict[str, str] = {
 }
 # Per command, where one command's flag for a keyword differs from the table above.
 FLAGS_BY_COMMAND: dict[tuple[str, str], str] = {
+    # client (H-client)
+    ("drafter", "dest"): "DEST",
+    ("drafter", "source"): "SRC",
+    ("drafter", "target_num_layers"): "--target-layers",
+    # foundation
     ("invoke", "prompt"): "PROMPT",
     ("chat", "prompt"): "PROMPT",
     # measure (bench, race, sweep)

@@ -26,10 +26,9 @@ LogsJsonOpt = json_option(
 def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = False) -> None:
     """Status, instances, mode and K (read from the deployed model), image, the weights'
     and drafter's S3 URIs, age, $/h."""
-    from ..ops.endpoints import status
-    from .context import hello
+    from .context import client
 
-    st = status(name, region=region, on_connect=hello)
+    st = client(region).status(name)
     current().result(st, render=lambda st: render_status(name, st))
 
 
@@ -124,10 +123,9 @@ def ls_command(
     json_out: JsonOpt = False,
 ) -> None:
     """List endpoints managed by peagle (by tag)."""
-    from ..ops.endpoints import ls
-    from .context import hello
+    from .context import client
 
-    rows = [r.to_dict() for r in ls(include_unmanaged=all_, region=region, on_connect=hello)]
+    rows = [r.to_dict() for r in client(region).ls(include_unmanaged=all_)]
     current().result(rows, render=lambda rows: _render_ls(rows, all_))
 
 
@@ -193,20 +191,9 @@ def logs_command(
     """Stream the endpoint's (or an inference component's) CloudWatch logs; SpecDecoding
     metrics lines are highlighted. Each line starts with where it came from:
     [AWS], [SANDBOX (SIMULATED)] or [SANDBOX (vllm X.Y.Z, CPU, tiny model)]."""
-    from ..ops.endpoints import logs
-    from .context import hello
+    from .context import client
 
-    stream = logs(
-        name,
-        since=since,
-        follow=follow,
-        until=until,
-        component=component,
-        region=region,
-        say=note,
-        on_connect=hello,
-        _cli=True,
-    )
+    stream = client(region).logs(name, since=since, follow=follow, until=until, component=component)
     ic = stream.component
     empty = (
         f"[{stream.label}] no log lines for {name}{f' component {ic}' if ic else ''} "
@@ -264,18 +251,14 @@ def delete_command(
     Refuses an endpoint without the peagle:managed tag, or one hosting inference
     components peagle did not create, unless --force; never deletes a config or model
     another endpoint (or inference component) uses, nor a foreign component's model."""
-    from ..ops.endpoints import delete
-    from .context import hello
+    from .context import client
 
-    result = delete(
+    result = client(region).delete(
         name,
         keep_model=keep_model,
         force=force,
         dry_run=dry_run,
         confirm=None if dry_run else asker(yes),
-        region=region,
-        say=note,
-        on_connect=hello,
     )
     current().result(result, render=lambda r: _render_delete(r, name, dry_run))
 
@@ -324,18 +307,14 @@ def gc_command(
     never completed or whose config or model is missing, inference components whose
     endpoint is gone, then endpoint configs and models nothing uses. What an operation
     that may still be running made is left alone; adopted resources are never touched."""
-    from ..ops.endpoints import gc
-    from .context import hello
+    from .context import client
 
-    result = gc(
+    result = client(region).gc(
         dry_run=dry_run,
         min_age=min_age,
         operation=operation,
         force=force,
         confirm=asker(yes),
-        region=region,
-        say=note,
-        on_connect=hello,
     )
     current().result(result, render=lambda r: _render_gc(r, dry_run, min_age))
 

@@ -290,14 +290,15 @@ def test_bench_markdown_and_plot_paths_are_checked_before_any_traffic(
                 capsys, deployed, lambda key=key, bad=bad: sm_peagle.bench(NAME, **{key: bad}),
                 ["bench", NAME, f"--{key}", str(bad)],
             )  # fmt: skip
-            assert f"--{key}" in err.message
+            # The keyword in Python, the flag at the CLI (check_output_path names both).
+            assert f"{key}=" in err.message and f"--{key}" in err.cli_line
     # The results file: the SDK's `out` is the CLI's -o/--output, and the error names the
     # flag the help shows (not the SDK keyword, nor the deprecated --out).
     err = refused_by_both(
         capsys, deployed, lambda: sm_peagle.bench(NAME, out=a_file / "r.json"),
         ["bench", NAME, "-o", str(a_file / "r.json")],
     )  # fmt: skip
-    assert err.message.startswith("--output: ")
+    assert err.cli_line.startswith("error: --output: ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.txt"]
 
 
@@ -346,7 +347,7 @@ def test_report_refuses_an_unwritable_output_before_writing_anything(
         capsys, deployed, lambda: sm_peagle.report(results, **{key: bad}),
         ["report", str(results), f"--{key}", str(bad)],
     )  # fmt: skip
-    assert f"--{key}" in err.message
+    assert f"{key}=" in err.message and f"--{key}" in err.cli_line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.txt", "results.json"]
     assert results.read_bytes() == before
 

@@ -68,14 +68,14 @@ def test_the_error_survives_typer_to_the_boundary(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Raised inside a command, it reaches the error line (typer returns only 130)."""
-    import sm_peagle.ops.endpoints as endpoints
     from sm_peagle.cli.app import main
+    from sm_peagle.ops.endpoints import EndpointOps
 
     def stop(*_: object, **__: object) -> None:
         raise stopped()
 
     monkeypatch.delenv("PEAGLE_SANDBOX_URL", raising=False)
-    monkeypatch.setattr(endpoints, "gc", stop)
+    monkeypatch.setattr(EndpointOps, "gc", stop)  # the client's gc, which the CLI calls
     assert main(["gc", "--yes"]) == 130
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith("error: interrupted; rollback stopped: left endpoint config x-cfg")
