@@ -33,6 +33,8 @@ def manifest_key(prefix: str) -> str:
     SageMaker mounts every key under the prefix into the container; the manifest is
     peagle's bookkeeping, not part of the head."""
     return prefix.rstrip("/") + MANIFEST_SUFFIX
+
+
 _MIB = 1024 * 1024
 # Files uploaded at once; each file also uses multipart concurrency for big shards.
 _FILES_IN_PARALLEL = 4

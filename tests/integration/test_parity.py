@@ -359,9 +359,10 @@ def test_an_unwritable_output_path_is_refused_before_any_request_everywhere(
         (["export", "gpt-oss-20b", "-o"], lambda p: sm_peagle.export("gpt-oss-20b", output=p)),
         (["adopt", NAME, "--yes", "-o"], lambda p: sm_peagle.adopt(NAME, output=p)),
         (["bench", NAME, "-n", "1", "-c", "1", "-o"], lambda p: sm_peagle.bench(NAME, out=p)),
-        (["report", str(tmp_path / "r.json"), "--html"], lambda p: sm_peagle.report(
-            tmp_path / "r.json", html=p
-        )),
+        (
+            ["report", str(tmp_path / "r.json"), "--html"],
+            lambda p: sm_peagle.report(tmp_path / "r.json", html=p),
+        ),
     ]
     (tmp_path / "r.json").write_text("{}")
     with fresh_world() as (h, _):
