@@ -450,7 +450,7 @@ each returning one of the [results](#results) or raising one of the [errors](#er
 """
 
 _MODULE_FUNCTIONS = """\
-The client's methods, in the order above. Most are also module-level functions
+The client's methods, each described below. Most are also module-level functions
 (`sm_peagle.deploy(…)`, `sm_peagle.status(…)`): each is the same method of a default
 client, which reads the region and credentials from the environment at each call (as
 `huggingface_hub`'s functions are `HfApi()`'s methods). `peagle_sandbox.client()` hands
@@ -533,7 +533,7 @@ def _summary(obj: Any) -> str:
     """The first sentence of a docstring's first paragraph, as one table cell."""
     doc = inspect.getdoc(obj) or ""
     first = " ".join(doc.split("\n\n")[0].split())
-    end = re.search(r"(?<=[a-z0-9)`])\.(\s|$)", first)
+    end = re.search(r"(?<=[a-z0-9)`])(?<!e\.g)(?<!i\.e)\.(\s|$)", first)
     return _cell(first[: end.start() + 1] if end else first)
 
 
@@ -577,17 +577,21 @@ def sdk_page() -> str:
         "\n",
         _INTRO,
         "\n## The client\n\n",
+    ]
+    # An overview of the operations first, each linked to its method below.
+    if operations:
+        parts.append(_MODULE_FUNCTIONS)
+        for name in operations:
+            function = f"`sm_peagle.{name}`" if name in module_functions else ""
+            summary = _summary(getattr(Client, name))
+            parts.append(f"| [`{name}`][{CLIENT}.{name}] | {function} | {summary} |\n")
+        parts.append("\n")
+    parts += [
         f"::: {CLIENT}\n",
         # The operations are the mixins' methods: rendered as the client's own.
         "    options:\n      members_order: source\n"
         + (f"      inherited_members: {json.dumps(inherited)}\n" if inherited else ""),
     ]
-    if operations:
-        parts += ["\n### The operations\n\n", _MODULE_FUNCTIONS]
-        for name in operations:
-            function = f"`sm_peagle.{name}`" if name in module_functions else ""
-            summary = _summary(getattr(Client, name))
-            parts.append(f"| [`{name}`][{CLIENT}.{name}] | {function} | {summary} |\n")
     if results:
         parts.append("\n## Results\n\n" + _RESULTS + "\n" + "\n".join(results))
     if errors:
