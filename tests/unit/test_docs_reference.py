@@ -235,3 +235,21 @@ def test_the_hook_adds_the_pages_and_refuses_a_copy_in_docs(tmp_path: Path) -> N
         copy = Files([File("reference/x.md", str(docs), str(tmp_path / "s"), False)])
         with pytest.raises(PluginError, match=r"docs/reference/x.md is generated at build"):
             config.plugins.on_files(copy, config=config)
+
+
+def test_the_docs_extra_wraps_signatures_and_the_test_extra_builds_as_it_does() -> None:
+    """mkdocstrings-python wraps a separate signature only with a formatter installed
+    (black, else ruff; without one it leaves each signature on one line): the `docs` extra
+    installs one, and the `test` extra installs everything the `docs` extra does, so the
+    suite builds the site as a writer does."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+
+    def names(reqs: list[str]) -> set[str]:
+        return {re.split(r"[\[<>=!~ ;]", r, maxsplit=1)[0] for r in reqs}
+
+    assert names(extras["docs"]) & {"black", "ruff"}
+    assert names(extras["docs"]) <= names(extras["test"])
