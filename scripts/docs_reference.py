@@ -476,7 +476,7 @@ message, an error carries what a program needs to act on it:
 | `remedy` | what fixes it, or None |
 | `field` | the parameter that is wrong, by its keyword (`"k"`, `"component"`), or None |
 | `value` | the value given for it (`UNSET` when not recorded) |
-| `rule` | what the value must satisfy, in words (`"1 <= k <= 15"`), or None |
+| `rule` | what the value must satisfy, in words (`"an integer >= 1"`), or None |
 
 `str(error)`, `message` and `remedy` speak Python: they name keyword arguments (`k=5`) and
 SDK calls (`sm_peagle.delete('ep')`). What they name is kept as data, so the CLI prints the

@@ -220,7 +220,7 @@ class PeagleError(Exception):
         remedy: what fixes it, a `Text`, or None.
         field: the parameter that is wrong, by its keyword (`"k"`, `"component"`), or None.
         value: the value given for it (`UNSET` when not recorded).
-        rule: what the value must satisfy, in words ("1 <= k <= 15"), or None.
+        rule: what the value must satisfy, in words ("an integer >= 1"), or None.
     """
 
     exit_code = 1
