@@ -234,12 +234,17 @@ def render(value: str | None, face: Face, legacy: Callable[[str], str] | None = 
 
 
 class PeagleError(Exception):
-    """Base class. `exit_code` is what the CLI exits with (2 = bad input, 1 = AWS failure).
+    """Base class of every error the SDK raises.
 
-    - `message`, `remedy`: `Text`s (their `str` is the Python wording);
-    - `field`: the parameter that is wrong (`"k"`, `"component"`), or None;
-    - `value`: the value given for it (`UNSET` when not recorded);
-    - `rule`: what the value must satisfy, in words ("1 <= k <= 15")."""
+    Attributes:
+        exit_code: what the CLI exits with: 2 for bad input (nothing was sent), 1 for a
+            failure in AWS.
+        message: what went wrong, a `Text` (its `str` is the Python wording).
+        remedy: what fixes it, a `Text`, or None.
+        field: the parameter that is wrong, by its keyword (`"k"`, `"component"`), or None.
+        value: the value given for it (`UNSET` when not recorded).
+        rule: what the value must satisfy, in words ("an integer >= 1"), or None.
+    """
 
     exit_code = 1
 
@@ -305,7 +310,12 @@ class SpecError(PeagleError):
 
 
 class CheckFailed(SpecError):
-    """A plan check failed (e.g. the model does not fit). Nothing was created."""
+    """A plan check failed (e.g. the model does not fit). Nothing was created.
+
+    Attributes:
+        checks: every check of the plan.
+        failed: the checks that failed, each named in the message with its fix.
+    """
 
     def __init__(self, checks: list) -> None:  # list[Check]
         failed = [c for c in checks if c.status == "fail"]
@@ -366,7 +376,12 @@ class QuotaExceeded(PeagleError):
 class DeploymentFailed(PeagleError):
     """The endpoint (or inference component) did not reach InService: SageMaker's
     FailureReason and the container's last log lines ride along; what the run created was
-    rolled back before this was raised."""
+    rolled back before this was raised.
+
+    Attributes:
+        failure_reason: SageMaker's FailureReason, or None.
+        log_lines: the container's last log lines.
+    """
 
     exit_code = 1
 
@@ -403,7 +418,11 @@ class NoCredentials(PeagleError):
 
 class OutputNotWritten(PeagleError):
     """A result file could not be written; the run itself completed (its results are in
-    `.result` where the caller has them) and the previous file, if any, is unchanged."""
+    `.result` where the caller has them) and the previous file, if any, is unchanged.
+
+    Attributes:
+        result: the run's result, as the operation would have returned it.
+    """
 
     exit_code = 1
     result: object = None
@@ -414,7 +433,13 @@ class BenchmarkFailed(PeagleError):
     allows, or the endpoint stopped answering and the run stopped early. Every result
     file was still written, and what was measured is in `.result` (a BenchResult), so
     the caller can show it; `error_rate` and `max_error_rate` are the two numbers the
-    message names."""
+    message names.
+
+    Attributes:
+        result: what was measured (a BenchResult).
+        error_rate: the share of requests that failed.
+        max_error_rate: the share the run allowed.
+    """
 
     exit_code = 1
 
@@ -434,7 +459,12 @@ class BenchmarkFailed(PeagleError):
 
 
 class PayloadTooLarge(PeagleError):
-    """The request body is over SageMaker's 6 MiB InvokeEndpoint limit. Nothing was sent."""
+    """The request body is over SageMaker's 6 MiB InvokeEndpoint limit. Nothing was sent.
+
+    Attributes:
+        size: the body's size, in bytes.
+        limit: SageMaker's limit, in bytes.
+    """
 
     exit_code = 2
 
@@ -448,7 +478,13 @@ class PayloadTooLarge(PeagleError):
 
 
 class ModelInvocationError(PeagleError):
-    """SageMaker's ModelError: the container answered with an error (or not in 60 s)."""
+    """SageMaker's ModelError: the container answered with an error (or not in 60 s).
+
+    Attributes:
+        original_status_code: the HTTP status the container answered, when known.
+        original_message: the container's own error message, when known.
+        log_stream_arn: the container's CloudWatch log stream, when SageMaker gives it.
+    """
 
     def __init__(
         self,
@@ -468,7 +504,12 @@ class ModelInvocationError(PeagleError):
 class ModelStreamError(PeagleError):
     """The response stream broke after it started (SageMaker's ModelStreamError event,
     or an error object from vLLM). `code` is SageMaker's ErrorCode, e.g.
-    ModelInvocationTimeExceeded or StreamBroken; `partial_text` is what arrived first."""
+    ModelInvocationTimeExceeded or StreamBroken; `partial_text` is what arrived first.
+
+    Attributes:
+        code: SageMaker's ErrorCode, or None.
+        partial_text: the text that arrived before the stream broke.
+    """
 
     def __init__(
         self,
