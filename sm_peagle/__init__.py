@@ -17,8 +17,6 @@ _LAZY = {
     # below the client and does not import it).
     "Endpoint": "client",
     "plan": "client",
-    # Deprecated spelling of `plan` (a FutureWarning; removed in the next release).
-    "plan_for": "endpoint",
     "Plan": "planning.plan_result",
     "DeploymentSpec": "planning.spec.model",
     "load_spec": "planning.spec.loading",
@@ -102,6 +100,13 @@ _LAZY = {
     "use_sandbox": "plugins",
 }
 
+# Deprecated names (each warns; removed in the next release): reachable, not public, so
+# the reference does not render them.
+_DEPRECATED = {
+    # The old spelling of `plan`.
+    "plan_for": "endpoint",
+}
+
 __all__ = ["__version__", *_LAZY]
 
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__ = lazy_getattr(__name__, {**_LAZY, **_DEPRECATED})

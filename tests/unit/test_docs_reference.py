@@ -187,8 +187,17 @@ def test_the_operations_are_the_clients_methods(monkeypatch) -> None:
     )
     page = docs_reference.sdk_page()
     client = _sections(page)["The client"]
-    assert '      inherited_members: ["status", "helper_of_the_client"]\n' in client
-    assert _operations_table(page) == {"status": "`sm_peagle.status`", "helper_of_the_client": ""}
+    # The session's own public methods (context, with_aws) are the client's too.
+    assert (
+        '      inherited_members: ["status", "helper_of_the_client", "context", "with_aws"]\n'
+        in client
+    )
+    assert _operations_table(page) == {
+        "status": "`sm_peagle.status`",
+        "helper_of_the_client": "",
+        "context": "",
+        "with_aws": "",
+    }
     assert "| The status of one endpoint. |" in client
     assert "::: sm_peagle.ops.endpoints.status" not in page
 
