@@ -79,8 +79,22 @@ class Phrase:
 # The Python wording of each Phrase key (a unit test holds the CLI's table to the same keys).
 PHRASES = {
     "sandbox": "a client for the local sandbox (peagle_sandbox.client())",
+    "sandbox_run": "`peagle_sandbox.client()`",
     "json": "the result's to_dict()",
 }
+
+
+class _Etc:
+    """`...` in a suggested call: more arguments the reader fills in."""
+
+    def __repr__(self) -> str:
+        return "..."
+
+    __str__ = __repr__
+
+
+# `Call("update", name, ETC)`: `sm_peagle.update('ep', ...)`, `peagle update ep ...`.
+ETC: Any = _Etc()
 
 Part = str | Param | Call | Phrase
 
@@ -102,7 +116,8 @@ class _PythonFace:
         return f"{p.name}=" if p.value is UNSET else f"{p.name}={p.value!r}"
 
     def call(self, c: Call) -> str:
-        args = [repr(a) for a in c.args] + [f"{k}={v!r}" for k, v in c.kwargs]
+        # `yes` is the CLI's answer to its prompt; an SDK call asks only when given confirm=.
+        args = [repr(a) for a in c.args] + [f"{k}={v!r}" for k, v in c.kwargs if k != "yes"]
         return f"sm_peagle.{c.op}({', '.join(args)})"
 
     def phrase(self, p: Phrase) -> str:
@@ -127,6 +142,10 @@ class Text(str):
     def render(self, face: Face) -> str:
         """This text in `face`'s words."""
         return _render(self.parts, face)
+
+    def render_with(self, face: Face, legacy: Callable[[str], str]) -> str:
+        """This text in `face`'s words, its free parts through `legacy`."""
+        return _render(self.parts, face, legacy)
 
     def names(self) -> list[str]:
         """The parameters named, in order (a Call's keywords included)."""
@@ -186,6 +205,16 @@ def _merge(parts: list[Part]) -> tuple[Part, ...]:
         else:
             out.append(str(p) if isinstance(p, Text) else p)
     return tuple(out)
+
+
+def concat(pieces: list[str | Text], sep: str = "") -> Text:
+    """The pieces joined by `sep` as one Text (each Text's parameters and calls kept)."""
+    parts: list[Part] = []
+    for i, piece in enumerate(pieces):
+        if i and sep:
+            parts.append(sep)
+        parts.extend(piece.parts if isinstance(piece, Text) else (str(piece),))
+    return Text(_merge(parts))
 
 
 def as_text(value: str | Text | Call | Param | Phrase | None) -> Text | None:
@@ -287,8 +316,11 @@ class CheckFailed(SpecError):
     def __init__(self, checks: list) -> None:  # list[Check]
         failed = [c for c in checks if c.status == "fail"]
         # Every failed check, each with its own fix: a user fixes them all in one go.
-        parts = [f"{c.name}: {c.message}" + (f" (fix: {c.fix})" if c.fix else "") for c in failed]
-        super().__init__("; ".join(parts))
+        parts = [
+            text("{name}: {message}{fix}", name=c.name, message=c.message, fix=_fix_of(c))
+            for c in failed
+        ]
+        super().__init__(concat(parts, "; "))
         self.checks = checks
         self.failed = failed
 
@@ -297,6 +329,10 @@ class CheckFailed(SpecError):
         doc = super().to_dict()
         doc["errors"] = [{"name": c.name, "message": c.message, "fix": c.fix} for c in self.failed]
         return doc
+
+
+def _fix_of(check: Any) -> Text | str:
+    return text(" (fix: {fix})", fix=check.fix) if check.fix else ""
 
 
 class AwsUnreachable(PeagleError):
@@ -467,20 +503,21 @@ class Interrupted(KeyboardInterrupt):
 
     - `what`: which step stopped ("rollback stopped", "delete stopped", ...);
     - `left`: (kind, name) of each thing left, e.g. ("endpoint_config", "x-cfg");
-    - `command`: the words after `peagle`, `--yes` left out, of the command that removes
-      (or, `effect` says, finishes) them: ("gc", "--operation", "op-…") or ("delete", NAME);
+    - `command`: the SDK call that removes (or, `effect` says, finishes) them:
+      `Call("gc", operation="op-…")` or `Call("delete", NAME)`;
     - `effect`: what running it does, e.g. "removes exactly these";
     - `operation`: the run's operation id (None for a delete or an adopt);
     - `region`: the region the run talked to, for the command to reach the same place.
 
-    The CLI prints it as one line and renders `command` in the invocation's context
-    (`--sandbox`, `--region`); `str()` gives the same without that context."""
+    `str()` names the SDK call (`sm_peagle.gc(operation='op-…')`); the CLI prints the line
+    with the `peagle` command of that call, `--yes` added, rendered in the invocation's
+    context (`--sandbox`, `--region`)."""
 
     def __init__(
         self,
         what: str,
         left: list[tuple[str, str]],
-        command: tuple[str, ...],
+        command: Call,
         *,
         effect: str = "removes exactly these",
         operation: str | None = None,
@@ -489,12 +526,12 @@ class Interrupted(KeyboardInterrupt):
     ) -> None:
         self.what = what
         self.left = list(left)
-        self.command = tuple(command)
+        self.command = command
         self.effect = effect
         self.operation = operation
         self.region = region
         self.note = note  # a qualifier on `left` ("one of the two sets is left")
-        super().__init__(self.message(f"`peagle {' '.join(self.command)} --yes`"))
+        super().__init__(self.message(f"`{command}`"))
 
     def leftovers(self) -> str:
         """`endpoint config x-cfg, model x-mdl` (or `nothing`)."""
@@ -509,11 +546,12 @@ class Interrupted(KeyboardInterrupt):
         return f"{self.what}: left {self.leftovers()}{note}; {command} {self.effect}"
 
     def to_dict(self) -> dict:
-        """What the `--json` error document adds: the leftovers and the command."""
+        """What the error's document adds: the leftovers and the call that removes them
+        (the CLI's `--json` gives the `peagle` command's words instead)."""
         return {
             "left": [{"kind": k, "name": n} for k, n in self.left],
             "operation": self.operation,
-            "command": ["peagle", *self.command, "--yes"],
+            "command": str(self.command),
         }
 
 
