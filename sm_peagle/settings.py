@@ -44,8 +44,8 @@ VARIABLES: dict[str, str] = {
     "PEAGLE_DEBUG": "1: an unexpected error prints its traceback instead of one line",
     "PEAGLE_POLL_SECONDS": "seconds between status polls while waiting (default 5, growing "
     "to 30; the sandbox sets 0.5)",
-    "PEAGLE_ROLE_ARN": "the SageMaker execution role when --role is not given",
-    "PEAGLE_PYPI_URL": "the package index `peagle doctor` asks for the newest vLLM (its JSON "
+    "PEAGLE_ROLE_ARN": "the SageMaker execution role when the spec names none",
+    "PEAGLE_PYPI_URL": "the package index doctor asks for the newest vLLM (its JSON "
     "API, <url>/pypi/vllm/json; default https://pypi.org)",
     "PEAGLE_SANDBOX": "1: every command runs against the local sandbox, as --sandbox",
     "PEAGLE_SANDBOX_ENGINE": "the sandbox's engine, simulated or vllm, as --sandbox-engine",

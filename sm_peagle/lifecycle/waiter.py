@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import DeploymentFailed, DeploymentTimeout, NotFound
+from ..errors import Call, DeploymentFailed, DeploymentTimeout, NotFound, text
 
 TERMINAL_OK = {"InService"}
 TERMINAL_BAD = {"Failed", "UpdateRollbackFailed", "OutOfService"}
@@ -108,12 +108,14 @@ def wait_for_endpoint(
             raise DeploymentFailed(
                 f"endpoint {name} is {status}: {desc.get('FailureReason') or 'no reason given'}",
                 failure_reason=desc.get("FailureReason"),
-                remedy=f"read the log lines above; `peagle logs {name}` shows more",
+                remedy=text(
+                    "read the log lines above; `{logs}` shows more", logs=Call("logs", name)
+                ),
             )
         if state.elapsed >= timeout:
             raise DeploymentTimeout(
                 f"endpoint {name} still {status} after {state.elapsed:.0f}s",
-                remedy=f"raise --timeout, or check `peagle logs {name}`",
+                remedy=text("raise {timeout}, or check `{logs}`", logs=Call("logs", name)),
             )
         # Poll fast while the state moves, back off while it sits still.
         interval = poll_initial if status != last_status else min(interval * 1.5, poll_max)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import PayloadTooLarge, SpecError
+from ..errors import Param, PayloadTooLarge, SpecError, text
 
 __all__ = [
     "MAX_PAYLOAD_BYTES",
@@ -33,12 +33,20 @@ MAX_PAYLOAD_BYTES = 6 * 1024 * 1024  # InvokeEndpoint(WithResponseStream) reques
 STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
 
 
-def check_max_tokens(max_tokens: Any, flag: str = "--max-tokens") -> int:
-    """vLLM's SamplingParams rule: max_tokens >= 1 (SpecError before anything is sent)."""
+def check_max_tokens(max_tokens: Any, field: str = "max_tokens") -> int:
+    """vLLM's SamplingParams rule: max_tokens >= 1 (SpecError before anything is sent).
+    `field`: the parameter that gave it, as messages name it."""
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise SpecError(
-            f"{flag} must be at least 1 (vLLM refuses max_tokens < 1), got {max_tokens!r}",
+            text(
+                "{f} must be at least 1 (vLLM refuses max_tokens < 1), got {got!r}",
+                f=Param(field),
+                got=max_tokens,
+            ),
             remedy="ask for at least one token, e.g. 256",
+            field=field,
+            value=max_tokens,
+            rule="a whole number >= 1",
         )
     return max_tokens
 
@@ -59,25 +67,36 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def check_temperature(temperature: Any, flag: str = "--temperature") -> float | None:
+def check_temperature(temperature: Any, field: str = "temperature") -> float | None:
     """vLLM's SamplingParams rule: a finite temperature from 0 to 2, 0 being greedy (None:
     the model's default). SpecError before anything is sent."""
     if temperature is None:
         return None
     value = _number(temperature)
     if value is None:
-        raise SpecError(f"{flag} must be a number from 0 to 2, got {temperature!r}",
-                        remedy=TEMPERATURE_FIX)  # fmt: skip
+        raise SpecError(
+            text("{f} must be a number from 0 to 2, got {got!r}", f=Param(field), got=temperature),
+            remedy=TEMPERATURE_FIX,
+            field=field,
+            value=temperature,
+            rule="0 <= temperature <= 2",
+        )
     if not 0.0 <= value <= MAX_TEMPERATURE:  # NaN fails both; infinity the upper bound
         raise SpecError(
-            f"{flag} must be from 0 to 2 (vLLM refuses a temperature outside [0, 2]), "
-            f"got {temperature!r}",
+            text(
+                "{f} must be from 0 to 2 (vLLM refuses a temperature outside [0, 2]), got {got!r}",
+                f=Param(field),
+                got=temperature,
+            ),
             remedy=TEMPERATURE_FIX,
+            field=field,
+            value=temperature,
+            rule="0 <= temperature <= 2",
         )
     return value
 
 
-def check_top_p(top_p: Any, flag: str = "--top-p") -> float | None:
+def check_top_p(top_p: Any, field: str = "top_p") -> float | None:
     """vLLM's SamplingParams rule: 0 < top_p <= 1 (None: the model's default). SpecError
     before anything is sent."""
     if top_p is None:
@@ -85,9 +104,16 @@ def check_top_p(top_p: Any, flag: str = "--top-p") -> float | None:
     value = _number(top_p)
     if value is None or not 0.0 < value <= 1.0:  # NaN fails too
         raise SpecError(
-            f"{flag} must be above 0 and at most 1 (vLLM refuses top_p outside (0, 1]), "
-            f"got {top_p!r}",
+            text(
+                "{f} must be above 0 and at most 1 (vLLM refuses top_p outside (0, 1]), "
+                "got {got!r}",
+                f=Param(field),
+                got=top_p,
+            ),
             remedy=TOP_P_FIX,
+            field=field,
+            value=top_p,
+            rule="0 < top_p <= 1",
         )
     return value
 
@@ -96,7 +122,7 @@ def normalize_messages(messages: Any, system: str | None = None) -> list[dict[st
     """A string becomes one user message; `system` is prepended unless one is there."""
     if isinstance(messages, str):
         if not messages.strip():
-            raise SpecError("prompt: empty; give some text")
+            raise SpecError("prompt: empty; give some text", field="prompt", value=messages)
         out: list[dict[str, Any]] = [{"role": "user", "content": messages}]
     elif isinstance(messages, list | tuple):
         out = [dict(m) for m in messages]
