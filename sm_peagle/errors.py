@@ -26,8 +26,13 @@ from typing import Any, Protocol
 
 
 class _Unset:
+    """No value given (None can be a value)."""
+
     def __repr__(self) -> str:
         return "UNSET"
+
+    def __reduce__(self) -> str:
+        return "UNSET"  # pickled by name: one sentinel in every process
 
 
 UNSET: Any = _Unset()
@@ -138,6 +143,11 @@ class Text(str):
         self = super().__new__(cls, _render(parts, PYTHON))
         self.parts = parts
         return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from its parts (a benchmark worker process pickles its errors): str's
+        # own reduction would pass the rendered value where the parts go.
+        return (Text, (self.parts,))
 
     def render(self, face: Face) -> str:
         """This text in `face`'s words."""
