@@ -562,7 +562,7 @@ class Lifecycle:
                 raise Interrupted(
                     "delete stopped",
                     steps[i:],
-                    ("delete", endpoint),
+                    Call("delete", endpoint),
                     region=getattr(self.aws, "region", None),
                 ) from e
         return first

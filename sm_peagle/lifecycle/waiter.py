@@ -39,8 +39,9 @@ class WaitState:
         return "; ".join(parts)
 
 
-def parse_duration(text: str) -> float:
-    """'2h', '90m', '1h30m', '45s' or plain seconds -> seconds."""
+def parse_duration(text: str, field: str | None = None) -> float:
+    """'2h', '90m', '1h30m', '45s' or plain seconds -> seconds. `field`: the parameter
+    that gave it, for the error."""
     import re
 
     text = text.strip().lower()
@@ -53,6 +54,9 @@ def parse_duration(text: str) -> float:
         raise SpecError(
             f"duration {text!r} is not a duration",
             remedy="use forms like 2h, 90m, 1h30m or 600s",
+            field=field,
+            value=text,
+            rule="2h, 90m, 1h30m, 600s or seconds",
         )
     h, mnt, s = (int(g or 0) for g in m.groups())
     return float(h * 3600 + mnt * 60 + s)

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 import sm_peagle
+from sm_peagle.cli.faces import CliFace, cli_text
 from sm_peagle.errors import NotFound, PeagleError, SpecError
 from tests.integration.lifecycle_env import World, record_requests, run
 from tests.plan_helpers import TWO_COMPONENTS
@@ -69,10 +70,11 @@ def refused_by_both(
     lines = err.strip().splitlines()
     (line,) = [ln for ln in lines if ln.startswith("error:")]
     exc = caught.value
+    face = CliFace(argv[0])  # the same error, in the CLI's words (flags for keywords)
     if exc.remedy:
-        assert line == f"error: {exc.one_line()}"
+        assert line == f"error: {exc.one_line(face)}"
     else:  # the CLI names the command's help as the fix (cli/boundary.py)
-        assert line.startswith(f"error: {exc.message} (fix: "), line
+        assert line.startswith(f"error: {cli_text(exc.message, argv[0])} (fix: "), line
     assert lines[-1] == line and "(fix: " in line
     assert "Traceback" not in err and out == ""
     assert code == caught.value.exit_code
@@ -224,7 +226,7 @@ def test_a_bad_bound_name_or_prompt_is_refused_before_anything_is_spent(
 ) -> None:
     sdk, argv, words = BOUNDS[case]
     err = refused_by_both(capsys, deployed, sdk, argv)
-    assert err.exit_code == 2 and words in err.message, err.one_line()
+    assert err.exit_code == 2 and words in cli_text(err.message, argv[0]), err.one_line()
 
 
 def test_the_bounds_themselves_are_accepted_and_sent_as_given(
@@ -417,7 +419,8 @@ def test_tune_k_needs_a_component_on_a_component_endpoint_before_any_traffic(
     err = refused_by_both(
         capsys, components, lambda: sm_peagle.tune_k(NAME), ["tune-k", NAME, "-n", "2"]
     )
-    assert err.exit_code == 2 and f"pass --component with one of {both}" in err.message
+    assert err.exit_code == 2 and f"pass component= with one of {both}" in err.message
+    assert f"pass --component with one of {both}" in cli_text(err.message, "tune-k")
     err = refused_by_both(
         capsys, components, lambda: sm_peagle.tune_k(NAME, component="typo"),
         ["tune-k", NAME, "--component", "typo"],
