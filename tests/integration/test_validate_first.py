@@ -8,7 +8,7 @@ runtime invocation.
 What was sent is read where moto receives it (the harness's request log) and, for the
 runtime API (which stock moto only partly serves), at the client as botocore sends it
 (lifecycle_env.record_requests). Cases already held by other tests are not repeated here:
-tests/integration/test_parity.py (concurrency 0 and `1,,4`, `--duration 0s`, invoke
+tests/e2e/test_sdk_cli_parity.py (concurrency 0 and `1,,4`, `--duration 0s`, invoke
 `--max-tokens 0` and `--temperature -1`, race's empty prompt, `delete ''`, bad names) and
 test_sdk_measure.py (bench `--out/--csv/--requests-out` unwritable, `-n` far over the
 bound, sweep `--output` under a file, report `--html` a directory).
