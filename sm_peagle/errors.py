@@ -153,10 +153,6 @@ class Text(str):
         """This text in `face`'s words."""
         return _render(self.parts, face)
 
-    def render_with(self, face: Face, legacy: Callable[[str], str]) -> str:
-        """This text in `face`'s words, its free parts through `legacy`."""
-        return _render(self.parts, face, legacy)
-
     def names(self) -> list[str]:
         """The parameters named, in order (a Call's keywords included)."""
         out: list[str] = []
