@@ -53,7 +53,7 @@ VARIABLES: dict[str, str] = {
     "to the sandbox)",
     "PEAGLE_SANDBOX_ENGINE_LABEL": "set by the sandbox: what produced the tokens (SIMULATED "
     "or the real vLLM engine)",
-    "PEAGLE_LOCUST_ENDPOINT": "internal: bench --driver locust passes its run to the locustfile "
+    "PEAGLE_LOCUST_ENDPOINT": "internal: bench's locust driver passes its run to the locustfile "
     "(also _REGION, _DATASET, _MAX_TOKENS, _TEMPERATURE, _REQUESTS, _OUT, _ACCEPTANCE_WAIT)",
     "PEAGLE_VLLM_VERSION": "container entrypoint: the vLLM version the image runs",
     "PEAGLE_OPT_ML_ROOT": "container entrypoint and sandbox engines: the directory standing "
