@@ -128,9 +128,18 @@ def normalize_messages(messages: Any, system: str | None = None) -> list[dict[st
         out = [dict(m) for m in messages]
         for m in out:
             if "role" not in m or "content" not in m:
-                raise SpecError(f"each message needs 'role' and 'content', got {m!r}")
+                raise SpecError(
+                    f"each message needs 'role' and 'content', got {m!r}",
+                    field="messages",
+                    value=m,
+                    rule="a string or a list of {'role': ..., 'content': ...}",
+                )
     else:
-        raise SpecError(f"messages must be a string or a list of dicts, got {type(messages)}")
+        raise SpecError(
+            f"messages must be a string or a list of dicts, got {type(messages)}",
+            field="messages",
+            rule="a string or a list of {'role': ..., 'content': ...}",
+        )
     if system and not (out and out[0].get("role") == "system"):
         out.insert(0, {"role": "system", "content": system})
     return out
@@ -149,12 +158,15 @@ def build_payload(
     """A chat body (`messages`) or a completions body (`prompt`); exactly one of them.
     `extra` passes straight through (top_p, stop, seed, model, …)."""
     if (messages is None) == (prompt is None):
-        raise SpecError("pass exactly one of messages= (chat) or prompt= (completions)")
+        # Only a Python caller can give both or neither (the CLI always gives one).
+        raise SpecError(
+            "pass exactly one of messages= (chat) or prompt= (completions)", field="messages"
+        )
     if messages is not None:
         body: dict[str, Any] = {"messages": normalize_messages(messages, system)}
     else:
         if system:
-            raise SpecError("system= applies to chat messages, not to a raw prompt")
+            raise SpecError("system= applies to chat messages, not to a raw prompt", field="system")
         body = {"prompt": prompt}
     if max_tokens is not None:
         body["max_tokens"] = check_max_tokens(max_tokens)
