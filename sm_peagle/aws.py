@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import settings
-from .errors import NoCredentials, SpecError
+from .errors import Call, NoCredentials, Phrase, SpecError, text
 
 __all__ = [
     "NOT_IMPLEMENTED",
@@ -147,13 +147,18 @@ class AwsContext:
         if not region:
             raise NoCredentials(
                 "no AWS region configured",
-                remedy="pass --region, set AWS_REGION, or use --sandbox",
+                remedy=_NO_REGION_FIX,
             )
         from .catalog.regions import region_problem
 
         problem = region_problem(region)
         if problem:  # e.g. AWS_REGION=mars-1: say so, instead of retrying a DNS name
-            raise SpecError(f"region: {problem}", remedy="pass --region or fix AWS_REGION")
+            raise SpecError(
+                f"region: {problem}",
+                remedy=text("pass {region} or fix AWS_REGION"),
+                field="region",
+                value=region,
+            )
         return region
 
     def config(self, **overrides: Any) -> Any:
@@ -196,21 +201,26 @@ class AwsContext:
         if self.session.get_credentials() is None:
             raise NoCredentials(
                 "no AWS credentials found",
-                remedy="configure AWS (aws configure / AWS_PROFILE) or run with --sandbox",
+                remedy=_NO_CREDENTIALS_FIX,
             )
 
     def account_id(self) -> str:
         return self.client("sts").get_caller_identity()["Account"]
 
 
+_NO_REGION_FIX = text("pass {region}, set AWS_REGION, or use {s}", s=Phrase("sandbox"))
+_NO_CREDENTIALS_FIX = text(
+    "configure AWS (aws configure / AWS_PROFILE) or run with {s}", s=Phrase("sandbox")
+)
+
 # The Error.Code peagle gives an answer that says the server does not implement the call
 # (see `_name_unimplemented_calls`); AWS itself never sends it.
 NOT_IMPLEMENTED = "NotImplementedByThisEndpoint"
 _MOTO_UNIMPLEMENTED = re.compile(r"The (\w+) action has not been implemented")
-_NOT_IMPLEMENTED_FIX = (
+_NOT_IMPLEMENTED_FIX = text(
     "stock moto lacks this call: test with peagle's moto harness "
-    "(pytest plugin peagle_sandbox.testing.pytest_plugin) or `peagle --sandbox`, "
-    "or against AWS"
+    "(pytest plugin peagle_sandbox.testing.pytest_plugin) or {s}, or against AWS",
+    s=Phrase("sandbox_run"),
 )
 
 
@@ -328,7 +338,9 @@ def as_peagle_error(exc: BaseException) -> Exception | None:
         if code in ("ExpiredToken", "ExpiredTokenException", "UnrecognizedClientException"):
             remedy = "refresh your AWS credentials (aws sso login / aws configure)"
         elif "AccessDenied" in code:
-            remedy = "your AWS identity lacks this permission; see `peagle iam-policy`"
+            remedy = text(
+                "your AWS identity lacks this permission; see `{p}`", p=Call("iam_policy")
+            )
         refused = _enum_refusal(message)
         if refused is not None:
             message, remedy = refused
@@ -336,20 +348,22 @@ def as_peagle_error(exc: BaseException) -> Exception | None:
     if isinstance(exc, bx.NoCredentialsError | bx.PartialCredentialsError):
         return NoCredentials(
             f"AWS credentials: {exc}",
-            remedy="configure AWS (aws configure / AWS_PROFILE) or run with --sandbox",
+            remedy=_NO_CREDENTIALS_FIX,
         )
     if isinstance(exc, bx.NoRegionError):
-        return NoCredentials(
-            "no AWS region configured", remedy="pass --region, set AWS_REGION, or use --sandbox"
-        )
+        return NoCredentials("no AWS region configured", remedy=_NO_REGION_FIX)
     if type(exc).__name__ in _UNREACHABLE or isinstance(exc, bx.HTTPClientError):
         where = getattr(exc, "kwargs", {}).get("endpoint_url") or "AWS"
         if settings.sandbox_url():
-            remedy = "the sandbox did not answer: `peagle sandbox status`, or restart it"
+            remedy = text(
+                "the sandbox did not answer: `{s}`, or restart it", s=Call("sandbox_status")
+            )
         elif os.environ.get("AWS_ENDPOINT_URL"):
             remedy = "check AWS_ENDPOINT_URL and that its server is running"
         else:
-            remedy = "check the network, a proxy, or the region; or run with --sandbox"
+            remedy = text(
+                "check the network, a proxy, or the region; or run with {s}", s=Phrase("sandbox")
+            )
         return AwsUnreachable(
             f"cannot reach {where} ({type(exc).__name__}; gave up after retrying)",
             remedy=remedy,
@@ -381,9 +395,10 @@ def _enum_refusal(message: str) -> tuple[str, str] | None:
     short = f"'{value}' at '{field}' is not among this server's {count} values"
     if field.lower().endswith("instancetype") and value in _botocore_instance_types():
         short = f"instance type '{value}' is not among this server's {count}"
-        return short, (
-            "stock moto lacks the GPU types: use `peagle --sandbox`, peagle's moto harness "
-            "(docs/guides/ci-moto.md), or add the type to moto's validate_instance_type"
+        return short, text(
+            "stock moto lacks the GPU types: use {s}, peagle's moto harness "
+            "(docs/guides/ci-moto.md), or add the type to moto's validate_instance_type",
+            s=Phrase("sandbox_run"),
         )
     return short, "use one of the values the API documents for that field"
 

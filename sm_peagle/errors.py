@@ -84,8 +84,22 @@ class Phrase:
 # The Python wording of each Phrase key (a unit test holds the CLI's table to the same keys).
 PHRASES = {
     "sandbox": "a client for the local sandbox (peagle_sandbox.client())",
+    "sandbox_run": "`peagle_sandbox.client()`",
     "json": "the result's to_dict()",
 }
+
+
+class _Etc:
+    """`...` in a suggested call: more arguments the reader fills in."""
+
+    def __repr__(self) -> str:
+        return "..."
+
+    __str__ = __repr__
+
+
+# `Call("update", name, ETC)`: `sm_peagle.update('ep', ...)`, `peagle update ep ...`.
+ETC: Any = _Etc()
 
 Part = str | Param | Call | Phrase
 
@@ -107,7 +121,8 @@ class _PythonFace:
         return f"{p.name}=" if p.value is UNSET else f"{p.name}={p.value!r}"
 
     def call(self, c: Call) -> str:
-        args = [repr(a) for a in c.args] + [f"{k}={v!r}" for k, v in c.kwargs]
+        # `yes` is the CLI's answer to its prompt; an SDK call asks only when given confirm=.
+        args = [repr(a) for a in c.args] + [f"{k}={v!r}" for k, v in c.kwargs if k != "yes"]
         return f"sm_peagle.{c.op}({', '.join(args)})"
 
     def phrase(self, p: Phrase) -> str:
@@ -209,6 +224,16 @@ def _merge(parts: list[Part]) -> tuple[Part, ...]:
         else:
             out.append(str(p) if isinstance(p, Text) else p)
     return tuple(out)
+
+
+def concat(pieces: list[str | Text], sep: str = "") -> Text:
+    """The pieces joined by `sep` as one Text (each Text's parameters and calls kept)."""
+    parts: list[Part] = []
+    for i, piece in enumerate(pieces):
+        if i and sep:
+            parts.append(sep)
+        parts.extend(piece.parts if isinstance(piece, Text) else (str(piece),))
+    return Text(_merge(parts))
 
 
 def as_text(value: str | Text | Call | Param | Phrase | None) -> Text | None:
@@ -539,20 +564,21 @@ class Interrupted(KeyboardInterrupt):
 
     - `what`: which step stopped ("rollback stopped", "delete stopped", ...);
     - `left`: (kind, name) of each thing left, e.g. ("endpoint_config", "x-cfg");
-    - `command`: the words after `peagle`, `--yes` left out, of the command that removes
-      (or, `effect` says, finishes) them: ("gc", "--operation", "op-…") or ("delete", NAME);
+    - `command`: the SDK call that removes (or, `effect` says, finishes) them:
+      `Call("gc", operation="op-…")` or `Call("delete", NAME)`;
     - `effect`: what running it does, e.g. "removes exactly these";
     - `operation`: the run's operation id (None for a delete or an adopt);
     - `region`: the region the run talked to, for the command to reach the same place.
 
-    The CLI prints it as one line and renders `command` in the invocation's context
-    (`--sandbox`, `--region`); `str()` gives the same without that context."""
+    `str()` names the SDK call (`sm_peagle.gc(operation='op-…')`); the CLI prints the line
+    with the `peagle` command of that call, `--yes` added, rendered in the invocation's
+    context (`--sandbox`, `--region`)."""
 
     def __init__(
         self,
         what: str,
         left: list[tuple[str, str]],
-        command: tuple[str, ...],
+        command: Call,
         *,
         effect: str = "removes exactly these",
         operation: str | None = None,
@@ -561,12 +587,12 @@ class Interrupted(KeyboardInterrupt):
     ) -> None:
         self.what = what
         self.left = list(left)
-        self.command = tuple(command)
+        self.command = command
         self.effect = effect
         self.operation = operation
         self.region = region
         self.note = note  # a qualifier on `left` ("one of the two sets is left")
-        super().__init__(self.message(f"`peagle {' '.join(self.command)} --yes`"))
+        super().__init__(self.message(f"`{command}`"))
 
     def leftovers(self) -> str:
         """`endpoint config x-cfg, model x-mdl` (or `nothing`)."""
@@ -581,11 +607,12 @@ class Interrupted(KeyboardInterrupt):
         return f"{self.what}: left {self.leftovers()}{note}; {command} {self.effect}"
 
     def to_dict(self) -> dict:
-        """What the `--json` error document adds: the leftovers and the command."""
+        """What the error's document adds: the leftovers and the call that removes them
+        (the CLI's `--json` gives the `peagle` command's words instead)."""
         return {
             "left": [{"kind": k, "name": n} for k, n in self.left],
             "operation": self.operation,
-            "command": ["peagle", *self.command, "--yes"],
+            "command": str(self.command),
         }
 
 

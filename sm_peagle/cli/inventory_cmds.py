@@ -36,10 +36,13 @@ def render_status(name: str, st: Any) -> None:
     """The endpoint as a field/value table (its first row, `source`, says where it was
     read: AWS or the sandbox and its engine), then its inference components (if any), then
     any operation on it that did not finish, with the commands that undo or finish it."""
+    from .faces import cli_text
+
     if st.get("problem"):
         rows = [["source", current().label], ["status", st["status"]]]
         console().print(table(name, ["field", "value"], rows))
-        note(f"{name} is broken: {st['problem']}; `{st['fix'].split(' (', 1)[0]}` removes it")
+        fix = cli_text(st["fix"]) or ""
+        note(f"{name} is broken: {st['problem']}; `{fix.split(' (', 1)[0]}` removes it")
     else:
         _render_healthy(name, st)
     for u in st.get("unfinished") or []:
@@ -47,9 +50,10 @@ def render_status(name: str, st: Any) -> None:
         if u["state"] == "running":
             note(f"{who} may still be running ({u['owner']}): {', '.join(u['resources'])}")
             continue
-        steps = [f"undo: `{u['undo']}`"] if u.get("undo") else []
+        # The SDK names the calls; the CLI prints their commands (cli/faces.py).
+        steps = [f"undo: `{cli_text(u['undo'])}`"] if u.get("undo") else []
         if u.get("finish"):
-            steps.append(f"finish: `{u['finish'].split(' (', 1)[0]}`")
+            steps.append(f"finish: `{(cli_text(u['finish']) or '').split(' (', 1)[0]}`")
         note(f"{who} did not finish: {', '.join(u['resources'])}; {'; '.join(steps)}")
 
 

@@ -8,8 +8,15 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..checks import Check, any_failed, failed, passed, warned
-from ..errors import CheckFailed, InstanceTypeUnavailable, PreflightFailed, QuotaExceeded
-from ..errors import text as words
+from ..errors import (
+    Call,
+    CheckFailed,
+    InstanceTypeUnavailable,
+    Param,
+    PreflightFailed,
+    QuotaExceeded,
+    text,
+)
 from ..planning.plan_result import PLACEHOLDER_ROLE, Plan, variant_instance_types
 from ..planning.steps.drafter_checks import STRICT, strict_checks
 
@@ -27,7 +34,10 @@ def check_role(iam: Any, role_arn: str) -> Check:
         return failed(
             "role",
             "no execution role: the plan holds a placeholder ARN",
-            "pass --role arn:aws:iam::<account>:role/<name> or set PEAGLE_ROLE_ARN",
+            text(
+                "pass {role} or set PEAGLE_ROLE_ARN",
+                role=Param("role", "arn:aws:iam::<account>:role/<name>"),
+            ),
         )
     name = role_arn.split("/")[-1]
     try:
@@ -37,7 +47,7 @@ def check_role(iam: Any, role_arn: str) -> Check:
             return failed(
                 "role",
                 f"role {role_arn} does not exist",
-                "create it (see `peagle iam-policy`) or pass another --role",
+                text("create it (see `{p}`) or pass another {role}", p=Call("iam_policy")),
             )
         if _code(e) in _DENIED:
             return warned("role", f"cannot read role {name} (iam:GetRole denied); not checked")
@@ -140,7 +150,7 @@ def check_names_free(sm: Any, plan: Plan) -> list[Check]:
                 failed(
                     "name",
                     f"{kind} {name} already exists",
-                    "`peagle gc` removes leftovers of earlier runs",
+                    text("`{gc}` removes leftovers of earlier runs", gc=Call("gc", yes=False)),
                 )
             )
     if clash is not None:
@@ -151,7 +161,11 @@ def check_names_free(sm: Any, plan: Plan) -> list[Check]:
         out[clash] = failed(
             "name",
             f"endpoint {endpoint} already exists{also}",
-            f"`peagle delete {endpoint} --yes` removes it{with_them}, or pass --name",
+            text(
+                "`{delete}` removes it{with_them}, or pass {name}",
+                delete=Call("delete", endpoint),
+                with_them=with_them,
+            ),
         )
     return out or [passed("name", f"{endpoint} is free")]
 
@@ -200,7 +214,7 @@ def check_offered(listed: list[dict[str, Any]], instance_type: str, region: str)
         "region",
         f"{instance_type} is not offered for SageMaker endpoints in {region} "
         f"(Service Quotas there lists no '{wanted}' among {len(usage)} endpoint quotas)",
-        "choose another --instance-type, or a --region that offers it",
+        text("choose another {instance_type}, or a {region} that offers it"),
     )
 
 
@@ -315,7 +329,7 @@ def run_preflight(plan: Plan, aws: Any) -> list[Check]:
         last = bad[-1]
         parts = {f"c{i}": c.line() for i, c in enumerate(bad[:-1])}
         parts["last"] = last.line(with_fix=False)
-        joined = words("; ".join(f"{{{key}}}" for key in parts), **parts)
+        joined = text("; ".join(f"{{{key}}}" for key in parts), **parts)
         err = cls("preflight " + joined + "; nothing was created", remedy=last.fix)
         err.checks = checks  # type: ignore[attr-defined]
         raise err

@@ -198,7 +198,7 @@ def seconds(value: str | float | int | None, what: str) -> float | None:
         raise SpecError(f"{what}: a duration, not {value!r}", remedy="e.g. 5m, 2h or 600")
     from ..lifecycle.waiter import parse_duration
 
-    return parse_duration(value)
+    return parse_duration(value, field=what)
 
 
 def check_output_path(

@@ -15,7 +15,7 @@ import pytest
 
 import sm_peagle
 from sm_peagle.cli.app import main
-from sm_peagle.cli.faces import CliFace
+from sm_peagle.cli.faces import cli_text
 from sm_peagle.errors import SpecError
 
 EP = "some-endpoint"
@@ -23,7 +23,7 @@ EP = "some-endpoint"
 
 def _both(harness: Any, sdk: Any, cli_args: list[str]) -> SpecError:
     """Run the SDK call and the CLI (`--json`, in this process): both refuse with the
-    same SpecError type and message, exit 2; nothing was sent."""
+    same SpecError type and message (each face in its words), exit 2; nothing was sent."""
     with pytest.raises(SpecError) as caught:
         sdk()
     err = caught.value
@@ -33,9 +33,9 @@ def _both(harness: Any, sdk: Any, cli_args: list[str]) -> SpecError:
     assert code == 2, (stdout.getvalue(), stderr.getvalue())
     doc = json.loads(stdout.getvalue())
     doc = doc.get("error", doc)
-    # One error from both faces: the CLI words its message with its flags.
-    cli_message = err.message.render(CliFace(cli_args[0]))
-    assert (doc["type"], doc["message"], doc["exit_code"]) == ("SpecError", cli_message, 2)
+    # The same message, in the CLI's words (flags for the SDK's keywords).
+    said = cli_text(err.message, cli_args[0])
+    assert (doc["type"], doc["message"], doc["exit_code"]) == ("SpecError", said, 2)
     assert doc.get("field") == err.field
     assert harness.requests.all() == []
     return err

@@ -8,7 +8,7 @@ runtime invocation.
 What was sent is read where moto receives it (the harness's request log) and, for the
 runtime API (which stock moto only partly serves), at the client as botocore sends it
 (lifecycle_env.record_requests). Cases already held by other tests are not repeated here:
-tests/integration/test_parity.py (concurrency 0 and `1,,4`, `--duration 0s`, invoke
+tests/e2e/test_sdk_cli_parity.py (concurrency 0 and `1,,4`, `--duration 0s`, invoke
 `--max-tokens 0` and `--temperature -1`, race's empty prompt, `delete ''`, bad names) and
 test_sdk_measure.py (bench `--out/--csv/--requests-out` unwritable, `-n` far over the
 bound, sweep `--output` under a file, report `--html` a directory).
@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 import sm_peagle
-from sm_peagle.cli.faces import CliFace
+from sm_peagle.cli.faces import CliFace, cli_text
 from sm_peagle.errors import NotFound, PeagleError, SpecError
 from tests.integration.lifecycle_env import World, record_requests, run
 from tests.plan_helpers import TWO_COMPONENTS
@@ -71,10 +71,11 @@ def refused_by_both(
     lines = err.strip().splitlines()
     (line,) = [ln for ln in lines if ln.startswith("error:")]
     exc = caught.value
+    face = CliFace(argv[0])  # the same error, in the CLI's words (flags for keywords)
     if exc.remedy:
-        assert line == f"error: {exc.one_line(CliFace(argv[0]))}"
+        assert line == f"error: {exc.one_line(face)}"
     else:  # the CLI names the command's help as the fix (cli/boundary.py)
-        assert line.startswith(f"error: {exc.message.render(CliFace(argv[0]))} (fix: "), line
+        assert line.startswith(f"error: {cli_text(exc.message, argv[0])} (fix: "), line
     assert lines[-1] == line and "(fix: " in line
     assert "Traceback" not in err and out == ""
     assert code == caught.value.exit_code
@@ -437,7 +438,8 @@ def test_tune_k_needs_a_component_on_a_component_endpoint_before_any_traffic(
     err = refused_by_both(
         capsys, components, lambda: sm_peagle.tune_k(NAME), ["tune-k", NAME, "-n", "2"]
     )
-    assert err.exit_code == 2 and f"pass --component with one of {both}" in err.message
+    assert err.exit_code == 2 and f"pass component= with one of {both}" in err.message
+    assert f"pass --component with one of {both}" in cli_text(err.message, "tune-k")
     err = refused_by_both(
         capsys, components, lambda: sm_peagle.tune_k(NAME, component="typo"),
         ["tune-k", NAME, "--component", "typo"],

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from sm_peagle.cli import advice, output
-from sm_peagle.errors import Interrupted
+from sm_peagle.errors import Call, Interrupted
 
 OP = "op-20261129T090000Z-3f9a1c"
 
@@ -20,7 +20,7 @@ def stopped() -> Interrupted:
     return Interrupted(
         "rollback stopped",
         [("endpoint_config", "x-cfg"), ("model", "x-mdl")],
-        ("gc", "--operation", OP),
+        Call("gc", operation=OP),
         operation=OP,
         region="eu-west-1",
     )
