@@ -25,6 +25,7 @@ __all__ = ["COMMANDS", "CONFIRMED", "FLAGS", "CliFace", "cli_text", "flag_for", 
 FLAGS: dict[str, str] = {
     # client (H-client)
     "for_": "--for",
+    "source": "SRC",  # drafter inspect/check/push take the head as their argument
     # foundation
     "k": "-k",
     "spec": "-f",

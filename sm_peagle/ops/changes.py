@@ -216,8 +216,8 @@ def _check_update_args(
                 c=Param("component", _NAME),
                 n=Param("copies", Metavar("N")),
             ),
-            field="copies" if component is None else "component",
-            value=copies if component is None else component,
+            # The field is the one missing: what the caller must add.
+            field="component" if component is None else "copies",
             remedy=text("e.g. `{c}`", c=Call("update", name, component="baseline", copies=0)),
         )
 

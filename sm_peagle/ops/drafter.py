@@ -365,7 +365,13 @@ class HeadTarget:
 def check_drafter_mode(mode: str) -> None:
     """SpecError unless `mode` is one a drafter head serves (`drafter check`, `push`)."""
     if mode not in DRAFTER_MODES:
-        raise SpecError(f"unknown drafter mode {mode!r}", remedy="use p-eagle or eagle3")
+        raise SpecError(
+            f"unknown drafter mode {mode!r}",
+            remedy="use p-eagle or eagle3",
+            field="mode",
+            value=mode,
+            rule=" or ".join(sorted(DRAFTER_MODES)),
+        )
 
 
 def deploy_head_checks(source: str, target: HeadTarget) -> list[Check]:

@@ -111,7 +111,7 @@ class MeasureOps(Session):
             return endpoint.name, endpoint.aws, endpoint.inference_component(component)
         from ..lifecycle.component_targets import resolve_component
 
-        check_endpoint_name(endpoint)
+        check_endpoint_name(endpoint, field="endpoint")
         ctx = self._connect()
         return endpoint, ctx, resolve_component(ctx.client("sagemaker"), endpoint, component)
 
@@ -347,8 +347,9 @@ class MeasureOps(Session):
                             value=prompt, rule="non-empty text",
                             remedy=text("drop {prompt} for the default"))  # fmt: skip
         sides = race_targets(a, b, list(components or []))
-        for ep, _ in sides:
-            check_endpoint_name(ep)
+        for (ep, _), side in zip(sides, ("a", "b"), strict=False):
+            # The side's parameter: `b` when the second endpoint was given as b
+            check_endpoint_name(ep, field=side if b is not None else "a")
         ctx = self._connect()
         sm = ctx.client("sagemaker")
         flag = "/" if "/" in a + (b or "") else "--component"  # as the user wrote it
@@ -418,7 +419,7 @@ class MeasureOps(Session):
         if position_cost < 0 or not 0 <= tolerance < 1:
             raise SpecError(
                 text("{position_cost} must be >= 0 and {tolerance} in [0, 1), got {p!r} and "
-                     "{t!r}", p=position_cost, t=tolerance),
+                     "{t!r}", p=float(position_cost), t=float(tolerance)),
                 field="position_cost" if position_cost < 0 else "tolerance",
                 value=position_cost if position_cost < 0 else tolerance,
                 rule="position_cost >= 0, 0 <= tolerance < 1",
@@ -428,7 +429,7 @@ class MeasureOps(Session):
         if results is not None:
             from ..benchmarking.results import load_document
 
-            doc = load_document(Path(results))
+            doc = load_document(Path(results), field="results")
             if doc["kind"] != "bench":
                 raise SpecError(
                     f"{results}: give one endpoint's bench document, not a sweep",

@@ -14,20 +14,12 @@ from .session import check_output_path
 
 __all__ = ["DERIVED", "check_paths", "load_results", "require_plot", "write_outputs"]
 
-# The CLI flag each output keyword is checked under. `check_output_path` still words its
-# errors with the flag it is given (ops/session.py); the flag is not `--` + the keyword
-# for `out` (the CLI's `--output`, once `--out`).
-_FLAG_OF = {"out": "--output", "out_dir": "--output"}
-
-
-def output_flag(key: str) -> str:
-    """The name an output keyword's path errors give it."""
-    return _FLAG_OF.get(key) or "--" + key.replace("_", "-")
-
 
 def check_paths(**paths: Any) -> dict[str, Path | None]:
     """Each output path (keyword -> path or None) as a Path, checked writable first."""
-    return {key: check_output_path(value, output_flag(key)) for key, value in paths.items()}
+    # Checked under the keyword itself: the error's field is the caller's parameter (`out`),
+    # and the CLI words it with its flag (cli/faces.py: `--output` on bench and sweep).
+    return {key: check_output_path(value, key) for key, value in paths.items()}
 
 
 def require_plot(**paths: Any) -> None:

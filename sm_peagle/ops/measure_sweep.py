@@ -13,7 +13,7 @@ from typing import Any
 
 from .measure import Levels, Seconds
 from .measure_checks import load_options, parse_levels, slo_options
-from .measure_files import output_flag, write_outputs
+from .measure_files import write_outputs
 from .measure_results import SweepResult
 from .session import Session, check_output_path
 
@@ -125,8 +125,8 @@ class SweepOps(Session):
             )
         )  # fmt: skip
         where = Path(out_dir) if out_dir is not None else None
-        check_output_path(where, output_flag("out_dir"), directory=True)
-        export_path = check_output_path(requests_out, output_flag("requests_out"))
+        check_output_path(where, "out_dir", directory=True)
+        export_path = check_output_path(requests_out, "requests_out")
         for mode0, k0 in configs[:1]:  # a typo in MODEL: refused before any deploy or directory
             _plannable(model, mode=mode0, k=k0, instance_type=instance_type, role=role,
                        region=self.region)  # fmt: skip

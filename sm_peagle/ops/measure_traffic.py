@@ -176,7 +176,7 @@ class TrafficOps(Session):
         from ..lifecycle.component_targets import resolve_component
         from ..runtime.client import RuntimeClient
 
-        check_endpoint_name(name)
+        check_endpoint_name(name, field="endpoint")
         ctx = self._connect()
         # The control-plane line says where SageMaker calls go; invoke talks to the runtime
         # API, which has its own override, so say so when it is set.

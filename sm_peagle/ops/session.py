@@ -255,13 +255,15 @@ def check_output_path(
     return p
 
 
-def check_endpoint_name(name: Any, what: str = "endpoint name") -> str:
+def check_endpoint_name(name: Any, what: str = "endpoint name", *, field: str | None = None) -> str:
     """A SageMaker resource name as AWS's own pattern allows it (botocore's EndpointName /
     InferenceComponentName: `^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`), checked before any
-    request: AWS would answer a ValidationException, and such a name cannot exist."""
+    request: AWS would answer a ValidationException, and such a name cannot exist.
+    `field`: the parameter of the caller that holds the name (default `name`, or
+    `component` for a component)."""
     from ..planning.spec.model import AWS_NAME_RE
 
-    field = "component" if what == "component" else "name"
+    field = field or ("component" if what == "component" else "name")
     listed = text("`{ls}` lists the endpoints peagle manages", ls=Call("ls"))
     if not isinstance(name, str) or not name.strip():
         raise SpecError(

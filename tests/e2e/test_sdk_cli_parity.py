@@ -305,47 +305,7 @@ def _names_parameter(message: str, name: str) -> bool:
 # Cases whose error does not name its field yet, and the helper of issue 34 whose
 # conversion of the module that raises it gives it one (the lead drops each as it lands).
 C, D, M, B = "the client helper", "the deploy helper", "the measure helper", "errors-b"
-LATER: dict[str, str] = {
-    # planning/spec (the spec's own validation) and planning/steps: errors-b
-    "plan k 0": B,
-    "deploy k 0": B,
-    "plan mode": B,
-    "deploy unknown instance type": B,
-    "plan instance count 0": B,
-    "plan region": B,
-    "plan accelerators per copy 0": B,
-    "update k 0": B,
-    # ops/changes.py: deploy
-    "deploy sandbox-only model": D,
-    "update copies without component": D,
-    "update component with copies and k": D,
-    "update component with instance type": D,
-    # ops/measure*.py, benchmarking/: measure
-    "bench concurrency 0": M,
-    "bench concurrency 1,,4": M,
-    "bench duration 0s": M,
-    "bench output under a file": M,
-    "sweep k 0": M,
-    "sweep unknown mode": M,
-    "sweep output under a file": M,
-    "race empty prompt": M,
-    "tune-k requests 0": M,
-    "tune-k tolerance -1": M,
-    "report missing file": M,
-    # ops/session.py (endpoint names), ops/iac.py, ops/drafter.py, ops/catalog.py: client
-    "update bad name": C,
-    "bench bad name": C,
-    "race bad name": C,
-    "invoke bad name": C,
-    "status bad name": C,
-    "delete empty name": C,
-    "adopt bad name": C,
-    "export unknown format": C,
-    "drafter push bucket root": C,
-    "drafter inspect missing directory": C,
-    "drafter check bad mode": C,
-    "recommend zero budget": C,
-}
+LATER: dict[str, str] = {}
 
 
 def _marks(name: str) -> tuple[Any, ...]:
