@@ -18,7 +18,9 @@ of every command and the spec page with the JSON Schema `peagle schema` prints.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -306,9 +308,27 @@ traceback of an unexpected error instead (see [Settings](settings.md)).
 }
 ```
 
-plus `errors` in `error`, one entry (`name`, `message`, `fix`) per failed check, when there
-are several (`CheckFailed`). The error line still goes to stderr, as do progress notes and
-the `talking to:` line, so stdout stays one parseable document. A command that fails after
+When the error is about one parameter, `error` also says which, what was given and the
+rule it broke, so a program need not parse the message:
+
+```json
+{
+  "label": "AWS",
+  "error": {
+    "type": "SpecError", "message": "…", "fix": "…", "exit_code": 2,
+    "field": "k", "value": 0, "rule": "…"
+  }
+}
+```
+
+`field` is the parameter's SDK keyword (`k`, `component`, `results`), the same name the
+SDK's exception carries in `.field` (the CLI's flag for it is in the message: `-k`);
+`value` is the value given, when recorded; `rule` is what the value must satisfy, in
+words, when the rule is short. `error` also has `errors`, one entry (`name`, `message`,
+`fix`) per failed check, when there are several (`CheckFailed`).
+
+The error line still goes to stderr, as do progress notes and the `talking to:` line, so
+stdout stays one parseable document. A command that fails after
 producing its result keeps that one document (`plan --json` with a failed check: the checks
 are in it, and the exit code is 2). `logs --follow --json` is the one stream: JSON Lines,
 one event per line. `--json` is a global option and also works after the command.
@@ -394,23 +414,80 @@ def settings_page() -> str:
 
 # -- the SDK --------------------------------------------------------------------------
 
-# (title, module prefixes), in page order. Every public name is rendered: one whose module no
-# section names lands in OTHER (the page's last section) rather than failing a build over a
-# heading, and the unit test lists what landed there so a section can be added.
+# The page: the client first (its methods are the operations; the module-level functions
+# are a default client's), then the results, then the errors, then the rest by module.
+CLIENT = "sm_peagle.client.Client"
+# (title, module prefixes), in page order, for what is neither the client, a result nor an
+# error. Every public name is rendered: one whose module no section names lands in OTHER
+# (the page's last section) rather than failing a build over a heading, and the unit test
+# lists what landed there so a section can be added.
 SDK_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
-    ("Deploy and plan", ("sm_peagle.endpoint", "sm_peagle.lifecycle", "sm_peagle.planning")),
+    (
+        "Deploy and plan",
+        ("sm_peagle.endpoint", "sm_peagle.ops.deployment", "sm_peagle.lifecycle"),
+    ),
+    ("The deployment spec", ("sm_peagle.planning",)),
     ("Endpoints: status, list, logs, delete, gc", ("sm_peagle.ops.endpoints",)),
     ("Changes: update, apply, diff, adopt", ("sm_peagle.ops.changes",)),
-    ("Sessions", ("sm_peagle.ops.session",)),
+    ("Sessions", ("sm_peagle.ops.session", "sm_peagle.client")),
     ("Traffic and measurement", ("sm_peagle.ops.measure", "sm_peagle.benchmarking")),
     ("Catalog", ("sm_peagle.ops.catalog", "sm_peagle.catalog")),
     ("Infrastructure as code and IAM", ("sm_peagle.ops.iac", "sm_peagle.iac")),
     ("Drafter heads", ("sm_peagle.ops.drafter", "sm_peagle.drafter")),
     ("The sandbox", ("sm_peagle.ops.sandbox", "sm_peagle.plugins")),
     ("Doctor", ("sm_peagle.ops.doctor",)),
-    ("Errors", ("sm_peagle.errors",)),
 ]
 OTHER = ("More of the SDK", ())
+
+_INTRO = """\
+The SDK is the product; the CLI is a thin skin over it. Everything here is importable from
+`sm_peagle`, and each entry is rendered from the code's own docstring and signature. A
+guided tour: [the SDK guide](../guides/sdk.md).
+
+Start with a [`Client`](#the-client): it holds the session once (the region or a ready
+AWS context, and the progress callbacks), and every operation is one of its methods,
+each returning one of the [results](#results) or raising one of the [errors](#errors).
+"""
+
+_MODULE_FUNCTIONS = """\
+The client's methods, each described below. Most are also module-level functions
+(`sm_peagle.deploy(…)`, `sm_peagle.status(…)`): each is the same method of a default
+client, which reads the region and credentials from the environment at each call (as
+`huggingface_hub`'s functions are `HfApi()`'s methods). `peagle_sandbox.client()` hands
+out a client aimed at the local sandbox.
+
+| method | module-level function | what it does |
+|---|---|---|
+"""
+
+_RESULTS = """\
+Every operation returns a typed result: a frozen dataclass whose fields are listed with
+it, and whose `to_dict()` is exactly the document the CLI prints with `--json`.
+"""
+
+_ERRORS = """\
+Every error is a `PeagleError` (its class says which kind, and `exit_code` is what the CLI
+exits with: 2 for bad input, where nothing was sent; 1 for a failure in AWS). Besides the
+message, an error carries what a program needs to act on it:
+
+| attribute | what it holds |
+|---|---|
+| `message` | what went wrong, in one line |
+| `remedy` | what fixes it, or None |
+| `field` | the parameter that is wrong, by its keyword (`"k"`, `"component"`), or None |
+| `value` | the value given for it (`UNSET` when not recorded) |
+| `rule` | what the value must satisfy, in words (`"an integer >= 1"`), or None |
+
+`str(error)`, `message` and `remedy` speak Python: they name keyword arguments (`k=5`) and
+SDK calls (`sm_peagle.delete('ep')`). What they name is kept as data, so the CLI prints the
+same error with its flags (`-k 5`) and commands (`peagle delete ep --yes`): a message or
+remedy is a `Text` (a `str` whose value is the Python wording) made of literal words,
+`Param` (a parameter, with or without a value), `Call` (an SDK call suggested as a fix) and
+`Phrase` (words that differ otherwise, such as the sandbox), all in `sm_peagle.errors`.
+`to_dict()` is the error document of `--json` (`type`, `message`, `fix`, `exit_code`, and
+`field`, `value`, `rule` when the error names a parameter; see
+[Exit codes and `--json`](exit-codes.md)).
+"""
 
 
 def sdk_names() -> list[tuple[str, str]]:
@@ -433,20 +510,93 @@ def sdk_names() -> list[tuple[str, str]]:
     return out
 
 
+def client_operations() -> list[str]:
+    """The client's public methods (its operations), in the order of its bases (one mixin
+    per group of operations) and of each mixin's source."""
+    from sm_peagle.client import Client
+
+    out: list[str] = []
+    for cls in reversed(Client.__mro__):
+        for name, value in vars(cls).items():
+            if not name.startswith("_") and inspect.isfunction(value) and name not in out:
+                out.append(name)
+    # Grouped as the bases list them: the client's own first, then each mixin's.
+    order = {c: i for i, c in enumerate(Client.__mro__)}
+    return sorted(out, key=lambda n: order[_defined_in(Client, n)])
+
+
+def _defined_in(cls: type, name: str) -> type:
+    return next(c for c in cls.__mro__ if name in vars(c))
+
+
+def _summary(obj: Any) -> str:
+    """The first sentence of a docstring's first paragraph, as one table cell."""
+    doc = inspect.getdoc(obj) or ""
+    first = " ".join(doc.split("\n\n")[0].split())
+    end = re.search(r"(?<=[a-z0-9)`])(?<!e\.g)(?<!i\.e)\.(\s|$)", first)
+    return _cell(first[: end.start() + 1] if end else first)
+
+
+def _kind(name: str, obj: Any, operations: list[str]) -> str:
+    """Where a public name goes: "client" (the client, or an operation: a module-level
+    function that is the default client's method), "result", "error" or "rest"."""
+    if name == "Client" or (name in operations and not inspect.isclass(obj)):
+        return "client"
+    if inspect.isclass(obj) and issubclass(obj, BaseException):
+        return "error"
+    if inspect.isclass(obj) and callable(getattr(obj, "to_dict", None)):
+        return "result"
+    return "rest"
+
+
 def sdk_page() -> str:
-    sections: dict[str, list[str]] = {title: [] for title, _ in (*SDK_SECTIONS, OTHER)}
+    import sm_peagle
+    from sm_peagle.client import Client
+
+    operations = client_operations()
+    results: list[str] = []
+    errors: list[str] = []
+    rest: dict[str, list[str]] = {title: [] for title, _ in (*SDK_SECTIONS, OTHER)}
+    module_functions: set[str] = set()
     for name, module in sdk_names():
-        title = next((t for t, p in SDK_SECTIONS if module.startswith(p)), OTHER[0])
-        sections[title].append(f"::: {module}.{name}\n")
+        kind = _kind(name, getattr(sm_peagle, name), operations)
+        if kind == "client" and name != "Client":
+            module_functions.add(name)
+        entry = f"::: {module}.{name}\n"
+        if kind == "result":
+            results.append(entry)
+        elif kind == "error":
+            errors.append(entry)
+        elif kind == "rest":
+            title = next((t for t, p in SDK_SECTIONS if module.startswith(p)), OTHER[0])
+            rest[title].append(entry)
+    inherited = [n for n in operations if _defined_in(Client, n) is not Client]
     parts = [
         "# Python SDK reference\n\n",
         _notice("`sm_peagle.__all__`; rendered from the docstrings by mkdocstrings"),
-        "\nThe SDK is the product; the CLI is a thin skin over it. Everything here is "
-        "importable from `sm_peagle` (`import sm_peagle; sm_peagle.deploy(…)`), and each "
-        "entry is rendered from the code's own docstring and signature. A guided tour: "
-        "[the SDK guide](../guides/sdk.md).\n",
+        "\n",
+        _INTRO,
+        "\n## The client\n\n",
     ]
-    for title, entries in sections.items():
+    # An overview of the operations first, each linked to its method below.
+    if operations:
+        parts.append(_MODULE_FUNCTIONS)
+        for name in operations:
+            function = f"`sm_peagle.{name}`" if name in module_functions else ""
+            summary = _summary(getattr(Client, name))
+            parts.append(f"| [`{name}`][{CLIENT}.{name}] | {function} | {summary} |\n")
+        parts.append("\n")
+    parts += [
+        f"::: {CLIENT}\n",
+        # The operations are the mixins' methods: rendered as the client's own.
+        "    options:\n      members_order: source\n"
+        + (f"      inherited_members: {json.dumps(inherited)}\n" if inherited else ""),
+    ]
+    if results:
+        parts.append("\n## Results\n\n" + _RESULTS + "\n" + "\n".join(results))
+    if errors:
+        parts.append("\n## Errors\n\n" + _ERRORS + "\n" + "\n".join(errors))
+    for title, entries in rest.items():
         if entries:
             parts.append(f"\n## {title}\n\n" + "\n".join(entries))
     return "".join(parts)

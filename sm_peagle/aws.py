@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import settings
-from .errors import NoCredentials, SpecError
+from .errors import Call, NoCredentials, Phrase, SpecError, text
 
 __all__ = [
     "NOT_IMPLEMENTED",
@@ -61,13 +61,21 @@ def has_credentials_hint() -> bool:
 
 
 class AwsContext:
-    """A boto3 session plus cached clients. One per deployment run or SDK handle."""
+    """A boto3 session plus cached clients. One per deployment run or SDK handle.
+
+    `endpoint_url` sends every service's requests to one URL (as the sandbox serves them
+    all, or moto's server), whatever AWS_ENDPOINT_URL says; `credentials` (access key id,
+    secret) are used instead of the credential chain, so a client aimed at such an
+    endpoint never sends the user's real keys there. Without them, standard settings
+    apply (profiles, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>)."""
 
     def __init__(
         self,
         region: str | None = None,
         profile: str | None = None,
         *,
+        endpoint_url: str | None = None,
+        credentials: tuple[str, str] | None = None,
         max_pool_connections: int = DEFAULT_POOL,
         retry_mode: str = "standard",
         max_attempts: int = MAX_RETRIES,
@@ -76,6 +84,8 @@ class AwsContext:
     ) -> None:
         self._region = region
         self._profile = profile
+        self.endpoint_url = endpoint_url
+        self._credentials = credentials
         self.max_pool_connections = max_pool_connections
         self.retry_mode = retry_mode
         self.max_attempts = max_attempts
@@ -90,10 +100,46 @@ class AwsContext:
         if self._session is None:
             import boto3
 
+            keys: dict[str, str] = {}
+            if self._credentials is not None:
+                key_id, secret = self._credentials
+                keys = {"aws_access_key_id": key_id, "aws_secret_access_key": secret}
             self._session = boto3.session.Session(
-                profile_name=self._profile, region_name=resolve_region(self._region)
+                profile_name=self._profile, region_name=resolve_region(self._region), **keys
             )
         return self._session
+
+    @property
+    def given_region(self) -> str | None:
+        """The region this context was made for (None: the environment's), read without
+        making a boto3 session."""
+        return self._region
+
+    def derive(self, **settings: Any) -> AwsContext:
+        """A new context on the same target (region, profile, endpoint URL, credentials)
+        with other client settings (`max_pool_connections`, `max_attempts`, timeouts)."""
+        kept = {
+            "max_pool_connections": self.max_pool_connections,
+            "retry_mode": self.retry_mode,
+            "max_attempts": self.max_attempts,
+            "connect_timeout": self.connect_timeout,
+            "read_timeout": self.read_timeout,
+        }
+        return AwsContext(
+            self._region,
+            self._profile,
+            endpoint_url=self.endpoint_url,
+            credentials=self._credentials,
+            **(kept | settings),
+        )
+
+    def __repr__(self) -> str:
+        where = [f"region={self._region!r}" if self._region else "region from the environment"]
+        if self._profile:
+            where.append(f"profile={self._profile!r}")
+        if self.endpoint_url:
+            where.append(f"endpoint_url={self.endpoint_url!r}")
+        return f"AwsContext({', '.join(where)})"
 
     @property
     def region(self) -> str:
@@ -101,13 +147,18 @@ class AwsContext:
         if not region:
             raise NoCredentials(
                 "no AWS region configured",
-                remedy="pass --region, set AWS_REGION, or use --sandbox",
+                remedy=_NO_REGION_FIX,
             )
         from .catalog.regions import region_problem
 
         problem = region_problem(region)
         if problem:  # e.g. AWS_REGION=mars-1: say so, instead of retrying a DNS name
-            raise SpecError(f"region: {problem}", remedy="pass --region or fix AWS_REGION")
+            raise SpecError(
+                f"region: {problem}",
+                remedy=text("pass {region} or fix AWS_REGION"),
+                field="region",
+                value=region,
+            )
         return region
 
     def config(self, **overrides: Any) -> Any:
@@ -134,7 +185,10 @@ class AwsContext:
         with self._lock:
             if key not in self._clients or config:
                 client = self.session.client(
-                    service, region_name=region or self.region, config=self.config(**config)
+                    service,
+                    region_name=region or self.region,
+                    config=self.config(**config),
+                    endpoint_url=self.endpoint_url,  # None: the standard settings decide
                 )
                 _name_unimplemented_calls(client)
                 if config:
@@ -147,21 +201,26 @@ class AwsContext:
         if self.session.get_credentials() is None:
             raise NoCredentials(
                 "no AWS credentials found",
-                remedy="configure AWS (aws configure / AWS_PROFILE) or run with --sandbox",
+                remedy=_NO_CREDENTIALS_FIX,
             )
 
     def account_id(self) -> str:
         return self.client("sts").get_caller_identity()["Account"]
 
 
+_NO_REGION_FIX = text("pass {region}, set AWS_REGION, or use {s}", s=Phrase("sandbox"))
+_NO_CREDENTIALS_FIX = text(
+    "configure AWS (aws configure / AWS_PROFILE) or run with {s}", s=Phrase("sandbox")
+)
+
 # The Error.Code peagle gives an answer that says the server does not implement the call
 # (see `_name_unimplemented_calls`); AWS itself never sends it.
 NOT_IMPLEMENTED = "NotImplementedByThisEndpoint"
 _MOTO_UNIMPLEMENTED = re.compile(r"The (\w+) action has not been implemented")
-_NOT_IMPLEMENTED_FIX = (
+_NOT_IMPLEMENTED_FIX = text(
     "stock moto lacks this call: test with peagle's moto harness "
-    "(pytest plugin peagle_sandbox.testing.pytest_plugin) or `peagle --sandbox`, "
-    "or against AWS"
+    "(pytest plugin peagle_sandbox.testing.pytest_plugin) or {s}, or against AWS",
+    s=Phrase("sandbox_run"),
 )
 
 
@@ -279,7 +338,9 @@ def as_peagle_error(exc: BaseException) -> Exception | None:
         if code in ("ExpiredToken", "ExpiredTokenException", "UnrecognizedClientException"):
             remedy = "refresh your AWS credentials (aws sso login / aws configure)"
         elif "AccessDenied" in code:
-            remedy = "your AWS identity lacks this permission; see `peagle iam-policy`"
+            remedy = text(
+                "your AWS identity lacks this permission; see `{p}`", p=Call("iam_policy")
+            )
         refused = _enum_refusal(message)
         if refused is not None:
             message, remedy = refused
@@ -287,20 +348,22 @@ def as_peagle_error(exc: BaseException) -> Exception | None:
     if isinstance(exc, bx.NoCredentialsError | bx.PartialCredentialsError):
         return NoCredentials(
             f"AWS credentials: {exc}",
-            remedy="configure AWS (aws configure / AWS_PROFILE) or run with --sandbox",
+            remedy=_NO_CREDENTIALS_FIX,
         )
     if isinstance(exc, bx.NoRegionError):
-        return NoCredentials(
-            "no AWS region configured", remedy="pass --region, set AWS_REGION, or use --sandbox"
-        )
+        return NoCredentials("no AWS region configured", remedy=_NO_REGION_FIX)
     if type(exc).__name__ in _UNREACHABLE or isinstance(exc, bx.HTTPClientError):
         where = getattr(exc, "kwargs", {}).get("endpoint_url") or "AWS"
         if settings.sandbox_url():
-            remedy = "the sandbox did not answer: `peagle sandbox status`, or restart it"
+            remedy = text(
+                "the sandbox did not answer: `{s}`, or restart it", s=Call("sandbox_status")
+            )
         elif os.environ.get("AWS_ENDPOINT_URL"):
             remedy = "check AWS_ENDPOINT_URL and that its server is running"
         else:
-            remedy = "check the network, a proxy, or the region; or run with --sandbox"
+            remedy = text(
+                "check the network, a proxy, or the region; or run with {s}", s=Phrase("sandbox")
+            )
         return AwsUnreachable(
             f"cannot reach {where} ({type(exc).__name__}; gave up after retrying)",
             remedy=remedy,
@@ -332,9 +395,10 @@ def _enum_refusal(message: str) -> tuple[str, str] | None:
     short = f"'{value}' at '{field}' is not among this server's {count} values"
     if field.lower().endswith("instancetype") and value in _botocore_instance_types():
         short = f"instance type '{value}' is not among this server's {count}"
-        return short, (
-            "stock moto lacks the GPU types: use `peagle --sandbox`, peagle's moto harness "
-            "(docs/guides/ci-moto.md), or add the type to moto's validate_instance_type"
+        return short, text(
+            "stock moto lacks the GPU types: use {s}, peagle's moto harness "
+            "(docs/guides/ci-moto.md), or add the type to moto's validate_instance_type",
+            s=Phrase("sandbox_run"),
         )
     return short, "use one of the values the API documents for that field"
 

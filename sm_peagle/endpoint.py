@@ -1,86 +1,126 @@
-"""The Python API: `sm_peagle.deploy(...)` and the `Endpoint` handle.
+"""The `Endpoint` handle: one SageMaker endpoint, and the operations on it.
 
-The SDK is the product; the CLI is a skin over these calls.
+`sm_peagle.deploy(...)` (`Client.deploy`, in `sm_peagle.ops.deployment`) returns one:
 
     with sm_peagle.deploy("gpt-oss-20b", k=5, role=ROLE) as ep:
         print(ep.status().status)
     # the endpoint, its config and model are deleted here, even on an exception
+
+`deploy`, `plan`, `plan_for` and `Deployment` lived here before the client; they still
+import from here for one release, with a FutureWarning (`__getattr__` below).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .lifecycle.resolve import plan
 from .lifecycle.spec_tags import deployed_spec
-from .planning.plan_result import Plan
 from .planning.spec.model import DeploymentSpec
 
-__all__ = ["Deployment", "Endpoint", "deploy", "deployed_spec", "plan", "plan_for"]
+__all__ = ["Endpoint", "deployed_spec", "use_client_factory"]
 
 if TYPE_CHECKING:  # annotations only
     from .lifecycle.adopt import AdoptResult
     from .ops.changes import UpdateResult
+    from .ops.deployment import Deployment
     from .ops.endpoints import DeleteResult, EndpointStatus, LogStream
 
 
-def _aws(region: str | None, aws: Any) -> Any:
-    if aws is not None:
-        return aws
-    from .aws import AwsContext
-
-    return AwsContext(region)
+# How a handle made without a client gets one (the default client, or one for the
+# deprecated region=/aws=/say=): set by sm_peagle.client when it is imported, as the handle
+# sits below the client and must not import it (`sm_peagle.Endpoint` is read through it).
+_CLIENT_FACTORY: Callable[..., Any] | None = None
 
 
-@dataclass
-class Deployment:
-    """What `deploy` did (`Endpoint.deployment`): the `peagle deploy --json` document."""
-
-    endpoint: str
-    status: str
-    created: list[tuple[str, str]]
-    elapsed_seconds: float
-    region: str
-    speculative_config: dict | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The document `peagle deploy --json` prints."""
-        return {
-            "endpoint": self.endpoint,
-            "status": self.status,
-            "created": [{"kind": k, "name": n} for k, n in self.created],
-            "elapsed_seconds": round(self.elapsed_seconds, 1),
-            "region": self.region,
-            "speculative_config": self.speculative_config,
-        }
+def use_client_factory(factory: Callable[..., Any]) -> None:
+    """Set what `Endpoint(name)` without a client talks through (sm_peagle.client does)."""
+    global _CLIENT_FACTORY
+    _CLIENT_FACTORY = factory
 
 
 class Endpoint:
-    """A handle on one SageMaker endpoint."""
+    """A handle on one SageMaker endpoint, talking to where its client does: its methods
+    are the client's operations for this endpoint (`ep.status()` is
+    `client.status(ep.name)`). Made by `client.endpoint(name)` and returned by
+    `client.deploy(...)`.
+
+    Args:
+        name: the endpoint's name.
+        client: the `sm_peagle.Client` it talks through (default: the module functions'
+            client, reading the environment).
+        plan: the plan it was deployed from, if known.
+        aws: deprecated: give a client (`sm_peagle.Client(aws=...)`) instead.
+        region: deprecated: give a client (`sm_peagle.Client(region=...)`) instead.
+        say: deprecated: give a client (`sm_peagle.Client(progress=...)`) instead.
+    """
 
     def __init__(
         self,
         name: str,
         *,
+        client: Any = None,
+        plan: Any = None,
         aws: Any = None,
         region: str | None = None,
         say: Callable[[str], None] | None = None,
-        plan: Any = None,
     ) -> None:
+        if client is None:
+            if _CLIENT_FACTORY is None:
+                # Only for a handle made before sm_peagle.client was ever imported (this
+                # module imported directly, e.g. the deprecated `endpoint.deploy`). A
+                # runtime load, by name, of the module that registers the factory: the
+                # handle sits below the client and must not import it.
+                import importlib
+
+                importlib.import_module(f"{__package__}.client")
+            assert _CLIENT_FACTORY is not None
+            client = _CLIENT_FACTORY(region=region, aws=aws, progress=say)
         self.name = name
-        self.aws = _aws(region, aws)
+        self._client = client
         self.plan = plan
-        self._say = say or (lambda _m: None)
 
     def __repr__(self) -> str:
-        return f"Endpoint({self.name!r})"
+        return f"Endpoint({self.name!r}, client={self._client!r})"
+
+    @property
+    def client(self) -> Any:
+        """The client this handle talks through, holding one AWS context for the handle's
+        life (made on first use: the region and credentials are read once)."""
+        if self._client.aws is None:
+            self._client = self._client.with_aws(self._client.context())
+        return self._client
+
+    @property
+    def aws(self) -> Any:
+        """The AWS context (`AwsContext`) this handle's requests go through."""
+        return self.client.aws
+
+    def _say(self, message: str) -> None:
+        if self._client.progress is not None:
+            self._client.progress(message)
+
+    def _op(self, name: str) -> Callable[..., Any]:
+        """The client's operation `name` (this handle's methods are the client's)."""
+        return getattr(self.client, name)
 
     @classmethod
     def attach(cls, name: str, *, region: str | None = None, aws: Any = None) -> Endpoint:
-        """A handle on an existing endpoint; NotFound if there is none."""
+        """Deprecated: `sm_peagle.Client(region=...).endpoint(name)` (removed in the next
+        release). A handle on an existing endpoint; NotFound if there is none."""
+        import warnings
+
+        warnings.warn(
+            "Endpoint.attach is deprecated: use sm_peagle.Client(region=...).endpoint(name) "
+            "(removed in the next release)",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return cls._attach(name, region=region, aws=aws)
+
+    @classmethod
+    def _attach(cls, name: str, *, region: str | None = None, aws: Any = None) -> Endpoint:
         ep = cls(name, aws=aws, region=region)
         ep.status()
         return ep
@@ -108,16 +148,12 @@ class Endpoint:
         tagged) for what peagle cannot represent (fields its spec cannot carry unless
         `accept_differences`), an endpoint not settled InService, one sharing its config
         or model with another endpoint, or one it already manages; NotFound if none."""
-        from .ops.changes import adopt
-
         ep = cls(name, aws=aws, region=region, say=say)
-        ep.adoption = adopt(
+        ep.adoption = ep._op("adopt")(
             name,
             model=model,
             dry_run=dry_run,
             accept_differences=accept_differences,
-            aws=ep.aws,
-            say=ep._say,
         )
         ep.plan = ep.adoption.plan
         return ep
@@ -130,10 +166,8 @@ class Endpoint:
         return Lifecycle(self.aws, say=self._say, **kw)
 
     def status(self) -> EndpointStatus:
-        """`sm_peagle.status(name)` for this endpoint."""
-        from .ops.endpoints import status
-
-        return status(self.name, aws=self.aws)
+        """`client.status(name)` for this endpoint."""
+        return self.client.status(self.name)
 
     def wait(self, timeout: float = 8100, **kw: Any) -> dict[str, Any]:
         """Poll DescribeEndpoint until the endpoint is InService (or `wanted=`) and return the last
@@ -144,10 +178,8 @@ class Endpoint:
         return wait_for_endpoint(self.aws.client("sagemaker"), self.name, timeout=timeout, **kw)
 
     def delete(self, *, keep_model: bool = False, force: bool = False) -> DeleteResult:
-        """`sm_peagle.delete(name)` for this endpoint."""
-        from .ops.endpoints import delete
-
-        return delete(self.name, keep_model=keep_model, force=force, aws=self.aws, say=self._say)
+        """`client.delete(name)` for this endpoint."""
+        return self.client.delete(self.name, keep_model=keep_model, force=force)
 
     def spec(self) -> DeploymentSpec:
         """The DeploymentSpec this endpoint was deployed from, read back from its tags (NotFound
@@ -172,9 +204,11 @@ class Endpoint:
         (`update(component="p-eagle", k=5)`) or copies (`component=..., copies=0`); any
         other spec option (image=, autoscale=, …) for a one-model endpoint. `.plan` becomes
         the new plan. Nothing changes on error."""
-        from .ops.changes import update
-
-        result = update(
+        client = self.client
+        if on_poll is not None:  # this call's callback, on a copy of the client
+            client = client.with_aws(self.aws)
+            client.on_poll = on_poll
+        result = client.update(
             self.name,
             k=k,
             mode=mode,
@@ -183,9 +217,6 @@ class Endpoint:
             component=component,
             copies=copies,
             timeout=timeout,
-            aws=self.aws,
-            say=self._say,
-            on_poll=on_poll,
             **spec_options,
         )
         if result.plan is not None:
@@ -209,11 +240,9 @@ class Endpoint:
     def logs(
         self, *, since: str | float = "10m", follow: bool = False, component: str | None = None
     ) -> LogStream:
-        """`sm_peagle.logs(name, ...)` for this endpoint: its CloudWatch log events, or
+        """`client.logs(name, ...)` for this endpoint: its CloudWatch log events, or
         with `component` that inference component's; `since` "5m", "2h" or seconds."""
-        from .ops.endpoints import logs
-
-        return logs(self.name, since=since, follow=follow, component=component, aws=self.aws)
+        return self.client.logs(self.name, since=since, follow=follow, component=component)
 
     def runtime(self, *, max_pool_connections: int = 10, component: str | None = None) -> Any:
         """The endpoint's RuntimeClient (cached per pool size and component: size it to
@@ -283,20 +312,17 @@ class Endpoint:
     def bench(self, *, component: str | None = None, **options: Any) -> Any:
         """Benchmark this endpoint (`peagle bench`; see `sm_peagle.bench` for every
         option) -> BenchResult, which reads like the peagle.bench/1 document
-        (`r["levels"]`; `r.to_dict()`). `concurrency=2`, `[1, 4]` or `"1,4"`; every
+        (`r.levels`; `r.to_dict()`). `concurrency=2`, `[1, 4]` or `"1,4"`; every
         option is checked before any request (SpecError). `component`: the inference
         component to benchmark (checked before any traffic). The older spellings
         `duration_s=`, `acceptance_wait_s=` and `rates=` still work."""
-        from .ops.measure import bench
-
         for old, new in (("duration_s", "duration"), ("acceptance_wait_s", "acceptance_wait"),
                          ("rates", "rate")):  # fmt: skip
             if old in options:
                 options[new] = options.pop(old)
         if options.get("rate") in ([None], (None,)):
             options["rate"] = None
-        options.setdefault("say", self._say)
-        return bench(self, component=component, **options)
+        return self._op("bench")(self, component=component, **options)
 
     def to_sagemaker(self, component: str | None = None) -> Any:
         """This endpoint as a `sagemaker.core.resources.Endpoint` (or, with `component`,
@@ -321,67 +347,50 @@ class Endpoint:
         self.delete()
 
 
-def deploy(
-    spec_or_model: DeploymentSpec | str | dict | Path | Plan,
-    *,
-    wait: bool = True,
-    timeout: str | float | None = None,
-    keep_on_failure: bool = False,
-    aws: Any = None,
-    say: Callable[[str], None] | None = None,
-    on_poll: Callable[[Any], None] | None = None,
-    confirm: Callable[[str], None] | None = None,
-    on_connect: Callable[[Any], None] | None = None,
-    strict: bool = False,
-    **overrides: Any,
-) -> Endpoint:
-    """Plan, preflight, create and (by default) wait. Returns an Endpoint handle, with
-    what was done in `.deployment`.
-
-    `spec_or_model`: as for `plan`, or a Plan it returned; `overrides`: k=, mode=, ….
-    `timeout`: "2h", "90m" or seconds. `confirm` is asked (with the instances and price)
-    before anything is created; `on_connect` sees the AWS context before the first request.
-    `strict=True` (`--strict`) refuses a plan with a warning as one with a failure.
-    Raises SpecError for a sandbox-only model outside the sandbox and CheckFailed for a
-    failed check (nothing sent), PreflightFailed / QuotaExceeded (nothing created),
-    DeploymentFailed / DeploymentTimeout (everything rolled back unless keep_on_failure)."""
-    from .lifecycle.manager import Lifecycle
-    from .ops.changes import planned_on_aws
-    from .ops.session import seconds
-    from .planning.plan_result import variant_instance_types
-
-    wait_s = seconds(timeout, "timeout")
-    ctx, p = planned_on_aws(spec_or_model, overrides, aws, on_connect, say=say, strict=strict)
-    if confirm is not None:
-        # The price with its region and source, or "unknown in R (why)": asked before paying.
-        price = p.price.label if p.price else "an unknown price"
-        v = p.create_endpoint_config["ProductionVariants"][0]
-        confirm(
-            f"Create {p.names['endpoint']} on {v['InitialInstanceCount']} x "
-            f"{' or '.join(variant_instance_types(v))} ({price})?"
-        )
-    result = Lifecycle(ctx, say=say or (lambda _m: None)).apply(
-        p, wait=wait, timeout=wait_s, keep_on_failure=keep_on_failure, on_poll=on_poll
-    )
-    ep = Endpoint(p.names["endpoint"], aws=ctx, say=say, plan=p)
-    ep.deployment = Deployment(
-        result.endpoint,
-        result.status,
-        list(result.created),
-        result.elapsed,
-        p.region,
-        p.speculative_config,
-    )
-    return ep
+# Moved with the client (CHANGELOG.md): old name -> (its home, what to use now).
+_MOVED = {
+    "deploy": "sm_peagle.deploy (or a client's deploy)",
+    "plan": "sm_peagle.plan (or a client's plan)",
+    "plan_for": "sm_peagle.plan",
+    "Deployment": "sm_peagle.Deployment",
+}
 
 
-def plan_for(spec_or_model: DeploymentSpec | str | dict | Path, **overrides: Any) -> Plan:
-    """Deprecated: `sm_peagle.plan`, the one name for "resolve and plan" (CHANGELOG.md)."""
-    import warnings
-
+def __getattr__(name: str) -> Any:
+    """`sm_peagle.endpoint.deploy`, `.plan`, `.plan_for` and `.Deployment`, for one release
+    (a FutureWarning naming the new home)."""
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    old = "sm_peagle.plan_for" if name == "plan_for" else f"sm_peagle.endpoint.{name}"
     warnings.warn(
-        "sm_peagle.plan_for is deprecated, use sm_peagle.plan (removed in the next release)",
+        f"{old} is deprecated, use {_MOVED[name]} (removed in the next release)",
         FutureWarning,
         stacklevel=2,
     )
-    return plan(spec_or_model, **overrides)
+    from .ops import deployment
+
+    if name == "Deployment":
+        return deployment.Deployment
+    if name == "deploy":
+        return _old_deploy
+    return deployment.DeployOps().plan
+
+
+def _old_deploy(
+    spec_or_model: Any,
+    *,
+    aws: Any = None,
+    say: Callable[[str], None] | None = None,
+    on_connect: Callable[[Any], None] | None = None,
+    on_poll: Callable[[Any], None] | None = None,
+    **options: Any,
+) -> Endpoint:
+    """`deploy` as it was called here: the session keywords per call."""
+    from .ops.deployment import DeployOps
+
+    class _Deployer(DeployOps):
+        def endpoint(self, name: str) -> Endpoint:
+            return Endpoint(name, aws=aws, region=self.region, say=say)
+
+    session = _Deployer(aws=aws, progress=say, on_connect=on_connect, on_poll=on_poll)
+    return session.deploy(spec_or_model, **options)

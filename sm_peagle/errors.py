@@ -26,8 +26,13 @@ from typing import Any, Protocol
 
 
 class _Unset:
+    """No value given (None can be a value)."""
+
     def __repr__(self) -> str:
         return "UNSET"
+
+    def __reduce__(self) -> str:
+        return "UNSET"  # pickled by name: one sentinel in every process
 
 
 UNSET: Any = _Unset()
@@ -79,8 +84,22 @@ class Phrase:
 # The Python wording of each Phrase key (a unit test holds the CLI's table to the same keys).
 PHRASES = {
     "sandbox": "a client for the local sandbox (peagle_sandbox.client())",
+    "sandbox_run": "`peagle_sandbox.client()`",
     "json": "the result's to_dict()",
 }
+
+
+class _Etc:
+    """`...` in a suggested call: more arguments the reader fills in."""
+
+    def __repr__(self) -> str:
+        return "..."
+
+    __str__ = __repr__
+
+
+# `Call("update", name, ETC)`: `sm_peagle.update('ep', ...)`, `peagle update ep ...`.
+ETC: Any = _Etc()
 
 Part = str | Param | Call | Phrase
 
@@ -102,7 +121,8 @@ class _PythonFace:
         return f"{p.name}=" if p.value is UNSET else f"{p.name}={p.value!r}"
 
     def call(self, c: Call) -> str:
-        args = [repr(a) for a in c.args] + [f"{k}={v!r}" for k, v in c.kwargs]
+        # `yes` is the CLI's answer to its prompt; an SDK call asks only when given confirm=.
+        args = [repr(a) for a in c.args] + [f"{k}={v!r}" for k, v in c.kwargs if k != "yes"]
         return f"sm_peagle.{c.op}({', '.join(args)})"
 
     def phrase(self, p: Phrase) -> str:
@@ -124,9 +144,27 @@ class Text(str):
         self.parts = parts
         return self
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from its parts (a benchmark worker process pickles its errors): str's
+        # own reduction would pass the rendered value where the parts go.
+        return (Text, (self.parts,))
+
     def render(self, face: Face) -> str:
         """This text in `face`'s words."""
         return _render(self.parts, face)
+
+    # `message + "; nothing was created"` keeps the parts (str's own + would flatten the
+    # Text to its Python wording, and the CLI could no longer word it).
+    def __add__(self, other: object) -> Text:
+        if not isinstance(other, str):
+            return NotImplemented
+        tail = other.parts if isinstance(other, Text) else (other,)
+        return Text(_merge([*self.parts, *tail]))
+
+    def __radd__(self, other: object) -> Text:
+        if not isinstance(other, str):
+            return NotImplemented
+        return Text(_merge([other, *self.parts]))
 
     def names(self) -> list[str]:
         """The parameters named, in order (a Call's keywords included)."""
@@ -188,6 +226,16 @@ def _merge(parts: list[Part]) -> tuple[Part, ...]:
     return tuple(out)
 
 
+def concat(pieces: list[str | Text], sep: str = "") -> Text:
+    """The pieces joined by `sep` as one Text (each Text's parameters and calls kept)."""
+    parts: list[Part] = []
+    for i, piece in enumerate(pieces):
+        if i and sep:
+            parts.append(sep)
+        parts.extend(piece.parts if isinstance(piece, Text) else (str(piece),))
+    return Text(_merge(parts))
+
+
 def as_text(value: str | Text | Call | Param | Phrase | None) -> Text | None:
     """A message or remedy as a Text (None stays None): a plain str is one literal part."""
     if value is None:
@@ -211,12 +259,17 @@ def render(value: str | None, face: Face, legacy: Callable[[str], str] | None = 
 
 
 class PeagleError(Exception):
-    """Base class. `exit_code` is what the CLI exits with (2 = bad input, 1 = AWS failure).
+    """Base class of every error the SDK raises.
 
-    - `message`, `remedy`: `Text`s (their `str` is the Python wording);
-    - `field`: the parameter that is wrong (`"k"`, `"component"`), or None;
-    - `value`: the value given for it (`UNSET` when not recorded);
-    - `rule`: what the value must satisfy, in words ("1 <= k <= 15")."""
+    Attributes:
+        exit_code: what the CLI exits with: 2 for bad input (nothing was sent), 1 for a
+            failure in AWS.
+        message: what went wrong, a `Text` (its `str` is the Python wording).
+        remedy: what fixes it, a `Text`, or None.
+        field: the parameter that is wrong, by its keyword (`"k"`, `"component"`), or None.
+        value: the value given for it (`UNSET` when not recorded).
+        rule: what the value must satisfy, in words ("an integer >= 1"), or None.
+    """
 
     exit_code = 1
 
@@ -282,20 +335,33 @@ class SpecError(PeagleError):
 
 
 class CheckFailed(SpecError):
-    """A plan check failed (e.g. the model does not fit). Nothing was created."""
+    """A plan check failed (e.g. the model does not fit). Nothing was created.
+
+    Attributes:
+        checks: every check of the plan.
+        failed: the checks that failed, each named in the message with its fix.
+    """
 
     def __init__(self, checks: list) -> None:  # list[Check]
         failed = [c for c in checks if c.status == "fail"]
-        # Every failed check, each with its own fix: a user fixes them all in one go.
-        parts = [f"{c.name}: {c.message}" + (f" (fix: {c.fix})" if c.fix else "") for c in failed]
-        super().__init__("; ".join(parts))
+        # Every failed check, each with its own fix: a user fixes them all in one go. Built
+        # as one Text, so the parameters and calls each names stay structured (`k=7` in
+        # Python, `-k 7` at the CLI).
+        lines = {f"c{i}": c.line() for i, c in enumerate(failed)}
+        # The field is the first failed check's: the option to fix first, when it is one.
+        field = getattr(failed[0], "field", None) if failed else None
+        super().__init__(text("; ".join(f"{{{key}}}" for key in lines), **lines), field=field)
         self.checks = checks
         self.failed = failed
 
     def to_dict(self) -> dict:
         """The error's document, with `errors`: each failed check's name, message and fix."""
         doc = super().to_dict()
-        doc["errors"] = [{"name": c.name, "message": c.message, "fix": c.fix} for c in self.failed]
+        doc["errors"] = [
+            {"name": c.name, "message": c.message, "fix": c.fix}
+            | ({"field": c.field} if getattr(c, "field", None) else {})
+            for c in self.failed
+        ]
         return doc
 
 
@@ -335,7 +401,12 @@ class QuotaExceeded(PeagleError):
 class DeploymentFailed(PeagleError):
     """The endpoint (or inference component) did not reach InService: SageMaker's
     FailureReason and the container's last log lines ride along; what the run created was
-    rolled back before this was raised."""
+    rolled back before this was raised.
+
+    Attributes:
+        failure_reason: SageMaker's FailureReason, or None.
+        log_lines: the container's last log lines.
+    """
 
     exit_code = 1
 
@@ -372,7 +443,11 @@ class NoCredentials(PeagleError):
 
 class OutputNotWritten(PeagleError):
     """A result file could not be written; the run itself completed (its results are in
-    `.result` where the caller has them) and the previous file, if any, is unchanged."""
+    `.result` where the caller has them) and the previous file, if any, is unchanged.
+
+    Attributes:
+        result: the run's result, as the operation would have returned it.
+    """
 
     exit_code = 1
     result: object = None
@@ -383,7 +458,13 @@ class BenchmarkFailed(PeagleError):
     allows, or the endpoint stopped answering and the run stopped early. Every result
     file was still written, and what was measured is in `.result` (a BenchResult), so
     the caller can show it; `error_rate` and `max_error_rate` are the two numbers the
-    message names."""
+    message names.
+
+    Attributes:
+        result: what was measured (a BenchResult).
+        error_rate: the share of requests that failed.
+        max_error_rate: the share the run allowed.
+    """
 
     exit_code = 1
 
@@ -403,7 +484,12 @@ class BenchmarkFailed(PeagleError):
 
 
 class PayloadTooLarge(PeagleError):
-    """The request body is over SageMaker's 6 MiB InvokeEndpoint limit. Nothing was sent."""
+    """The request body is over SageMaker's 6 MiB InvokeEndpoint limit. Nothing was sent.
+
+    Attributes:
+        size: the body's size, in bytes.
+        limit: SageMaker's limit, in bytes.
+    """
 
     exit_code = 2
 
@@ -417,7 +503,13 @@ class PayloadTooLarge(PeagleError):
 
 
 class ModelInvocationError(PeagleError):
-    """SageMaker's ModelError: the container answered with an error (or not in 60 s)."""
+    """SageMaker's ModelError: the container answered with an error (or not in 60 s).
+
+    Attributes:
+        original_status_code: the HTTP status the container answered, when known.
+        original_message: the container's own error message, when known.
+        log_stream_arn: the container's CloudWatch log stream, when SageMaker gives it.
+    """
 
     def __init__(
         self,
@@ -437,7 +529,12 @@ class ModelInvocationError(PeagleError):
 class ModelStreamError(PeagleError):
     """The response stream broke after it started (SageMaker's ModelStreamError event,
     or an error object from vLLM). `code` is SageMaker's ErrorCode, e.g.
-    ModelInvocationTimeExceeded or StreamBroken; `partial_text` is what arrived first."""
+    ModelInvocationTimeExceeded or StreamBroken; `partial_text` is what arrived first.
+
+    Attributes:
+        code: SageMaker's ErrorCode, or None.
+        partial_text: the text that arrived before the stream broke.
+    """
 
     def __init__(
         self,
@@ -467,20 +564,21 @@ class Interrupted(KeyboardInterrupt):
 
     - `what`: which step stopped ("rollback stopped", "delete stopped", ...);
     - `left`: (kind, name) of each thing left, e.g. ("endpoint_config", "x-cfg");
-    - `command`: the words after `peagle`, `--yes` left out, of the command that removes
-      (or, `effect` says, finishes) them: ("gc", "--operation", "op-…") or ("delete", NAME);
+    - `command`: the SDK call that removes (or, `effect` says, finishes) them:
+      `Call("gc", operation="op-…")` or `Call("delete", NAME)`;
     - `effect`: what running it does, e.g. "removes exactly these";
     - `operation`: the run's operation id (None for a delete or an adopt);
     - `region`: the region the run talked to, for the command to reach the same place.
 
-    The CLI prints it as one line and renders `command` in the invocation's context
-    (`--sandbox`, `--region`); `str()` gives the same without that context."""
+    `str()` names the SDK call (`sm_peagle.gc(operation='op-…')`); the CLI prints the line
+    with the `peagle` command of that call, `--yes` added, rendered in the invocation's
+    context (`--sandbox`, `--region`)."""
 
     def __init__(
         self,
         what: str,
         left: list[tuple[str, str]],
-        command: tuple[str, ...],
+        command: Call,
         *,
         effect: str = "removes exactly these",
         operation: str | None = None,
@@ -489,12 +587,12 @@ class Interrupted(KeyboardInterrupt):
     ) -> None:
         self.what = what
         self.left = list(left)
-        self.command = tuple(command)
+        self.command = command
         self.effect = effect
         self.operation = operation
         self.region = region
         self.note = note  # a qualifier on `left` ("one of the two sets is left")
-        super().__init__(self.message(f"`peagle {' '.join(self.command)} --yes`"))
+        super().__init__(self.message(f"`{command}`"))
 
     def leftovers(self) -> str:
         """`endpoint config x-cfg, model x-mdl` (or `nothing`)."""
@@ -509,11 +607,12 @@ class Interrupted(KeyboardInterrupt):
         return f"{self.what}: left {self.leftovers()}{note}; {command} {self.effect}"
 
     def to_dict(self) -> dict:
-        """What the `--json` error document adds: the leftovers and the command."""
+        """What the error's document adds: the leftovers and the call that removes them
+        (the CLI's `--json` gives the `peagle` command's words instead)."""
         return {
             "left": [{"kind": k, "name": n} for k, n in self.left],
             "operation": self.operation,
-            "command": ["peagle", *self.command, "--yes"],
+            "command": str(self.command),
         }
 
 

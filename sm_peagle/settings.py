@@ -44,8 +44,8 @@ VARIABLES: dict[str, str] = {
     "PEAGLE_DEBUG": "1: an unexpected error prints its traceback instead of one line",
     "PEAGLE_POLL_SECONDS": "seconds between status polls while waiting (default 5, growing "
     "to 30; the sandbox sets 0.5)",
-    "PEAGLE_ROLE_ARN": "the SageMaker execution role when --role is not given",
-    "PEAGLE_PYPI_URL": "the package index `peagle doctor` asks for the newest vLLM (its JSON "
+    "PEAGLE_ROLE_ARN": "the SageMaker execution role when the spec names none",
+    "PEAGLE_PYPI_URL": "the package index doctor asks for the newest vLLM (its JSON "
     "API, <url>/pypi/vllm/json; default https://pypi.org)",
     "PEAGLE_SANDBOX": "1: every command runs against the local sandbox, as --sandbox",
     "PEAGLE_SANDBOX_ENGINE": "the sandbox's engine, simulated or vllm, as --sandbox-engine",
@@ -53,7 +53,7 @@ VARIABLES: dict[str, str] = {
     "to the sandbox)",
     "PEAGLE_SANDBOX_ENGINE_LABEL": "set by the sandbox: what produced the tokens (SIMULATED "
     "or the real vLLM engine)",
-    "PEAGLE_LOCUST_ENDPOINT": "internal: bench --driver locust passes its run to the locustfile "
+    "PEAGLE_LOCUST_ENDPOINT": "internal: bench's locust driver passes its run to the locustfile "
     "(also _REGION, _DATASET, _MAX_TOKENS, _TEMPERATURE, _REQUESTS, _OUT, _ACCEPTANCE_WAIT)",
     "PEAGLE_VLLM_VERSION": "container entrypoint: the vLLM version the image runs",
     "PEAGLE_OPT_ML_ROOT": "container entrypoint and sandbox engines: the directory standing "

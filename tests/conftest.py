@@ -14,6 +14,18 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("PEAGLE_ROLE_ARN", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_advice_target():
+    # The CLI's advice context (sandbox, region, component, command) is process state a
+    # CLI run sets (cli/advice.begin); a test that set it must not word the next test's
+    # remedies (`peagle --sandbox status ep` where that test expects `peagle status ep`).
+    from sm_peagle.cli import advice
+
+    advice.begin(sandbox=False)
+    yield
+    advice.begin(sandbox=False)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     # CI installs everything the suite and the conformance tier use (.ci/run: the test and

@@ -15,7 +15,29 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["use_sandbox"]
+__all__ = ["client", "use_sandbox"]
+
+
+def client(**options: Any) -> Any:
+    """A ready `sm_peagle.Client` aimed at the local sandbox, which is started if needed:
+
+        client = peagle_sandbox.client()
+        ep = client.deploy("gpt-oss-20b", k=5)
+
+    ``options``: the sandbox's (those of ``use_sandbox``: ``port``, ``engine``, …) and the
+    client's (``region``, ``progress``, ``on_connect``, ``on_poll``). The client's AWS
+    context holds the sandbox's URL and fake keys, so its requests go to the sandbox and
+    never carry real credentials. Not everything is the client's yet: this process's
+    environment is pointed at the sandbox too (as ``use_sandbox`` does), because the
+    labels (``SANDBOX (SIMULATED)``), the sandbox-only models, the default role and the
+    poll interval are read from it (``PEAGLE_SANDBOX_URL`` and friends), so do not mix
+    it with a client for AWS in one process. The sandbox keeps running after the
+    process ends: ``sm_peagle.sandbox_stop()`` (or ``peagle sandbox stop``) stops it.
+
+    Imported on call, so importing the package stays free."""
+    from .plugin import client as _client  # checks the options first
+
+    return _client(**options)
 
 
 def use_sandbox(**options: Any) -> Any:

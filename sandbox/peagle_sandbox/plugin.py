@@ -26,6 +26,7 @@ __all__ = [
     "check_options",
     "check_state_dir",
     "cli_activate",
+    "client",
     "start",
     "status",
     "stop",
@@ -192,6 +193,31 @@ def use_sandbox(**options: Any) -> SandboxUse:
     _check_engine(options.get("engine"))
     check_state_dir(writable=True)
     return manager.use_sandbox(**options)
+
+
+def client(
+    *,
+    region: str | None = None,
+    progress: Any = None,
+    on_connect: Any = None,
+    on_poll: Any = None,
+    **options: Any,
+) -> Any:
+    """A ready `sm_peagle.Client` aimed at the sandbox, started if needed (`options` as
+    `start`; the session keywords are the client's). Its AWS context holds the sandbox's
+    URL and fake keys itself, so its requests go to the sandbox whatever the environment
+    says later, and never carry real credentials. The process environment is pointed at
+    the sandbox too (`activate`, as `use_sandbox` does): the labels, sandbox-only models,
+    default role and poll interval are still read from it."""
+    from sm_peagle import Client
+    from sm_peagle.aws import AwsContext, resolve_region
+
+    from .manager import FAKE_KEY
+
+    use = use_sandbox(**options)
+    region = region or resolve_region() or "us-east-1"
+    aws = AwsContext(region, endpoint_url=use.url, credentials=(FAKE_KEY, FAKE_KEY))
+    return Client(region=region, aws=aws, progress=progress, on_connect=on_connect, on_poll=on_poll)
 
 
 def cli_activate() -> SandboxInfo:

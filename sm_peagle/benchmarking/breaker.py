@@ -31,6 +31,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..errors import Call, Param, text
 from .metrics import RequestRecord
 
 __all__ = [
@@ -119,20 +120,38 @@ def run_verdict(doc: Mapping[str, Any], max_error_rate: float) -> dict[str, Any]
         info = stopped["stopped"]
         return {
             **verdict,
-            "message": (
-                f"{endpoint} stopped answering: {info['consecutive_failures']} requests in a "
-                f"row could not connect ({info['error_kind']}) at concurrency "
-                f"{stopped['concurrency']}, so the run stopped there; {counts} "
-                f"(error rate {rate:.1%}, --max-error-rate {max_error_rate:g})"
+            "message": text(
+                "{e} stopped answering: {n} requests in a row could not connect ({kind}) at "
+                "concurrency {c}, so the run stopped there; {counts} (error rate {r:.1%}, {m})",
+                e=endpoint,
+                n=info["consecutive_failures"],
+                kind=info["error_kind"],
+                c=stopped["concurrency"],
+                counts=counts,
+                r=rate,
+                m=Param("max_error_rate", _shown(max_error_rate)),
             ),
-            "remedy": f"see `peagle status {endpoint}` and `peagle logs {endpoint}`",
+            "remedy": text(
+                "see `{s}` and `{lg}`", s=Call("status", endpoint), lg=Call("logs", endpoint)
+            ),
         }
     if rate > max_error_rate:
         return {
             **verdict,
-            "message": f"{counts}: error rate {rate:.1%} is over --max-error-rate "
-            f"{max_error_rate:g}",
-            "remedy": "see the failure reasons in the results; --max-error-rate 1 accepts "
-            "any error rate",
+            "message": text(
+                "{counts}: error rate {r:.1%} is over {m}",
+                counts=counts,
+                r=rate,
+                m=Param("max_error_rate", _shown(max_error_rate)),
+            ),
+            "remedy": text(
+                "see the failure reasons in the results; {m} accepts any error rate",
+                m=Param("max_error_rate", 1),
+            ),
         }
     return None
+
+
+def _shown(value: float) -> float | int:
+    # A whole number as an int, so both faces print the rate as `{:g}` did (1, not 1.0).
+    return int(value) if float(value).is_integer() else value

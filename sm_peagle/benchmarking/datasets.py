@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import Param, SpecError, text
 
 __all__ = [
     "BUILTIN_NAME",
@@ -44,8 +44,10 @@ class DatasetError(SpecError):
 
     def __init__(self, message: str, *, remedy: str | None = None) -> None:
         super().__init__(
-            message, remedy=remedy or f"{JSONL_FIX}; or --dataset peagle-builtin (the default)"
-        )
+            message, field="dataset",
+            remedy=remedy or text("{fix}; or {d} (the default)", fix=JSONL_FIX,
+                                  d=Param("dataset", "peagle-builtin")),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

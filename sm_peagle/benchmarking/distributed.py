@@ -31,7 +31,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import PeagleError, SpecError
+from ..errors import Call, PeagleError, SpecError
+from ..errors import text as words
 from .metrics import RequestRecord
 
 __all__ = [
@@ -63,7 +64,8 @@ def require_locust() -> None:
     import importlib.util
 
     if importlib.util.find_spec("locust") is None:
-        raise SpecError(f"--locust needs Locust, which is not installed: {INSTALL_HINT}")
+        raise SpecError(words("{locust} needs Locust, which is not installed: {h}", h=INSTALL_HINT),
+                        field="locust", value=True, rule="needs sm-peagle[locust]")  # fmt: skip
 
 
 def encode_record(r: RequestRecord) -> dict[str, Any]:
@@ -104,7 +106,7 @@ def read_provenance(aws: Any, endpoint: str) -> dict[str, Any]:
     if status["status"] not in SERVING:
         raise PeagleError(
             f"endpoint {endpoint} is {status['status']}, not InService",
-            remedy=f"wait: `peagle status {endpoint}`",
+            remedy=words("wait: `{s}`", s=Call("status", endpoint)),
         )
     return {"model": model_of(aws, endpoint), **provenance_of(status)}
 
@@ -297,7 +299,8 @@ def run_locust(
     require_locust()
     expect = expect_workers or workers
     if users < 1 or requests < 1 or workers < 0 or expect < max(workers, 1):
-        raise SpecError("--locust needs users >= 1, requests >= 1 and at least one worker")
+        raise SpecError(words("{locust} needs users >= 1, requests >= 1 and at least one worker"),
+                        field="locust", value=True)  # fmt: skip
     from ..aws import AwsContext
     from .results import load_document, save_document
     from .runner import level_line

@@ -122,7 +122,7 @@ class RequestExporter:
 
     def finish(self) -> Path:
         """The run is complete: the lines replace `path` (atomically)."""
-        from .files import OutputNotWritten
+        from .files import NOT_WRITTEN_FIX, OutputNotWritten
 
         self._close()
         if self.error is not None:
@@ -130,8 +130,7 @@ class RequestExporter:
             raise OutputNotWritten(
                 f"cannot write {self.path}: {e.strerror or e}; it was not changed, and the "
                 f"{self.lines} requests written before are in {self.partial}",
-                remedy="free space or pick another path; the results above are complete "
-                "(--json prints them whole)",
+                remedy=NOT_WRITTEN_FIX,
             )
         try:
             os.replace(self.partial, self.path)

@@ -12,10 +12,25 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import Any
 
-from ..errors import OutputNotWritten
+from ..errors import OutputNotWritten, Phrase, Text, text
 
-__all__ = ["OutputNotWritten", "partial_path", "write_atomic"]
+__all__ = ["OutputNotWritten", "error_line", "partial_path", "write_atomic"]
+
+# The remedy of a result file that could not be written: the numbers are still in hand.
+NOT_WRITTEN_FIX = text(
+    "free space or pick another path; the results above are complete ({json} prints them whole)",
+    json=Phrase("json"),
+)
+
+
+def error_line(e: Any) -> Text:
+    """A PeagleError as one line, `message (fix: remedy)`, kept a Text: a progress line
+    or a results note quoting it is worded by each face as the error itself is."""
+    if not getattr(e, "remedy", None):
+        return text("{m}", m=e.message)
+    return text("{m} (fix: {r})", m=e.message, r=e.remedy)
 
 
 def partial_path(path: Path) -> Path:
@@ -39,7 +54,6 @@ def write_atomic(path: Path, data: str | bytes) -> Path:
             tmp.unlink()
         raise OutputNotWritten(
             f"cannot write {path}: {e.strerror or e}; it was not changed",
-            remedy="free space or pick another path; the results above are complete "
-            "(--json prints them whole)",
+            remedy=NOT_WRITTEN_FIX,
         ) from None
     return path

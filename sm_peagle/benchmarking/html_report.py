@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from .report import (
-    PLOT_HINT,
-    PlotUnavailable,
     comparison_rows,
     fmt_number,
+    plot_unavailable,
     provenance_lines,
     recommendation_lines,
     run_config,
@@ -95,8 +94,7 @@ def _charts(doc: dict[str, Any]) -> tuple[str, str]:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise PlotUnavailable("--html needs matplotlib, which is not installed",
-                              remedy=PLOT_HINT) from None  # fmt: skip
+        raise plot_unavailable("html") from None
     matplotlib.rcParams["svg.fonttype"] = "path"  # no font files needed to view it
     series = []
     for run in runs_of(doc):

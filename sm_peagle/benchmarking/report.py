@@ -15,12 +15,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import Param, SpecError, text
 from .results import from_sandbox, is_simulated, iso, provenance
 
 __all__ = [
     "PlotUnavailable",
     "acceptance_notes",
+    "plot_unavailable",
     "provenance_lines",
     "require_matplotlib",
     "to_csv",
@@ -36,13 +37,21 @@ class PlotUnavailable(SpecError):
     on the user's side, and a command that needs it refuses before doing anything."""
 
 
-def require_matplotlib(flag: str, remedy: str = PLOT_HINT) -> None:
-    """The one check of the `plot` extra, before any work (`bench --plot`, `report --plot
-    / --html`): PlotUnavailable naming `flag` when matplotlib cannot be found."""
+def require_matplotlib(field: str, remedy: str = PLOT_HINT) -> None:
+    """The one check of the `plot` extra, before any work (`bench(plot=)`, `report(plot=,
+    html=)`): PlotUnavailable naming the keyword `field` when matplotlib cannot be found."""
     import importlib.util
 
     if importlib.util.find_spec("matplotlib") is None:
-        raise PlotUnavailable(f"{flag} needs matplotlib, which is not installed", remedy=remedy)
+        raise plot_unavailable(field, remedy)
+
+
+def plot_unavailable(field: str, remedy: str = PLOT_HINT) -> PlotUnavailable:
+    """PlotUnavailable for keyword `field` (`plot`, `html`): matplotlib is missing."""
+    return PlotUnavailable(
+        text("{p} needs matplotlib, which is not installed", p=Param(field)),
+        field=field, rule="needs matplotlib (sm-peagle[plot])", remedy=remedy,
+    )  # fmt: skip
 
 
 def fmt_number(v: Any, fmt: str = "{:,.0f}", scale: float = 1.0) -> str:
@@ -332,9 +341,7 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
         matplotlib.use("Agg")  # files only: never needs a display
         import matplotlib.pyplot as plt
     except ImportError:
-        raise PlotUnavailable(
-            "--plot needs matplotlib, which is not installed", remedy=PLOT_HINT
-        ) from None
+        raise plot_unavailable("plot") from None
     fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
     for run in runs_of(doc):
         pts = sorted(

@@ -260,11 +260,14 @@ def save_document(doc: dict[str, Any], path: Path) -> Path:
     return write_atomic(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
 
 
-def load_document(path: Path) -> dict[str, Any]:
+def load_document(path: Path, *, field: str = "path") -> dict[str, Any]:
+    """A results document read from `path` (`field`: the caller's parameter that named it)."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
-        raise SpecError(f"cannot read {path}: {e.strerror or e}") from None
+        raise SpecError(
+            f"cannot read {path}: {e.strerror or e}", field=field, value=str(path)
+        ) from None
     except ValueError as e:
-        raise SpecError(f"{path}: not JSON ({e})") from None
+        raise SpecError(f"{path}: not JSON ({e})", field=field, value=str(path)) from None
     return check_document(doc, str(path))

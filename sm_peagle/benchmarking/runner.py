@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import PeagleError
+from ..errors import Call, Param, PeagleError, SpecError, text
 from .datasets import Dataset, load_dataset
 from .load import LevelRun, LoadSpec, bench_client, run_level
 from .metrics import summarize_level
@@ -134,7 +134,9 @@ def _component_status(status: dict[str, Any], component: str) -> dict[str, Any]:
         raise PeagleError(
             f"inference component {component} has no copies "
             f"({'scaled to zero' if row['desired_copies'] == 0 else row['status']})",
-            remedy=f"`peagle update {status['endpoint']} --component {component} --copies 1`",
+            remedy=text(
+                "`{u}`", u=Call("update", status["endpoint"], component=component, copies=1)
+            ),  # fmt: skip
         )
     keep = ("mode", "k", "image", "speculative_config")
     return {**status, **{k: row.get(k) for k in keep}}
@@ -189,14 +191,14 @@ def bench_endpoint(
     from .tune_k import estimate_for_level
 
     if search is not None and not slo:
-        raise PeagleError("the max-concurrency search needs an SLO (--slo)")
+        raise SpecError(text("the max-concurrency search needs an SLO ({slo})"), field="slo")
     aws = aws or AwsContext(region)
     ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
     status = endpoint_status(aws.client("sagemaker"), endpoint)
     if status["status"] not in SERVING:
         raise PeagleError(
             f"endpoint {endpoint} is {status['status']}, not InService",
-            remedy=f"wait: `peagle status {endpoint}`",
+            remedy=text("wait: `{s}`", s=Call("status", endpoint)),
         )
     if component is not None:
         status = _component_status(status, component)
@@ -301,10 +303,13 @@ def bench_endpoint(
     windowed = [i for i, lv in enumerate(levels) if not speculative or lv["acceptance"] is None]
     if windowed and speculative and acceptance_wait_s > 0:
         say(
-            f"waiting up to {acceptance_wait_s:.0f}s for vLLM's SpecDecoding metrics log line "
-            "covering the last level (vLLM logs one every 10 s; --acceptance-wait 0 skips "
-            "the wait; images with vLLM >= 0.29 report acceptance per request instead)"
-        )
+            text(
+                "waiting up to {s:.0f}s for vLLM's SpecDecoding metrics log line covering the "
+                "last level (vLLM logs one every 10 s; {w} skips the wait; images with vLLM "
+                ">= 0.29 report acceptance per request instead)",
+                s=acceptance_wait_s, w=Param("acceptance_wait", 0),
+            )
+        )  # fmt: skip
     accept = acceptance_for_levels(
         aws, endpoint, [(levels[i]["started_at"], levels[i]["ended_at"]) for i in windowed],
         mode=prov["mode"], k=prov["k"], wait_s=acceptance_wait_s, component=component,

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import SpecError
+from ..errors import text as words
 
 __all__ = ["METRICS", "format_slo", "goodput", "meets", "parse_slo", "request_meets"]
 
@@ -45,17 +46,20 @@ def parse_slo(text: str | None) -> dict[str, float] | None:
         match = _VALUE.match(value)
         if not sep or name not in METRICS or match is None:
             raise SpecError(
-                f"--slo: expected NAME=VALUE with NAME in ttft, tpot, e2e and VALUE like "
-                f"500ms or 2s, got {part.strip()!r}"
-            )
+                words("{slo}: expected NAME=VALUE with NAME in ttft, tpot, e2e and VALUE like "
+                     "500ms or 2s, got {v!r}", v=part.strip()),
+                field="slo", value=text, rule="NAME=VALUE, NAME in ttft, tpot, e2e",
+            )  # fmt: skip
         seconds = float(match.group(1)) * _UNIT[match.group(2) or "ms"]
         if seconds <= 0:
-            raise SpecError(f"--slo: {name} must be positive, got {value.strip()!r}")
+            raise SpecError(words("{slo}: {n} must be positive, got {v!r}", n=name,
+                                 v=value.strip()), field="slo", value=text)  # fmt: skip
         if name in out:
-            raise SpecError(f"--slo: {name} given twice")
+            raise SpecError(words("{slo}: {n} given twice", n=name), field="slo", value=text)
         out[name] = seconds
     if not out:
-        raise SpecError("--slo: give at least one of ttft, tpot, e2e")
+        raise SpecError(words("{slo}: give at least one of ttft, tpot, e2e"), field="slo",
+                        value=text)  # fmt: skip
     return out
 
 

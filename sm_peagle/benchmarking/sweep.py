@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import PeagleError, SpecError
+from ..errors import Call, Param, PeagleError, SpecError, text
+from .files import error_line
 from .results import (
     LABELLED,
     SCHEMA,
@@ -47,7 +48,9 @@ def configurations(modes: Sequence[str], ks: Sequence[int]) -> list[tuple[str, i
     """baseline once (it has no K), then each speculative mode with each K."""
     bad = [m for m in modes if m not in MODES]
     if bad:
-        raise SpecError(f"--modes: unknown mode(s) {bad}; use {', '.join(MODES)}")
+        use = ", ".join(MODES)
+        raise SpecError(text("{modes}: unknown mode(s) {bad}; use {use}", bad=bad, use=use),
+                        field="modes", value=list(modes), rule=f"of {use}")  # fmt: skip
     out: list[tuple[str, int | None]] = []
     for mode in MODES:  # a fixed order, so tables read the same whatever the flag order
         if mode not in modes:
@@ -56,7 +59,8 @@ def configurations(modes: Sequence[str], ks: Sequence[int]) -> list[tuple[str, i
             out.append((mode, None))
         else:
             if not ks:
-                raise SpecError(f"-k: {mode} needs at least one K")
+                raise SpecError(text("{k}: {mode} needs at least one K", mode=mode), field="k",
+                                value=list(ks), rule="at least one K")  # fmt: skip
             out += [(mode, k) for k in sorted(set(ks))]
     return out
 
@@ -249,8 +253,8 @@ def run_sweep(
 ) -> dict[str, Any]:
     """Deploy -> bench -> delete, per configuration; writes per-config JSON as it goes and
     returns the combined sweep document (also written as sweep.json by the caller).
-    `deploy` is `sm_peagle.deploy`, passed in by the caller (`sm_peagle.sweep`), so bench
-    stays below the SDK's top layer."""
+    `deploy` is the calling client's `deploy`, bound to the same session as `aws`
+    (`Client.sweep` passes it in), so bench stays below the SDK's top layer."""
     from ..aws import AwsContext
     from .runner import bench_endpoint
 
@@ -270,7 +274,7 @@ def run_sweep(
         keep_this = keep and i == len(configs) - 1
         try:
             spec_k = {"k": k} if k else {}
-            deploy(model, mode=mode, name=name, aws=aws, say=say, **spec_k, **overrides)
+            deploy(model, mode=mode, name=name, **spec_k, **overrides)
             doc = bench_endpoint(
                 name, concurrency=concurrency, aws=aws, say=say, configuration=label, **bench
             )
@@ -278,13 +282,14 @@ def run_sweep(
             save_document(doc, out_dir / f"{_slug(label)}.json")
             runs.append(doc)
         except PeagleError as e:  # this configuration failed; the others still run
-            failures.append({"configuration": label, "error": e.one_line()})
-            say(f"{label} failed: {e.one_line()}")
+            failures.append({"configuration": label, "error": error_line(e)})
+            say(text("{label} failed: {e}", label=label, e=error_line(e)))
         finally:
             # Always by name: also covers an interrupt between deploy() and its return.
             if keep_this:
                 kept.append(name)
-                say(f"kept {name} (--keep): remove with `peagle delete {name} --yes`")
+                say(text("kept {name} ({keep}): remove with `{delete}`", name=name,
+                         keep=Param("keep", True), delete=Call("delete", name)))  # fmt: skip
             elif _teardown(aws, name, say):
                 deleted.append(name)
     return combine_runs(

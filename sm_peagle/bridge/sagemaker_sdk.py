@@ -93,7 +93,7 @@ def from_sagemaker(cls: type, resource: Any, aws: Any = None) -> Any:
                     botocore_session=session._session, region_name=region
                 )
             aws._session = session
-    return cls.attach(resource.endpoint_name, aws=aws)
+    return cls._attach(resource.endpoint_name, aws=aws)
 
 
 def _arn_region(arn: Any) -> str | None:

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import SpecError, text
 from .instances import instance_family
 
 __all__ = [
@@ -101,7 +101,9 @@ def _image_for(view: dict, instance_type: str, region: str) -> str:
         raise SpecError(
             f"endpoint.instance_type: JumpStart lists no image for {instance_type} "
             f"(families: {', '.join(sorted(k for k in table if not k.startswith('ml.')))})",
-            remedy="pick a supported instance family or pass --image",
+            remedy=text("pick a supported instance family or pass {image}"),
+            field="instance_type",
+            value=instance_type,
         )
     if image.startswith("$"):
         if not aliases or image[1:] not in aliases:
@@ -111,7 +113,9 @@ def _image_for(view: dict, instance_type: str, region: str) -> str:
             raise SpecError(
                 f"region: JumpStart does not offer this model's image in {region}"
                 + (f" (offered in {', '.join(offered)})" if offered else ""),
-                remedy="use a region the model is offered in, or pass --image",
+                remedy=text("use a region the model is offered in, or pass {image}"),
+                field="region",
+                value=region,
             )
         image = aliases[image[1:]]
     return image
@@ -144,7 +148,10 @@ def resolve(
     view, chosen = _view(spec, config_name)
     instance_type = instance_type or view.get("default_inference_instance_type")
     if not instance_type:
-        raise SpecError("endpoint.instance_type: JumpStart spec names no default; pass one")
+        raise SpecError(
+            "endpoint.instance_type: JumpStart spec names no default; pass one",
+            field="instance_type",
+        )
     gated = bool(view.get("gated_bucket"))
     bucket = _bucket_for(None, gated, region)
 

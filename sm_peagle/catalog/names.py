@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import difflib
 
-from ..errors import SpecError
+from ..errors import Call, SpecError, Text, text
 
 __all__ = ["model_remedy", "unknown_model"]
 
-BASE_REMEDY = "see `peagle models`; JumpStart ids resolve live with AWS credentials"
+BASE_REMEDY = text(
+    "see `{models}`; JumpStart ids resolve live with AWS credentials", models=Call("models")
+)
 
 
 def _known_names() -> list[str]:
@@ -25,13 +27,16 @@ def _known_names() -> list[str]:
     return names
 
 
-def model_remedy(name: str) -> str:
-    """The fix for an unknown model: the closest catalog name, then where to look."""
+def model_remedy(name: str) -> Text:
+    """The fix for an unknown model: the closest catalog name, then where to look (a
+    Text: extend it with `text()`, not an f-string, to keep the call it names)."""
     close = difflib.get_close_matches(name, _known_names(), n=1, cutoff=0.75)
-    return f"did you mean {close[0]}? {BASE_REMEDY}" if close else BASE_REMEDY
+    if close:
+        return text("did you mean {close}? {base}", close=close[0], base=BASE_REMEDY)
+    return BASE_REMEDY
 
 
 def unknown_model(name: str, detail: str | None = None) -> SpecError:
     """`model: unknown model 'x'` (+ what the live lookup said), with the remedy."""
     text = f"model: unknown model {name!r}" + (f" ({detail})" if detail else "")
-    return SpecError(text, remedy=model_remedy(name))
+    return SpecError(text, remedy=model_remedy(name), field="model", value=name)

@@ -8,7 +8,7 @@ import typer
 
 from .lifecycle_cmds import YesOpt, asker
 from .options import dry_run_option, output_option
-from .output import STATUS_STYLE, console, current, note, table
+from .output import STATUS_STYLE, console, current, table
 from .spec_options import JsonOpt, RegionOpt
 
 
@@ -16,7 +16,7 @@ def render_adoption(result: Any) -> None:
     """The spec, the checks (plan, head, adopt's own) and what peagle would change."""
     from rich.markup import escape
 
-    from .advice import rewrite
+    from .faces import check_detail
 
     c = console()
     p = result.plan
@@ -29,9 +29,7 @@ def render_adoption(result: Any) -> None:
         [
             ch.name,
             STATUS_STYLE[ch.status],
-            escape(
-                ch.message + (f" -> {rewrite(ch.fix)}" if ch.fix and ch.status != "pass" else "")
-            ),
+            escape(check_detail(ch)),
         ]
         for ch in result.checks
     ]
@@ -76,10 +74,9 @@ def adopt_command(
     """Take an endpoint made elsewhere (console, sagemaker SDK, boto3) under peagle's
     management: reconstruct its spec, run plan's checks, tag it as peagle's. Stopped
     while tagging, it puts the tags back; killed, run it again to finish."""
-    from ..ops.changes import adopt
-    from .context import hello
+    from .context import client
 
-    result = adopt(
+    result = client(region).adopt(
         name,
         model=model,
         dry_run=dry_run,
@@ -87,9 +84,6 @@ def adopt_command(
         output=output,
         confirm=asker(yes),
         on_result=current().human(render_adoption),  # before the prompt, for people
-        region=region,
-        say=note,
-        on_connect=hello,
     )
     current().result(result, render=lambda r: _render_adopted(r, name, dry_run))
 

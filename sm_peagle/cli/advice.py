@@ -37,6 +37,7 @@ __all__ = [
     "current_target",
     "given_component",
     "given_region",
+    "quote",
     "render",
     "rewrite",
 ]
@@ -105,8 +106,8 @@ class Suggestion:
             if value is None or value is False:
                 continue
             flag = "--" + key.replace("_", "-")
-            opts.append((flag, None if value is True else _quote(str(value))))
-        quoted = tuple(_quote(a) for a in args)
+            opts.append((flag, None if value is True else quote(str(value))))
+        quoted = tuple(quote(a) for a in args)
         return cls(tuple(words), quoted, tuple(opts), about_component)
 
     @classmethod
@@ -211,7 +212,7 @@ def _help_only(s: Suggestion) -> bool:
     return s.args in (("--help",), ("-h",)) and not s.options
 
 
-def _quote(token: str) -> str:
+def quote(token: str) -> str:
     # A value given to `Suggestion.of`: placeholders (NAME, <op>, ...) and most values
     # print as they are; only one a shell would split or expand is quoted.
     return token if re.fullmatch(r"[\w@%+=:,./<>\[\]*-]+", token) else shlex.quote(token)

@@ -49,10 +49,9 @@ def diff_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Show how the live endpoint differs from the spec file. Changes nothing."""
-    from ..ops.changes import diff
-    from .context import hello
+    from .context import client
 
-    ap = diff(spec_file, region=region, on_connect=hello)
+    ap = client().diff(spec_file, region=region)  # --region: the spec's region, as deploy's
     current().result(ap, render=_render)
     if detailed_exitcode and ap.action != "noop":
         raise typer.Exit(CHANGES_PENDING)
@@ -69,22 +68,18 @@ def apply_command(
 ) -> None:
     """Create the endpoint, update it in place, or do nothing: whatever makes it match."""
     from ..errors import DeploymentFailed
-    from ..ops.changes import apply
-    from .context import hello
+    from .context import client
     from .live import wait_view
 
     try:
         with wait_view() as on_poll:
-            result = apply(
+            result = client(on_poll=on_poll).apply(
                 spec_file,
+                region=region,  # the spec's region, as deploy's --region
                 dry_run=dry_run,
                 timeout=timeout,
                 confirm=asker(yes),
-                say=note,
-                on_poll=on_poll,
                 on_diff=current().human(_render),  # before the prompt, for people
-                on_connect=hello,
-                region=region,
                 strict=strict,
             )
     except DeploymentFailed as e:

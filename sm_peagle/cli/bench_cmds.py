@@ -1,7 +1,7 @@
 """`peagle bench` and `peagle sweep`: measure endpoints honestly and compare configurations
 (`peagle report`, which re-renders stored results, is in report_cmd.py).
 
-Each command parses its options, makes one SDK call (`sm_peagle.ops.measure.bench` /
+Each command parses its options, makes one SDK call (the client's `bench` /
 `sweep`, which validate every value and write the result files, JSON first, before
 returning) and renders the typed result. Progress goes to stderr; `--json` prints the one
 results document on stdout.
@@ -92,6 +92,16 @@ def _target(aws: Any) -> None:
     note(talking_to(aws.region))
 
 
+def measure_client(region: str | None, *, say_where: bool = True) -> Any:
+    """The client a measurement command runs on: `region`, progress lines on stderr and,
+    with `say_where`, the "talking to: ..." line once the credentials are checked.
+    (Until `cli/context.py` builds the one client of every command from the global
+    options.)"""
+    from ..client import Client
+
+    return Client(region=region, progress=note, on_connect=_target if say_where else None)
+
+
 def bench_command(
     name: Annotated[str, typer.Argument(help="Endpoint name.")],
     component: ComponentOpt = None,
@@ -149,10 +159,9 @@ def bench_command(
 ) -> None:
     """Benchmark one endpoint at each concurrency level: tokens from usage, never chunks."""
     from ..errors import BenchmarkFailed, OutputNotWritten
-    from ..ops.measure import bench
 
     try:
-        result = bench(
+        result = measure_client(region).bench(
             name, component=component, concurrency=concurrency, rate=rate,
             requests=requests, duration=duration, warmup=warmup, workers=workers,
             burstiness=burstiness, slo=slo, search=search, slo_share=slo_share,
@@ -161,8 +170,7 @@ def bench_command(
             requests_out=requests_out, out=out, csv=csv_path, markdown=markdown,
             plot=plot_path, max_error_rate=max_error_rate, locust=locust,
             locust_workers=locust_workers,
-            locust_print_commands=locust_print_commands, region=region, say=note,
-            progress=live_counter(), on_connect=_target,
+            locust_print_commands=locust_print_commands, progress=live_counter(),
         )  # fmt: skip
     except (OutputNotWritten, BenchmarkFailed) as e:  # measured: show it, then fail
         current().result(e.result, render=render_measurement)
@@ -204,15 +212,14 @@ def sweep_command(
 ) -> None:
     """Deploy, benchmark and delete each mode x K in turn; compare; recommend K."""
     from ..errors import PeagleError
-    from ..ops.measure_sweep import sweep
 
-    result = sweep(
+    result = measure_client(region).sweep(
         model, modes=modes, k=k, concurrency=concurrency, instance_type=instance_type,
         requests=requests, duration=duration, warmup=warmup, dataset=dataset,
         max_tokens=max_tokens, temperature=temperature, acceptance_wait=acceptance_wait,
         slo=slo, search=search, slo_share=slo_share, search_limit=search_limit,
         max_probes=max_probes, requests_out=requests_out, out_dir=out_dir, keep=keep,
-        role=role, region=region, say=note, on_connect=_target,
+        role=role,
     )  # fmt: skip
     kept = result.cleanup.get("kept")
     note(f"sweep took {result.elapsed_s:.1f}s; left behind: {kept or 'nothing'}")

@@ -47,12 +47,13 @@ def report(message: str, *, fix: str | None, exit_code: int, kind: str, **extra:
     """Print the error line (stderr) and, with --json, the error document (stdout): the
     output object's `failure` (a command that failed after printing its result keeps
     that one document)."""
-    from .faces import cli_text
+    from .faces import cli_doc, cli_text
     from .output import current
 
     # In the CLI's words (flags for the SDK's keywords); a fix is pasted: each `peagle …`
     # in it (and in the message) targets what this command targeted.
     message, fix = cli_text(message) or "", cli_text(fix)
+    extra = cli_doc(extra)  # CheckFailed's `errors`: each check's message and fix
     doc = {"type": kind, "message": message, "fix": fix, "exit_code": exit_code, **extra}
     current().failure(message + (f" (fix: {fix})" if fix else ""), doc)
     return exit_code

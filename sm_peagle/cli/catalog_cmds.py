@@ -12,9 +12,9 @@ from .spec_options import JsonOpt, RegionOpt
 
 def models(json_out: JsonOpt = False) -> None:
     """List models with published P-EAGLE heads, and what is known about each."""
-    import sm_peagle
+    from .context import client
 
-    current().result(sm_peagle.models(), render=_render_models)
+    current().result(client().models(), render=_render_models)
 
 
 def _render_models(entries: list[Any]) -> None:
@@ -62,11 +62,9 @@ def instances(
     region: RegionOpt = None,
 ) -> None:
     """List GPU instance types peagle can deploy to, with GPU memory and $/h."""
-    import sm_peagle
+    from .context import client
 
-    from .output import note
-
-    items = sm_peagle.instances(live_prices, region=region, progress=note)
+    items = client(region).instances(live_prices)
     current().result(items, render=_render_instances)
 
 
@@ -98,6 +96,6 @@ def _render_instances(items: list[Any]) -> None:
 def schema(json_out: JsonOpt = False) -> None:
     """Print the JSON Schema of the deployment spec (a JSON document with or without
     --json, which is accepted so every command that prints data takes it)."""
-    import sm_peagle
+    from .context import client
 
-    current().json_document(sm_peagle.schema())  # a JSON document in either mode
+    current().json_document(client().schema())  # a JSON document in either mode

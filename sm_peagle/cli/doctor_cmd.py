@@ -40,13 +40,13 @@ def doctor_command(
     under --sandbox). A source that does not answer is 'not checked', with the reason.
     Exit 0 when current, 3 when something newer exists, 1 when a check failed.
     """
-    from ..ops.doctor import doctor
+    from .context import client
     from .output import current
 
-    options: dict[str, Any] = {"region": region, "offline": offline}
+    options: dict[str, Any] = {"offline": offline}
     if timeout is not None:  # the SDK reads "3s" as deploy's --timeout does
         options["timeout"] = timeout
-    report = doctor(**options)
+    report = client(region).doctor(**options)
     current().result(report, render=render_report)
     if report.exit_code:
         raise typer.Exit(report.exit_code)
@@ -61,6 +61,7 @@ FOUND_AS = {"vllm": "index", "dlc_image": "published", "sandbox_engine": "runnin
 def render_report(report: Any) -> None:
     """One line per check (its status, what peagle has, what was found and where), then
     the verdict with the exit code."""
+    from .faces import cli_text
     from .output import current
 
     out = current()
@@ -73,6 +74,6 @@ def render_report(report: Any) -> None:
         if c.found:
             found = f"{FOUND_AS[c.name]} {c.found}" if c.name in FOUND_AS else c.found
             parts.append(found + (f" ({c.source})" if c.source else ""))
-        parts.append(c.detail)
+        parts.append(cli_text(c.detail) or "")
         out.echo(f"  {c.title:<{width}}{c.status:<13}{' · '.join(parts)}")
     out.echo(f"{report.summary} (exit {report.exit_code})")

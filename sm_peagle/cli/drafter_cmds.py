@@ -98,9 +98,9 @@ def _render_inspection(ins: Any) -> None:
 @drafter_app.command("inspect")
 def inspect_cmd(src: SrcArg, region: RegionOpt = None, json_out: JsonOpt = False) -> None:
     """Read config.json and the safetensors headers (never the tensors) and summarise."""
-    import sm_peagle
+    from .context import client
 
-    ins = sm_peagle.drafter_inspect(src, region=region, progress=note)
+    ins = client(region).drafter_inspect(src)
     current().result(ins, render=_render_inspection)
 
 
@@ -137,9 +137,9 @@ def check_cmd(
     acceptance collapses, or rests on uninitialised memory; --strict fails it). Pickled
     weights (pytorch_model.bin) are refused although vLLM loads them: unpickling runs code
     from the file."""
-    import sm_peagle
+    from .context import client
 
-    result = sm_peagle.drafter_check(
+    result = client(region).drafter_check(
         src,
         model=model,
         vllm_version=vllm_version,
@@ -150,8 +150,6 @@ def check_cmd(
         target_vocab_size=target_vocab_size,
         target_num_layers=target_layers,
         strict=strict,
-        region=region,
-        progress=note,
     )
     current().result(result, render=lambda r: _render_check(r, model, mode))
     result.raise_for_failures()
@@ -160,7 +158,7 @@ def check_cmd(
 def _render_check(result: Any, model: str | None, mode: str) -> None:
     from rich.markup import escape
 
-    from .advice import rewrite
+    from .faces import check_detail
 
     checks, target = result.checks, result.target
     k = target["k"]
@@ -173,7 +171,7 @@ def _render_check(result: Any, model: str | None, mode: str) -> None:
         [
             c.name,
             STATUS_STYLE[c.status],
-            escape(c.message + (f" -> {rewrite(c.fix)}" if c.fix and c.status != "pass" else "")),
+            escape(check_detail(c)),
         ]
         for c in checks
     ]
@@ -234,8 +232,10 @@ def _render_push(result: Any) -> None:
     c.print(f"[bold]Pushed[/] {result.source} -> {result.s3_uri}")
     c.print(f"  uploaded  {len(result.uploaded)} file(s), {_mib(result.bytes_uploaded)}")
     c.print(f"  skipped   {len(result.skipped)} file(s) already in S3 with the same sha256")
+    from .faces import cli_text
+
     for n in result.notes:
-        c.print(f"  note      {n}", markup=False)
+        c.print(f"  note      {cli_text(n)}", markup=False)
     c.print("AdditionalModelDataSources entry (CreateModel PrimaryContainer):")
     c.print(json.dumps([result.entry], indent=2), markup=False)
 
@@ -286,14 +286,14 @@ def push_cmd(
     A head that `deploy --drafter` would refuse is refused (exit 2) with the same error,
     before anything is uploaded, unless --force: the same checks, for the deploy that
     --model, --vllm-version, --mode, -k and --trained-k describe."""
-    import sm_peagle
+    from .context import client
 
     if from_hf is not None and dest is None:
         src, dest = None, src  # `push --from-hf REPO s3://…/`: the one positional is the target
     bar = _Progress()
     ok = False
     try:
-        result = sm_peagle.drafter_push(
+        result = client(region).drafter_push(
             src,
             dest or "",
             channel=channel,
@@ -303,10 +303,8 @@ def push_cmd(
             mode=mode,
             k=k,
             trained_k=trained_k,
-            region=region,
             force=force,
             strict=strict,
-            progress=note,
             on_bytes=bar,
         )
         ok = True

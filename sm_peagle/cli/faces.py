@@ -13,27 +13,46 @@ test checks every keyword the SDK names against the options the CLI really has.
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from ..errors import UNSET, Call, Param, Phrase, Text
 from ..errors import render as render_text
 
-__all__ = ["COMMANDS", "CONFIRMED", "FLAGS", "CliFace", "cli_text", "flag_for"]
+__all__ = ["COMMANDS", "CONFIRMED", "FLAGS", "CliFace", "cli_text", "flag_for", "suggestion_for"]
 
 # SDK keyword -> CLI flag, where the flag is not `--keyword-with-dashes`. A keyword the
 # CLI takes as an argument maps to its metavar (upper case).
 FLAGS: dict[str, str] = {
+    # client (H-client)
+    "for_": "--for",
+    "source": "SRC",  # drafter inspect/check/push take the head as their argument
+    # foundation
     "k": "-k",
     "spec": "-f",
     "spec_file": "-f",
     "path": "-f",
     "wait": "--wait",
+    # errB: spec options and drafter check
+    "components": "--component",
+    "target_num_layers": "--target-layers",
 }
 # Per command, where one command's flag for a keyword differs from the table above.
 FLAGS_BY_COMMAND: dict[tuple[str, str], str] = {
+    # client (H-client)
+    ("drafter", "dest"): "DEST",
+    ("drafter", "source"): "SRC",
+    ("drafter", "target_num_layers"): "--target-layers",
+    # foundation
     ("invoke", "prompt"): "PROMPT",
     ("chat", "prompt"): "PROMPT",
+    # measure (bench, race, sweep)
+    ("bench", "out"): "--output",
+    ("bench", "search"): "--search-max-concurrency",
+    ("race", "components"): "--component",
+    ("sweep", "out_dir"): "--output",
+    ("sweep", "search"): "--search-max-concurrency",
+    # errors-a
+    ("ls", "include_unmanaged"): "--all",
 }
 # SDK operation -> the `peagle` command words, where they are not the name with `-`.
 COMMANDS: dict[str, tuple[str, ...]] = {
@@ -49,6 +68,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 # The CLI's wording of each `Phrase` (errors.PHRASES is the Python one; same keys).
 PHRASES: dict[str, str] = {
     "sandbox": "--sandbox",
+    "sandbox_run": "`peagle --sandbox`",
     "json": "--json",
 }
 # Commands that ask before they change anything: a suggested one carries `--yes` (it is
@@ -61,6 +81,15 @@ def flag_for(name: str, command: str | None = None) -> str:
     if command and (command, name) in FLAGS_BY_COMMAND:
         return FLAGS_BY_COMMAND[(command, name)]
     return FLAGS.get(name) or "--" + name.replace("_", "-")
+
+
+def _quote(token: str) -> str:
+    # As the CLI's own advice quotes: a placeholder (`NAME`, `<op>`,
+    # `arn:aws:iam::<account>:role/<name>`) prints as it is; a value a shell would split
+    # or expand is quoted.
+    from .advice import quote
+
+    return quote(token)
 
 
 def _value(value: Any) -> str:
@@ -88,28 +117,42 @@ class CliFace:
         if p.value is False:
             return "--no-" + flag.lstrip("-")
         value = _value(p.value)
-        return f"{flag} {shlex.quote(value) if value else value}".rstrip()
+        return f"{flag} {_quote(value) if value else value}".rstrip()
 
     def phrase(self, p: Phrase) -> str:
         return PHRASES[p.key]
 
     def call(self, c: Call) -> str:
-        from .advice import Suggestion, render
+        from .advice import render
 
-        words = COMMANDS.get(c.op) or (c.op.replace("_", "-"),)
-        options: list[tuple[str, str | None]] = []
-        for key, value in c.kwargs:
-            if value is None or value is False:
-                continue
-            flag = flag_for(key, words[0])
-            if flag.isupper():  # an argument of the command
-                continue
-            options.append((flag, None if value is True else shlex.quote(_value(value))))
-        if words[0] in CONFIRMED and ("--yes", None) not in options:
-            options.append(("--yes", None))
-        args = [shlex.quote(str(a)) for a in c.args]
-        args += [shlex.quote(_value(v)) for k, v in c.kwargs if flag_for(k, words[0]).isupper()]
-        return render(Suggestion(tuple(words), tuple(args), tuple(options)))
+        return render(suggestion_for(c))
+
+
+def suggestion_for(c: Call, *, yes: bool = False) -> Any:
+    """The `advice.Suggestion` of SDK call `c`: its command words, arguments and flags;
+    `--yes` on a command that asks first (CONFIRMED, or `yes=`), unless `c` says
+    `yes=False` (a suggestion that should still ask, such as `delete --force`)."""
+    from .advice import ABOUT_COMPONENT, Suggestion
+
+    words = COMMANDS.get(c.op) or (c.op.replace("_", "-"),)
+    given = dict(c.kwargs)
+    options: list[tuple[str, str | None]] = []
+    for key, value in c.kwargs:
+        if value is None or value is False:
+            continue
+        flag = flag_for(key, words[0])
+        if flag.isupper():  # an argument of the command
+            continue
+        options.append((flag, None if value is True else _quote(_value(value))))
+    confirmed = yes or words[0] in CONFIRMED
+    if confirmed and given.get("yes") is not False and ("--yes", None) not in options:
+        options.append(("--yes", None))
+    args = [_quote(str(a)) for a in c.args]
+    args += [_quote(_value(v)) for k, v in c.kwargs if flag_for(k, words[0]).isupper()]
+    # As in free text (advice.rewrite): advice to read a component's logs repeats the
+    # `--component` the running command was given.
+    about = words[0] in ABOUT_COMPONENT
+    return Suggestion(tuple(words), tuple(args), tuple(options), about)
 
 
 def cli_text(value: str | None, command: str | None = None) -> str | None:
@@ -129,3 +172,12 @@ def cli_doc(doc: Any, command: str | None = None) -> Any:
     if isinstance(doc, list | tuple):
         return [cli_doc(v, command) for v in doc]
     return doc
+
+
+def check_detail(check: Any, command: str | None = None) -> str:
+    """A check's table cell: its message, and `-> fix` unless it passed, in the CLI's words
+    (a `peagle …` in the fix targets where this command did)."""
+    detail = cli_text(check.message, command) or ""
+    if check.fix and check.status != "pass":
+        detail += f" -> {cli_text(check.fix, command)}"
+    return detail

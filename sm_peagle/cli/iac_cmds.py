@@ -49,18 +49,16 @@ def export_command(
     """Export the planned deployment as Terraform JSON, CloudFormation, the raw plan, or a
     sagemaker SDK script. With --json: one document (format, endpoint, output, warnings and
     the exported text)."""
-    import sm_peagle
+    from .context import client
 
-    result = sm_peagle.export(
+    result = client(region).export(
         model,
         format_,
         output,
         spec_file=spec_file,
         role=role,
-        region=region,
         image=image,
         vllm_version=vllm_version,
-        progress=note,
     )
     if result.output is not None:
         note(f"wrote {result.format} export of {result.endpoint} to {result.output}")
@@ -97,19 +95,16 @@ def iam_policy_command(
 ) -> None:
     """Print the least-privilege execution-role policy and trust policy for a deployment
     (--for deployer: the policy of whoever runs peagle)."""
-    import sm_peagle
+    from .context import client
 
-    result = sm_peagle.iam_policy(
+    result = client(region).iam_policy(
         model,
-        for_=for_,  # the SDK checks it (one message from either side)
+        for_=for_,  # the SDK checks it (one error, each face words it)
         account=account,
         spec_file=spec_file,
         role=role,
-        region=region,
         image=image,
         vllm_version=vllm_version,
-        progress=note,
-        _cli=True,
     )
     current().result(result, render=_show_policy)
 

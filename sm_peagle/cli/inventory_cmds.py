@@ -26,10 +26,9 @@ LogsJsonOpt = json_option(
 def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = False) -> None:
     """Status, instances, mode and K (read from the deployed model), image, the weights'
     and drafter's S3 URIs, age, $/h."""
-    from ..ops.endpoints import status
-    from .context import hello
+    from .context import client
 
-    st = status(name, region=region, on_connect=hello)
+    st = client(region).status(name)
     current().result(st, render=lambda st: render_status(name, st))
 
 
@@ -37,10 +36,13 @@ def render_status(name: str, st: Any) -> None:
     """The endpoint as a field/value table (its first row, `source`, says where it was
     read: AWS or the sandbox and its engine), then its inference components (if any), then
     any operation on it that did not finish, with the commands that undo or finish it."""
+    from .faces import cli_text
+
     if st.problem:
         rows = [["source", current().label], ["status", st.status]]
         console().print(table(name, ["field", "value"], rows))
-        note(f"{name} is broken: {st.problem}; `{(st.fix or '').split(' (', 1)[0]}` removes it")
+        fix = cli_text(st.fix) or ""
+        note(f"{name} is broken: {st.problem}; `{fix.split(' (', 1)[0]}` removes it")
     else:
         _render_healthy(name, st)
     for u in st.unfinished or []:
@@ -48,9 +50,10 @@ def render_status(name: str, st: Any) -> None:
         if u.state == "running":
             note(f"{who} may still be running ({u.owner}): {', '.join(u.resources)}")
             continue
-        steps = [f"undo: `{u.undo}`"] if u.undo else []
+        # The SDK names the calls; the CLI prints their commands (cli/faces.py).
+        steps = [f"undo: `{cli_text(u.undo)}`"] if u.undo else []
         if u.finish:
-            steps.append(f"finish: `{u.finish.split(' (', 1)[0]}`")
+            steps.append(f"finish: `{(cli_text(u.finish) or '').split(' (', 1)[0]}`")
         note(f"{who} did not finish: {', '.join(u.resources)}; {'; '.join(steps)}")
 
 
@@ -123,10 +126,9 @@ def ls_command(
     json_out: JsonOpt = False,
 ) -> None:
     """List endpoints managed by peagle (by tag)."""
-    from ..ops.endpoints import ls
-    from .context import hello
+    from .context import client
 
-    rows = ls(include_unmanaged=all_, region=region, on_connect=hello)
+    rows = client(region).ls(include_unmanaged=all_)
     current().result(rows, render=lambda rows: _render_ls(rows, all_))
 
 
@@ -192,20 +194,9 @@ def logs_command(
     """Stream the endpoint's (or an inference component's) CloudWatch logs; SpecDecoding
     metrics lines are highlighted. Each line starts with where it came from:
     [AWS], [SANDBOX (SIMULATED)] or [SANDBOX (vllm X.Y.Z, CPU, tiny model)]."""
-    from ..ops.endpoints import logs
-    from .context import hello
+    from .context import client
 
-    stream = logs(
-        name,
-        since=since,
-        follow=follow,
-        until=until,
-        component=component,
-        region=region,
-        say=note,
-        on_connect=hello,
-        _cli=True,
-    )
+    stream = client(region).logs(name, since=since, follow=follow, until=until, component=component)
     ic = stream.component
     empty = (
         f"[{stream.label}] no log lines for {name}{f' component {ic}' if ic else ''} "
@@ -263,18 +254,14 @@ def delete_command(
     Refuses an endpoint without the peagle:managed tag, or one hosting inference
     components peagle did not create, unless --force; never deletes a config or model
     another endpoint (or inference component) uses, nor a foreign component's model."""
-    from ..ops.endpoints import delete
-    from .context import hello
+    from .context import client
 
-    result = delete(
+    result = client(region).delete(
         name,
         keep_model=keep_model,
         force=force,
         dry_run=dry_run,
         confirm=None if dry_run else asker(yes),
-        region=region,
-        say=note,
-        on_connect=hello,
     )
     current().result(result, render=lambda r: _render_delete(r, name, dry_run))
 
@@ -323,18 +310,14 @@ def gc_command(
     never completed or whose config or model is missing, inference components whose
     endpoint is gone, then endpoint configs and models nothing uses. What an operation
     that may still be running made is left alone; adopted resources are never touched."""
-    from ..ops.endpoints import gc
-    from .context import hello
+    from .context import client
 
-    result = gc(
+    result = client(region).gc(
         dry_run=dry_run,
         min_age=min_age,
         operation=operation,
         force=force,
         confirm=asker(yes),
-        region=region,
-        say=note,
-        on_connect=hello,
     )
     current().result(result, render=lambda r: _render_gc(r, dry_run, min_age))
 

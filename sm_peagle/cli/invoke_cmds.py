@@ -44,12 +44,6 @@ StreamOpt = Annotated[
 ]
 
 
-def _target(aws: Any) -> None:
-    from ..ops.target import talking_to
-
-    note(talking_to(aws.region))
-
-
 def stats_line(c: Any) -> str:
     """`TTFT 0.41s · 128 output tokens · 312.5 tok/s · 3.12 tokens/chunk`: token counts
     from vLLM's usage, never from chunks or characters."""
@@ -165,12 +159,11 @@ def invoke_command(
     """Send one prompt; stream the answer to stdout and a stats line to stderr."""
     from functools import partial
 
-    from ..ops.measure_traffic import invoke
+    from .bench_cmds import measure_client
 
     send = partial(
-        invoke, name, prompt, system=system, max_tokens=max_tokens, temperature=temperature,
-        top_p=top_p, stream=stream, raw=raw, component=component, region=region, say=note,
-        on_connect=_target,
+        measure_client(region).invoke, name, prompt, system=system, max_tokens=max_tokens,
+        temperature=temperature, top_p=top_p, stream=stream, raw=raw, component=component,
     )  # fmt: skip
     completion = current().human(_Live(stream).run, otherwise=_send)(send)
     current().result(completion, render=_render_stats)
@@ -191,11 +184,11 @@ def chat_command(
     With --json, stdout gets one document at the end: the transcript (messages) and each
     turn's stats; answers are shown on stderr meanwhile."""
     from ..errors import PeagleError
-    from ..ops.measure_traffic import chat
+    from .bench_cmds import measure_client
 
-    session = chat(
+    session = measure_client(region).chat(
         name, system=system, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
-        stream=stream, component=component, region=region, say=note, on_connect=_target,
+        stream=stream, component=component,
     )  # fmt: skip
     interactive = sys.stdin.isatty()
     turn = current().human(_live_turn, otherwise=_json_turn)

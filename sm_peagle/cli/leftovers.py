@@ -22,10 +22,10 @@ def suggested_removal(exc: Interrupted) -> str:
     too) when it was not the sandbox."""
     from dataclasses import replace
 
-    from .advice import Suggestion, current_target, render
+    from .advice import current_target, render
+    from .faces import suggestion_for
 
-    suggestion = Suggestion.parse([*exc.command, "--yes"])
-    assert suggestion is not None, exc.command  # the lifecycle names peagle commands only
+    suggestion = suggestion_for(exc.command, yes=True)
     target = current_target()
     if exc.region and not target.sandbox and target.region is None:
         target = replace(target, region=exc.region)

@@ -92,11 +92,9 @@ def deploy_command(
     options: SpecOptions,
 ) -> None:
     """Create the endpoint (model -> config -> endpoint), wait, and roll back on failure."""
-    import sm_peagle
-
     from ..errors import DeploymentFailed
     from ..planning.spec.options import build_spec
-    from .context import hello
+    from .context import client
     from .live import wait_view
     from .plan_cmd import render_plan
 
@@ -106,21 +104,20 @@ def deploy_command(
 
         given_region(spec.region)
     if dry_run:
-        p = sm_peagle.plan(spec, strict=strict)
+        p = client().plan(spec, strict=strict)
         current().result(p, render=render_plan)
         p.raise_for_failures()
         return
     try:
         with wait_view() as on_poll:
-            ep = sm_peagle.deploy(
+            # The spec carries the region (--region is a spec option here): the client
+            # deploys where the spec says.
+            ep = client(on_poll=on_poll).deploy(
                 spec,
                 wait=wait,
                 timeout=timeout,
                 keep_on_failure=keep_on_failure,
-                say=note,
-                on_poll=on_poll,
                 confirm=asker(yes),
-                on_connect=hello,
                 strict=strict,
             )
     except DeploymentFailed as e:
@@ -165,14 +162,13 @@ def update_command(
     On an endpoint hosting inference components, K and mode are per component:
     `--component NAME -k N` changes that component (new model, UpdateInferenceComponent)."""
     from ..errors import DeploymentFailed
-    from ..ops.changes import update
     from .component_cmds import render_update
-    from .context import hello
+    from .context import client
     from .live import wait_view
 
     try:
         with wait_view() as on_poll:
-            result = update(
+            result = client(region, on_poll=on_poll).update(
                 name,
                 k=k,
                 mode=mode,
@@ -182,12 +178,7 @@ def update_command(
                 copies=copies,
                 timeout=timeout,
                 confirm=asker(yes),
-                region=region,
-                say=note,
-                on_connect=hello,
-                on_poll=on_poll,
                 dry_run=dry_run,
-                _cli=True,
             )
     except DeploymentFailed as e:
         report_failure(e)

@@ -373,9 +373,12 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Any:
     in a note."""
     from rich.table import Table
 
-    from .advice import rewrite  # a `peagle …` in a cell targets where this command did
+    # In the CLI's words (a Text: a price's note naming a call), and a `peagle …` in a cell
+    # targets where this command did
+    from .faces import cli_text
 
-    cells = [["-" if v is None else rewrite(str(v)) for v in row] for row in rows]
+    cells = [["-" if v is None else cli_text(v if isinstance(v, str) else str(v)) for v in row]
+             for row in rows]  # fmt: skip
 
     texts = [[_plain(c) for c in col] for col in zip(columns, *cells, strict=True)]
     # A column of single words (names, types, numbers) never wraps; prose wraps at spaces.

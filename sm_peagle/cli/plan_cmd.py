@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .advice import rewrite
+from .faces import check_detail, cli_text
 from .options import StrictOpt
 from .output import STATUS_STYLE, console, current, table
 from .plan_text import requests_text
@@ -41,10 +41,7 @@ def render_plan(p: Any) -> None:
                     STATUS_STYLE[ch.status],
                     # escape: messages quote shapes like [32, 8640], which rich eats as tags;
                     # a fix naming a command targets what this plan targeted (--region)
-                    escape(
-                        ch.message
-                        + (f" -> {rewrite(ch.fix)}" if ch.fix and ch.status != "pass" else "")
-                    ),
+                    escape(check_detail(ch)),
                 ]
                 for ch in p.checks
             ],
@@ -55,7 +52,7 @@ def render_plan(p: Any) -> None:
 def price_text(p: Any) -> str:
     """The plan's price, as the summary's `cost` line shows it: with its region and source,
     or why it is unknown in this region (never another region's figure unlabelled)."""
-    return rewrite(p.price.label) if p.price else "unknown"  # it may name a command
+    return (cli_text(p.price.label) or "unknown") if p.price else "unknown"  # it may name a call
 
 
 def summary_lines(p: Any) -> list[str]:
@@ -86,9 +83,9 @@ def summary_lines(p: Any) -> list[str]:
     else:
         lines.append("  speculative     none (baseline)")
     if p.k_origin is not None and not p.inference_components:
-        lines.append(f"  {p.k_origin.describe()}")
+        lines.append(f"  {cli_text(p.k_origin.describe())}")
     for name, origin in p.component_k_origins.items():
-        lines.append(f"  component {name}: {origin.describe()}")
+        lines.append(f"  component {name}: {cli_text(origin.describe())}")
     lines.append(f"  cost            {price_text(p)}")
     lines += [f"  availability    {line}" for line in p.availability]
     return lines
@@ -104,10 +101,9 @@ def plan_command(
     options: SpecOptions,
 ) -> None:
     """Validate a deployment and print the exact AWS requests, without creating anything."""
-    import sm_peagle
-
     from ..planning.spec.options import build_spec
+    from .context import client
 
-    p = sm_peagle.plan(build_spec(model, spec_file, options), strict=strict)
+    p = client().plan(build_spec(model, spec_file, options), strict=strict)
     current().result(p, render=render_plan)
     p.raise_for_failures()

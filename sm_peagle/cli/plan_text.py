@@ -98,7 +98,9 @@ def _component_origin(p: Any, component: str) -> str:
     knows (a baseline component has none)."""
     for short, origin in p.component_k_origins.items():
         if component == short or component.endswith(f"-{short}"):
-            return f"  {short}, {origin.describe()}"
+            from .faces import cli_text  # the reason may name a keyword (-k)
+
+            return f"  {short}, {cli_text(origin.describe())}"
     return ""
 
 

@@ -110,12 +110,12 @@ def race_command(
 
     peagle race EP-A EP-B · peagle race EP/p-eagle EP/baseline ·
     peagle race EP --component p-eagle --component baseline"""
-    from ..ops.measure import race
+    from .bench_cmds import measure_client
 
+    race = measure_client(region, say_where=False).race
     live_tty = current().live  # a terminal, no --json: both answers grow in two panes
     kwargs: dict[str, Any] = dict(
         components=component, prompt=prompt, max_tokens=max_tokens, temperature=temperature,
-        region=region,
     )  # fmt: skip
     if live_tty:
         from .output import console

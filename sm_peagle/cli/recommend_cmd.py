@@ -26,9 +26,9 @@ def recommend_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Rank the instance types where the model + drafter fit, by $/h and headroom."""
-    import sm_peagle
+    from .context import client
 
-    rec = sm_peagle.recommend(
+    rec = client().recommend(
         model,
         concurrency=concurrency,
         budget=budget,

@@ -10,7 +10,7 @@ import typer
 
 from .bench_cmds import CsvOpt, MarkdownOpt, PlotOpt
 from .bench_render import render_measurement
-from .output import current, note
+from .output import current
 from .spec_options import JsonOpt
 
 
@@ -30,7 +30,8 @@ def report_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Re-render stored results (no AWS access): tables, markdown, CSV, PNG, HTML."""
-    from ..ops.measure import report
+    from .bench_cmds import measure_client
 
-    result = report(path, markdown=markdown, csv=csv_path, plot=plot_path, html=html, say=note)
+    client = measure_client(None, say_where=False)  # no AWS access
+    result = client.report(path, markdown=markdown, csv=csv_path, plot=plot_path, html=html)
     current().result(result, render=render_measurement)

@@ -2,7 +2,7 @@
 deployment (vLLM's per-position acceptance rates, from the requests' own acceptance
 histograms where the image reports them, else from the log lines, + the step cost
 measured at K), without redeploying. The numbers are an ESTIMATE and say so (see
-sm_peagle/benchmarking/tune_k.py). The work is one SDK call, `sm_peagle.tune_k`; this
+sm_peagle/benchmarking/tune_k.py). The work is one SDK call, the client's `tune_k`; this
 module renders its result."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from .options import component_option, concurrency_option, requests_option
-from .output import current, note
+from .output import current
 from .spec_options import JsonOpt, RegionOpt
 
 TuneComponentOpt = component_option(
@@ -54,12 +54,12 @@ def tune_k_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Estimate output tok/s for each K' <= K from one deployment's per-position acceptance."""
-    from ..ops.measure import tune_k
+    from .bench_cmds import measure_client
 
-    result = tune_k(
+    result = measure_client(region, say_where=False).tune_k(
         name, component=component, concurrency=concurrency, requests=requests,
         max_tokens=max_tokens, dataset=dataset, results=results, position_cost=position_cost,
-        tolerance=tolerance, acceptance_wait=acceptance_wait, region=region, say=note,
+        tolerance=tolerance, acceptance_wait=acceptance_wait,
     )  # fmt: skip
     current().result(result, render=render_tune_k)
 

@@ -98,7 +98,12 @@ def check_drafter(
 ) -> list[Check]:
     """Run every drafter rule; returns checks in a fixed order (config first, layout last)."""
     if mode not in MODES:
-        raise SpecError(f"unknown drafter mode {mode!r}", remedy="use p-eagle or eagle3")
+        raise SpecError(
+            f"unknown drafter mode {mode!r}",
+            remedy="use p-eagle or eagle3",
+            field="mode",
+            value=mode,
+        )
     ins, v = inspection, vllm_version
     arch = effective_architecture(ins, v)  # the class vLLM loads: sizes depend on it
     return [
@@ -127,7 +132,12 @@ def check_drafter_loading(
     head (`LOADING_CHECKS`, in that order). `check_drafter` is the first pass; `drafter
     check`, the plan, deploy preflight and push run both."""
     if mode not in MODES:
-        raise SpecError(f"unknown drafter mode {mode!r}", remedy="use p-eagle or eagle3")
+        raise SpecError(
+            f"unknown drafter mode {mode!r}",
+            remedy="use p-eagle or eagle3",
+            field="mode",
+            value=mode,
+        )
     ins, v = inspection, vllm_version
     arch = effective_architecture(ins, v)
     return [

@@ -14,7 +14,7 @@ from typing import Any
 from sm_peagle.drafter.inspection import DrafterInspection, parse_s3_uri
 from sm_peagle.drafter.readers import HeaderReader, inspect_local
 from sm_peagle.drafter.safetensors_header import ByteCounter, SafetensorsHeader, read_s3_header
-from sm_peagle.errors import SpecError
+from sm_peagle.errors import Call, SpecError, text
 
 __all__ = ["S3Reader", "inspect_drafter"]
 
@@ -66,7 +66,9 @@ class S3Reader(HeaderReader):
         if not sizes and not self.ins.folder_keys:
             raise SpecError(
                 f"no objects under {self.ins.source}",
-                remedy="push the drafter first: peagle drafter push DIR S3_URI",
+                remedy=text(
+                    "push the drafter first: {push}", push=Call("drafter_push", "DIR", "S3_URI")
+                ),
             )
         return sizes
 

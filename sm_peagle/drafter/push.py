@@ -33,6 +33,8 @@ def manifest_key(prefix: str) -> str:
     SageMaker mounts every key under the prefix into the container; the manifest is
     peagle's bookkeeping, not part of the head."""
     return prefix.rstrip("/") + MANIFEST_SUFFIX
+
+
 _MIB = 1024 * 1024
 # Files uploaded at once; each file also uses multipart concurrency for big shards.
 _FILES_IN_PARALLEL = 4
@@ -88,13 +90,17 @@ def default_transfer_config() -> Any:
     )
 
 
-def make_push_client(region: str | None = None) -> Any:
+def make_push_client(region: str | None = None, aws: Any = None) -> Any:
     """An S3 client whose connection pool fits the parallel uploads (the default of 10 is
-    smaller than files x parts in flight, which makes urllib3 discard connections)."""
+    smaller than files x parts in flight, which makes urllib3 discard connections); on
+    `aws`'s target (an AwsContext: its endpoint URL, credentials) when given."""
     from sm_peagle.aws import AwsContext
 
     pool = _FILES_IN_PARALLEL * _concurrency() + 4
-    ctx = AwsContext(region, max_pool_connections=pool)
+    if aws is not None:
+        ctx = aws.derive(max_pool_connections=pool)
+    else:
+        ctx = AwsContext(region, max_pool_connections=pool)
     # S3 needs no region to be configured: botocore follows the bucket's region redirect.
     return ctx.client("s3", region=ctx.session.region_name or "us-east-1")
 

@@ -38,11 +38,13 @@ def inspect_local(source: str) -> DrafterInspection:
     """Inspect a local drafter directory (headers only, never tensors)."""
     root = Path(source).expanduser()
     if not root.exists():
-        raise SpecError(f"drafter directory {source} does not exist")
+        raise SpecError(f"drafter directory {source} does not exist", field="source", value=source)
     if not root.is_dir():
         raise SpecError(
             f"drafter source {source} is not a directory",
             remedy="pass the directory holding config.json and *.safetensors",
+            field="source",
+            value=source,
         )
     return LocalReader(root).run()
 

@@ -28,7 +28,7 @@ import json
 import re
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import Call, Param, SpecError, text
 from ..planning.spec.tags import tagged_requests
 from ..vllm.versions import CUDA13_AMI
 
@@ -184,7 +184,11 @@ def _translate(value: dict[str, Any], table: Table, path: str, target: str) -> d
         if key not in table:
             raise SpecError(
                 f"{target} export: the plan sets {path}.{key}, which {target} cannot express",
-                remedy="use `peagle apply`, or `--format json` for the raw requests",
+                remedy=text(
+                    "use `{apply}`, or `{json}` for the raw requests",
+                    apply=Call("apply"),
+                    json=Param("format", "json"),
+                ),
             )
         name, kind = table[key]
         lit = _tf_literal if target == "Terraform" else _same_value
@@ -267,7 +271,11 @@ def to_cloudformation(plan: Any) -> dict[str, Any]:
             "CloudFormation cannot express this deployment: AWS::SageMaker::Model has no "
             f"AdditionalModelDataSources property, so drafter channel {src['ChannelName']!r} "
             f"({src['S3DataSource']['S3Uri']}) cannot be mounted",
-            remedy="use `peagle export --format terraform` or `peagle apply -f <spec>`",
+            remedy=text(
+                "use `{export}` or `{apply}`",
+                export=Call("export", format="terraform"),
+                apply=Call("apply", spec="<spec>"),
+            ),
         )
     (model_req, *_), config_req, endpoint_req = tagged_requests(plan)
     model = _translate(model_req, _CFN_MODEL, "CreateModel", "CloudFormation")
@@ -321,8 +329,12 @@ def _refuse_unexported(plan: Any, target: str) -> None:
         }[target]
         raise SpecError(
             f"{target} export cannot express inference components: {why}",
-            remedy="deploy with `peagle deploy`/`peagle apply -f <spec>`, or `--format json` "
-            "for the requests",
+            remedy=text(
+                "deploy with `{deploy}`/`{apply}`, or `{json}` for the requests",
+                deploy=Call("deploy"),
+                apply=Call("apply", spec="<spec>"),
+                json=Param("format", "json"),
+            ),
         )
     parts = []
     if getattr(plan, "pool_models", None):
@@ -332,7 +344,11 @@ def _refuse_unexported(plan: Any, target: str) -> None:
     if parts:
         raise SpecError(
             f"{target} export does not cover {' or '.join(parts)} yet",
-            remedy="deploy with `peagle apply -f <spec>`, or `--format json` for the requests",
+            remedy=text(
+                "deploy with `{apply}`, or `{json}` for the requests",
+                apply=Call("apply", spec="<spec>"),
+                json=Param("format", "json"),
+            ),
         )
 
 
@@ -345,7 +361,13 @@ def export_document(plan: Any, fmt: str) -> dict[str, Any]:
         return to_cloudformation(plan)
     if fmt == "json":
         return plan.to_dict()
-    raise SpecError(f"--format: unknown format {fmt!r}", remedy=f"use one of {', '.join(FORMATS)}")
+    raise SpecError(
+        text("{format}: unknown format {fmt!r}", fmt=fmt),
+        remedy=f"use one of {', '.join(FORMATS)}",
+        field="format",
+        value=fmt,
+        rule=f"one of {', '.join(FORMATS)}",
+    )
 
 
 def export_text(plan: Any, fmt: str) -> str:

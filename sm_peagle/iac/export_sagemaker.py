@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import Call, Param, SpecError, text
 from ..planning.spec.tags import deploy_requests
 
 __all__ = ["SDK_REQUIREMENT", "CREATE_KEYWORDS", "snake", "to_sagemaker_script"]
@@ -148,7 +148,11 @@ class _Writer:
                 raise SpecError(
                     f"sagemaker export: the plan sets {operation}.{key}, which "
                     f"sagemaker-core's {cls}.create() does not take",
-                    remedy="use `peagle apply`, or `--format json` for the raw requests",
+                    remedy=text(
+                        "use `{apply}`, or `{json}` for the raw requests",
+                        apply=Call("apply"),
+                        json=Param("format", "json"),
+                    ),
                 )
             args.append(f"{_INDENT}{snake(key)}={self.value(item, members[key]['shape'], 1)},\n")
         args.append(f"{_INDENT}session=SESSION,\n{_INDENT}region=REGION,\n")
@@ -160,12 +164,20 @@ def _refuse(plan: Any) -> None:
         raise SpecError(
             "sagemaker export does not cover autoscaling: sagemaker-core has no resource "
             "classes for Application Auto Scaling or CloudWatch alarms",
-            remedy="deploy with `peagle apply -f <spec>`, or `--format json` for the requests",
+            remedy=text(
+                "deploy with `{apply}`, or `{json}` for the requests",
+                apply=Call("apply", spec="<spec>"),
+                json=Param("format", "json"),
+            ),
         )
     if plan.drafter_push:
         raise SpecError(
-            "sagemaker export cannot upload the local drafter head "
-            f"{plan.drafter_push['source']}: `peagle deploy` pushes it to S3 first",
+            text(
+                "sagemaker export cannot upload the local drafter head "
+                "{source}: `{deploy}` pushes it to S3 first",
+                source=plan.drafter_push["source"],
+                deploy=Call("deploy"),
+            ),
             remedy="push the head to S3 yourself and give that s3:// URI as the drafter",
         )
 

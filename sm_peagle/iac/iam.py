@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import Param, text
+
 __all__ = [
     "PLACEHOLDER_ACCOUNT",
     "WILDCARD_ACTIONS",
@@ -166,13 +168,22 @@ def resolve_account(plan: Any, account: str | None, warnings: list[str]) -> str:
     role_account = m[1] if m else None
     if account:
         if role_account and role_account != account:
-            warnings.append(f"--account {account} differs from the role's account {role_account}")
+            warnings.append(
+                text(
+                    "{account} differs from the role's account {role_account}",
+                    account=Param("account", account),
+                    role_account=role_account,
+                )
+            )
         return account
     if role_account:
         return role_account
     warnings.append(
-        f"no role or --account given: the policy uses the placeholder account "
-        f"{PLACEHOLDER_ACCOUNT}; replace it (or pass --role / --account) before use"
+        text(
+            "no role or {account} given: the policy uses the placeholder account "
+            "{placeholder}; replace it (or pass {role} / {account}) before use",
+            placeholder=PLACEHOLDER_ACCOUNT,
+        )
     )
     return PLACEHOLDER_ACCOUNT
 

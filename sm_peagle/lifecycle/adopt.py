@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..checks import Check, warned
-from ..errors import NotFound, SpecError
+from ..errors import ETC, Call, NotFound, SpecError, text
 from ..planning.adopt.compare import Difference
 from ..planning.adopt.refusals import refusal
 from ..planning.adopt.spec import Adoption, Deployed, reconstruct
@@ -109,7 +109,8 @@ def read_deployed(aws: Any, name: str) -> Deployed:
     except ClientError as e:
         if not_found(e):
             raise NotFound(
-                f"endpoint {name} does not exist", remedy="see `peagle ls --all`"
+                f"endpoint {name} does not exist",
+                remedy=text("see `{ls}`", ls=Call("ls", include_unmanaged=True)),
             ) from None
         raise
     config = sm.describe_endpoint_config(EndpointConfigName=ep["EndpointConfigName"])
@@ -210,7 +211,12 @@ def adopt(
             raise SpecError(
                 f"endpoint {name} is already managed by peagle (tagged {MANAGED}, with its "
                 "spec); nothing to adopt",
-                remedy=f"`peagle status {name}`, `peagle update {name} ...` or `peagle apply`",
+                remedy=text(
+                    "`{status}`, `{update}` or `{apply}`",
+                    status=Call("status", name),
+                    update=Call("update", name, ETC),
+                    apply=Call("apply"),
+                ),
             )
         say(f"an earlier adopt of {name} stopped partway; finishing it")
     adoption = reconstruct(d, model=model, jumpstart_spec=_jumpstart_spec(d, model))
@@ -236,7 +242,10 @@ def _differences_refusal(name: str, diffs: list[Difference]) -> SpecError:
     return SpecError(
         f"cannot adopt {name}: its spec does not plan to what it runs, so the next update "
         f"or apply would change {len(diffs)} field(s) peagle cannot represent: {listed}",
-        remedy=f"`peagle adopt {name} --dry-run` shows them; --accept-differences adopts anyway",
+        remedy=text(
+            "`{adopt}` shows them; {accept_differences} adopts anyway",
+            adopt=Call("adopt", name, dry_run=True),
+        ),
     )
 
 
@@ -284,7 +293,10 @@ def _refuse_if_moved(sm: Any, d: Deployed) -> None:
     now = sm.describe_endpoint(EndpointName=d.name)
     reason = refusal(Deployed(d.name, d.region, now, d.config, d.models))
     if reason is None and now["EndpointConfigName"] != d.config["EndpointConfigName"]:
-        reason = (f"it now runs config {now['EndpointConfigName']}", f"`peagle adopt {d.name}`")
+        reason = (
+            f"it now runs config {now['EndpointConfigName']}",
+            text("`{adopt}`", adopt=Call("adopt", d.name)),
+        )
     if reason:
         raise SpecError(f"cannot adopt {d.name}: {reason[0]}", remedy=reason[1])
     _refuse_shared(sm, d)
@@ -411,7 +423,7 @@ def _restore(
         raise Interrupted(
             "adopt stopped",
             [("tags", _short(a)) for a in left + pending],
-            ("adopt", name),
+            Call("adopt", name),
             effect=f"finishes adopting {name} (they may be partly peagle's)",
             region=getattr(getattr(sm, "meta", None), "region_name", None),
         ) from stop
@@ -423,6 +435,10 @@ def _restore(
 
 def _say_left(say: Callable[[str], None], name: str, arns: list[str]) -> None:
     say(
-        f"the tags of {', '.join(_short(a) for a in arns)} may be partly peagle's; "
-        f"`peagle adopt {name} --yes` finishes adopting {name}"
+        text(
+            "the tags of {tags} may be partly peagle's; `{adopt}` finishes adopting {name}",
+            tags=", ".join(_short(a) for a in arns),
+            adopt=Call("adopt", name, yes=True),
+            name=name,
+        )
     )

@@ -126,14 +126,16 @@ def compare(new: Plan, aws: Any) -> ApplyPlan:
 
 def _tagged_under_another_name(sm: Any, deployment: str) -> str | None:
     """The one live endpoint tagged as `deployment` under another name, or None."""
-    from ..errors import SpecError
+    from ..errors import Call, SpecError, text
     from .resources import endpoints_of_deployment
 
     found = endpoints_of_deployment(sm, deployment)
     if len(found) > 1:
         raise SpecError(
             f"{len(found)} endpoints carry deployment {deployment}'s tags: {', '.join(found)}",
-            remedy="delete the extra ones (`peagle delete NAME --yes`), or give each spec "
-            "its own endpoint.name",
+            remedy=text(
+                "delete the extra ones (`{delete}`), or give each spec its own endpoint.name",
+                delete=Call("delete", "NAME"),
+            ),
         )
     return found[0] if found else None

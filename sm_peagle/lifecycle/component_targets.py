@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import Call, Param, SpecError, text
 
 __all__ = ["choices", "components_of", "resolve_component"]
 
@@ -58,32 +58,44 @@ def choices(endpoint: str, names: list[str]) -> str:
 
 
 def resolve_component(
-    sm: Any, endpoint: str, component: str | None, *, flag: str = "--component"
+    sm: Any, endpoint: str, component: str | None, *, flag: str = "component"
 ) -> str | None:
     """The InferenceComponentName to send to `endpoint` for `component` (None: none).
 
     SpecError (exit 2) when the endpoint hosts components and none is named, when the
     named one is not on the endpoint, or when one is named for an endpoint that hosts
     none; unchecked (returned as given) when the control plane cannot answer. `flag` is
-    how the caller names the choice in messages (`component=` in the SDK, `/` for race's
-    ENDPOINT/COMPONENT)."""
+    "/" when the caller wrote the choice as ENDPOINT/COMPONENT (race); otherwise messages
+    name the `component` parameter (`component=` in Python, `--component` at the CLI)."""
+    slash = flag == "/"
     names = components_of(sm, endpoint)
     if names is None:
         return component
     if not names:
         if component is None:
             return None
-        named = {"/": f"/{component}", "component=": f"component={component!r}"}
         raise SpecError(
-            f"endpoint {endpoint} hosts no inference components (or does not exist); "
-            f"drop {named.get(flag, f'{flag} {component}')}",
-            remedy=f"see `peagle status {endpoint}`",
+            text(
+                "endpoint {endpoint} hosts no inference components (or does not exist); "
+                "drop {named}",
+                endpoint=endpoint,
+                named=f"/{component}" if slash else Param("component", component),
+            ),
+            remedy=text("see `{status}`", status=Call("status", endpoint)),
+            field="component",
+            value=component,
         )
     if component is None:
         raise SpecError(
-            f"endpoint {endpoint} hosts inference components and SageMaker needs one named: "
-            + (f"write {endpoint}/COMPONENT" if flag == "/" else f"pass {flag}")
-            + f" with one of {choices(endpoint, names)}"
+            text(
+                "endpoint {endpoint} hosts inference components and SageMaker needs one "
+                "named: {how} with one of {choices}",
+                endpoint=endpoint,
+                how=f"write {endpoint}/COMPONENT" if slash else text("pass {component}"),
+                choices=choices(endpoint, names),
+            ),
+            field="component",
+            value=None,
         )
     from ..planning.components.hosting import component_full_name
 
@@ -92,5 +104,7 @@ def resolve_component(
             return name
     raise SpecError(
         f"endpoint {endpoint} has no inference component {component!r}; "
-        f"its components: {choices(endpoint, names)}"
+        f"its components: {choices(endpoint, names)}",
+        field="component",
+        value=component,
     )

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import Interrupted, InterruptedAfterChange, PeagleError, SpecError
+from ..errors import Call, Interrupted, InterruptedAfterChange, PeagleError, SpecError, text
 from ..planning.plan_result import Plan
 from .components import (
     deregister_component_scaling,
@@ -50,7 +50,10 @@ def _check_hosts(lc: Any, plan: Plan, config_name: str) -> None:
         raise SpecError(
             f"{plan.names['endpoint']}: {', '.join(changed)} of a component endpoint cannot "
             "be changed in place by peagle",
-            remedy=f"`peagle delete {plan.names['endpoint']} --yes`, then deploy the new spec",
+            remedy=text(
+                "`{delete}`, then deploy the new spec",
+                delete=Call("delete", plan.names["endpoint"]),
+            ),
         )
 
 
@@ -379,7 +382,7 @@ class _Run:
             raise Interrupted(
                 "component update stopped",
                 [("endpoint_tags", self.name), *left],
-                ("update", self.name),
+                Call("update", self.name),
                 effect="finishes the update: the endpoint takes its tags, the unused ones go",
                 operation=self.op.id,
                 region=getattr(self.lc.aws, "region", None),

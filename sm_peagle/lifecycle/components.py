@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..aws import is_not_implemented
-from ..errors import DeploymentFailed, DeploymentTimeout, NotFound
+from ..errors import Call, DeploymentFailed, DeploymentTimeout, NotFound, text
 from ..planning.components.hosting import (
     COPY_DIMENSION,
     component_full_name,
@@ -147,7 +147,7 @@ def wait_for_component(
             raise DeploymentFailed(
                 f"inference component {name} is Failed: {reason}",
                 failure_reason=desc.get("FailureReason"),
-                remedy="read `peagle logs ENDPOINT --component NAME`",
+                remedy=text("read `{logs}`", logs=Call("logs", "ENDPOINT", component="NAME")),
             )
         if time.monotonic() - start >= timeout:
             raise DeploymentTimeout(
@@ -184,7 +184,7 @@ def apply_components(
 
         for c in run_preflight(plan, lc.aws):
             if c.status == "warn":
-                lc.say(f"warning: {c.name}: {c.message}")
+                lc.say("warning: " + c.line(with_fix=False))
     limit = timeout or default_timeout({"ProductionVariants": [_startup(plan)]})
     op = Operation.start(limit)
     _, config_req, endpoint_req = tagged_requests(plan)

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..catalog.instances import get_instance
 from ..catalog.regional_prices import price_in
-from ..errors import NotFound
+from ..errors import Call, NotFound, text
 from ..planning.plan_result import variant_instance_types
 from .resources import MANAGED, is_collectable, is_managed  # noqa: F401  (kept importable here)
 from .spec_tags import tag_dict
@@ -58,9 +58,11 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
             raise NotFound(
                 f"endpoint {name} does not exist, but an operation that did not finish "
                 f"left {', '.join(left)}",
-                remedy=f"`peagle delete {name} --yes` removes exactly these",
+                remedy=text("`{delete}` removes exactly these", delete=Call("delete", name)),
             ) from None
-        raise NotFound(f"endpoint {name} does not exist", remedy="see `peagle ls`") from None
+        raise NotFound(
+            f"endpoint {name} does not exist", remedy=text("see `{ls}`", ls=Call("ls"))
+        ) from None
     out: dict[str, Any] = {
         "endpoint": name,
         "status": ep["EndpointStatus"],
@@ -136,7 +138,7 @@ def _elsewhere(sm: Any, name: str) -> None:
         raise NotFound(
             f"endpoint {name} does not exist; deployment {name} is endpoint "
             f"{', '.join(live)} (named by whatever created it, e.g. a CloudFormation stack)",
-            remedy=f"`peagle status {live[0]}`",
+            remedy=text("`{status}`", status=Call("status", live[0])),
         )
 
 
@@ -162,7 +164,11 @@ def _broken(out: dict[str, Any], problem: str) -> dict[str, Any]:
     return {
         **out,
         "problem": problem,
-        "fix": f"peagle delete {name} --yes (or `peagle gc --yes`, which removes every such)",
+        "fix": text(
+            "{delete} (or `{gc}`, which removes every such)",
+            delete=Call("delete", name),
+            gc=Call("gc"),
+        ),
     }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import settings
 from ..catalog.jumpstart import public_bucket
-from ..errors import SpecError
+from ..errors import Call, SpecError, text
 
 __all__ = ["fetch_spec", "find_hub_model_ids", "read_cached_spec", "DEFAULT_TTL_SECONDS"]
 
@@ -75,7 +75,11 @@ def fetch_spec(
     if not entries:
         raise SpecError(
             f"model: {model_id!r} is not in JumpStart's manifest for {region}",
-            remedy="check the id with `peagle models` or the JumpStart catalog",
+            remedy=text(
+                "check the id with `{models}` or the JumpStart catalog", models=Call("models")
+            ),
+            field="model",
+            value=model_id,
         )
     newest = max(entries, key=lambda m: _version_key(m.get("version", "0")))
     spec_path = _cache_path(region, newest["spec_key"])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import settings
-from ..errors import DeploymentFailed, Interrupted
+from ..errors import Call, DeploymentFailed, Interrupted, Param, text
 from ..planning.plan_result import Plan
 from .operation import COMPLETED, OPERATION, Operation
 from .resources import ARNS, KINDS, DeployResult, as_error, models_of, not_found, tagged_requests
@@ -58,18 +58,18 @@ def _quiet(_: str) -> None:
 
 def _cleanup(
     todo: list[tuple[str, str]], deployment: str | None, op: Operation | None = None
-) -> tuple[str, ...]:
-    """The one command (its words after `peagle`, `--yes` left out) that removes what a
+) -> Call:
+    """The one SDK call (at the CLI, its command with `--yes`) that removes what a
     stopped or failed rollback left. A run that created (or was creating) the endpoint:
-    `peagle delete` of it, which removes the endpoint if there is one and the configs and
+    `delete` of it, which removes the endpoint if there is one and the configs and
     models tagged with that deployment either way, nothing else. An update (the endpoint
     is older than the run): gc of exactly the operation's resources."""
     endpoint = next((n for k, n in todo if k == "endpoint"), None)
     if endpoint is not None or (op is None and deployment is not None):
-        return ("delete", str(endpoint or deployment))
+        return Call("delete", str(endpoint or deployment))
     if op is not None:
-        return ("gc", "--operation", op.id)
-    return ("gc",)
+        return Call("gc", operation=op.id)
+    return Call("gc")
 
 
 class Lifecycle:
@@ -117,7 +117,7 @@ class Lifecycle:
 
             for c in run_preflight(plan, self.aws):
                 if c.status == "warn":
-                    self.say(f"warning: {c.name}: {c.message}")
+                    self.say("warning: " + c.line(with_fix=False))
         limit = timeout or default_timeout(plan.create_endpoint_config)
         op = Operation.start(limit)
         model_reqs, config_req, endpoint_req = tagged_requests(plan)
@@ -147,8 +147,11 @@ class Lifecycle:
                     self._register_autoscaling(plan, created)
                 else:
                     self.say(
-                        "warning: autoscaling is registered once the endpoint is "
-                        "InService; deploy with --wait to register it"
+                        text(
+                            "warning: autoscaling is registered once the endpoint is "
+                            "InService; deploy with {wait} to register it",
+                            wait=Param("wait", True),
+                        )
                     )
             self.complete(op, arn)
             status = desc.get("EndpointStatus", "Creating")
@@ -161,8 +164,11 @@ class Lifecycle:
                 err.log_lines = self.last_log_lines(plan.names["endpoint"])
             if keep_on_failure:
                 self.say(
-                    f"kept for debugging: {', '.join(n for _, n in created + trying)}; remove "
-                    f"with `peagle delete {plan.names['endpoint']} --yes`"
+                    text(
+                        "kept for debugging: {kept}; remove with `{delete}`",
+                        kept=", ".join(n for _, n in created + trying),
+                        delete=Call("delete", plan.names["endpoint"]),
+                    )
                 )
             else:
                 self.rollback(created, plan.names["endpoint"], op=op, in_flight=trying)
@@ -338,8 +344,14 @@ class Lifecycle:
             ) from stop
         if left:
             why = " (an inference component remains, so the endpoint was kept)" if stuck else ""
-            fix = " ".join(("peagle", *_cleanup(todo, deployment, op), "--yes"))
-            self.say(f"left behind: {', '.join(left)}{why}; run `{fix}` to remove it")
+            self.say(
+                text(
+                    "left behind: {left}{why}; run `{fix}` to remove it",
+                    left=", ".join(left),
+                    why=why,
+                    fix=_cleanup(todo, deployment, op),
+                )
+            )
         return left
 
     def _made_by(self, kind: str, name: str, op: Operation, in_flight: bool) -> bool:
@@ -415,7 +427,11 @@ class Lifecycle:
             raise SpecError(
                 f"endpoint {endpoint} was not created by peagle (no peagle:managed tag); "
                 "nothing was deleted",
-                remedy=f"`peagle delete {endpoint} --force` if you mean it",
+                remedy=text(
+                    "`{d}` if you mean it", d=Call("delete", endpoint, force=True, yes=False)
+                ),
+                field="name",
+                value=endpoint,
             )
         configs = [desc["EndpointConfigName"]]
         pending = (desc.get("PendingDeploymentSummary") or {}).get("EndpointConfigName")
@@ -430,7 +446,11 @@ class Lifecycle:
                 f"endpoint {endpoint} also hosts inference component(s) peagle did not "
                 f"create: {', '.join(foreign)}; deleting the endpoint would destroy them; "
                 "nothing was deleted",
-                remedy=f"`peagle delete {endpoint} --force` if you mean it",
+                remedy=text(
+                    "`{d}` if you mean it", d=Call("delete", endpoint, force=True, yes=False)
+                ),
+                field="name",
+                value=endpoint,
             )
         theirs = component_models(self.sm, foreign)
         models += [m for m in component_models(self.sm, mine) if m not in theirs]
@@ -542,7 +562,7 @@ class Lifecycle:
                 raise Interrupted(
                     "delete stopped",
                     steps[i:],
-                    ("delete", endpoint),
+                    Call("delete", endpoint),
                     region=getattr(self.aws, "region", None),
                 ) from e
         return first

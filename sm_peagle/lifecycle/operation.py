@@ -144,11 +144,17 @@ class Operation:
 
 def check_id(text: Any) -> str:
     """An operation id as peagle prints them (`op-20261126T021500Z-3f9a1c`), or SpecError."""
-    from ..errors import SpecError
+    from ..errors import Call, SpecError
+    from ..errors import text as text_
 
     if isinstance(text, str) and ID.match(text.strip()):
         return text.strip()
     raise SpecError(
         f"{text!r} is not an operation id (they look like op-20261126T021500Z-3f9a1c)",
-        remedy="copy the id from the interrupted command's message or `peagle status NAME`",
+        remedy=text_(
+            "copy the id from the interrupted command's message or `{status}`",
+            status=Call("status", "NAME"),
+        ),
+        field="operation",
+        value=text,
     )

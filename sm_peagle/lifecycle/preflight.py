@@ -8,7 +8,15 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..checks import Check, any_failed, failed, passed, warned
-from ..errors import CheckFailed, InstanceTypeUnavailable, PreflightFailed, QuotaExceeded
+from ..errors import (
+    Call,
+    CheckFailed,
+    InstanceTypeUnavailable,
+    Param,
+    PreflightFailed,
+    QuotaExceeded,
+    text,
+)
 from ..planning.plan_result import PLACEHOLDER_ROLE, Plan, variant_instance_types
 from ..planning.steps.drafter_checks import STRICT, strict_checks
 
@@ -26,7 +34,10 @@ def check_role(iam: Any, role_arn: str) -> Check:
         return failed(
             "role",
             "no execution role: the plan holds a placeholder ARN",
-            "pass --role arn:aws:iam::<account>:role/<name> or set PEAGLE_ROLE_ARN",
+            text(
+                "pass {role} or set PEAGLE_ROLE_ARN",
+                role=Param("role", "arn:aws:iam::<account>:role/<name>"),
+            ),
         )
     name = role_arn.split("/")[-1]
     try:
@@ -36,7 +47,7 @@ def check_role(iam: Any, role_arn: str) -> Check:
             return failed(
                 "role",
                 f"role {role_arn} does not exist",
-                "create it (see `peagle iam-policy`) or pass another --role",
+                text("create it (see `{p}`) or pass another {role}", p=Call("iam_policy")),
             )
         if _code(e) in _DENIED:
             return warned("role", f"cannot read role {name} (iam:GetRole denied); not checked")
@@ -139,7 +150,7 @@ def check_names_free(sm: Any, plan: Plan) -> list[Check]:
                 failed(
                     "name",
                     f"{kind} {name} already exists",
-                    "`peagle gc` removes leftovers of earlier runs",
+                    text("`{gc}` removes leftovers of earlier runs", gc=Call("gc", yes=False)),
                 )
             )
     if clash is not None:
@@ -150,7 +161,11 @@ def check_names_free(sm: Any, plan: Plan) -> list[Check]:
         out[clash] = failed(
             "name",
             f"endpoint {endpoint} already exists{also}",
-            f"`peagle delete {endpoint} --yes` removes it{with_them}, or pass --name",
+            text(
+                "`{delete}` removes it{with_them}, or pass {name}",
+                delete=Call("delete", endpoint),
+                with_them=with_them,
+            ),
         )
     return out or [passed("name", f"{endpoint} is free")]
 
@@ -199,7 +214,7 @@ def check_offered(listed: list[dict[str, Any]], instance_type: str, region: str)
         "region",
         f"{instance_type} is not offered for SageMaker endpoints in {region} "
         f"(Service Quotas there lists no '{wanted}' among {len(usage)} endpoint quotas)",
-        "choose another --instance-type, or a --region that offers it",
+        text("choose another {instance_type}, or a {region} that offers it"),
     )
 
 
@@ -310,10 +325,12 @@ def run_preflight(plan: Plan, aws: Any) -> list[Check]:
         if any(c.name == "region" for c in bad):
             cls = InstanceTypeUnavailable  # a wrong type or region: exit 2
         # Every failed check with its own fix; the last one's fix is the error's remedy.
-        parts = [f"{c.name}: {c.message}" + (f" (fix: {c.fix})" if c.fix else "") for c in bad]
+        # c.line(): each keeps the parameters and calls it names (the CLI words them)
         last = bad[-1]
-        text = "; ".join([*parts[:-1], f"{last.name}: {last.message}"])
-        err = cls(f"preflight {text}; nothing was created", remedy=last.fix)
+        parts = {f"c{i}": c.line() for i, c in enumerate(bad[:-1])}
+        parts["last"] = last.line(with_fix=False)
+        joined = text("; ".join(f"{{{key}}}" for key in parts), **parts)
+        err = cls("preflight " + joined + "; nothing was created", remedy=last.fix)
         err.checks = checks  # type: ignore[attr-defined]
         raise err
     return checks

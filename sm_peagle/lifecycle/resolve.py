@@ -1,10 +1,13 @@
-"""Resolve and plan: `plan()` (public as `sm_peagle.plan`) fills defaults from the
-environment and finds the JumpStart spec (bundled snapshot, disk cache, or live), then
-runs the pure planner (`planning.build`). The one resolve-and-plan entry: the SDK, the CLI,
-`apply` and `update` all call it."""
+"""Resolve and plan: `plan()` fills defaults from the environment and finds the JumpStart
+spec (bundled snapshot, disk cache, or live), then runs the pure planner
+(`planning.build`). The one resolve-and-plan step under the SDK: the public
+`sm_peagle.plan` (`Client.plan`, in `sm_peagle.ops.deployment`, with every spec option a
+typed keyword), `deploy`, `update`, `apply` and `adopt` all end here. It lives in
+lifecycle because resolving may read JumpStart from S3."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,10 +16,10 @@ from .. import settings
 from ..aws import has_credentials_hint, resolve_region
 from ..catalog.models import ModelEntry, find_model
 from ..catalog.names import model_remedy, unknown_model
-from ..errors import SpecError
+from ..errors import SpecError, text
 from ..planning.plan_result import Plan
 from ..planning.spec.model import DeploymentSpec, Mode
-from ..planning.spec.options import spec_from_options
+from ..planning.spec.options import SpecOptions, build_spec
 from .jumpstart_live import fetch_spec, find_hub_model_ids, read_cached_spec
 
 __all__ = ["Inputs", "apply_environment", "plan", "resolve_inputs", "to_spec"]
@@ -98,24 +101,32 @@ def resolve_inputs(
                 raise unknown_model(spec.model, detail) from None
             raise SpecError(
                 f"model: cannot resolve JumpStart model {spec.model!r} in {region}: {e}",
-                remedy=f"{model_remedy(spec.model)}; check the id and your credentials",
+                remedy=text("{r}; check the id and your credentials", r=model_remedy(spec.model)),
             ) from None
         notes.append(f"JumpStart lookup failed: {e}")
         return Inputs(spec, None, "none", notes)
 
 
-def to_spec(spec_or_model: DeploymentSpec | str | dict | Path, overrides: dict[str, Any]) -> Any:
-    """The spec `plan` starts from (pure: no lookup, no request)."""
+def to_spec(
+    spec_or_model: DeploymentSpec | str | dict | Path,
+    options: SpecOptions | Mapping[str, Any] | None = None,
+) -> DeploymentSpec:
+    """The spec `plan` starts from (pure: no lookup, no request): `spec_or_model` with the
+    spec options given (a SpecOptions, or keywords: unknown names are a SpecError)."""
+    if options is None:
+        options = SpecOptions()
+    elif not isinstance(options, SpecOptions):
+        options = SpecOptions.from_keywords(dict(options))
     if isinstance(spec_or_model, DeploymentSpec):
-        if not overrides:
+        if options == SpecOptions():
             return spec_or_model
         base = spec_or_model.model_dump(mode="json", exclude_unset=True)
-        return spec_from_options(base=base, **overrides)
+        return build_spec(None, None, options, base=base)
     if isinstance(spec_or_model, dict):
-        return spec_from_options(base=spec_or_model, **overrides)
+        return build_spec(None, None, options, base=spec_or_model)
     if isinstance(spec_or_model, Path) or str(spec_or_model).endswith((".yaml", ".yml", ".json")):
-        return spec_from_options(None, spec_or_model, **overrides)
-    return spec_from_options(str(spec_or_model), None, **overrides)
+        return build_spec(None, spec_or_model, options)
+    return build_spec(str(spec_or_model), None, options)
 
 
 def plan(
@@ -127,9 +138,9 @@ def plan(
     strict: bool = False,
     **overrides: Any,
 ) -> Plan:
-    """Resolve and plan, as `peagle plan` does: the exact requests a deployment would
-    send, and its checks (`.checks`; `.raise_for_failures()` raises CheckFailed). The one
-    resolve-and-plan entry of peagle: `deploy`, `update`, `apply` and the CLI all call it.
+    """Resolve and plan: the exact requests a deployment would send, and its checks
+    (`.checks`; `.raise_for_failures()` raises CheckFailed). The SDK's internal entry;
+    the public one is `sm_peagle.plan` (`Client.plan`), with typed keywords.
 
     `spec_or_model`: a DeploymentSpec, a dict, a spec file path, or a catalog alias /
     JumpStart id; `overrides`: k=, mode=, role=, instance_type=, autoscale="1:4", …
@@ -159,16 +170,3 @@ def plan(
     if strict:
         p.checks, p.strict = strict_checks(p.checks), True
     return p
-
-
-def with_push_bucket(p: Plan, aws: Any) -> Plan:
-    """A local head is pushed to `sagemaker-<region>-<account>` unless a bucket is given;
-    the account is only known with credentials, so deploy re-plans with it here."""
-    if not p.drafter_push or p.spec.drafter.bucket:
-        return p
-    from ..planning.spec.loading import merge_overrides, spec_from_data
-
-    bucket = f"sagemaker-{p.region}-{aws.account_id()}"
-    data = p.spec.model_dump(mode="json", exclude_unset=True)
-    # Re-planned: a plan made strict stays strict (preflight reads its S3 heads so).
-    return plan(spec_from_data(merge_overrides(data, {"drafter.bucket": bucket})), strict=p.strict)

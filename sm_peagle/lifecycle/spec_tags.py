@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import NotFound, SpecError
+from ..errors import Call, NotFound, SpecError, text
 from ..planning.spec.loading import spec_from_data
 from ..planning.spec.model import DeploymentSpec
 from ..planning.spec.tags import CHUNK, MAX_CHUNKS, PREFIX, decode_spec, encode_spec
@@ -39,14 +39,16 @@ def deployed_spec(sm: Any, endpoint: str) -> DeploymentSpec:
     except Exception as e:
         if "Could not find" in str(e):
             raise NotFound(
-                f"endpoint {endpoint} does not exist", remedy="see `peagle ls`"
+                f"endpoint {endpoint} does not exist", remedy=text("see `{ls}`", ls=Call("ls"))
             ) from None
         raise
     data = decode_spec(tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", [])))
     if data is None:
         raise SpecError(
             f"endpoint {endpoint} was not deployed by peagle (no spec tags)",
-            remedy=f"`peagle adopt {endpoint}` takes it over (it was made elsewhere), or "
-            "deploy it with peagle",
+            remedy=text(
+                "`{adopt}` takes it over (it was made elsewhere), or deploy it with peagle",
+                adopt=Call("adopt", endpoint),
+            ),
         )
     return spec_from_data(data)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import Call, as_text, text
 from .operation import COMPLETED, OPERATION, Operation
 from .resources import ARNS, KINDS, MANAGED, deployment_resources, models_of, not_found
 from .spec_tags import decode_spec, tag_dict
@@ -117,7 +118,7 @@ def _on_endpoint(
             "state": "unfinished",
             "resources": [f"endpoint {name} (its tags lag the spec it serves)"],
             "undo": None,
-            "finish": f"peagle update {name} --yes",
+            "finish": as_text(Call("update", name, yes=True)),
         }
         out.append(lagging)
     if op is not None and not tags.get(COMPLETED):
@@ -128,10 +129,13 @@ def _on_endpoint(
                 "owner": op.owner,
                 "state": _state(op),
                 "resources": [f"endpoint {name}"],
-                "undo": f"peagle delete {name} --yes",
+                "undo": as_text(Call("delete", name)),
                 "finish": None
                 if running
-                else f"peagle update {name} --yes (marks it complete once InService)",
+                else text(
+                    "{update} (marks it complete once InService)",
+                    update=Call("update", name, yes=True),
+                ),
             }
         )
     return finished_ops, lagging
@@ -168,7 +172,7 @@ def unfinished(sm: Any, name: str, endpoint: dict[str, Any] | None) -> list[dict
                         "state": "unfinished",
                         "resources": [],
                         "undo": None,
-                        "finish": f"peagle update {name} --yes",
+                        "finish": as_text(Call("update", name, yes=True)),
                     }
                     out.append(lagging)
                 lagging["resources"].append(f"unused {what}")
@@ -181,9 +185,9 @@ def unfinished(sm: Any, name: str, endpoint: dict[str, Any] | None) -> list[dict
                     "owner": op.owner if op else None,
                     "state": _state(op) if op else "unfinished",
                     "resources": [],
-                    "undo": f"peagle gc --operation {op.id} --yes"
+                    "undo": as_text(Call("gc", operation=op.id))
                     if op and endpoint is not None
-                    else f"peagle delete {name} --yes",
+                    else as_text(Call("delete", name)),
                     "finish": None,
                 },
             )

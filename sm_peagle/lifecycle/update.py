@@ -11,7 +11,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import DeploymentFailed, Interrupted, InterruptedAfterChange, PeagleError
+from ..errors import (
+    Call,
+    DeploymentFailed,
+    Interrupted,
+    InterruptedAfterChange,
+    PeagleError,
+    text,
+)
 from ..planning.plan_result import Plan
 from .operation import COMPLETED, OPERATION, OWNER, UNTIL, Operation
 from .resources import (
@@ -114,9 +121,12 @@ def _check_in_service(name: str, status: str) -> None:
         return
     raise DeploymentFailed(
         f"endpoint {name} is {status}; only an InService endpoint can be updated",
-        remedy=f"`peagle update {name} --yes` waits for it to settle and finishes it"
+        remedy=text(
+            "`{update}` waits for it to settle and finishes it",
+            update=Call("update", name, yes=True),
+        )
         if status != "Failed"
-        else f"`peagle delete {name} --yes`, then deploy again",
+        else text("`{delete}`, then deploy again", delete=Call("delete", name)),
     )
 
 
@@ -168,7 +178,7 @@ def _settle(
             if done
             else "update stopped",
             left,
-            ("update", name),
+            Call("update", name),
             effect="removes the unused ones"
             if done
             else "finishes the update: the endpoint takes its tags, the unused ones go",

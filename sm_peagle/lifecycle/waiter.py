@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import DeploymentFailed, DeploymentTimeout, NotFound
+from ..errors import Call, DeploymentFailed, DeploymentTimeout, NotFound, text
 
 TERMINAL_OK = {"InService"}
 TERMINAL_BAD = {"Failed", "UpdateRollbackFailed", "OutOfService"}
@@ -39,8 +39,9 @@ class WaitState:
         return "; ".join(parts)
 
 
-def parse_duration(text: str) -> float:
-    """'2h', '90m', '1h30m', '45s' or plain seconds -> seconds."""
+def parse_duration(text: str, field: str | None = None) -> float:
+    """'2h', '90m', '1h30m', '45s' or plain seconds -> seconds. `field`: the parameter
+    that gave it, for the error."""
     import re
 
     text = text.strip().lower()
@@ -53,6 +54,9 @@ def parse_duration(text: str) -> float:
         raise SpecError(
             f"duration {text!r} is not a duration",
             remedy="use forms like 2h, 90m, 1h30m or 600s",
+            field=field,
+            value=text,
+            rule="2h, 90m, 1h30m, 600s or seconds",
         )
     h, mnt, s = (int(g or 0) for g in m.groups())
     return float(h * 3600 + mnt * 60 + s)
@@ -108,12 +112,14 @@ def wait_for_endpoint(
             raise DeploymentFailed(
                 f"endpoint {name} is {status}: {desc.get('FailureReason') or 'no reason given'}",
                 failure_reason=desc.get("FailureReason"),
-                remedy=f"read the log lines above; `peagle logs {name}` shows more",
+                remedy=text(
+                    "read the log lines above; `{logs}` shows more", logs=Call("logs", name)
+                ),
             )
         if state.elapsed >= timeout:
             raise DeploymentTimeout(
                 f"endpoint {name} still {status} after {state.elapsed:.0f}s",
-                remedy=f"raise --timeout, or check `peagle logs {name}`",
+                remedy=text("raise {timeout}, or check `{logs}`", logs=Call("logs", name)),
             )
         # Poll fast while the state moves, back off while it sits still.
         interval = poll_initial if status != last_status else min(interval * 1.5, poll_max)

@@ -1,18 +1,19 @@
-"""Changing endpoints: `update`, `apply`/`diff` (a spec file in git), `adopt`, and the
-refusal of sandbox-only models outside the sandbox.
+"""Changing endpoints in place: `update` and `adopt`, the methods of `sm_peagle.Client`
+in `ChangeOps`. (`apply` and `diff`, which create or update an endpoint from a spec
+file, plan the way `deploy` does and live with it in `ops/deployment.py`.)
 
 Each is one SDK call that `peagle update|apply|diff|adopt` makes as it is; the CLI
 only parses and renders the typed result (`to_dict()` is the `--json` document).
 
-    sm_peagle.update("my-endpoint", k=4)                       # K of a one-model endpoint
-    sm_peagle.update("my-endpoint", component="p-eagle", k=5)  # K of one component
-    sm_peagle.update("my-endpoint", component="baseline", copies=0)
-    print(sm_peagle.diff("spec.yaml").action)                  # create | update | noop
-    sm_peagle.apply("spec.yaml")
+    client = sm_peagle.Client()
+    client.update("my-endpoint", k=4)                       # K of a one-model endpoint
+    client.update("my-endpoint", component="p-eagle", k=5)  # K of one component
+    client.update("my-endpoint", component="baseline", copies=0)
+    client.adopt("made-in-the-console", dry_run=True)
 
 Prompts go through `confirm(question)` (it raises to stop; None proceeds), progress
-through `say` and `on_poll`. Every argument is checked before any AWS request, with
-the typed errors the CLI prints (SpecError, exit 2).
+through the client's `progress` and `on_poll`. Every argument is checked before any AWS
+request, with the typed errors the CLI prints (SpecError, exit 2).
 """
 
 from __future__ import annotations
@@ -23,57 +24,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SpecError
-from .session import (
-    OnConnect,
-    Say,
-    check_endpoint_name,
-    check_output_path,
-    context,
-    quiet,
-    seconds,
-)
+from ..errors import Call, Param, SpecError, text
+from .deployment import refuse_sandbox_only
+from .session import Session, check_endpoint_name, check_output_path, seconds
 
 if TYPE_CHECKING:
     from ..lifecycle.adopt import AdoptResult
-    from ..lifecycle.apply import ApplyPlan
     from ..planning.plan_result import Plan
+    from ..planning.spec.options import SpecOptions
 
 __all__ = [
-    "ApplyResult",
+    "ChangeOps",
     "UpdateResult",
-    "adopt",
-    "apply",
-    "diff",
     "refuse_sandbox_only",
-    "update",
 ]
 
 Confirm = Callable[[str], None]
-
-
-def refuse_sandbox_only(model: str | None, *, say: Say | None = None) -> None:
-    """A sandbox-only model (tiny-llama, registered by the sandbox) deploys only into the
-    sandbox: its weights exist nowhere else. Outside it: SpecError naming the sandbox,
-    before any request. Inside it: `say` which engine serves it."""
-    from .. import settings
-    from ..catalog.models import find_model
-
-    entry = find_model(model) if model else None
-    if entry is None or not entry.sandbox_only:
-        return
-    if settings.sandbox_url():
-        engine = settings.sandbox_engine_label()
-        (say or quiet)(
-            f"{entry.alias}: sandbox-only tiny model, served by the sandbox's {engine} engine"
-        )
-        return
-    raise SpecError(
-        f"{entry.alias} is a sandbox-only model: its weights exist only in the peagle "
-        "sandbox, not on AWS",
-        remedy=f"peagle --sandbox deploy {entry.alias} ... (--sandbox-engine vllm for the "
-        "real vLLM engine), or peagle_sandbox.use_sandbox() in Python",
-    )
 
 
 # -- update ---------------------------------------------------------------------------
@@ -169,19 +135,31 @@ class UpdateResult:
         return doc
 
 
-def _check_spec_options(spec_options: dict[str, Any], component: str | None) -> Any:
-    """The other spec options of an endpoint update, as SpecOptions (unknown names: the
-    SpecError `plan` gives), refused with `component` (its update takes k and mode)."""
-    from ..planning.spec.options import SpecOptions
+class Metavar(str):
+    """A placeholder value in an example (`NAME`, `N`): unquoted in both faces, so Python
+    reads `component=NAME` and the CLI `--component NAME`."""
 
-    if spec_options and component is not None:
+    def __repr__(self) -> str:
+        return str(self)
+
+
+_NAME = Metavar("NAME")
+
+
+def _check_extra(extra: SpecOptions, component: str | None) -> None:
+    """The other spec options of an endpoint update are refused with `component` (its
+    update takes k and mode)."""
+    from ..planning.spec.options import SPEC_OPTION_NAMES
+
+    given = [n for n in SPEC_OPTION_NAMES if getattr(extra, n) is not None]
+    if given and component is not None:
         raise SpecError(
-            f"update(component=...) takes k= and mode= only, not {sorted(spec_options)}"
-        )
-    for own in ("name", "components"):
-        if own in spec_options:
-            raise SpecError(f"update: {own}= cannot change in place")
-    return SpecOptions.from_keywords(spec_options)
+            text("update: with {component} it takes {k} and {mode} only, not {given}",
+                 given=", ".join(str(Param(n)) for n in given)),
+            field=given[0],
+            value=getattr(extra, given[0]),
+            rule="a component's update changes its K or mode",
+        )  # fmt: skip
 
 
 def _check_update_args(
@@ -192,7 +170,6 @@ def _check_update_args(
     instance_count: Any,
     component: Any,
     copies: Any,
-    cli: bool,
 ) -> None:
     """The update's arguments, checked by the spec's own validation before any request."""
     from ..planning.spec.loading import spec_from_data
@@ -207,221 +184,64 @@ def _check_update_args(
     }
     spec_from_data(doc)  # SpecError naming the field, as for a spec file
     if component is not None and (not isinstance(component, str) or not component):
-        raise SpecError(f"update: component is a component name, not {component!r}")
+        raise SpecError(
+            f"update: component is a component name, not {component!r}",
+            field="component",
+            value=component,
+        )
     if copies is not None and (isinstance(copies, bool) or not isinstance(copies, int)):
-        raise SpecError(f"update: copies is a whole number >= 0, not {copies!r}")
-    flags = (
-        ("--component NAME", "--copies", "-k", "--mode")
-        if cli
-        else ("component=NAME", "copies=", "k=", "mode=")
-    )
+        raise SpecError(
+            f"update: copies is a whole number >= 0, not {copies!r}",
+            field="copies",
+            value=copies,
+            rule="a whole number >= 0",
+        )
     if component is not None and (k is not None or mode is not None):
         if copies is not None:
             raise SpecError(
-                f"update: {flags[1]} and {flags[2]}/{flags[3]} are separate updates of a "
-                "component; run one, then the other",
-                remedy=f"e.g. `peagle update {name} --component NAME -k 5`, then "
-                f"`peagle update {name} --component NAME --copies 2`",
+                text(
+                    "update: {copies} and {k}/{mode} are separate updates of a component; "
+                    "run one, then the other"
+                ),
+                field="copies",
+                value=copies,
+                remedy=text(
+                    "e.g. `{first}`, then `{second}`",
+                    first=Call("update", name, component=_NAME, k=5),
+                    second=Call("update", name, component=_NAME, copies=2),
+                ),
             )
         if instance_type or instance_count is not None:
             raise SpecError(
-                f"update: {flags[0].split()[0]} changes one component; the instances are the "
-                "endpoint's (a component endpoint's instances cannot be changed in place)"
+                text(
+                    "update: {component} changes one component; the instances are the "
+                    "endpoint's (a component endpoint's instances cannot be changed in place)"
+                ),
+                field="instance_type" if instance_type else "instance_count",
+                value=instance_type or instance_count,
             )
         return
     if copies is not None and copies < 0:
         raise SpecError(
-            f"update: {flags[1]} is the number of copies to keep, 0 or more, not {copies}",
-            remedy=f"`peagle update {name} --component NAME --copies 0` scales it to zero",
+            text("update: {copies} is the number of copies to keep, 0 or more, not {n}", n=copies),
+            field="copies",
+            value=copies,
+            rule="0 or more",
+            remedy=text(
+                "`{c}` scales it to zero", c=Call("update", name, component=_NAME, copies=0)
+            ),
         )
     if (component is None) != (copies is None):
         raise SpecError(
-            f"update: {flags[0]} and {flags[1]} N go together",
-            remedy=f"e.g. `peagle update {name} --component baseline --copies 0`",
+            text(
+                "update: {c} and {n} go together",
+                c=Param("component", _NAME),
+                n=Param("copies", Metavar("N")),
+            ),
+            # The field is the one missing: what the caller must add.
+            field="component" if component is None else "copies",
+            remedy=text("e.g. `{c}`", c=Call("update", name, component="baseline", copies=0)),
         )
-
-
-def update(
-    name: str,
-    *,
-    k: int | None = None,
-    mode: str | None = None,
-    instance_type: str | None = None,
-    instance_count: int | None = None,
-    component: str | None = None,
-    copies: int | None = None,
-    timeout: str | float | None = None,
-    confirm: Confirm | None = None,
-    region: str | None = None,
-    aws: Any = None,
-    say: Say | None = None,
-    on_connect: OnConnect | None = None,
-    on_poll: Callable[[Any], None] | None = None,
-    dry_run: bool = False,
-    _cli: bool = False,
-    **spec_options: Any,
-) -> UpdateResult:
-    """Change an endpoint in place; nothing changes on error.
-
-    - `k`, `mode`, `instance_type`, `instance_count`: a new model and config, then
-      UpdateEndpoint (the old ones are removed only after success).
-    - On an endpoint hosting inference components K and mode are per component:
-      `component="p-eagle", k=5` gives that component a new model and
-      UpdateInferenceComponent; `k`/`mode` without `component` there is a SpecError
-      naming the components.
-    - `component=..., copies=N`: UpdateInferenceComponentRuntimeConfig (0 scales to zero).
-
-    `timeout`: "2h", "90m" or seconds. `confirm` is asked with what would change.
-    `dry_run`: read what is deployed, plan the change and return what would change, with
-    no request that changes anything (and no confirm).
-    `spec_options`: any other option of the spec for a one-model endpoint (image=,
-    vllm_version=, drafter=, autoscale=, …, as `sm_peagle.plan` takes them).
-    An update whose requests equal the deployed ones (`k=3` where K is the default 3)
-    sends nothing and leaves the tags as they are.
-    SpecError (before any request) for a bad value or a bad combination."""
-    _check_update_args(name, k, mode, instance_type, instance_count, component, copies, _cli)
-    extra = _check_spec_options(spec_options, component)
-    wait_s = seconds(timeout, "timeout")
-    ctx = context(region, aws, on_connect)
-    from ..lifecycle.manager import Lifecycle
-
-    lc = Lifecycle(ctx, say=say or quiet)
-    ask = confirm or quiet
-    if component is not None and (k is not None or mode is not None):  # its configuration
-        from ..lifecycle.component_update import plan_component_change
-
-        change = plan_component_change(lc.sm, name, component, k=k, mode=mode)
-        refuse_sandbox_only(change.plan.spec.model)
-        if change.unchanged:
-            (say or quiet)(f"no changes: {component} already runs these values; nothing sent")
-            live = None if dry_run else lc.sm.describe_endpoint(EndpointName=name)
-            status = live["EndpointStatus"] if live else None
-            return UpdateResult("component", name, status, [], dry_run=dry_run, plan=change.plan)
-        if dry_run:
-            return UpdateResult("component", name, None, list(change.changes), dry_run=True)
-        ask(f"Update {name} ({', '.join(change.changes) or 'no change'})?")
-        result = change.apply(lc, timeout=wait_s)
-        return UpdateResult(
-            "component",
-            name,
-            result.status,
-            list(change.changes),
-            list(result.created),
-            plan=change.plan,
-        )
-    if component is not None:  # its copies
-        from ..lifecycle.components import find_component, set_copies
-        from ..lifecycle.resources import as_error
-
-        assert copies is not None
-        full = find_component(lc.sm, name, component)
-        try:
-            now = lc.sm.describe_inference_component(InferenceComponentName=full)
-        except Exception as exc:
-            raise as_error(exc) from None
-        was = now.get("RuntimeConfig", {}).get("DesiredCopyCount")
-        if was == copies:  # the count it is already asked to keep: nothing to send
-            (say or quiet)(f"no changes: {component} already has {copies} copies; nothing sent")
-            rc = now.get("RuntimeConfig", {})
-            return UpdateResult(
-                "copies",
-                name,
-                None if dry_run else now["InferenceComponentStatus"],
-                component=full,
-                desired_copies=was,
-                current_copies=rc.get("CurrentCopyCount"),
-                dry_run=dry_run,
-            )
-        change = [f"copies {was} -> {copies}"]
-        if dry_run:
-            return UpdateResult(
-                "copies", name, None, change, component=component, desired_copies=copies,
-                dry_run=True,
-            )  # fmt: skip
-        ask(f"Set {name} component {component} to {copies} copies?")
-        desc = set_copies(lc, name, component, copies, wait_s or 3600)
-        rc = desc.get("RuntimeConfig", {})
-        return UpdateResult(
-            "copies",
-            name,
-            desc["InferenceComponentStatus"],
-            change,
-            component=desc["InferenceComponentName"],
-            desired_copies=rc.get("DesiredCopyCount"),
-            current_copies=rc.get("CurrentCopyCount"),
-        )
-    from ..lifecycle.resolve import plan
-    from ..lifecycle.spec_tags import deployed_spec
-    from ..planning.components.change import refuse_top_level_change
-    from ..planning.meaning import changed_values, same_meaning
-    from ..planning.spec.options import build_spec
-
-    if not dry_run:  # an update cut short after UpdateEndpoint: finish it first
-        from ..lifecycle.reconcile import finish_update, wait_settled
-
-        # pasted while Updating: wait, then finish from the description the wait read
-        described = wait_settled(lc, name, timeout=wait_s, on_poll=on_poll)
-        if described is not None:
-            for line in finish_update(lc, name, described=described):
-                lc.say(line)
-    current = deployed_spec(lc.sm, name)
-    refuse_sandbox_only(current.model)
-    refuse_top_level_change(current, name, k=k, mode=mode, sdk=not _cli)
-    before = plan(current)
-    options = dataclasses.replace(
-        extra, k=k, mode=mode, instance_type=instance_type, instance_count=instance_count,
-    )  # fmt: skip
-    base = current.model_dump(mode="json", exclude_unset=True)
-    new = plan(build_spec(None, None, options, base=base))
-    if new.names["endpoint"] != name:
-        # The name only when the spec would not give this one (the default name says the
-        # mode): set on a spec that names it by default, it changes the spec's hash, and
-        # with it the config and model names: an update with nothing to change then made
-        # a new model and config.
-        options = dataclasses.replace(options, name=name)
-        new = plan(build_spec(None, None, options, base=base))
-    new.raise_for_failures()
-    if same_meaning(before, new):
-        # An explicit value equal to what the deployed spec resolves to (`-k 3` where K
-        # was left to the default 3): the same requests under another hash. The deployed
-        # spec stands, so nothing is sent and its tags are not rewritten.
-        new = before
-    changes = changed_values(before, new)
-    live = _unchanged(lc.sm, name, new)
-    if live is not None:
-        (say or quiet)(f"no changes: {name} already runs this spec; nothing sent")
-        return UpdateResult(
-            "endpoint",
-            name,
-            None if dry_run else live["EndpointStatus"],
-            [],
-            endpoint_config=live["EndpointConfigName"],
-            speculative_config=new.speculative_config,
-            dry_run=dry_run,
-            plan=new,
-        )
-    if dry_run:
-        return UpdateResult(
-            "endpoint",
-            name,
-            None,
-            changes,
-            endpoint_config=new.names["endpoint_config"],
-            speculative_config=new.speculative_config,
-            dry_run=True,
-        )
-    ask(f"Update {name} ({', '.join(changes) or 'no change'})?")
-    result = lc.update(new, timeout=wait_s, on_poll=on_poll)
-    return UpdateResult(
-        "endpoint",
-        name,
-        result.status,
-        changes,
-        list(result.created),
-        endpoint_config=new.names["endpoint_config"],
-        speculative_config=new.speculative_config,
-        plan=new,
-    )
 
 
 def _unchanged(sm: Any, name: str, new: Plan) -> dict[str, Any] | None:
@@ -450,222 +270,348 @@ def _unchanged(sm: Any, name: str, new: Plan) -> dict[str, Any] | None:
     return None if lagging or unmarked else live
 
 
-# -- apply / diff -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ApplyResult:
-    """What `apply` did; `to_dict()` is the `peagle apply --json` document.
-
-    Attributes:
-        diff: The comparison of the spec with what runs (`diff`'s result).
-        applied: Whether anything was asked of SageMaker.
-        status: The endpoint's status after, when applied; else None.
-    """
-
-    diff: ApplyPlan
-    applied: bool
-    status: str | None = None
-
-    @property
-    def action(self) -> str:
-        """What apply decided: the diff's action, "create", "update" or "noop"."""
-        return self.diff.action
-
-    def to_dict(self) -> dict[str, Any]:
-        """The document `peagle apply --json` prints: the diff, whether it was applied, and the
-        endpoint's status when it was."""
-        doc = {**self.diff.to_dict(), "applied": self.applied}
-        if self.applied:
-            doc["status"] = self.status
-        return doc
-
-
-def planned_on_aws(
-    spec_or_model: Any,
-    overrides: dict[str, Any],
-    aws: Any,
-    on_connect: OnConnect | None,
-    *,
-    refuse_sandbox: bool = True,
-    say: Say | None = None,
-    strict: bool = False,
-) -> tuple[Any, Plan]:
-    """The one way a spec becomes a plan AWS is about to receive (deploy, apply, diff):
-    a sandbox-only model refused before planning (a JumpStart lookup is a request too),
-    the plan's checks passed (CheckFailed, nothing sent; with `strict`, warnings too),
-    then the AWS context, and a local head's push bucket, which needs the account."""
-    from ..lifecycle.resolve import plan, to_spec, with_push_bucket
-    from ..planning.plan_result import Plan as PlanType
-    from ..planning.steps.drafter_checks import strict_checks
-
-    if isinstance(spec_or_model, PlanType):
-        if refuse_sandbox:
-            refuse_sandbox_only(spec_or_model.spec.model, say=say)
-        p = plan(spec_or_model.spec, **overrides) if overrides else spec_or_model
-    else:
-        spec = to_spec(spec_or_model, overrides)
-        if refuse_sandbox:
-            refuse_sandbox_only(spec.model, say=say)
-        p = plan(spec)
-    if strict:  # what the plan could not read (a head in S3) preflight reads strictly too
-        p.checks, p.strict = strict_checks(p.checks), True
-    p.raise_for_failures()
-    ctx = context(p.region, aws, on_connect)
-    return ctx, with_push_bucket(p, ctx)
-
-
-def _compare(
-    spec_or_path: Any,
-    region: str | None,
-    aws: Any,
-    on_connect: OnConnect | None,
-    *,
-    refuse_sandbox: bool = False,
-    say: Say | None = None,
-    strict: bool = False,
-) -> tuple[Any, ApplyPlan]:
-    from ..lifecycle.apply import compare
-
-    ctx, p = planned_on_aws(
-        spec_or_path,
-        {"region": region} if region else {},
-        aws,
-        on_connect,
-        refuse_sandbox=refuse_sandbox,
-        say=say,
-        strict=strict,
-    )
-    return ctx, compare(p, ctx)
-
-
-def diff(
-    spec_or_path: Any,
-    *,
-    region: str | None = None,
-    aws: Any = None,
-    on_connect: OnConnect | None = None,
-) -> ApplyPlan:
-    """How the live endpoint differs from the spec (a path, a dict or a DeploymentSpec):
-    `.action` is "create", "update" or "noop", with `.spec_changes` and
-    `.request_changes`; "noop" when the spec sends the requests the deployed one sends
-    (defaults filled in), however it is written. Read from the endpoint's own tags;
-    changes nothing."""
-    return _compare(spec_or_path, region, aws, on_connect)[1]
-
-
-def apply(
-    spec_or_path: Any,
-    *,
-    dry_run: bool = False,
-    timeout: str | float | None = None,
-    confirm: Confirm | None = None,
-    region: str | None = None,
-    aws: Any = None,
-    say: Say | None = None,
-    on_connect: OnConnect | None = None,
-    on_poll: Callable[[Any], None] | None = None,
-    on_diff: Callable[[ApplyPlan], None] | None = None,
-    strict: bool = False,
-) -> ApplyResult:
-    """Make the endpoint match the spec: create it, update it in place, or do nothing.
-    `on_diff` sees the comparison first (as `diff` returns it), `confirm` is asked
-    before anything changes; with `dry_run` nothing changes. `strict=True` (`--strict`)
-    refuses a plan with a warning as one with a failure."""
-    from ..lifecycle.manager import Lifecycle
-
-    wait_s = seconds(timeout, "timeout")
-    ctx, ap = _compare(
-        spec_or_path, region, aws, on_connect, refuse_sandbox=not dry_run, say=say, strict=strict
-    )
-    if on_diff is not None:
-        on_diff(ap)
-    if ap.action == "noop":
-        (say or quiet)(f"no changes: {ap.endpoint} already matches the spec")
-    if dry_run or ap.action == "noop":
-        return ApplyResult(ap, applied=False)
-    if ap.live_name is not None:
-        # Updating would create the plan's name beside it: change it where it was made.
-        raise SpecError(
-            f"{ap.live_name} is deployment {ap.plan.names['endpoint']} under another name "
-            "(made by a CloudFormation stack?); apply updates endpoints by the plan's name",
-            remedy="update the stack with a fresh `peagle export --format cloudformation`",
-        )
-    (confirm or quiet)(f"{ap.action.capitalize()} {ap.plan.names['endpoint']}?")
-    lc = Lifecycle(ctx, say=say or quiet)
-    if ap.action == "create":
-        result = lc.apply(ap.plan, timeout=wait_s, on_poll=on_poll)
-    else:
-        result = lc.update(ap.plan, timeout=wait_s, on_poll=on_poll)
-    return ApplyResult(ap, applied=True, status=result.status)
-
-
-# -- adopt --------------------------------------------------------------------------------
-
-
-def _write_spec(output: Path, result: AdoptResult, say: Say) -> None:
+def _write_spec(output: Path, result: AdoptResult, say: Callable[[str], None]) -> None:
     try:
         Path(output).write_text(result.spec_yaml() + "\n")
     except OSError as e:
-        raise SpecError(f"cannot write {output}: {e.strerror}", remedy="pick another -o") from None
+        raise SpecError(
+            f"cannot write {output}: {e.strerror}",
+            field="output",
+            value=str(output),
+            remedy=text("pick another {output}"),
+        ) from None
     say(f"wrote the spec to {output}")
 
 
-def adopt(
-    name: str,
-    *,
-    model: str | None = None,
-    dry_run: bool = False,
-    accept_differences: bool = False,
-    output: str | Path | None = None,
-    confirm: Confirm | None = None,
-    on_result: Callable[[AdoptResult], None] | None = None,
-    region: str | None = None,
-    aws: Any = None,
-    say: Say | None = None,
-    on_connect: OnConnect | None = None,
-) -> AdoptResult:
-    """Take an endpoint made elsewhere (console, sagemaker SDK, boto3) under peagle's
-    management: reconstruct its spec, run plan's checks, tag it as peagle's. The result
-    has `.spec`, `.checks`, `.differences`, `.tagged` (empty on a dry run).
+# -- the operations -------------------------------------------------------------------
 
-    `on_result` sees the result before `confirm` is asked; `output` also writes the spec
-    as YAML (after the re-check that follows the answer, before the first tag). SpecError
-    (nothing tagged) for what peagle cannot represent (unless `accept_differences`), an
-    endpoint not settled InService, one sharing its config or model with another
-    endpoint, or one it already manages; NotFound if there is none."""
-    from ..lifecycle.adopt import adopt as adopt_endpoint
 
-    check_endpoint_name(name)
-    check_output_path(output, "--output", create_parents=False)  # before any request
-    if model is not None:
-        from ..catalog.models import find_model
+class ChangeOps(Session):
+    """Update and adopt (methods of `sm_peagle.Client`)."""
 
-        if find_model(model) is not None:
-            refuse_sandbox_only(model)
-    tell = say or quiet
-    ctx = context(region, aws, on_connect)
+    def update(
+        self,
+        name: str,
+        *,
+        k: int | None = None,
+        mode: str | None = None,
+        instance_type: str | None = None,
+        instance_count: int | None = None,
+        component: str | None = None,
+        copies: int | None = None,
+        k_schedule: str | None = None,
+        drafter: str | None = None,
+        bucket: str | None = None,
+        fallback: list[str] | None = None,
+        autoscale: str | None = None,
+        autoscale_min: int | None = None,
+        autoscale_max: int | None = None,
+        target_concurrency: float | None = None,
+        target_invocations: float | None = None,
+        model_data: str | None = None,
+        image: str | None = None,
+        vllm_version: str | None = None,
+        routing_strategy: str | None = None,
+        role: str | None = None,
+        hosting: str | None = None,
+        scale_to_zero: bool | None = None,
+        accelerators_per_copy: int | None = None,
+        min_instances: int | None = None,
+        max_instances: int | None = None,
+        scale_in_strategy: str | None = None,
+        scale_in_max_step: int | None = None,
+        scale_in_cooldown_minutes: int | None = None,
+        timeout: str | float | None = None,
+        confirm: Confirm | None = None,
+        dry_run: bool = False,
+    ) -> UpdateResult:
+        """Change an endpoint in place; nothing changes on error.
 
-    def ask(result: AdoptResult) -> None:
-        if on_result is not None:
-            on_result(result)
-        names = ", ".join(n for _, n in result.resources)
-        (confirm or quiet)(f"Tag {names} as managed by peagle?")
+        - `k`, `mode`, `instance_type`, `instance_count` (and any other spec option on a
+          one-model endpoint): a new model and config, then UpdateEndpoint (the old ones
+          are removed only after success).
+        - On an endpoint hosting inference components K and mode are per component:
+          `component="p-eagle", k=5` gives that component a new model and
+          UpdateInferenceComponent; `k`/`mode` without `component` there is a SpecError
+          naming the components.
+        - `component=..., copies=N`: UpdateInferenceComponentRuntimeConfig (0 scales to
+          zero).
 
-    def write(result: AdoptResult) -> None:
-        if output is not None:
-            _write_spec(Path(output), result, tell)
+        An update whose requests equal the deployed ones (`k=3` where K is the default 3)
+        sends nothing and leaves the tags as they are.
 
-    result = adopt_endpoint(
-        ctx,
-        name,
-        model=model,
-        dry_run=dry_run,
-        accept_differences=accept_differences,
-        confirm=ask,
-        before_tagging=write,
-        say=tell,
-    )
-    if dry_run and output is not None:
-        _write_spec(Path(output), result, tell)
-    return result
+        Args:
+            name: the endpoint.
+            k: K, the speculative tokens per step.
+            mode: "p-eagle", "eagle3" or "baseline".
+            instance_type: the instance type (a one-model endpoint).
+            instance_count: the instance count (a one-model endpoint).
+            component: the inference component to change: its K or mode, or `copies`.
+            copies: the copies `component` keeps (0 scales it to zero). Unlike `deploy`'s
+                `copies`, it changes one component's running copy count.
+            k_schedule: … `scale_in_cooldown_minutes`: any other spec option (as
+                `SpecOptions` documents them) for a one-model endpoint; `name`,
+                `components` and `region` cannot change in place, so `update` does not
+                take them (the endpoint is in the client's region).
+            timeout: give up waiting after this long: "2h", "90m" or seconds.
+            confirm: asked with what would change; it raises to stop.
+            dry_run: read what is deployed, plan the change and return what would change,
+                with no request that changes anything (and no confirm).
+
+        Returns:
+            An UpdateResult: `.kind`, `.changes` ("K 5 -> 3", …), `.status`, `.plan`.
+
+        Raises:
+            SpecError: a bad value or a bad combination (before any request; `.field`
+                names it).
+            NotFound: no such endpoint or component.
+            DeploymentFailed, DeploymentTimeout: the update failed; the endpoint keeps its
+                previous config.
+        """
+        from ..planning.spec.options import options_from
+
+        _check_update_args(name, k, mode, instance_type, instance_count, component, copies)
+        extra = dataclasses.replace(
+            options_from(locals()),  # `name` and `copies` here are update's own, not the spec's
+            k=None, mode=None, instance_type=None, instance_count=None, copies=None, name=None,
+        )  # fmt: skip
+        _check_extra(extra, component)
+        wait_s = seconds(timeout, "timeout")
+        ctx = self._connect()
+        from ..lifecycle.manager import Lifecycle
+
+        lc = Lifecycle(ctx, say=self._say)
+        if component is not None and (k is not None or mode is not None):  # its configuration
+            return self._update_component(lc, name, component, k, mode, wait_s, confirm, dry_run)
+        if component is not None:  # its copies
+            assert copies is not None
+            return self._update_copies(lc, name, component, copies, wait_s, confirm, dry_run)
+        return self._update_endpoint(lc, name, extra, k, mode, instance_type, instance_count,
+                                     wait_s, confirm, dry_run)  # fmt: skip
+
+    def _update_component(
+        self, lc: Any, name: str, component: str, k: int | None, mode: str | None,
+        wait_s: float | None, confirm: Confirm | None, dry_run: bool,
+    ) -> UpdateResult:  # fmt: skip
+        """K or mode of one inference component: a new model, UpdateInferenceComponent."""
+        from ..lifecycle.component_update import plan_component_change
+
+        change = plan_component_change(lc.sm, name, component, k=k, mode=mode)
+        refuse_sandbox_only(change.plan.spec.model)
+        if change.unchanged:
+            self._say(f"no changes: {component} already runs these values; nothing sent")
+            live = None if dry_run else lc.sm.describe_endpoint(EndpointName=name)
+            status = live["EndpointStatus"] if live else None
+            return UpdateResult("component", name, status, [], dry_run=dry_run, plan=change.plan)
+        if dry_run:
+            return UpdateResult("component", name, None, list(change.changes), dry_run=True)
+        if confirm is not None:
+            confirm(f"Update {name} ({', '.join(change.changes) or 'no change'})?")
+        result = change.apply(lc, timeout=wait_s)
+        return UpdateResult(
+            "component",
+            name,
+            result.status,
+            list(change.changes),
+            list(result.created),
+            plan=change.plan,
+        )
+
+    def _update_copies(
+        self, lc: Any, name: str, component: str, copies: int, wait_s: float | None,
+        confirm: Confirm | None, dry_run: bool,
+    ) -> UpdateResult:  # fmt: skip
+        """One inference component's copy count: UpdateInferenceComponentRuntimeConfig."""
+        from ..lifecycle.components import find_component, set_copies
+        from ..lifecycle.resources import as_error
+
+        full = find_component(lc.sm, name, component)
+        try:
+            now = lc.sm.describe_inference_component(InferenceComponentName=full)
+        except Exception as exc:
+            raise as_error(exc) from None
+        was = now.get("RuntimeConfig", {}).get("DesiredCopyCount")
+        if was == copies:  # the count it is already asked to keep: nothing to send
+            self._say(f"no changes: {component} already has {copies} copies; nothing sent")
+            rc = now.get("RuntimeConfig", {})
+            return UpdateResult(
+                "copies",
+                name,
+                None if dry_run else now["InferenceComponentStatus"],
+                component=full,
+                desired_copies=was,
+                current_copies=rc.get("CurrentCopyCount"),
+                dry_run=dry_run,
+            )
+        change = [f"copies {was} -> {copies}"]
+        if dry_run:
+            return UpdateResult(
+                "copies", name, None, change, component=component, desired_copies=copies,
+                dry_run=True,
+            )  # fmt: skip
+        if confirm is not None:
+            confirm(f"Set {name} component {component} to {copies} copies?")
+        desc = set_copies(lc, name, component, copies, wait_s or 3600)
+        rc = desc.get("RuntimeConfig", {})
+        return UpdateResult(
+            "copies",
+            name,
+            desc["InferenceComponentStatus"],
+            change,
+            component=desc["InferenceComponentName"],
+            desired_copies=rc.get("DesiredCopyCount"),
+            current_copies=rc.get("CurrentCopyCount"),
+        )
+
+    def _update_endpoint(
+        self, lc: Any, name: str, extra: SpecOptions, k: int | None, mode: str | None,
+        instance_type: str | None, instance_count: int | None, wait_s: float | None,
+        confirm: Confirm | None, dry_run: bool,
+    ) -> UpdateResult:  # fmt: skip
+        """A one-model endpoint (or a component endpoint's top level): its spec re-planned
+        with the options, a new model and config, UpdateEndpoint."""
+        from ..lifecycle.resolve import plan
+        from ..lifecycle.spec_tags import deployed_spec
+        from ..planning.components.change import refuse_top_level_change
+        from ..planning.meaning import changed_values, same_meaning
+        from ..planning.spec.options import build_spec
+
+        if not dry_run:  # an update cut short after UpdateEndpoint: finish it first
+            from ..lifecycle.reconcile import finish_update, wait_settled
+
+            # pasted while Updating: wait, then finish from the description the wait read
+            described = wait_settled(lc, name, timeout=wait_s, on_poll=self.on_poll)
+            if described is not None:
+                for line in finish_update(lc, name, described=described):
+                    lc.say(line)
+        current = deployed_spec(lc.sm, name)
+        refuse_sandbox_only(current.model)
+        refuse_top_level_change(current, name, k=k, mode=mode)
+        before = plan(current)
+        options = dataclasses.replace(
+            extra, k=k, mode=mode, instance_type=instance_type, instance_count=instance_count,
+        )  # fmt: skip
+        base = current.model_dump(mode="json", exclude_unset=True)
+        new = plan(build_spec(None, None, options, base=base))
+        if new.names["endpoint"] != name:
+            # The name only when the spec would not give this one (the default name says the
+            # mode): set on a spec that names it by default, it changes the spec's hash, and
+            # with it the config and model names: an update with nothing to change then
+            # made a new model and config.
+            options = dataclasses.replace(options, name=name)
+            new = plan(build_spec(None, None, options, base=base))
+        new.raise_for_failures()
+        if same_meaning(before, new):
+            # An explicit value equal to what the deployed spec resolves to (`-k 3` where K
+            # was left to the default 3): the same requests under another hash. The
+            # deployed spec stands, so nothing is sent and its tags are not rewritten.
+            new = before
+        changes = changed_values(before, new)
+        live = _unchanged(lc.sm, name, new)
+        if live is not None:
+            self._say(f"no changes: {name} already runs this spec; nothing sent")
+            return UpdateResult(
+                "endpoint",
+                name,
+                None if dry_run else live["EndpointStatus"],
+                [],
+                endpoint_config=live["EndpointConfigName"],
+                speculative_config=new.speculative_config,
+                dry_run=dry_run,
+                plan=new,
+            )
+        if dry_run:
+            return UpdateResult(
+                "endpoint",
+                name,
+                None,
+                changes,
+                endpoint_config=new.names["endpoint_config"],
+                speculative_config=new.speculative_config,
+                dry_run=True,
+            )
+        if confirm is not None:
+            confirm(f"Update {name} ({', '.join(changes) or 'no change'})?")
+        result = lc.update(new, timeout=wait_s, on_poll=self.on_poll)
+        return UpdateResult(
+            "endpoint",
+            name,
+            result.status,
+            changes,
+            list(result.created),
+            endpoint_config=new.names["endpoint_config"],
+            speculative_config=new.speculative_config,
+            plan=new,
+        )
+
+    def adopt(
+        self,
+        name: str,
+        *,
+        model: str | None = None,
+        dry_run: bool = False,
+        accept_differences: bool = False,
+        output: str | Path | None = None,
+        confirm: Confirm | None = None,
+        on_result: Callable[[AdoptResult], None] | None = None,
+    ) -> AdoptResult:
+        """Take an endpoint made elsewhere (console, sagemaker SDK, boto3) under peagle's
+        management: reconstruct its spec, run plan's checks, tag it as peagle's.
+
+        Args:
+            name: the endpoint.
+            model: the catalog alias or JumpStart id it serves, when its tags,
+                HF_MODEL_ID and weights do not tell.
+            dry_run: show the spec and checks; tag nothing.
+            accept_differences: adopt even when the spec cannot represent every field the
+                endpoint runs (the next update or apply changes those fields).
+            output: also write the spec as YAML here (after the re-check that follows the
+                answer, before the first tag).
+            confirm: asked before tagging; it raises to stop.
+            on_result: sees the result before `confirm` is asked.
+
+        Returns:
+            An AdoptResult: `.spec`, `.checks`, `.differences`, `.tagged` (empty on a dry
+            run).
+
+        Raises:
+            SpecError: (nothing tagged) what peagle cannot represent (unless
+                `accept_differences`), an endpoint not settled InService, one sharing its
+                config or model with another endpoint, or one it already manages.
+            NotFound: there is no such endpoint.
+        """
+        from ..lifecycle.adopt import adopt as adopt_endpoint
+
+        check_endpoint_name(name)
+        check_output_path(output, create_parents=False)  # before any request (names `output`)
+        if model is not None:
+            from ..catalog.models import find_model
+
+            if find_model(model) is not None:
+                refuse_sandbox_only(model)
+        ctx = self._connect()
+
+        def ask(result: AdoptResult) -> None:
+            if on_result is not None:
+                on_result(result)
+            if confirm is not None:
+                names = ", ".join(n for _, n in result.resources)
+                confirm(f"Tag {names} as managed by peagle?")
+
+        def write(result: AdoptResult) -> None:
+            if output is not None:
+                _write_spec(Path(output), result, self._say)
+
+        result = adopt_endpoint(
+            ctx,
+            name,
+            model=model,
+            dry_run=dry_run,
+            accept_differences=accept_differences,
+            confirm=ask,
+            before_tagging=write,
+            say=self._say,
+        )
+        if dry_run and output is not None:
+            _write_spec(Path(output), result, self._say)
+        return result

@@ -1,4 +1,5 @@
-"""`sm_peagle.doctor()`: what this peagle knows, next to what is newer.
+"""`sm_peagle.doctor()` (`DoctorOps.doctor`, a method of `sm_peagle.Client`): what this
+peagle knows, next to what is newer.
 
 Five checks, each one row of the result:
 
@@ -30,9 +31,10 @@ from typing import Any
 
 from .. import settings
 from ..catalog import images
-from ..errors import SpecError
+from ..errors import Param, SpecError, text
 from ..vllm.versions import NEWEST_CHECKED, VllmVersion
 from . import doctor_sources as sources
+from .session import Session
 
 __all__ = [
     "CHECKS",
@@ -46,8 +48,8 @@ __all__ = [
     "OK",
     "SAGEMAKER_FIELDS",
     "DoctorCheck",
+    "DoctorOps",
     "DoctorReport",
-    "doctor",
     "known_images",
     "sagemaker_values",
 ]
@@ -272,56 +274,74 @@ class DoctorReport:
         }
 
 
-def doctor(
-    *,
-    region: str | None = None,
-    offline: bool = False,
-    timeout: float | str = DEFAULT_TIMEOUT,
-) -> DoctorReport:
-    """What this peagle knows next to what is newer: the five checks of `CHECKS`.
+class DoctorOps(Session):
+    """`doctor`: what this peagle knows, next to what is newer."""
 
-    Network sources (the package index, ECR, GitHub, STS) are asked at once, each within
-    `timeout` seconds (a number, or a duration such as "5s"); one that does not answer
-    leaves its row "not checked" with the reason. `offline`: ask none of them.
-    SpecError (nothing asked) for a timeout that is not positive, a region that is not
-    one, or a PEAGLE_PYPI_URL that is not an http(s) URL. Never raises for what a
-    source answers: that is in the rows."""
-    if isinstance(timeout, str):
-        from ..lifecycle.waiter import parse_duration
+    def doctor(
+        self, *, offline: bool = False, timeout: float | str = DEFAULT_TIMEOUT
+    ) -> DoctorReport:
+        """What this peagle knows next to what is newer: the five checks of `CHECKS`.
+        Network sources (the package index, ECR, GitHub, STS) are asked at once, ECR and
+        STS in the client's region (and on its endpoint URL or context); one that does not
+        answer leaves its row "not checked" with the reason. Never raises for what a source
+        answers: that is in the rows.
 
-        timeout = parse_duration(timeout)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-        raise SpecError(f"--timeout: must be a positive number of seconds (got {timeout!r})",
-                        remedy=f"--timeout {DEFAULT_TIMEOUT:g}")  # fmt: skip
-    if region:
-        from ..catalog.regions import region_problem
+        Args:
+            offline: ask no network source.
+            timeout: how long each source may take: seconds, or a duration such as "5s".
 
-        problem = region_problem(region)
-        if problem:
-            raise SpecError(f"--region: {problem}", remedy="--region us-east-1")
-    index = sources.checked_url(settings.pypi_url(), "PEAGLE_PYPI_URL")
-    label = settings.source_label()
-    pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="peagle-doctor")
-    asked: dict[str, Future[Any]] = {}
-    if not offline:
-        # One boto3 session per thread: sessions are not thread-safe.
-        asked = {
-            "pypi": pool.submit(sources.pypi_newest, index, timeout),
-            "github": pool.submit(sources.github_newest, sources.DLC_SOURCE, timeout),
-            "ecr": pool.submit(sources.ecr_newest, region, timeout),
-            "sts": pool.submit(sources.caller, region, timeout),
-        }
-    pool.shutdown(wait=False)
-    local = (_sandbox_engine_check(), _botocore_check())  # while the network answers
-    answers = {k: sources.answer(asked[k]) if k in asked else (None, "offline: not asked")
-               for k in ("pypi", "github", "ecr", "sts")}  # fmt: skip
-    checks = (
-        _vllm_check(answers["pypi"], index),
-        _dlc_check(answers["ecr"], answers["github"]),
-        *local,
-        _credentials_check(answers["sts"], label),
-    )
-    return DoctorReport(checks, label)
+        Returns:
+            Each check's row, the verdict and its exit code.
+
+        Raises:
+            SpecError: a timeout that is not positive, or a PEAGLE_PYPI_URL that is not an
+                http(s) URL (nothing asked).
+        """
+        if isinstance(timeout, str):
+            from ..lifecycle.waiter import parse_duration
+
+            timeout = parse_duration(timeout)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+            raise SpecError(
+                text("{timeout}: must be a positive number of seconds (got {t!r})", t=timeout),
+                remedy=text("{t}", t=Param("timeout", _SHOWN_TIMEOUT)),
+                field="timeout",
+                value=timeout,
+                rule="> 0 seconds",
+            )
+        region = self.region
+        base = self._aws
+        if base is None and (self.endpoint_url or self.profile):
+            from ..aws import AwsContext
+
+            base = AwsContext(region, self.profile, endpoint_url=self.endpoint_url)
+        index = sources.checked_url(settings.pypi_url(), "PEAGLE_PYPI_URL")
+        label = settings.source_label()
+        pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="peagle-doctor")
+        asked: dict[str, Future[Any]] = {}
+        if not offline:
+            # One boto3 session per thread: sessions are not thread-safe.
+            asked = {
+                "pypi": pool.submit(sources.pypi_newest, index, timeout),
+                "github": pool.submit(sources.github_newest, sources.DLC_SOURCE, timeout),
+                "ecr": pool.submit(sources.ecr_newest, region, timeout, base),
+                "sts": pool.submit(sources.caller, region, timeout, base),
+            }
+        pool.shutdown(wait=False)
+        local = (_sandbox_engine_check(), _botocore_check())  # while the network answers
+        answers = {k: sources.answer(asked[k]) if k in asked else (None, "offline: not asked")
+                   for k in ("pypi", "github", "ecr", "sts")}  # fmt: skip
+        checks = (
+            _vllm_check(answers["pypi"], index),
+            _dlc_check(answers["ecr"], answers["github"]),
+            *local,
+            _credentials_check(answers["sts"], label),
+        )
+        return DoctorReport(checks, label)
+
+
+# The default timeout as a suggested value: 3, not 3.0.
+_SHOWN_TIMEOUT = int(DEFAULT_TIMEOUT) if float(DEFAULT_TIMEOUT).is_integer() else DEFAULT_TIMEOUT
 
 
 # -- the rows ------------------------------------------------------------------------------
@@ -385,8 +405,11 @@ def _dlc_check(
     }
     shown = _describe(found)
     if newer:
-        detail = f"published since peagle's image list: {_describe(newer)} (plan takes them "
-        detail += "only as --image, with a warning: their entrypoint rules are not known)"
+        detail = text(
+            "published since peagle's image list: {d} (plan takes them only as {image}, "
+            "with a warning: their entrypoint rules are not known)",
+            d=_describe(newer),
+        )
         return DoctorCheck("dlc_image", NEWER, _describe(known), shown, source, detail, extra)
     return DoctorCheck(
         "dlc_image", OK, _describe(known), shown, source, "peagle's list has the newest", extra
@@ -506,6 +529,6 @@ def _credentials_check(answer: tuple[dict[str, Any] | None, str | None], label: 
     where = f"account {ident['account']}, region {region or 'none configured'}"
     detail = f"STS GetCallerIdentity answered by {label}"
     if not region:
-        detail += "; set AWS_REGION or pass --region to deploy"
+        detail = text("{d}; set AWS_REGION or pass {region} to deploy", d=detail)
     extra = {"account": ident["account"], "arn": ident.get("arn"), "region": region}
     return DoctorCheck("credentials", OK, None, where, label, detail, extra)

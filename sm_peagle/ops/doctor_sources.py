@@ -151,11 +151,15 @@ def _newest(classic: list[str], server: list[str]) -> dict[str, str]:
     return out
 
 
-def _aws(region: str | None, timeout: float) -> Any:
+def _aws(region: str | None, timeout: float, base: Any = None) -> Any:
     from ..aws import AwsContext
 
-    # One attempt per call: retrying a dead network is what makes a doctor slow.
-    return AwsContext(region, max_attempts=0, connect_timeout=timeout, read_timeout=timeout)
+    # One attempt per call: retrying a dead network is what makes a doctor slow. A client's
+    # own context (`base`: its endpoint URL, credentials) is kept, with these settings.
+    quick = {"max_attempts": 0, "connect_timeout": timeout, "read_timeout": timeout}
+    if base is not None:
+        return base.derive(**quick)
+    return AwsContext(region, **quick)
 
 
 def _aws_reason(exc: Exception) -> str:
@@ -164,14 +168,14 @@ def _aws_reason(exc: Exception) -> str:
     return getattr(as_peagle_error(exc), "message", None) or str(exc)
 
 
-def ecr_newest(region: str | None, timeout: float) -> dict[str, str]:
+def ecr_newest(region: str | None, timeout: float, base: Any = None) -> dict[str, str]:
     """The newest tags of AWS's `vllm` repository in this region's DLC registry, from
     ECR DescribeImages (every page, within a few timeouts)."""
     from ..planning.steps.image_choice import DLC_ACCOUNT
 
     if settings.sandbox_url():
         raise NotChecked("not asked: the sandbox is not AWS's registry")
-    aws = _aws(region, timeout)
+    aws = _aws(region, timeout, base)
     if aws.session.get_credentials() is None:
         raise NotChecked("no credentials")
     try:
@@ -199,9 +203,9 @@ def ecr_newest(region: str | None, timeout: float) -> dict[str, str]:
     return {**_newest(classic, server), "registry": f"{DLC_ACCOUNT} ({aws.region})"}
 
 
-def caller(region: str | None, timeout: float) -> dict[str, Any]:
+def caller(region: str | None, timeout: float, base: Any = None) -> dict[str, Any]:
     """{"account", "arn", "region"} of the credentials; NotChecked("no credentials")."""
-    aws = _aws(region, timeout)
+    aws = _aws(region, timeout, base)
     if aws.session.get_credentials() is None:
         raise NotChecked("no credentials")
     region = aws.session.region_name

@@ -1,4 +1,5 @@
-"""Drafter heads as SDK calls: `drafter_inspect()`, `drafter_check()` and `drafter_push()`.
+"""Drafter heads as SDK calls: `drafter_inspect()`, `drafter_check()` and `drafter_push()`,
+the methods of `DrafterOps` (a part of `sm_peagle.Client`).
 
 `peagle drafter inspect|check|push` each call one of these and render the result. A head is
 a local directory or an s3://bucket/prefix/. Every argument is checked before anything is
@@ -14,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CheckFailed, PeagleError, SpecError
+from ..errors import Call, CheckFailed, Param, PeagleError, SpecError, text
+from .session import Session
 
 if TYPE_CHECKING:
     from ..checks import Check
@@ -23,10 +25,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DRAFTER_MODES",
     "DrafterCheck",
+    "DrafterOps",
     "DrafterPush",
-    "drafter_check",
-    "drafter_inspect",
-    "drafter_push",
 ]
 
 Progress = Callable[[str], None]
@@ -34,20 +34,8 @@ Progress = Callable[[str], None]
 # of `total` bytes this push may send.
 BytesProgress = Callable[[int, int], None]
 DRAFTER_MODES = ("p-eagle", "eagle3")
-
-
-def drafter_inspect(
-    source: str, *, region: str | None = None, progress: Progress | None = None
-) -> Any:
-    """Read a head's config.json and safetensors headers (never the tensors) and return
-    its `DrafterInspection` (`to_dict()`). `source`: a local directory or an s3:// prefix
-    (read with ranged GETs; `region` for the S3 client). Raises SpecError when `source`
-    holds no head at all (no config.json and no *.safetensors) or cannot be read."""
-    from ..drafter.inspection import parse_s3_uri
-
-    if source.startswith("s3://"):
-        parse_s3_uri(source)  # a malformed URI fails before a client is made
-    return _inspect(source, region, progress)
+# `force=True`, named in what a forced push says (`--force` at the CLI).
+FORCE = Param("force", True)
 
 
 @dataclass(frozen=True)
@@ -87,80 +75,6 @@ class DrafterCheck:
             "checks": [_check_doc(c) for c in self.checks],
             "ok": self.ok,
         }
-
-
-def drafter_check(
-    source: str,
-    *,
-    model: str | None = None,
-    vllm_version: str | None = None,
-    mode: str = "p-eagle",
-    k: int | None = None,
-    trained_k: int | None = None,
-    target_hidden_size: int | None = None,
-    target_vocab_size: int | None = None,
-    target_num_layers: int | None = None,
-    strict: bool = False,
-    region: str | None = None,
-    progress: Progress | None = None,
-) -> DrafterCheck:
-    """Check a head against the target `model` (catalog alias, JumpStart or HF id; or the
-    explicit `target_hidden_size`/`target_vocab_size`/`target_num_layers`), the vLLM
-    version (default: peagle's default image) and K (default: the model's default K), as
-    plan and deploy do: the header rules, then what vLLM's loader does with each tensor
-    (a head it refuses at start, one that fails its first request, one it loads silently
-    wrong). `strict=True` turns every warning into a failure.
-
-    Returns the checks; failed checks do not raise (call `raise_for_failures()`). Bad
-    arguments raise SpecError before the head is read."""
-    from ..planning.steps.version_gates import check_version_gates
-    from ..vllm.versions import DEFAULT_VLLM, VllmVersion
-
-    try:
-        version = VllmVersion(vllm_version or DEFAULT_VLLM)
-    except ValueError as exc:
-        raise SpecError(f"--vllm-version: {exc}", remedy="e.g. --vllm-version 0.16.0") from None
-    check_drafter_mode(mode)
-    entry, hidden, vocab, trained, default_k = _targets(
-        model, target_hidden_size, target_vocab_size, trained_k
-    )
-    layers = (
-        target_num_layers if target_num_layers is not None else getattr(entry, "num_layers", None)
-    )
-    _positive(target_hidden_size=hidden, target_vocab_size=vocab, target_layers=layers)
-    k = k if k is not None else default_k
-    if source.startswith("s3://"):
-        from ..drafter.inspection import parse_s3_uri
-
-        parse_s3_uri(source)
-    ins = _inspect(source, region, progress)
-    from ..drafter.check import check_drafter, check_drafter_loading
-    from ..planning.steps.drafter_checks import strict_checks
-
-    # The version gates `plan` applies (one function): parallel drafting, model minimums.
-    checks = check_version_gates(version, mode, entry, field="container.vllm_version")
-    checks += check_drafter(
-        ins,
-        target_hidden_size=hidden,
-        target_vocab_size=vocab,
-        vllm_version=version,
-        mode=mode,
-        k=k,
-        trained_k=trained,
-    )
-    checks += check_drafter_loading(
-        ins,
-        vllm_version=version,
-        mode=mode,
-        target_hidden_size=hidden,
-        target_vocab_size=vocab,
-        target_num_layers=layers,
-    )
-    if strict:
-        checks = strict_checks(checks)
-    target = {"model": model, "hidden_size": hidden, "vocab_size": vocab}
-    target |= {"vllm_version": str(version), "mode": mode, "k": k, "trained_k": trained}
-    return DrafterCheck(ins.source, target, checks, ins)
 
 
 @dataclass(frozen=True)
@@ -231,71 +145,241 @@ class DrafterPush:
         return {**self.push.to_dict(), "additional_model_data_source": self.entry}
 
 
-def drafter_push(
-    source: str | Path | None,
-    dest: str,
-    *,
-    channel: str = "eagle",
-    from_hf: str | None = None,
-    model: str | None = None,
-    vllm_version: str | None = None,
-    mode: str = "p-eagle",
-    k: int | None = None,
-    trained_k: int | None = None,
-    region: str | None = None,
-    force: bool = False,
-    strict: bool = False,
-    progress: Progress | None = None,
-    on_bytes: BytesProgress | None = None,
-) -> DrafterPush:
-    """Upload a head directory (or, with `from_hf`, a Hugging Face repo downloaded first)
-    to `dest` (s3://bucket/prefix/) in the layout SageMaker mounts. Resumable: files
-    already in S3 with the same sha256 are skipped.
+class DrafterOps(Session):
+    """Drafter heads: `drafter_inspect`, `drafter_check` and `drafter_push`. S3 is reached
+    with the client's region (and endpoint URL or context), lines go to its `progress`."""
 
-    Refused with SpecError before any upload: a malformed or bucket-root `dest`, a missing
-    source, and a head `deploy --drafter` would refuse: the same checks, by the same
-    function (`deploy_head_checks`), failing with the same CheckFailed. `model`,
-    `vllm_version`, `mode`, `k` and `trained_k` are that deploy's (`deploy MODEL --drafter
-    SRC --vllm-version V --mode M -k K`, the spec's `drafter.trained_k`); without `model`
-    the rules that need the target only warn, and the rest refuse as deploy would for
-    any target. Warnings are `progress` lines; `strict=True` refuses them too.
-    `force=True` pushes a refused head anyway (a work in progress, a format peagle does
-    not know yet): each failed check becomes a note of the result and a `progress` line.
-    Ambiguous file names are refused even so: the mount would break."""
-    from ..drafter.inspection import parse_s3_uri
+    def drafter_inspect(self, source: str) -> Any:
+        """Read a head's config.json and safetensors headers (never the tensors).
 
-    if from_hf is not None and source is not None:
-        raise SpecError(
-            "give either SRC or --from-hf, not both",
-            remedy="peagle drafter push --from-hf ORG/HEAD s3://bucket/prefix/",
-        )
-    if not dest or (source is None and from_hf is None):
-        raise SpecError(
-            "push needs SRC and an s3://bucket/prefix/ destination",
-            remedy="peagle drafter push ./head s3://bucket/prefix/ "
-            "(or --from-hf ORG/HEAD s3://bucket/prefix/)",
-        )
-    _bucket, prefix = parse_s3_uri(dest)  # before any hashing or download
-    if not prefix:
-        raise SpecError(
-            f"{dest} is a bucket root; SageMaker would mount the whole bucket",
-            remedy="push to a prefix such as s3://bucket/drafters/my-head/",
-        )
-    if not channel:
-        raise SpecError("--channel: the channel name is empty", remedy="use e.g. --channel eagle")
-    target = HeadTarget(model, vllm_version, mode, k, trained_k)
-    target.validate()  # before a download or a hash
-    if from_hf is None:
-        root = Path(str(source)).expanduser()
-        if not root.is_dir():
+        Args:
+            source: a local directory or an s3:// prefix (read with ranged GETs).
+
+        Returns:
+            Its `DrafterInspection` (`to_dict()`).
+
+        Raises:
+            SpecError: `source` holds no head at all (no config.json and no
+                *.safetensors), or cannot be read.
+        """
+        from ..drafter.inspection import parse_s3_uri
+
+        if source.startswith("s3://"):
+            parse_s3_uri(source)  # a malformed URI fails before a client is made
+        return self._inspect(source)
+
+    def _s3_client(self) -> tuple[Any, str | None]:
+        """The S3 client pushes and reads go through, sized for parallel uploads, on this
+        client's target, and the endpoint URL it was given (None: the environment's)."""
+        from ..drafter import make_push_client
+
+        if self._aws is None and self.endpoint_url is None and self.profile is None:
+            return make_push_client(self.region), None
+        from ..aws import AwsContext
+
+        ctx = self._aws or AwsContext(self.region, self.profile, endpoint_url=self.endpoint_url)
+        return make_push_client(self.region, aws=ctx), getattr(ctx, "endpoint_url", None)
+
+    def _inspect(self, source: str) -> Any:
+        from ..drafter import inspect_drafter
+
+        client = None
+        if source.startswith("s3://"):
+            from .target import talking_to_client
+
+            client, url = self._s3_client()
+            self._say(talking_to_client(client, url))
+        ins = inspect_drafter(source, s3_client=client)
+        _require_head(ins)
+        return ins
+
+    def drafter_check(
+        self,
+        source: str,
+        *,
+        model: str | None = None,
+        vllm_version: str | None = None,
+        mode: str = "p-eagle",
+        k: int | None = None,
+        trained_k: int | None = None,
+        target_hidden_size: int | None = None,
+        target_vocab_size: int | None = None,
+        target_num_layers: int | None = None,
+        strict: bool = False,
+    ) -> DrafterCheck:
+        """Check a head as plan and deploy do: the header rules, then what vLLM's loader
+        does with each tensor (a head it refuses at start, one that fails its first
+        request, one it loads silently wrong). Failed checks do not raise: call
+        `raise_for_failures()` on the result.
+
+        Args:
+            source: a local directory or an s3:// prefix.
+            model: the target model (catalog alias, JumpStart or HF id).
+            vllm_version: the vLLM version (default: peagle's default image).
+            mode: p-eagle or eagle3.
+            k: K (default: the model's default K).
+            trained_k: the K the head was trained for.
+            target_hidden_size: the target's hidden size (instead of the model's).
+            target_vocab_size: the target's vocabulary size (instead of the model's).
+            target_num_layers: the target's layer count (instead of the model's).
+            strict: turn every warning into a failure.
+
+        Returns:
+            Each check and whether all passed.
+
+        Raises:
+            SpecError: a bad argument, before the head is read.
+        """
+        from ..planning.steps.version_gates import check_version_gates
+        from ..vllm.versions import DEFAULT_VLLM, VllmVersion
+
+        try:
+            version = VllmVersion(vllm_version or DEFAULT_VLLM)
+        except ValueError as exc:
             raise SpecError(
-                f"drafter directory {source} does not exist or is not a directory",
-                remedy="give the directory that holds config.json and the safetensors files",
+                text("{vllm_version}: {e}", e=exc),
+                remedy=text("e.g. {v}", v=Param("vllm_version", "0.16.0")),
+                field="vllm_version",
+                value=vllm_version,
+            ) from None
+        check_drafter_mode(mode)
+        entry, hidden, vocab, trained, default_k = _targets(
+            model, target_hidden_size, target_vocab_size, trained_k
+        )
+        layers = target_num_layers
+        if layers is None:
+            layers = getattr(entry, "num_layers", None)
+        _positive(target_hidden_size=hidden, target_vocab_size=vocab, target_num_layers=layers)
+        k = k if k is not None else default_k
+        if source.startswith("s3://"):
+            from ..drafter.inspection import parse_s3_uri
+
+            parse_s3_uri(source)
+        ins = self._inspect(source)
+        from ..drafter.check import check_drafter, check_drafter_loading
+        from ..planning.steps.drafter_checks import strict_checks
+
+        # The version gates `plan` applies (one function): parallel drafting, model minimums.
+        checks = check_version_gates(version, mode, entry, field="container.vllm_version")
+        checks += check_drafter(
+            ins,
+            target_hidden_size=hidden,
+            target_vocab_size=vocab,
+            vllm_version=version,
+            mode=mode,
+            k=k,
+            trained_k=trained,
+        )
+        checks += check_drafter_loading(
+            ins,
+            vllm_version=version,
+            mode=mode,
+            target_hidden_size=hidden,
+            target_vocab_size=vocab,
+            target_num_layers=layers,
+        )
+        if strict:
+            checks = strict_checks(checks)
+        target = {"model": model, "hidden_size": hidden, "vocab_size": vocab}
+        target |= {"vllm_version": str(version), "mode": mode, "k": k, "trained_k": trained}
+        return DrafterCheck(ins.source, target, checks, ins)
+
+    def drafter_push(
+        self,
+        source: str | Path | None = None,
+        dest: str = "",
+        *,
+        channel: str = "eagle",
+        from_hf: str | None = None,
+        model: str | None = None,
+        vllm_version: str | None = None,
+        mode: str = "p-eagle",
+        k: int | None = None,
+        trained_k: int | None = None,
+        force: bool = False,
+        strict: bool = False,
+        on_bytes: BytesProgress | None = None,
+    ) -> DrafterPush:
+        """Upload a head directory (or a Hugging Face repo, downloaded first) to S3 in the
+        layout SageMaker mounts. Resumable: files already in S3 with the same sha256 are
+        skipped. A head the deploy would refuse is refused first, by the same checks
+        (`deploy_head_checks`), with the same CheckFailed; ambiguous file names are refused
+        even with `force` (the mount would break). Warnings are `progress` lines.
+
+        Args:
+            source: the local head directory (None with `from_hf`).
+            dest: s3://bucket/prefix/ to push to.
+            channel: the channel name of the AdditionalModelDataSources entry.
+            from_hf: a Hugging Face repo id to download, then push.
+            model: the model the deploy will serve it with (its checks then run exactly;
+                without it, the checks that need the target only warn).
+            vllm_version: the deploy's vLLM version.
+            mode: the deploy's mode (p-eagle or eagle3).
+            k: the deploy's K.
+            trained_k: the K the head was trained for (the spec's `drafter.trained_k`).
+            force: push a refused head anyway (a work in progress, a format peagle does
+                not know yet): each failed check becomes a note and a `progress` line.
+            strict: refuse on warnings too.
+            on_bytes: called with (bytes sent, total bytes) as the upload goes.
+
+        Returns:
+            What was uploaded and skipped, and the AdditionalModelDataSources entry.
+
+        Raises:
+            SpecError: a malformed or bucket-root `dest`, a missing source, both `source`
+                and `from_hf`, an empty `channel` (before any upload).
+            CheckFailed: the head fails a check the deploy would refuse it with.
+        """
+        from ..drafter.inspection import parse_s3_uri
+
+        if from_hf is not None and source is not None:
+            raise SpecError(
+                text("give either {source} or {from_hf}, not both"),
+                remedy=Call("drafter_push", dest="s3://bucket/prefix/", from_hf="ORG/HEAD"),
+                field="from_hf",
+                value=from_hf,
             )
-        return _push(str(source), dest, channel, region, progress, on_bytes, force, strict, target)
-    with tempfile.TemporaryDirectory(prefix="peagle-hf-") as tmp:
-        local = _download_hf(from_hf, tmp, progress)
-        return _push(local, dest, channel, region, progress, on_bytes, force, strict, target)
+        if not dest or (source is None and from_hf is None):
+            raise SpecError(
+                "push needs SRC and an s3://bucket/prefix/ destination",
+                remedy=text(
+                    "{push} (or {from_hf} ORG/HEAD s3://bucket/prefix/)",
+                    push=Call("drafter_push", "./head", "s3://bucket/prefix/"),
+                ),
+                field="dest" if source is not None or from_hf is not None else "source",
+            )
+        _bucket, prefix = parse_s3_uri(dest)  # before any hashing or download
+        if not prefix:
+            raise SpecError(
+                f"{dest} is a bucket root; SageMaker would mount the whole bucket",
+                remedy="push to a prefix such as s3://bucket/drafters/my-head/",
+                field="dest",
+                value=dest,
+            )
+        if not channel:
+            raise SpecError(
+                text("{channel}: the channel name is empty"),
+                remedy=text("use e.g. {c}", c=Param("channel", "eagle")),
+                field="channel",
+                value=channel,
+            )
+        target = HeadTarget(model, vllm_version, mode, k, trained_k)
+        target.validate()  # before a download or a hash
+        if from_hf is None:
+            root = Path(str(source)).expanduser()
+            if not root.is_dir():
+                raise SpecError(
+                    f"drafter directory {source} does not exist or is not a directory",
+                    remedy="give the directory that holds config.json and the safetensors files",
+                    field="source",
+                    value=str(source),
+                )
+            return _push(str(source), dest, channel, self._say, self._s3_client, on_bytes,
+                         force, strict, target)  # fmt: skip
+        with tempfile.TemporaryDirectory(prefix="peagle-hf-") as tmp:
+            local = _download_hf(from_hf, tmp, self._say)
+            return _push(local, dest, channel, self._say, self._s3_client, on_bytes, force,
+                         strict, target)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -331,7 +415,13 @@ class HeadTarget:
 def check_drafter_mode(mode: str) -> None:
     """SpecError unless `mode` is one a drafter head serves (`drafter check`, `push`)."""
     if mode not in DRAFTER_MODES:
-        raise SpecError(f"unknown drafter mode {mode!r}", remedy="use p-eagle or eagle3")
+        raise SpecError(
+            f"unknown drafter mode {mode!r}",
+            remedy="use p-eagle or eagle3",
+            field="mode",
+            value=mode,
+            rule=" or ".join(sorted(DRAFTER_MODES)),
+        )
 
 
 def deploy_head_checks(source: str, target: HeadTarget) -> list[Check]:
@@ -379,7 +469,9 @@ def check_pushable(
         checks = strict_checks(checks)
     if not force and any(c.status == "fail" for c in checks):
         refused = CheckFailed(checks)
-        refused.message += "; nothing was uploaded (--force pushes it anyway)"
+        refused.message = text(
+            "{m}; nothing was uploaded ({f} pushes it anyway)", m=refused.message, f=FORCE
+        )
         raise refused
     return checks
 
@@ -388,20 +480,21 @@ def _push(
     src: str,
     dest: str,
     channel: str,
-    region: str | None,
-    progress: Progress | None,
+    say: Progress,
+    s3: Callable[[], tuple[Any, str | None]],
     on_bytes: BytesProgress | None,
     force: bool = False,
     strict: bool = False,
     target: HeadTarget | None = None,
 ) -> DrafterPush:
-    from ..drafter import make_push_client, push_drafter
+    from ..drafter import push_drafter
     from .target import talking_to_client
 
     checked = check_pushable(src, target=target, force=force, strict=strict)
     overridden = [c for c in checked if c.status == "fail"]
     for c in overridden:
-        _say(progress, f"warning: pushing anyway (--force): {c.name}: {c.message}")
+        # c.line(): the check's message keeps what it names (the CLI words it)
+        say(text("warning: pushing anyway ({f}): ", f=FORCE) + c.line(with_fix=False))
     root = Path(src).expanduser()
     # Hidden files (e.g. the Hub's .cache/) are not pushed, so they are not counted.
     files = [
@@ -410,28 +503,28 @@ def _push(
         if p.is_file() and not any(x.startswith(".") for x in p.relative_to(root).parts)
     ]
     total = sum(p.stat().st_size for p in files)
-    client = make_push_client(region)
-    _say(progress, talking_to_client(client))
-    _say(progress, f"pushing {src} ({len(files)} files, {total / 2**20:,.1f} MiB) to {dest}")
+    client, url = s3()  # after the checks: a refused head costs no client
+    say(talking_to_client(client, url))
+    say(f"pushing {src} ({len(files)} files, {total / 2**20:,.1f} MiB) to {dest}")
     for c in checked:
         if c.status == "warn":  # what deploy would warn about this head, as it would
-            _say(progress, f"warning: {c.name}: {c.message}")
+            say("warning: " + c.line(with_fix=False))
     sent = None if on_bytes is None else (lambda n: on_bytes(n, total))
     r = push_drafter(src, dest, s3_client=client, progress=sent)
-    r.notes[:0] = [f"pushed with --force although {c.name} failed: {c.message}"
-                   for c in overridden]  # fmt: skip
+    r.notes[:0] = [text("pushed with {f} although {n} failed: {m}", f=FORCE, n=c.name,
+                        m=c.message) for c in overridden]  # fmt: skip
     return DrafterPush(source=src, channel=channel, push=r)
 
 
-def _download_hf(repo_id: str, dest: str, progress: Progress | None) -> str:
+def _download_hf(repo_id: str, dest: str, say: Progress) -> str:
     try:
         from huggingface_hub import snapshot_download
     except ImportError:
         raise SpecError(
-            "--from-hf needs the huggingface_hub package, which is not installed",
+            text("{from_hf} needs the huggingface_hub package, which is not installed"),
             remedy="pip install huggingface_hub, or download the head and push its directory",
         ) from None
-    _say(progress, f"downloading {repo_id} from the Hugging Face Hub")
+    say(f"downloading {repo_id} from the Hugging Face Hub")
     try:
         return str(snapshot_download(repo_id=repo_id, local_dir=dest))
     except Exception as exc:  # offline, gated repo, bad id: hub errors have no common base
@@ -440,20 +533,6 @@ def _download_hf(repo_id: str, dest: str, progress: Progress | None) -> str:
             remedy="check the repo id, network and HF_TOKEN, or download the head yourself "
             "and push its directory",
         ) from None
-
-
-def _inspect(source: str, region: str | None, progress: Progress | None) -> Any:
-    from ..drafter import inspect_drafter, make_push_client
-
-    client = None
-    if source.startswith("s3://"):
-        from .target import talking_to_client
-
-        client = make_push_client(region)
-        _say(progress, talking_to_client(client))
-    ins = inspect_drafter(source, s3_client=client)
-    _require_head(ins)
-    return ins
 
 
 def _require_head(ins: Any) -> None:
@@ -483,8 +562,12 @@ def _targets(
 
         raise SpecError(
             f"model: unknown model {model!r}",
-            remedy=model_remedy(model) + "; or pass --target-hidden-size/--target-vocab-size "
-            "without --model",
+            remedy=text(
+                "{r}; or pass {target_hidden_size}/{target_vocab_size} without {model}",
+                r=model_remedy(model),
+            ),
+            field="model",
+            value=model,
         )
     head = entry.drafter
     return (
@@ -496,14 +579,23 @@ def _targets(
     )
 
 
+_SIZE_WORDS = {
+    "target_hidden_size": "hidden size",
+    "target_vocab_size": "vocab size",
+    "target_num_layers": "layers",
+}
+
+
 def _positive(**sizes: int | None) -> None:
     """A target size given by hand must be a positive whole number (SpecError: exit 2)."""
     for key, value in sizes.items():
         if value is not None and (isinstance(value, bool) or value < 1):
-            flag = "--" + key.replace("_", "-")
             raise SpecError(
-                f"{flag} must be a positive whole number, not {value}",
-                remedy=f"give the target model's {key.removeprefix('target_').replace('_', ' ')}",
+                text("{p} must be a positive whole number, not {v}", p=Param(key), v=value),
+                remedy=f"give the target model's {_SIZE_WORDS[key]}",
+                field=key,
+                value=value,
+                rule=">= 1",
             )
 
 
@@ -513,8 +605,3 @@ def _check_doc(c: Any) -> dict[str, Any]:
     if c.fix:
         d["fix"] = c.fix
     return d
-
-
-def _say(progress: Progress | None, line: str) -> None:
-    if progress is not None:
-        progress(line)

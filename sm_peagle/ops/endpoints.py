@@ -3,14 +3,15 @@
 Each is one SDK call that `peagle status|ls|logs|delete|gc` makes as it is; the CLI only
 parses and renders the typed result (`to_dict()` is the command's `--json` document).
 
-    import sm_peagle
-    for row in sm_peagle.ls():
-        print(row.endpoint, sm_peagle.status(row.endpoint).status)
-    for event in sm_peagle.logs("my-endpoint", since="5m"):
+    client = sm_peagle.Client(region="us-east-1")
+    for row in client.ls():
+        print(row.endpoint, client.status(row.endpoint).status)
+    for event in client.logs("my-endpoint", since="5m"):
         print(event.message)
 
-Prompts go through `confirm` (called with the question; it raises to stop, None
-proceeds, as an SDK call does), progress lines through `say`. Arguments are checked
+They are the methods of `EndpointOps`, a part of `sm_peagle.Client`. Prompts go through
+`confirm` (called with the question; it raises to stop, None proceeds, as an SDK call
+does), progress lines through the client's `progress`. Arguments are checked
 before any AWS request, with the same typed errors the CLI prints.
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..errors import NotFound, SpecError
+from ..errors import Call, NotFound, Param, SpecError, text
 from ..planning.components.hosting import component_short_name  # what the CLI's tables show
 from .endpoints_results import (  # the results, in their own module
     ComponentStatus,
@@ -31,23 +32,19 @@ from .endpoints_results import (  # the results, in their own module
     LogStream,
     UnfinishedOperation,
 )
-from .session import OnConnect, Say, check_endpoint_name, context, quiet, seconds
+from .session import Say, Session, check_endpoint_name, seconds
 
 __all__ = [
     "ComponentStatus",
     "DeleteResult",
+    "EndpointOps",
     "EndpointStatus",
     "EndpointSummary",
     "GcResult",
     "LogEvent",
     "LogStream",
     "UnfinishedOperation",
-    "delete",
-    "gc",
-    "logs",
-    "ls",
     "component_short_name",
-    "status",
 ]
 
 Confirm = Callable[[str], None]
@@ -57,177 +54,282 @@ def _name(name: Any, what: str = "endpoint name") -> str:
     return check_endpoint_name(name, what)
 
 
-def status(
-    name: str,
-    *,
-    region: str | None = None,
-    aws: Any = None,
-    on_connect: OnConnect | None = None,
-) -> EndpointStatus:
-    """The endpoint's status, instances, mode and K (read from the deployed model),
-    image, the S3 URIs of its weights (`model_data`) and other data sources
-    (`additional_data`, channel -> URI: the drafter's is `eagle`), age and $/h, from
-    describe calls only. NotFound if there is no such endpoint."""
-    from ..lifecycle.inventory import endpoint_status
+class EndpointOps(Session):
+    """Endpoints as they are (`status`, `ls`, `logs`) and the ways they go (`delete`,
+    `gc`): the operations of `sm_peagle.Client` on existing endpoints."""
 
-    name = _name(name)
-    ctx = context(region, aws, on_connect)
-    doc = endpoint_status(ctx.client("sagemaker"), name, aas=ctx.client("application-autoscaling"))
-    return EndpointStatus.from_dict(doc)
+    def status(self, name: str) -> EndpointStatus:
+        """The endpoint's status, from describe calls only.
 
+        Args:
+            name: the endpoint's name.
 
-def ls(
-    *,
-    include_unmanaged: bool = False,
-    region: str | None = None,
-    aws: Any = None,
-    on_connect: OnConnect | None = None,
-) -> list[EndpointSummary]:
-    """The endpoints peagle manages (tagged `peagle:managed`), or with
-    `include_unmanaged` every endpoint of the region, each with its components."""
-    from ..lifecycle.inventory import list_endpoints
+        Returns:
+            Its status, instances, mode and K (read from the deployed model), image, the
+            S3 URIs of its weights (`model_data`) and other data sources
+            (`additional_data`, channel -> URI: the drafter's is `eagle`), age and $/h.
 
-    ctx = context(region, aws, on_connect)
-    rows = list_endpoints(ctx.client("sagemaker"), include_unmanaged=include_unmanaged)
-    return [EndpointSummary(**r) for r in rows]
+        Raises:
+            SpecError: `name` is not a SageMaker name (nothing is sent).
+            NotFound: there is no such endpoint.
+        """
+        from ..lifecycle.inventory import endpoint_status
 
+        name = _name(name)
+        ctx = self._connect()
+        sm = ctx.client("sagemaker")
+        doc = endpoint_status(sm, name, aas=ctx.client("application-autoscaling"))
+        return EndpointStatus.from_dict(doc)
 
-def _lifecycle(aws: Any, say: Say) -> Any:
-    from ..lifecycle.manager import Lifecycle
+    def ls(self, *, include_unmanaged: bool = False) -> list[EndpointSummary]:
+        """The endpoints peagle manages, each with its inference components.
 
-    return Lifecycle(aws, say=say)
+        Args:
+            include_unmanaged: list every endpoint of the region, not only those tagged
+                `peagle:managed`.
 
+        Returns:
+            One `EndpointSummary` per endpoint.
+        """
+        from ..lifecycle.inventory import list_endpoints
 
-def delete(
-    name: str,
-    *,
-    keep_model: bool = False,
-    force: bool = False,
-    dry_run: bool = False,
-    confirm: Confirm | None = None,
-    region: str | None = None,
-    aws: Any = None,
-    say: Say | None = None,
-    on_connect: OnConnect | None = None,
-) -> DeleteResult:
-    """Delete the endpoint (its inference components first), then the config and models
-    only it uses. Idempotent (`note` says "already gone"). Refused (SpecError, nothing
-    deleted) for an endpoint without the peagle:managed tag, or hosting components peagle
-    did not create, unless `force`; a config or model another endpoint (or component)
-    uses is never deleted, nor a foreign component's model. `confirm` is asked first
-    (with `force`, naming the foreign components that would go). `dry_run`: the same
-    reads and refusals, and `would_delete` lists what would go, in order; nothing is
-    deleted and nothing is asked."""
-    name = _name(name)
-    ctx = context(region, aws, on_connect)
-    lc = _lifecycle(ctx, say or quiet)
-    if dry_run:
-        plan = lc.deletion(name, keep_model=keep_model, force=force)
-        if plan is None:
-            return DeleteResult.from_dict({"endpoint": name, "deleted": [], "note": "already gone"})
-        return DeleteResult.from_dict({**plan.to_dict(), "dry_run": True})
-    if confirm is not None:
-        question = f"Delete endpoint {name} and its config/models?"
-        if force:  # say what --force destroys that is not peagle's
-            from ..lifecycle.components import split_components
+        ctx = self._connect()
+        rows = list_endpoints(ctx.client("sagemaker"), include_unmanaged=include_unmanaged)
+        return [EndpointSummary(**r) for r in rows]
 
-            foreign = split_components(lc.sm, name)[1]
-            if foreign:
-                question = (
-                    f"Delete endpoint {name} and its config/models, and inference "
-                    f"component(s) peagle did not create: {', '.join(foreign)} (their "
-                    "scaling targets, policies and alarms go too; their models are kept)?"
+    def _lifecycle(self, ctx: Any) -> Any:
+        from ..lifecycle.manager import Lifecycle
+
+        return Lifecycle(ctx, say=self._say)
+
+    def delete(
+        self,
+        name: str,
+        *,
+        keep_model: bool = False,
+        force: bool = False,
+        dry_run: bool = False,
+        confirm: Confirm | None = None,
+    ) -> DeleteResult:
+        """Delete the endpoint (its inference components first), then the config and
+        models only it uses. Idempotent: `note` says "already gone". A config or model
+        another endpoint (or component) uses is never deleted, nor a foreign component's
+        model.
+
+        Args:
+            name: the endpoint's name.
+            keep_model: keep the model(s).
+            force: also delete an endpoint peagle did not create, or inference components
+                someone else added to it (their scaling targets, policies and alarms go
+                too; their models are kept).
+            dry_run: the same reads and refusals; `would_delete` lists what would go, in
+                order. Nothing is deleted and nothing is asked.
+            confirm: asked first with the question (naming, with `force`, the foreign
+                components that would go); it raises to stop, returns to proceed.
+
+        Returns:
+            What was deleted (`deleted`), kept (`kept_models`, `kept_shared`), or why
+            nothing was (`note`).
+
+        Raises:
+            SpecError: `name` is not a SageMaker name, or the endpoint is not peagle's (or
+                hosts components peagle did not create) and `force` is not given; nothing
+                is deleted.
+        """
+        name = _name(name)
+        lc = self._lifecycle(self._connect())
+        if dry_run:
+            plan = lc.deletion(name, keep_model=keep_model, force=force)
+            if plan is None:
+                return DeleteResult.from_dict(
+                    {"endpoint": name, "deleted": [], "note": "already gone"}
                 )
-        confirm(question)
-    return DeleteResult.from_dict(lc.delete(name, keep_model=keep_model, force=force))
+            return DeleteResult.from_dict({**plan.to_dict(), "dry_run": True})
+        if confirm is not None:
+            question = f"Delete endpoint {name} and its config/models?"
+            if force:  # say what forcing destroys that is not peagle's
+                from ..lifecycle.components import split_components
 
+                foreign = split_components(lc.sm, name)[1]
+                if foreign:
+                    question = (
+                        f"Delete endpoint {name} and its config/models, and inference "
+                        f"component(s) peagle did not create: {', '.join(foreign)} (their "
+                        "scaling targets, policies and alarms go too; their models are kept)?"
+                    )
+            confirm(question)
+        return DeleteResult.from_dict(lc.delete(name, keep_model=keep_model, force=force))
 
-def gc(
-    *,
-    dry_run: bool = False,
-    min_age: str | float = "10m",
-    operation: str | None = None,
-    force: bool = False,
-    confirm: Confirm | None = None,
-    region: str | None = None,
-    aws: Any = None,
-    say: Say | None = None,
-    on_connect: OnConnect | None = None,
-) -> GcResult:
-    """Delete what peagle made that no finished deployment uses (`lifecycle.garbage`):
-    endpoints whose deployment never completed or whose config or model is missing (their
-    components and autoscaling first), inference components whose endpoint is gone, then
-    endpoint configs and models nothing uses. Nothing an operation that may still be
-    running made is touched (listed in `running`); an untagged resource younger than
-    `min_age` ("10m", "2h" or seconds) is skipped. `operation`: only that operation's
-    resources; `force` (only with `operation`): even if it may still be running. Adopted
-    resources are never collected. With `dry_run`, only list them. An endpoint SageMaker
-    is still updating is listed in `settling` (its status, the update's operation), not
-    judged: what that update leaves is known once it settles."""
-    from ..errors import SpecError
-    from ..lifecycle.components import deregister_component_scaling, split_components
-    from ..lifecycle.garbage import find_garbage
-    from ..lifecycle.operation import check_id
+    def gc(
+        self,
+        *,
+        dry_run: bool = False,
+        min_age: str | float = "10m",
+        operation: str | None = None,
+        force: bool = False,
+        confirm: Confirm | None = None,
+    ) -> GcResult:
+        """Delete what peagle made that no finished deployment uses (`lifecycle.garbage`):
+        endpoints whose deployment never completed or whose config or model is missing
+        (their components and autoscaling first), inference components whose endpoint is
+        gone, then endpoint configs and models nothing uses. Nothing an operation that may
+        still be running made is touched (listed in `running`); adopted resources are
+        never collected. An endpoint SageMaker is still updating is listed in `settling`
+        (its status, the update's operation), not judged: what that update leaves is known
+        once it settles.
 
-    min_age_seconds = seconds(min_age, "min_age") or 0.0
-    if operation is not None:
-        operation = check_id(operation)
-    if force and operation is None:
-        raise SpecError(
-            "force removes the resources of one operation that may still be running; "
-            "it needs that operation named",
-            remedy="add --operation OP (the id `peagle status` or the interrupted command printed)",
+        Args:
+            dry_run: only list what would go.
+            min_age: skip an untagged resource younger than this ("10m", "2h" or
+                seconds): a deploy may still be using it.
+            operation: only this operation's resources.
+            force: with `operation`, even if that operation may still be running.
+            confirm: asked before anything is deleted; it raises to stop.
+
+        Returns:
+            What was found, skipped, finished and deleted (nothing on a dry run).
+
+        Raises:
+            SpecError: a malformed `min_age` or `operation`, or `force` without
+                `operation` (nothing is sent).
+        """
+        from ..lifecycle.components import deregister_component_scaling, split_components
+        from ..lifecycle.garbage import find_garbage
+        from ..lifecycle.operation import check_id
+
+        min_age_seconds = seconds(min_age, "min_age") or 0.0
+        if operation is not None:
+            operation = check_id(operation)
+        if force and operation is None:
+            raise SpecError(
+                "force removes the resources of one operation that may still be running; "
+                "it needs that operation named",
+                remedy=text(
+                    "add {op} (the id `{status}` or the interrupted command printed)",
+                    op=Param("operation", "OP"),
+                    status=Call("status"),
+                ),
+                field="operation",
+                rule="force needs an operation",
+            )
+        lc = self._lifecycle(self._connect())
+        found = find_garbage(
+            lc.sm, min_age_seconds=min_age_seconds, operation=operation, force=force
         )
-    ctx = context(region, aws, on_connect)
-    lc = _lifecycle(ctx, say or quiet)
-    found = find_garbage(lc.sm, min_age_seconds=min_age_seconds, operation=operation, force=force)
-    result = GcResult(
-        inference_components=found.inference_components,
-        endpoint_configs=found.endpoint_configs,
-        models=found.models,
-        skipped_young=found.young,
-        deleted=[],
-        dry_run=dry_run,
-        endpoints=found.endpoints,
-        running=found.running,
-        settling={
-            ep: {"status": status, "operation": op} for ep, (status, op) in found.settling.items()
-        },
-    )
-    if (not result.orphans and not found.unfinished_updates) or dry_run:
-        if dry_run:  # frozen: filled in, not replaced
-            result.finished.update(found.unfinished_updates)
-        return result
-    if confirm is not None:
-        confirm(f"Delete {len(result.orphans)} resources no finished deployment uses?")
-    if found.unfinished_updates:
-        from ..lifecycle.reconcile import finish_update
+        result = GcResult(
+            inference_components=found.inference_components,
+            endpoint_configs=found.endpoint_configs,
+            models=found.models,
+            skipped_young=found.young,
+            deleted=[],
+            dry_run=dry_run,
+            endpoints=found.endpoints,
+            running=found.running,
+            settling={
+                ep: {"status": status, "operation": op}
+                for ep, (status, op) in found.settling.items()
+            },
+        )
+        if (not result.orphans and not found.unfinished_updates) or dry_run:
+            if dry_run:  # frozen: filled in, not replaced
+                result.finished.update(found.unfinished_updates)
+            return result
+        if confirm is not None:
+            confirm(f"Delete {len(result.orphans)} resources no finished deployment uses?")
+        if found.unfinished_updates:
+            from ..lifecycle.reconcile import finish_update
 
-        for ep, op in found.unfinished_updates.items():
-            for line in finish_update(lc, ep):
-                lc.say(line)
-                if line.startswith("removed unused "):
-                    result.deleted.append(line.rsplit(" ", 1)[-1])
-            result.finished[ep] = op  # what it freed is in `deleted`, once
-    for ep in result.endpoints:  # first: what they use becomes free
-        desc = lc.sm.describe_endpoint(EndpointName=ep)
-        for ic in split_components(lc.sm, ep)[0]:
+            for ep, op in found.unfinished_updates.items():
+                for line in finish_update(lc, ep):
+                    lc.say(line)
+                    if line.startswith("removed unused "):
+                        result.deleted.append(line.rsplit(" ", 1)[-1])
+                result.finished[ep] = op  # what it freed is in `deleted`, once
+        for ep in result.endpoints:  # first: what they use becomes free
+            desc = lc.sm.describe_endpoint(EndpointName=ep)
+            for ic in split_components(lc.sm, ep)[0]:
+                deregister_component_scaling(lc, ic)
+                if lc.delete_and_confirm("inference_component", ic):
+                    result.deleted.append(ic)
+            lc.deregister_autoscaling(ep, desc)
+            if lc.delete_and_confirm("endpoint", ep):
+                result.deleted.append(ep)
+        for ic in result.inference_components:  # before models: they name them
             deregister_component_scaling(lc, ic)
             if lc.delete_and_confirm("inference_component", ic):
                 result.deleted.append(ic)
-        lc.deregister_autoscaling(ep, desc)
-        if lc.delete_and_confirm("endpoint", ep):
-            result.deleted.append(ep)
-    for ic in result.inference_components:  # before models: they name them
-        deregister_component_scaling(lc, ic)
-        if lc.delete_and_confirm("inference_component", ic):
-            result.deleted.append(ic)
-    done = set(result.deleted)  # what finishing an update removed already
-    for kind, names in (("endpoint_config", result.endpoint_configs), ("model", result.models)):
-        for n in names:
-            if n not in done and lc.delete_and_confirm(kind, n):
-                result.deleted.append(n)
-    return result
+        done = set(result.deleted)  # what finishing an update removed already
+        for kind, names in (
+            ("endpoint_config", result.endpoint_configs),
+            ("model", result.models),
+        ):
+            for n in names:
+                if n not in done and lc.delete_and_confirm(kind, n):
+                    result.deleted.append(n)
+        return result
+
+    def logs(
+        self,
+        name: str,
+        *,
+        since: str | float = "10m",
+        follow: bool = False,
+        until: str | None = None,
+        component: str | None = None,
+    ) -> LogStream:
+        """The CloudWatch log events of the endpoint, or of one of its inference
+        components (its own log group, which outlives it), oldest first. Each event's
+        `label` says where it came from (the sandbox's engine, or AWS).
+
+        Args:
+            name: the endpoint's name.
+            since: how far back: "5m", "2h", "1h30m" or seconds.
+            follow: keep polling for new events (like tail -f); iterate until interrupted.
+            until: follow (it implies `follow`) until an event whose message contains this
+                text, and end after it: `until="SpecDecoding metrics"` waits for vLLM's
+                next metrics line, which it writes every 10 s while the endpoint generates.
+            component: read this inference component's logs (full or short name).
+
+        Returns:
+            A `LogStream`: iterate it for `LogEvent`s.
+
+        Raises:
+            SpecError: a malformed `since`, an empty `until`, a component the endpoint does
+                not host, or `follow`/`until` without `component` on an endpoint that hosts
+                components (before any request where the arguments alone tell).
+            NotFound: the name has neither an endpoint nor logs.
+        """
+        from .. import settings
+        from ..lifecycle.endpoint_logs import fetch_log_events, follow_log_events
+
+        name = _name(name)
+        since_s = seconds(since, "since")
+        assert since_s is not None
+        if until is not None and not until.strip():
+            raise SpecError(
+                text("{until}: empty text would match every line"),
+                remedy="give the text to wait for, e.g. SpecDecoding metrics",
+                field="until",
+                value=until,
+            )
+        if component is not None:
+            _name(component, "component")
+        ctx = self._connect()
+        if component is None:
+            _check_log_source(ctx, name)
+        # Following is asked for by `until` (which implies it) or `follow`: name the one given.
+        following = None
+        if until is not None or follow:
+            following = Param("until") if until else Param("follow")
+        follow = following is not None
+        ic = _log_component(ctx, name, component, self._say, following)
+        if follow:
+            events: Any = follow_log_events(ctx, name, since=since_s, component=ic)
+        else:
+            events = fetch_log_events(ctx, name, since=since_s, component=ic)
+        if until is not None:
+            events = _through_first(events, until)
+        return LogStream(name, ic, since_s, follow, events, label=settings.source_label())
 
 
 def _group_exists(aws: Any, group: str) -> bool:
@@ -249,11 +351,14 @@ def _check_log_source(aws: Any, name: str) -> None:
         if "Could not find" not in str(e):
             raise
     if not _group_exists(aws, log_group(name)):
-        raise NotFound(f"endpoint {name} does not exist and has no logs", remedy="see `peagle ls`")
+        raise NotFound(
+            f"endpoint {name} does not exist and has no logs",
+            remedy=text("see `{ls}`", ls=Call("ls")),
+        )
 
 
 def _log_component(
-    aws: Any, name: str, component: str | None, say: Say, flag: str, following: str | None
+    aws: Any, name: str, component: str | None, say: Say, following: Param | None
 ) -> str | None:
     """The inference component whose logs are read: one the endpoint hosts (full or
     short name), or a deleted one whose log group remains (SpecError if neither).
@@ -266,88 +371,41 @@ def _log_component(
     sm = aws.client("sagemaker")
     names = components_of(sm, name)
     if component is None:
+        add = text("add {component} with one of {c}", c=choices(name, names)) if names else ""
         if names and following:
             raise SpecError(
-                f"{name} hosts inference components, whose container logs are in their own "
-                f"log groups: {following} on the endpoint's would wait for lines that never come",
-                remedy=f"add {flag} with one of {choices(name, names)}",
+                text(
+                    "{name} hosts inference components, whose container logs are in their "
+                    "own log groups: {following} on the endpoint's would wait for lines that "
+                    "never come",
+                    name=name,
+                    following=following,
+                ),
+                remedy=add,
+                field="component",
             )
         if names:
             say(
-                f"{name} hosts inference components, whose container logs are in their own "
-                f"log groups: add {flag} with one of {choices(name, names)}"
+                text(
+                    "{name} hosts inference components, whose container logs are in their "
+                    "own log groups: {add}",
+                    name=name,
+                    add=add,
+                )
             )
         return None
     full = component_full_name(name, component)
     if names and (component in names or full in names):  # hosted now: the usual check
-        return resolve_component(sm, name, component, flag=flag)
+        return resolve_component(sm, name, component)
     for candidate in (full, component):
         if _group_exists(aws, log_group(name, candidate)):
             return candidate  # deleted, or not listed: its logs remain
-    return resolve_component(sm, name, component, flag=flag)
+    return resolve_component(sm, name, component)
 
 
-def logs(
-    name: str,
-    *,
-    since: str | float = "10m",
-    follow: bool = False,
-    until: str | None = None,
-    component: str | None = None,
-    region: str | None = None,
-    aws: Any = None,
-    say: Say | None = None,
-    on_connect: OnConnect | None = None,
-    _cli: bool = False,
-) -> LogStream:
-    """The CloudWatch log events of the endpoint, or with `component` of that inference
-    component (its own log group, which outlives it), oldest first. `since`: how far back,
-    "5m", "2h", "1h30m" or seconds; `follow`: keep polling for new events (like tail -f).
-    `until`: follow (it implies `follow`) until an event whose message contains this text,
-    and end after it: `until="SpecDecoding metrics"` waits for vLLM's next metrics line,
-    which it writes every 10 s while the endpoint generates tokens.
-    NotFound for a name with neither an endpoint nor logs; SpecError (before any request)
-    for a malformed `since`, a component the endpoint does not host, or `follow`/`until`
-    without `component` on an endpoint that hosts components. Each event's
-    `label` says where it came from (the sandbox's engine, or AWS)."""
-    from .. import settings
-    from ..lifecycle.endpoint_logs import fetch_log_events, follow_log_events
-
-    name = _name(name)
-    since_s = seconds(since, "since")
-    assert since_s is not None
-    if until is not None and not until.strip():
-        flag = "--until" if _cli else "until="
-        raise SpecError(
-            f"{flag}: empty text would match every line",
-            remedy="give the text to wait for, e.g. SpecDecoding metrics",
-        )
-    if component is not None:
-        _name(component, "component")
-    ctx = context(region, aws, on_connect)
-    if component is None:
-        _check_log_source(ctx, name)
-    flag = "--component" if _cli else "component="
-    # Following is asked for by --until (which implies it) or --follow: name the one given.
-    following = None
-    if until is not None or follow:
-        following = (
-            ("--until" if _cli else "until=") if until else ("--follow" if _cli else "follow=")
-        )
-    follow = following is not None
-    ic = _log_component(ctx, name, component, say or quiet, flag, following)
-    if follow:
-        events: Any = follow_log_events(ctx, name, since=since_s, component=ic)
-    else:
-        events = fetch_log_events(ctx, name, since=since_s, component=ic)
-    if until is not None:
-        events = _through_first(events, until)
-    return LogStream(name, ic, since_s, follow, events, label=settings.source_label())
-
-
-def _through_first(events: Any, text: str) -> Iterator[dict[str, Any]]:
-    """`events` up to and including the first whose message contains `text`."""
+def _through_first(events: Any, wanted: str) -> Iterator[dict[str, Any]]:
+    """`events` up to and including the first whose message contains `wanted`."""
     for e in events:
         yield e
-        if text in e["message"]:
+        if wanted in e["message"]:
             return

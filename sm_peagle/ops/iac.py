@@ -1,4 +1,5 @@
-"""Infrastructure code as SDK calls: `export()` (Terraform, CloudFormation, the raw plan or a
+"""Infrastructure code as SDK calls (the methods of `IacOps`, a part of `sm_peagle.Client`):
+`export()` (Terraform, CloudFormation, the raw plan or a
 sagemaker SDK script) and `iam_policy()` (the execution role a deployment needs).
 
 Both plan exactly as `peagle plan` does (same spec, same checks) and refuse a plan with
@@ -15,17 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import SpecError, as_text, text
 from ..iac.export import FORMATS as EXPORT_FORMATS
-from .session import check_output_path
+from .session import Session, check_output_path
 
-__all__ = ["EXPORT_FORMATS", "IAM_POLICY_FOR", "ExportResult", "IamPolicy", "export", "iam_policy"]
+__all__ = ["EXPORT_FORMATS", "IAM_POLICY_FOR", "ExportResult", "IacOps", "IamPolicy"]
 
 # Whose policy `iam_policy` prints: the role SageMaker runs the container as, or the
 # principal that runs peagle (deploy, update, bench, delete).
 IAM_POLICY_FOR = ("execution-role", "deployer")
 
-Progress = Callable[[str], None]
+Progress = Callable[[str], None] | None
 SpecInput = Any  # DeploymentSpec | dict | str | Path | None
 
 
@@ -90,102 +91,146 @@ class IamPolicy:
         return doc
 
 
-def export(
-    spec_or_model: SpecInput = None,
-    format: str = "terraform",  # noqa: A002 - the CLI's --format
-    output: str | Path | None = None,
-    *,
-    spec_file: str | Path | None = None,
-    role: str | None = None,
-    region: str | None = None,
-    image: str | None = None,
-    vllm_version: str | None = None,
-    progress: Progress | None = None,
-) -> ExportResult:
-    """Export the planned deployment of `spec_or_model` (a DeploymentSpec, a spec dict, a
-    spec file path, or a catalog alias / JumpStart id; `spec_file` adds a spec file under a
-    model name) as `format`: terraform (*.tf.json), cloudformation, json or sagemaker.
+class IacOps(Session):
+    """Infrastructure code: `export` (Terraform, CloudFormation, the raw plan or a
+    sagemaker SDK script) and `iam_policy` (the policy a deployment needs). Both plan
+    offline, for the client's region."""
 
-    With `output`, the text is also written there. Raises SpecError, before planning, for
-    an unknown format or an `output` that cannot be written, and CheckFailed when the plan
-    fails a check. Warnings of the plan go to `progress` as they are found."""
-    check_export_format(format)
-    target = check_output_path(output, "--output", create_parents=False)
-    from ..iac.export import export_text
+    def export(
+        self,
+        spec_or_model: SpecInput = None,
+        format: str = "terraform",  # noqa: A002 - the CLI's --format
+        output: str | Path | None = None,
+        *,
+        spec_file: str | Path | None = None,
+        role: str | None = None,
+        image: str | None = None,
+        vllm_version: str | None = None,
+    ) -> ExportResult:
+        """Export the planned deployment as infrastructure code. Warnings of the plan go
+        to the client's `progress` as they are found.
 
-    warnings: list[str] = []
-    p = _planned(spec_or_model, spec_file, role, region, image, vllm_version, warnings, progress)
-    text = export_text(p, format)
-    if target is not None:
-        try:
-            target.write_text(text)
-        except OSError as e:
-            raise SpecError(f"cannot write {target}: {e.strerror}") from None
-    return ExportResult(format, p.names["endpoint"], text, target, warnings)
+        Args:
+            spec_or_model: a DeploymentSpec, a spec dict, a spec file path, or a catalog
+                alias / JumpStart id.
+            format: terraform (*.tf.json), cloudformation, json or sagemaker.
+            output: also write the text to this file.
+            spec_file: a spec file under a model name.
+            role: the execution role's ARN.
+            image: the serving image.
+            vllm_version: the vLLM version of the serving image.
 
+        Returns:
+            The exported text, where it went, and the plan's warnings.
 
-def iam_policy(
-    spec_or_model: SpecInput = None,
-    *,
-    for_: str = "execution-role",
-    account: str | None = None,
-    spec_file: str | Path | None = None,
-    role: str | None = None,
-    region: str | None = None,
-    image: str | None = None,
-    vllm_version: str | None = None,
-    progress: Progress | None = None,
-    _cli: bool = False,
-) -> IamPolicy:
-    """The least-privilege policy for the planned deployment of `spec_or_model` (as
-    `export` takes it). `for_`: "execution-role" (default; the role SageMaker runs the
-    container as: permissions and trust policy) or "deployer" (whoever runs peagle's
-    deploy, update, bench and delete: PassRole on the execution role, the SageMaker calls,
-    Service Quotas, CloudWatch Logs and the S3 reads of preflight). `account`: the 12-digit
-    account for ARNs (default: the role's). Raises SpecError for a bad `for_` or account
-    before planning, CheckFailed when the plan fails a check."""
-    if for_ not in IAM_POLICY_FOR:
-        flag = "--for" if _cli else "for_="  # each caller reads the name it typed
-        raise SpecError(
-            f"{flag}: unknown value {for_!r}", remedy=f"use one of {', '.join(IAM_POLICY_FOR)}"
+        Raises:
+            SpecError: an unknown format, or an `output` that cannot be written (before
+                planning).
+            CheckFailed: the plan fails a check.
+        """
+        check_export_format(format)
+        target = check_output_path(output, "output", create_parents=False)
+        from ..iac.export import export_text
+
+        warnings: list[str] = []
+        p = _planned(
+            spec_or_model, spec_file, role, self.region, image, vllm_version, warnings, self._say
         )
-    if account is not None and not re.fullmatch(r"\d{12}", str(account)):
-        raise SpecError(f"--account: {account!r} is not a 12-digit AWS account id")
-    from ..iac.iam import execution_role_policy
-    from ..iac.iam_deployer import deployer_policy
+        text_ = export_text(p, format)
+        if target is not None:
+            try:
+                target.write_text(text_)
+            except OSError as e:
+                raise SpecError(f"cannot write {target}: {e.strerror}") from None
+        return ExportResult(format, p.names["endpoint"], text_, target, warnings)
 
-    warnings: list[str] = []
-    # This command is how the role gets made: "no role given" is the expected state here,
-    # and the account the policy names is settled (or warned about) by the builder.
-    p = _planned(
-        spec_or_model,
-        spec_file,
-        role,
-        region,
-        image,
-        vllm_version,
-        warnings,
-        progress,
-        quiet_checks=("role",),
-    )
-    build = deployer_policy if for_ == "deployer" else execution_role_policy
-    result = build(p, account=account)
-    for w in result.warnings:
-        _warn(f"warning: {w}", warnings, progress)
-    return IamPolicy(
-        endpoint=p.names["endpoint"],
-        account=result.account,
-        policy=result.policy,
-        trust_policy=result.trust_policy,
-        warnings=warnings,
-        for_=for_,
-    )
+    def iam_policy(
+        self,
+        spec_or_model: SpecInput = None,
+        *,
+        for_: str = "execution-role",
+        account: str | None = None,
+        spec_file: str | Path | None = None,
+        role: str | None = None,
+        image: str | None = None,
+        vllm_version: str | None = None,
+    ) -> IamPolicy:
+        """The least-privilege policy for the planned deployment of `spec_or_model`.
+
+        Args:
+            spec_or_model: as `export` takes it.
+            for_: "execution-role" (the role SageMaker runs the container as: permissions
+                and trust policy) or "deployer" (whoever runs peagle's deploy, update,
+                bench and delete: PassRole on the execution role, the SageMaker calls,
+                Service Quotas, CloudWatch Logs and the S3 reads of preflight).
+            account: the 12-digit account for ARNs (default: the role's).
+            spec_file: a spec file under a model name.
+            role: the execution role's ARN.
+            image: the serving image.
+            vllm_version: the vLLM version of the serving image.
+
+        Returns:
+            The policy (and, for the execution role, its trust policy).
+
+        Raises:
+            SpecError: a bad `for_` or `account` (before planning).
+            CheckFailed: the plan fails a check.
+        """
+        if for_ not in IAM_POLICY_FOR:
+            raise SpecError(
+                text("{for_}: unknown value {v!r}", v=for_),
+                remedy=f"use one of {', '.join(IAM_POLICY_FOR)}",
+                field="for_",
+                value=for_,
+                rule=" or ".join(IAM_POLICY_FOR),
+            )
+        if account is not None and not re.fullmatch(r"\d{12}", str(account)):
+            raise SpecError(
+                text("{account}: {a!r} is not a 12-digit AWS account id", a=account),
+                field="account",
+                value=account,
+                rule="12 digits",
+            )
+        from ..iac.iam import execution_role_policy
+        from ..iac.iam_deployer import deployer_policy
+
+        warnings: list[str] = []
+        # This command is how the role gets made: "no role given" is the expected state
+        # here, and the account the policy names is settled (or warned about) by the builder.
+        p = _planned(
+            spec_or_model,
+            spec_file,
+            role,
+            self.region,
+            image,
+            vllm_version,
+            warnings,
+            self._say,
+            quiet_checks=("role",),
+        )
+        build = deployer_policy if for_ == "deployer" else execution_role_policy
+        result = build(p, account=account)
+        for w in result.warnings:
+            _warn("warning: " + w, warnings, self._say)  # + keeps a Text's parts
+        return IamPolicy(
+            endpoint=p.names["endpoint"],
+            account=result.account,
+            policy=result.policy,
+            trust_policy=result.trust_policy,
+            warnings=warnings,
+            for_=for_,
+        )
 
 
 def check_export_format(fmt: str) -> None:
+    """SpecError unless `fmt` is one `export` writes."""
     if fmt not in EXPORT_FORMATS:
         raise SpecError(
-            f"--format: unknown format {fmt!r}", remedy=f"use one of {', '.join(EXPORT_FORMATS)}"
+            text("{format}: unknown format {f!r}", f=fmt),
+            remedy=f"use one of {', '.join(EXPORT_FORMATS)}",
+            field="format",
+            value=fmt,
+            rule=", ".join(EXPORT_FORMATS),
         )
 
 
@@ -223,7 +268,9 @@ def _planned(
     p.raise_for_failures()
     for c in p.checks:
         if c.status == "warn" and c.name not in quiet_checks:
-            line = f"warning: {c.name}: {c.message}" + (f" ({c.fix})" if c.fix else "")
+            # text(): keeps the parameters and calls the check names (the CLI words them)
+            line = text("warning: {n}: {m}", n=c.name, m=as_text(c.message))
+            line += text(" ({f})", f=as_text(c.fix)) if c.fix else ""
             _warn(line, warnings, progress)
     return p
 

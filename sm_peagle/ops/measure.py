@@ -1,13 +1,15 @@
 """Measurement as SDK calls: `bench`, `race`, `tune_k`, `report` (`sweep`, which deploys,
-is in measure_sweep.py).
+is in measure_sweep.py), the methods of `MeasureOps`, a mixin of `sm_peagle.Client`.
 
 Each validates every argument first (`SpecError`, exit 2, with a fix; through
 `ops.measure_checks`, the one validation the CLI shares), before any request is sent or
 any file written; then does the work and returns a typed result (`ops.measure_results`)
-whose `to_dict()` is the `--json` document. Progress goes to callbacks (`say`,
-`progress`, `on_update`, `on_connect`), never to stdout.
+whose `to_dict()` is the `--json` document. Progress goes to the client's callbacks
+(`progress`, `on_connect`) and the per-call ones (`progress=` of `bench`, `on_update=` of
+`race`), never to stdout.
 
-    r = sm_peagle.bench("my-endpoint", concurrency=2, requests=16)
+    client = sm_peagle.Client(region="us-east-1")
+    r = client.bench("my-endpoint", concurrency=2, requests=16)
     r.levels[0]["output_tokens_per_s"]
 """
 
@@ -15,25 +17,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..errors import BenchmarkFailed, PeagleError, SpecError
+from ..errors import BenchmarkFailed, Param, PeagleError, SpecError, text
 from .measure_checks import (
+    EndpointHandle,
     check_error_rate,
+    check_locust,
     check_max_tokens,
     check_requests,
     check_temperature,
+    load_options,
+    locust_common,
     parse_levels,
     parse_rates,
-    parse_seconds,
+    race_targets,
+    slo_options,
 )
+from .measure_files import check_paths, load_results, require_plot, write_outputs
 from .measure_results import BenchResult, RaceResult, ReportResult, TuneKResult
-from .session import OnConnect, Say, check_endpoint_name, check_output_path, context, quiet
+from .session import Session, check_endpoint_name
 
-if TYPE_CHECKING:
-    from ..endpoint import Endpoint
-
-__all__ = ["DEFAULT_RACE_PROMPT", "bench", "race", "report", "tune_k"]
+__all__ = ["DEFAULT_RACE_PROMPT", "Levels", "MeasureOps", "Seconds"]
 
 Levels = int | Sequence[int] | str
 Seconds = float | str
@@ -42,287 +47,6 @@ DEFAULT_RACE_PROMPT = (
     "Write a Python function `merge_intervals(intervals)` that merges overlapping closed "
     "intervals and returns them sorted, with a docstring and three doctests."
 )
-RACE_USAGE = "peagle race EP-A EP-B | EP/COMP-A EP/COMP-B | EP --component A --component B"
-
-
-def _require_plot(**flags: Any) -> None:
-    """`--plot` and `--html` need matplotlib (sm-peagle[plot]): refused (exit 2) before
-    anything runs, a file is written or a request is sent. `flags`: name -> path or None."""
-    from ..benchmarking.report import PLOT_HINT, require_matplotlib
-
-    for key, path in flags.items():
-        if path is not None:
-            flag = "--" + key
-            require_matplotlib(flag, remedy=f"{PLOT_HINT}, or drop {flag}")
-
-
-def load_options(
-    *, requests: Any, duration: Any, warmup: Any, dataset: Any, max_tokens: Any,
-    temperature: Any, acceptance_wait: Any,
-) -> dict[str, Any]:  # fmt: skip
-    """The load keyword arguments of `bench_endpoint`, validated."""
-    if requests is not None and duration is not None:
-        raise SpecError(
-            "pass --requests or --duration, not both",
-            remedy="--requests N for a count per level, --duration 60s for a time",
-        )
-    check_requests(requests)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise SpecError(
-            f"--warmup must be a whole number >= 0, got {warmup!r}",
-            remedy="--warmup 0 measures from the first request",
-        )
-    check_max_tokens(max_tokens)
-    return {
-        "requests": requests,
-        "duration_s": None if duration is None else parse_seconds(duration, "--duration",
-                                                                  allow_zero=False),
-        "warmup": warmup,
-        "dataset": dataset,
-        "max_tokens": max_tokens,
-        "temperature": check_temperature(temperature),
-        "acceptance_wait_s": parse_seconds(acceptance_wait, "--acceptance-wait", allow_zero=True),
-    }  # fmt: skip
-
-
-def slo_options(
-    *, slo: Any, search: bool, share: float, limit: int, probes: int, burstiness: float,
-    rate: Any,
-) -> dict[str, Any]:  # fmt: skip
-    """SLO, goodput, the max-concurrency search and bursty arrivals, validated."""
-    from ..benchmarking.slo import parse_slo
-
-    slo_s = dict(slo) if isinstance(slo, dict) else parse_slo(slo)
-    if not burstiness > 0:
-        raise SpecError(
-            f"--burstiness must be positive, got {burstiness!r}",
-            remedy="1 is Poisson arrivals, below 1 burstier, e.g. 0.5",
-        )
-    if burstiness != 1.0 and not rate:
-        raise SpecError(
-            "--burstiness shapes open-loop arrivals: give --rate too",
-            remedy="add --rate 2 (requests/s), or drop --burstiness",
-        )
-    out: dict[str, Any] = {"slo": slo_s, "burstiness": burstiness}
-    if search:
-        if slo_s is None:
-            raise SpecError(
-                "--search-max-concurrency needs --slo (what must hold)",
-                remedy="add e.g. --slo ttft=500ms,tpot=50ms",
-            )
-        if rate:
-            raise SpecError(
-                "--search-max-concurrency is closed loop: drop --rate",
-                remedy="drop --rate, or drop --search-max-concurrency",
-            )
-        if not 0 < share <= 1 or limit < 1 or probes < 1:
-            raise SpecError(
-                "need 0 < --slo-share <= 1, --search-limit >= 1, --max-probes >= 1, got "
-                f"{share!r}, {limit!r}, {probes!r}",
-                remedy="e.g. --slo-share 0.99 --search-limit 1024 --max-probes 16",
-            )
-        out["search"] = {"target_share": share, "max_concurrency": limit, "max_probes": probes}
-    return out
-
-
-def write_outputs(
-    doc: dict[str, Any], say: Say, *, out: Path | None = None, csv: Path | None = None,
-    markdown: Path | None = None, plot: Path | None = None, plot_optional: bool = False,
-) -> list[Path]:  # fmt: skip
-    """Result files, JSON first (so a missing plotting library never costs the numbers)."""
-    from ..benchmarking import report as rep
-    from ..benchmarking.files import write_atomic
-    from ..benchmarking.results import save_document
-
-    written: list[Path] = []
-    if out is not None:
-        written.append(save_document(doc, out))
-        say(f"wrote {written[-1]}")
-    for path, render in ((csv, rep.to_csv), (markdown, rep.to_markdown)):
-        if path is not None:
-            written.append(write_atomic(path, render(doc)))
-            say(f"wrote {path}")
-    if plot is not None:
-        try:
-            written.append(rep.plot(doc, plot))
-            say(f"wrote {written[-1]}")
-        except rep.PlotUnavailable as e:
-            if not plot_optional:
-                raise
-            say(f"chart skipped: {e.one_line()}")
-    return written
-
-
-def _endpoint_and_component(
-    endpoint: str | Endpoint, component: str | None, region: str | None, aws: Any,
-    on_connect: OnConnect | None,
-) -> tuple[str, Any, str | None]:  # fmt: skip
-    """(name, aws, InferenceComponentName), the component checked before any traffic."""
-    if not isinstance(endpoint, str):  # an Endpoint handle: its session and its checks
-        context(None, endpoint.aws, on_connect)
-        return endpoint.name, endpoint.aws, endpoint.inference_component(component)
-    from ..lifecycle.component_targets import resolve_component
-
-    check_endpoint_name(endpoint)
-    aws = context(region, aws, on_connect)
-    return endpoint, aws, resolve_component(aws.client("sagemaker"), endpoint, component)
-
-
-# The SDK's keyword -> the CLI's flag, where they differ (an error names the flag the user
-# typed: `--out` was renamed `--output`).
-_FLAG_OF = {"out": "--output"}
-
-
-def _paths(**flags: Any) -> dict[str, Path | None]:
-    return {
-        key: check_output_path(value, _FLAG_OF.get(key) or "--" + key.replace("_", "-"))
-        for key, value in flags.items()
-    }
-
-
-def bench(
-    endpoint: str | Endpoint,
-    *,
-    component: str | None = None,
-    concurrency: Levels = (1, 4, 8, 32),
-    rate: float | Sequence[float] | str | None = None,
-    requests: int | None = None,
-    duration: Seconds | None = None,
-    warmup: int = 0,
-    workers: int = 1,
-    burstiness: float = 1.0,
-    slo: str | dict[str, float] | None = None,
-    search: bool = False,
-    slo_share: float = 0.99,
-    search_limit: int = 1024,
-    max_probes: int = 16,
-    dataset: str | None = None,
-    max_tokens: int = 256,
-    temperature: float | None = None,
-    acceptance_wait: Seconds = 25.0,
-    requests_out: str | Path | None = None,
-    out: str | Path | None = None,
-    csv: str | Path | None = None,
-    markdown: str | Path | None = None,
-    plot: str | Path | None = None,
-    max_error_rate: float | str = 0.05,
-    locust: bool = False,
-    locust_workers: int = 2,
-    locust_print_commands: bool = False,
-    region: str | None = None,
-    aws: Any = None,
-    say: Say | None = None,
-    progress: Callable[[int, int | None], None] | None = None,
-    on_connect: OnConnect | None = None,
-) -> BenchResult:
-    """Benchmark one endpoint at each concurrency level (`peagle bench`): tokens from vLLM's
-    usage, never chunks; what the endpoint runs is read back from SageMaker.
-
-    `concurrency`: an int, a list of ints or `"1,4,8"`. `rate`: open loop (Poisson
-    arrivals, requests/s; `concurrency` then caps requests in flight). `requests` per level
-    (default 4 x concurrency, >= 8) or `duration` ("60s", or seconds). `slo`
-    ("ttft=500ms,tpot=50ms" or {"ttft": 0.5}) adds goodput; `search` finds the highest
-    concurrency meeting it. `out`/`csv`/`markdown`/`plot`/`requests_out`: files to write
-    (checked writable first); `requests_out` gets each request's line as it finishes and
-    replaces the file only when the run completes (interrupted, the previous file is
-    untouched and `say` names the partial file holding what was measured). `locust`: send
-    the load from Locust's distributed mode; `locust_print_commands`: only the master and
-    worker commands for several machines, in `.commands` (nothing runs, nothing is sent).
-
-    `max_error_rate`: a fraction from 0 to 1, default 0.05. When more than that share of
-    the run's measured requests failed, or a level was stopped because the endpoint
-    stopped answering (max(10, 2 x concurrency) requests in a row could not connect; no
-    later level runs; see benchmarking/breaker.py), every file is still written and
-    `BenchmarkFailed` is raised with the result in `.result` (the CLI prints it, exit 1).
-
-    The document is `peagle.bench/3` (docs/bench-schema.md): latencies as `vllm bench
-    serve` defines them; each level's acceptance exact from vLLM's per-request metrics
-    where the image reports them (`source: per-request`), else from its log lines
-    (`windowed`, with a warning when other traffic is mixed in); `client_late` with a
-    warning (also said) when the client sent late; the label of what produced it.
-
-    Every argument is checked before any request (SpecError); `say` gets progress lines,
-    `progress(done, planned)` each finished request, `on_connect(aws)` the AWS context
-    once credentials are checked."""
-    say = say or quiet
-    limit = check_error_rate(max_error_rate)
-    levels = parse_levels(concurrency, "--concurrency")
-    rates = parse_rates(rate)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise SpecError(
-            f"--workers must be a whole number >= 1, got {workers!r}",
-            remedy="--workers 1 (one client process) or more",
-        )
-    opts = load_options(
-        requests=requests, duration=duration, warmup=warmup, dataset=dataset,
-        max_tokens=max_tokens, temperature=temperature, acceptance_wait=acceptance_wait,
-    )  # fmt: skip
-    opts.update(
-        slo_options(
-            slo=slo, search=search, share=slo_share, limit=search_limit, probes=max_probes,
-            burstiness=burstiness, rate=rate,
-        )
-    )  # fmt: skip
-    _require_plot(plot=plot)
-    if locust or locust_print_commands:
-        _check_locust(levels, opts, locust_workers, slo=slo, search=search, rate=rate,
-                      burstiness=burstiness, requests_out=requests_out, component=component,
-                      workers=workers)  # fmt: skip
-    if locust_print_commands:  # `out` is the master's path, maybe on another machine
-        from ..benchmarking.distributed import commands_text
-
-        name = endpoint if isinstance(endpoint, str) else endpoint.name
-        text = commands_text(
-            name,
-            workers=locust_workers,
-            region=region,
-            out=str(out or "results.json"),
-            **_locust_common(levels[0], opts),
-        )
-        return BenchResult({}, commands=text)  # fmt: skip
-    paths = _paths(out=out, csv=csv, markdown=markdown, plot=plot, requests_out=requests_out)
-    files = {k: paths[k] for k in ("out", "csv", "markdown", "plot")}
-    if locust:
-        from ..benchmarking.distributed import require_locust, run_locust
-
-        require_locust()  # before any AWS call: one line, exit 2
-        name = endpoint if isinstance(endpoint, str) else endpoint.name
-        ctx = context(region, aws if isinstance(endpoint, str) else endpoint.aws, on_connect)
-        doc = run_locust(name, workers=locust_workers, region=ctx.region, say=say,
-                         **_locust_common(levels[0], opts))  # fmt: skip
-        result = BenchResult(doc, [])
-        return _judged(result, limit, lambda: write_outputs(doc, say, **files))
-    from ..benchmarking.datasets import Dataset, load_dataset
-    from ..benchmarking.runner import bench_endpoint
-
-    ds = opts["dataset"]
-    opts["dataset"] = ds if isinstance(ds, Dataset) else load_dataset(ds)  # before traffic
-    name, ctx, ic = _endpoint_and_component(endpoint, component, region, aws, on_connect)
-    exporter = None
-    if paths["requests_out"] is not None:
-        from ..benchmarking.export import RequestExporter
-
-        exporter = RequestExporter(paths["requests_out"])
-    try:
-        doc = bench_endpoint(
-            name, concurrency=levels, rates=rates, workers=workers, aws=ctx, say=say,
-            progress=progress, component=ic, requests_out=exporter, **opts,
-        )  # fmt: skip
-    except BaseException:  # Ctrl-C, a kill signal, a failure: the previous file stays
-        where = exporter.abandon() if exporter is not None else None
-        if where is not None:
-            say(where)
-        raise
-    lines = exporter.lines if exporter is not None else 0  # every level has run: final
-    result = BenchResult(doc, [], requests_out=paths["requests_out"], requests_written=lines)
-
-    def write() -> list[Path]:
-        if exporter is not None:
-            exporter.finish()
-            say(f"wrote {exporter.path} ({exporter.lines} requests)")
-        return write_outputs(doc, say, **files)
-
-    return _judged(result, limit, write)
 
 
 def _judged(result: BenchResult, limit: float, write: Callable[[], list[Path]]) -> BenchResult:
@@ -349,117 +73,15 @@ def _judged(result: BenchResult, limit: float, write: Callable[[], list[Path]]) 
     return result
 
 
-def _check_locust(levels: list[int], opts: dict[str, Any], locust_workers: Any, *,
-                  slo: Any, search: bool, rate: Any, burstiness: float, requests_out: Any,
-                  component: Any, workers: int) -> None:  # fmt: skip
-    if slo or search or burstiness != 1.0 or requests_out or component:
-        raise SpecError(
-            "--locust does not take --slo, --search-max-concurrency, --burstiness, "
-            "--requests-out or --component"
-        )
-    bad_workers = isinstance(locust_workers, bool) or not isinstance(locust_workers, int)
-    if (len(levels) > 1 or rate or opts["duration_s"] or opts["warmup"] or workers > 1
-            or bad_workers or locust_workers < 1):  # fmt: skip
-        raise SpecError(
-            "--locust runs one closed-loop level: one --concurrency (the users), "
-            "--requests and --locust-workers >= 1; not --rate, --duration, --warmup, --workers"
-        )
-
-
-def _locust_common(users: int, opts: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "users": users,
-        "requests": opts["requests"] or max(8, 4 * users),  # as LoadSpec.planned_requests
-        "dataset": opts["dataset"],
-        "max_tokens": opts["max_tokens"],
-        "temperature": opts["temperature"],
-        "acceptance_wait_s": opts["acceptance_wait_s"],
-    }
-
-
-def _race_targets(a: str, b: str | None, components: list[str]) -> list[tuple[str, str | None]]:
-    """[(endpoint, component or None)] for sides A and B, from the arguments."""
-    if components:
-        if b is not None or "/" in a or len(components) != 2:
-            raise SpecError(
-                "--component races two components of one endpoint: give one endpoint and "
-                f"--component twice (got {1 + (b is not None)} endpoint(s), "
-                f"{len(components)} --component)",
-                remedy=RACE_USAGE,
-            )
-        return [(a, components[0]), (a, components[1])]
-    if b is None:
-        raise SpecError("race needs two sides", remedy=RACE_USAGE)
-    out: list[tuple[str, str | None]] = []
-    for side in (a, b):
-        endpoint, slash, component = side.partition("/")
-        if not endpoint or (slash and (not component or "/" in component)):
-            raise SpecError(
-                f"race: {side!r} is not ENDPOINT or ENDPOINT/COMPONENT", remedy=RACE_USAGE
-            )
-        out.append((endpoint, component or None))
-    return out
-
-
-def race(
-    a: str,
-    b: str | None = None,
-    *,
-    components: Sequence[str] | None = None,
-    prompt: str | None = None,
-    max_tokens: int = 256,
-    temperature: float | None = None,
-    region: str | None = None,
-    aws: Any = None,
-    on_update: Callable[[list[Any]], None] | None = None,
-) -> RaceResult:
-    """Stream one prompt to two endpoints (`race("EP-A", "EP-B")`), two components
-    (`race("EP/p-eagle", "EP/baseline")` or `race("EP", components=["p-eagle",
-    "baseline"])`) at once; verdict on output tok/s. `on_update(lanes)` is called a few
-    times a second with both sides' live state (`lane.snapshot()`).
-
-    Before any traffic: the arguments (SpecError), each side's component, and that each
-    endpoint exists (NotFound) and is serving (PeagleError)."""
-    from ..benchmarking.race import RaceTarget
-    from ..benchmarking.race import race as run_race
-    from ..lifecycle.component_targets import resolve_component
-
-    check_max_tokens(max_tokens)
-    check_temperature(temperature)
-    if prompt is not None and not prompt.strip():
-        raise SpecError("--prompt: empty; give some text", remedy="drop --prompt for the default")
-    sides = _race_targets(a, b, list(components or []))
-    for ep, _ in sides:
-        check_endpoint_name(ep)
-    ctx = context(region, aws, None)
-    sm = ctx.client("sagemaker")
-    flag = "/" if "/" in a + (b or "") else "--component"  # as the user wrote it, for messages
-    ta, tb = (RaceTarget(ep, resolve_component(sm, ep, c, flag=flag)) for ep, c in sides)
-    from .measure_traffic import require_endpoint
-
-    for ep in dict.fromkeys(ep for ep, _ in sides):  # both sides can answer, before traffic
-        require_endpoint(ctx, ep, serving=True)
-    doc = run_race(
-        ta, tb, aws=ctx, prompt=prompt or DEFAULT_RACE_PROMPT, max_tokens=max_tokens,
-        temperature=temperature, on_update=on_update,
-    )  # fmt: skip
-    from .. import settings
-    from ..benchmarking.results import simulated_marker
-
-    # Only the SIMULATED engine's answers say `simulated`; the sandbox's real vLLM engine
-    # is named by the document's label (settings.source_label()), as AWS is.
-    doc.update(simulated_marker(settings.source_label()))
-    return RaceResult(doc)
-
-
 def _estimates(doc: dict[str, Any], position_cost: float, tolerance: float) -> list[dict]:
     from ..benchmarking.tune_k import estimate_for_level
 
     if doc.get("mode") in (None, "baseline") or not doc.get("k"):
         raise PeagleError(
             f"{doc.get('endpoint')} runs no speculation: nothing to tune",
-            remedy="give a p-eagle or eagle3 endpoint, or --component naming one that speculates",
-        )
+            remedy=text("give a p-eagle or eagle3 endpoint, or {component} naming one that "
+                        "speculates"),
+        )  # fmt: skip
     out = []
     for lv in doc["levels"]:
         est = estimate_for_level(lv, doc["k"], position_cost=position_cost, tolerance=tolerance)
@@ -470,141 +92,417 @@ def _estimates(doc: dict[str, Any], position_cost: float, tolerance: float) -> l
         raise PeagleError(
             "no per-position acceptance rates for this endpoint "
             f"({'; '.join(sorted(r for r in reasons if r)) or 'none in the SpecDecoding lines'})",
-            remedy="vLLM >= 0.16 logs them; run with traffic and --acceptance-wait 25s",
-        )
+            remedy=text("vLLM >= 0.16 logs them; run with traffic and {w}",
+                        w=Param("acceptance_wait", "25s")),
+        )  # fmt: skip
     return out
 
 
-def tune_k(
-    endpoint: str | Endpoint,
-    *,
-    component: str | None = None,
-    concurrency: Levels = 1,
-    requests: int = 16,
-    max_tokens: int = 256,
-    dataset: str | None = None,
-    results: str | Path | None = None,
-    position_cost: float = 0.0,
-    tolerance: float = 0.02,
-    acceptance_wait: Seconds = 25.0,
-    max_error_rate: float | str = 0.05,
-    region: str | None = None,
-    aws: Any = None,
-    say: Say | None = None,
-) -> TuneKResult:
-    """ESTIMATE output tok/s at every K' <= the deployed K from one deployment (`peagle
-    tune-k`): vLLM's per-position acceptance rates plus the step cost measured at K,
-    without redeploying, at each `concurrency` level (checked as `bench` checks it), for
-    one inference `component` where the endpoint hosts several. `results`: a stored bench
-    document instead (sends nothing). `max_error_rate` (default 0.05) judges the bench it
-    runs, as `bench` does: over it, `BenchmarkFailed` and no estimate."""
-    from ..benchmarking.results import is_simulated
-    from ..benchmarking.tune_k import ESTIMATE_LABEL
+class MeasureOps(Session):
+    """Measuring endpoints: `bench`, `race`, `tune_k`, `report` (a mixin of
+    `sm_peagle.Client`; `sweep` is `SweepOps`, `invoke`/`chat` are `TrafficOps`)."""
 
-    say = say or quiet
-    check_error_rate(max_error_rate)
-    if position_cost < 0 or not 0 <= tolerance < 1:
-        raise SpecError(
-            f"--position-cost must be >= 0 and --tolerance in [0, 1), got {position_cost!r} "
-            f"and {tolerance!r}",
-            remedy="e.g. --position-cost 0 --tolerance 0.02",
-        )
-    if results is not None:
-        from ..benchmarking.results import load_document
+    def _target(self, endpoint: str | EndpointHandle, component: str | None) -> tuple[
+        str, Any, str | None
+    ]:  # fmt: skip
+        """(name, AWS context, InferenceComponentName), the component checked before any
+        traffic. An Endpoint handle brings its own session."""
+        if not isinstance(endpoint, str):
+            if self.on_connect is not None:
+                self.on_connect(endpoint.aws)
+            return endpoint.name, endpoint.aws, endpoint.inference_component(component)
+        from ..lifecycle.component_targets import resolve_component
 
-        doc = load_document(Path(results))
-        if doc["kind"] != "bench":
+        check_endpoint_name(endpoint, field="endpoint")
+        ctx = self._connect()
+        return endpoint, ctx, resolve_component(ctx.client("sagemaker"), endpoint, component)
+
+    def bench(
+        self,
+        endpoint: str | EndpointHandle,
+        *,
+        component: str | None = None,
+        concurrency: Levels = (1, 4, 8, 32),
+        rate: float | Sequence[float] | str | None = None,
+        requests: int | None = None,
+        duration: Seconds | None = None,
+        warmup: int = 0,
+        workers: int = 1,
+        burstiness: float = 1.0,
+        slo: str | dict[str, float] | None = None,
+        search: bool = False,
+        slo_share: float = 0.99,
+        search_limit: int = 1024,
+        max_probes: int = 16,
+        dataset: str | None = None,
+        max_tokens: int = 256,
+        temperature: float | None = None,
+        acceptance_wait: Seconds = 25.0,
+        requests_out: str | Path | None = None,
+        out: str | Path | None = None,
+        csv: str | Path | None = None,
+        markdown: str | Path | None = None,
+        plot: str | Path | None = None,
+        max_error_rate: float | str = 0.05,
+        locust: bool = False,
+        locust_workers: int = 2,
+        locust_print_commands: bool = False,
+        progress: Callable[[int, int | None], None] | None = None,
+    ) -> BenchResult:
+        """Benchmark one endpoint at each concurrency level: tokens from vLLM's usage,
+        never chunks; what the endpoint runs is read back from SageMaker.
+
+        The document is `peagle.bench/3` (docs/bench-schema.md): latencies as `vllm bench
+        serve` defines them; each level's acceptance exact from vLLM's per-request metrics
+        where the image reports them (`source: per-request`), else from its log lines
+        (`windowed`, with a warning when other traffic is mixed in); `client_late` with a
+        warning (also said) when the client sent late; the label of what produced it.
+        Every argument is checked before any request.
+
+        Args:
+            endpoint: the endpoint's name, or an `Endpoint` handle (its session is used).
+            component: the inference component to benchmark, where the endpoint hosts
+                several (its short name is enough); checked before any traffic.
+            concurrency: the levels: an int, a list of ints or `"1,4,8"`.
+            rate: open loop: Poisson arrivals in requests/s (a number, a list or
+                `"0.5,2"`); `concurrency` then caps the requests in flight.
+            requests: requests per level (default 4 x concurrency, at least 8).
+            duration: run each level this long instead (`"60s"`, or seconds).
+            warmup: unmeasured requests before each level.
+            workers: client processes, each with its own connection pool.
+            burstiness: with `rate`, gamma inter-arrivals of this shape (1 is Poisson).
+            slo: service-level objectives (`"ttft=500ms,tpot=50ms"` or `{"ttft": 0.5}`):
+                each level then reports goodput.
+            search: find the highest concurrency meeting `slo` instead of `concurrency`.
+            slo_share: the share of requests that must meet the SLO in the search.
+            search_limit: the highest concurrency the search may probe.
+            max_probes: the most levels the search runs.
+            dataset: `peagle-builtin` (default), a JSONL file, `humaneval`, `mt-bench` or
+                `speed-bench`.
+            max_tokens: max_tokens per request.
+            temperature: sampling temperature, 0 (greedy) to 2; None: the model's default.
+            acceptance_wait: how long to wait for vLLM's SpecDecoding log line after the
+                last level, for images without per-request acceptance.
+            requests_out: write each request as a JSON line as it finishes; the file is
+                replaced only when the run completes (interrupted, the previous file is
+                untouched and a progress line names the partial file).
+            out: write the results JSON here.
+            csv: write a CSV, one row per level.
+            markdown: write a markdown report.
+            plot: write a PNG chart (needs sm-peagle[plot]).
+            max_error_rate: a fraction from 0 to 1, default 0.05. When more than that
+                share of the measured requests failed, or a level was stopped because the
+                endpoint stopped answering (max(10, 2 x concurrency) requests in a row
+                could not connect; no later level runs), every file is still written and
+                `BenchmarkFailed` is raised with the result in `.result`.
+            locust: send the load from Locust's distributed mode (needs sm-peagle[locust]).
+            locust_workers: Locust worker processes, with `locust`.
+            locust_print_commands: only the master and worker commands for several
+                machines, in `.commands`; nothing runs, nothing is sent.
+            progress: called with (done, planned) after each request of this run (a
+                per-run counter, not the client's progress lines).
+
+        Returns:
+            BenchResult: the document, the files written, `requests_out` and
+            `requests_written`; `.commands` with `locust_print_commands`.
+
+        Raises:
+            SpecError: a bad argument, before any request or file.
+            NotFound: no such endpoint or component.
+            BenchmarkFailed: the run failed its `max_error_rate` bar (files written).
+            OutputNotWritten: a result file could not be written (result in `.result`).
+        """
+        limit = check_error_rate(max_error_rate)
+        levels = parse_levels(concurrency, "concurrency")
+        rates = parse_rates(rate)
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise SpecError(
-                f"{results}: give one endpoint's bench document, not a sweep",
-                remedy="pass one configuration's JSON from the sweep's directory",
+                text("{workers} must be a whole number >= 1, got {v!r}", v=workers),
+                field="workers", value=workers, rule="a whole number >= 1",
+                remedy=text("{w} (one client process) or more", w=Param("workers", 1)),
+            )  # fmt: skip
+        opts = load_options(
+            requests=requests, duration=duration, warmup=warmup, dataset=dataset,
+            max_tokens=max_tokens, temperature=temperature, acceptance_wait=acceptance_wait,
+        )  # fmt: skip
+        opts.update(
+            slo_options(
+                slo=slo, search=search, share=slo_share, limit=search_limit, probes=max_probes,
+                burstiness=burstiness, rate=rate,
             )
-    else:
-        check_requests(requests)
-        if requests is None:
-            raise SpecError(
-                "--requests must be a whole number >= 1, got None", remedy="e.g. --requests 16"
-            )
-        doc = bench(
-            endpoint, component=component, concurrency=concurrency, requests=requests,
-            max_tokens=max_tokens, dataset=dataset, acceptance_wait=acceptance_wait,
-            max_error_rate=max_error_rate, region=region, aws=aws, say=say,
-        ).document  # fmt: skip
-    ests = _estimates(doc, position_cost, tolerance)
-    notes = []
-    if doc.get("mode") == "eagle3" and position_cost == 0:
-        notes.append(
-            "EAGLE-3 drafts one position per pass: a flat step cost flatters large "
-            "K; pass --position-cost (the share of a step one draft position costs)"
-        )
-        say(notes[-1])  # fmt: skip
-    out = {
-        "endpoint": doc.get("endpoint"),
-        "label": ESTIMATE_LABEL,
-        **({"simulated": True} if is_simulated(doc) else {}),  # the SIMULATED engine only
-        "mode": doc.get("mode"),
-        "k": doc.get("k"),
-        "estimates": ests,
-    }
-    return TuneKResult(out, notes=notes)
+        )  # fmt: skip
+        require_plot(plot=plot)
+        if locust or locust_print_commands:
+            check_locust(levels, opts, locust_workers, slo=slo, search=search, rate=rate,
+                         burstiness=burstiness, requests_out=requests_out,
+                         component=component, workers=workers)  # fmt: skip
+        name = endpoint if isinstance(endpoint, str) else endpoint.name
+        if locust_print_commands:  # `out` is the master's path, maybe on another machine
+            from ..benchmarking.distributed import commands_text
 
+            commands = commands_text(
+                name, workers=locust_workers, region=self.region,
+                out=str(out or "results.json"), **locust_common(levels[0], opts),
+            )  # fmt: skip
+            return BenchResult({}, commands=commands)
+        paths = check_paths(out=out, csv=csv, markdown=markdown, plot=plot,
+                            requests_out=requests_out)  # fmt: skip
+        files = {k: paths[k] for k in ("out", "csv", "markdown", "plot")}
+        if locust:
+            return self._bench_locust(endpoint, levels, opts, locust_workers, limit, files)
+        from ..benchmarking.datasets import Dataset, load_dataset
+        from ..benchmarking.runner import bench_endpoint
 
-# Sweep fields derived from `runs` only: recomputed on every load.
-DERIVED = (
-    "schema", "kind", "label", "simulated", "runs", "table", "recommendation", "k_schedule",
-    "max_concurrency",
-)  # fmt: skip
+        ds = opts["dataset"]
+        opts["dataset"] = ds if isinstance(ds, Dataset) else load_dataset(ds)  # before traffic
+        name, ctx, ic = self._target(endpoint, component)
+        exporter = None
+        if paths["requests_out"] is not None:
+            from ..benchmarking.export import RequestExporter
 
+            exporter = RequestExporter(paths["requests_out"])
+        try:
+            doc = bench_endpoint(
+                name, concurrency=levels, rates=rates, workers=workers, aws=ctx,
+                say=self._say, progress=progress, component=ic, requests_out=exporter, **opts,
+            )  # fmt: skip
+        except BaseException:  # Ctrl-C, a kill signal, a failure: the previous file stays
+            where = exporter.abandon() if exporter is not None else None
+            if where is not None:
+                self._say(where)
+            raise
+        lines = exporter.lines if exporter is not None else 0  # every level has run: final
+        result = BenchResult(doc, [], requests_out=paths["requests_out"], requests_written=lines)
 
-def load_results(path: str | Path) -> dict[str, Any]:
-    """A results file, or a directory: its sweep.json, else its bench documents combined.
-    Derived parts (comparison table, K recommendation) are recomputed from the runs."""
-    from ..benchmarking.results import load_document
-    from ..benchmarking.sweep import combine_runs
+        def write() -> list[Path]:
+            if exporter is not None:
+                exporter.finish()
+                self._say(f"wrote {exporter.path} ({exporter.lines} requests)")
+            return write_outputs(doc, self._say, **files)
 
-    path = Path(path)
-    if path.is_dir():
-        if (path / "sweep.json").exists():
-            doc = load_document(path / "sweep.json")
+        return _judged(result, limit, write)
+
+    def _bench_locust(
+        self, endpoint: str | EndpointHandle, levels: list[int], opts: dict[str, Any],
+        locust_workers: int, limit: float, files: dict[str, Path | None],
+    ) -> BenchResult:  # fmt: skip
+        """`bench(locust=True)`: one closed-loop level from Locust's distributed mode."""
+        from ..benchmarking.distributed import require_locust, run_locust
+
+        require_locust()  # before any AWS call: one line, exit 2
+        if isinstance(endpoint, str):
+            name, ctx = endpoint, self._connect()
         else:
-            runs = [load_document(p) for p in sorted(path.glob("*.json"))]
-            runs = [r for r in runs if r["kind"] == "bench"]
-            if not runs:
+            name, ctx = endpoint.name, endpoint.aws
+            if self.on_connect is not None:
+                self.on_connect(ctx)
+        doc = run_locust(name, workers=locust_workers, region=ctx.region, say=self._say,
+                         **locust_common(levels[0], opts))  # fmt: skip
+        result = BenchResult(doc, [])
+        return _judged(result, limit, lambda: write_outputs(doc, self._say, **files))
+
+    def race(
+        self,
+        a: str,
+        b: str | None = None,
+        *,
+        components: Sequence[str] | None = None,
+        prompt: str | None = None,
+        max_tokens: int = 256,
+        temperature: float | None = None,
+        on_update: Callable[[list[Any]], None] | None = None,
+    ) -> RaceResult:
+        """Stream one prompt to two endpoints (`race("EP-A", "EP-B")`) or two inference
+        components (`race("EP/p-eagle", "EP/baseline")`, or `race("EP",
+        components=["p-eagle", "baseline"])`) at once; the verdict is on output tok/s.
+
+        Before any traffic: the arguments, each side's component, and that each endpoint
+        exists and is serving.
+
+        Args:
+            a: side A: `ENDPOINT` or `ENDPOINT/COMPONENT` (the one endpoint with
+                `components`).
+            b: side B, likewise (None with `components`).
+            components: two inference components of endpoint `a` to race.
+            prompt: the prompt both sides get (default: a short coding task).
+            max_tokens: max_tokens for both sides.
+            temperature: sampling temperature, 0 (greedy) to 2; None: the model's default.
+            on_update: called a few times a second with both sides' live state (each
+                lane's `snapshot()`): a per-call view, not the client's progress lines.
+
+        Returns:
+            RaceResult: both sides' numbers and texts, and the verdict line.
+
+        Raises:
+            SpecError: a bad argument or component, before any traffic.
+            NotFound: an endpoint does not exist.
+            PeagleError: an endpoint is not serving.
+        """
+        from ..benchmarking.race import RaceTarget
+        from ..benchmarking.race import race as run_race
+        from ..lifecycle.component_targets import resolve_component
+
+        check_max_tokens(max_tokens)
+        check_temperature(temperature)
+        if prompt is not None and not prompt.strip():
+            raise SpecError(text("{prompt}: empty; give some text"), field="prompt",
+                            value=prompt, rule="non-empty text",
+                            remedy=text("drop {prompt} for the default"))  # fmt: skip
+        sides = race_targets(a, b, list(components or []))
+        for (ep, _), side in zip(sides, ("a", "b"), strict=False):
+            # The side's parameter: `b` when the second endpoint was given as b
+            check_endpoint_name(ep, field=side if b is not None else "a")
+        ctx = self._connect()
+        sm = ctx.client("sagemaker")
+        flag = "/" if "/" in a + (b or "") else "--component"  # as the user wrote it
+        ta, tb = (RaceTarget(ep, resolve_component(sm, ep, c, flag=flag)) for ep, c in sides)
+        from .measure_traffic import require_endpoint
+
+        for ep in dict.fromkeys(ep for ep, _ in sides):  # both sides can answer, before traffic
+            require_endpoint(ctx, ep, serving=True)
+        doc = run_race(
+            ta, tb, aws=ctx, prompt=prompt or DEFAULT_RACE_PROMPT, max_tokens=max_tokens,
+            temperature=temperature, on_update=on_update,
+        )  # fmt: skip
+        from .. import settings
+        from ..benchmarking.results import simulated_marker
+
+        # Only the SIMULATED engine's answers say `simulated`; the sandbox's real vLLM
+        # engine is named by the document's label (settings.source_label()), as AWS is.
+        doc.update(simulated_marker(settings.source_label()))
+        return RaceResult(doc)
+
+    def tune_k(
+        self,
+        endpoint: str | EndpointHandle,
+        *,
+        component: str | None = None,
+        concurrency: Levels = 1,
+        requests: int = 16,
+        max_tokens: int = 256,
+        dataset: str | None = None,
+        results: str | Path | None = None,
+        position_cost: float = 0.0,
+        tolerance: float = 0.02,
+        acceptance_wait: Seconds = 25.0,
+        max_error_rate: float | str = 0.05,
+    ) -> TuneKResult:
+        """ESTIMATE output tok/s at every K' <= the deployed K from one deployment: vLLM's
+        per-position acceptance rates plus the step cost measured at K, without
+        redeploying, at each concurrency level.
+
+        Args:
+            endpoint: the endpoint's name (deployed with K), or an `Endpoint` handle.
+            component: the inference component to tune, where the endpoint hosts several.
+            concurrency: the levels to measure at (checked as `bench` checks it).
+            requests: requests per level, 1 to 100,000.
+            max_tokens: max_tokens per request.
+            dataset: as `bench`.
+            results: a stored bench document to estimate from instead (sends nothing).
+            position_cost: the share of one step each draft position costs (0: flat).
+            tolerance: pick the smallest K' within this share of the best, in [0, 1).
+            acceptance_wait: how long to wait for vLLM's SpecDecoding log line.
+            max_error_rate: judges the bench it runs, as `bench` does (default 0.05):
+                over it, `BenchmarkFailed` and no estimate.
+
+        Returns:
+            TuneKResult: the estimate at each K' per level, and its caveats (`notes`).
+
+        Raises:
+            SpecError: a bad argument, before any request.
+            PeagleError: the endpoint runs no speculation, or reports no per-position
+                acceptance rates.
+            BenchmarkFailed: the bench it ran failed its `max_error_rate` bar.
+        """
+        from ..benchmarking.results import is_simulated
+        from ..benchmarking.tune_k import ESTIMATE_LABEL
+
+        check_error_rate(max_error_rate)
+        if position_cost < 0 or not 0 <= tolerance < 1:
+            raise SpecError(
+                text("{position_cost} must be >= 0 and {tolerance} in [0, 1), got {p!r} and "
+                     "{t!r}", p=float(position_cost), t=float(tolerance)),
+                field="position_cost" if position_cost < 0 else "tolerance",
+                value=position_cost if position_cost < 0 else tolerance,
+                rule="position_cost >= 0, 0 <= tolerance < 1",
+                remedy=text("e.g. {p} {t}", p=Param("position_cost", 0),
+                            t=Param("tolerance", 0.02)),
+            )  # fmt: skip
+        if results is not None:
+            from ..benchmarking.results import load_document
+
+            doc = load_document(Path(results), field="results")
+            if doc["kind"] != "bench":
                 raise SpecError(
-                    f"no peagle.bench results in {path}",
-                    remedy="give a results JSON or a directory `peagle bench` / "
-                    "`peagle sweep` wrote",
-                )
-            return combine_runs(runs)
-    else:
-        doc = load_document(path)
-    if doc["kind"] != "sweep":
-        return doc
-    return combine_runs(doc["runs"], extra={k: v for k, v in doc.items() if k not in DERIVED})
+                    f"{results}: give one endpoint's bench document, not a sweep",
+                    field="results", value=str(results), rule="one bench document",
+                    remedy="pass one configuration's JSON from the sweep's directory",
+                )  # fmt: skip
+        else:
+            check_requests(requests)
+            if requests is None:
+                raise SpecError(text("{requests} must be a whole number >= 1, got None"),
+                                field="requests", value=None, rule="a whole number >= 1",
+                                remedy=text("e.g. {r}", r=Param("requests", 16)))  # fmt: skip
+            doc = self.bench(
+                endpoint, component=component, concurrency=concurrency, requests=requests,
+                max_tokens=max_tokens, dataset=dataset, acceptance_wait=acceptance_wait,
+                max_error_rate=max_error_rate,
+            ).document  # fmt: skip
+        ests = _estimates(doc, position_cost, tolerance)
+        notes = []
+        if doc.get("mode") == "eagle3" and position_cost == 0:
+            notes.append(
+                text("EAGLE-3 drafts one position per pass: a flat step cost flatters large "
+                     "K; pass {position_cost} (the share of a step one draft position costs)")
+            )  # fmt: skip
+            self._say(notes[-1])
+        out = {
+            "endpoint": doc.get("endpoint"),
+            "label": ESTIMATE_LABEL,
+            **({"simulated": True} if is_simulated(doc) else {}),  # the SIMULATED engine only
+            "mode": doc.get("mode"),
+            "k": doc.get("k"),
+            "estimates": ests,
+        }
+        return TuneKResult(out, notes=notes)
 
+    def report(
+        self,
+        path: str | Path,
+        *,
+        markdown: str | Path | None = None,
+        csv: str | Path | None = None,
+        plot: str | Path | None = None,
+        html: str | Path | None = None,
+    ) -> ReportResult:
+        """Re-read stored results (a file, or a directory of them; no AWS access) and
+        write them again as markdown, CSV, PNG or one self-contained HTML page.
 
-def report(
-    path: str | Path,
-    *,
-    markdown: str | Path | None = None,
-    csv: str | Path | None = None,
-    plot: str | Path | None = None,
-    html: str | Path | None = None,
-    say: Say | None = None,
-) -> ReportResult:
-    """Re-read stored results (a file, or a directory of them; no AWS access) and write
-    them again as markdown, CSV, PNG or one self-contained HTML page (`peagle report`).
-    Every output path, and matplotlib for `plot`/`html`, is checked before anything is
-    read or written (SpecError, exit 2)."""
-    say = say or quiet
-    paths = _paths(markdown=markdown, csv=csv, plot=plot, html=html)
-    _require_plot(plot=plot, html=html)  # before any file is read or written
-    doc = load_results(path)
-    written = write_outputs(
-        doc, say, csv=paths["csv"], markdown=paths["markdown"], plot=paths["plot"]
-    )
-    if paths["html"] is not None:
-        from ..benchmarking.html_report import write_html
+        Args:
+            path: a results JSON, or a directory `bench` or `sweep` wrote.
+            markdown: write a markdown report here.
+            csv: write a CSV here.
+            plot: write a PNG chart here (needs sm-peagle[plot]).
+            html: write one self-contained HTML page here (needs sm-peagle[plot]).
 
-        written.append(write_html(doc, paths["html"]))
-        say(f"wrote {written[-1]}")
-    return ReportResult(doc, written)
+        Returns:
+            ReportResult: the document (derived parts recomputed) and the files written.
+
+        Raises:
+            SpecError: an output path that cannot be written, matplotlib missing for
+                `plot`/`html`, or no results at `path`; checked before anything is read
+                or written.
+        """
+        paths = check_paths(markdown=markdown, csv=csv, plot=plot, html=html)
+        require_plot(plot=plot, html=html)  # before any file is read or written
+        doc = load_results(path)
+        written = write_outputs(
+            doc, self._say, csv=paths["csv"], markdown=paths["markdown"], plot=paths["plot"]
+        )
+        if paths["html"] is not None:
+            from ..benchmarking.html_report import write_html
+
+            written.append(write_html(doc, paths["html"]))
+            self._say(f"wrote {written[-1]}")
+        return ReportResult(doc, written)

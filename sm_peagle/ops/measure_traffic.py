@@ -1,8 +1,9 @@
-"""Traffic as SDK calls: `invoke` (one prompt, `peagle invoke`) and `chat` (a session
-with history, `peagle chat`). Both check every argument before anything is sent and hand
-text to callbacks as it arrives (`on_text`, `on_reasoning`), never printing.
+"""Traffic as SDK calls: `invoke` (one prompt) and `chat` (a session with history), the
+methods of `TrafficOps`, a mixin of `sm_peagle.Client`. Both check every argument before
+anything is sent and hand text to callbacks as it arrives (`on_text`, `on_reasoning`),
+never printing.
 
-    c = sm_peagle.invoke("my-endpoint", "Hello", max_tokens=64, on_text=print)
+    c = sm_peagle.Client().invoke("my-endpoint", "Hello", max_tokens=64, on_text=print)
     c.output_tokens, c.ttft
 """
 
@@ -16,51 +17,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import settings
-from ..errors import NotFound, PeagleError, SpecError
+from ..errors import Call, NotFound, Param, PeagleError, SpecError, text
 from .measure_checks import (
+    EndpointHandle,
     check_max_tokens,
     check_prompt,
     check_temperature,
     check_top_p,
 )
 from .measure_traffic_results import ChatTranscript, InvokeResult
-from .session import OnConnect, check_endpoint_name, context, quiet
+from .session import Session, check_endpoint_name
 
 if TYPE_CHECKING:
-    from ..endpoint import Endpoint
     from ..runtime.chunks import Completion
     from ..runtime.client import RuntimeClient
 
-__all__ = ["ChatSession", "chat", "invoke", "require_endpoint"]
+__all__ = ["ChatSession", "TrafficOps", "require_endpoint"]
 
-Text = Callable[[str], None]
-INVOKE_USAGE = 'peagle invoke NAME "Hi"'
+OnText = Callable[[str], None]
 
 
-def _open_runtime(
-    name: str,
-    *,
-    component: str | None = None,
-    region: str | None = None,
-    aws: Any = None,
-    say: Text | None = None,
-    on_connect: OnConnect | None = None,
-) -> RuntimeClient:
-    """The runtime client for `name`, credentials checked and its inference `component`
-    (required on an endpoint that hosts components) checked before any traffic."""
-    from ..lifecycle.component_targets import resolve_component
-    from ..runtime.client import RuntimeClient
-
-    say = say or quiet
-    check_endpoint_name(name)
-    ctx = context(region, aws, on_connect)
-    # The control-plane line says where SageMaker calls go; invoke talks to the runtime
-    # API, which has its own override, so say so when it is set.
-    runtime_url = os.environ.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME")
-    if runtime_url and not settings.sandbox_url():  # the sandbox line says it
-        say(f"runtime: custom endpoint {runtime_url}")
-    ic = resolve_component(ctx.client("sagemaker"), name, component)
-    return RuntimeClient(ctx, name, inference_component=ic)
+def _invoke_usage() -> Any:
+    return Call("invoke", "NAME", "Hi")
 
 
 def _sampling(max_tokens: Any, temperature: Any, top_p: Any) -> dict[str, Any]:
@@ -81,35 +59,41 @@ def _request(
     if raw is not None:
         if prompt is not None or system is not None:
             raise SpecError(
-                "pass either a prompt or --raw, not both",
-                remedy="put the messages in the --raw JSON body, or drop --raw",
-            )
-        for flag, value in (("--temperature", temperature), ("--top-p", top_p)):
-            if value is not None:  # the body goes as is: a flag beside it would be ignored
-                key = flag[2:].replace("-", "_")
-                raise SpecError(f"{flag} applies to a prompt; with --raw, the body says it",
-                                remedy=f'put "{key}" in the --raw JSON body')  # fmt: skip
+                text("pass either a prompt or {raw}, not both"), field="raw", value=str(raw),
+                rule="a prompt or raw, not both",
+                remedy=text("put the messages in the {raw} JSON body, or drop {raw}"),
+            )  # fmt: skip
+        for key, value in (("temperature", temperature), ("top_p", top_p)):
+            if value is not None:  # the body goes as is: a keyword beside it would be ignored
+                raise SpecError(
+                    text("{p} applies to a prompt; with {raw}, the body says it", p=Param(key)),
+                    field=key, value=value, rule="not with raw",
+                    remedy=text('put "{key}" in the {raw} JSON body', key=key),
+                )  # fmt: skip
         if isinstance(raw, dict):
             return {"payload": dict(raw)}
         try:
             payload = json.loads(Path(raw).read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
             raise SpecError(
-                f"cannot read --raw {raw}: {e}", remedy="give a file holding one JSON object"
-            ) from None
+                text("cannot read {p}: {e}", p=Param("raw", str(raw)), e=e), field="raw",
+                value=str(raw), rule="a file holding one JSON object",
+                remedy="give a file holding one JSON object",
+            ) from None  # fmt: skip
         if not isinstance(payload, dict):
             raise SpecError(
-                f"--raw {raw} must hold a JSON object",
+                text("{p} must hold a JSON object", p=Param("raw", str(raw))), field="raw",
+                value=str(raw), rule="a file holding one JSON object",
                 remedy='e.g. {"messages": [{"role": "user", "content": "Hi"}]}',
-            )
+            )  # fmt: skip
         return {"payload": payload}
-    check_prompt(prompt, usage=INVOKE_USAGE)
+    check_prompt(prompt, usage=_invoke_usage())
     return {"messages": prompt, "system": system,
             **_sampling(max_tokens, temperature, top_p)}  # fmt: skip
 
 
 def _send(
-    rt: RuntimeClient, *, stream: bool, on_text: Text | None, on_reasoning: Text | None,
+    rt: RuntimeClient, *, stream: bool, on_text: OnText | None, on_reasoning: OnText | None,
     **request: Any,
 ) -> Completion:  # fmt: skip
     """One request; text and reasoning go to the callbacks as they arrive (whole, once,
@@ -130,39 +114,6 @@ def _send(
     return result.completion()
 
 
-def invoke(
-    endpoint: str | Endpoint,
-    prompt: str | None = None,
-    *,
-    system: str | None = None,
-    max_tokens: int = 512,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    stream: bool = True,
-    raw: str | Path | dict | None = None,
-    component: str | None = None,
-    region: str | None = None,
-    aws: Any = None,
-    on_text: Text | None = None,
-    on_reasoning: Text | None = None,
-    say: Text | None = None,
-    on_connect: OnConnect | None = None,
-) -> InvokeResult:
-    """Send one prompt (or a `raw` JSON body: a dict or a file) and return the Completion
-    (text, usage, TTFT, tokens/s). `max_tokens` >= 1, `temperature` from 0 to 2 and
-    `top_p` in (0, 1], as vLLM's sampling parameters require; an empty prompt is refused.
-    Nothing is sent on a bad argument. With `stream` text reaches `on_text` as it arrives."""
-    request = _request(prompt, raw, system=system, max_tokens=max_tokens,
-                       temperature=temperature, top_p=top_p)  # fmt: skip
-    if isinstance(endpoint, str):
-        rt = _open_runtime(endpoint, component=component, region=region, aws=aws, say=say,
-                           on_connect=on_connect)  # fmt: skip
-    else:
-        rt = endpoint.runtime(component=component)
-    completion = _send(rt, stream=stream, on_text=on_text, on_reasoning=on_reasoning, **request)
-    return InvokeResult.of(completion)
-
-
 def require_endpoint(aws: Any, name: str, *, serving: bool = False) -> None:
     """NotFound (one line naming `name`) when SageMaker says there is no such endpoint;
     with `serving`, also PeagleError when it cannot answer yet (Creating, Failed, ...), as
@@ -181,13 +132,15 @@ def require_endpoint(aws: Any, name: str, *, serving: bool = False) -> None:
         desc = aws.client("sagemaker").describe_endpoint(EndpointName=name)
     except ClientError as e:
         if "Could not find" in str(e):
-            raise NotFound(f"endpoint {name} does not exist", remedy="see `peagle ls`") from None
+            raise NotFound(
+                f"endpoint {name} does not exist", remedy=text("see `{ls}`", ls=Call("ls"))
+            ) from None
         return
     status = desc.get("EndpointStatus")
     if serving and status not in SERVING:
         raise PeagleError(
             f"endpoint {name} is {status}, not InService",
-            remedy=f"wait: `peagle status {name}`",
+            remedy=text("wait: `{status}`", status=Call("status", name)),
         )
 
 
@@ -210,10 +163,10 @@ class ChatSession:
                               tuple(self.history), tuple(self.turns))  # fmt: skip
 
     def send(
-        self, text: str, *, on_text: Text | None = None, on_reasoning: Text | None = None
+        self, text: str, *, on_text: OnText | None = None, on_reasoning: OnText | None = None
     ) -> InvokeResult:
         """Send one user message with the conversation so far; the reply is added to the history and
-        returned as a Completion. SpecError for an empty message."""
+        returned as an InvokeResult. SpecError for an empty message."""
         check_prompt(text, usage="type a message")
         turn = [*self.history, {"role": "user", "content": text}]
         completion = _send(self.runtime, stream=self.stream, on_text=on_text,
@@ -223,25 +176,110 @@ class ChatSession:
         return self.turns[-1]
 
 
-def chat(
-    endpoint: str,
-    *,
-    system: str | None = None,
-    max_tokens: int = 512,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    stream: bool = True,
-    component: str | None = None,
-    region: str | None = None,
-    aws: Any = None,
-    say: Text | None = None,
-    on_connect: OnConnect | None = None,
-) -> ChatSession:
-    """Open a chat with `endpoint` (`peagle chat`): arguments and the endpoint are checked
-    first (NotFound for a missing one), then `session.send(text)` per turn."""
-    params = _sampling(max_tokens, temperature, top_p)
-    rt = _open_runtime(endpoint, component=component, region=region, aws=aws, say=say,
-                       on_connect=on_connect)  # fmt: skip
-    require_endpoint(rt.aws, rt.endpoint_name)  # `chat nope` must not wait for input, then exit 0
-    history = [{"role": "system", "content": system}] if system else []
-    return ChatSession(rt, params, stream, history, endpoint=endpoint, component=component)
+class TrafficOps(Session):
+    """Talking to endpoints: `invoke` and `chat` (a mixin of `sm_peagle.Client`)."""
+
+    def _runtime(self, name: str, component: str | None) -> RuntimeClient:
+        """The runtime client for `name`, credentials checked and its inference
+        `component` (required on an endpoint that hosts components) checked before any
+        traffic."""
+        from ..lifecycle.component_targets import resolve_component
+        from ..runtime.client import RuntimeClient
+
+        check_endpoint_name(name, field="endpoint")
+        ctx = self._connect()
+        # The control-plane line says where SageMaker calls go; invoke talks to the runtime
+        # API, which has its own override, so say so when it is set.
+        runtime_url = os.environ.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME")
+        if runtime_url and not settings.sandbox_url():  # the sandbox line says it
+            self._say(f"runtime: custom endpoint {runtime_url}")
+        ic = resolve_component(ctx.client("sagemaker"), name, component)
+        return RuntimeClient(ctx, name, inference_component=ic)
+
+    def invoke(
+        self,
+        endpoint: str | EndpointHandle,
+        prompt: str | None = None,
+        *,
+        system: str | None = None,
+        max_tokens: int = 512,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        stream: bool = True,
+        raw: str | Path | dict | None = None,
+        component: str | None = None,
+        on_text: OnText | None = None,
+        on_reasoning: OnText | None = None,
+    ) -> InvokeResult:
+        """Send one prompt (or a `raw` JSON body) and return its answer (text, usage, TTFT,
+        tokens/s). Nothing is sent on a bad argument.
+
+        Args:
+            endpoint: the endpoint's name, or an `Endpoint` handle.
+            prompt: the user message (not with `raw`).
+            system: a system message before it.
+            max_tokens: max_tokens, at least 1 (vLLM's rule).
+            temperature: sampling temperature, 0 (greedy) to 2; None: the model's default.
+            top_p: nucleus sampling, in (0, 1]; None: the model's default.
+            stream: stream the answer (text reaches `on_text` as it arrives).
+            raw: a request body sent as is: a dict, or a file holding one JSON object.
+            component: the inference component to send to, where the endpoint hosts
+                several (its short name is enough).
+            on_text: called with the answer's text as it arrives (once, whole, without
+                `stream`).
+            on_reasoning: called with the reasoning text as it arrives.
+
+        Returns:
+            InvokeResult: the text, usage, TTFT and tokens/s; `to_dict()` is the
+            `peagle invoke --json` document.
+
+        Raises:
+            SpecError: a bad argument (an empty prompt, both a prompt and `raw`, ...).
+            NotFound: no such endpoint or component.
+            ModelInvocationError: the container answered with an error.
+        """
+        request = _request(prompt, raw, system=system, max_tokens=max_tokens,
+                           temperature=temperature, top_p=top_p)  # fmt: skip
+        if isinstance(endpoint, str):
+            rt = self._runtime(endpoint, component)
+        else:
+            rt = endpoint.runtime(component=component)
+        completion = _send(rt, stream=stream, on_text=on_text, on_reasoning=on_reasoning, **request)
+        return InvokeResult.of(completion)
+
+    def chat(
+        self,
+        endpoint: str,
+        *,
+        system: str | None = None,
+        max_tokens: int = 512,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        stream: bool = True,
+        component: str | None = None,
+    ) -> ChatSession:
+        """Open a chat with `endpoint`: the arguments and the endpoint are checked first,
+        then `session.send(text)` per turn.
+
+        Args:
+            endpoint: the endpoint's name.
+            system: a system message opening the history.
+            max_tokens: max_tokens per answer, at least 1.
+            temperature: sampling temperature, 0 (greedy) to 2; None: the model's default.
+            top_p: nucleus sampling, in (0, 1]; None: the model's default.
+            stream: stream each answer.
+            component: the inference component to talk to, where the endpoint hosts several.
+
+        Returns:
+            ChatSession: `send(text)` per turn (an InvokeResult each); `history` holds the
+            conversation, `transcript()` the chat so far (`peagle chat --json`).
+
+        Raises:
+            SpecError: a bad argument.
+            NotFound: no such endpoint or component.
+        """
+        params = _sampling(max_tokens, temperature, top_p)
+        rt = self._runtime(endpoint, component)
+        require_endpoint(rt.aws, rt.endpoint_name)  # `chat nope` must not wait for input
+        history = [{"role": "system", "content": system}] if system else []
+        return ChatSession(rt, params, stream, history, endpoint=endpoint, component=component)

@@ -1,8 +1,11 @@
-"""The AWS context every SDK operation runs on, and argument checks they all share.
+"""The session every SDK operation runs on (`Session`, the base of `sm_peagle.Client`),
+and argument checks they all share.
 
-`aws=` on each operation takes an `AwsContext` (to reuse clients, a profile or a
-sandbox); without one, the operation makes its own for `region`, failing in one line
-(NoCredentials) when no credentials can be found, before any request.
+A client holds its target once: an `AwsContext` (`aws=`: reused clients, a profile, a
+plugin's target such as the sandbox's), or `region`/`profile`/`endpoint_url`, from which
+each operation makes its own context, failing in one line (NoCredentials) when no
+credentials can be found, before any request. `context()`, `connect()` and `quiet` remain
+for the operations not yet on the client.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import Call, Param, SpecError, text
 
 __all__ = [
     "OnConnect",
@@ -56,10 +59,11 @@ def context(region: str | None, aws: Any, on_connect: Callable[[Any], None] | No
 class Session:
     """What every SDK operation runs on, held once (the base of `sm_peagle.Client`).
 
-    The target: `region` (and `profile`), or a ready `aws` context (an `AwsContext`,
-    which is how a plugin such as the sandbox hands out its target); the progress
-    callbacks: `progress` (one line at a time), `on_connect` (sees the AWS context before
-    an operation's first request), `on_poll` (each status a wait reads).
+    The target: `region` (and `profile`), `endpoint_url` (one URL for every service, such
+    as moto's server), or a ready `aws` context (an `AwsContext`, which is how a plugin
+    such as the sandbox hands out its target); the progress callbacks: `progress` (one
+    line at a time), `on_connect` (sees the AWS context before an operation's first
+    request), `on_poll` (each status a wait reads).
 
     Operations are methods of mixin classes over this one (`ops/*.py`); they reach AWS
     through `self._connect()` and report through `self._say(...)`, so no operation takes
@@ -70,6 +74,7 @@ class Session:
         region: str | None = None,
         *,
         profile: str | None = None,
+        endpoint_url: str | None = None,
         aws: Any = None,
         progress: Say | None = None,
         on_connect: OnConnect | None = None,
@@ -77,31 +82,73 @@ class Session:
     ) -> None:
         self.region = check_region(region)
         self.profile = profile
+        self.endpoint_url = endpoint_url
         self._aws = aws
         self.progress = progress
         self.on_connect = on_connect
         self.on_poll = on_poll
 
     def __repr__(self) -> str:
-        where = f"region={self.region!r}" if self.region else "region from the environment"
+        region = self.region
+        url = self.endpoint_url
+        if self._aws is not None:  # the held context says where it talks to
+            region = region or getattr(self._aws, "given_region", None)
+            url = url or getattr(self._aws, "endpoint_url", None)
+        where = [f"region={region!r}" if region else "region from the environment"]
+        if self.profile:
+            where.append(f"profile={self.profile!r}")
+        if url:
+            where.append(f"endpoint_url={url!r}")
+        return f"{type(self).__name__}({', '.join(where)})"
+
+    @property
+    def aws(self) -> Any:
+        """The AWS context this client holds (`aws=`, or `with_aws`), or None: each
+        operation then makes its own for `region`, `profile` and `endpoint_url`."""
+        return self._aws
+
+    def context(self) -> Any:
+        """The AWS context an operation runs on, without announcing it: the held one, or a
+        fresh one for `region`, `profile` and `endpoint_url` whose credentials are known
+        to exist.
+
+        Returns:
+            An `AwsContext`.
+
+        Raises:
+            NoCredentials: no credentials can be found (nothing is sent).
+        """
         if self._aws is not None:
-            where = f"aws={self._aws!r}"
-        return f"{type(self).__name__}({where})"
+            return self._aws
+        from ..aws import AwsContext
+
+        ctx = AwsContext(self.region, self.profile, endpoint_url=self.endpoint_url)
+        ctx.check_credentials()
+        return ctx
 
     def _connect(self) -> Any:
-        """The AWS context for one operation: the held one, or a fresh one for `region`
-        (and `profile`) whose credentials are known to exist (NoCredentials otherwise,
-        before any request); `on_connect` sees it first."""
-        if self._aws is not None:
-            ctx = self._aws
-        else:
-            from ..aws import AwsContext
-
-            ctx = AwsContext(self.region, self.profile)
-            ctx.check_credentials()
+        """`context()`, which `on_connect` sees first (the CLI says where it talks to)."""
+        ctx = self.context()
         if self.on_connect is not None:
             self.on_connect(ctx)
         return ctx
+
+    def with_aws(self, aws: Any) -> Any:
+        """A copy of this client that holds `aws` (an `AwsContext`), with the same
+        callbacks: what a handle keeps, or the context an operation settled on (a deploy's
+        spec region).
+
+        Args:
+            aws: the AWS context the copy's operations run on.
+
+        Returns:
+            The copy (the same class as this client).
+        """
+        import copy
+
+        other = copy.copy(self)
+        other._aws = aws
+        return other
 
     def _say(self, message: str) -> None:
         """One progress line to `progress` (nothing without one)."""
@@ -118,7 +165,12 @@ def check_region(value: str | None) -> str | None:
 
     problem = region_problem(value)
     if problem:
-        raise SpecError(f"region: {problem}", remedy="pass a region such as us-east-1")
+        raise SpecError(
+            f"region: {problem}",
+            remedy="pass a region such as us-east-1",
+            field="region",
+            value=value,
+        )
     return value
 
 
@@ -146,30 +198,40 @@ def seconds(value: str | float | int | None, what: str) -> float | None:
         raise SpecError(f"{what}: a duration, not {value!r}", remedy="e.g. 5m, 2h or 600")
     from ..lifecycle.waiter import parse_duration
 
-    return parse_duration(value)
+    return parse_duration(value, field=what)
 
 
 def check_output_path(
-    path: Any, flag: str = "--output", *, directory: bool = False, create_parents: bool = True
+    path: Any, param: str = "output", *, directory: bool = False, create_parents: bool = True
 ) -> Path | None:
     """`path` as a Path (None stays None), or SpecError when it cannot be written, checked
     before any work so a typo costs nothing: an existing directory where a file goes (or a
     file where a directory goes), a path under a file, a missing parent directory (unless
     the writer creates parents), or a directory that refuses a new file. Writability is
     probed with a temporary file, removed at once: permission bits say nothing for root,
-    /proc or /sys. Nothing is left behind."""
+    /proc or /sys. Nothing is left behind.
+
+    `param`: the keyword argument that gave the path (`output`, `requests_out`), which the
+    error names (the CLI names its flag); a flag spelling (`--requests-out`) is read as
+    its keyword, for callers not converted yet."""
     import os
     import tempfile
 
     if path is None:
         return None
+    name = param.lstrip("-").replace("-", "_")
+
+    def refuse(problem: str, remedy: Any = None, **values: Any) -> SpecError:
+        fix = remedy or text("give {p} a path in a directory you can write", p=Param(name))
+        message = text("{p}: " + problem, p=Param(name), **values)
+        return SpecError(message, remedy=fix, field=name, value=str(path))
+
     p = Path(path).expanduser()
-    fix = f"give {flag} a path in a directory you can write"
     if directory:
         if p.exists() and not p.is_dir():
-            raise SpecError(f"{flag}: {p} is a file, not a directory", remedy=fix)
+            raise refuse("{f} is a file, not a directory", f=p)
     elif p.is_dir():
-        raise SpecError(f"{flag}: {p} is a directory", remedy=f"{flag} {p}/<file name>")
+        raise refuse("{f} is a directory", text("{p} {f}/<file name>", p=Param(name), f=p), f=p)
     parent = p if directory and p.is_dir() else p.parent
     probe = parent
     while not probe.exists():
@@ -177,38 +239,46 @@ def check_output_path(
             break
         probe = probe.parent
     if probe.exists() and not probe.is_dir():
-        raise SpecError(f"{flag}: {probe} is a file, not a directory", remedy=fix)
+        raise refuse("{f} is a file, not a directory", f=probe)
     if not create_parents and probe != parent:
-        raise SpecError(f"{flag}: directory {parent} does not exist", remedy=fix)
+        raise refuse("directory {f} does not exist", f=parent)
     if not directory and p.exists():
         if not os.access(p, os.W_OK):
-            raise SpecError(f"{flag}: {p} is not writable", remedy=fix)
+            raise refuse("{f} is not writable", f=p)
         return p
     try:
         with tempfile.TemporaryFile(dir=probe):
             pass
     except OSError as e:
-        raise SpecError(
-            f"{flag}: {p} is not writable ({probe}: {e.strerror or e})", remedy=fix
-        ) from None
+        raise refuse("{f} is not writable ({probe}: {why})", f=p, probe=probe,
+                     why=e.strerror or e) from None  # fmt: skip
     return p
 
 
-def check_endpoint_name(name: Any, what: str = "endpoint name") -> str:
+def check_endpoint_name(name: Any, what: str = "endpoint name", *, field: str | None = None) -> str:
     """A SageMaker resource name as AWS's own pattern allows it (botocore's EndpointName /
     InferenceComponentName: `^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`), checked before any
-    request: AWS would answer a ValidationException, and such a name cannot exist."""
+    request: AWS would answer a ValidationException, and such a name cannot exist.
+    `field`: the parameter of the caller that holds the name (default `name`, or
+    `component` for a component)."""
     from ..planning.spec.model import AWS_NAME_RE
 
+    field = field or ("component" if what == "component" else "name")
+    listed = text("`{ls}` lists the endpoints peagle manages", ls=Call("ls"))
     if not isinstance(name, str) or not name.strip():
         raise SpecError(
             f"{what}: a non-empty name is needed, not {name!r}",
-            remedy="`peagle ls` lists the endpoints peagle manages",
+            remedy=listed,
+            field=field,
+            value=name,
         )
     if not AWS_NAME_RE.match(name):
         raise SpecError(
             f"{what} {name!r} is not a SageMaker name (letters, digits and hyphens, "
             "1-63 characters, starting and ending with a letter or digit)",
-            remedy="`peagle ls` lists the endpoints peagle manages",
+            remedy=listed,
+            field=field,
+            value=name,
+            rule="^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}",
         )
     return name

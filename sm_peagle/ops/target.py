@@ -12,12 +12,18 @@ from typing import Any
 
 from .. import settings
 
-__all__ = ["talking_to", "talking_to_client"]
+__all__ = ["talking_to", "talking_to_client", "talking_to_context"]
 
 
-def talking_to(region: str | None, service: str = "SAGEMAKER") -> str:
-    """The "talking to: …" line for `service` (as in AWS_ENDPOINT_URL_<SERVICE>)."""
+def talking_to(
+    region: str | None, service: str = "SAGEMAKER", *, endpoint_url: str | None = None
+) -> str:
+    """The "talking to: …" line for `service` (as in AWS_ENDPOINT_URL_<SERVICE>);
+    `endpoint_url`: the URL a client was given (`Client(endpoint_url=…)`, a sandbox
+    client), which wins over the environment's."""
     sandbox = settings.sandbox_url()
+    if endpoint_url and endpoint_url.rstrip("/") != (sandbox or "").rstrip("/"):
+        return f"talking to: custom AWS endpoint {endpoint_url} (region {region})"
     if sandbox:
         # The product's label first (SANDBOX (SIMULATED), SANDBOX (vllm X.Y.Z, CPU, tiny
         # model)): the same words the logs, --json documents and bench results carry.
@@ -30,7 +36,14 @@ def talking_to(region: str | None, service: str = "SAGEMAKER") -> str:
     return f"talking to: AWS, region {region}"
 
 
-def talking_to_client(client: Any) -> str:
-    """The same line for a boto3 client already made (S3: its own endpoint setting)."""
+def talking_to_client(client: Any, endpoint_url: str | None = None) -> str:
+    """The same line for a boto3 client already made (S3: its own endpoint setting);
+    `endpoint_url` as `talking_to` takes it."""
     service = client.meta.service_model.service_id.hyphenize().upper().replace("-", "_")
-    return talking_to(client.meta.region_name, service)
+    return talking_to(client.meta.region_name, service, endpoint_url=endpoint_url)
+
+
+def talking_to_context(aws: Any) -> str:
+    """The line for an AWS context (`AwsContext`): its region and, if it has one, the
+    endpoint URL it was given."""
+    return talking_to(aws.region, endpoint_url=getattr(aws, "endpoint_url", None))

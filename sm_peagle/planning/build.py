@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..catalog.availability import availability as offered_in
 from ..catalog.regional_prices import price_in
 from ..checks import Check, failed, passed
+from ..errors import text
 from ..vllm.versions import DEFAULT_VLLM
 from .components.hosting import add_inference_components
 from .plan_result import DEFAULT_REGION, PLACEHOLDER_ROLE, Plan, variant_instance_types
@@ -94,6 +95,11 @@ def check_availability(create_config: dict, region: str, checks: list[Check]) ->
             checks.append(passed("region", found.line))
         elif found.status == "not offered":
             checks.append(
-                failed("region", found.line, "pick a type offered there, or another --region")
+                failed(
+                    "region",
+                    found.line,
+                    text("pick a type offered there, or another {region}"),
+                    field="region",
+                )
             )
     return lines

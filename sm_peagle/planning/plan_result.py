@@ -38,6 +38,8 @@ class KOrigin:
     def describe(self) -> str:
         """K=3 (JumpStart's default for this model; the head was trained for 10, 7
         recommended)."""
+        from ..errors import as_text, text
+
         head = ""
         if self.trained_k is not None and self.recommended_k is not None:
             head = f"; the head was trained for {self.trained_k}, {self.recommended_k} recommended"
@@ -45,7 +47,8 @@ class KOrigin:
             head = f"; the head was trained for {self.trained_k}"
         elif self.recommended_k is not None:
             head = f"; {self.recommended_k} recommended for the head"
-        return f"K={self.k} ({self.reason}{head})"
+        # text(): a reason naming a keyword (`given with k=`) keeps it for the CLI (-k)
+        return text("K={k} ({reason}{head})", k=self.k, reason=as_text(self.reason), head=head)
 
     def to_dict(self) -> dict[str, Any]:
         """The `k_origin` of `peagle plan --json`."""
@@ -54,6 +57,53 @@ class KOrigin:
 
 @dataclass
 class Plan:
+    """What a deployment would do, computed without a request to AWS: the exact SageMaker
+    requests it sends, the checks behind them (the model and its head, the instance type,
+    the vLLM version, K, the fit in GPU memory, the role, the request shapes) and what it
+    costs. `sm_peagle.plan()` returns one; `deploy()` sends it; `to_dict()` is the
+    `peagle plan --json` document.
+
+    Attributes:
+        spec: the deployment spec the plan was built from, defaults filled in.
+        region: the AWS region the requests are for.
+        names: the names the run creates: `endpoint`, `endpoint_config`, `model`.
+        create_model: the CreateModel request (its `AdditionalModelDataSources` carry
+            the drafter head).
+        create_endpoint_config: the CreateEndpointConfig request.
+        create_endpoint: the CreateEndpoint request.
+        speculative_config: the vLLM speculative config the container gets (None for
+            the baseline).
+        checks: every check, passed, warned or failed; `ok` is False when one failed.
+        usd_per_hour: the estimated price of the instances per hour, or None when it is
+            not known for the region (`price` says why).
+        vllm_version: the vLLM version of the serving image.
+        image: the serving image URI.
+        instance: the instance type's facts (GPUs, memory) the fit check used.
+        model: the catalog entry of the target model, or None for a model outside the
+            catalog.
+        jumpstart: how the JumpStart model id resolved (model id, version, config), or
+            None.
+        drafter_push: where a local drafter head is uploaded before the model is created
+            (`source`, `destination`), or None.
+        spec_sha256: the hash of the spec, in the resource names and tags (drift
+            detection).
+        autoscaling: the Application Auto Scaling requests, (operation, request), run
+            once the endpoint is InService.
+        pool_models: the CreateModel requests of the capacity fallback pools.
+        inference_components: the CreateInferenceComponent requests of an
+            inference-components endpoint.
+        component_models: the CreateModel requests of the components that name a model.
+        price: the price behind `usd_per_hour` (its region and source, or why it is
+            unknown there), or None.
+        availability: whether each instance type is offered in the region, as peagle's
+            shipped data says, one line per type.
+        strict: planned with `strict=True`: deploy's preflight fails on a warning from
+            the heads it reads from S3 too.
+        k_origin: where K came from (the spec, the head's card, JumpStart, peagle's
+            default) and why; None for the baseline.
+        component_k_origins: each component's `k_origin`, by component name.
+    """
+
     spec: DeploymentSpec
     region: str
     names: dict[str, str]

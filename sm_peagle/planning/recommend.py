@@ -45,7 +45,11 @@ def candidates(
     if model.weight_bytes is None:
         from ..errors import SpecError
 
-        raise SpecError(f"model: the size of {model.alias} is unknown; cannot rank instances")
+        raise SpecError(
+            f"model: the size of {model.alias} is unknown; cannot rank instances",
+            field="model",
+            value=model.alias,
+        )
     out = []
     head = model.drafter.bytes if model.drafter else None
     for inst in INSTANCES.values():

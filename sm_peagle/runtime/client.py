@@ -26,11 +26,13 @@ from typing import Any
 
 from ..errors import (
     AwsUnreachable,
+    Call,
     InternalStreamFailure,
     ModelInvocationError,
     ModelStreamError,
     NotFound,
     PeagleError,
+    text,
 )
 from .async_stream import AsyncStreamResult
 from .chunks import Completion, CompletionBuilder, StreamChunk, StreamParser
@@ -124,12 +126,17 @@ def _runtime_error(e: Exception, endpoint: str) -> PeagleError:
             original_status_code=int(status) if status is not None else None,
             original_message=original,
             log_stream_arn=response.get("LogStreamArn"),
-            remedy=f"see `peagle logs {endpoint}`",
+            remedy=text("see `{logs}`", logs=Call("logs", endpoint)),
         )
     if code == "ValidationError" and ("not found" in message or "Could not find" in message):
-        return NotFound(f"endpoint {endpoint} not found: {message}", remedy="see `peagle ls`")
+        return NotFound(
+            f"endpoint {endpoint} not found: {message}", remedy=text("see `{ls}`", ls=Call("ls"))
+        )
     if code == "ModelNotReadyException":
-        return PeagleError(f"{endpoint}: {message}", remedy=f"wait: `peagle status {endpoint}`")
+        return PeagleError(
+            f"{endpoint}: {message}",
+            remedy=text("wait: `{status}`", status=Call("status", endpoint)),
+        )
     return PeagleError(f"{code or 'error'} from SageMaker runtime: {message}")
 
 

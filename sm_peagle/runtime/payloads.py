@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import PayloadTooLarge, SpecError
+from ..errors import Param, PayloadTooLarge, SpecError, text
 
 __all__ = [
     "MAX_PAYLOAD_BYTES",
@@ -33,12 +33,20 @@ MAX_PAYLOAD_BYTES = 6 * 1024 * 1024  # InvokeEndpoint(WithResponseStream) reques
 STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
 
 
-def check_max_tokens(max_tokens: Any, flag: str = "--max-tokens") -> int:
-    """vLLM's SamplingParams rule: max_tokens >= 1 (SpecError before anything is sent)."""
+def check_max_tokens(max_tokens: Any, field: str = "max_tokens") -> int:
+    """vLLM's SamplingParams rule: max_tokens >= 1 (SpecError before anything is sent).
+    `field`: the parameter that gave it, as messages name it."""
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise SpecError(
-            f"{flag} must be at least 1 (vLLM refuses max_tokens < 1), got {max_tokens!r}",
+            text(
+                "{f} must be at least 1 (vLLM refuses max_tokens < 1), got {got!r}",
+                f=Param(field),
+                got=max_tokens,
+            ),
             remedy="ask for at least one token, e.g. 256",
+            field=field,
+            value=max_tokens,
+            rule="a whole number >= 1",
         )
     return max_tokens
 
@@ -59,25 +67,36 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def check_temperature(temperature: Any, flag: str = "--temperature") -> float | None:
+def check_temperature(temperature: Any, field: str = "temperature") -> float | None:
     """vLLM's SamplingParams rule: a finite temperature from 0 to 2, 0 being greedy (None:
     the model's default). SpecError before anything is sent."""
     if temperature is None:
         return None
     value = _number(temperature)
     if value is None:
-        raise SpecError(f"{flag} must be a number from 0 to 2, got {temperature!r}",
-                        remedy=TEMPERATURE_FIX)  # fmt: skip
+        raise SpecError(
+            text("{f} must be a number from 0 to 2, got {got!r}", f=Param(field), got=temperature),
+            remedy=TEMPERATURE_FIX,
+            field=field,
+            value=temperature,
+            rule="0 <= temperature <= 2",
+        )
     if not 0.0 <= value <= MAX_TEMPERATURE:  # NaN fails both; infinity the upper bound
         raise SpecError(
-            f"{flag} must be from 0 to 2 (vLLM refuses a temperature outside [0, 2]), "
-            f"got {temperature!r}",
+            text(
+                "{f} must be from 0 to 2 (vLLM refuses a temperature outside [0, 2]), got {got!r}",
+                f=Param(field),
+                got=temperature,
+            ),
             remedy=TEMPERATURE_FIX,
+            field=field,
+            value=temperature,
+            rule="0 <= temperature <= 2",
         )
     return value
 
 
-def check_top_p(top_p: Any, flag: str = "--top-p") -> float | None:
+def check_top_p(top_p: Any, field: str = "top_p") -> float | None:
     """vLLM's SamplingParams rule: 0 < top_p <= 1 (None: the model's default). SpecError
     before anything is sent."""
     if top_p is None:
@@ -85,9 +104,16 @@ def check_top_p(top_p: Any, flag: str = "--top-p") -> float | None:
     value = _number(top_p)
     if value is None or not 0.0 < value <= 1.0:  # NaN fails too
         raise SpecError(
-            f"{flag} must be above 0 and at most 1 (vLLM refuses top_p outside (0, 1]), "
-            f"got {top_p!r}",
+            text(
+                "{f} must be above 0 and at most 1 (vLLM refuses top_p outside (0, 1]), "
+                "got {got!r}",
+                f=Param(field),
+                got=top_p,
+            ),
             remedy=TOP_P_FIX,
+            field=field,
+            value=top_p,
+            rule="0 < top_p <= 1",
         )
     return value
 
@@ -96,15 +122,24 @@ def normalize_messages(messages: Any, system: str | None = None) -> list[dict[st
     """A string becomes one user message; `system` is prepended unless one is there."""
     if isinstance(messages, str):
         if not messages.strip():
-            raise SpecError("prompt: empty; give some text")
+            raise SpecError("prompt: empty; give some text", field="prompt", value=messages)
         out: list[dict[str, Any]] = [{"role": "user", "content": messages}]
     elif isinstance(messages, list | tuple):
         out = [dict(m) for m in messages]
         for m in out:
             if "role" not in m or "content" not in m:
-                raise SpecError(f"each message needs 'role' and 'content', got {m!r}")
+                raise SpecError(
+                    f"each message needs 'role' and 'content', got {m!r}",
+                    field="messages",
+                    value=m,
+                    rule="a string or a list of {'role': ..., 'content': ...}",
+                )
     else:
-        raise SpecError(f"messages must be a string or a list of dicts, got {type(messages)}")
+        raise SpecError(
+            f"messages must be a string or a list of dicts, got {type(messages)}",
+            field="messages",
+            rule="a string or a list of {'role': ..., 'content': ...}",
+        )
     if system and not (out and out[0].get("role") == "system"):
         out.insert(0, {"role": "system", "content": system})
     return out
@@ -123,12 +158,15 @@ def build_payload(
     """A chat body (`messages`) or a completions body (`prompt`); exactly one of them.
     `extra` passes straight through (top_p, stop, seed, model, …)."""
     if (messages is None) == (prompt is None):
-        raise SpecError("pass exactly one of messages= (chat) or prompt= (completions)")
+        # Only a Python caller can give both or neither (the CLI always gives one).
+        raise SpecError(
+            "pass exactly one of messages= (chat) or prompt= (completions)", field="messages"
+        )
     if messages is not None:
         body: dict[str, Any] = {"messages": normalize_messages(messages, system)}
     else:
         if system:
-            raise SpecError("system= applies to chat messages, not to a raw prompt")
+            raise SpecError("system= applies to chat messages, not to a raw prompt", field="system")
         body = {"prompt": prompt}
     if max_tokens is not None:
         body["max_tokens"] = check_max_tokens(max_tokens)

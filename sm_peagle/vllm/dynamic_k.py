@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..checks import Check, failed, passed
+from ..errors import Param
+from ..errors import text as words
 from .versions import VllmVersion, dynamic_k_supported, first_version
 
 __all__ = [
@@ -93,6 +95,7 @@ def parse_k_schedule(text: str) -> list[list[int]]:
     Only the syntax is checked here; the rules are `check_k_schedule`'s."""
     from ..errors import SpecError
 
+    rule = "START-END:K entries (or N:K), comma-separated"
     out = []
     for part in text.split(","):
         if not part.strip():
@@ -100,13 +103,23 @@ def parse_k_schedule(text: str) -> list[list[int]]:
         m = _RANGE.match(part)
         if m is None:
             raise SpecError(
-                f"--k-schedule: expected START-END:K entries such as 1-4:7,5-32:5, "
-                f"got {part.strip()!r}"
+                words(
+                    "{k_schedule}: expected START-END:K entries such as 1-4:7,5-32:5, got {got!r}",
+                    got=part.strip(),
+                ),
+                field="k_schedule",
+                value=text,
+                rule=rule,
             )
         start, end, k = int(m.group(1)), int(m.group(2) or m.group(1)), int(m.group(3))
         out.append([start, end, k])
     if not out:
-        raise SpecError("--k-schedule: give at least one START-END:K range")
+        raise SpecError(
+            words("{k_schedule}: give at least one START-END:K range"),
+            field="k_schedule",
+            value=text,
+            rule=rule,
+        )
     return out
 
 
@@ -150,8 +163,9 @@ def _rule_errors(schedule: Any) -> list[str]:
 def check_k_schedule(schedule: Any, *, k: int, version: VllmVersion, mode: str) -> list[Check]:
     """The checks for a schedule planned with `num_speculative_tokens` = k."""
     if mode == "baseline":
-        return [failed(FIELD, "a K schedule needs speculation; mode is baseline",
-                       "remove --k-schedule, or use --mode p-eagle / eagle3")]  # fmt: skip
+        fix = words("remove {k_schedule}, or use {mode} / eagle3", mode=Param("mode", "p-eagle"))
+        return [failed(FIELD, "a K schedule needs speculation; mode is baseline", fix,
+                       field="k_schedule")]  # fmt: skip
     if not dynamic_k_supported(version):
         first = first_version(dynamic_k_supported)
         return [
@@ -159,13 +173,19 @@ def check_k_schedule(schedule: Any, *, k: int, version: VllmVersion, mode: str) 
                 FIELD,
                 f"vLLM {version} has no dynamic K ({KEY} is first in vLLM {first}, "
                 "v1/spec_decode/dynamic/utils.py) and would fail at start-up",
-                f"use --vllm-version {first} or newer, or a fixed -k",
+                words("use {v} or newer, or a fixed {k}", v=Param("vllm_version", str(first))),
+                field="k_schedule",
             )
         ]
     errors = _rule_errors(schedule)
     if errors:
         return [
-            failed(FIELD, f"vLLM's validator would refuse it: {e}", "fix --k-schedule")
+            failed(
+                FIELD,
+                f"vLLM's validator would refuse it: {e}",
+                words("fix {k_schedule}"),
+                field="k_schedule",
+            )
             for e in errors
         ]
     over = [e for e in schedule if e[2] > k]
@@ -176,7 +196,8 @@ def check_k_schedule(schedule: Any, *, k: int, version: VllmVersion, mode: str) 
                 FIELD,
                 f"K above num_speculative_tokens={k} in {where}: vLLM would silently clamp "
                 f"it to {k} (build_dynamic_sd_schedule_lookup)",
-                f"raise -k to {max(e[2] for e in over)}, or lower those K values",
+                words("raise {k} to {top}, or lower those K values", top=max(e[2] for e in over)),
+                field="k_schedule",
             )
         ]
     checks = []
@@ -187,7 +208,11 @@ def check_k_schedule(schedule: Any, *, k: int, version: VllmVersion, mode: str) 
                 failed(
                     FIELD,
                     f"refused for p-eagle: {why}",
-                    "use a fixed -k for p-eagle (a schedule works with --mode eagle3)",
+                    words(
+                        "use a fixed {k} for p-eagle (a schedule works with {mode})",
+                        mode=Param("mode", "eagle3"),
+                    ),
+                    field="k_schedule",
                 )
             ]
         checks.append(passed(FIELD, f"dynamic K with parallel drafting: {why}"))

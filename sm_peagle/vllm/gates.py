@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ..checks import Check, failed, passed, warned
+from ..errors import Param, text
 from . import facts as vf
 from .versions import (
     DEFAULT_VLLM,
@@ -121,7 +122,12 @@ def parallel_drafting_gate(version: VllmVersion, mode: str) -> Check | None:
             "speculative.mode",
             f"p-eagle needs parallel_drafting, first in vLLM {PARALLEL_DRAFTING_MIN}; "
             f"the image runs vLLM {version}",
-            f"use an image with vLLM >= {PARALLEL_DRAFTING_MIN}, or --mode eagle3",
+            text(
+                "use an image with vLLM >= {v}, or {mode}",
+                v=PARALLEL_DRAFTING_MIN,
+                mode=Param("mode", "eagle3"),
+            ),
+            field="mode",
         )
     return None
 
@@ -170,8 +176,12 @@ def check_version_gates(
                 field,
                 f"{model.alias} in mode {mode} needs vLLM >= {need[0]} ({need[1]}); "
                 f"the image runs vLLM {version}",
-                f"use --vllm-version {default_vllm(model, mode, published)[0]} "
-                f"(a published DLC >= {need[0]})",
+                text(
+                    "use {v} (a published DLC >= {need})",
+                    v=Param("vllm_version", str(default_vllm(model, mode, published)[0])),
+                    need=need[0],
+                ),
+                field="vllm_version",
             )
         )
     elif need is not None and model is not None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..checks import Check, failed, passed, warned
+from ..errors import text
 from .head_inspection import NO_CONFIG, DrafterInspection, lookup
 from .head_loading import FIRST_REQUEST, REFUSES, SILENT
 from .head_model import head_config
@@ -102,7 +103,7 @@ def check_token_ids(
             name,
             f"config.json {key} = {tid}; the vocabulary it indexes ({whose}) is unknown: "
             "not checked",
-            fix="pass the target model (--model) or its --target-vocab-size",
+            fix=text("pass the target model ({model}) or its {target_vocab_size}"),
         )
     rows = _padded(vocab)
     pad = cite("vocab_padding", version)
@@ -156,7 +157,7 @@ def check_aux_layers(
         return warned(
             name,
             "not checked: the target's layer count is unknown",
-            fix="pass the target model (--model) or its --target-layers",
+            fix=text("pass the target model ({model}) or its {target_num_layers}"),
         )
     aux, how = aux_count(ins.config, version, arch)
     th = ins.target_hidden_size or ins.hidden_size or target_hidden

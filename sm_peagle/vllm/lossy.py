@@ -22,6 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..checks import Check, failed, warned
+from ..errors import Param
+from ..errors import text as words
 from . import facts as vf
 from .versions import VllmVersion, facts_version
 
@@ -165,7 +167,7 @@ def check_runner(
                     f'{facts_version(version)} ("Model Runner V1 does not support: '
                     f'{entry["feature"]}", vllm/config/vllm.py:{entry["line"]}; '
                     f"V2 does not support {feature}, {V2_PEAGLE_PR})",
-                    f"remove {key}, or use --mode eagle3",
+                    words("remove {key}, or use {mode}", key=key, mode=Param("mode", "eagle3")),
                 )
             )
     return checks

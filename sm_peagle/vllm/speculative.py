@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..checks import Check, failed, passed, warned
+from ..errors import Call, Param, text
 from . import facts as vf
 from .dynamic_k import check_k_schedule
 from .gates import parallel_drafting_gate
@@ -146,15 +147,26 @@ def _check_k(k: int, trained_k: int | None, recommended_k: int | None) -> Check:
         return failed(
             field_k,
             f"K={k} exceeds the drafter's trained K={trained_k}",
-            f"use -k {recommended_k or trained_k} (at most {trained_k})",
+            text(
+                "use {k} (at most {trained_k})",
+                k=Param("k", recommended_k or trained_k),
+                trained_k=trained_k,
+            ),
+            field="k",
         )
     if recommended_k is not None and k > recommended_k:
         return warned(
             field_k,
-            f"K={k} is above the head card's recommended K={recommended_k}; "
-            "acceptance falls off, measure with `peagle bench`",
+            text(
+                "K={k} is above the head card's recommended K={rk}; "
+                "acceptance falls off, measure with `{bench}`",
+                k=k,
+                rk=recommended_k,
+                bench=Call("bench"),
+            ),
+            field="k",
         )
-    return passed(field_k, f"K={k}")
+    return passed(field_k, f"K={k}", field="k")
 
 
 def _check_mode(

@@ -37,11 +37,13 @@ _LINK = re.compile(r"\]\((?P<target>(?!https?:|#|mailto:)[^)#\s]+\.md)(?P<anchor
 
 
 def site_copy(dest: Path) -> Path:
-    """mkdocs.yml, docs/ and the hook, copied as they are in this checkout."""
+    """mkdocs.yml, docs/, the hook and the griffe extension, copied as they are in this
+    checkout."""
     shutil.copy2(ROOT / "mkdocs.yml", dest / "mkdocs.yml")
     shutil.copytree(ROOT / "docs", dest / "docs")
     (dest / "scripts").mkdir()
-    shutil.copy2(ROOT / "scripts" / "docs_reference.py", dest / "scripts" / "docs_reference.py")
+    for script in ("docs_reference.py", "docs_griffe.py"):
+        shutil.copy2(ROOT / "scripts" / script, dest / "scripts" / script)
     return dest
 
 
@@ -83,7 +85,10 @@ def test_the_site_builds_strict_with_the_generated_reference(tmp_path: Path) -> 
     import sm_peagle
 
     first_line = " ".join(sm_peagle.deploy.__doc__.strip().split("\n\n")[0].split()[:6])
-    assert 'id="sm_peagle.endpoint.deploy"' in sdk
+    # deploy is the client's method (sm_peagle.deploy is the default client's), or, before
+    # the client had it, the function of its module.
+    anchors = ("sm_peagle.client.Client.deploy", f"{sm_peagle.deploy.__module__}.deploy")
+    assert any(f'id="{a}"' in sdk for a in anchors), anchors
     assert first_line in " ".join(re.sub(r"<[^>]+>", " ", sdk).split()), first_line
 
 
@@ -154,20 +159,45 @@ def test_the_spec_reference_is_the_schema_peagle_prints() -> None:
     assert block and json.loads(block.group(1)) == json.loads(peagle("schema"))
 
 
+def _json_blocks(page: str) -> list[dict]:
+    section = re.search(r"(?ms)^## `--json`\n(.*?)(?=^## )", page)
+    assert section, "the exit-code page lost its --json section"
+    return [json.loads(b) for b in re.findall(r"(?ms)^```json\n(.*?)\n```", section.group(1))]
+
+
 def test_the_json_contract_shows_the_error_document_peagle_prints() -> None:
-    """The exit-code page's example error document has the keys, in the order, of the one
-    `peagle --json` prints for bad input (exit 2, nothing sent)."""
+    """The exit-code page's example error documents have the keys, in the order, of the
+    one `peagle --json` prints for bad input (exit 2, nothing sent): the first has the
+    keys every error document has; the second adds those of an error about one parameter
+    (`field`, `value`, `rule`), after them."""
     proc = subprocess.run(
         [str(BIN / "peagle"), "--json", "plan", "no-such-model"],
         capture_output=True, text=True, env=_ENV, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     real = json.loads(proc.stdout)
-    page = docs_reference.exit_codes_page()
-    block = re.search(r"(?ms)^## `--json`\n.*?```json\n(.*?)\n```", page)
-    assert block, "the --json section lost its example"
-    shown = json.loads(block.group(1))
-    assert list(shown) == list(real) and list(shown["error"]) == list(real["error"])
+    shown, about_a_parameter = _json_blocks(docs_reference.exit_codes_page())[:2]
+    assert list(shown) == list(real) and list(shown["error"]) == list(real["error"])[:4]
+    # An unknown model may name its parameter (`model`): then with the same keys as the
+    # second example, in its order.
+    extra = list(real["error"])[4:]
+    assert extra == [k for k in about_a_parameter["error"] if k in extra], extra
     assert shown["label"] == real["label"] == "AWS"  # no sandbox, no AWS_* settings here
     assert shown["error"]["type"] == real["error"]["type"] == "SpecError"
     assert shown["error"]["exit_code"] == real["error"]["exit_code"] == 2
+
+
+def test_the_json_contract_shows_an_error_about_one_parameter() -> None:
+    """The second example is what an error naming a parameter adds to the document
+    (sm_peagle.errors.PeagleError.to_dict, whose keys the CLI's error boundary prints in
+    order after `exit_code`), and the page names each key it adds."""
+    from sm_peagle.errors import SpecError
+
+    doc = SpecError("k must be at least 1", field="k", value=0, rule="k >= 1").to_dict()
+    page = docs_reference.exit_codes_page()
+    shown = _json_blocks(page)[1]
+    assert list(shown) == ["label", "error"]
+    assert list(shown["error"]) == list(doc)
+    assert shown["error"]["field"] == "k"  # the SDK keyword, not the flag (-k)
+    for key in ("field", "value", "rule"):
+        assert f"`{key}` is " in page, key

@@ -41,9 +41,13 @@ def _record(sb: Sandbox) -> Counter:
     with _OPENER.open(f"{sb.url}/_peagle/requests", timeout=10) as resp:
         items = json.loads(resp.read())["requests"]
     counts = Counter(
-        (r["service"], r["operation"], json.dumps(
-            {k: "<time>" if k in TIMES else v for k, v in r["params"].items()}, sort_keys=True
-        ))
+        (
+            r["service"],
+            r["operation"],
+            json.dumps(
+                {k: "<time>" if k in TIMES else v for k, v in r["params"].items()}, sort_keys=True
+            ),
+        )
         for r in items
     )
     return Counter({key: 1 if key[0] == "logs" else n for key, n in counts.items()})

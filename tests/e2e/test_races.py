@@ -33,8 +33,9 @@ def sb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
 def test_two_identical_deploys_at_once_leave_one_endpoint_whole(sb: Sandbox) -> None:
     argv = [sys.executable, "-m", "sm_peagle.cli", "--sandbox", "deploy", "gpt-oss-20b", "--yes"]
     procs = [
-        subprocess.Popen(argv, env=sb.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)  # fmt: skip
+        subprocess.Popen(
+            argv, env=sb.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )  # fmt: skip
         for _ in range(2)
     ]
     results = [(p, *p.communicate(timeout=180)) for p in procs]

@@ -97,6 +97,8 @@ def test_sweep_end_to_end(sandbox, tmp_path, capsys):
     with capsys.disabled():
         print(f"\nsweep: 5 configurations x 3 levels x 8 requests in {elapsed:.1f}s")
     assert result.returncode == 0, result.stderr[-3000:]
+    # Said once: each configuration deploys on the session the sweep connected (issue 34).
+    assert result.stderr.count("talking to: ") == 1, result.stderr[-3000:]
 
     # Everything written: per configuration, combined, CSV, markdown (and the chart).
     doc = json.loads((out / "sweep.json").read_text())

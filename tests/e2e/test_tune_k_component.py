@@ -68,7 +68,7 @@ def test_the_sdk_takes_component_and_refuses_without_it(
 
     point_at_sandbox(sb.state, monkeypatch, tmp_path)
     start = len(sb.ground_truth(NAME))
-    with pytest.raises(SpecError, match="pass --component with one of p-eagle"):
+    with pytest.raises(SpecError, match="pass component= with one of p-eagle"):  # SDK words
         sm_peagle.tune_k(NAME, requests=12, max_tokens=64, acceptance_wait=5)
     assert len(sb.ground_truth(NAME)) == start
     result: Any = sm_peagle.tune_k(

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import sm_peagle
+from sm_peagle.cli.faces import CliFace
 from sm_peagle.errors import SpecError
 from tests.integration.lifecycle_env import run
 from tests.integration.test_parity import NAME, fresh_world, sent
@@ -38,7 +39,9 @@ def test_a_bad_max_error_rate_is_refused_alike_and_nothing_is_sent(
         assert sent(h) == [], f"the CLI sent {sent(h)}"
     assert code == info.value.exit_code == 2
     (line,) = [ln for ln in err.splitlines() if ln.startswith("error: ")]
-    assert line == f"error: {info.value.one_line()}"  # the same words from both faces
+    # One error from both faces: Python names the keyword, the CLI its flag.
+    assert line == f"error: {info.value.one_line(CliFace('bench'))}"
+    assert info.value.field == "max_error_rate" and "max_error_rate=" in info.value.message
     assert f"--max-error-rate: expected a fraction from 0 to 1, got '{typed}'" in line
     assert "(fix: " in line and "Traceback" not in err
     assert json.dumps(out) == '""'

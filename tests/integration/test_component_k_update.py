@@ -153,8 +153,9 @@ def test_sdk_update_takes_the_component(world: Any, capsys: Any, sagemaker_harne
 
     old = deploy(world, capsys)
     ep = Endpoint(NAME, aws=AwsContext(REGION))
-    with pytest.raises(SpecError, match=r"component='p-eagle', k=6 \(K is per component\)"):
+    with pytest.raises(SpecError, match=r"component='p-eagle' k=6 \(K is per component\)") as e:
         ep.update(k=6)
+    assert e.value.field == "component"
     assert mutating(world) == []
 
     result = ep.update(component="p-eagle", mode="baseline")

@@ -16,6 +16,7 @@ import pytest
 
 import sm_peagle
 from peagle_sandbox.synthetic_head import synthetic_head
+from sm_peagle.cli.faces import CliFace
 from sm_peagle.errors import CheckFailed
 from tests.integration.lifecycle_env import JS_BUCKET, World, run
 
@@ -69,10 +70,12 @@ def test_push_refuses_the_head_deploy_refuses_and_uploads_nothing(
     with pytest.raises(CheckFailed) as e:
         sm_peagle.drafter_push(head, DEST)
     assert _failed(e.value.checks) == ["drafter.weights"] and e.value.exit_code == 2
-    assert "--force pushes it anyway" in e.value.message
+    assert "(force=True pushes it anyway)" in e.value.message
     code, out, err = run(capsys, "drafter", "push", str(head), DEST)
     assert code == 2 and out == ""
-    assert err.strip().splitlines() == [f"error: {e.value.one_line()}"]
+    # The same error, worded for the CLI (`--force`).
+    assert err.strip().splitlines() == [f"error: {e.value.one_line(CliFace('drafter'))}"]
+    assert "(--force pushes it anyway)" in err
     assert _uploads(sagemaker_harness) == []
     assert [op for op in sagemaker_harness.requests.operations() if op.startswith("Put")] == []
 
@@ -84,9 +87,10 @@ def test_force_pushes_it_anyway_and_says_which_checks_failed(
     files = sorted(p.name for p in head.iterdir())
     sagemaker_harness.requests.clear()
     said: list[str] = []
-    result = sm_peagle.drafter_push(head, DEST, force=True, progress=said.append)
+    client = sm_peagle.Client(progress=said.append)
+    result = client.drafter_push(head, DEST, force=True)
     assert sorted(result.uploaded) == files
-    warnings = [line for line in said if line.startswith("warning: pushing anyway (--force)")]
+    warnings = [line for line in said if line.startswith("warning: pushing anyway (force=True)")]
     assert len(warnings) == 1 and "drafter.weights" in warnings[0]
     assert any("drafter.weights failed" in n for n in result.notes)
     put = {p["Key"] for p in sagemaker_harness.requests.params("PutObject")}

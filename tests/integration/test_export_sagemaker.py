@@ -295,7 +295,7 @@ COMPONENTS = {
             {"drafter": {"source": "HEAD_DIR"}},
             {},
             "sagemaker export cannot upload the local drafter head HEAD_DIR: "
-            "`peagle deploy` pushes it to S3 first",
+            "`sm_peagle.deploy()` pushes it to S3 first",  # `peagle deploy` at the CLI
         ),
     ],
     ids=["autoscaling", "scale-to-zero", "local-drafter"],

@@ -107,7 +107,6 @@ def test_a_component_that_fails_to_start_rolls_back_everything(
     assert deletes[2:] == ["DeleteEndpoint", "DeleteEndpointConfig", "DeleteModel", "DeleteModel"]
 
 
-
 def test_a_component_that_cannot_be_deleted_stops_the_rollback_before_the_endpoint(
     world: Any, capsys: Any, sagemaker_harness: Any, monkeypatch: Any
 ) -> None:
@@ -146,6 +145,7 @@ def test_a_component_that_cannot_be_deleted_stops_the_rollback_before_the_endpoi
     assert run(capsys, "delete", NAME, "--yes")[0] == 0
     assert run(capsys, "gc", "--min-age", "0", "--yes")[0] == 0
     assert left_in_moto() == {}
+
 
 def test_status_text_shows_each_component_and_scale_to_zero(
     world: Any, capsys: Any, sagemaker_harness: Any

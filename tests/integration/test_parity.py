@@ -1,5 +1,6 @@
 """One product, two faces: each `peagle` command that calls AWS sends exactly the requests
-its SDK call sends, and the same bad input gets the same typed error from both.
+its SDK call sends. (The same bad input gets the same typed error about the same field
+from both: tests/e2e/test_sdk_cli_parity.py, the one table of bad inputs.)
 
 The requests are read where moto receives them (the harness's request record,
 peagle_sandbox/testing/request_log.py), in a fresh moto world for each face, so neither
@@ -9,7 +10,6 @@ say) runs through the SDK in both worlds before the record is cleared.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,7 +21,7 @@ from moto import mock_aws
 import sm_peagle
 from peagle_sandbox.synthetic_head import synthetic_head
 from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
-from sm_peagle.errors import PeagleError, SpecError
+from sm_peagle.errors import SpecError
 from tests.integration.lifecycle_env import JS_BUCKET, REGION, build_world, run
 from tests.operation_tags import COMPLETED
 from tests.operation_tags import KEYS as OPERATION_KEYS
@@ -186,169 +186,6 @@ def test_the_cli_and_the_sdk_send_the_same_requests(
         assert records["cli"] == records["sdk"]
 
 
-# The same bad input through both faces: (CLI argv, SDK call, error type, words both say).
-BAD: dict[str, tuple[list[str], Callable[[], Any], type[PeagleError], str]] = {
-    "bench concurrency 0": (
-        ["bench", NAME, "-c", "0", "-n", "1"],
-        lambda: sm_peagle.bench(NAME, concurrency=[0], requests=1),
-        SpecError,
-        "concurrency",
-    ),
-    "bench concurrency 1,,4": (
-        ["bench", NAME, "-c", "1,,4", "-n", "1"],
-        lambda: sm_peagle.bench(NAME, concurrency="1,,4", requests=1),
-        SpecError,
-        "concurrency",
-    ),
-    "bench duration 0s": (
-        ["bench", NAME, "--duration", "0s"],
-        lambda: sm_peagle.bench(NAME, duration="0s"),
-        SpecError,
-        "duration",
-    ),
-    "logs since": (
-        ["logs", NAME, "--since", "soon"],
-        lambda: sm_peagle.logs(NAME, since="soon"),
-        SpecError,
-        "soon",
-    ),
-    "gc min age": (
-        ["gc", "--min-age", "yesterday", "--yes"],
-        lambda: sm_peagle.gc(min_age="yesterday"),
-        SpecError,
-        "yesterday",
-    ),
-    "update k 0": (
-        ["update", NAME, "-k", "0", "--yes"],
-        lambda: sm_peagle.update(NAME, k=0),
-        SpecError,
-        "K must be at least 1",
-    ),
-    "deploy sandbox-only model": (
-        ["deploy", "tiny-llama", "--yes"],
-        lambda: sm_peagle.deploy("tiny-llama"),
-        SpecError,
-        "sandbox-only",
-    ),
-    # (An unknown model id is not here: it may be a JumpStart id, which only a read of
-    # JumpStart's manifest can tell, so that read is the one request it costs.)
-    "deploy unknown instance type": (
-        ["deploy", "gpt-oss-20b", "--instance-type", "ml.g9.nope", "--yes"],
-        lambda: sm_peagle.deploy("gpt-oss-20b", instance_type="ml.g9.nope"),
-        SpecError,
-        "ml.g9.nope",
-    ),
-    "delete empty name": (
-        ["delete", "", "--yes"],
-        lambda: sm_peagle.delete(""),
-        SpecError,
-        "name",
-    ),
-    "update bad name": (
-        ["update", "a_b", "-k", "3", "--yes"],
-        lambda: sm_peagle.update("a_b", k=3),
-        SpecError,
-        "'a_b' is not a SageMaker name",
-    ),
-    "adopt bad name": (
-        ["adopt", "a_b", "--yes"],
-        lambda: sm_peagle.adopt("a_b"),
-        SpecError,
-        "'a_b' is not a SageMaker name",
-    ),
-    "bench bad name": (
-        ["bench", "a_b", "-c", "1", "-n", "1"],
-        lambda: sm_peagle.bench("a_b", concurrency=1, requests=1),
-        SpecError,
-        "'a_b' is not a SageMaker name",
-    ),
-    "invoke bad name": (
-        ["invoke", "a_b", "hi"],
-        lambda: sm_peagle.invoke("a_b", "hi"),
-        SpecError,
-        "'a_b' is not a SageMaker name",
-    ),
-    "race bad name": (
-        ["race", "a_b", NAME],
-        lambda: sm_peagle.race("a_b", NAME),
-        SpecError,
-        "'a_b' is not a SageMaker name",
-    ),
-    "status bad name": (
-        ["status", "not_a/name"],
-        lambda: sm_peagle.status("not_a/name"),
-        SpecError,
-        "not_a/name",
-    ),
-    "invoke max tokens 0": (
-        ["invoke", NAME, "hi", "--max-tokens", "0"],
-        lambda: sm_peagle.invoke(NAME, "hi", max_tokens=0),
-        SpecError,
-        "max_tokens",
-    ),
-    "invoke temperature -1": (
-        ["invoke", NAME, "hi", "--temperature", "-1"],
-        lambda: sm_peagle.invoke(NAME, "hi", temperature=-1),
-        SpecError,
-        "temperature",
-    ),
-    "race empty prompt": (
-        ["race", NAME, "other", "--prompt", " "],
-        lambda: sm_peagle.race(NAME, "other", prompt=" "),
-        SpecError,
-        "prompt",
-    ),
-    "export unknown format": (
-        ["export", "gpt-oss-20b", "--format", "pulumi"],
-        lambda: sm_peagle.export("gpt-oss-20b", format="pulumi"),
-        SpecError,
-        "pulumi",
-    ),
-    "drafter push bucket root": (
-        ["drafter", "push", ".", "s3://bucket"],
-        lambda: sm_peagle.drafter_push(".", "s3://bucket"),
-        SpecError,
-        "s3://bucket",
-    ),
-    "drafter check bad mode": (
-        ["drafter", "check", HEAD_URI, "--mode", "fast"],
-        lambda: sm_peagle.drafter_check(HEAD_URI, mode="fast"),
-        SpecError,
-        "fast",
-    ),
-    "recommend zero budget": (
-        ["recommend", "gpt-oss-20b", "--budget", "0"],
-        lambda: sm_peagle.recommend("gpt-oss-20b", budget=0),
-        SpecError,
-        "budget",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", list(BAD))
-def test_the_same_bad_input_gets_the_same_error_from_both_and_sends_nothing(
-    name: str, aws_credentials: None, capsys: pytest.CaptureFixture, monkeypatch
-) -> None:
-    argv, call, error, words = BAD[name]
-    monkeypatch.delenv("PEAGLE_SANDBOX_URL", raising=False)
-    with fresh_world() as (h, _):
-        h.requests.clear()
-        with pytest.raises(error) as info:
-            call()
-        assert words in info.value.one_line()
-        assert sent(h) == [], f"{name}: the SDK sent {sent(h)}"
-        code, out, err = run(capsys, *argv)
-        assert sent(h) == [], f"{name}: the CLI sent {sent(h)}"
-    assert code == info.value.exit_code == 2
-    (line,) = [ln for ln in err.splitlines() if ln.startswith("error: ")]
-    assert words in line and "(fix: " in line
-    assert json.dumps(out) == '""'
-
-
-def test_there_are_at_least_twelve_bad_inputs() -> None:
-    assert len(BAD) >= 12
-
-
 def test_an_unwritable_output_path_is_refused_before_any_request_everywhere(
     aws_credentials: None, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -359,9 +196,10 @@ def test_an_unwritable_output_path_is_refused_before_any_request_everywhere(
         (["export", "gpt-oss-20b", "-o"], lambda p: sm_peagle.export("gpt-oss-20b", output=p)),
         (["adopt", NAME, "--yes", "-o"], lambda p: sm_peagle.adopt(NAME, output=p)),
         (["bench", NAME, "-n", "1", "-c", "1", "-o"], lambda p: sm_peagle.bench(NAME, out=p)),
-        (["report", str(tmp_path / "r.json"), "--html"], lambda p: sm_peagle.report(
-            tmp_path / "r.json", html=p
-        )),
+        (
+            ["report", str(tmp_path / "r.json"), "--html"],
+            lambda p: sm_peagle.report(tmp_path / "r.json", html=p),
+        ),
     ]
     (tmp_path / "r.json").write_text("{}")
     with fresh_world() as (h, _):

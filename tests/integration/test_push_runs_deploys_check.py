@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import sm_peagle
+from sm_peagle.cli.faces import CliFace
 from sm_peagle.errors import CheckFailed, SpecError
 from tests.integration.lifecycle_env import World, run
 from tests.integration.test_drafter_second_pass_cli import (
@@ -58,7 +59,9 @@ def test_push_refuses_what_deploy_refuses_with_the_same_error(
         assert err.strip().splitlines() == [line + NOT_UPLOADED], (target, err)
     with pytest.raises(CheckFailed) as e:
         sm_peagle.drafter_push(head, DEST, model="gpt-oss-20b")
-    assert f"error: {e.value.one_line()}" == line + NOT_UPLOADED
+    # The CLI's words for the push's own clause (`--force`); Python says `force=True`.
+    assert f"error: {e.value.one_line(CliFace('drafter'))}" == line + NOT_UPLOADED
+    assert e.value.message.endswith("; nothing was uploaded (force=True pushes it anyway)")
     assert uploads(sagemaker_harness) == []
 
 

@@ -97,7 +97,12 @@ def test_s3_requests_are_recorded_with_their_api_names(sagemaker_harness: SageMa
     s3.delete_object(Bucket="bkt", Key="heads/x/config.json")
     log = sagemaker_harness.requests
     assert log.operations("s3") == [
-        "CreateBucket", "PutObject", "HeadObject", "GetObject", "ListObjectsV2", "DeleteObject"
+        "CreateBucket",
+        "PutObject",
+        "HeadObject",
+        "GetObject",
+        "ListObjectsV2",
+        "DeleteObject",
     ]
     assert log.params("GetObject") == [
         {"Bucket": "bkt", "Key": "heads/x/config.json", "Range": "bytes=0-1"}
@@ -113,11 +118,16 @@ def test_multipart_uploads_are_named(sagemaker_harness: SageMakerHarness):
         Bucket="bkt", Key="k", UploadId=up["UploadId"], PartNumber=1, Body=b"x" * 10
     )
     s3.complete_multipart_upload(
-        Bucket="bkt", Key="k", UploadId=up["UploadId"],
+        Bucket="bkt",
+        Key="k",
+        UploadId=up["UploadId"],
         MultipartUpload={"Parts": [{"ETag": part["ETag"], "PartNumber": 1}]},
     )
     assert sagemaker_harness.requests.operations("s3") == [
-        "CreateBucket", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload"
+        "CreateBucket",
+        "CreateMultipartUpload",
+        "UploadPart",
+        "CompleteMultipartUpload",
     ]
 
 

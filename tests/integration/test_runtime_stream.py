@@ -172,7 +172,7 @@ def test_model_error_keeps_the_original_status(fake, rt) -> None:
     assert err.original_status_code == 400
     assert "max_tokens too large" in err.original_message
     assert err.log_stream_arn.endswith(f"/aws/sagemaker/Endpoints/{ENDPOINT}")
-    assert err.exit_code == 1 and "peagle logs" in err.one_line()
+    assert err.exit_code == 1 and f"sm_peagle.logs({ENDPOINT!r})" in err.one_line()
 
 
 def test_missing_endpoint_is_not_found(fake, rt) -> None:

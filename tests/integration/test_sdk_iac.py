@@ -55,8 +55,8 @@ def test_export_text_is_what_the_cli_prints(capsys, fmt: str) -> None:
 def test_export_writes_output_and_says_so(tmp_path: Path, capsys) -> None:
     target = tmp_path / "main.tf.json"
     said: list[str] = []
-    result = sm_peagle.export(
-        TEMPLATE, format="terraform", output=target, role=ROLE, progress=said.append
+    result = sm_peagle.Client(progress=said.append).export(
+        TEMPLATE, format="terraform", output=target, role=ROLE
     )
     assert result.output == target and target.read_text() == result.text
     assert json.loads(target.read_text())["resource"]
@@ -72,11 +72,12 @@ def test_export_writes_output_and_says_so(tmp_path: Path, capsys) -> None:
 def test_unknown_format_lists_the_choices_before_planning(capsys, no_plan) -> None:
     with pytest.raises(SpecError) as e:
         sm_peagle.export("gpt-oss-20b", format="pulumi")
-    assert e.value.message == "--format: unknown format 'pulumi'"
+    assert e.value.message == "format=: unknown format 'pulumi'"  # the keyword, in Python
     assert e.value.remedy == "use one of terraform, cloudformation, json, sagemaker"
+    assert (e.value.field, e.value.value) == ("format", "pulumi")
     code, out, err = run_cli(capsys, "export", "gpt-oss-20b", "--format", "pulumi")
     assert code == 2 and out == ""
-    assert err.strip() == f"error: {e.value.message} (fix: {e.value.remedy})"
+    assert err.strip() == f"error: --format: unknown format 'pulumi' (fix: {e.value.remedy})"
 
 
 def _unwritable(tmp_path: Path) -> list[tuple[Path, str]]:
@@ -94,12 +95,14 @@ def test_unwritable_output_is_refused_before_planning(tmp_path: Path, capsys, no
     for path, why in _unwritable(tmp_path):
         with pytest.raises(SpecError) as e:
             sm_peagle.export("gpt-oss-20b", format="json", output=path)
-        assert e.value.message.startswith("--output: ") and why in e.value.message, path
+        assert e.value.message.startswith("output=: ") and why in e.value.message, path
+        assert e.value.field == "output"
         code, out, err = run_cli(
             capsys, "export", "gpt-oss-20b", "--format", "json", "-o", str(path)
         )
         assert code == 2 and out == ""
-        assert err.startswith(f"error: {e.value.message}") and len(err.splitlines()) == 1
+        cli_line = "--output: " + e.value.message.removeprefix("output=: ")
+        assert err.startswith(f"error: {cli_line}") and len(err.splitlines()) == 1
     assert (tmp_path / "a-file").read_text() == "keep"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # nothing written
 
@@ -144,12 +147,16 @@ def test_iam_policy_is_the_cli_json(capsys) -> None:
 def test_iam_policy_bad_account_before_planning(capsys, no_plan) -> None:
     with pytest.raises(SpecError) as e:
         sm_peagle.iam_policy("gpt-oss-20b", account="12345")
-    assert e.value.message == "--account: '12345' is not a 12-digit AWS account id"
+    assert e.value.message == "account=: '12345' is not a 12-digit AWS account id"
+    assert e.value.field == "account"
     code, out, err = run_cli(capsys, "iam-policy", "gpt-oss-20b", "--account", "12345")
     # The SDK's error brings no remedy: the CLI's line names the command's help (README,
     # "Output and exit codes": bad input always names a fix).
     assert code == 2 and out == ""
-    assert err.strip() == f"error: {e.value.message} (fix: see `peagle iam-policy --help`)"
+    assert err.strip() == (
+        "error: --account: '12345' is not a 12-digit AWS account id "
+        "(fix: see `peagle iam-policy --help`)"
+    )
 
 
 def test_iam_policy_unknown_for_lists_the_choices_before_planning(capsys, no_plan) -> None:

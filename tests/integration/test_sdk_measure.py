@@ -15,6 +15,7 @@ import pytest
 
 import sm_peagle
 from sm_peagle.cli.app import main
+from sm_peagle.cli.faces import cli_text
 from sm_peagle.errors import SpecError
 
 EP = "some-endpoint"
@@ -22,7 +23,7 @@ EP = "some-endpoint"
 
 def _both(harness: Any, sdk: Any, cli_args: list[str]) -> SpecError:
     """Run the SDK call and the CLI (`--json`, in this process): both refuse with the
-    same SpecError type and message, exit 2; nothing was sent."""
+    same SpecError type and message (each face in its words), exit 2; nothing was sent."""
     with pytest.raises(SpecError) as caught:
         sdk()
     err = caught.value
@@ -32,7 +33,10 @@ def _both(harness: Any, sdk: Any, cli_args: list[str]) -> SpecError:
     assert code == 2, (stdout.getvalue(), stderr.getvalue())
     doc = json.loads(stdout.getvalue())
     doc = doc.get("error", doc)
-    assert (doc["type"], doc["message"], doc["exit_code"]) == ("SpecError", err.message, 2)
+    # The same message, in the CLI's words (flags for the SDK's keywords).
+    said = cli_text(err.message, cli_args[0])
+    assert (doc["type"], doc["message"], doc["exit_code"]) == ("SpecError", said, 2)
+    assert doc.get("field") == err.field
     assert harness.requests.all() == []
     return err
 
@@ -64,7 +68,7 @@ def test_endpoint_bench_refuses_concurrency_zero_before_any_request(
     sagemaker_harness: Any,
 ) -> None:
     ep = sm_peagle.Endpoint(EP, region="us-east-1")
-    with pytest.raises(SpecError, match="--concurrency: expected positive integers"):
+    with pytest.raises(SpecError, match="concurrency=: expected positive integers"):
         ep.bench(concurrency=[0])
     assert sagemaker_harness.requests.all() == []
 

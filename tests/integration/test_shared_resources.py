@@ -25,8 +25,9 @@ from botocore.exceptions import ClientError
 
 from peagle_sandbox.testing.moto_components import leftovers
 from peagle_sandbox.testing.moto_delete_order import strict_deletes
+from sm_peagle import plan
 from sm_peagle.aws import AwsContext
-from sm_peagle.endpoint import deployed_spec, plan
+from sm_peagle.endpoint import deployed_spec
 from sm_peagle.lifecycle.manager import Lifecycle
 from tests.integration.lifecycle_env import REGION, World, left_in_moto, run, sagemaker_inventory
 from tests.integration.test_adopt import MODEL as JS_MODEL

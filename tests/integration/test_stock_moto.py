@@ -173,12 +173,14 @@ def test_deploy_ls_status_update_delete_gc_on_stock_moto(world, capsys, moto_kno
     assert ops.count("UpdateEndpoint") == 1
     assert mutating(ops)[-2:] == ["DeleteEndpointConfig", "DeleteModel"]
     assert inventory() == deployed
-    # The SDK call the CLI makes fails the same way, with the same line.
+    # The SDK call the CLI makes fails the same way, with the same line in the CLI's words.
     from sm_peagle import PeagleError, update
+    from sm_peagle.cli.faces import CliFace
 
     with pytest.raises(PeagleError) as raised:
         update(NAME, k=5)
-    assert f"error: {raised.value.one_line()}" == line
+    assert f"error: {raised.value.one_line(CliFace('update'))}" == line
+    assert "peagle_sandbox.client()" in raised.value.one_line()  # Python's words
     assert inventory() == deployed
 
     # The endpoint's only variant names its model, so delete does not ask for its

@@ -8,7 +8,7 @@ runtime invocation.
 What was sent is read where moto receives it (the harness's request log) and, for the
 runtime API (which stock moto only partly serves), at the client as botocore sends it
 (lifecycle_env.record_requests). Cases already held by other tests are not repeated here:
-tests/integration/test_parity.py (concurrency 0 and `1,,4`, `--duration 0s`, invoke
+tests/e2e/test_sdk_cli_parity.py (concurrency 0 and `1,,4`, `--duration 0s`, invoke
 `--max-tokens 0` and `--temperature -1`, race's empty prompt, `delete ''`, bad names) and
 test_sdk_measure.py (bench `--out/--csv/--requests-out` unwritable, `-n` far over the
 bound, sweep `--output` under a file, report `--html` a directory).
@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 import sm_peagle
+from sm_peagle.cli.faces import CliFace, cli_text
 from sm_peagle.errors import NotFound, PeagleError, SpecError
 from tests.integration.lifecycle_env import World, record_requests, run
 from tests.plan_helpers import TWO_COMPONENTS
@@ -59,8 +60,9 @@ def refused_by_both(
     capsys: Any, recorded: tuple[World, Any], sdk: Callable[[], Any], argv: list[str],
     error: type[PeagleError] = SpecError,
 ) -> PeagleError:  # fmt: skip
-    """The SDK raises `error`; the CLI prints exactly its one line (with a fix), nothing on
-    stdout, no traceback, and exits with its code; neither spent anything."""
+    """The SDK raises `error`; the CLI prints exactly its one line (with a fix) in the CLI's
+    words (its flags and commands), nothing on stdout, no traceback, and exits with its
+    code; neither spent anything. The CLI's line is kept on the error as `cli_line`."""
     with pytest.raises(error) as caught:
         sdk()
     assert spent(recorded) == [], f"the SDK spent {spent(recorded)}"
@@ -69,13 +71,15 @@ def refused_by_both(
     lines = err.strip().splitlines()
     (line,) = [ln for ln in lines if ln.startswith("error:")]
     exc = caught.value
+    face = CliFace(argv[0])  # the same error, in the CLI's words (flags for keywords)
     if exc.remedy:
-        assert line == f"error: {exc.one_line()}"
+        assert line == f"error: {exc.one_line(face)}"
     else:  # the CLI names the command's help as the fix (cli/boundary.py)
-        assert line.startswith(f"error: {exc.message} (fix: "), line
+        assert line.startswith(f"error: {cli_text(exc.message, argv[0])} (fix: "), line
     assert lines[-1] == line and "(fix: " in line
     assert "Traceback" not in err and out == ""
     assert code == caught.value.exit_code
+    caught.value.cli_line = line  # type: ignore[attr-defined]
     return caught.value
 
 
@@ -224,7 +228,19 @@ def test_a_bad_bound_name_or_prompt_is_refused_before_anything_is_spent(
 ) -> None:
     sdk, argv, words = BOUNDS[case]
     err = refused_by_both(capsys, deployed, sdk, argv)
-    assert err.exit_code == 2 and words in err.message, err.one_line()
+    assert err.exit_code == 2 and words in err.cli_line, err.one_line()
+    # The measurement checks (ops/measure_checks.py) name the keyword, never the flag.
+    keyword = {
+        "--requests": "requests",
+        "--duration": "duration",
+        "--workers": "workers",
+        "--warmup": "warmup",
+        "-k": "k",
+        "--concurrency": "concurrency",
+    }.get(words)
+    if keyword is not None:
+        assert err.field == keyword and f"{keyword}=" in err.message, err.message
+        assert "--" not in err.message
 
 
 def test_the_bounds_themselves_are_accepted_and_sent_as_given(
@@ -256,7 +272,9 @@ def test_temperature_or_top_p_beside_a_raw_body_is_refused(
             capsys, deployed, lambda kwargs=kwargs: sm_peagle.invoke(NAME, raw=raw, **kwargs),
             ["invoke", NAME, "--raw", str(raw), flag, value],
         )  # fmt: skip
-        assert flag in err.message and "--raw" in err.message
+        assert flag in err.cli_line and "--raw" in err.cli_line
+        key = flag[2:].replace("-", "_")
+        assert f"{key}=" in err.message and "raw=" in err.message and err.field == key
 
 
 # -- output paths ------------------------------------------------------------------------
@@ -273,14 +291,15 @@ def test_bench_markdown_and_plot_paths_are_checked_before_any_traffic(
                 capsys, deployed, lambda key=key, bad=bad: sm_peagle.bench(NAME, **{key: bad}),
                 ["bench", NAME, f"--{key}", str(bad)],
             )  # fmt: skip
-            assert f"--{key}" in err.message
+            # The keyword in Python, the flag at the CLI (check_output_path names both).
+            assert f"{key}=" in err.message and f"--{key}" in err.cli_line
     # The results file: the SDK's `out` is the CLI's -o/--output, and the error names the
     # flag the help shows (not the SDK keyword, nor the deprecated --out).
     err = refused_by_both(
         capsys, deployed, lambda: sm_peagle.bench(NAME, out=a_file / "r.json"),
         ["bench", NAME, "-o", str(a_file / "r.json")],
     )  # fmt: skip
-    assert err.message.startswith("--output: ")
+    assert err.cli_line.startswith("error: --output: ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.txt"]
 
 
@@ -296,7 +315,7 @@ def test_sweep_refuses_an_unwritable_output_directory_before_it_deploys(
     assert str(unwritable) in err.message and "not writable" in err.message
     # The old spelling gets the same refusal (and its deprecation note before it).
     code, _, stderr = run(capsys, "sweep", "gpt-oss-20b", "--out-dir", str(unwritable))
-    assert code == 2 and stderr.strip().splitlines()[-1] == f"error: {err.one_line()}"
+    assert code == 2 and stderr.strip().splitlines()[-1] == err.cli_line
     a_file = tmp_path / "plain.txt"
     a_file.write_text("x", encoding="utf-8")
     refused_by_both(
@@ -329,7 +348,7 @@ def test_report_refuses_an_unwritable_output_before_writing_anything(
         capsys, deployed, lambda: sm_peagle.report(results, **{key: bad}),
         ["report", str(results), f"--{key}", str(bad)],
     )  # fmt: skip
-    assert f"--{key}" in err.message
+    assert f"{key}=" in err.message and f"--{key}" in err.cli_line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.txt", "results.json"]
     assert results.read_bytes() == before
 
@@ -372,7 +391,9 @@ def test_plot_and_html_without_matplotlib_are_the_same_exit_2_everywhere(
     for sdk, argv, flag in cases:
         err = refused_by_both(capsys, deployed, sdk, argv, error=PlotUnavailable)
         assert err.exit_code == 2
-        assert err.message == f"{flag} needs matplotlib, which is not installed"
+        assert err.cli_line.startswith(f"error: {flag} needs matplotlib, which is not installed")
+        assert err.message == f"{flag[2:]}= needs matplotlib, which is not installed"
+        assert err.field == flag[2:]
         assert "pip install 'sm-peagle[plot]'" in (err.remedy or "")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]  # no markdown
 
@@ -417,7 +438,8 @@ def test_tune_k_needs_a_component_on_a_component_endpoint_before_any_traffic(
     err = refused_by_both(
         capsys, components, lambda: sm_peagle.tune_k(NAME), ["tune-k", NAME, "-n", "2"]
     )
-    assert err.exit_code == 2 and f"pass --component with one of {both}" in err.message
+    assert err.exit_code == 2 and f"pass component= with one of {both}" in err.message
+    assert f"pass --component with one of {both}" in cli_text(err.message, "tune-k")
     err = refused_by_both(
         capsys, components, lambda: sm_peagle.tune_k(NAME, component="typo"),
         ["tune-k", NAME, "--component", "typo"],

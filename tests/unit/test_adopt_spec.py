@@ -283,7 +283,8 @@ def test_shapes_one_spec_cannot_describe_are_refused(d, reason):
 def test_an_unidentified_model_is_refused_with_the_fix():
     with pytest.raises(SpecError, match="cannot tell which model") as exc:
         reconstruct(deployed())
-    assert "--model" in exc.value.remedy
+    assert "model='ALIAS'" in exc.value.remedy  # Python's words (the CLI says --model ALIAS)
+    assert exc.value.field == "model"
     d = deployed(
         env={"SM_VLLM_SPECULATIVE_CONFIG": spec_env(), "HF_MODEL_ID": "openai/gpt-oss-20b"}
     )
@@ -299,7 +300,7 @@ def test_an_unidentified_model_is_refused_with_the_fix():
                 "PendingDeploymentSummary": {"EndpointConfigName": "c2"},
             },
             "it is Updating to config c2",
-            "wait until it is InService: `peagle status ep`",
+            "wait until it is InService: `sm_peagle.status('ep')`",
         ),
         (
             {
@@ -307,9 +308,9 @@ def test_an_unidentified_model_is_refused_with_the_fix():
                 "PendingDeploymentSummary": {"EndpointConfigName": "c2"},
             },
             "a deployment to config c2 is still pending",
-            "wait until it is InService: `peagle status ep`",
+            "wait until it is InService: `sm_peagle.status('ep')`",
         ),
-        ({"EndpointStatus": "Creating"}, "it is Creating;", "`peagle status ep`"),
+        ({"EndpointStatus": "Creating"}, "it is Creating;", "`sm_peagle.status('ep')`"),
         (
             {"EndpointStatus": "Failed", "FailureReason": "CUDA out of memory"},
             "it is Failed (CUDA out of memory); SageMaker accepts only DeleteEndpoint",

@@ -25,6 +25,7 @@ from sm_peagle.benchmarking.datasets import builtin
 from sm_peagle.benchmarking.export import RequestExporter
 from sm_peagle.benchmarking.load import LoadSpec, _open, run_level
 from sm_peagle.benchmarking.metrics import RequestRecord, summarize_level
+from sm_peagle.cli.faces import CliFace
 from sm_peagle.errors import SpecError
 from sm_peagle.ops.measure_checks import check_error_rate
 from tests.stream_fixtures import fake_runtime
@@ -104,7 +105,12 @@ def test_the_error_rate_is_failed_over_total_across_every_level() -> None:
     verdict = run_verdict(doc, 0.049)
     assert verdict is not None and verdict["error_rate"] == pytest.approx(0.05)
     assert "2 of 40 requests failed" in verdict["message"]
-    assert "error rate 5.0% is over --max-error-rate 0.049" in verdict["message"]
+    # Python names the keyword; the CLI words the same message with its flag.
+    assert "error rate 5.0% is over max_error_rate=0.049" in verdict["message"]
+    cli = verdict["message"].render(CliFace("bench"))
+    assert "error rate 5.0% is over --max-error-rate 0.049" in cli
+    assert "--max-error-rate 1 accepts any error rate" in verdict["remedy"].render(CliFace("bench"))
+    assert "max_error_rate=1 accepts any error rate" in verdict["remedy"]
     assert run_verdict(doc_of([rec(0, "NoUsage")]), 1.0) is None  # 1 accepts any
     assert run_verdict(doc_of([rec(0, "NoUsage")] + [rec(i, None) for i in range(1, 5)]), 0.0)
 
@@ -115,7 +121,10 @@ def test_a_stopped_level_fails_the_run_even_under_the_error_rate() -> None:
     assert verdict is not None
     assert "ep stopped answering" in verdict["message"]
     assert "10 of 1,000 requests failed" in verdict["message"]
-    assert "(error rate 1.0%, --max-error-rate 0.05)" in verdict["message"]
+    assert "(error rate 1.0%, max_error_rate=0.05)" in verdict["message"]
+    assert "(error rate 1.0%, --max-error-rate 0.05)" in verdict["message"].render(CliFace("bench"))
+    assert "sm_peagle.status('ep')" in verdict["remedy"]
+    assert "`peagle status ep` and `peagle logs ep" in verdict["remedy"].render(CliFace("bench"))
 
 
 # -- --max-error-rate values ---------------------------------------------------------------
@@ -133,7 +142,11 @@ def test_anything_else_is_refused_with_a_fix(value) -> None:
     with pytest.raises(SpecError) as info:
         check_error_rate(value)
     assert info.value.exit_code == 2
-    assert f"--max-error-rate: expected a fraction from 0 to 1, got '{value}'" in info.value.message
+    # Python names the keyword; the CLI words the same error with its flag.
+    assert f"max_error_rate=: expected a fraction from 0 to 1, got '{value}'" in info.value.message
+    assert info.value.field == "max_error_rate"
+    cli = info.value.message.render(CliFace("bench"))
+    assert f"--max-error-rate: expected a fraction from 0 to 1, got '{value}'" in cli
     assert info.value.remedy
 
 
@@ -142,7 +155,9 @@ def test_the_default_is_the_stated_one_everywhere() -> None:
 
     from sm_peagle.benchmarking.breaker import DEFAULT_MAX_ERROR_RATE
     from sm_peagle.cli.bench_cmds import bench_command
-    from sm_peagle.ops.measure import bench, tune_k
+    from sm_peagle.client import Client
+
+    bench, tune_k = Client.bench, Client.tune_k
 
     assert DEFAULT_MAX_ERROR_RATE == 0.05
     for fn in (bench, tune_k):

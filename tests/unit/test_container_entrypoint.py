@@ -178,7 +178,7 @@ def test_no_model_is_fatal() -> None:
 
 def test_planned_env_round_trips(tmp_path: Path) -> None:
     """What `peagle plan` sends for the P-EAGLE template arrives as those exact flags."""
-    from sm_peagle.endpoint import plan
+    from sm_peagle import plan
 
     p = plan(Path("templates/specs/gpt-oss-20b-p-eagle.yaml"))
     env = p.create_model["PrimaryContainer"]["Environment"]

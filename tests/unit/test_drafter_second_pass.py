@@ -29,6 +29,7 @@ import pytest
 from safetensors.numpy import save_file
 
 from sm_peagle.checks import Check
+from sm_peagle.cli.faces import cli_text
 from sm_peagle.drafter import inspect_local
 from sm_peagle.drafter.check import LOADING_CHECKS, check_drafter, check_drafter_loading
 from sm_peagle.planning.steps.drafter_checks import STRICT, strict_checks
@@ -303,7 +304,8 @@ def test_nested_ids_are_not_read_before_0_22(tmp_path: Path) -> None:
 
 def test_unknown_target_depth_is_a_warning(tmp_path: Path) -> None:
     c = judge(head(tmp_path / "h"), target_num_layers=None)["drafter.aux_layers"]
-    assert c.status == "warn" and "--target-layers" in (c.fix or "")
+    assert c.status == "warn" and "target_num_layers=" in (c.fix or "")
+    assert "--target-layers" in (cli_text(c.fix, "drafter") or "")  # the CLI's flag for it
 
 
 # -- silent partial loads -----------------------------------------------------------------------

@@ -54,7 +54,8 @@ def test_unpublished_classic_version_is_refused_with_the_nearest(
     assert nearest_classic(V(version)) == V(nearest)
     with pytest.raises(SpecError) as err:
         make(container={"vllm_version": version})
-    assert f"--vllm-version {nearest}" in (err.value.remedy or "")
+    assert f"vllm_version={nearest!r}" in (err.value.remedy or "")  # --vllm-version at the CLI
+    assert err.value.field == "vllm_version"
     if server:
         assert server in (err.value.remedy or "")
     code, _, errout = run_cli(
@@ -68,7 +69,7 @@ def test_unpublished_classic_version_is_refused_with_the_nearest(
         "--vllm-version",
         version,
     )
-    assert code == 2 and nearest in errout
+    assert code == 2 and f"--vllm-version {nearest}" in errout
 
 
 def test_published_classic_versions_are_the_dlc_list() -> None:

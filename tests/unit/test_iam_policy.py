@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sm_peagle.endpoint import plan
+from sm_peagle import plan
 from sm_peagle.iac.iam import PLACEHOLDER_ACCOUNT, WILDCARD_ACTIONS, execution_role_policy
 from tests.plan_helpers import make_offline, run_cli
 

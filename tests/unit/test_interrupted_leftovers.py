@@ -11,7 +11,7 @@ import json
 import pytest
 
 from sm_peagle.cli import advice, output
-from sm_peagle.errors import Interrupted
+from sm_peagle.errors import Call, Interrupted
 
 OP = "op-20261129T090000Z-3f9a1c"
 
@@ -20,7 +20,7 @@ def stopped() -> Interrupted:
     return Interrupted(
         "rollback stopped",
         [("endpoint_config", "x-cfg"), ("model", "x-mdl")],
-        ("gc", "--operation", OP),
+        Call("gc", operation=OP),
         operation=OP,
         region="eu-west-1",
     )
@@ -68,14 +68,14 @@ def test_the_error_survives_typer_to_the_boundary(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Raised inside a command, it reaches the error line (typer returns only 130)."""
-    import sm_peagle.ops.endpoints as endpoints
     from sm_peagle.cli.app import main
+    from sm_peagle.ops.endpoints import EndpointOps
 
     def stop(*_: object, **__: object) -> None:
         raise stopped()
 
     monkeypatch.delenv("PEAGLE_SANDBOX_URL", raising=False)
-    monkeypatch.setattr(endpoints, "gc", stop)
+    monkeypatch.setattr(EndpointOps, "gc", stop)  # the client's gc, which the CLI calls
     assert main(["gc", "--yes"]) == 130
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith("error: interrupted; rollback stopped: left endpoint config x-cfg")

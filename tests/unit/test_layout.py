@@ -23,12 +23,18 @@ from test_import_graph import _raw_imports, module_name, package_of  # noqa: E40
 REVIEW_FILE_LINES = 600
 MAX_FILE_LINES = 800
 MAX_FUNCTION_LINES = 80
-# checks.py (the Check result type, below planning, drafter, vllm and lifecycle) is the 9th.
-MAX_ROOT_MODULES = 9
+# checks.py (the Check result type, below planning, drafter, vllm and lifecycle) is the 9th;
+# client.py (`sm_peagle.Client`, the SDK's one object, issue 34) the 10th: users import it
+# by that name, next to endpoint.py (the handle) and errors.py.
+MAX_ROOT_MODULES = 10
 
 # Private reach-ins allowed for now, each with the reason: (module, "<where>.<_name>").
 # Remove an entry when its reach-in goes.
-ALLOWED_PRIVATE_REACH: dict[tuple[str, str], str] = {}
+ALLOWED_PRIVATE_REACH: dict[tuple[str, str], str] = {
+    ("sm_peagle.ops.deployment", "session._connect"): "deploy, apply and diff connect through "
+    "a copy of the client set to the plan's region (a client without a region deploys where "
+    "the spec says); Session._connect takes no region",
+}
 
 
 def long_files(root: Path, limit: int) -> dict[str, int]:
@@ -124,9 +130,7 @@ def test_the_sandbox_imports_no_private_names() -> None:
     sandbox = PKG.parent / "sandbox" / "peagle_sandbox"
     sources = _sources(sandbox)
     imported = {
-        (m, what)
-        for (m, what) in private_reach(sources)
-        if what.rpartition(".")[0] in sources
+        (m, what) for (m, what) in private_reach(sources) if what.rpartition(".")[0] in sources
     }
     assert imported == set()
 
@@ -141,7 +145,7 @@ def test_no_function_over_80_lines_in_planning_or_lifecycle() -> None:
     assert bad == {}
 
 
-def test_package_root_holds_at_most_8_modules() -> None:
+def test_package_root_holds_at_most_9_modules() -> None:
     root = sorted(p.name for p in PKG.glob("*.py"))
     assert len(root) <= MAX_ROOT_MODULES, root
 

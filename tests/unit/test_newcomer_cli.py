@@ -212,7 +212,8 @@ def test_wait_timeout_names_the_endpoint():
 
     with pytest.raises(DeploymentTimeout) as e:
         wait_for_endpoint(Sm(), "my-ep", timeout=0, sleep=lambda _: None)
-    assert "peagle logs my-ep" in e.value.one_line() and "NAME" not in e.value.one_line()
+    line = e.value.one_line()  # the SDK's words: the keyword and the call
+    assert "timeout=" in line and "sm_peagle.logs('my-ep')" in line and "NAME" not in line
 
 
 @pytest.mark.parametrize("width", [80, 100, 120])
@@ -252,7 +253,7 @@ def test_an_interrupted_rollback_names_the_deployments_delete(monkeypatch):
     """After a second Ctrl-C the advice is the one command that removes exactly this
     deployment's leftovers (`peagle delete NAME`, which finds its tagged config and model
     even when the endpoint is gone), never a blanket `gc --min-age 0`."""
-    from sm_peagle.errors import Interrupted
+    from sm_peagle.errors import Call, Interrupted
     from sm_peagle.lifecycle.manager import Lifecycle
 
     said: list[str] = []
@@ -264,6 +265,6 @@ def test_an_interrupted_rollback_names_the_deployments_delete(monkeypatch):
     monkeypatch.setattr(lc, "delete_and_confirm", interrupted)
     with pytest.raises(Interrupted) as stopped:
         lc.rollback([("model", "m"), ("endpoint_config", "c"), ("endpoint", "my-ep")])
-    assert stopped.value.command == ("delete", "my-ep")
+    assert stopped.value.command == Call("delete", "my-ep")
     assert stopped.value.left == [("endpoint", "my-ep"), ("endpoint_config", "c"), ("model", "m")]
-    assert "`peagle delete my-ep --yes`" in str(stopped.value)
+    assert "`sm_peagle.delete('my-ep')`" in str(stopped.value)  # the SDK's words

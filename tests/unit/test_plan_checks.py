@@ -47,11 +47,13 @@ def test_a_known_type_without_a_gpu_and_an_unknown_name_differ() -> None:
     inst, c = check_instance("ml.m5.xlarge", frozenset({"ml.m5.xlarge"}))
     assert inst is None and c.status == "fail"
     assert c.message == "ml.m5.xlarge has no GPU peagle can serve vLLM on"
-    assert c.fix.startswith("use a GPU type (peagle instances): ") and "ml.g7e.2xlarge" in c.fix
+    assert c.fix.startswith("use a GPU type (sm_peagle.instances()): ")
+    assert "ml.g7e.2xlarge" in c.fix
+    assert c.field == "instance_type"
     inst, c = check_instance("ml.nope.large", frozenset({"ml.m5.xlarge"}))
     assert inst is None and c.status == "fail"
     assert c.message == "ml.nope.large is not a SageMaker hosting instance type"
-    assert c.fix == "see `peagle instances` for the GPU types peagle supports"
+    assert c.fix == "see `sm_peagle.instances()` for the GPU types peagle supports"
 
 
 def test_an_arm_host_is_refused_for_the_x86_image() -> None:
@@ -188,7 +190,7 @@ def test_baseline_plans_fit_without_a_head() -> None:
 def test_no_role_warns_and_local_nvme_warns_about_volume_size() -> None:
     checks = checks_of(endpoint={"volume_size_gb": 100})
     assert checks["role"].status == "warn" and "placeholder" in checks["role"].message
-    assert checks["role"].fix == "pass --role or set PEAGLE_ROLE_ARN"
+    assert checks["role"].fix == "pass role= or set PEAGLE_ROLE_ARN"  # --role at the CLI
     assert checks["endpoint.volume_size_gb"].status == "warn"
     assert "has local NVMe storage" in checks["endpoint.volume_size_gb"].message
     with_role = checks_of(role="arn:aws:iam::123456789012:role/r")

@@ -170,7 +170,7 @@ def test_unset_sends_no_policy_and_scale_to_zero_prints_a_hint() -> None:
     p = _plan(scale_to_zero=True)
     assert "ScaleInPolicy" not in _scaling(p)
     (hint,) = [c for c in p.checks if c.name == "inference_components.scale_in"]
-    assert hint.status == "pass" and "--scale-in-strategy idle-release" in hint.message
+    assert hint.status == "pass" and "scale_in_strategy='idle-release'" in hint.message
     p = _plan(min_instances=1)  # instances never reach zero: no hint
     assert "ScaleInPolicy" not in _scaling(p)
     assert not [c for c in p.checks if c.name == "inference_components.scale_in"]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import sm_peagle
+from sm_peagle.cli.faces import CliFace
 from sm_peagle.errors import SpecError
 from tests.plan_helpers import run_cli
 
@@ -33,7 +34,7 @@ def test_instances_without_live_prices_send_nothing(capsys, monkeypatch) -> None
 
     monkeypatch.setattr(pricing, "with_live_prices", no_lookup)
     said: list[str] = []
-    got = sm_peagle.instances(progress=said.append)
+    got = sm_peagle.Client(progress=said.append).instances()
     assert got == list(INSTANCES.values()) and said == []
     code, out, _ = run_cli(capsys, "instances", "--json")
     want = [{"label": "AWS", **i.to_dict()} for i in got]
@@ -53,7 +54,7 @@ def test_live_prices_say_where_they_talk_and_one_warning(monkeypatch) -> None:
 
     monkeypatch.setattr(pricing, "with_live_prices", offline)
     said: list[str] = []
-    got = sm_peagle.instances(live_prices=True, progress=said.append)
+    got = sm_peagle.Client(progress=said.append).instances(live_prices=True)
     assert said[0] == "talking to: AWS, region us-west-2" and len(said) == 2
     # One readable warning line: the HTML a proxy may answer with is stripped.
     assert said[1].startswith("warning: live prices: ") and "denied" in said[1]
@@ -80,18 +81,40 @@ def test_recommend_result_is_the_cli_json(capsys) -> None:
     assert json.loads(out) == json.loads(json.dumps({"label": "AWS", **rec.to_dict()}))
 
 
+# (SDK keywords, CLI arguments, what Python says, what the CLI says): one error, the
+# parameter named as each face names it (`concurrency=` / `--concurrency`).
 BAD_RECOMMEND = [
-    ({"model": "no-such-model"}, ["no-such-model"], "unknown model"),
-    ({"mode": "medusa"}, ["--mode", "medusa"], "speculative.mode: 'medusa' is not"),
-    ({"concurrency": 0}, ["--concurrency", "0"], "--concurrency: must be at least 1 (got 0)"),
-    ({"max_model_len": -1}, ["--max-model-len", "-1"], "--max-model-len: must be at least 1"),
-    ({"budget": -2.0}, ["--budget", "-2"], "--budget: must be a positive $/h (got -2)"),
+    ({"model": "no-such-model"}, ["no-such-model"], "unknown model", "unknown model"),
+    (
+        {"mode": "medusa"},
+        ["--mode", "medusa"],
+        "speculative.mode: 'medusa' is not",
+        "speculative.mode: 'medusa' is not",
+    ),
+    (
+        {"concurrency": 0},
+        ["--concurrency", "0"],
+        "concurrency=: must be at least 1 (got 0)",
+        "--concurrency: must be at least 1 (got 0)",
+    ),
+    (
+        {"max_model_len": -1},
+        ["--max-model-len", "-1"],
+        "max_model_len=: must be at least 1",
+        "--max-model-len: must be at least 1",
+    ),
+    (
+        {"budget": -2.0},
+        ["--budget", "-2"],
+        "budget=: must be a positive $/h (got -2)",
+        "--budget: must be a positive $/h (got -2)",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("kwargs", "argv", "message"), BAD_RECOMMEND)
+@pytest.mark.parametrize(("kwargs", "argv", "message", "cli_message"), BAD_RECOMMEND)
 def test_recommend_refuses_the_same_way_in_the_sdk_and_the_cli(
-    capsys, monkeypatch, kwargs, argv, message
+    capsys, monkeypatch, kwargs, argv, message, cli_message
 ) -> None:
     from sm_peagle.planning import recommend as ranking
 
@@ -107,7 +130,9 @@ def test_recommend_refuses_the_same_way_in_the_sdk_and_the_cli(
     rest = argv[1:] if kwargs.get("model") else argv
     code, out, err = run_cli(capsys, "recommend", model, *rest)
     assert code == 2 and out == ""
-    assert err.startswith(f"error: {e.value.message}") and len(err.strip().splitlines()) == 1
+    assert cli_message in err and len(err.strip().splitlines()) == 1
+    # The same error: only the wording of the parameter differs.
+    assert err.startswith(f"error: {e.value.message.render(CliFace('recommend'))}")
 
 
 def test_recommend_results_of_another_model_are_refused(tmp_path: Path, capsys) -> None:
@@ -115,7 +140,9 @@ def test_recommend_results_of_another_model_are_refused(tmp_path: Path, capsys) 
     with pytest.raises(SpecError) as e:
         sm_peagle.recommend("gpt-oss-20b", results=tmp_path)
     assert "no results for gpt-oss-20b" in e.value.message and "gpt-oss-120b" in e.value.message
+    assert e.value.message.startswith("results=: ") and e.value.field == "results"
     code, _, err = run_cli(capsys, "recommend", "gpt-oss-20b", "--results", str(tmp_path))
-    assert code == 2 and e.value.message in err
+    assert code == 2 and e.value.message.render(CliFace("recommend")) in err
+    assert err.startswith("error: --results: ") and "or drop --results)" in err
     with pytest.raises(SpecError, match="no result JSON files"):
         sm_peagle.recommend("gpt-oss-20b", results=tmp_path / "missing")

@@ -13,6 +13,7 @@ import boto3
 import pytest
 
 import sm_peagle
+from sm_peagle.cli.faces import CliFace, cli_doc
 from sm_peagle.errors import CheckFailed, SpecError
 from tests.drafter_fixtures import make_head
 from tests.plan_helpers import run_cli
@@ -55,9 +56,12 @@ def test_push_refuses_a_truncated_head_before_uploading(tmp_path: Path, capsys, 
     with pytest.raises(CheckFailed) as e:
         sm_peagle.drafter_push(head, DEST)
     assert "drafter.weights" in e.value.message and e.value.exit_code == 2
+    assert e.value.message.endswith("nothing was uploaded (force=True pushes it anyway)")
     code, out, err = run_cli(capsys, "drafter", "push", str(head), DEST)
     assert code == 2 and out == ""
-    assert err.startswith(f"error: {e.value.message}")
+    # The same error, worded for the CLI: its flag instead of the keyword.
+    assert err.startswith(f"error: {e.value.message.render(CliFace('drafter'))}")
+    assert "nothing was uploaded (--force pushes it anyway)" in err
     assert _keys(bucket) == []  # nothing uploaded, no manifest either
     # drafter check refuses the same head for the same reason.
     checked = sm_peagle.drafter_check(str(head))
@@ -80,8 +84,8 @@ def test_push_result_is_the_cli_json(tmp_path: Path, capsys, bucket) -> None:
     head = make_head(tmp_path / "head")
     said: list[str] = []
     sent: list[tuple[int, int]] = []
-    result = sm_peagle.drafter_push(
-        head, DEST, channel="draft", progress=said.append, on_bytes=lambda n, t: sent.append((n, t))
+    result = sm_peagle.Client(progress=said.append).drafter_push(
+        head, DEST, channel="draft", on_bytes=lambda n, t: sent.append((n, t))
     )
     assert isinstance(result, sm_peagle.DrafterPush)
     names = sorted(p.name for p in head.iterdir())
@@ -126,22 +130,28 @@ def test_push_bad_arguments_fail_before_a_client(capsys, no_s3, args, argv, mess
 
 
 def test_push_src_and_from_hf_together_is_refused(capsys, no_s3) -> None:
-    with pytest.raises(SpecError, match="either SRC or --from-hf"):
+    with pytest.raises(SpecError, match="either source= or from_hf=") as e:
         sm_peagle.drafter_push("./x", "s3://bkt/p/", from_hf="org/head")
+    assert e.value.field == "from_hf"
     code, _, err = run_cli(capsys, "drafter", "push", "./x", "s3://bkt/p/", "--from-hf", "o/h")
     assert code == 2 and "either SRC or --from-hf" in err
 
 
+# (SDK keywords, CLI arguments, what Python says, what the CLI says)
 BAD_CHECK = [
-    ({"mode": "medusa"}, ["--mode", "medusa"], "unknown drafter mode 'medusa'"),
-    ({"vllm_version": "banana"}, ["--vllm-version", "banana"], "--vllm-version:"),
-    ({"model": "no-such-model"}, ["--model", "no-such-model"], "unknown model 'no-such-model'"),
+    ({"mode": "medusa"}, ["--mode", "medusa"], *["unknown drafter mode 'medusa'"] * 2),
+    ({"vllm_version": "banana"}, ["--vllm-version", "banana"], "vllm_version=:", "--vllm-version:"),
+    (
+        {"model": "no-such-model"},
+        ["--model", "no-such-model"],
+        *["unknown model 'no-such-model'"] * 2,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("kwargs", "argv", "message"), BAD_CHECK)
+@pytest.mark.parametrize(("kwargs", "argv", "message", "cli_message"), BAD_CHECK)
 def test_check_bad_arguments_before_the_head_is_read(
-    tmp_path: Path, capsys, monkeypatch, kwargs, argv, message
+    tmp_path: Path, capsys, monkeypatch, kwargs, argv, message, cli_message
 ) -> None:
     from sm_peagle import drafter
 
@@ -154,7 +164,7 @@ def test_check_bad_arguments_before_the_head_is_read(
         sm_peagle.drafter_check(head, **kwargs)
     assert message in e.value.message
     code, out, err = run_cli(capsys, "drafter", "check", head, *argv)
-    assert code == 2 and out == "" and message in err and len(err.splitlines()) == 1
+    assert code == 2 and out == "" and cli_message in err and len(err.splitlines()) == 1
 
 
 def test_check_result_is_the_cli_json(tmp_path: Path, capsys) -> None:
@@ -174,7 +184,9 @@ def test_check_result_is_the_cli_json(tmp_path: Path, capsys) -> None:
         "3",
         "--json",
     )
-    assert json.loads(out) == json.loads(json.dumps({"label": "AWS", **result.to_dict()}))
+    # The CLI's document is the result's, in the CLI's words (a fix's --model, not model=)
+    doc = cli_doc(result.to_dict(), "drafter")
+    assert json.loads(out) == json.loads(json.dumps({"label": "AWS", **doc}))
     assert code == (0 if result.ok else 2)
     if not result.ok:
         with pytest.raises(CheckFailed):

@@ -53,9 +53,22 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
             shutil.copy2(src, ctx / rel)
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "-q", "-w", str(out), str(ctx)],
-        check=True, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(ctx),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     (path,) = out.glob("sm_peagle-*.whl")
     return zipfile.ZipFile(path)
@@ -84,7 +97,8 @@ def test_the_wheel_holds_no_emulator_module(wheel: zipfile.ZipFile) -> None:
     leaked = [(n, emulator[t]) for n in files if (t := wheel.read(n).decode()) in emulator]
     assert leaked == [], leaked
     importing = [
-        n for n in files
+        n
+        for n in files
         if re.search(r"^\s*(from|import)\s+peagle_sandbox", wheel.read(n).decode(), re.M)
     ]
     assert importing == [], importing

@@ -43,8 +43,19 @@ def test_a_flag_reaches_the_plan_the_same_way_as_the_sdk_keyword(capsys) -> None
     import sm_peagle
     from sm_peagle.cli.app import main
 
-    code = main(["plan", "gpt-oss-20b", "--instance-count", "2", "--fallback",
-                 "ml.g6e.12xlarge", "-k", "5", "--json"])
+    code = main(
+        [
+            "plan",
+            "gpt-oss-20b",
+            "--instance-count",
+            "2",
+            "--fallback",
+            "ml.g6e.12xlarge",
+            "-k",
+            "5",
+            "--json",
+        ]
+    )
     out = capsys.readouterr().out
     cli = json.loads(out[: out.index("\n}\n") + 2])
     sdk = sm_peagle.plan("gpt-oss-20b", instance_count=2, fallback=["ml.g6e.12xlarge"], k=5)

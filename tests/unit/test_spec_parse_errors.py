@@ -26,6 +26,13 @@ from sm_peagle.errors import SpecError
 
 SCHEMA_FIX = "`peagle schema` lists every field and its rules"
 MAPPING_FIX = "a spec is a mapping such as `model: gpt-oss-20b`; `peagle schema` lists every field"
+
+
+def python(cli_line: str) -> str:
+    """The SDK's wording of a CLI line: `peagle schema` is the call `sm_peagle.schema()`."""
+    return cli_line.replace("`peagle schema`", "`sm_peagle.schema()`")
+
+
 INDENT_FIX = (
     "check the indentation: the keys of one mapping start in the same column, "
     "and `- item` lines do not mix with `key: value` lines at one level"
@@ -226,7 +233,7 @@ def test_plan_names_the_file_the_place_and_the_fix(name, files, harness, capsys)
     code, out, err = cli(harness, capsys, "plan", "-f", name)
     assert code == 2 and out == "" and "Traceback" not in err
     assert err == f"error: {expected}\n"
-    assert sdk_error(harness, lambda: sm_peagle.plan(name)).one_line() == expected
+    assert sdk_error(harness, lambda: sm_peagle.plan(name)).one_line() == python(expected)
 
 
 # The commands that read a spec file, each with the SDK call that does the same.
@@ -246,9 +253,9 @@ def test_every_command_that_reads_a_spec_says_the_same_and_sends_nothing(
     error = sdk_error(harness, lambda: call(name))
     code, out, err = cli(harness, capsys, *argv, name)
     assert code == 2 and out == ""
-    assert err == f"error: {error.one_line()}\n"
+    assert python(err) == f"error: {error.one_line()}\n"
     if name != "missing.yaml":
-        assert error.one_line() == CASES[name][1]
+        assert error.one_line() == python(CASES[name][1])
 
 
 def test_a_missing_file_names_the_directory_a_relative_path_is_read_from(
@@ -301,7 +308,9 @@ def test_a_value_an_option_set_is_not_pointed_at_in_the_file(files, harness, cap
     )
     code, _, err = cli(harness, capsys, "plan", "-f", "ok.yaml", "--mode", "fast")
     assert code == 2 and err == f"error: {expected}\n"
-    assert sdk_error(harness, lambda: sm_peagle.plan("ok.yaml", mode="fast")).one_line() == expected
+    error = sdk_error(harness, lambda: sm_peagle.plan("ok.yaml", mode="fast"))
+    assert error.one_line() == python(expected)
+    assert (error.field, error.value) == ("mode", "fast")
 
 
 def test_a_date_in_a_yaml_spec_is_checked_as_text_not_an_internal_error(
@@ -317,6 +326,6 @@ def test_a_date_in_a_yaml_spec_is_checked_as_text_not_an_internal_error(
 
 def test_a_spec_from_a_dict_names_the_field_but_no_file(harness) -> None:
     error = sdk_error(harness, lambda: sm_peagle.plan({"model": "gpt-oss-20b", "colour": "red"}))
-    assert error.one_line() == (
+    assert error.one_line() == python(
         f"colour: unknown key 'colour', the keys here are: {TOP_LEVEL_KEYS} (fix: {SCHEMA_FIX})"
     )

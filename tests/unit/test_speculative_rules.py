@@ -88,7 +88,7 @@ def test_k_comes_from_the_spec_else_the_default_and_is_checked_against_the_head(
     assert (c.status, c.message, c.fix) == (
         "fail",
         "K=11 exceeds the drafter's trained K=10",
-        "use -k 7 (at most 10)",
+        "use k=7 (at most 10)",
     )
     (c,) = by_name(
         build(SpeculativeSpec(num_speculative_tokens=8)), "speculative.num_speculative_tokens"
@@ -102,7 +102,7 @@ def test_k_comes_from_the_spec_else_the_default_and_is_checked_against_the_head(
         build(SpeculativeSpec(num_speculative_tokens=11), recommended_k=None),
         "speculative.num_speculative_tokens",
     )
-    assert c.fix == "use -k 10 (at most 10)"
+    assert c.fix == "use k=10 (at most 10)"
 
 
 def test_the_config_points_at_the_mounted_channel() -> None:
@@ -180,7 +180,7 @@ def test_a_k_schedule_sets_k_to_its_largest_entry_and_travels_on_newer_vllm() ->
     )
     (c,) = by_name(explicit, "speculative.num_speculative_tokens_per_batch_size")
     assert explicit.k == 4 and c.status == "fail" and "in 1-8:5" in c.message
-    assert c.fix == "raise -k to 5, or lower those K values"
+    assert c.fix == "raise k= to 5, or lower those K values"
     baseline_like = build(
         SpeculativeSpec(mode=Mode.EAGLE3, num_speculative_tokens_per_batch_size=SCHEDULE),
         vllm_version=VllmVersion("0.30.0"),

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from sm_peagle import plan
 from sm_peagle.catalog.models import MODELS
-from sm_peagle.endpoint import plan
 from sm_peagle.iac.export import CFN_TABLES, export_text, tf_resource_id
 from sm_peagle.iac.iam import execution_role_policy
 from sm_peagle.planning.spec.model import Mode

@@ -45,7 +45,9 @@ def test_a_temperature_from_0_to_2_is_accepted(value: float) -> None:
 def test_a_temperature_outside_0_to_2_is_refused_with_a_fix(value: object) -> None:
     with pytest.raises(SpecError) as e:
         check_temperature(value)
-    assert e.value.exit_code == 2 and "--temperature" in e.value.message
+    # The SDK's words name the keyword (the CLI prints --temperature: tests/e2e parity).
+    assert e.value.exit_code == 2 and "temperature=" in e.value.message
+    assert (e.value.field, e.value.value) == ("temperature", value)
     assert e.value.remedy and "2" in e.value.remedy
 
 
@@ -58,7 +60,8 @@ def test_a_top_p_above_0_and_at_most_1_is_accepted(value: float) -> None:
 def test_a_top_p_outside_0_to_1_is_refused_with_a_fix(value: object) -> None:
     with pytest.raises(SpecError) as e:
         check_top_p(value)
-    assert e.value.exit_code == 2 and "--top-p" in e.value.message and e.value.remedy
+    assert e.value.exit_code == 2 and "top_p=" in e.value.message and e.value.remedy
+    assert (e.value.field, e.value.value) == ("top_p", value)
 
 
 def test_none_means_the_model_default_for_both() -> None:

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import Call, text
 from ...vllm.speculative import MOUNT_ROOT, SPEC_ENV
 
 __all__ = ["Deployed", "primary_model", "refusal", "speculative_of_env"]
@@ -81,7 +82,7 @@ def _status_refusal(d: Deployed) -> Reason | None:
     PendingDeploymentSummary), so adopting would tag a config about to be retired."""
     status = d.endpoint.get("EndpointStatus")
     pending = (d.endpoint.get("PendingDeploymentSummary") or {}).get("EndpointConfigName")
-    wait = f"wait until it is InService: `peagle status {d.name}`"
+    wait = text("wait until it is InService: `{status}`", status=Call("status", d.name))
     if status == "Failed":
         reason = d.endpoint.get("FailureReason") or "no FailureReason given"
         return (

@@ -28,7 +28,7 @@ from typing import Any
 from ...catalog.jumpstart import load_snapshot
 from ...catalog.models import find_model
 from ...checks import Check, passed, warned
-from ...errors import PeagleError, SpecError
+from ...errors import Call, Param, PeagleError, SpecError, as_text, text
 from ...vllm.speculative import PASSTHROUGH_KEYS, SPEC_ENV
 from ..build import plan
 from ..plan_result import Plan
@@ -70,15 +70,19 @@ class Adoption:
         }
 
 
-def _refuse(d: Deployed, reason: str, remedy: str | None = None) -> SpecError:
-    return SpecError(f"cannot adopt {d.name}: {reason}", remedy=remedy)
+def _refuse(
+    d: Deployed, reason: str, remedy: str | None = None, field: str | None = None
+) -> SpecError:
+    # text(): a reason or remedy naming a parameter or a call keeps it (`model=` / --model)
+    message = text("cannot adopt {name}: {reason}", name=d.name, reason=as_text(reason))
+    return SpecError(message, remedy=remedy, field=field)
 
 
 def _identify(d: Deployed, override: str | None) -> tuple[str, str]:
     """(spec.model, how it was found)."""
     if override:
         entry = find_model(override)
-        return (entry.alias if entry else override), "--model"
+        return (entry.alias if entry else override), text("{model}")
     for where, tags in (("endpoint", d.tags), ("model", d.model_tags)):
         if tags.get(JS_MODEL_ID):
             entry = find_model(tags[JS_MODEL_ID])
@@ -94,7 +98,8 @@ def _identify(d: Deployed, override: str | None) -> tuple[str, str]:
         d,
         "cannot tell which model it serves (no JumpStart tags, no HF_MODEL_ID of a known "
         f"model, weights {uri or 'unknown'} match no bundled JumpStart spec)",
-        "pass --model ALIAS (see `peagle models`)",
+        text("pass {m} (see `{models}`)", m=Param("model", "ALIAS"), models=Call("models")),
+        field="model",
     )
 
 
@@ -324,7 +329,7 @@ def reconstruct(
         final = plan(spec, jumpstart_spec=jumpstart_spec)
     except PeagleError as e:
         raise _refuse(d, e.message, e.remedy) from None
-    notes.insert(0, passed("adopt.model", f"{alias} (from the {how})"))
+    notes.insert(0, passed("adopt.model", text("{alias} (from the {how})", alias=alias, how=how)))
     notes += _k_advice(final)
     return Adoption(spec, final, compare(deployed, plan_view(final)), notes)
 
@@ -342,7 +347,11 @@ def _k_advice(p: Plan) -> list[Check]:
         warned(
             "speculative.num_speculative_tokens",
             f"K={k} but the head's recommended K is {head.recommended_k} ({head.hf_id})",
-            f"peagle update {p.names['endpoint']} -k {head.recommended_k}, then measure "
-            "with `peagle bench`",
+            text(
+                "{update}, then measure with `{bench}`",
+                update=Call("update", p.names["endpoint"], k=head.recommended_k),
+                bench=Call("bench"),
+            ),
+            field="k",
         )
     ]

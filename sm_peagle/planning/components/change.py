@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...errors import SpecError
+from ...errors import Call, Param, SpecError, Text, text
 from ..spec.loading import spec_from_data
 from ..spec.model import DeploymentSpec
 from .specs import ComponentSpec
@@ -38,16 +38,18 @@ def _mode_of(spec: DeploymentSpec, comp: ComponentSpec) -> str:
     return comp.resolved_mode(spec.speculative.mode.value)
 
 
-def _flags(sdk: bool, component: str, k: int | None, mode: str | None) -> str:
-    if sdk:
-        parts = [f"component={component!r}"] + [f"mode={mode!r}"] * (mode is not None)
-        return ", ".join(parts + [f"k={k}"] * (k is not None))
-    parts = [f"--component {component}"] + [f"--mode {mode}"] * (mode is not None)
-    return " ".join(parts + [f"-k {k}"] * (k is not None))
+def _flags(component: str, k: int | None, mode: str | None) -> Text:
+    """`component='p-eagle' k=5` in Python, `--component p-eagle -k 5` at the CLI."""
+    given = {"component": Param("component", component)}
+    if mode is not None:
+        given["mode"] = Param("mode", mode)
+    if k is not None:
+        given["k"] = Param("k", k)
+    return text(" ".join(f"{{{key}}}" for key in given), **given)
 
 
 def refuse_top_level_change(
-    spec: DeploymentSpec, endpoint: str, *, k: int | None, mode: str | None, sdk: bool = False
+    spec: DeploymentSpec, endpoint: str, *, k: int | None, mode: str | None
 ) -> None:
     """SpecError when K or mode is changed without naming a component on an endpoint that
     hosts components: each component has its own, so nothing would say which."""
@@ -57,17 +59,28 @@ def refuse_top_level_change(
     takers = [c.name for c in comps if _mode_of(spec, c) != "baseline"]
     what = "K is" if k is not None else "mode is"
     if k is not None and not takers:
-        example = _flags(sdk, comps[0].name, k, mode or "p-eagle")
+        example = _flags(comps[0].name, k, mode or "p-eagle")
         raise SpecError(
-            f"{endpoint} hosts inference components, none of which takes a K "
-            f"({', '.join(c.name for c in comps)} run baseline); pass {example} "
-            "(K is per component)"
+            text(
+                "{endpoint} hosts inference components, none of which takes a K "
+                "({names} run baseline); pass {example} (K is per component)",
+                endpoint=endpoint,
+                names=", ".join(c.name for c in comps),
+                example=example,
+            ),
+            field="component",
         )
     choices = takers if k is not None else [c.name for c in comps]
     listed = f": {', '.join(choices)}" if len(choices) > 1 else ""
     raise SpecError(
-        f"{endpoint} hosts inference components; pass {_flags(sdk, choices[0], k, mode)} "
-        f"({what} per component{listed})"
+        text(
+            "{endpoint} hosts inference components; pass {example} ({what} per component{listed})",
+            endpoint=endpoint,
+            example=_flags(choices[0], k, mode),
+            what=what,
+            listed=listed,
+        ),
+        field="component",
     )
 
 
@@ -81,7 +94,9 @@ def _find(spec: DeploymentSpec, endpoint: str, component: str) -> ComponentSpec:
     raise SpecError(
         f"{endpoint} has no inference component {component!r}; its components: "
         f"{', '.join(c.name for c in comps)}",
-        remedy=f"see `peagle status {endpoint}`",
+        remedy=text("see `{status}`", status=Call("status", endpoint)),
+        field="component",
+        value=component,
     )
 
 
@@ -99,17 +114,29 @@ def change_component(
     components, an unknown component, or nothing to change."""
     if not _hosts_components(spec):
         raise SpecError(
-            f"{endpoint} hosts no inference components; drop --component "
-            f"(`peagle update {endpoint} -k N` changes its K)"
+            text(
+                "{endpoint} hosts no inference components; drop {component} (`{update}` "
+                "changes its K)",
+                endpoint=endpoint,
+                update=Call("update", endpoint, k="N"),
+            ),
+            field="component",
+            value=component,
         )
     if k is None and mode is None:
-        raise SpecError(f"update --component {component}: give -k, --mode or --copies")
+        raise SpecError(
+            text("update {c}: give {k}, {mode} or {copies}", c=Param("component", component)),
+            field="component",
+            value=component,
+        )
     comp = _find(spec, endpoint, component)
     new_mode = mode or _mode_of(spec, comp)
     if k is not None and new_mode == "baseline":
         raise SpecError(
             f"component {comp.name} runs baseline (no speculative decoding): it takes no K",
-            remedy=f"give it a mode too: {_flags(False, comp.name, k, 'p-eagle')}",
+            remedy=text("give it a mode too: {flags}", flags=_flags(comp.name, k, "p-eagle")),
+            field="k",
+            value=k,
         )
     data = spec.model_dump(mode="json", exclude_unset=True)
     ics = data.setdefault("inference_components", {})

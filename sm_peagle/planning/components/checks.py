@@ -10,6 +10,7 @@ from typing import Any
 
 from ...catalog.instances import InstanceType
 from ...checks import Check, failed, passed, warned
+from ...errors import Param, text
 
 __all__ = [
     "INLINE_ENV_MAX",
@@ -39,7 +40,12 @@ def check_accelerators(name: str, inst: InstanceType, accelerators: int, tp: int
             field,
             f"{accelerators} accelerators per copy but tensor-parallel size {tp}: vLLM "
             "would shard over GPUs the copy does not own (or leave some idle)",
-            f"set --accelerators-per-copy {tp} or tensor_parallel_size {accelerators}",
+            text(
+                "set {a} or tensor_parallel_size {n}",
+                a=Param("accelerators_per_copy", tp),
+                n=accelerators,
+            ),
+            field="accelerators_per_copy",
         )
     return passed(field, f"{accelerators} GPU(s) per copy = TP {tp}")
 
@@ -65,7 +71,7 @@ def check_capacity(
                 field,
                 f"{detail} = {gpus} GPUs do not fit {max_instances} x {inst.name} "
                 f"({inst.gpus} GPU(s) each)",
-                "lower --copies or --accelerators-per-copy, or raise --max-instances",
+                text("lower {copies} or {accelerators_per_copy}, or raise {max_instances}"),
             )
         )
         return out
@@ -85,7 +91,8 @@ def check_capacity(
                 field,
                 f"{detail} need {needed} instance(s) but the endpoint starts with "
                 f"{initial_instances}; managed instance scaling adds the rest",
-                f"set --instance-count {needed} to start them at once",
+                text("set {n} to start them at once", n=Param("instance_count", needed)),
+                field="instance_count",
             )
         )
     else:
@@ -145,7 +152,8 @@ def check_hosting_conflicts(spec: Any) -> list[Check]:
                 "endpoint.fallback_instance_types",
                 "capacity fallback pools are not supported with inference-components "
                 "hosting in peagle",
-                "drop --fallback, or use --hosting endpoint",
+                text("drop {fallback}, or use {h}", h=Param("hosting", "endpoint")),
+                field="fallback",
             )
         )
     if spec.autoscaling is not None:
@@ -155,7 +163,10 @@ def check_hosting_conflicts(spec: Any) -> list[Check]:
                 "variant autoscaling (sagemaker:variant:DesiredInstanceCount) does not apply "
                 "to inference components: instances follow the copies (managed instance "
                 "scaling) and copies scale per component",
-                "use --min-instances/--max-instances and --scale-to-zero instead of --autoscale",
+                text(
+                    "use {min_instances}/{max_instances} and {scale_to_zero} instead of {autoscale}"
+                ),
+                field="autoscale",
             )
         )
     return out

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...checks import Check, failed, passed
+from ...errors import Param, text
 from ..plan_result import PLACEHOLDER_ROLE
 from ..steps.aws_shapes import validate_request
 from .checks import (
@@ -131,7 +132,10 @@ def add_inference_components(p: Any, plan_fn: Callable[[Any], Any]) -> None:
                 failed(
                     "inference_components",
                     "inference_components is set but endpoint.hosting is 'endpoint'",
-                    "set endpoint.hosting: inference-components (--hosting inference-components)",
+                    text(
+                        "set endpoint.hosting: inference-components ({h})",
+                        h=Param("hosting", "inference-components"),
+                    ),
                 )
             )
         return
@@ -150,7 +154,7 @@ def add_inference_components(p: Any, plan_fn: Callable[[Any], Any]) -> None:
         if sub.k_origin is not None:
             p.component_k_origins[comp.name] = sub.k_origin
         p.checks += [
-            Check(f"component[{comp.name}].{c.name}", c.status, c.message, c.fix)
+            Check(f"component[{comp.name}].{c.name}", c.status, c.message, c.fix, c.field)
             for c in sub.checks
             if c.name not in ("role", "tags", "aws.request_shapes")
         ]
@@ -237,7 +241,7 @@ def _rewrite_config(p: Any, ics: InferenceComponentsSpec) -> None:
             failed(
                 "inference_components.max_instances",
                 f"instance_count {count} is outside min..max instances {lo}..{hi}",
-                "set --instance-count within --min-instances..--max-instances",
+                text("set {instance_count} within {min_instances}..{max_instances}"),
             )
         )
     variant["ManagedInstanceScaling"] = {
@@ -268,8 +272,12 @@ def _scale_in_check(ics: InferenceComponentsSpec, lo: int) -> list[Check]:
     if ics.scale_in is None:
         if lo != 0:
             return []
-        hint = "--scale-in-strategy idle-release releases instances that host no copies"
-        return [passed(name, f"no ScaleInPolicy (SageMaker's default scale-in); {hint}")]
+        hint = text(
+            "no ScaleInPolicy (SageMaker's default scale-in); {s} releases instances that "
+            "host no copies",
+            s=Param("scale_in_strategy", "idle-release"),
+        )
+        return [passed(name, hint)]
     policy = ics.scale_in.request()
     message = f"ScaleInPolicy {policy['Strategy']}: {SCALE_IN_MEANING[policy['Strategy']]}"
     detail = ", ".join(f"{k} {v}" for k, v in policy.items() if k != "Strategy")

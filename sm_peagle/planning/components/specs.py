@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ...errors import SpecError
+from ...errors import text as words
 
 __all__ = [
     "ComponentSpec",
@@ -74,8 +75,10 @@ class ScaleInSpec(_Strict):
             v = {"strategy": v}
         if isinstance(v, dict) and v.get("strategy") is None:
             raise ValueError(
-                "a scale-in policy needs its strategy: idle-release or consolidation "
-                "(--scale-in-strategy)"
+                words(
+                    "a scale-in policy needs its strategy: idle-release or consolidation "
+                    "({scale_in_strategy})"
+                )
             )
         if isinstance(v, dict) and isinstance(v.get("strategy"), str):
             # The API's spelling (IDLE_RELEASE) is accepted too.
@@ -204,12 +207,22 @@ def parse_component(text: str) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or key not in keys:
             raise SpecError(
-                f"--component {text!r}: expected NAME[:key=value,...] with keys "
-                f"{', '.join(keys)} (e.g. p-eagle:k=7)"
+                words(
+                    "{components} {got!r}: expected NAME[:key=value,...] with keys "
+                    "{keys} (e.g. p-eagle:k=7)",
+                    got=text,
+                    keys=", ".join(keys),
+                ),
+                field="components",
+                value=text,
             )
         try:
             parsed = keys[key](value)
         except ValueError:
-            raise SpecError(f"--component {text!r}: {key} takes a whole number") from None
+            raise SpecError(
+                words("{components} {got!r}: {key} takes a whole number", got=text, key=key),
+                field="components",
+                value=text,
+            ) from None
         out["accelerators_per_copy" if key == "accelerators" else key] = parsed
     return out

@@ -16,13 +16,71 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...errors import SpecError
+from ...errors import UNSET, Call, Param, SpecError, Text, as_text, text
 from .model import DeploymentSpec
 
-__all__ = ["load_spec", "merge_overrides", "spec_from_data"]
+__all__ = ["KEYWORDS", "keyword_for", "load_spec", "merge_overrides", "spec_from_data"]
 
-SCHEMA_FIX = "`peagle schema` lists every field and its rules"
-MAPPING_FIX = "a spec is a mapping such as `model: gpt-oss-20b`; `peagle schema` lists every field"
+SCHEMA_FIX = text("`{schema}` lists every field and its rules", schema=Call("schema"))
+MAPPING_FIX = text(
+    "a spec is a mapping such as `model: gpt-oss-20b`; `{schema}` lists every field",
+    schema=Call("schema"),
+)
+
+# The spec field each flat option (an SDK keyword, a CLI flag) sets: the inverse of
+# `SpecOptions.overrides()` (a unit test keeps them in step). An error about one of these
+# fields names the keyword as its `field`, whether the value came from the keyword or a
+# spec file: it is the option a caller changes.
+KEYWORDS: dict[str, str] = {
+    "autoscaling.max_instances": "autoscale",
+    "autoscaling.min_instances": "autoscale",
+    "autoscaling.target_concurrency": "target_concurrency",
+    "autoscaling.target_invocations": "target_invocations",
+    "container.image": "image",
+    "container.vllm_version": "vllm_version",
+    "drafter.bucket": "bucket",
+    "drafter.source": "drafter",
+    "endpoint.fallback_instance_types": "fallback",
+    "endpoint.hosting": "hosting",
+    "endpoint.instance_count": "instance_count",
+    "endpoint.instance_type": "instance_type",
+    "endpoint.name": "name",
+    "endpoint.routing_strategy": "routing_strategy",
+    "inference_components.accelerators_per_copy": "accelerators_per_copy",
+    "inference_components.components": "components",
+    "inference_components.copies": "copies",
+    "inference_components.max_instances": "max_instances",
+    "inference_components.min_instances": "min_instances",
+    "inference_components.scale_in.cooldown_minutes": "scale_in_cooldown_minutes",
+    "inference_components.scale_in.max_step_size": "scale_in_max_step",
+    "inference_components.scale_in.strategy": "scale_in_strategy",
+    "inference_components.scale_to_zero": "scale_to_zero",
+    "model": "model",
+    "model_data": "model_data",
+    "region": "region",
+    "role": "role",
+    "speculative.mode": "mode",
+    "speculative.num_speculative_tokens": "k",
+    "speculative.num_speculative_tokens_per_batch_size": "k_schedule",
+}
+
+
+def keyword_for(path: str) -> str | None:
+    """The SDK keyword that sets spec field `path` or a field inside it (the longest
+    match: `inference_components.components.0.k` is `components`), or None."""
+    parts = path.split(".")
+    for n in range(len(parts), 0, -1):
+        found = KEYWORDS.get(".".join(parts[:n]))
+        if found is not None:
+            return found
+    return None
+
+
+def _join(texts: list[Text], sep: str) -> Text:
+    """`sep.join(texts)`, the parameters and calls each names kept."""
+    keys = {f"t{i}": t for i, t in enumerate(texts)}
+    return text(sep.join(f"{{{key}}}" for key in keys), **keys)
+
 
 # Where a validation error's field is in the file ("d.yaml:3:5"), or None.
 Locate = Callable[[tuple[Any, ...]], "str | None"]
@@ -89,33 +147,63 @@ def _unknown_key(loc: tuple[Any, ...]) -> str:
         return f"unknown key {key!r}, did you mean {close[0]!r}?"
     if fields:
         return f"unknown key {key!r}, the keys here are: {', '.join(sorted(fields))}"
-    return f"unknown key {key!r} (not a field of this section; see `peagle schema`)"
+    return text(
+        "unknown key {key!r} (not a field of this section; see `{schema}`)",
+        key=key,
+        schema=Call("schema"),
+    )
 
 
-def _format_one(error: dict[str, Any], locate: Locate | None = None) -> str:
+def _format_one(error: dict[str, Any], locate: Locate | None = None) -> Text:
     loc = ".".join(str(p) for p in error["loc"]) or "spec"
-    msg = error["msg"]
+    msg: str | Text = error["msg"]
     if error["type"] == "extra_forbidden":
         msg = _unknown_key(tuple(error["loc"]))
     elif error["type"] == "missing" and error["loc"][:1] == ("autoscaling",):
         loc, msg = (
             "autoscaling",
-            (
-                "a scaling target needs a range: --autoscale MIN:MAX "
-                "(or autoscaling.min_instances and max_instances in the spec)"
+            text(
+                "a scaling target needs a range: {autoscale} "
+                "(or autoscaling.min_instances and max_instances in the spec)",
+                autoscale=Param("autoscale", "MIN:MAX"),
             ),
         )
     elif msg.startswith("Value error, "):
-        msg = msg[len("Value error, ") :]
+        # A validator's own message, a Text when it names a keyword (`k=` / `-k`).
+        raised = (error.get("ctx") or {}).get("error")
+        said = raised.args[0] if raised is not None and raised.args else None
+        msg = said if isinstance(said, Text) else msg[len("Value error, ") :]
     elif error["type"] in ("enum", "literal_error"):  # the allowed values, and what was given
         msg = f"{msg}, got {error.get('input')!r}"
     where = locate(tuple(error["loc"])) if locate is not None else None
-    return f"{loc}: {msg}" + (f" ({where})" if where else "")
+    return text(
+        "{loc}: {msg}" + (" ({where})" if where else ""), loc=loc, msg=as_text(msg), where=where
+    )
 
 
-def _format_validation_error(err: Any, locate: Locate | None = None) -> str:
-    """Every error, in order, on one line: a user fixes them all in one go."""
-    return "; ".join(dict.fromkeys(_format_one(e, locate) for e in err.errors()))
+def _field_of(error: dict[str, Any]) -> tuple[str | None, Any]:
+    """(the SDK keyword an error is about, the value given) for `SpecError.field`/`value`:
+    the keyword that sets the field, else the keyword the validator's message names (a
+    rule across fields, such as baseline's K), else the field's dotted path."""
+    loc = ".".join(str(p) for p in error["loc"])
+    keyword = keyword_for(loc) if loc else None
+    if keyword is not None:
+        exact = KEYWORDS.get(loc) == keyword and error["type"] != "missing"
+        return keyword, error.get("input") if exact else UNSET
+    raised = (error.get("ctx") or {}).get("error")
+    said = raised.args[0] if raised is not None and raised.args else None
+    if isinstance(said, Text) and said.names():
+        return said.names()[0], UNSET
+    return (loc or None), UNSET
+
+
+def _validation_error(err: Any, locate: Locate | None = None) -> SpecError:
+    """Every error, in order, on one line: a user fixes them all in one go. The field is
+    the first error's."""
+    errors = err.errors()
+    lines = list(dict.fromkeys(_format_one(e, locate) for e in errors))
+    field, value = _field_of(errors[0]) if errors else (None, UNSET)
+    return SpecError(_join(lines, "; "), remedy=SCHEMA_FIX, field=field, value=value)
 
 
 def _validate(data: dict[str, Any], locate: Locate | None = None) -> DeploymentSpec:
@@ -124,7 +212,7 @@ def _validate(data: dict[str, Any], locate: Locate | None = None) -> DeploymentS
     try:
         return DeploymentSpec.model_validate(data)
     except ValidationError as e:
-        raise SpecError(_format_validation_error(e, locate), remedy=SCHEMA_FIX) from None
+        raise _validation_error(e, locate) from None
 
 
 def spec_from_data(data: dict[str, Any]) -> DeploymentSpec:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ...errors import text
 from ...vllm.speculative import VERSION_GATED_KEYS
 from ..components.specs import InferenceComponentsSpec
 
@@ -114,8 +115,11 @@ class SpeculativeSpec(_Strict):
     def _baseline_has_no_k(self) -> SpeculativeSpec:
         if self.mode == Mode.BASELINE and self.num_speculative_tokens is not None:
             raise ValueError(
-                f"mode baseline proposes no tokens, so K={self.num_speculative_tokens} means "
-                "nothing: drop -k, or use mode p-eagle or eagle3"
+                text(
+                    "mode baseline proposes no tokens, so K={n} means nothing: drop {k}, or "
+                    "use mode p-eagle or eagle3",
+                    n=self.num_speculative_tokens,
+                )
             )
         return self
 

@@ -4,27 +4,78 @@
 which spec field each one sets; `build_spec` is the one function that overlays them on
 a spec file or a base document. A reader (or a static tool) follows `-k` from the typer
 parameter `k` to `SpecOptions(k=k)` to `"speculative.num_speculative_tokens": self.k`.
+
+It is also the one table of the SDK's keyword arguments: `plan`, `deploy`, `apply` and
+`update` (`sm_peagle.ops.deployment`, `sm_peagle.ops.changes`) write each option as a
+real, typed keyword parameter (completion and type checking see them), and
+tests/unit/test_spec_keywords.py holds those signatures to `SPEC_OPTION_NAMES` and each
+option to the spec field it sets, so a new option cannot be forgotten in one of them.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import SpecError
+from ...errors import Call, SpecError, text
 from ...vllm.dynamic_k import parse_k_schedule
 from ..components.specs import parse_component
 from .loading import load_spec, merge_overrides, spec_from_data
 from .model import DeploymentSpec
 
-__all__ = ["SpecOptions", "build_spec", "parse_autoscale", "spec_from_options"]
+__all__ = [
+    "SPEC_OPTION_NAMES",
+    "SpecOptions",
+    "build_spec",
+    "options_from",
+    "parse_autoscale",
+    "spec_from_options",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
 class SpecOptions:
-    """The options `plan`, `deploy`, `update`, `export` and the SDK share. None = not given."""
+    """The options `plan`, `deploy`, `update`, `export` and the SDK share: each is a keyword
+    argument of `plan`, `deploy` and `apply` (and of `update`, but `name`/`components`) and
+    a flag of the commands that take a spec. None (the default of each) = not given: the
+    spec file's value, or the spec's default, stands.
+
+    Attributes:
+        instance_type: the instance type (`endpoint.instance_type`), e.g. "ml.g6e.2xlarge".
+        instance_count: instances behind the endpoint (`endpoint.instance_count`).
+        mode: "p-eagle", "eagle3" or "baseline" (`speculative.mode`).
+        k: K, the speculative tokens per step (`speculative.num_speculative_tokens`).
+        k_schedule: dynamic K per batch size, "1-4:7,5-32:5" (vLLM >= 0.24.0).
+        drafter: the drafter head: s3://bucket/prefix/ or a local directory.
+        bucket: the bucket a local drafter is pushed to (default sagemaker-REGION-ACCOUNT).
+        fallback: capacity fallback instance types, in priority order.
+        autoscale: the autoscaling range "MIN:MAX", e.g. "1:4".
+        autoscale_min: the autoscaling minimum alone (`autoscale` sets both).
+        autoscale_max: the autoscaling maximum alone.
+        target_concurrency: scale to keep this many requests per instance.
+        target_invocations: scale on invocations per instance per minute.
+        model_data: the target's weights: s3://…/, s3://…/model.tar.gz or hf://org/name.
+        image: the container image URI.
+        vllm_version: the vLLM version the image runs.
+        name: the endpoint name (default: derived from the model and mode).
+        routing_strategy: "LEAST_OUTSTANDING_REQUESTS" or "RANDOM".
+        role: the SageMaker execution role ARN (default: PEAGLE_ROLE_ARN).
+        region: the AWS region; a client made with a region deploys there, and a
+            different `region` is a SpecError naming both.
+        hosting: "endpoint" or "inference-components".
+        components: inference components, e.g. ["p-eagle:k=7", "baseline"].
+        scale_to_zero: let the inference components scale to zero copies.
+        copies: the copies of each inference component.
+        accelerators_per_copy: accelerators (GPUs) each copy reserves.
+        min_instances: the fewest instances of an inference-component endpoint.
+        max_instances: the most instances of an inference-component endpoint.
+        scale_in_strategy: "idle-release" or "consolidation" (ScaleInPolicy).
+        scale_in_max_step: the most instances one scale-in removes.
+        scale_in_cooldown_minutes: minutes between scale-ins.
+    """
 
     instance_type: str | None = None
     instance_count: int | None = None
@@ -124,13 +175,28 @@ class SpecOptions:
         return bool(self.components or self.scale_to_zero) or any(v is not None for v in given)
 
 
+# The table, in order: the keyword arguments every spec-taking SDK call writes out.
+SPEC_OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(SpecOptions))
+
+
+def options_from(arguments: Mapping[str, Any]) -> SpecOptions:
+    """The spec options among a call's arguments (its `locals()`): each function writes
+    them as parameters for its signature, and hands them on as one SpecOptions here."""
+    return SpecOptions(**{n: arguments[n] for n in SPEC_OPTION_NAMES if n in arguments})
+
+
 def parse_autoscale(autoscale: str | None) -> tuple[int | None, int | None]:
     """ "MIN:MAX" -> (MIN, MAX); None -> (None, None)."""
     if autoscale is None:
         return None, None
     lo, sep, hi = str(autoscale).partition(":")
     if not sep or not lo.strip().isdigit() or not hi.strip().isdigit():
-        raise SpecError(f"autoscaling: --autoscale takes MIN:MAX, e.g. 1:4 (got {autoscale!r})")
+        raise SpecError(
+            text("autoscaling: {autoscale} takes MIN:MAX, e.g. 1:4 (got {got!r})", got=autoscale),
+            field="autoscale",
+            value=autoscale,
+            rule="MIN:MAX",
+        )
     return int(lo), int(hi)
 
 
@@ -150,7 +216,11 @@ def build_spec(
     if model is None and not (base and base.get("model")):
         raise SpecError(
             "model: no model given",
-            remedy="give a MODEL argument (see `peagle models`) or a spec file with -f",
+            remedy=text(
+                "give a MODEL argument (see `{models}`) or a spec file with {spec_file}",
+                models=Call("models"),
+            ),
+            field="model",
         )
     if base and options.mode == "baseline" and options.k is None:
         # Switching a deployed p-eagle/eagle3 spec to baseline: its K no longer applies.

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...catalog.instances import INSTANCES, InstanceType, get_instance
 from ...checks import Check, failed, passed, warned
+from ...errors import Call, text
 from ...vllm.lossy import check_lossy, check_runner
 from ...vllm.speculative import SPEC_ENV
 from ...vllm.versions import CUDA13_AMI, needs_cuda13_ami
@@ -35,12 +36,20 @@ def check_instance(name: str, known_types: frozenset[str]) -> tuple[InstanceType
             return None, failed(
                 field,
                 f"{name} has no GPU peagle can serve vLLM on",
-                f"use a GPU type (peagle instances): {gpu_types}",
+                text(
+                    "use a GPU type ({instances}): {types}",
+                    instances=Call("instances"),
+                    types=gpu_types,
+                ),
+                field="instance_type",
             )
         return None, failed(
             field,
             f"{name} is not a SageMaker hosting instance type",
-            "see `peagle instances` for the GPU types peagle supports",
+            text(
+                "see `{instances}` for the GPU types peagle supports", instances=Call("instances")
+            ),
+            field="instance_type",
         )
     if inst.arm_host:
         return inst, failed(
@@ -128,7 +137,8 @@ def check_deployment(
                 "role",
                 "no execution role given; the plan uses a placeholder ARN "
                 "and deploy will refuse it",
-                "pass --role or set PEAGLE_ROLE_ARN",
+                text("pass {role} or set PEAGLE_ROLE_ARN"),
+                field="role",
             )
         )
     return ami

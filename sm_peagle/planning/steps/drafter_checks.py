@@ -11,13 +11,13 @@ from typing import Any
 
 from ...catalog.models import ModelEntry
 from ...checks import Check, failed, warned
-from ...errors import SpecError
+from ...errors import SpecError, as_text, text
 from ...vllm.versions import VllmVersion
 
 __all__ = ["STRICT", "check_local_drafter", "judge_drafter", "strict_checks"]
 
 # What a warning turned into a failure by --strict (SDK strict=True) says it was.
-STRICT = "(a warning; --strict fails it)"
+STRICT = text("(a warning; {strict} fails it)")
 
 
 def strict_checks(checks: list[Check]) -> list[Check]:
@@ -25,7 +25,10 @@ def strict_checks(checks: list[Check]) -> list[Check]:
     a head vLLM loads silently wrong, or a fact peagle could not verify; strict callers
     (CI, a release gate) want neither to pass."""
     return [
-        failed(c.name, f"{c.message} {STRICT}", c.fix) if c.status == "warn" else c for c in checks
+        failed(c.name, text("{m} {s}", m=as_text(c.message), s=STRICT), c.fix, field=c.field)
+        if c.status == "warn"
+        else c
+        for c in checks
     ]
 
 

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...catalog.images import OLD_RULES
 from ...checks import Check, failed, passed, warned
-from ...errors import SpecError
+from ...errors import Param, SpecError
+from ...errors import text as words
 from ...vllm.speculative import SPEC_ENV, to_env_value
 from ...vllm.versions import VllmVersion, per_request_metrics_min, per_request_metrics_values
 from ..spec.model import DeploymentSpec, Mode
@@ -157,8 +158,10 @@ def check_per_request_metrics(
                 where,
                 f"{PER_REQUEST_ENV}={value}: vLLM refuses per-request acceptance without a "
                 "speculative config (baseline)",
-                "remove per_request_spec_decode_metrics for baseline, or use --mode p-eagle "
-                "or eagle3",
+                words(
+                    "remove per_request_spec_decode_metrics for baseline, or use {m} or eagle3",
+                    m=Param("mode", "p-eagle"),
+                ),
             )
         ]
     return [
@@ -188,16 +191,22 @@ def remove_defaults(spec: DeploymentSpec, env: dict[str, str], checks: list[Chec
                 f"{spec.speculative.mode} runs on",
                 remedy=f"drop `{key}: null` (peagle sets it from `speculative:`), or set "
                 "speculative.mode: baseline for no speculation",
+                field=where,
+                value=None,
             )
         if key in MODEL_LOCATION:
             raise SpecError(
                 f"{where}: null would remove where the container finds the model",
                 remedy=f"drop `{key}: null`; say where the weights are with model_data",
+                field=where,
+                value=None,
             )
         if key in from_args:
             raise SpecError(
                 f"{where}: null removes what container.engine_args.{from_args[key]} sets",
                 remedy=f"drop one of the two: `{key}: null` or engine_args.{from_args[key]}",
+                field=where,
+                value=None,
             )
         if key in env:
             del env[key]
@@ -246,7 +255,7 @@ def whole_number(value: Any, field_: str) -> int:
         return value
     if isinstance(value, str) and value.strip().isdigit():
         return int(value)
-    raise SpecError(f"{field_}: {value!r} is not a whole number")
+    raise SpecError(f"{field_}: {value!r} is not a whole number", field=field_, value=value)
 
 
 def env_number(spec: DeploymentSpec, env: dict[str, str], key: str, kind: type) -> Any:
@@ -262,9 +271,15 @@ def env_number(spec: DeploymentSpec, env: dict[str, str], key: str, kind: type) 
     except ValueError:
         value = None
     if kind is int and (value is None or value < 1):
-        raise SpecError(f"{field_}: {env[key]!r} is not a positive whole number")
+        raise SpecError(
+            f"{field_}: {env[key]!r} is not a positive whole number", field=field_, value=env[key]
+        )
     if kind is float and (value is None or not 0 < value <= 1):
-        raise SpecError(f"{field_}: {env[key]!r} is not a fraction between 0 and 1")
+        raise SpecError(
+            f"{field_}: {env[key]!r} is not a fraction between 0 and 1",
+            field=field_,
+            value=env[key],
+        )
     return value
 
 

@@ -28,7 +28,7 @@ from ...catalog.images import (
 from ...catalog.jumpstart import JumpStartResolution
 from ...catalog.models import ModelEntry
 from ...checks import Check, passed, warned
-from ...errors import SpecError
+from ...errors import Param, SpecError, Text, text
 from ...vllm.versions import VllmVersion, parse_image_tag
 from ..spec.model import DeploymentSpec
 from .version_gates import default_vllm
@@ -70,7 +70,8 @@ def resolve_image(
     if version is None:
         raise SpecError(
             f"{FIELD}: JumpStart image {js.image_uri} is not a vLLM image",
-            remedy="pass --image and --vllm-version",
+            remedy=text("pass {image} and {vllm_version}"),
+            field="image",
         )
     checks.append(passed(FIELD, f"vLLM {version} (JumpStart {js.config_name or 'default'})"))
     return ResolvedImage(
@@ -89,6 +90,8 @@ def _published_classic(
         raise SpecError(
             f"{FIELD}: AWS published no SageMaker vLLM image for vLLM {version}",
             remedy=_fix_for(version, region),
+            field="vllm_version",
+            value=str(version),
         )
     suffix = ".cn" if region.startswith("cn-") else ""
     image = f"{account}.dkr.ecr.{region}.amazonaws.com{suffix}/vllm:{row.tag}"
@@ -96,18 +99,23 @@ def _published_classic(
     return ResolvedImage(image, version, row.cuda, row.entrypoint_rules)
 
 
-def _fix_for(version: VllmVersion, region: str) -> str:
-    parts = []
+def _fix_for(version: VllmVersion, region: str) -> Text:
+    parts: dict[str, Text] = {}
     near = nearest_classic(version)
     if near is not None:
-        parts.append(f"use --vllm-version {near} (the nearest published classic image)")
-    for row in server_images(str(version)):
-        parts.append(
-            f"--image {DLC_ACCOUNT}.dkr.ecr.{region}.amazonaws.com/vllm:{row.tag} "
-            f"(the {row.tag} image carries vLLM {version})"
+        parts["near"] = text(
+            "use {v} (the nearest published classic image)", v=Param("vllm_version", str(near))
         )
-    parts.append("or pass --image with your own image")
-    return "; ".join(parts)
+    for i, row in enumerate(server_images(str(version))):
+        uri = f"{DLC_ACCOUNT}.dkr.ecr.{region}.amazonaws.com/vllm:{row.tag}"
+        parts[f"row{i}"] = text(
+            "{image} (the {tag} image carries vLLM {version})",
+            image=Param("image", uri),
+            tag=row.tag,
+            version=version,
+        )
+    parts["own"] = text("or pass {image} with your own image")
+    return text("; ".join(f"{{{key}}}" for key in parts), **parts)
 
 
 def _pinned(row: ImageRow) -> str:
@@ -123,7 +131,15 @@ def _agreed_version(
     """--vllm-version if given, else the tag's; both given and different is an error."""
     if explicit and from_tag and explicit != from_tag:
         raise SpecError(
-            f"{FIELD}: --vllm-version {explicit} contradicts image tag {tag} (vLLM {from_tag})"
+            text(
+                "{field}: {v} contradicts image tag {tag} (vLLM {from_tag})",
+                field=FIELD,
+                v=Param("vllm_version", str(explicit)),
+                tag=tag,
+                from_tag=from_tag,
+            ),
+            field="vllm_version",
+            value=str(explicit),
         )
     return explicit or from_tag
 
@@ -141,7 +157,8 @@ def _given_image(
         raise SpecError(
             f"{FIELD}: the published list gives no vLLM release for {tag} "
             "(built from a vLLM commit, or a floating tag)",
-            remedy="pass --vllm-version",
+            remedy=text("pass {vllm_version}"),
+            field="vllm_version",
         )
     if row.floating:
         checks.append(
@@ -165,7 +182,9 @@ def _unlisted_image(
     version = _agreed_version(explicit, parsed, tag)
     if version is None:
         raise SpecError(
-            f"{FIELD}: cannot tell which vLLM image {image} runs", remedy="pass --vllm-version"
+            f"{FIELD}: cannot tell which vLLM image {image} runs",
+            remedy=text("pass {vllm_version}"),
+            field="vllm_version",
         )
     level = cuda or parsed_cuda
     where = "given" if cuda else ("image tag" if parsed_cuda else "unknown")

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...checks import Check, failed, passed
+from ...errors import text
 from .aws_shapes import validate_request
 
 SCALABLE_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
@@ -35,7 +36,8 @@ def add_fallback_pools(p: Any, plan_fn: Callable[[Any], Any]) -> None:
                 "endpoint.fallback_instance_types",
                 f"{variant['InstanceType']} is the primary instance type; a fallback pool "
                 "must be a different type",
-                "drop it from --fallback, or pick another --instance-type",
+                text("drop it from {fallback}, or pick another {instance_type}"),
+                field="fallback",
             )
         )
         return
@@ -49,7 +51,7 @@ def add_fallback_pools(p: Any, plan_fn: Callable[[Any], Any]) -> None:
         sub = plan_fn(spec_from_data(data))
         prefix = f"pool[{instance_type}]"
         p.checks += [
-            Check(f"{prefix}.{c.name}", c.status, c.message, c.fix)
+            Check(f"{prefix}.{c.name}", c.status, c.message, c.fix, c.field)
             for c in sub.checks
             if c.name not in ("model", "role", "tags", "autoscaling")
         ]
@@ -98,7 +100,8 @@ def autoscaling_requests(p: Any) -> tuple[list[tuple[str, dict[str, Any]]], list
             failed(
                 "autoscaling",
                 f"instance_count {count} is outside min..max {a.min_instances}..{a.max_instances}",
-                "set --instance-count within the range",
+                text("set {instance_count} within the range"),
+                field="instance_count",
             )
         )
     name, variant = p.names["endpoint"], p.spec.endpoint.variant_name

@@ -14,7 +14,7 @@ from ...catalog.instances import InstanceType
 from ...catalog.jumpstart import JumpStartResolution, load_snapshot, resolve
 from ...catalog.models import DrafterInfo, ModelEntry, find_model
 from ...checks import Check, failed, passed
-from ...errors import CheckFailed
+from ...errors import Call, CheckFailed, Param, text
 from ...vllm.versions import VllmVersion
 from ..plan_result import DEFAULT_REGION, PLACEHOLDER_ROLE
 from ..spec.model import DeploymentSpec, Mode
@@ -172,7 +172,12 @@ def resolve_drafter_source(spec: DeploymentSpec, src: Sources, checks: list[Chec
             failed(
                 "drafter.source",
                 f"no S3 location of {spec.model}'s drafter head{head} is known offline",
-                "pass --drafter s3://bucket/prefix/ (upload with `peagle drafter push`)",
+                text(
+                    "pass {d} (upload with `{push}`)",
+                    d=Param("drafter", "s3://bucket/prefix/"),
+                    push=Call("drafter_push"),
+                ),
+                field="drafter",
             )
         )
     if uri:
@@ -222,7 +227,11 @@ def model_data_source(
                     "network.enable_network_isolation",
                     f"the container must download {md} from the Hugging Face Hub, which network "
                     "isolation forbids",
-                    "pass --model-data s3://…/ or set network.enable_network_isolation: false",
+                    # "s3://…/" as written: a placeholder, not a value to quote
+                    text(
+                        "pass {model_data} s3://…/ or set network.enable_network_isolation: false"
+                    ),
+                    field="model_data",
                 )
             )
         return None
@@ -251,7 +260,11 @@ def model_data_source(
                 if name
                 else " (no JumpStart id known)"
             ),
-            "pass --model-data s3://bucket/prefix/, or run with AWS credentials to resolve it live",
+            text(
+                "pass {md}, or run with AWS credentials to resolve it live",
+                md=Param("model_data", "s3://bucket/prefix/"),
+            ),
+            field="model_data",
         )
     )
     return None

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...checks import Check
+from ...errors import text
 from ...vllm.speculative import SPEC_ENV, SpeculativeResult, build_speculative_config
 from ..plan_result import KOrigin
 from ..spec.model import DeploymentSpec, Mode
@@ -87,7 +88,7 @@ def k_origin(spec: DeploymentSpec, src: Sources, k: int | None) -> KOrigin | Non
         return None
     trained_k, recommended_k = _head_ks(spec, src)
     if spec.speculative.num_speculative_tokens is not None:
-        source, reason = "spec", "given with -k or in the spec"
+        source, reason = "spec", text("given with {k} or in the spec")
     elif spec.speculative.num_speculative_tokens_per_batch_size:
         source, reason = "k_schedule", "the largest K of the K schedule"
     else:
