@@ -138,17 +138,38 @@ class Endpoint:
         model: str | None = None,
         dry_run: bool = False,
         accept_differences: bool = False,
-        region: str | None = None,
-        aws: Any = None,
-        say: Callable[[str], None] | None = None,
+        client: Any = None,
+        **deprecated: Any,
     ) -> Endpoint:
         """Take an endpoint made elsewhere under peagle's management (`peagle adopt`):
         its reconstructed spec, checks and differences are in `.adoption` (`.spec`,
         `.checks`, `.differences`); with `dry_run` nothing is tagged. SpecError (nothing
         tagged) for what peagle cannot represent (fields its spec cannot carry unless
         `accept_differences`), an endpoint not settled InService, one sharing its config
-        or model with another endpoint, or one it already manages; NotFound if none."""
-        ep = cls(name, aws=aws, region=region, say=say)
+        or model with another endpoint, or one it already manages; NotFound if none.
+
+        Args:
+            name: the endpoint to adopt.
+            model: the catalog alias or JumpStart id it serves, when its tags cannot say.
+            dry_run: reconstruct and check only; tag nothing.
+            accept_differences: adopt although the spec cannot carry every field.
+            client: the `sm_peagle.Client` to talk through (default: the module
+                functions' client). `region=`, `aws=` and `say=` still work for one
+                release, with a FutureWarning.
+        """
+        old = {k: deprecated.pop(k) for k in ("region", "aws", "say") if k in deprecated}
+        if deprecated:
+            raise TypeError(f"Endpoint.adopt() got unexpected keywords {sorted(deprecated)}")
+        if old:
+            import warnings
+
+            warnings.warn(
+                f"Endpoint.adopt({', '.join(f'{k}=' for k in old)}) is deprecated: give "
+                "client=sm_peagle.Client(...) (removed in the next release)",
+                FutureWarning,
+                stacklevel=2,
+            )
+        ep = cls(name, client=client, **old)
         ep.adoption = ep._op("adopt")(
             name,
             model=model,

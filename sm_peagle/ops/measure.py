@@ -354,7 +354,7 @@ class MeasureOps(Session):
             check_endpoint_name(ep, field=side if b is not None else "a")
         ctx = self._connect()
         sm = ctx.client("sagemaker")
-        flag = "/" if "/" in a + (b or "") else "--component"  # as the user wrote it
+        flag = "/" if "/" in a + (b or "") else "component"  # as the user wrote it
         ta, tb = (RaceTarget(ep, resolve_component(sm, ep, c, flag=flag)) for ep, c in sides)
         from .measure_traffic import require_endpoint
 

@@ -4,8 +4,8 @@ and argument checks they all share.
 A client holds its target once: an `AwsContext` (`aws=`: reused clients, a profile, a
 plugin's target such as the sandbox's), or `region`/`profile`/`endpoint_url`, from which
 each operation makes its own context, failing in one line (NoCredentials) when no
-credentials can be found, before any request. `context()`, `connect()` and `quiet` remain
-for the operations not yet on the client.
+credentials can be found, before any request. `connect(region)` is the public one-off
+(`sm_peagle.connect`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ __all__ = [
     "as_peagle_error",
     "check_region",
     "connect",
-    "context",
     "quiet",
     "seconds",
 ]
@@ -45,15 +44,6 @@ def connect(region: str | None = None) -> Any:
     aws = AwsContext(region)
     aws.check_credentials()
     return aws
-
-
-def context(region: str | None, aws: Any, on_connect: Callable[[Any], None] | None = None) -> Any:
-    """`aws` when given, else `connect(region)`; `on_connect` sees it before the first
-    request (the CLI says where it talks to)."""
-    ctx = aws if aws is not None else connect(region)
-    if on_connect is not None:
-        on_connect(ctx)
-    return ctx
 
 
 class Session:

@@ -34,8 +34,61 @@ CLI_WORDS = re.compile(
     rf"\bpeagle (?:--sandbox )?(?:{COMMANDS})\b"
 )
 
-# (path under sm_peagle/, a substring of the string) -> why it may name a flag.
-CLI_WORDS_ALLOWED: dict[tuple[str, str], str] = {}
+# (path under sm_peagle/, a substring of the string; "" for every string of the file) ->
+# why it may name a flag. Each is another program's command line, prose the pattern
+# mistakes for a command, documentation of a spec field or setting, or a gap named here.
+_LOCUST = "locust's own command line and the locustfile's --peagle-* options it parses"
+_RESULT_FILES = (
+    "written into a results file (JSON, markdown, HTML) that the bench guide reads beside "
+    "the CLI; a follow-up words these per face"
+)
+CLI_WORDS_ALLOWED: dict[tuple[str, str], str] = {
+    ("benchmarking/distributed.py", ""): _LOCUST,
+    ("benchmarking/locustfile.py", ""): _LOCUST,
+    ("benchmarking/html_report.py", "--slo"): _RESULT_FILES,
+    ("benchmarking/html_report.py", "-k "): _RESULT_FILES,
+    ("benchmarking/html_report.py", " --k-schedule "): _RESULT_FILES,
+    ("benchmarking/report.py", "--acceptance-wait 25s"): _RESULT_FILES,
+    ("benchmarking/report.py", "-k "): _RESULT_FILES,
+    ("benchmarking/report.py", " --k-schedule "): _RESULT_FILES,
+    ("benchmarking/report.py", "see `peagle plan`"): _RESULT_FILES,
+    ("benchmarking/metrics.py", "--workers"): _RESULT_FILES,
+    ("benchmarking/report.py", "local peagle sandbox"): "prose: the sandbox, not a command",
+    ("benchmarking/results.py", "local peagle sandbox"): "prose: the sandbox, not a command",
+    ("catalog/regional_prices.py", "peagle instances --live-prices"): (
+        "the price label is a plain string carried into deploy's confirm question and the "
+        "status document; wording it per face needs RegionalPrice.label as a Text (a gap)"
+    ),
+    ("drafter/check.py", "aws s3 rm"): "the AWS CLI's command, then prose about push",
+    ("drafter/check.py", "python -c"): "python's own -c, converting pickled weights",
+    ("lifecycle/adopt.py", "would let peagle delete"): "prose, not a command",
+    ("ops/deployment.py", "only in the peagle sandbox"): "prose: the sandbox, not a command",
+    ("ops/deployment.py", "peagle --sandbox deploy "): (
+        "the same deploy, run in the sandbox: neither a Call nor a Phrase says that in both "
+        "faces yet (a gap; the Python half names peagle_sandbox)"
+    ),
+    ("ops/deployment.py", "--sandbox-engine vllm"): "the same remedy as above",
+    ("ops/doctor.py", "pip install"): "pip's command line",
+    ("ops/doctor.py", "peagle sandbox install-engine"): (
+        "a command of the sandbox plugin, which has no SDK call in the product"
+    ),
+    ("planning/adopt/refusals.py", "aws sagemaker delete-endpoint"): "the AWS CLI's command",
+    ("planning/spec/model.py", ""): (
+        "spec field descriptions: documentation rendered by `schema` and the reference, as "
+        "docstrings are"
+    ),
+    ("planning/steps/environment.py", "--per-request-spec-decode-metrics"): (
+        "vLLM's own serve flag"
+    ),
+    ("planning/steps/scaling.py", "-p"): "a model-name suffix (-p<priority>), not a flag",
+    ("plugins.py", "pip install -e ./sandbox"): "pip's command line",
+    ("settings.py", "as --sandbox"): "documents the setting the CLI's --sandbox sets",
+    ("settings.py", "as --sandbox-engine"): "documents the setting --sandbox-engine sets",
+    ("settings.py", "peagle sandbox install-engine"): (
+        "a command of the sandbox plugin, which has no SDK call in the product"
+    ),
+    ("vllm/head_loading.py", "peagle models vLLM"): "prose: models is a verb here",
+}
 
 FACE_SWITCHES = frozenset(("_cli", "cli", "sdk", "face", "_face", "_sdk"))
 # (path, function) -> why it takes a face: the wording machinery itself, which words a
@@ -55,7 +108,16 @@ JSON_ALLOWED: dict[tuple[str, str], str] = {
 }
 SESSION = frozenset(("region", "aws", "say", "on_connect"))
 # (module path, qualified name) -> why it still takes two or more session parameters.
-SESSION_ALLOWED: dict[tuple[str, str], str] = {}
+SESSION_ALLOWED: dict[tuple[str, str], str] = {
+    ("endpoint", "Endpoint.attach"): "deprecated for one release (FutureWarning): "
+    "client.endpoint(name) is its spelling now",
+}
+# (path, imported module) -> why endpoint.py imports ops/ (or ops/ imports endpoint) there.
+IMPORTS_ALLOWED: dict[tuple[str, str], str] = {
+    ("endpoint.py", "sm_peagle.ops"): "the one-release shims of the names that moved to "
+    "ops/deployment.py (deploy, plan, plan_for, Deployment), each with a FutureWarning",
+    ("endpoint.py", "sm_peagle.ops.deployment"): "the same shims",
+}
 
 
 def _modules(exclude: tuple[str, ...] = ()) -> Iterator[tuple[str, ast.Module]]:
@@ -199,7 +261,14 @@ def test_the_cli_builds_no_json_document_outside_the_output_module() -> None:
 
 
 def _imports(tree: ast.Module) -> Iterator[tuple[int, str, list[str]]]:
+    """Every import that can run (an `if TYPE_CHECKING:` block never does)."""
+    skipped: set[int] = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            skipped |= {id(n) for child in node.body for n in ast.walk(child)}
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.ImportFrom):
             yield node.level, node.module or "", [a.name for a in node.names]
         elif isinstance(node, ast.Import):
@@ -212,6 +281,8 @@ def test_endpoint_imports_no_ops_and_ops_imports_no_endpoint() -> None:
     tree = ast.parse((ROOT / "endpoint.py").read_text())
     for level, module, names in _imports(tree):
         absolute = module if level == 0 else "sm_peagle." + module
+        if ("endpoint.py", absolute) in IMPORTS_ALLOWED:
+            continue
         if absolute.startswith("sm_peagle.ops") or (absolute == "sm_peagle" and "ops" in names):
             found.append(f"endpoint.py imports {absolute}")
     for rel, tree in _modules():
