@@ -110,11 +110,17 @@ def test_update_result_is_frozen_and_its_keys_are_deprecated(deployed, capsys):
 
 
 def test_adopt_to_dict_is_the_cli_document_action_included(world, capsys):
-    """`action` was added by the CLI; now the result's own document carries it."""
+    """`action` was added by the CLI; now the result's own document carries it. A check's
+    fix names an SDK call (`sm_peagle.update(...)`); `--json` prints the same document
+    with it in the CLI's words (`peagle update ...`), as `cli_doc` renders every Text."""
+    from sm_peagle.cli.faces import cli_doc
+
     create_jumpstart_endpoint(world.role_arn)
     doc = _unlabelled(_json(capsys, "adopt", ADOPTED, "--dry-run"))
     preview = sm_peagle.adopt(ADOPTED, dry_run=True)
-    assert preview.to_dict() == doc and doc["action"] == "dry-run" == preview.action
+    assert preview.to_dict() != doc  # the K warning's fix: Python's words, not the CLI's
+    assert cli_doc(preview.to_dict()) == doc
+    assert doc["action"] == "dry-run" == preview.action
     assert preview.tagged == [] and preview.dry_run is True
     adopted = sm_peagle.adopt(ADOPTED)
     assert adopted.action == "adopted" == adopted.to_dict()["action"]
