@@ -83,10 +83,48 @@ def _classes(obj: griffe.Object) -> Any:
             yield from _classes(member)
 
 
+def _runtime_docstring(fn: griffe.Function) -> str | None:
+    """The docstring of the object at `fn.path` as Python sees it once imported."""
+    import inspect
+
+    owner, _, name = fn.path.rpartition(".")
+    module_path, _, cls_name = owner.rpartition(".")
+    try:
+        obj: Any = importlib.import_module(owner)
+    except ImportError:
+        try:
+            obj = getattr(importlib.import_module(module_path), cls_name)
+        except Exception:  # noqa: BLE001 - not importable as such: keep the source's
+            return None
+    return inspect.getdoc(getattr(obj, name, None))
+
+
+def _spec_option_docs(pkg: griffe.Module, loader: griffe.GriffeLoader) -> None:
+    """A method decorated with `documents_spec_options` (plan, deploy, diff, apply,
+    update) gets its docstring as imported: the decorator adds an `Args:` entry for each
+    spec option from the one table (planning/spec/options.py), which griffe, reading the
+    source, would not see."""
+    for cls in list(_classes(pkg)):
+        for member in cls.members.values():
+            if member.is_alias or not member.is_function:
+                continue
+            if not any("documents_spec_options" in str(d.value) for d in member.decorators):
+                continue
+            doc = _runtime_docstring(member)
+            if doc:
+                member.docstring = griffe.Docstring(
+                    doc,
+                    parent=member,
+                    parser=loader.docstring_parser,
+                    parser_options=loader.docstring_options,
+                )
+
+
 class FieldDocs(griffe.Extension):
     """See the module docstring."""
 
     def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **_: Any) -> None:
+        _spec_option_docs(pkg, loader)
         for cls in list(_classes(pkg)):
             undocumented = {
                 name: m

@@ -54,6 +54,14 @@ class Endpoint:
         aws: deprecated: give a client (`sm_peagle.Client(aws=...)`) instead.
         region: deprecated: give a client (`sm_peagle.Client(region=...)`) instead.
         say: deprecated: give a client (`sm_peagle.Client(progress=...)`) instead.
+
+    Attributes:
+        name: the endpoint's name.
+        plan: the plan it was deployed from (set by `deploy`, `update` and `adopt`), or
+            None when the handle was made by name.
+        adoption: what `Endpoint.adopt` found (the reconstructed spec, checks and
+            differences), or None.
+        deployment: what `deploy` did (a `Deployment`), or None.
     """
 
     def __init__(

@@ -46,6 +46,8 @@ __all__ = [
 ]
 
 FORMATS = ("terraform", "cloudformation", "json", "sagemaker")
+"""The formats `export` writes: Terraform (*.tf.json), CloudFormation, the raw plan as
+JSON, and a sagemaker SDK script."""
 # First hashicorp/aws release with primary_container.additional_model_data_source.
 TF_PROVIDER_MIN = "6.22.0"
 # Floor when the plan sets InferenceAmiVersion al2023-ami-sagemaker-inference-gpu-4-1.

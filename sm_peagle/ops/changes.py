@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Call, Param, SpecError, text
+from ..planning.spec.options import documents_spec_options
 from .deployment import refuse_sandbox_only
 from .session import Session, check_endpoint_name, check_output_path, seconds
 
@@ -289,6 +290,7 @@ def _write_spec(output: Path, result: AdoptResult, say: Callable[[str], None]) -
 class ChangeOps(Session):
     """Update and adopt (methods of `sm_peagle.Client`)."""
 
+    @documents_spec_options
     def update(
         self,
         name: str,

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Call, Param, SpecError, text
+from ..planning.spec.options import documents_spec_options
 from .session import Say, Session, quiet, seconds
 
 if TYPE_CHECKING:
@@ -134,6 +135,7 @@ def refuse_sandbox_only(model: str | None, *, say: Say | None = None) -> None:
 class DeployOps(Session):
     """Plan, deploy, diff and apply (methods of `sm_peagle.Client`)."""
 
+    @documents_spec_options
     def plan(
         self,
         spec_or_model: DeploymentSpec | str | dict | Path,
@@ -180,9 +182,6 @@ class DeployOps(Session):
         Args:
             spec_or_model: a DeploymentSpec, a dict, a spec file path, or a catalog alias /
                 JumpStart id.
-            instance_type: … `scale_in_cooldown_minutes`: the spec options (`SpecOptions`
-                documents each); None keeps the spec's value. `region` must agree with
-                the client's region when the client has one.
             allow_live: read the JumpStart spec from S3 when it is neither bundled nor
                 cached (None: when credentials look present).
             jumpstart_spec: plan from this JumpStart spec, with no lookup at all.
@@ -209,6 +208,7 @@ class DeployOps(Session):
             strict=strict,
         )
 
+    @documents_spec_options
     def deploy(
         self,
         spec_or_model: DeploymentSpec | str | dict | Path | Plan,
@@ -255,7 +255,6 @@ class DeployOps(Session):
         Args:
             spec_or_model: as for `plan`, or a Plan it returned (re-planned when spec
                 options are given).
-            instance_type: … `scale_in_cooldown_minutes`: the spec options, as for `plan`.
             wait: wait until the endpoint is InService (False: return once created).
             timeout: give up waiting after this long: "2h", "90m" or seconds (default:
                 the download and health-check timeouts plus 15 minutes).
@@ -308,6 +307,7 @@ class DeployOps(Session):
 
     # -- a spec file in git: diff and apply ----------------------------------------------
 
+    @documents_spec_options
     def diff(
         self,
         spec_or_path: DeploymentSpec | str | dict | Path,
@@ -349,8 +349,6 @@ class DeployOps(Session):
 
         Args:
             spec_or_path: a spec file path, a dict or a DeploymentSpec.
-            instance_type: … `scale_in_cooldown_minutes`: spec options laid over the spec
-                (as `SpecOptions` documents them); None keeps the spec's value.
 
         Returns:
             An ApplyPlan: `.action` is "create", "update" or "noop", with `.spec_changes`
@@ -364,6 +362,7 @@ class DeployOps(Session):
 
         return self._compare(spec_or_path, options_from(locals()))[1]
 
+    @documents_spec_options
     def apply(
         self,
         spec_or_path: DeploymentSpec | str | dict | Path,
@@ -408,8 +407,6 @@ class DeployOps(Session):
 
         Args:
             spec_or_path: a spec file path, a dict or a DeploymentSpec.
-            instance_type: … `scale_in_cooldown_minutes`: spec options laid over the spec,
-                as for `diff`.
             dry_run: compare only; nothing changes.
             timeout: give up waiting after this long: "2h", "90m" or seconds.
             confirm: asked before anything changes; it raises to stop.

@@ -38,7 +38,17 @@ def quiet(_message: str) -> None:
 
 def connect(region: str | None = None) -> Any:
     """A fresh AWS context for `region` whose credentials are known to exist (no request
-    is sent: the local credential chain is consulted). NoCredentials otherwise."""
+    is sent: the local credential chain is consulted).
+
+    Args:
+        region: the AWS region (None: the environment's).
+
+    Returns:
+        An `AwsContext`.
+
+    Raises:
+        NoCredentials: no credentials can be found.
+    """
     from ..aws import AwsContext
 
     aws = AwsContext(region)

@@ -21,13 +21,7 @@ from pathlib import Path
 
 import pytest
 
-import sm_peagle
-
 pytestmark = pytest.mark.e2e
-needs_every_mixin = pytest.mark.skipif(
-    not all(hasattr(sm_peagle.Client, op) for op in ("deploy", "bench")),
-    reason="deploy and bench join the client with DeployOps and MeasureOps (issue 34)",
-)
 
 NOTEBOOK = """
 import json, sys
@@ -101,7 +95,6 @@ def _peagle(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]
     )  # fmt: skip
 
 
-@needs_every_mixin
 def test_a_notebook_deploys_measures_and_deletes_through_one_sandbox_client(
     tmp_path: Path,
 ) -> None:

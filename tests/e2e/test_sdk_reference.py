@@ -105,7 +105,6 @@ def test_the_reference_leads_with_the_client(sdk_html: str) -> None:
     assert sections[:3] == ["the-client", "results", "errors"], sections
 
 
-@pytest.mark.xfail(strict=True, reason="deploy's typed keywords and DeployOps arrive with H-deploy")
 def test_deploy_documents_the_spec_options_by_name(sdk_html: str) -> None:
     # A few spec options a user reaches for first (the spec's own keys: k is
     # speculative.num_speculative_tokens, the others are named as in the spec).
@@ -114,11 +113,6 @@ def test_deploy_documents_the_spec_options_by_name(sdk_html: str) -> None:
     assert not missing, f"Client.deploy documents {params}, not {missing}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the result classes' Attributes: sections (H-results), Endpoint's (H-client) and "
-    "ChatSession's (H-measure) arrive with their branches",
-)
 def test_no_field_renders_as_an_empty_box(sdk_html: str) -> None:
     empty = objects(sdk_html).empty
     assert not empty, (

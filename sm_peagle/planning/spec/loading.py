@@ -396,9 +396,20 @@ def _read(p: Path) -> str:
 
 
 def load_spec(path: str | Path, overrides: dict[str, Any] | None = None) -> DeploymentSpec:
-    """Load a YAML or JSON spec file, apply dotted-path overrides, and validate. Every
-    failure is a SpecError whose message names the file (and the line and column where
-    the file says it) and whose remedy says what to change."""
+    """Load a YAML or JSON spec file, apply dotted-path overrides, and validate.
+
+    Args:
+        path: the spec file (.yaml, .yml or .json).
+        overrides: dotted-path values laid over the file,
+            e.g. `{"speculative.num_speculative_tokens": 5}`.
+
+    Returns:
+        The validated `DeploymentSpec`.
+
+    Raises:
+        SpecError: the message names the file (and the line and column where the file
+            says it) and the remedy says what to change.
+    """
     p = Path(path)
     text = _read(p)
     data = _parse_json(p, text) if p.suffix == ".json" else _parse_yaml(p, text)

@@ -237,5 +237,78 @@ def spec_from_options(
     base: dict[str, Any] | None = None,
     **options: Any,
 ) -> DeploymentSpec:
-    """The SDK's keyword form of `build_spec`: k=7, mode="eagle3", autoscale="1:4"."""
+    """A validated spec from keywords, as `plan` builds it.
+
+    Args:
+        model: a catalog alias or JumpStart id.
+        spec_file: a spec file the keywords are laid over.
+        base: a spec as a dict, laid under the file and the keywords.
+        options: the spec options as keywords (`k=7`, `mode="eagle3"`,
+            `autoscale="1:4"`), as `SpecOptions` documents them.
+
+    Returns:
+        The validated `DeploymentSpec`.
+
+    Raises:
+        SpecError: a bad value, naming its field.
+    """
     return build_spec(model, spec_file, SpecOptions.from_keywords(options), base=base)
+
+
+def _option_docs() -> dict[str, list[str]]:
+    """Each spec option's entry in SpecOptions' `Attributes:` section: name -> its lines
+    (the first after `name: `, continuation lines as written)."""
+    doc = SpecOptions.__doc__ or ""
+    lines = doc.split("\n")
+    start = next(i for i, ln in enumerate(lines) if ln.strip() == "Attributes:")
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    entry = len(lines[start + 1]) - len(lines[start + 1].lstrip())
+    for ln in lines[start + 1 :]:
+        if not ln.strip():
+            break
+        indent = len(ln) - len(ln.lstrip())
+        if indent == entry and ":" in ln:
+            name, _, first = ln.strip().partition(":")
+            current = out[name] = [first.strip()]
+        elif current is not None:
+            current.append(ln.strip())
+    return out
+
+
+def documents_spec_options(func: Any) -> Any:
+    """`func`'s docstring with an `Args:` entry for each spec option it takes that the
+    docstring does not describe, from the one table's own descriptions (SpecOptions), so
+    plan, deploy, diff, apply and update document every keyword without five copies."""
+    import inspect
+
+    doc = func.__doc__ or ""
+    params = [p for p in inspect.signature(func).parameters if p in SPEC_OPTION_NAMES]
+    lines = doc.split("\n")
+    try:
+        at = next(i for i, ln in enumerate(lines) if ln.strip() == "Args:")
+    except StopIteration:
+        return func
+    head = len(lines[at]) - len(lines[at].lstrip())
+    end = at + 1
+    while end < len(lines) and (
+        not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > head
+    ):
+        end += 1
+    while end > at + 1 and not lines[end - 1].strip():
+        end -= 1
+    described = {
+        ln.strip().partition(":")[0]
+        for ln in lines[at + 1 : end]
+        if len(ln) - len(ln.lstrip()) == head + 4
+    }
+    docs = _option_docs()
+    added: list[str] = []
+    for name in params:
+        if name in described or name not in docs:
+            continue
+        first, *rest = docs[name]
+        added.append(" " * (head + 4) + f"{name}: {first}")
+        added += [" " * (head + 8) + more for more in rest]
+    func.__doc__ = "\n".join([*lines[:end], *added, *lines[end:]])
+    return func
