@@ -147,7 +147,18 @@ def require_endpoint(aws: Any, name: str, *, serving: bool = False) -> None:
 @dataclass
 class ChatSession:
     """A chat with history: `send(text)` adds the turn and the answer; a failed turn is
-    left out of the history, so it can be retried."""
+    left out of the history, so it can be retried.
+
+    Attributes:
+        runtime: The runtime client the turns are sent with.
+        params: The sampling parameters of every turn (max_tokens, temperature, top_p).
+        stream: Whether each answer is streamed.
+        history: The conversation so far (the system message, then user and assistant
+            messages), as the chat completions API takes it.
+        endpoint: The endpoint's name as it was given.
+        component: The inference component talked to, or None.
+        turns: Each answered turn's InvokeResult, in order.
+    """
 
     runtime: RuntimeClient
     params: dict[str, Any] = field(default_factory=dict)
