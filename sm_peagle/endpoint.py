@@ -3,7 +3,7 @@
 `sm_peagle.deploy(...)` (`Client.deploy`, in `sm_peagle.ops.deployment`) returns one:
 
     with sm_peagle.deploy("gpt-oss-20b", k=5, role=ROLE) as ep:
-        print(ep.status()["status"])
+        print(ep.status().status)
     # the endpoint, its config and model are deleted here, even on an exception
 
 `deploy`, `plan`, `plan_for` and `Deployment` lived here before the client; they still
@@ -341,7 +341,7 @@ class Endpoint:
     def bench(self, *, component: str | None = None, **options: Any) -> Any:
         """Benchmark this endpoint (`peagle bench`; see `sm_peagle.bench` for every
         option) -> BenchResult, which reads like the peagle.bench/1 document
-        (`r["levels"]`; `r.to_dict()`). `concurrency=2`, `[1, 4]` or `"1,4"`; every
+        (`r.levels`; `r.to_dict()`). `concurrency=2`, `[1, 4]` or `"1,4"`; every
         option is checked before any request (SpecError). `component`: the inference
         component to benchmark (checked before any traffic). The older spellings
         `duration_s=`, `acceptance_wait_s=` and `rates=` still work."""

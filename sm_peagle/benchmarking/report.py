@@ -1,4 +1,5 @@
-"""Render results documents: terminal tables, markdown, CSV and a PNG chart.
+"""Render results documents: markdown, CSV, a PNG chart, and the plain-text parts the
+CLI's terminal tables are made of (cli/bench_render.py draws those).
 
 Every rendering starts with where the numbers came from (endpoint, instance type, image,
 vLLM version, mode/K, dataset and its hash, client, time) and says SIMULATED in its title
@@ -20,9 +21,8 @@ from .results import from_sandbox, is_simulated, iso, provenance
 __all__ = [
     "PlotUnavailable",
     "acceptance_notes",
-    "provenance_lines",
-    "render_console",
     "plot_unavailable",
+    "provenance_lines",
     "require_matplotlib",
     "to_csv",
     "to_markdown",
@@ -374,35 +374,3 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
     plt.close(fig)
     write_atomic(path, buf.getvalue())
     return path
-
-
-def render_console(doc: dict[str, Any], con: Any, table: Any) -> None:
-    """Print `doc` for people on `con` (a rich Console); `table(title, columns, rows)`
-    builds each table (the CLI's, which never breaks a word). Passed in, so bench never
-    imports the CLI."""
-    from rich.markup import escape  # values hold brackets ("[32, 8640]"), not markup
-
-    style = "bold red" if from_sandbox(doc) else "bold"  # red: not measured on AWS
-    con.print(f"[{style}]{escape(title_of(doc))}[/]")
-    for line in provenance_lines(doc):
-        con.print(f"  {line}", markup=False)
-    if doc.get("kind") == "sweep":
-        cols, rows = comparison_rows(doc)
-        con.print(table(f"output tokens/s ({provenance(doc)})", cols, rows))
-        for line in recommendation_lines(doc):
-            con.print(f"recommended {line}", markup=False)
-        for f in doc.get("failures") or []:
-            failed = f"{f['configuration']}: {f['error']}"
-            con.print(f"[red]failed[/] {escape(failed)}")
-    # The terminal gets the columns people compare; markdown/CSV carry every statistic.
-    keep = [0, 1, 2, 3, 5, 6, 9, 10, 11]
-    cols = [LEVEL_COLUMNS[i] if i != 5 else "TTFT p50 ms" for i in keep]
-    rows = [[row[i] if i != 5 else row[i].split("/")[0] for i in keep] for row in level_rows(doc)]
-    con.print(table(f"levels ({provenance(doc)})", cols, rows))
-    for note in acceptance_notes(doc):
-        con.print(note, markup=False, soft_wrap=True)
-    for run in runs_of(doc):
-        for lv in run["levels"]:
-            if lv["client_cpu"].get("warning"):
-                warning = f"c={lv['concurrency']}: {lv['client_cpu']['warning']}"
-                con.print(f"[yellow]warning[/] {escape(warning)}")

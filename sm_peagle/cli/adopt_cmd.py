@@ -85,12 +85,7 @@ def adopt_command(
         confirm=asker(yes),
         on_result=current().human(render_adoption),  # before the prompt, for people
     )
-    action = "dry-run" if dry_run else "adopted"
-    current().result(
-        result,
-        render=lambda r: _render_adopted(r, name, dry_run),
-        document={**result.to_dict(), "action": action},
-    )
+    current().result(result, render=lambda r: _render_adopted(r, name, dry_run))
 
 
 def _render_adopted(result: Any, name: str, dry_run: bool) -> None:

@@ -24,6 +24,7 @@ from .bench_options import (
     ShareOpt,
     SloOpt,
 )
+from .bench_render import render_measurement
 from .options import (
     concurrency_option,
     k_list_option,
@@ -99,13 +100,6 @@ def measure_client(region: str | None, *, say_where: bool = True) -> Any:
     from ..client import Client
 
     return Client(region=region, progress=note, on_connect=_target if say_where else None)
-
-
-def render_measurement(result: Any) -> None:
-    """A measurement result (bench, sweep, report) for people: its own tables."""
-    from .output import console, table
-
-    result.render(console(), table)
 
 
 def bench_command(
@@ -227,8 +221,8 @@ def sweep_command(
         max_probes=max_probes, requests_out=requests_out, out_dir=out_dir, keep=keep,
         role=role,
     )  # fmt: skip
-    doc = result.to_dict()
-    note(f"sweep took {doc['elapsed_s']:.1f}s; left behind: {doc['cleanup']['kept'] or 'nothing'}")
+    kept = result.cleanup.get("kept")
+    note(f"sweep took {result.elapsed_s:.1f}s; left behind: {kept or 'nothing'}")
     current().result(result, render=render_measurement)
     if result.failed:
         raise PeagleError("every configuration failed", remedy=f"see {result.out_dir}/sweep.json")

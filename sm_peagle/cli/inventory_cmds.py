@@ -38,75 +38,74 @@ def render_status(name: str, st: Any) -> None:
     any operation on it that did not finish, with the commands that undo or finish it."""
     from .faces import cli_text
 
-    if st.get("problem"):
-        rows = [["source", current().label], ["status", st["status"]]]
+    if st.problem:
+        rows = [["source", current().label], ["status", st.status]]
         console().print(table(name, ["field", "value"], rows))
-        fix = cli_text(st["fix"]) or ""
-        note(f"{name} is broken: {st['problem']}; `{fix.split(' (', 1)[0]}` removes it")
+        fix = cli_text(st.fix) or ""
+        note(f"{name} is broken: {st.problem}; `{fix.split(' (', 1)[0]}` removes it")
     else:
         _render_healthy(name, st)
-    for u in st.get("unfinished") or []:
-        who = f"operation {u['operation']}" if u["operation"] else "an operation"
-        if u["state"] == "running":
-            note(f"{who} may still be running ({u['owner']}): {', '.join(u['resources'])}")
+    for u in st.unfinished or []:
+        who = f"operation {u.operation}" if u.operation else "an operation"
+        if u.state == "running":
+            note(f"{who} may still be running ({u.owner}): {', '.join(u.resources)}")
             continue
         # The SDK names the calls; the CLI prints their commands (cli/faces.py).
-        steps = [f"undo: `{cli_text(u['undo'])}`"] if u.get("undo") else []
-        if u.get("finish"):
-            steps.append(f"finish: `{(cli_text(u['finish']) or '').split(' (', 1)[0]}`")
-        note(f"{who} did not finish: {', '.join(u['resources'])}; {'; '.join(steps)}")
+        steps = [f"undo: `{cli_text(u.undo)}`"] if u.undo else []
+        if u.finish:
+            steps.append(f"finish: `{(cli_text(u.finish) or '').split(' (', 1)[0]}`")
+        note(f"{who} did not finish: {', '.join(u.resources)}; {'; '.join(steps)}")
 
 
 def _render_healthy(name: str, st: Any) -> None:
-    price = st.get("price") or "unknown"  # names its region and source, or why unknown
+    price = st.price or "unknown"  # names its region and source, or why unknown
     rows = [
         ["source", current().label],
-        ["status", st["status"]],
+        ["status", st.status],
         [
             "instances",
-            f"{st['instance_count']} (desired {st['desired_instance_count']}) x "
-            f"{st['instance_type']}",
+            f"{st.instance_count} (desired {st.desired_instance_count}) x {st.instance_type}",
         ],
     ]
-    if st.get("managed_instance_scaling"):
-        m = st["managed_instance_scaling"]
+    if st.managed_instance_scaling:
+        m = st.managed_instance_scaling
         scale_in = f", scale-in {m['scale_in']}" if m.get("scale_in") else ""
         rows.append(["managed scaling", f"min {m['min']} / max {m['max']} instances{scale_in}"])
-    if "components" not in st:  # one model on the variant; components carry their own
-        k = f", K={st['k']}" if st["k"] is not None else ""
-        rows += [["mode", st["mode"] + k], ["image", st["image"]]]
-        if st.get("model_data"):
-            rows.append(["weights", st["model_data"]])
-        for channel, uri in (st.get("additional_data") or {}).items():
+    if st.components is None:  # one model on the variant; components carry their own
+        k = f", K={st.k}" if st.k is not None else ""
+        rows += [["mode", (st.mode or "") + k], ["image", st.image]]
+        if st.model_data:
+            rows.append(["weights", st.model_data])
+        for channel, uri in (st.additional_data or {}).items():
             rows.append(["drafter" if channel == "eagle" else f"data ({channel})", uri])
-    rows += [["age", f"{st['age_seconds'] // 60} min"], ["cost", price]]
-    if st.get("autoscaling"):
-        a = st["autoscaling"]
+    rows += [["age", f"{(st.age_seconds or 0) // 60} min"], ["cost", price]]
+    if st.autoscaling:
+        a = st.autoscaling
         rows.append(["autoscaling", f"min {a['min']} / max {a['max']}"])
-    if st["failure_reason"]:
-        rows.append(["failure reason", st["failure_reason"]])
+    if st.failure_reason:
+        rows.append(["failure reason", st.failure_reason])
     console().print(table(name, ["field", "value"], rows))
-    if "components" in st:
-        console().print(_components_table(name, st["components"]))
+    if st.components is not None:
+        console().print(_components_table(name, st.components))
 
 
-def _components_table(endpoint: str, comps: list[dict]) -> object:
+def _components_table(endpoint: str, comps: list[Any]) -> object:
     """One row per inference component: what it runs, its copies (current/desired) and
     its copy-count autoscaling range; narrow, so a row fits an 80-column terminal."""
     from ..ops.endpoints import component_short_name
 
     rows = []
     for c in comps:
-        short = component_short_name(endpoint, c["name"])
-        mode = c["mode"] + (f", K={c['k']}" if c.get("k") is not None else "")
-        copies = f"{c['current_copies']}/{c['desired_copies']}"
-        if c["scaled_to_zero"]:
+        short = component_short_name(endpoint, c.name)
+        mode = (c.mode or "") + (f", K={c.k}" if c.k is not None else "")
+        copies = f"{c.current_copies}/{c.desired_copies}"
+        if c.scaled_to_zero:
             copies += " (scaled to zero)"
-        scaling = c.get("autoscaling")
+        scaling = c.autoscaling
         rows.append(
             [
                 short,
-                c["status"] + (f": {c['failure_reason']}" if c.get("failure_reason") else ""),
+                (c.status or "") + (f": {c.failure_reason}" if c.failure_reason else ""),
                 mode,
                 copies,
                 f"{scaling['min']}..{scaling['max']}" if scaling else "-",
@@ -129,11 +128,11 @@ def ls_command(
     """List endpoints managed by peagle (by tag)."""
     from .context import client
 
-    rows = [r.to_dict() for r in client(region).ls(include_unmanaged=all_)]
+    rows = client(region).ls(include_unmanaged=all_)
     current().result(rows, render=lambda rows: _render_ls(rows, all_))
 
 
-def _render_ls(rows: list[dict], all_: bool) -> None:
+def _render_ls(rows: list[Any], all_: bool) -> None:
     """A table titled with where the endpoints were listed ([AWS], [SANDBOX (…)])."""
     label = f"[{current().label}]"
     if not rows:
@@ -145,8 +144,8 @@ def _render_ls(rows: list[dict], all_: bool) -> None:
 
     from ..ops.endpoints import component_short_name
 
-    def short(r: dict) -> str:  # components by the short names they were deployed with
-        names = [component_short_name(r["endpoint"], c) for c in r["components"]]
+    def short(r: Any) -> str:  # components by the short names they were deployed with
+        names = [component_short_name(r.endpoint, c) for c in r.components]
         return ", ".join(names) or "-"
 
     console().print(
@@ -155,10 +154,10 @@ def _render_ls(rows: list[dict], all_: bool) -> None:
             ["endpoint", "status", "created", "peagle", "components"],
             [
                 [
-                    r["endpoint"],
-                    r["status"],
-                    r["created"][:19],
-                    "yes" if r["managed"] else "no",
+                    r.endpoint,
+                    r.status,
+                    r.created[:19],
+                    "yes" if r.managed else "no",
                     short(r),
                 ]
                 for r in rows
@@ -269,10 +268,10 @@ def delete_command(
 
 def _render_delete(result: Any, name: str, dry_run: bool) -> None:
     if result.note:
-        typer.echo(f"{name}: {result['note']}")
+        typer.echo(f"{name}: {result.note}")
     elif dry_run:
         typer.echo(f"would delete: {', '.join(result.would_delete)}")
-        for kept, users in result.get("kept_shared", {}).items():
+        for kept, users in (result.kept_shared or {}).items():
             typer.echo(f"would keep {kept}: endpoint {', '.join(users)} uses it")
     # Otherwise the lifecycle already said "deleted N resources: ..." (once, on stderr).
 

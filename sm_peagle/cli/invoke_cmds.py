@@ -72,24 +72,6 @@ def acceptance_note(c: Any) -> str | None:
     return f"acceptance: {c.acceptance_length:.1f} tokens/step{share}, per request"
 
 
-JSON_KEYS = (
-    "text",
-    "finish_reason",
-    "usage",
-    "ttft_s",
-    "e2e_s",
-    "output_tokens_per_s",
-    "mean_tokens_per_chunk",
-    "tpot_s",
-    "spec_decode",  # vLLM's metrics.speculative_decoding, verbatim; null when not reported
-)
-
-
-def _json_doc(c: Any) -> dict[str, Any]:
-    doc = c.to_dict()
-    return {k: doc[k] for k in JSON_KEYS}
-
-
 class _Live:
     """Callbacks that write the answer to stdout as it arrives (reasoning to stderr), and
     end a partial answer's line before an error line."""
@@ -184,7 +166,7 @@ def invoke_command(
         temperature=temperature, top_p=top_p, stream=stream, raw=raw, component=component,
     )  # fmt: skip
     completion = current().human(_Live(stream).run, otherwise=_send)(send)
-    current().result(completion, render=_render_stats, document=_json_doc(completion))
+    current().result(completion, render=_render_stats)
 
 
 def chat_command(
@@ -212,7 +194,6 @@ def chat_command(
     turn = current().human(_live_turn, otherwise=_json_turn)
     if interactive:
         note("type a message; /exit or Ctrl-D to quit")
-    turns: list[dict[str, Any]] = []
     while True:
         if interactive:
             sys.stderr.write("you> ")
@@ -233,8 +214,5 @@ def chat_command(
             # A person can retry; the failed turn is left out of the history.
             note(f"error: {e.one_line()}")
             continue
-        turns.append(_json_doc(completion))
         _render_stats(completion)
-    transcript = {"endpoint": name, "component": component, "messages": session.history,
-                  "turns": turns}  # fmt: skip
-    current().result(session, render=_render_transcript, document=transcript)
+    current().result(session.transcript(), render=_render_transcript)

@@ -1,10 +1,9 @@
 """One output object for the CLI: JSON for machines, rich for people, one-line errors.
 
     out = current()                     # configured by the root options (--json, -q, -v)
-    out.result(obj, render=show)        # --json: obj.to_dict() as one JSON document;
+    out.result(obj, render=show)        # --json: obj.to_dict() as one JSON document (the
+                                        # SDK result's own: the CLI builds none);
                                         # otherwise show(obj) (rich is fine in there)
-    out.result(obj, show, document=doc) # --json: `doc` instead (a document that is not
-                                        # obj.to_dict(), kept as users parse it)
     out.stream(items, render=show)      # --json: JSON Lines, one per item as it comes
     out.label                           # where this command's output comes from: AWS,
                                         # SANDBOX (SIMULATED), SANDBOX (vllm X.Y.Z, CPU,
@@ -123,9 +122,6 @@ def document_label(doc: Any, obj: Any = None) -> str:
     return settings.source_label()
 
 
-_UNSET: Any = object()
-
-
 class Output:
     """Where a command's output goes, in one of two modes (human or JSON)."""
 
@@ -152,15 +148,14 @@ class Output:
         obj: Any,
         render: Callable[[Any], Any] | None = None,
         *,
-        document: Any = _UNSET,
         label: str | None = None,
     ) -> None:
-        """The command's result: one JSON document with --json (`document` if given, else
-        `to_document(obj)`), labelled with `label` or where it came from
+        """The command's result: one JSON document with --json (`to_document(obj)`: the
+        result's own `to_dict()`), labelled with `label` or where it came from
         (`document_label`), else `render(obj)` (which prints, or returns something to
         print: a string or a rich renderable)."""
         if self.json:
-            doc = to_document(obj) if document is _UNSET else document
+            doc = to_document(obj)
             self.json_document(labelled(doc, label or document_label(doc, obj)))
             return
         shown = render(obj) if render is not None else obj

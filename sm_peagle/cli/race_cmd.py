@@ -23,19 +23,21 @@ from .output import current, note
 from .spec_options import JsonOpt, RegionOpt
 
 
-def _header(s: dict[str, Any]) -> str:
+def _header(s: Any) -> str:
+    """A side (`RaceSide`) in one line: its state, TTFT, tokens, tokens/s, acceptance."""
+
     def f(v: Any, fmt: str) -> str:
         return "-" if v is None else fmt.format(v)
 
-    state = "error" if s["error"] else ("done" if s["done"] else "streaming")
+    state = "error" if s.error else ("done" if s.done else "streaming")
     line = (
-        f"{s['side']}: {s['target']}  [{state}]  TTFT {f(s['ttft_s'], '{:.3f}s')} · "
-        f"{s['output_tokens']} tok · {f(s['output_tokens_per_s'], '{:,.0f}')} tok/s"
+        f"{s.side}: {s.target}  [{state}]  TTFT {f(s.ttft_s, '{:.3f}s')} · "
+        f"{s.output_tokens} tok · {f(s.output_tokens_per_s, '{:,.0f}')} tok/s"
     )
-    if s.get("acceptance_length") is not None:  # vLLM's count, sent with the last chunk
-        rate = s.get("draft_acceptance_rate")
+    if s.acceptance_length is not None:  # vLLM's count, sent with the last chunk
+        rate = s.draft_acceptance_rate
         share = f" ({rate:.0%})" if rate is not None else ""
-        line += f" · acc {s['acceptance_length']:.1f} tok/step{share}"
+        line += f" · acc {s.acceptance_length:.1f} tok/step{share}"
     return line
 
 
@@ -47,16 +49,17 @@ def _live_view(lanes_height: int) -> Any:
     from rich.table import Table
     from rich.text import Text
 
+    from ..ops.measure_results import RaceSide
     from .output import console
 
     con = console()
     live = Live(console=con, refresh_per_second=10, transient=False)
 
-    def pane(s: dict[str, Any], width: int) -> Panel:
-        body = Text(s["error"] or s["text"] or "…", style="red" if s["error"] else "")
+    def pane(s: RaceSide, width: int) -> Panel:
+        body = Text(s.error or s.text or "…", style="red" if s.error else "")
         lines = body.wrap(con, max(width - 4, 10))
         tail = Text("\n").join(list(lines)[-lanes_height:])
-        style = "green" if s["done"] and not s["error"] else ("red" if s["error"] else "cyan")
+        style = "green" if s.done and not s.error else ("red" if s.error else "cyan")
         title = Text(_header(s), style="bold")  # a Text: "[done]" is not markup
         return Panel(tail, title=title, title_align="left", border_style=style,
                      height=lanes_height + 2)  # fmt: skip
@@ -66,7 +69,7 @@ def _live_view(lanes_height: int) -> Any:
         grid = Table.grid(expand=True)
         grid.add_column(ratio=1)
         grid.add_column(ratio=1)
-        a, b = (lane.snapshot() for lane in lanes)
+        a, b = (RaceSide.from_dict(lane.snapshot()) for lane in lanes)
         grid.add_row(pane(a, width), pane(b, width))
         live.update(Group(grid))
 
@@ -138,13 +141,11 @@ def race_command(
 
 def _render_race(result: Any, shown_live: bool) -> None:
     """The final numbers (unless the live panes showed them) and the verdict."""
-    doc = result.to_dict()
     if not shown_live:
-        for side in ("a", "b"):
-            s = doc[side]
+        for s in (result.a, result.b):
             print(_header(s))
-            if s["error"]:
-                print(f"  error: {s['error']}")
+            if s.error:
+                print(f"  error: {s.error}")
     if result.simulated:
         note("SIMULATED: the local sandbox made these tokens and timings up")
     print(result.verdict)

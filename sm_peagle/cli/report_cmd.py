@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from .bench_cmds import CsvOpt, MarkdownOpt, PlotOpt, render_measurement
+from .bench_cmds import CsvOpt, MarkdownOpt, PlotOpt
+from .bench_render import render_measurement
 from .output import current
 from .spec_options import JsonOpt
 

@@ -69,27 +69,25 @@ def render_tune_k(result: Any) -> None:
     from .advice import Suggestion, render
     from .output import console, table
 
-    out = result.to_dict()
     ests = result.estimates
     con = console()
-    label = out["label"]
-    if out.get("simulated"):
+    label = result.label
+    if result.simulated:
         con.print("[bold red]SIMULATED[/] sandbox numbers")
     for est in ests:
         rows = [
-            [str(r["k"]), f"{r['acceptance_length']:.2f}", f"{r['marginal_rate']:.3f}",
-             f"{r['output_tokens_per_s']:,.0f}", "<- measured" if r["k"] == est["measured_k"]
-             else ""]
-            for r in est["by_k"]
+            [str(r.k), f"{r.acceptance_length:.2f}", f"{r.marginal_rate:.3f}",
+             f"{r.output_tokens_per_s:,.0f}", "<- measured" if r.k == est.measured_k else ""]
+            for r in est.by_k or []
         ]  # fmt: skip
-        title = f"{out.get('endpoint')} at concurrency {est['concurrency']}: {label}"
+        title = f"{result.endpoint} at concurrency {est.concurrency}: {label}"
         cols = ["K'", "acceptance length", "rate at K'", "est. out tok/s", ""]
         con.print(table(title, cols, rows))
-        if est.get("rates_from"):
-            con.print(f"per-position rates from {est['rates_from']}", markup=False)
+        if est.rates_from:
+            con.print(f"per-position rates from {est.rates_from}", markup=False)
         con.print(
-            f"estimated best: K'={est['recommended_k']} (smallest within "
-            f"{est['tolerance']:.0%} of the best; step cost +{est['position_cost']:.0%} per "
+            f"estimated best: K'={est.recommended_k} (smallest within "
+            f"{est.tolerance:.0%} of the best; step cost +{est.position_cost:.0%} per "
             f"position) — an ESTIMATE: confirm with `{render(Suggestion.of('sweep'))}`",
             markup=False,
         )

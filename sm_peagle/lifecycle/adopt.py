@@ -12,7 +12,7 @@ After that `update`, `apply`, `diff`, `bench`, `delete` and `gc` treat it as the
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..checks import Check, warned
@@ -33,12 +33,28 @@ __all__ = ["AdoptResult", "adopt", "read_deployed"]
 MAX_TAGS = 50  # per SageMaker resource
 
 
-@dataclass
+@dataclass(frozen=True)
 class AdoptResult:
+    """What `adopt` found and did; `to_dict()` is the `peagle adopt --json` document.
+
+    Attributes:
+        adoption: The reconstruction: the spec, its plan, what it cannot carry.
+        deployed: The endpoint, its config and models as described.
+        checks: The plan's checks, the head's, and adopt's own notes.
+        tagged: The ARNs tagged peagle:managed (empty on a dry run).
+        dry_run: True when nothing was tagged by request (`dry_run`).
+    """
+
     adoption: Adoption
     deployed: Deployed
-    checks: list[Check]  # the plan's, the head's, and adopt's own notes
-    tagged: list[str] = field(default_factory=list)  # ARNs, empty on a dry run
+    checks: list[Check]
+    tagged: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def action(self) -> str:
+        """`dry-run` or `adopted`."""
+        return "dry-run" if self.dry_run else "adopted"
 
     @property
     def spec(self) -> DeploymentSpec:
@@ -75,6 +91,7 @@ class AdoptResult:
         doc.pop("notes", None)
         doc["resources"] = [{"kind": k, "name": n} for k, n in self.resources]
         doc["tagged"] = self.tagged
+        doc["action"] = self.action
         return doc
 
 
@@ -204,10 +221,11 @@ def adopt(
         say(f"an earlier adopt of {name} stopped partway; finishing it")
     adoption = reconstruct(d, model=model, jumpstart_spec=_jumpstart_spec(d, model))
     checks = _merged(adoption.notes, adoption.plan.checks) + _head_checks(aws, adoption)
-    result = AdoptResult(adoption, d, checks)
     if dry_run:
-        result.checks += _shared_notes(aws.client("sagemaker"), d)
-        return result
+        return AdoptResult(
+            adoption, d, checks + _shared_notes(aws.client("sagemaker"), d), dry_run=True
+        )
+    result = AdoptResult(adoption, d, checks)
     _refuse_shared(aws.client("sagemaker"), d)
     if adoption.differences and not accept_differences:
         raise _differences_refusal(d.name, adoption.differences)
@@ -216,8 +234,7 @@ def adopt(
     _refuse_if_moved(aws.client("sagemaker"), d)  # the answer may have taken a while
     if before_tagging is not None:
         before_tagging(result)
-    result.tagged = _tag(aws.client("sagemaker"), result, say)
-    return result
+    return replace(result, tagged=_tag(aws.client("sagemaker"), result, say))  # frozen
 
 
 def _differences_refusal(name: str, diffs: list[Difference]) -> SpecError:

@@ -27,9 +27,15 @@ __all__ = ["RECOMMEND_MODES", "CatalogOps", "Recommendation"]
 RECOMMEND_MODES = ("p-eagle", "eagle3", "baseline")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Recommendation:
-    """Where a model fits, best first, and on what basis the ranking rests."""
+    """Where a model fits, best first; `to_dict()` is the `peagle recommend --json` document.
+
+    Attributes:
+        model: The model ranked for.
+        basis: What the ranking rests on ($/h and headroom, or measured $ per 1M tokens).
+        candidates: The instance types it fits, best first.
+    """
 
     model: str
     basis: str

@@ -46,12 +46,27 @@ Confirm = Callable[[str], None]
 # -- update ---------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class UpdateResult:
-    """What `update` did. `kind`: "endpoint" (K, mode or instances of a one-model
-    endpoint), "component" (K or mode of one inference component) or "copies" (an
-    inference component's copy count). `changes`: "K 5 -> 3", ... (empty: nothing to
-    change)."""
+    """What `update` did; `to_dict()` is the `peagle update --json` document.
+
+    Attributes:
+        kind: "endpoint" (K, mode or instances of a one-model endpoint), "component" (K or
+            mode of one inference component) or "copies" (an inference component's copy
+            count).
+        endpoint: The endpoint's name.
+        status: Its EndpointStatus after the update; None for a dry run (nothing was asked
+            of the endpoint).
+        changes: What changes, "K 5 -> 3", ... (empty: nothing to change).
+        created: The resources created, (kind, name) pairs in order.
+        endpoint_config: The endpoint config it now runs (kind "endpoint"), else None.
+        speculative_config: vLLM's speculative config now served, or None.
+        component: The inference component changed (kinds "component", "copies"), else None.
+        desired_copies: The copy count asked for (kind "copies"), else None.
+        current_copies: The copies running when it returned (kind "copies"), else None.
+        dry_run: True when nothing was changed, only planned.
+        plan: The endpoint's new plan (not part of the document), or None.
+    """
 
     kind: str
     endpoint: str
@@ -81,8 +96,15 @@ class UpdateResult:
         return self.desired_copies == 0 and self.current_copies == 0
 
     def __getitem__(self, key: str) -> Any:
-        """`result["status"]`, as `Endpoint.update` returned before; `result["created"]`
-        is the created resources' names, as it was then."""
+        """Deprecated: `result["status"]`, as `Endpoint.update` returned before (a
+        FutureWarning; read `result.status`); `result["created"]` is the created resources'
+        names, as it was then."""
+        import warnings
+
+        instead = "[name for _, name in .created]" if key == "created" else f".{key}"
+        warnings.warn(
+            f"UpdateResult[{key!r}] is deprecated: use {instead}", FutureWarning, stacklevel=2
+        )
         if key == "created":
             return [n for _, n in self.created]
         return self.to_dict()[key]

@@ -76,10 +76,15 @@ class Deployment:
         }
 
 
-@dataclass
+@dataclass(frozen=True)
 class ApplyResult:
-    """What `apply` did: the comparison (`diff`'s result), whether it was applied, and
-    the endpoint's status after."""
+    """What `apply` did; `to_dict()` is the `peagle apply --json` document.
+
+    Attributes:
+        diff: The comparison of the spec with what runs (`diff`'s result).
+        applied: Whether anything was asked of SageMaker.
+        status: The endpoint's status after, when applied; else None.
+    """
 
     diff: ApplyPlan
     applied: bool

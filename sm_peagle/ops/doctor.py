@@ -167,9 +167,17 @@ def _literal_values(annotation: Any) -> set[str]:
 
 @dataclass(frozen=True)
 class DoctorCheck:
-    """One row: `status` (ok, newer, not checked, failed), what this peagle has (`known`),
-    what the source answered (`found`), who answered (`source`), and one line saying what
-    it means or why it was not checked (`detail`); `extra`: the row's structured data."""
+    """One row of `doctor`; `to_dict()` is its document in `peagle doctor --json`.
+
+    Attributes:
+        name: The check's name (`vllm`, `image`, `botocore`, ...).
+        status: ok, newer, not checked or failed.
+        known: What this peagle has, or None.
+        found: What the source answered, or None.
+        source: Who answered, or None.
+        detail: One line saying what it means, or why it was not checked.
+        extra: The row's structured data (merged into its document).
+    """
 
     name: str
     status: str
@@ -198,16 +206,33 @@ class DoctorCheck:
 
 @dataclass(frozen=True)
 class DoctorReport:
-    """Every check (`checks`, in CHECKS order) and what this process talks to (`label`)."""
+    """What `doctor` found; `to_dict()` is the `peagle doctor --json` document.
+
+    Attributes:
+        checks: Every check, in CHECKS order (`check(name)` finds one).
+        label: What this process talks to (AWS, or the sandbox and its engine).
+    """
 
     checks: tuple[DoctorCheck, ...]
     label: str
 
-    def __getitem__(self, name: str) -> DoctorCheck:
+    def check(self, name: str) -> DoctorCheck:
+        """The check called `name` (`vllm`, `image`, ...; KeyError if there is none)."""
         for check in self.checks:
             if check.name == name:
                 return check
         raise KeyError(name)
+
+    def __getitem__(self, name: str) -> DoctorCheck:
+        """Deprecated (a FutureWarning): `report.check(name)`."""
+        import warnings
+
+        warnings.warn(
+            f"DoctorReport[{name!r}] is deprecated: use .check({name!r})",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return self.check(name)
 
     @property
     def newer(self) -> list[DoctorCheck]:

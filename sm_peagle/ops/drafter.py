@@ -38,10 +38,18 @@ DRAFTER_MODES = ("p-eagle", "eagle3")
 FORCE = Param("force", True)
 
 
-@dataclass
+@dataclass(frozen=True)
 class DrafterCheck:
     """`drafter check`'s verdict: each check (same shape as the plan's) and whether all
-    passed. `raise_for_failures()` raises CheckFailed (exit 2 in the CLI) when not."""
+    passed (`ok`). `raise_for_failures()` raises CheckFailed (exit 2 in the CLI) when not.
+
+    Attributes:
+        source: The head checked (a directory, an S3 URI or a Hugging Face repo).
+        target: What it was checked against (`model`, `hidden_size`, `vocab_size`,
+            `vllm_version`, `mode`, `k`, `trained_k`).
+        checks: Each check, as the plan's.
+        inspection: What was read from the head (`DrafterInspection`).
+    """
 
     source: str
     target: dict[str, Any]
@@ -69,26 +77,68 @@ class DrafterCheck:
         }
 
 
-@dataclass
+@dataclass(frozen=True)
 class DrafterPush:
-    """What `drafter_push` did: the push's own result (`drafter.push.PushResult`: what was
-    uploaded, skipped and found), where from, and the AdditionalModelDataSources entry that
-    mounts the head under `channel` (`entry`, for CreateModel's PrimaryContainer)."""
+    """What `drafter_push` did: what was uploaded, skipped and found (the push's own
+    result, `push`), where from, and the AdditionalModelDataSources entry that mounts the
+    head under `channel` (`entry`, for CreateModel's PrimaryContainer). `to_dict()` is the
+    `peagle drafter push --json` document.
+
+    Attributes:
+        source: The local directory or Hugging Face repo pushed.
+        channel: The data source channel the head mounts under (`eagle`).
+        push: The upload's own result (`drafter.push.PushResult`), which the properties
+            below read.
+    """
 
     source: str
     channel: str
     push: PushResult
 
-    def __getattr__(self, name: str) -> Any:  # s3_uri, uploaded, skipped, notes, ...
-        if name == "push":
-            raise AttributeError(name)
-        return getattr(self.push, name)
+    @property
+    def s3_uri(self) -> str:
+        """The S3 prefix the head is under."""
+        return self.push.s3_uri
+
+    @property
+    def uploaded(self) -> list[str]:
+        """The files uploaded."""
+        return self.push.uploaded
+
+    @property
+    def skipped(self) -> list[str]:
+        """The files already in S3 with the same sha256 (not uploaded again)."""
+        return self.push.skipped
+
+    @property
+    def bytes_uploaded(self) -> int:
+        """The bytes uploaded."""
+        return self.push.bytes_uploaded
+
+    @property
+    def notes(self) -> list[str]:
+        """What the push noticed and left (files ignored, ...)."""
+        return self.push.notes
+
+    @property
+    def stale_keys(self) -> list[str]:
+        """Objects under the prefix that are not part of this head."""
+        return self.push.stale_keys
+
+    @property
+    def folder_keys(self) -> list[str]:
+        """Zero-byte "dir/" objects found under the prefix."""
+        return self.push.folder_keys
 
     @property
     def entry(self) -> dict[str, Any]:
         """The AdditionalModelDataSources entry that mounts the pushed head at
         /opt/ml/additional-model-data-sources/<channel>."""
         return self.push.additional_model_data_source(self.channel)
+
+    def additional_model_data_source(self, channel: str | None = None) -> dict[str, Any]:
+        """The AdditionalModelDataSources entry under `channel` (default: the push's)."""
+        return self.push.additional_model_data_source(channel or self.channel)
 
     def to_dict(self) -> dict[str, Any]:
         """The document `peagle drafter push --json` prints."""

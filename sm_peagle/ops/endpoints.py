@@ -18,14 +18,24 @@ before any AWS request, with the same typed errors the CLI prints.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Call, NotFound, Param, SpecError, text
 from ..planning.components.hosting import component_short_name  # what the CLI's tables show
+from .endpoints_results import (  # the results, in their own module
+    ComponentStatus,
+    DeleteResult,
+    EndpointStatus,
+    EndpointSummary,
+    GcResult,
+    LogEvent,
+    LogStream,
+    UnfinishedOperation,
+)
 from .session import Say, Session, check_endpoint_name, seconds
 
 __all__ = [
+    "ComponentStatus",
     "DeleteResult",
     "EndpointOps",
     "EndpointStatus",
@@ -33,191 +43,11 @@ __all__ = [
     "GcResult",
     "LogEvent",
     "LogStream",
+    "UnfinishedOperation",
     "component_short_name",
 ]
 
 Confirm = Callable[[str], None]
-
-
-class _Doc(dict):  # type: ignore[type-arg]
-    """A result that is also the plain JSON document (so `result["status"]` keeps working)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self)
-
-
-class EndpointStatus(_Doc):
-    """`peagle status`: status, instances, mode and K, image, age, $/h; on an endpoint
-    hosting inference components, `components` (one dict each) instead of mode/K/image."""
-
-    @property
-    def endpoint(self) -> str:
-        """The endpoint's name."""
-        return self["endpoint"]
-
-    @property
-    def status(self) -> str:
-        """SageMaker's EndpointStatus (InService, Creating, Updating, Failed, ...)."""
-        return self["status"]
-
-    @property
-    def k(self) -> int | None:
-        """The K (draft tokens per step) it serves, or None (baseline, or not a peagle spec)."""
-        return self.get("k")
-
-    @property
-    def mode(self) -> str | None:
-        """The decoding mode it serves (p-eagle, eagle3, baseline), or None when unknown."""
-        return self.get("mode")
-
-    @property
-    def components(self) -> list[dict[str, Any]] | None:
-        """Its inference components, one document each, or None for a one-model endpoint."""
-        return self.get("components")
-
-
-class DeleteResult(_Doc):
-    """`peagle delete`: `deleted` (names, in order), `kept_models`, `kept_shared`
-    (name -> the endpoints still using it), or `note` ("already gone")."""
-
-    @property
-    def deleted(self) -> list[str]:
-        """What was deleted, one name each (empty when nothing was)."""
-        return self.get("deleted", [])
-
-    @property
-    def would_delete(self) -> list[str]:
-        """With `dry_run`: what would go, in the order it would."""
-        return self.get("would_delete", [])
-
-    @property
-    def note(self) -> str | None:
-        """Why nothing was deleted ("already gone"), or None."""
-        return self.get("note")
-
-
-class LogEvent(_Doc):
-    """One CloudWatch event: `timestamp` (ms), `stream`, `message` (exactly as stored:
-    vLLM's format, which parsers and metric filters read), `spec_decoding` (the
-    SpecDecoding metrics parsed from the line, or None), and `label`: where it came from
-    (`AWS`, `SANDBOX (SIMULATED)`, `SANDBOX (vllm X.Y.Z, CPU, tiny model)`)."""
-
-    @property
-    def timestamp(self) -> int:
-        """The event's CloudWatch timestamp, in milliseconds since the epoch."""
-        return self["timestamp"]
-
-    @property
-    def message(self) -> str:
-        """The event's text exactly as stored (vLLM's format)."""
-        return self["message"]
-
-    @property
-    def spec_decoding(self) -> dict[str, float] | None:
-        """The SpecDecoding metrics parsed from the line, or None for any other line."""
-        return self["spec_decoding"]
-
-    @property
-    def label(self) -> str:
-        """Where the event came from: `AWS`, `SANDBOX (SIMULATED)` or `SANDBOX (vllm X.Y.Z, CPU,
-        tiny model)`."""
-        return self["label"]
-
-
-@dataclass(frozen=True)
-class EndpointSummary:
-    """One row of `peagle ls`."""
-
-    endpoint: str
-    status: str
-    created: str
-    managed: bool
-    spec_sha256: str | None
-    components: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The row `peagle ls --json` prints for this endpoint."""
-        return {
-            "endpoint": self.endpoint,
-            "status": self.status,
-            "created": self.created,
-            "managed": self.managed,
-            "spec_sha256": self.spec_sha256,
-            "components": list(self.components),
-        }
-
-
-@dataclass
-class GcResult:
-    """`peagle gc`: what was found (by kind; `endpoints` maps each to why it is garbage),
-    what was left alone (`skipped_young`: untagged and younger than `min_age`;
-    `running`: operation id -> the resources of an operation that may still be running),
-    and what was deleted (nothing on a dry run)."""
-
-    inference_components: list[str]
-    endpoint_configs: list[str]
-    models: list[str]
-    skipped_young: list[str]
-    deleted: list[str]
-    dry_run: bool
-    endpoints: dict[str, str] = field(default_factory=dict)
-    running: dict[str, list[str]] = field(default_factory=dict)
-    finished: dict[str, str] = field(default_factory=dict)  # endpoint -> update completed
-    # endpoint -> {"status", "operation"}: SageMaker is still updating it (an update in
-    # flight, perhaps one interrupted twice); `peagle update NAME --yes` finishes it
-    settling: dict[str, dict[str, str | None]] = field(default_factory=dict)
-
-    @property
-    def orphans(self) -> list[str]:
-        """Everything found, in deletion order: the endpoints, then components (they
-        name models), configs, models."""
-        return [*self.endpoints, *self.inference_components, *self.endpoint_configs, *self.models]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The document `peagle gc --json` prints: what was found, what was deleted (or would be,
-        for a dry run), what was skipped and why."""
-        return {
-            "endpoints": self.endpoints,
-            "inference_components": self.inference_components,
-            "endpoint_configs": self.endpoint_configs,
-            "models": self.models,
-            "skipped_young": self.skipped_young,
-            "running": self.running,
-            "finished": self.finished,
-            "settling": self.settling,
-            "deleted": self.deleted,
-            "dry_run": self.dry_run,
-        }
-
-
-@dataclass
-class LogStream:
-    """The events of `logs()`: iterate for `LogEvent`s (once; with `follow`, until
-    interrupted). `component` is the InferenceComponentName read, if any; `label` is
-    where the events came from, which each event carries too."""
-
-    endpoint: str
-    component: str | None
-    since_seconds: float
-    follow: bool
-    _events: Any = field(repr=False, default=())
-    label: str = "AWS"
-
-    def __iter__(self) -> Iterator[LogEvent]:
-        from ..lifecycle.endpoint_logs import parse_spec_decoding
-
-        for e in self._events:
-            yield LogEvent(
-                timestamp=e["timestamp"],
-                stream=e.get("logStreamName"),
-                message=e["message"],
-                spec_decoding=parse_spec_decoding(e["message"]),
-                label=self.label,
-            )
-
-    def to_dict(self) -> list[dict[str, Any]]:
-        """Every event's document, oldest first (what `peagle logs --json` prints)."""
-        return [e.to_dict() for e in self]
 
 
 def _name(name: Any, what: str = "endpoint name") -> str:
@@ -248,7 +78,8 @@ class EndpointOps(Session):
         name = _name(name)
         ctx = self._connect()
         sm = ctx.client("sagemaker")
-        return EndpointStatus(endpoint_status(sm, name, aas=ctx.client("application-autoscaling")))
+        doc = endpoint_status(sm, name, aas=ctx.client("application-autoscaling"))
+        return EndpointStatus.from_dict(doc)
 
     def ls(self, *, include_unmanaged: bool = False) -> list[EndpointSummary]:
         """The endpoints peagle manages, each with its inference components.
@@ -310,8 +141,10 @@ class EndpointOps(Session):
         if dry_run:
             plan = lc.deletion(name, keep_model=keep_model, force=force)
             if plan is None:
-                return DeleteResult({"endpoint": name, "deleted": [], "note": "already gone"})
-            return DeleteResult({**plan.to_dict(), "dry_run": True})
+                return DeleteResult.from_dict(
+                    {"endpoint": name, "deleted": [], "note": "already gone"}
+                )
+            return DeleteResult.from_dict({**plan.to_dict(), "dry_run": True})
         if confirm is not None:
             question = f"Delete endpoint {name} and its config/models?"
             if force:  # say what forcing destroys that is not peagle's
@@ -325,7 +158,7 @@ class EndpointOps(Session):
                         "scaling targets, policies and alarms go too; their models are kept)?"
                     )
             confirm(question)
-        return DeleteResult(lc.delete(name, keep_model=keep_model, force=force))
+        return DeleteResult.from_dict(lc.delete(name, keep_model=keep_model, force=force))
 
     def gc(
         self,
@@ -398,7 +231,8 @@ class EndpointOps(Session):
             },
         )
         if (not result.orphans and not found.unfinished_updates) or dry_run:
-            result.finished = dict(found.unfinished_updates) if dry_run else {}
+            if dry_run:  # frozen: filled in, not replaced
+                result.finished.update(found.unfinished_updates)
             return result
         if confirm is not None:
             confirm(f"Delete {len(result.orphans)} resources no finished deployment uses?")

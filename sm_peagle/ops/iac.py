@@ -30,9 +30,18 @@ Progress = Callable[[str], None] | None
 SpecInput = Any  # DeploymentSpec | dict | str | Path | None
 
 
-@dataclass
+@dataclass(frozen=True)
 class ExportResult:
-    """The exported document (`text`, as written) and where it went (`output`, or None)."""
+    """The exported document and where it went; `to_dict()` is the `peagle export --json`
+    document.
+
+    Attributes:
+        format: `terraform`, `cloudformation` or `sagemaker-sdk`.
+        endpoint: The endpoint the document creates.
+        text: The document, as written.
+        output: The file it was written to, or None.
+        warnings: The warnings planning and exporting gave, one line each.
+    """
 
     format: str
     endpoint: str
@@ -51,11 +60,20 @@ class ExportResult:
         }
 
 
-@dataclass
+@dataclass(frozen=True)
 class IamPolicy:
-    """A least-privilege policy for one deployment: the execution role's permissions and
-    trust policy (`for_="execution-role"`), or the deployer's permissions
-    (`for_="deployer"`, `trust_policy` empty: it goes on your own user or role)."""
+    """A least-privilege policy for one deployment; `to_dict()` is the `peagle iam-policy
+    --json` document.
+
+    Attributes:
+        endpoint: The endpoint the policy is for.
+        account: The AWS account its ARNs name.
+        policy: The permissions policy.
+        trust_policy: The execution role's trust policy (empty for the deployer: that
+            policy goes on your own user or role).
+        warnings: The warnings planning and building it gave, one line each.
+        for_: Whose policy: `execution-role` or `deployer`.
+    """
 
     endpoint: str
     account: str

@@ -10,7 +10,7 @@ whose `to_dict()` is the `--json` document. Progress goes to the client's callba
 
     client = sm_peagle.Client(region="us-east-1")
     r = client.bench("my-endpoint", concurrency=2, requests=16)
-    r["levels"][0]["output_tokens_per_s"]
+    r.levels[0]["output_tokens_per_s"]
 """
 
 from __future__ import annotations
@@ -54,11 +54,13 @@ def _judged(result: BenchResult, limit: float, write: Callable[[], list[Path]]) 
     result) when its error rate is over `limit` or a level was stopped; a file that
     cannot be written is `OutputNotWritten`, also carrying it. The files come first:
     what was measured is never lost to the verdict."""
+    from dataclasses import replace
+
     from ..benchmarking.breaker import run_verdict
     from ..benchmarking.files import OutputNotWritten
 
     try:
-        result.written = write()
+        result = replace(result, written=write())  # frozen: the result with its files
     except OutputNotWritten as e:
         e.result = result  # measured and complete: the caller still has every number
         raise
@@ -269,11 +271,11 @@ class MeasureOps(Session):
             if where is not None:
                 self._say(where)
             raise
-        result = BenchResult(doc, [], requests_out=paths["requests_out"])
+        lines = exporter.lines if exporter is not None else 0  # every level has run: final
+        result = BenchResult(doc, [], requests_out=paths["requests_out"], requests_written=lines)
 
         def write() -> list[Path]:
             if exporter is not None:
-                result.requests_written = exporter.lines
                 exporter.finish()
                 self._say(f"wrote {exporter.path} ({exporter.lines} requests)")
             return write_outputs(doc, self._say, **files)

@@ -25,6 +25,7 @@ from .measure_checks import (
     check_temperature,
     check_top_p,
 )
+from .measure_traffic_results import ChatTranscript, InvokeResult
 from .session import Session, check_endpoint_name
 
 if TYPE_CHECKING:
@@ -146,24 +147,44 @@ def require_endpoint(aws: Any, name: str, *, serving: bool = False) -> None:
 @dataclass
 class ChatSession:
     """A chat with history: `send(text)` adds the turn and the answer; a failed turn is
-    left out of the history, so it can be retried."""
+    left out of the history, so it can be retried.
+
+    Attributes:
+        runtime: The runtime client the turns are sent with.
+        params: The sampling parameters of every turn (max_tokens, temperature, top_p).
+        stream: Whether each answer is streamed.
+        history: The conversation so far (the system message, then user and assistant
+            messages), as the chat completions API takes it.
+        endpoint: The endpoint's name as it was given.
+        component: The inference component talked to, or None.
+        turns: Each answered turn's InvokeResult, in order.
+    """
 
     runtime: RuntimeClient
     params: dict[str, Any] = field(default_factory=dict)
     stream: bool = True
     history: list[dict[str, str]] = field(default_factory=list)
+    endpoint: str = ""  # as named, for the transcript
+    component: str | None = None
+    turns: list[InvokeResult] = field(default_factory=list)  # each answered turn
+
+    def transcript(self) -> ChatTranscript:
+        """The chat so far: messages and each answered turn (`peagle chat --json`)."""
+        return ChatTranscript(self.endpoint or self.runtime.endpoint_name, self.component,
+                              tuple(self.history), tuple(self.turns))  # fmt: skip
 
     def send(
         self, text: str, *, on_text: OnText | None = None, on_reasoning: OnText | None = None
-    ) -> Completion:
+    ) -> InvokeResult:
         """Send one user message with the conversation so far; the reply is added to the history and
-        returned as a Completion. SpecError for an empty message."""
+        returned as an InvokeResult. SpecError for an empty message."""
         check_prompt(text, usage="type a message")
         turn = [*self.history, {"role": "user", "content": text}]
         completion = _send(self.runtime, stream=self.stream, on_text=on_text,
                            on_reasoning=on_reasoning, messages=turn, **self.params)  # fmt: skip
         self.history = [*turn, {"role": "assistant", "content": completion.text}]
-        return completion
+        self.turns.append(InvokeResult.of(completion))
+        return self.turns[-1]
 
 
 class TrafficOps(Session):
@@ -200,9 +221,9 @@ class TrafficOps(Session):
         component: str | None = None,
         on_text: OnText | None = None,
         on_reasoning: OnText | None = None,
-    ) -> Completion:
-        """Send one prompt (or a `raw` JSON body) and return the Completion (text, usage,
-        TTFT, tokens/s). Nothing is sent on a bad argument.
+    ) -> InvokeResult:
+        """Send one prompt (or a `raw` JSON body) and return its answer (text, usage, TTFT,
+        tokens/s). Nothing is sent on a bad argument.
 
         Args:
             endpoint: the endpoint's name, or an `Endpoint` handle.
@@ -220,7 +241,8 @@ class TrafficOps(Session):
             on_reasoning: called with the reasoning text as it arrives.
 
         Returns:
-            Completion: the text, usage, TTFT and tokens/s.
+            InvokeResult: the text, usage, TTFT and tokens/s; `to_dict()` is the
+            `peagle invoke --json` document.
 
         Raises:
             SpecError: a bad argument (an empty prompt, both a prompt and `raw`, ...).
@@ -233,7 +255,8 @@ class TrafficOps(Session):
             rt = self._runtime(endpoint, component)
         else:
             rt = endpoint.runtime(component=component)
-        return _send(rt, stream=stream, on_text=on_text, on_reasoning=on_reasoning, **request)
+        completion = _send(rt, stream=stream, on_text=on_text, on_reasoning=on_reasoning, **request)
+        return InvokeResult.of(completion)
 
     def chat(
         self,
@@ -259,7 +282,8 @@ class TrafficOps(Session):
             component: the inference component to talk to, where the endpoint hosts several.
 
         Returns:
-            ChatSession: `send(text)` per turn; `history` holds the conversation.
+            ChatSession: `send(text)` per turn (an InvokeResult each); `history` holds the
+            conversation, `transcript()` the chat so far (`peagle chat --json`).
 
         Raises:
             SpecError: a bad argument.
@@ -269,4 +293,4 @@ class TrafficOps(Session):
         rt = self._runtime(endpoint, component)
         require_endpoint(rt.aws, rt.endpoint_name)  # `chat nope` must not wait for input
         history = [{"role": "system", "content": system}] if system else []
-        return ChatSession(rt, params, stream, history)
+        return ChatSession(rt, params, stream, history, endpoint=endpoint, component=component)

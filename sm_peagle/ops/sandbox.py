@@ -24,12 +24,17 @@ __all__ = [
 ]
 
 
-@dataclass
+@dataclass(frozen=True)
 class SandboxStart:
-    """The sandbox that runs now (`info`: pid, port, url, runtime_url, log, engine,
-    engine_label, …), whether it was already running with the same options, and
-    `died_url`: the URL of a sandbox found dead, whose state this start replaced (its
-    endpoints are gone), else None."""
+    """The sandbox that runs now; `to_dict()` is the `peagle sandbox start --json`
+    document (its state).
+
+    Attributes:
+        info: Its state: pid, port, url, runtime_url, log, engine, engine_label, ...
+        already_running: Whether it was already running with the same options.
+        died_url: The URL of a sandbox found dead, whose state this start replaced (its
+            endpoints are gone), else None.
+    """
 
     info: dict[str, Any]
     already_running: bool = False
@@ -52,10 +57,15 @@ class SandboxStart:
         return dict(self.info)
 
 
-@dataclass
+@dataclass(frozen=True)
 class SandboxState:
     """Whether the sandbox runs (`running`), answers (`healthy`), and its state; `died`
-    when the state names a sandbox whose process is gone (and `url` where it ran)."""
+    when the state names a sandbox whose process is gone (and `url` where it ran).
+    `to_dict()` is the `peagle sandbox status --json` document.
+
+    Attributes:
+        doc: The sandbox's state document, which the properties read.
+    """
 
     doc: dict[str, Any] = field(default_factory=dict)
 
@@ -79,9 +89,14 @@ class SandboxState:
         return dict(self.doc)
 
 
-@dataclass
+@dataclass(frozen=True)
 class SandboxStop:
-    """Whether a sandbox was stopped (`stopped`, its `pid`), or why not (`note`)."""
+    """Whether a sandbox was stopped (`stopped`, its `pid`), or why not (`note`);
+    `to_dict()` is the `peagle sandbox stop --json` document.
+
+    Attributes:
+        doc: The stop's document, which the properties read.
+    """
 
     doc: dict[str, Any] = field(default_factory=dict)
 

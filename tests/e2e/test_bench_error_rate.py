@@ -117,11 +117,11 @@ def test_the_sdk_raises_benchmark_failed_with_the_result(
                         dataset=str(one_in_four), out=out)  # fmt: skip
     e = info.value
     assert e.exit_code == 1 and e.error_rate == 0.25 and e.max_error_rate == 0.05
-    assert e.result["levels"][0]["requests"]["failed"] == 2
+    assert e.result.levels[0]["requests"]["failed"] == 2
     assert e.result.written == [out] and json.loads(out.read_text()) == e.result.to_dict()
     result = sm_peagle.bench(NAME, concurrency=1, requests=8, max_tokens=8, acceptance_wait=0,
                              dataset=str(one_in_four), max_error_rate=0.25)  # fmt: skip
-    assert result["levels"][0]["requests"]["failed"] == 2
+    assert result.levels[0]["requests"]["failed"] == 2
 
 
 def test_sigint_mid_level_keeps_the_previous_file_and_every_finished_request(

@@ -87,14 +87,14 @@ def test_bench_sends_every_request_to_the_component(sb: Sandbox, ep: Any) -> Non
     doc = ep.bench(
         component="baseline", concurrency=[1], requests=2, max_tokens=8, acceptance_wait_s=0
     )
-    assert (doc["component"], doc["mode"]) == (BASELINE, "baseline")
+    assert (doc.component, doc.mode) == (BASELINE, "baseline")
     new = [r for r in sb.ground_truth(NAME) if r["request_id"] not in before]
     assert len(new) >= 2 and {r["component"] for r in new} == {BASELINE}
 
 
 def test_logs_of_a_component_are_its_own(sb: Sandbox, ep: Any) -> None:
     ep.invoke("Hello", component="baseline", max_tokens=8)
-    mine = [e["message"] for e in ep.logs(component="baseline", since=3600)]
+    mine = [e.message for e in ep.logs(component="baseline", since=3600)]
     assert any(f"SIMULATED container for {NAME} component {BASELINE}" in m for m in mine)
     assert not any(f"component {PEAGLE}" in m for m in mine)
     with pytest.raises(SpecError, match=re.escape(f"its components: {BOTH}")):

@@ -74,6 +74,6 @@ def test_the_sdk_takes_component_and_refuses_without_it(
     result: Any = sm_peagle.tune_k(
         NAME, component=PEAGLE, requests=12, max_tokens=64, acceptance_wait=5
     )  # the full name works too
-    assert (result["mode"], result["k"]) == ("p-eagle", K)
-    assert result["estimates"][0]["measured_k"] == K
+    assert (result.mode, result.k) == ("p-eagle", K)
+    assert result.estimates[0].measured_k == K
     assert set(served(sb, start)) == {(PEAGLE, "p-eagle", K)}

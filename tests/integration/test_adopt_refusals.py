@@ -172,7 +172,7 @@ def test_sdk_adopt_dry_run_then_adopt(world):
     assert ep.spec() == ep.adoption.spec  # read back from the tags
     with pytest.raises(SpecError, match="already managed"):
         sm_peagle.Endpoint.adopt(NAME, region=REGION)
-    assert ep.delete()["deleted"] == [NAME, CONFIG, MODEL]
+    assert ep.delete().deleted == [NAME, CONFIG, MODEL]
 
 
 def test_autoscaling_is_read_into_the_spec_and_removed_with_the_endpoint(world, capsys):

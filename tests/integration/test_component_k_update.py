@@ -159,7 +159,7 @@ def test_sdk_update_takes_the_component(world: Any, capsys: Any, sagemaker_harne
     assert mutating(world) == []
 
     result = ep.update(component="p-eagle", mode="baseline")
-    assert result["status"] == "InService"
+    assert result.status == "InService"
     (update,) = world.sent("UpdateInferenceComponent")
     assert update["InferenceComponentName"] == PEAGLE
     (created,) = world.sent("CreateModel")

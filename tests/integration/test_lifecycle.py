@@ -102,7 +102,7 @@ def test_sdk_context_manager_deletes_on_exception(world):
         pytest.raises(RuntimeError, match="boom"),
         sm_peagle.deploy("gpt-oss-20b", k=5, role=world.role_arn, region=REGION) as ep,
     ):
-        assert ep.status()["k"] == 5
+        assert ep.status().k == 5
         assert sagemaker_inventory()["endpoints"] == [NAME]
         raise RuntimeError("boom")
     assert sagemaker_inventory() == EMPTY
@@ -116,7 +116,7 @@ def test_sdk_attach_update_and_spec_roundtrip(world):
     assert again.spec().speculative.num_speculative_tokens == 4
     again.update(mode="p-eagle", k=6)
     st = ep.status()
-    assert (st["mode"], st["k"]) == ("p-eagle", 6)
+    assert (st.mode, st.k) == ("p-eagle", 6)
     ep.delete()
     assert sagemaker_inventory() == EMPTY
     with pytest.raises(sm_peagle.NotFound):
@@ -165,7 +165,7 @@ def test_throttling_is_retried_and_succeeds(world, ctx, monkeypatch):
     calls = _inject(monkeypatch, "CreateModel", "ThrottlingException", "Rate exceeded", times=2)
     ep = sm_peagle.deploy("gpt-oss-20b", role=world.role_arn, region=REGION, aws=ctx)
     assert calls[0] == 3  # two throttled attempts, then the real call
-    assert ep.status()["status"] == "InService"
+    assert ep.status().status == "InService"
     ep.delete()
 
 

@@ -41,7 +41,7 @@ def test_to_sagemaker_is_the_same_endpoint_on_peagles_session(world: Any, capsys
     assert isinstance(resource, SdkEndpoint)
     assert resource.endpoint_name == NAME
     assert resource.endpoint_config_name == created["EndpointConfigName"]
-    assert resource.endpoint_status == ep.status()["status"] == "InService"
+    assert resource.endpoint_status == ep.status().status == "InService"
     assert resource.endpoint_arn.split(":")[3] == REGION
     # The SDK was handed peagle's own boto3 session (one identity, one region).
     assert resource._session is ep.aws.session
@@ -62,7 +62,7 @@ def test_from_sagemaker_attaches_and_reads_status(world: Any, capsys: Any) -> No
     assert isinstance(ep, sm_peagle.Endpoint) and ep.name == NAME
     assert ep.aws.session is session and ep.aws.region == REGION
     status = ep.status()
-    assert (status["status"], status["mode"], status["k"]) == ("InService", "p-eagle", 3)
+    assert (status.status, status.mode, status.k) == ("InService", "p-eagle", 3)
 
 
 @pytest.mark.usefixtures("sagemaker_core", "sagemaker_harness")
@@ -79,7 +79,7 @@ def test_inference_components_both_ways(world: Any, capsys: Any) -> None:
     assert component.endpoint_name == NAME
     assert component.inference_component_status == "InService"
     back = sm_peagle.Endpoint.from_sagemaker(component)
-    assert back.name == NAME and back.status()["status"] == "InService"
+    assert back.name == NAME and back.status().status == "InService"
     # The short name deployed with (`--component p-eagle`) names the same component, as
     # on the CLI; one the endpoint does not host is a one-line SpecError.
     short = ep.to_sagemaker(component="p-eagle")

@@ -108,7 +108,11 @@ def test_sdk_lifecycle_status_ls_logs_update_diff_delete(world, sagemaker_harnes
     assert [k for k, _ in ep.deployment.created] == ["model", "endpoint_config", "endpoint"]
 
     st = sm_peagle.status(NAME)
-    assert st.status == "InService" and st["status"] == "InService"
+    assert st.status == "InService"
+    with pytest.warns(
+        FutureWarning, match=r"EndpointStatus\['status'\] is deprecated: use .status"
+    ):
+        assert st["status"] == "InService"  # the dict it was, for one release
     assert json.loads(json.dumps(st.to_dict()))["endpoint"] == NAME
     assert [r.endpoint for r in sm_peagle.ls()] == [NAME]
     assert sm_peagle.ls()[0].to_dict()["managed"] is True
@@ -116,7 +120,7 @@ def test_sdk_lifecycle_status_ls_logs_update_diff_delete(world, sagemaker_harnes
     sagemaker_harness.seed_logs(NAME, ["INFO SpecDecoding metrics: Mean acceptance length: 3.41"])
     events = list(sm_peagle.logs(NAME, since="5m"))
     assert [e.spec_decoding["mean_acceptance_length"] for e in events] == [3.41]
-    assert [e["message"] for e in ep.logs(since="5m")] == [events[0].message]
+    assert [e.message for e in ep.logs(since="5m")] == [events[0].message]
     with pytest.raises(NotFound):
         list(sm_peagle.logs("no-such-endpoint", since="5m"))
 
@@ -192,7 +196,9 @@ def test_endpoint_update_keeps_its_earlier_contract(world, sagemaker_harness):
     plan; a component update takes k/mode only."""
     ep = sm_peagle.deploy("gpt-oss-20b", role=world.role_arn)
     result = ep.update(k=5, autoscale="1:2")
-    assert all(isinstance(n, str) for n in result["created"]) and len(result["created"]) == 2
+    with pytest.warns(FutureWarning, match=r"UpdateResult\['created'\] is deprecated"):
+        names = result["created"]
+    assert all(isinstance(n, str) for n in names) and len(names) == 2
     assert ep.plan is not None and ep.plan.speculative_config["num_speculative_tokens"] == 5
     assert ep.plan.spec.autoscaling.max_instances == 2
     with pytest.raises(SpecError, match="takes k= and mode= only"):

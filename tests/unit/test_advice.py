@@ -250,6 +250,7 @@ def test_a_command_in_a_status_table_cell_targets_the_sandbox(
     from sm_peagle.catalog.regional_prices import price_in
     from sm_peagle.cli.inventory_cmds import render_status
     from sm_peagle.cli.output import reset
+    from sm_peagle.ops.endpoints import EndpointStatus
 
     reset()
     advice.begin(sandbox=True)
@@ -260,7 +261,7 @@ def test_a_command_in_a_status_table_cell_targets_the_sandbox(
     st = {"status": "InService", "instance_count": 1, "desired_instance_count": 1,
           "instance_type": "ml.g7e.2xlarge", "mode": "p-eagle", "k": 3, "image": "img:1",
           "age_seconds": 60, "price": price, "failure_reason": None}  # fmt: skip
-    render_status("ep", st)
+    render_status("ep", EndpointStatus.from_dict({"endpoint": "ep", **st}))
     out = " ".join(capsys.readouterr().out.split())
     assert "peagle --sandbox instances --live-prices --region ap-south-2" in out
     assert "`peagle instances" not in out

@@ -245,13 +245,12 @@ def test_a_bad_choice_lists_the_choices(capsys):
 
 
 # -- the helpers commands render through ------------------------------------------------------
-def test_result_prints_an_explicit_document_in_json_mode_and_renders_the_result_otherwise(
-    capsys,
-):
-    output.Output(json=True).result(Thing("a"), render=print, document={"kept": "as is"})
-    assert json.loads(capsys.readouterr().out) == {"label": "AWS", "kept": "as is"}
-    output.Output().result(Thing("a"), render=lambda t: f"thing {t.name}", document={})
+def test_result_renders_the_result_for_people_and_takes_no_document_of_the_cli_s(capsys):
+    """--json prints the SDK result's own to_dict(): there is no way to pass another."""
+    output.Output().result(Thing("a"), render=lambda t: f"thing {t.name}")
     assert capsys.readouterr().out == "thing a\n"
+    with pytest.raises(TypeError):
+        output.Output(json=True).result(Thing("a"), print, document={})  # type: ignore[call-arg]
 
 
 def test_a_list_of_results_is_the_list_of_their_documents():
@@ -303,10 +302,14 @@ def in_sandbox(monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
     monkeypatch.setenv("PEAGLE_SANDBOX_ENGINE_LABEL", engine)
 
 
+@dataclass
+class Answer:
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": "hi", "usage": {"completion_tokens": 2}}
+
+
 def test_the_label_comes_first_and_every_key_of_the_document_is_kept(capsys):
-    output.Output(json=True).result(
-        Thing("a"), render=print, document={"text": "hi", "usage": {"completion_tokens": 2}}
-    )
+    output.Output(json=True).result(Answer(), render=print)
     doc = json.loads(capsys.readouterr().out)
     assert list(doc) == ["label", "text", "usage"]
     assert doc == {"label": "AWS", "text": "hi", "usage": {"completion_tokens": 2}}

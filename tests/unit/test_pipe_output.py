@@ -99,8 +99,8 @@ def test_stderr_is_judged_on_its_own(monkeypatch: pytest.MonkeyPatch, capsys) ->
 
 def test_a_failure_s_message_is_printed_whole_not_read_as_markup(capsys) -> None:
     """A vLLM error quotes shapes like `[32, 8640]`, which rich would eat as a tag."""
-    from sm_peagle.benchmarking.report import render_console
     from sm_peagle.benchmarking.sweep import combine_runs
+    from sm_peagle.cli.bench_render import render_document
 
     run = {
         "schema": "peagle.bench/2", "kind": "bench", "label": "SANDBOX (SIMULATED)",
@@ -112,5 +112,5 @@ def test_a_failure_s_message_is_printed_whole_not_read_as_markup(capsys) -> None
     doc = combine_runs([run])
     error = "shape [32, 8640] does not match [b] [bold]"
     doc["failures"] = [{"configuration": "p-eagle K=5", "error": error}]
-    render_console(doc, output.reset().console(), output.table)
+    render_document(doc, output.reset().console())
     assert f"failed p-eagle K=5: {error}\n" in capsys.readouterr().out

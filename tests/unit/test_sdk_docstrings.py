@@ -10,8 +10,6 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 import sm_peagle
 
 
