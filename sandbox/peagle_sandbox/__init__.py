@@ -31,8 +31,10 @@ def client(**options: Any) -> Any:
     environment is pointed at the sandbox too (as ``use_sandbox`` does), because the
     labels (``SANDBOX (SIMULATED)``), the sandbox-only models, the default role and the
     poll interval are read from it (``PEAGLE_SANDBOX_URL`` and friends), so do not mix
-    it with a client for AWS in one process. The sandbox keeps running after the
-    process ends: ``sm_peagle.sandbox_stop()`` (or ``peagle sandbox stop``) stops it.
+    it with a client for AWS in one process. ``with peagle_sandbox.client() as client:``
+    stops, when the block ends, the sandbox this call started (``client.stop()`` does the
+    same); otherwise the sandbox keeps running after the process ends, until
+    ``peagle sandbox stop``.
 
     Imported on call, so importing the package stays free."""
     from .plugin import client as _client  # checks the options first

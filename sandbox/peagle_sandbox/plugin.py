@@ -208,16 +208,24 @@ def client(
     URL and fake keys itself, so its requests go to the sandbox whatever the environment
     says later, and never carry real credentials. The process environment is pointed at
     the sandbox too (`activate`, as `use_sandbox` does): the labels, sandbox-only models,
-    default role and poll interval are still read from it."""
-    from sm_peagle import Client
+    default role and poll interval are still read from it. A context manager: the
+    sandbox this call started stops when the block ends (`SandboxClient`)."""
     from sm_peagle.aws import AwsContext, resolve_region
 
     from .manager import FAKE_KEY
+    from .sandbox_client import SandboxClient
 
     use = use_sandbox(**options)
     region = region or resolve_region() or "us-east-1"
     aws = AwsContext(region, endpoint_url=use.url, credentials=(FAKE_KEY, FAKE_KEY))
-    return Client(region=region, aws=aws, progress=progress, on_connect=on_connect, on_poll=on_poll)
+    return SandboxClient(
+        sandbox=use,
+        region=region,
+        aws=aws,
+        progress=progress,
+        on_connect=on_connect,
+        on_poll=on_poll,
+    )
 
 
 def cli_activate() -> SandboxInfo:

@@ -83,7 +83,7 @@ def test_a_sandbox_client_talks_to_the_sandbox_whatever_the_environment_says(
         assert proc.returncode == 0, proc.stderr
         seen = json.loads(proc.stdout.strip().splitlines()[-1])
         assert seen["url"].startswith("http://127.0.0.1:") and seen["ls"] == []
-        assert seen["repr"] == f"Client(region='us-east-1', endpoint_url='{seen['url']}')"
+        assert seen["repr"] == f"SandboxClient(region='us-east-1', endpoint_url='{seen['url']}')"
     finally:
         _peagle(env, "sandbox", "stop")
 
