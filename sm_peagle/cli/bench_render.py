@@ -39,8 +39,10 @@ def render_text(t: Any, con: Any) -> None:
         con.print(table(f"output tokens/s ({t.provenance})", cols, rows))
         for line in t.recommendations:
             con.print(f"recommended {line}", markup=False)
+        from .faces import cli_text
+
         for failed in t.failures:
-            con.print(f"[red]failed[/] {escape(failed)}")
+            con.print(f"[red]failed[/] {escape(cli_text(failed) or '')}")
     # The terminal gets the columns people compare; markdown/CSV carry every statistic.
     keep = [0, 1, 2, 3, 5, 6, 9, 10, 11]
     cols = [t.level_columns[i] if i != 5 else "TTFT p50 ms" for i in keep]

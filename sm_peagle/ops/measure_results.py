@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import text
 from .result import DocumentResult, KeyAccess
 
 __all__ = [
@@ -75,7 +76,12 @@ class MeasureText:
             provenance_lines=r.provenance_lines(doc),
             comparison=r.comparison_rows(doc) if sweep else None,
             recommendations=r.recommendation_lines(doc) if sweep else [],
-            failures=[f"{f['configuration']}: {f['error']}" for f in doc.get("failures") or []]
+            # text(): a failure's error keeps the keywords and calls it names (a Text while
+            # the run's document is in memory), so the CLI words them with its flags.
+            failures=[
+                text("{c}: {e}", c=f["configuration"], e=f["error"])
+                for f in doc.get("failures") or []
+            ]
             if sweep
             else [],
             level_columns=list(r.LEVEL_COLUMNS),
