@@ -11,6 +11,8 @@ from .version import __version__
 # "client": an operation is the default client's method (`sm_peagle.Client`); client.py
 # makes them (`module_function`).
 _LAZY = {
+    # Deprecated spelling of `plan` (a FutureWarning; removed in the next release).
+    "plan_for": "endpoint",
     "Client": "client",
     "deploy": "client",
     # Through client.py, which gives the handle its default client (endpoint.py sits
@@ -104,13 +106,10 @@ _LAZY = {
     "use_sandbox": "plugins",
 }
 
-# Deprecated names (each warns; removed in the next release): reachable, not public, so
-# the reference does not render them.
-_DEPRECATED = {
-    # The old spelling of `plan`.
-    "plan_for": "endpoint",
-}
+# Deprecated names (each warns; removed in the next release): reachable through the table
+# above, not public, so the reference does not render them.
+_DEPRECATED = frozenset(("plan_for",))
 
-__all__ = ["__version__", *_LAZY]
+__all__ = ["__version__", *(name for name in _LAZY if name not in _DEPRECATED)]
 
-__getattr__ = lazy_getattr(__name__, {**_LAZY, **_DEPRECATED})
+__getattr__ = lazy_getattr(__name__, _LAZY)

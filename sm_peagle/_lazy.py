@@ -9,16 +9,15 @@ from typing import Any
 
 
 def lazy_getattr(package: str, table: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module-level `__getattr__` resolving `name` from `package.<table[name]>`; a
-    target `module:<op>` is what that module's `module_function(op)` returns (`client:deploy`
-    is the default client's `deploy`). No module is named here: the table's own entries
-    are the edges (tests/unit/test_import_graph.py reads them)."""
+    """A module-level `__getattr__` resolving `name` from `package.<table[name]>` (an
+    operation such as `deploy` maps to `client`, whose own `__getattr__` gives the default
+    client's method). No module is named here: the table's own entries are the edges
+    (tests/unit/test_import_graph.py reads them)."""
 
     def __getattr__(name: str) -> Any:
         if name in table:
-            target, _, op = table[name].partition(":")
-            module = importlib.import_module(f".{target}", package)
-            return module.module_function(op) if op else getattr(module, name)
+            module = importlib.import_module(f".{table[name]}", package)
+            return getattr(module, name)
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     return __getattr__

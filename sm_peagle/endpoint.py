@@ -109,10 +109,6 @@ class Endpoint:
         if self._client.progress is not None:
             self._client.progress(message)
 
-    def _op(self, name: str) -> Callable[..., Any]:
-        """The client's operation `name` (this handle's methods are the client's)."""
-        return getattr(self.client, name)
-
     @classmethod
     def attach(cls, name: str, *, region: str | None = None, aws: Any = None) -> Endpoint:
         """Deprecated: `sm_peagle.Client(region=...).endpoint(name)` (removed in the next
@@ -178,7 +174,7 @@ class Endpoint:
                 stacklevel=2,
             )
         ep = cls(name, client=client, **old)
-        ep.adoption = ep._op("adopt")(
+        ep.adoption = ep.client.adopt(
             name,
             model=model,
             dry_run=dry_run,
@@ -351,7 +347,7 @@ class Endpoint:
                 options[new] = options.pop(old)
         if options.get("rate") in ([None], (None,)):
             options["rate"] = None
-        return self._op("bench")(self, component=component, **options)
+        return self.client.bench(self, component=component, **options)
 
     def to_sagemaker(self, component: str | None = None) -> Any:
         """This endpoint as a `sagemaker.core.resources.Endpoint` (or, with `component`,

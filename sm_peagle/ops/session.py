@@ -212,14 +212,13 @@ def check_output_path(
     /proc or /sys. Nothing is left behind.
 
     `param`: the keyword argument that gave the path (`output`, `requests_out`), which the
-    error names (the CLI names its flag); a flag spelling (`--requests-out`) is read as
-    its keyword, for callers not converted yet."""
+    error names (the CLI names its flag)."""
     import os
     import tempfile
 
     if path is None:
         return None
-    name = param.lstrip("-").replace("-", "_")
+    name = param
 
     def refuse(problem: str, remedy: Any = None, **values: Any) -> SpecError:
         fix = remedy or text("give {p} a path in a directory you can write", p=Param(name))

@@ -225,8 +225,7 @@ def build_graph(sources: Mapping[str, tuple[str, bool]]) -> Graph:
     for m, tree in trees.items():
         table = _lazy_table(tree)
         if table is not None:
-            # `module:op` (the root's `client:deploy`) is that module's module_function(op)
-            g.lazy[m] = {name: f"{m}.{sub.partition(':')[0]}" for name, sub in table.items()}
+            g.lazy[m] = {name: f"{m}.{sub}" for name, sub in table.items()}
     known = set(sources)
 
     def nearest(name: str) -> str | None:
@@ -626,7 +625,7 @@ def test_package_rules_fail_on_a_planted_cycle_and_an_upward_import() -> None:
 def test_layer_rule_sees_a_two_way_edge_between_endpoint_and_ops() -> None:
     g = _synthetic(
         {
-            "sm_peagle/": 'from ._lazy import lazy_getattr\n_LAZY = {"deploy": "client:deploy"}\n'
+            "sm_peagle/": 'from ._lazy import lazy_getattr\n_LAZY = {"deploy": "client"}\n'
             "__getattr__ = lazy_getattr(__name__, _LAZY)\n",
             "sm_peagle._lazy": "",
             "sm_peagle.client": "from .ops.deployment import DeployOps\n",
@@ -636,7 +635,7 @@ def test_layer_rule_sees_a_two_way_edge_between_endpoint_and_ops() -> None:
             "sm_peagle.ops.deployment": "def g():\n    from ..endpoint import Endpoint\n",
         }
     )
-    assert g.lazy["sm_peagle"] == {"deploy": "sm_peagle.client"}  # `client:op` -> client.py
+    assert g.lazy["sm_peagle"] == {"deploy": "sm_peagle.client"}
     edges = package_edges(g)
     assert edges["endpoint"] == {"ops"} and edges["ops"] == {"endpoint"}
     layers = ((PACKAGE,), ("client",), ("endpoint",), ("ops",), ("_lazy",))
