@@ -1,90 +1,237 @@
-"""Plugins peagle finds by entry point, never by import: the product does not depend on them.
+"""The host side of the plugin contract (`sm_peagle.contract`): find plugins, ask them.
 
-The local sandbox (the `peagle-sandbox` distribution in `sandbox/`) plugs in here, the way
-pytest finds its plugins. It declares:
+Plugins are found by entry point (`contract.ENTRY_POINT_GROUP`), never by import: peagle
+names no plugin. The scan of the installed distributions and the import of each plugin's
+declarations happen once per process, and only when something asks (`peagle --help`, a
+command or root option peagle does not own, an unknown `PEAGLE_*` variable, a model name
+the catalog does not hold, a result label that is not AWS's).
 
-- `sm_peagle.plugins` / `sandbox`: a module with `use_sandbox(**options)` (start the sandbox
-  if needed and point this process's AWS settings at it) and `cli_activate()`;
-- `sm_peagle.commands` / `sandbox`: the `peagle sandbox …` command group;
-- `sm_peagle.models`: sandbox-only catalog entries (tiny models whose weights exist only in
-  the sandbox), which the SDK refuses against AWS.
-
-Looking entry points up costs a scan of the installed distributions, so it happens only when
-one of these is asked for.
+A plugin that fails to load, or was written for another contract version, is left out with
+a one-line warning: a broken plugin must not break the product.
 """
 
 from __future__ import annotations
 
-import importlib
+import json
+from fnmatch import fnmatchcase
+import os
+import sys
 import warnings
-from importlib import metadata
+from collections.abc import Mapping
+from functools import cache
+from importlib import import_module, metadata, resources
 from types import ModuleType
 from typing import Any
 
-from .errors import SpecError
+from .contract import (
+    CONTRACT_VERSION,
+    ENTRY_POINT_GROUP,
+    AwsTarget,
+    CommandGroup,
+    Plugin,
+    ResultLabel,
+    Setting,
+    TargetOption,
+    TargetState,
+)
 
 __all__ = [
-    "SANDBOX_INSTALL",
-    "command_groups",
+    "commands",
+    "current_target",
+    "install_hint",
+    "installed",
+    "label",
+    "models",
+    "moved",
     "moved_module",
-    "plugin_models",
-    "sandbox_plugin",
-    "use_sandbox",
+    "reset",
+    "setting",
+    "settings",
+    "source_label",
+    "target_named",
+    "target_option",
+    "targets",
 ]
 
-# The one line that installs the sandbox next to the product, from a checkout.
-SANDBOX_INSTALL = "pip install -e ./sandbox"
+
+@cache
+def installed() -> tuple[Plugin, ...]:
+    """Every installed plugin, by entry-point name; each loaded once per process."""
+    found: list[Plugin] = []
+    for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            plugin = ep.load()
+        except Exception as exc:  # a broken plugin: say so, run without it
+            _warn(f"plugin {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}")
+            continue
+        version = getattr(plugin, "contract", None)
+        if version != CONTRACT_VERSION:
+            _warn(
+                f"plugin {ep.name!r} was written for plugin contract {version!r}, this peagle "
+                f"speaks {CONTRACT_VERSION}: left out (upgrade the plugin)"
+            )
+            continue
+        found.append(plugin)
+    return tuple(found)
 
 
-def _entry_points(group: str) -> list[metadata.EntryPoint]:
-    return sorted(metadata.entry_points(group=group), key=lambda ep: ep.name)
+def reset() -> None:
+    """Forget the plugins found (tests that install or remove one in-process)."""
+    installed.cache_clear()
+    _labels.cache_clear()
 
 
-def sandbox_plugin() -> Any:
-    """The sandbox's plugin module; SpecError with the install line when it is absent."""
-    for ep in _entry_points("sm_peagle.plugins"):
-        if ep.name == "sandbox":
-            return ep.load()
-    raise SpecError(
-        "the local sandbox is not installed (it is a separate distribution, peagle-sandbox)",
-        remedy=SANDBOX_INSTALL,
-    )
+def _warn(message: str) -> None:
+    sys.stderr.write(f"warning: {message}\n")
 
 
-def command_groups() -> dict[str, Any]:
-    """name -> typer app of every command group a plugin adds (`peagle sandbox …`)."""
-    return {ep.name: ep for ep in _entry_points("sm_peagle.commands")}
-
-
-def plugin_models() -> list[dict[str, Any]]:
-    """ModelEntry keyword dicts of every sandbox-only model a plugin registers."""
-    out: list[dict[str, Any]] = []
-    for ep in _entry_points("sm_peagle.models"):
-        out.extend(ep.load())
+def commands() -> dict[str, CommandGroup]:
+    """name -> command group, of every plugin (the first plugin to claim a name keeps it)."""
+    out: dict[str, CommandGroup] = {}
+    for plugin in installed():
+        for group in plugin.commands():
+            out.setdefault(group.name, group)
     return out
 
 
-def moved(old: str, new: str) -> None:
+def models() -> list[tuple[Mapping[str, Any], str | None]]:
+    """(ModelEntry keywords, the name of the target that serves it) of every plugin model."""
+    out: list[tuple[Mapping[str, Any], str | None]] = []
+    for plugin in installed():
+        target = plugin.target()
+        for entry in plugin.models():
+            out.append((entry, target.name if target is not None else None))
+    return out
+
+
+def targets() -> list[AwsTarget]:
+    return [t for t in (p.target() for p in installed()) if t is not None]
+
+
+def target_named(name: str) -> AwsTarget | None:
+    return next((t for t in targets() if t.name == name), None)
+
+
+def target_option(flag: str) -> tuple[AwsTarget, TargetOption] | None:
+    """The target and option a root-level CLI flag belongs to, or None."""
+    for target in targets():
+        for option in target.options:
+            if option.flag == flag:
+                return target, option
+    return None
+
+
+def current_target() -> TargetState | None:
+    """What this process talks to instead of AWS, or None for AWS: the target named by
+    `PEAGLE_TARGET` (set by the target when it points the process at itself), asked."""
+    from .settings import target_name
+
+    name = target_name()
+    if not name:
+        return None
+    target = target_named(name)
+    return target.current() if target is not None else None
+
+
+@cache
+def _labels() -> dict[str, ResultLabel]:
+    return {lab.label: lab for plugin in installed() for lab in plugin.labels()}
+
+
+def label(text: str) -> ResultLabel | None:
+    """The plugin label a result carries (None for AWS's, or one no plugin declares)."""
+    labels = _labels()
+    if text in labels:
+        return labels[text]
+    return next((lab for pattern, lab in labels.items() if fnmatchcase(text, pattern)), None)
+
+
+def settings() -> list[tuple[str, Setting]]:
+    """(plugin name, setting) of every plugin's declared environment variables."""
+    return [(p.name, s) for p in installed() for s in p.settings()]
+
+
+def setting(name: str, default: str | None = None) -> str | None:
+    """The value of a declared variable, peagle's or a plugin's (KeyError otherwise: declare
+    it first, so the settings reference lists every variable that is read)."""
+    from . import settings as own
+
+    if name in own.VARIABLES:
+        return own.get(name, default)
+    if not any(s.name == name for _, s in settings()):
+        raise KeyError(f"{name} is not a declared peagle or plugin setting")
+    return os.environ.get(name, default)
+
+
+def foreign_settings_set() -> bool:
+    """Whether a `PEAGLE_*` variable peagle does not own is set: only then may a plugin's
+    setting (a target switched on by its variable) matter, so only then are plugins
+    loaded for a command that names none of theirs."""
+    from .settings import VARIABLES, is_own
+
+    return any(k.startswith("PEAGLE_") and k not in VARIABLES and not is_own(k) for k in os.environ)
+
+
+def moved(old: str) -> str | None:
+    """The plugin path an old `sm_peagle` path moved to, or None."""
+    for plugin in installed():
+        new = plugin.moved().get(old)
+        if new:
+            return new
+    return None
+
+
+def warn_moved(old: str, new: str) -> None:
     """The one-line notice an old import path gives for one release (see CHANGELOG.md)."""
     warnings.warn(
-        f"{old} moved to {new} (the sandbox is its own distribution now); "
+        f"{old} moved to {new} (a separate distribution now); "
         "the old name goes away in the next release",
         FutureWarning,
         stacklevel=3,
     )
 
 
-def moved_module(old: str, submodule: str) -> ModuleType:
-    """The sandbox's module `peagle_sandbox.<submodule>`, for a deprecated `sm_peagle.…`
-    path, found through the plugin (so the product still names no emulator module)."""
-    package = sandbox_plugin().__name__.rpartition(".")[0]
-    new = f"{package}.{submodule}"
-    moved(old, new)
-    return importlib.import_module(new)
+def moved_module(old: str) -> ModuleType:
+    """The plugin module an old `sm_peagle` module path moved to, with the notice; an
+    ImportError naming the old path when no installed plugin took it."""
+    new = moved(old)
+    if new is None:
+        raise ImportError(f"{old} is gone: no installed plugin provides it ({install_hint()})")
+    warn_moved(old, new)
+    return import_module(new)
 
 
-def use_sandbox(**options: Any) -> Any:
-    """Deprecated home of `peagle_sandbox.use_sandbox()`: start the sandbox if needed and
-    point this process's AWS settings at it."""
-    moved("sm_peagle.use_sandbox", "peagle_sandbox.use_sandbox")
-    return sandbox_plugin().use_sandbox(**options)
+def moved_name(old: str) -> Any:
+    """The plugin object an old `sm_peagle.<name>` moved to (AttributeError if none)."""
+    new = moved(old)
+    if new is None:
+        raise AttributeError(old)
+    module, _, attribute = new.rpartition(".")
+    warn_moved(old, new)
+    return getattr(import_module(module), attribute)
+
+
+@cache
+def _known() -> dict[str, dict[str, str]]:
+    # Plugins peagle knows of but does not ship: data (an index, as a package index lists
+    # distributions), so `peagle <their command>` without them says how to install them.
+    raw = resources.files(f"{__package__}.catalog").joinpath("data/known_plugins.json").read_text()
+    return json.loads(raw)["plugins"]
+
+
+def known_command(name: str) -> dict[str, str] | None:
+    """The known-plugins entry whose distribution adds `peagle <name>`, or None."""
+    return next((p for p in _known().values() if name in p.get("commands", ())), None)
+
+
+def install_hint() -> str:
+    """How to install the plugins peagle knows of, one line."""
+    return "; ".join(f"{p['distribution']}: {p['install']}" for p in _known().values())
+
+
+def source_label() -> str:
+    """The label of what this process talks to now: its plugin target's, or AWS."""
+    from .settings import AWS
+
+    state = current_target()
+    return state.label if state is not None else AWS

@@ -138,7 +138,7 @@ def constants_from_env(env: Mapping[str, str] | None = None) -> EngineConstants:
     import json
     from dataclasses import fields, replace
 
-    from sm_peagle import settings
+    from . import settings
 
     raw = settings.get(ENGINE_ENV) if env is None else env.get(ENGINE_ENV)
     if not raw:

@@ -4,7 +4,7 @@ imports it on every `peagle --sandbox` command)."""
 
 from __future__ import annotations
 
-from sm_peagle import settings
+from . import settings
 from sm_peagle.errors import PeagleError
 
 __all__ = ["ENGINES", "EngineMissing", "engine_args", "resolve_engine"]
@@ -21,7 +21,7 @@ ENGINES = ("simulated", "vllm")
 
 def resolve_engine(explicit: str | None = None) -> str:
     """The engine asked for: the option, else $PEAGLE_SANDBOX_ENGINE, else simulated."""
-    engine = (explicit or settings.sandbox_engine() or "simulated").lower()
+    engine = (explicit or settings.get("PEAGLE_SANDBOX_ENGINE") or "simulated").lower()
     if engine not in ENGINES:
         raise EngineMissing(
             f"unknown sandbox engine {engine!r}", remedy=f"use one of: {', '.join(ENGINES)}"

@@ -23,7 +23,7 @@ from typing import Any
 
 from peagle_sandbox.engine_choice import EngineMissing, engine_args, resolve_engine
 from peagle_sandbox.procs import children_of, pid_alive, reap_recorded_engines, terminate
-from sm_peagle import settings
+from . import settings
 from sm_peagle.errors import PeagleError, SpecError
 
 __all__ = [
@@ -466,7 +466,7 @@ def ensure(**options: Any) -> Joined:
         replaced, why = None, "died"
         if current is not None and not _dead(current):
             if _answers(current):
-                if (options.get("engine") or settings.sandbox_engine()) and (
+                if (options.get("engine") or settings.get("PEAGLE_SANDBOX_ENGINE")) and (
                     current.engine != engine
                 ):
                     raise EngineMissing(
@@ -512,6 +512,7 @@ def activate(info: SandboxInfo, environ: MutableMapping[str, str] | None = None)
         AWS_SHARED_CREDENTIALS_FILE=os.devnull,
         PEAGLE_SANDBOX_URL=info.url,
         PEAGLE_SANDBOX_ENGINE_LABEL=info.engine_label,  # what produced the tokens
+        PEAGLE_TARGET="sandbox",  # peagle asks this plugin's target what it talks to
     )
     env.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     env.setdefault("PEAGLE_POLL_SECONDS", "0.5")

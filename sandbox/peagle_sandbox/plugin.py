@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from sm_peagle import settings
+from . import settings
 from sm_peagle.errors import SpecError
 
 from .manager import SandboxInfo, SandboxUse

@@ -99,7 +99,7 @@ def register() -> None:
     Never raises: vLLM aborts start-up on a plugin exception, and a broken fix must not
     take the engine down with it.
     """
-    from sm_peagle import settings  # the engine venv has the product (install.py)
+    from .. import settings
 
     if (settings.get("PEAGLE_DISABLE_CPU_SAMPLING_FIX") or "").strip() not in ("", "0"):
         log.info("peagle cpu_sampling_fix: disabled by PEAGLE_DISABLE_CPU_SAMPLING_FIX")

