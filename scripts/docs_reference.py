@@ -402,9 +402,7 @@ def settings_page() -> str:
     rows = [f"| `{name}` | {_cell(what)} |\n" for name, what in settings.VARIABLES.items()]
     by_plugin: dict[str, list[str]] = {}
     for plugin, setting in plugins.settings():
-        by_plugin.setdefault(plugin, []).append(
-            f"| `{setting.name}` | {_cell(setting.doc)} |\n"
-        )
+        by_plugin.setdefault(plugin, []).append(f"| `{setting.name}` | {_cell(setting.doc)} |\n")
     extra = [
         f"\n## The {name} plugin's\n\nDeclared by the plugin (`Plugin.settings()`, "
         "[the plugin contract](../guides/plugins.md)) and read through "

@@ -13,10 +13,10 @@ a one-line warning: a broken plugin must not break the product.
 from __future__ import annotations
 
 import json
-from fnmatch import fnmatchcase
 import sys
 import warnings
 from collections.abc import Mapping
+from fnmatch import fnmatchcase
 from functools import cache
 from importlib import import_module, metadata, resources
 from types import ModuleType

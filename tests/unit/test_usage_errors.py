@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import typer
 
-from sm_peagle.cli import output
 from sm_peagle import plugins
+from sm_peagle.cli import output
 from sm_peagle.cli.app import COMMANDS, build_app, main
 
 NO_SUCH = "--zq-no-such-thing"  # close to no option of any command
