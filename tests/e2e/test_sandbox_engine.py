@@ -131,3 +131,15 @@ def test_activate_never_leaves_real_credentials_or_endpoints() -> None:
     assert "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS" not in env
     assert env["AWS_ENDPOINT_URL"] == env["AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"] == info.url
     assert env["PEAGLE_ROLE_ARN"] == info.role_arn and env["AWS_DEFAULT_REGION"] == "us-west-2"
+
+
+def test_only_the_switch_setting_chooses_the_sandbox(monkeypatch) -> None:
+    # PEAGLE_SANDBOX_ENGINE sets the engine of a sandbox chosen otherwise; alone it never
+    # started one (before the contract the CLI read only PEAGLE_SANDBOX), and must not now.
+    monkeypatch.delenv("PEAGLE_SANDBOX", raising=False)
+    monkeypatch.setenv("PEAGLE_SANDBOX_ENGINE", "vllm")
+    assert _take_target_options(["ls"]) == (["ls"], None)
+    monkeypatch.setenv("PEAGLE_SANDBOX", "1")
+    out, chosen = _take_target_options(["ls"])
+    assert out == ["ls"] and chosen is not None and chosen.target.name == "sandbox"
+    assert chosen.values == {"--sandbox": True}
