@@ -147,10 +147,11 @@ def _split_words(tokens: list[str]) -> tuple[list[str], list[str]]:
 _target = Target()
 
 
-def begin(*, sandbox: bool, command: str | None = None) -> None:
-    """A new CLI run (cli/app.py `main`): forget the previous run's region and component."""
+def begin(*, carry: tuple[str, ...] = (), command: str | None = None) -> None:
+    """A new CLI run (cli/app.py `main`): forget the previous run's region and component.
+    (Interim: helper A replaces this with the target's carry.)"""
     global _target
-    _target = Target(sandbox=sandbox, command=command)
+    _target = Target(sandbox=bool(carry), command=command)
 
 
 def given_region(region: str | None) -> None:
@@ -170,10 +171,12 @@ def given_component(component: str | None) -> None:
 def current_target() -> Target:
     """The context now: the sandbox (also when chosen by PEAGLE_SANDBOX=1, or by a shell
     pointed at it, PEAGLE_SANDBOX_URL), its engine if not the default, region, component."""
-    from .. import settings
+    from .. import plugins
 
-    sandbox = _target.sandbox or settings.sandbox_requested() or bool(settings.sandbox_url())
-    engine = settings.sandbox_engine() if sandbox else None
+    state = plugins.current_target()  # interim (helper A replaces this with carry)
+    sandbox = _target.sandbox or state is not None
+    carry = state.carry if state is not None else ()
+    engine = carry[carry.index("--sandbox-engine") + 1] if "--sandbox-engine" in carry else None
     if engine == DEFAULT_ENGINE:
         engine = None
     return replace(_target, sandbox=sandbox, engine=engine)
