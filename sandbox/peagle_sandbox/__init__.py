@@ -18,15 +18,17 @@ from __future__ import annotations
 
 from typing import Any
 
+# In reading order (the SDK reference renders them so): the client, then the sandbox's
+# own calls, then their results.
 __all__ = [
-    "SandboxStart",
-    "SandboxState",
-    "SandboxStop",
     "client",
+    "use_sandbox",
     "start",
     "status",
     "stop",
-    "use_sandbox",
+    "SandboxStart",
+    "SandboxState",
+    "SandboxStop",
 ]
 
 # Imported when asked for (`peagle --help` imports this package for the plugin's
