@@ -447,7 +447,6 @@ SDK_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Catalog", ("sm_peagle.ops.catalog", "sm_peagle.catalog")),
     ("Infrastructure as code and IAM", ("sm_peagle.ops.iac", "sm_peagle.iac")),
     ("Drafter heads", ("sm_peagle.ops.drafter", "sm_peagle.drafter")),
-    ("The sandbox", ("sm_peagle.ops.sandbox", "sm_peagle.plugins")),
     ("Doctor", ("sm_peagle.ops.doctor",)),
 ]
 OTHER = ("More of the SDK", ())
@@ -610,9 +609,50 @@ def sdk_page() -> str:
     if errors:
         parts.append("\n## Errors\n\n" + _ERRORS + "\n" + "\n".join(errors))
     for title, entries in rest.items():
+        if title == OTHER[0]:  # the plugins' SDKs before the fallback, which stays last
+            parts += plugin_sections()
         if entries:
             parts.append(f"\n## {title}\n\n" + "\n".join(entries))
     return "".join(parts)
+
+
+_PLUGIN_INTRO = """\
+Not part of `sm_peagle`: the `{distribution}` distribution, a peagle plugin ([the plugin
+contract](../guides/plugins.md)), rendered here because it is installed. Import it as
+`{package}`; everything below is in `{package}.__all__`.
+"""
+
+
+def plugin_sdks() -> list[tuple[Any, str, list[tuple[str, str]]]]:
+    """(plugin, its package, [(name, defining module)]) for each installed plugin whose
+    package has an `__all__`: a plugin's own SDK, documented next to peagle's (found
+    through the contract, so this script names no plugin either)."""
+    import importlib
+
+    from sm_peagle import plugins
+
+    out = []
+    for plugin in plugins.installed():
+        package = type(plugin).__module__.partition(".")[0]
+        module = importlib.import_module(package)
+        names = [
+            (name, getattr(getattr(module, name), "__module__", None) or package)
+            for name in getattr(module, "__all__", ())
+        ]
+        if names:
+            out.append((plugin, package, names))
+    return out
+
+
+def plugin_sections() -> list[str]:
+    """One section per installed plugin with an SDK: its public names, each rendered from
+    its own docstring (results and functions alike, in the package's `__all__` order)."""
+    parts = []
+    for plugin, package, names in plugin_sdks():
+        intro = _PLUGIN_INTRO.format(distribution=plugin.distribution, package=package)
+        entries = "\n".join(f"::: {module}.{name}\n" for name, module in names)
+        parts.append(f"\n## The {plugin.name} plugin\n\n{intro}\n{entries}")
+    return parts
 
 
 # -- the MkDocs hook and the command line ------------------------------------------------

@@ -5,17 +5,35 @@ stops that process and points boto3 at it; ``peagle --sandbox <command>`` does b
 here talks to AWS, and every generated token is SIMULATED (see ``engine`` for the model).
 
 It is not part of the product: it is its own distribution (``peagle-sandbox``, in
-``sandbox/``), which the product finds through entry points (``sm_peagle/plugins.py``) and
-never imports. ``peagle_sandbox.use_sandbox()`` is the SDK entry point (it was
-``sm_peagle.use_sandbox()``), and ``peagle_sandbox.testing.pytest_plugin`` the pytest plugin
-(it was ``sm_peagle.testing.pytest_plugin``).
+``sandbox/``), a peagle plugin (``peagle_plugin.PLUGIN``, through the ``sm_peagle.plugins``
+entry point), and the product never imports it. Its SDK is here: ``client()``,
+``use_sandbox()``, ``start()``, ``status()``, ``stop()`` and their results (they were
+``sm_peagle.use_sandbox`` and ``sm_peagle.sandbox_start|status|stop``);
+``peagle_sandbox.testing.pytest_plugin`` is the pytest plugin (it was
+``sm_peagle.testing.pytest_plugin``). The old names still work for one release, with a
+FutureWarning.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["client", "use_sandbox"]
+# In reading order (the SDK reference renders them so): the client, then the sandbox's
+# own calls, then their results.
+__all__ = [
+    "client",
+    "use_sandbox",
+    "start",
+    "status",
+    "stop",
+    "SandboxStart",
+    "SandboxState",
+    "SandboxStop",
+]
+
+# Imported when asked for (`peagle --help` imports this package for the plugin's
+# declarations, and must not pay for the SDK).
+_SDK = ("SandboxStart", "SandboxState", "SandboxStop", "start", "status", "stop")
 
 
 def client(**options: Any) -> Any:
@@ -37,7 +55,7 @@ def client(**options: Any) -> Any:
     ``peagle sandbox stop``.
 
     Imported on call, so importing the package stays free."""
-    from .plugin import client as _client  # checks the options first
+    from .sdk import client as _client  # checks the options first
 
     return _client(**options)
 
@@ -49,6 +67,14 @@ def use_sandbox(**options: Any) -> Any:
     end, the sandbox this call started; one that was already running is left running.
 
     Imported on call, so importing the package stays free."""
-    from .plugin import use_sandbox as _use  # checks the options first
+    from .sdk import use_sandbox as _use  # checks the options first
 
     return _use(**options)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SDK:
+        from . import sdk
+
+        return getattr(sdk, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

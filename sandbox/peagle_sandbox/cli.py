@@ -9,12 +9,17 @@ it on demand.
 from __future__ import annotations
 
 import shlex
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
-from sm_peagle.cli.options import JsonOpt, SandboxEngine
-from sm_peagle.cli.output import current, note
+from sm_peagle.contract import JsonOpt, cli_output, note
+
+from .peagle_plugin import label_for_engine
+
+# The engines `--engine` takes (engine_choice.ENGINES, which checks the value: one message
+# for the CLI and the SDK; a test holds the two equal).
+Engine = Literal["simulated", "vllm"]
 
 sandbox_app = typer.Typer(
     help="A local SageMaker on 127.0.0.1 (moto control plane; endpoints on a SIMULATED "
@@ -48,7 +53,7 @@ def start_command(
         float | None, typer.Option("--time-scale", help="Multiply simulated step times (1.0).")
     ] = None,
     engine: Annotated[
-        SandboxEngine | None,
+        Engine | None,
         typer.Option(
             "--engine",
             parser=str,  # checked by the sandbox (one message for CLI and SDK)
@@ -60,9 +65,9 @@ def start_command(
 ) -> None:
     """Start the sandbox in the background (idempotent when nothing conflicts: a second
     start, even at the same moment, names the one that runs)."""
-    import sm_peagle
+    from . import sdk
 
-    started = sm_peagle.sandbox_start(
+    started = sdk.start(
         port=port,
         upstream=upstream,
         creating_seconds=creating_seconds,
@@ -73,10 +78,17 @@ def start_command(
     if started.died_url:
         from peagle_sandbox.manager import died_message
 
-        current().warn(f"{died_message(started.died_url)}; started a new one at {started.url}")
+        cli_output().warn(f"{died_message(started.died_url)}; started a new one at {started.url}")
     if started.already_running:
         note(f"already running at {started.url} (pid {started.pid})")
-    current().result(started, render=_render_started)
+    _result(started, _render_started)
+
+
+def _result(result: Any, render: Any) -> None:
+    # The sandbox's own results describe that sandbox, whatever this process talks to
+    # (`peagle sandbox status --json` without --sandbox is not AWS's): labelled by the
+    # engine it runs (or ran), SIMULATED when the document names none.
+    cli_output().result(result, render=render, label=label_for_engine(result.engine_label))
 
 
 def _render_started(started: Any) -> None:
@@ -87,9 +99,9 @@ def _render_started(started: Any) -> None:
 @sandbox_app.command("status")
 def status_command(json_out: JsonOpt = False) -> None:
     """Whether the sandbox runs, where, and whether it answers."""
-    import sm_peagle
+    from . import sdk
 
-    current().result(sm_peagle.sandbox_status(), render=_render_status)
+    _result(sdk.status(), _render_status)
 
 
 def _render_status(status: Any) -> None:
@@ -113,9 +125,9 @@ def _render_status(status: Any) -> None:
 @sandbox_app.command("stop")
 def stop_command(json_out: JsonOpt = False) -> None:
     """Stop the sandbox (SIGTERM, then SIGKILL) and remove its state file. All state is lost."""
-    import sm_peagle
+    from . import sdk
 
-    current().result(sm_peagle.sandbox_stop(), render=_render_stopped)
+    _result(sdk.stop(), _render_stopped)
 
 
 def _render_stopped(result: Any) -> None:
@@ -176,7 +188,7 @@ def install_engine_command(
     from pathlib import Path
 
     from peagle_sandbox.vllm_engine import install
-    from sm_peagle.errors import PeagleError, SpecError
+    from sm_peagle.contract import PeagleError, SpecError
 
     try:
         env = install.install_engine(

@@ -175,7 +175,7 @@ class Speculation:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Speculation:
         """Read SM_VLLM_SPECULATIVE_CONFIG the way `peagle status` does."""
-        from sm_peagle.lifecycle.inventory import speculative_of
+        from sm_peagle.contract import speculative_of
 
         try:
             mode, k, _ = speculative_of(dict(env))

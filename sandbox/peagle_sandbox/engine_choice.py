@@ -4,7 +4,7 @@ imports it on every `peagle --sandbox` command)."""
 
 from __future__ import annotations
 
-from sm_peagle.errors import PeagleError
+from sm_peagle.contract import PeagleError
 
 from . import settings
 

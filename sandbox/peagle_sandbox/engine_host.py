@@ -54,6 +54,7 @@ from peagle_sandbox.engine_runs import (
 from peagle_sandbox.engine_setup import container_environ, entrypoint_command, flag_table_lines
 from peagle_sandbox.engine_setup import write_vllm_shim as _write_shim
 from peagle_sandbox.procs import kill_group
+from sm_peagle.contract import CONTAINER_ENTRYPOINT
 
 __all__ = ["EngineHost", "last_error_line"]
 
@@ -220,7 +221,7 @@ class EngineHost(ComponentEngines):
             engine,
             [
                 f"peagle-sandbox: REAL engine {self.label}; emulates the DLC entrypoint with "
-                "peagle's own (sm_peagle.container.entrypoint), not the DLC's script",
+                f"peagle's own ({CONTAINER_ENTRYPOINT}), not the DLC's script",
                 f"peagle-sandbox: /opt/ml -> {engine.root}",
                 *(f"peagle-sandbox: {n}" for n in [*notes, *mapped]),
                 *flag_table_lines(),

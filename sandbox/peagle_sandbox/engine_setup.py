@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from sm_peagle.contract import CONTAINER_ENTRYPOINT
+
 __all__ = [
     "OPT_ML",
     "SANDBOX_FLAGS",
@@ -151,7 +153,7 @@ def entrypoint_command(python: Path, port: int) -> list[str]:
     """`<engine python> -m sm_peagle.container.entrypoint serve <sandbox flags>`: SageMaker
     starts a hosting container as `<image> serve`; the entrypoint appends extra argv after
     the command it builds, so these flags win."""
-    return [str(python), "-m", "sm_peagle.container.entrypoint", "serve", *_appended_argv(port)]
+    return [str(python), "-m", CONTAINER_ENTRYPOINT, "serve", *_appended_argv(port)]
 
 
 def container_environ(

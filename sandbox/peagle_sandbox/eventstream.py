@@ -1,7 +1,7 @@
 """AWS event-stream framing, and the irregular PayloadPart splits SageMaker really produces.
 
-The frames themselves come from ``sm_peagle.runtime.eventstream_encode`` (one encoder for
-the sandbox and the tests, checked against botocore's own ``EventStreamBuffer``).
+The frames themselves come from peagle's encoder (``sm_peagle.contract.encode_message``: one
+encoder for the sandbox and the tests, checked against botocore's own ``EventStreamBuffer``).
 
 SageMaker does not forward the container's bytes one SSE event per PayloadPart: parts are
 cut wherever its buffers happen to flush, mid-JSON, mid-``data:`` or mid-UTF-8 character,
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sm_peagle.runtime.eventstream_encode import encode_message, model_stream_error, payload_part
+from sm_peagle.contract import encode_message, model_stream_error, payload_part
 
 __all__ = [
     "IrregularSplitter",

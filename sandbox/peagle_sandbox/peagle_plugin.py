@@ -94,7 +94,7 @@ class SandboxTarget:
         engine = values.get("--sandbox-engine")
         if isinstance(engine, str):  # read by the sandbox manager from here on
             os.environ["PEAGLE_SANDBOX_ENGINE"] = engine
-        from .plugin import cli_activate
+        from .sdk import cli_activate
 
         cli_activate()
         state = self.current()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sm_peagle.client import Client
+from sm_peagle import Client
 
 __all__ = ["SandboxClient"]
 

@@ -53,7 +53,7 @@ def synthetic_head(
     without them vLLM uses the target's default layers (2, L/2, L-3), which suit a deep
     target (gpt-oss-20b: 2, 12, 21) but not a 4-layer one. The mask token must be inside
     `target_vocab` (the head's vocab_size): vLLM embeds it at every drafting step."""
-    from sm_peagle.vllm.versions import VllmVersion, mask_hidden_rule
+    from sm_peagle.contract import VllmVersion, mask_hidden_rule
 
     if not 0 <= mask_token_id < target_vocab:
         raise ValueError(f"mask_token_id {mask_token_id} is outside the vocab {target_vocab}")

@@ -90,6 +90,8 @@ def test_the_site_builds_strict_with_the_generated_reference(tmp_path: Path) -> 
     anchors = ("sm_peagle.client.Client.deploy", f"{sm_peagle.deploy.__module__}.deploy")
     assert any(f'id="{a}"' in sdk for a in anchors), anchors
     assert first_line in " ".join(re.sub(r"<[^>]+>", " ", sdk).split()), first_line
+    # An installed plugin's SDK is rendered too, from its own docstrings (the sandbox's).
+    assert 'id="peagle_sandbox.sdk.start"' in sdk and "Start the local sandbox" in sdk
 
 
 def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ The real `peagle` CLI in subprocesses, each test with its own state directory:
   its endpoints are gone: `sandbox status` and `stop` report it, `sandbox env` exits 1 with
   the fix `peagle sandbox start`, and `peagle --sandbox <command>` and `sandbox start` say
   they started a new one.
-The SDK (`sm_peagle.sandbox_start`) refuses the same settings with the same line.
+The SDK (`peagle_sandbox.start`) refuses the same settings with the same line.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-import sm_peagle
+import peagle_sandbox
 from sm_peagle.errors import PeagleError, SpecError
 from tests.plan_helpers import run_cli
 from tests.sandbox_helpers import sandbox_client
@@ -181,7 +181,7 @@ def test_the_sdk_refuses_a_busy_port_with_the_same_line(
 ) -> None:
     monkeypatch.setenv("PEAGLE_STATE_DIR", str(cli.state))
     with pytest.raises(SpecError) as e:
-        sm_peagle.sandbox_start(port=busy_port)
+        peagle_sandbox.start(port=busy_port)
     assert e.value.exit_code == 2
     line = one_error_line(cli("sandbox", "start", "--port", str(busy_port), code=2))
     assert line == f"error: {e.value.message} (fix: {e.value.remedy})"
@@ -213,7 +213,7 @@ def test_a_state_dir_that_is_a_file_or_unwritable_exits_2_with_a_fix(
             assert servers_of(state) == []
         monkeypatch.setenv("PEAGLE_STATE_DIR", str(state))
         with pytest.raises(SpecError) as e:
-            sm_peagle.sandbox_start()
+            peagle_sandbox.start()
         assert line == f"error: {e.value.message} (fix: {e.value.remedy})"
     assert (tmp_path / "a-file").read_text() == "not a directory\n"
 
@@ -326,16 +326,16 @@ def test_the_sdk_reports_a_dead_sandbox_it_replaced(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PEAGLE_STATE_DIR", str(cli.state))
-    first = sm_peagle.sandbox_start()
+    first = peagle_sandbox.start()
     assert first.died_url is None and not first.already_running
     os.kill(first.pid, signal.SIGKILL)
     wait_gone(first.pid)
-    state = sm_peagle.sandbox_status()
+    state = peagle_sandbox.status()
     assert not state.running and state.died and state.url == first.url
-    second = sm_peagle.sandbox_start()
+    second = peagle_sandbox.start()
     assert second.died_url == first.url and second.pid != first.pid
-    assert sm_peagle.sandbox_start().already_running
-    stopped = sm_peagle.sandbox_stop()
+    assert peagle_sandbox.start().already_running
+    stopped = peagle_sandbox.stop()
     assert stopped.stopped and cli.servers() == []
 
 
@@ -351,7 +351,7 @@ def test_a_sandbox_that_cannot_come_up_is_exit_1_on_one_line_naming_its_log(
     monkeypatch.setattr(sys, "executable", str(fake))  # what the manager spawns
     monkeypatch.setenv("PEAGLE_STATE_DIR", str(cli.state))
     with pytest.raises(PeagleError) as e:
-        sm_peagle.sandbox_start()
+        peagle_sandbox.start()
     assert e.value.exit_code == 1
     assert "exited at start-up (code 3): boom: the server cannot start" in e.value.message
     assert str(cli.state / "sandbox.log") in (e.value.remedy or "")
@@ -388,7 +388,7 @@ def test_use_sandbox_warns_when_it_replaces_a_dead_sandbox(
     import peagle_sandbox
 
     monkeypatch.setenv("PEAGLE_STATE_DIR", str(cli.state))
-    first = sm_peagle.sandbox_start()
+    first = peagle_sandbox.start()
     os.kill(first.pid, signal.SIGKILL)
     wait_gone(first.pid)
     # activate() points this very process at the sandbox (os.environ): put the whole

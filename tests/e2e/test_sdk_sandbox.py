@@ -1,15 +1,17 @@
-"""`sm_peagle.sandbox_start`, `sandbox_status`, `sandbox_stop` through the sandbox plugin:
-every bad option, and a state directory that is a file, is one SpecError line (exit 2 in
-the CLI), the same from the SDK and from `peagle sandbox start`, and nothing starts."""
+"""The sandbox's SDK, `peagle_sandbox.start`, `status`, `stop` (they were
+`sm_peagle.sandbox_start|status|stop`): every bad option, and a state directory that is a
+file, is one SpecError line (exit 2 in the CLI), the same from the SDK and from
+`peagle sandbox start`, and nothing starts."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-import sm_peagle
-from sm_peagle.errors import SpecError
+import peagle_sandbox
+from sm_peagle import SpecError
 from tests.plan_helpers import run_cli
 
 pytestmark = pytest.mark.e2e
@@ -63,7 +65,7 @@ def test_bad_options_are_refused_before_anything_starts(
     capsys, state: Path, nothing_starts, options, argv, message
 ) -> None:
     with pytest.raises(SpecError) as e:
-        sm_peagle.sandbox_start(**options)
+        peagle_sandbox.start(**options)
     assert e.value.message.startswith(message) and e.value.exit_code == 2
     code, out, err = run_cli(capsys, "sandbox", "start", *argv)
     assert code == 2 and out == ""
@@ -73,12 +75,10 @@ def test_bad_options_are_refused_before_anything_starts(
 
 def test_unknown_sdk_option_is_refused(nothing_starts) -> None:
     with pytest.raises(SpecError, match="unknown option"):
-        sm_peagle.sandbox_start(prot=8080)
+        peagle_sandbox.start(prot=8080)
 
 
 def test_use_sandbox_checks_the_same_options(state: Path, nothing_starts) -> None:
-    import peagle_sandbox
-
     with pytest.raises(SpecError, match="--port: 70000 is not a port"):
         peagle_sandbox.use_sandbox(port=70000)
     assert not state.exists()
@@ -91,7 +91,7 @@ def test_state_dir_that_is_a_file_is_a_spec_error_with_a_fix(
     a_file.write_text("")
     for path in (a_file, a_file / "below"):
         monkeypatch.setenv("PEAGLE_STATE_DIR", str(path))
-        for call in (sm_peagle.sandbox_start, sm_peagle.sandbox_status, sm_peagle.sandbox_stop):
+        for call in (peagle_sandbox.start, peagle_sandbox.status, peagle_sandbox.stop):
             with pytest.raises(SpecError) as e:
                 call()
             assert e.value.message.startswith(f"PEAGLE_STATE_DIR: {path} is not a directory")
@@ -104,23 +104,22 @@ def test_state_dir_that_is_a_file_is_a_spec_error_with_a_fix(
 
 
 def test_status_and_stop_when_nothing_runs(state: Path, capsys) -> None:
-    st = sm_peagle.sandbox_status()
+    st = peagle_sandbox.status()
+    assert isinstance(st, peagle_sandbox.SandboxState)
     assert not st.running and not st.healthy and st.to_dict()["running"] is False
-    stopped = sm_peagle.sandbox_stop()
+    stopped = peagle_sandbox.stop()
+    assert isinstance(stopped, peagle_sandbox.SandboxStop)
     assert not stopped.stopped and stopped.note == "no sandbox is running"
     code, out, _ = run_cli(capsys, "sandbox", "stop")
     assert code == 0 and out == "sandbox: no sandbox is running\n"
 
 
-def test_without_the_sandbox_distribution_the_sdk_names_the_install(monkeypatch) -> None:
-    from sm_peagle import plugins
-
-    monkeypatch.setattr(plugins, "_entry_points", lambda group: [])
-    with pytest.raises(SpecError) as e:
-        sm_peagle.sandbox_start()
-    assert e.value.remedy == plugins.SANDBOX_INSTALL
-    with pytest.raises(SpecError):
-        sm_peagle.sandbox_status()
+def test_the_sandbox_s_own_results_are_labelled_by_its_engine(state: Path, capsys) -> None:
+    """`peagle sandbox status|stop --json` describe the sandbox, whatever this process talks
+    to (no --sandbox here): labelled as the SIMULATED sandbox's, never as AWS's."""
+    for command in ("status", "stop"):
+        code, out, _ = run_cli(capsys, "sandbox", command, "--json")
+        assert code == 0 and json.loads(out)["label"] == "SANDBOX (SIMULATED)", command
 
 
 _USE_AND_STOP = """
@@ -147,7 +146,6 @@ print(json.dumps(seen))
 def test_use_sandbox_stops_only_the_sandbox_it_started(state: Path) -> None:
     """`with peagle_sandbox.use_sandbox():` (the README's form) stops on exit the sandbox
     that call started, and leaves alone one it merely joined."""
-    import json
     import os
     import subprocess
     import sys

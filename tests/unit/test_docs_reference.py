@@ -124,7 +124,8 @@ def test_the_sdk_page_renders_every_public_name() -> None:
     not an operation by its own `:::` entry; an operation (a module-level function that
     is the default client's method) by the client's method, in the operations table."""
     page = docs_reference.sdk_page()
-    targets = re.findall(r"(?m)^::: ([\w.]+)$", page)
+    # peagle's own (an installed plugin's SDK has its own section: see below).
+    targets = re.findall(r"(?m)^::: (sm_peagle\.[\w.]+)$", page)
     table = _operations_table(page)
     names = [n for n in sm_peagle.__all__ if n != "__version__"]
     rendered = [t.rsplit(".", 1)[1] for t in targets] + [
@@ -139,6 +140,24 @@ def test_the_sdk_page_renders_every_public_name() -> None:
 
     for method in table:
         assert callable(getattr(Client, method)), method
+
+
+def test_an_installed_plugin_s_sdk_has_its_own_section() -> None:
+    """The sandbox plugin's SDK (`peagle_sandbox.__all__`) is rendered under its own
+    heading, each name from where it is defined, and nowhere else on the page."""
+    import peagle_sandbox
+
+    page = docs_reference.sdk_page()
+    section = _sections(page)["The sandbox plugin"]
+    assert "`peagle-sandbox` distribution" in section
+    targets = re.findall(r"(?m)^::: ([\w.]+)$", section)
+    assert [t.rsplit(".", 1)[1] for t in targets] == list(peagle_sandbox.__all__)
+    for target in targets:
+        module, name = target.rsplit(".", 1)
+        assert getattr(importlib.import_module(module), name) is getattr(peagle_sandbox, name)
+    assert "start" in peagle_sandbox.__all__ and "SandboxState" in peagle_sandbox.__all__
+    elsewhere = page.replace(section, "")
+    assert not re.search(r"(?m)^::: peagle_sandbox\.", elsewhere)
 
 
 def test_the_page_leads_with_the_client_then_results_then_errors() -> None:

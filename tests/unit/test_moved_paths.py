@@ -3,9 +3,11 @@ error classes (docs/troubleshooting.md, "Every error class") has one row per err
 `sm_peagle` exports, each importable from `sm_peagle` with the exit code the row gives
 (CHANGELOG.md lists the moves).
 
-- `sm_peagle.use_sandbox()` -> `peagle_sandbox.use_sandbox()`;
+- `sm_peagle.use_sandbox()` -> `peagle_sandbox.use_sandbox()`, and
+  `sm_peagle.sandbox_start|status|stop` -> `peagle_sandbox.start|status|stop`: the sandbox
+  plugin declares them (`PLUGIN.moved()`), peagle forwards them with a FutureWarning;
 - `sm_peagle.testing.pytest_plugin` -> `peagle_sandbox.testing.pytest_plugin`;
-- without the sandbox distribution, the product says how to install it.
+- without the sandbox distribution, the old names are gone (peagle names no plugin).
 """
 
 from __future__ import annotations
@@ -68,41 +70,52 @@ def test_troubleshooting_row_scan_can_fail() -> None:
 
 
 def test_use_sandbox_at_the_old_path_warns_once_and_calls_the_new_one(monkeypatch) -> None:
+    import peagle_sandbox
+
     calls = []
 
-    class FakePlugin:
-        __name__ = "peagle_sandbox.plugin"
+    def use_sandbox(**options):
+        calls.append(options)
+        return "info"
 
-        @staticmethod
-        def use_sandbox(**options):
-            calls.append(options)
-            return "info"
-
-    monkeypatch.setattr(plugins, "sandbox_plugin", lambda: FakePlugin)
+    monkeypatch.setattr(peagle_sandbox, "use_sandbox", use_sandbox)
     with pytest.warns(FutureWarning, match=r"sm_peagle.use_sandbox moved to peagle_sandbox"):
         assert sm_peagle.use_sandbox(engine="simulated") == "info"
     assert calls == [{"engine": "simulated"}]
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("sandbox_start", "start"), ("sandbox_status", "status"), ("sandbox_stop", "stop")],
+)
+def test_the_sandbox_sdk_at_its_old_names_is_the_sandbox_s_own(old: str, new: str) -> None:
+    import peagle_sandbox
+
+    with pytest.warns(FutureWarning, match=rf"sm_peagle.{old} moved to peagle_sandbox.{new}\b"):
+        assert getattr(sm_peagle, old) is getattr(peagle_sandbox, new)
+    # Old names, not public ones: the reference and `__all__` name the sandbox's.
+    assert old not in sm_peagle.__all__
+
+
 def test_the_real_plugin_is_the_sandbox_distribution() -> None:
-    import peagle_sandbox.plugin
+    from peagle_sandbox.peagle_plugin import PLUGIN
 
-    plugin = plugins.sandbox_plugin()
-    assert plugin is peagle_sandbox.plugin and callable(plugin.use_sandbox)
+    assert PLUGIN in plugins.installed()
     dist = metadata.distribution("peagle-sandbox")
-    assert {ep.group for ep in dist.entry_points} == {
-        "sm_peagle.plugins",
-        "sm_peagle.commands",
-        "sm_peagle.models",
-    }
+    # One entry point, the contract's: the old `sm_peagle.commands` / `sm_peagle.models`
+    # groups are folded into the plugin object.
+    assert [(ep.group, ep.name, ep.value) for ep in dist.entry_points] == [
+        ("sm_peagle.plugins", "sandbox", "peagle_sandbox.peagle_plugin:PLUGIN")
+    ]
 
 
-def test_without_the_sandbox_the_error_names_the_install(monkeypatch) -> None:
-    monkeypatch.setattr(plugins, "_entry_points", lambda group: [])
-    with pytest.raises(errors.SpecError) as info:
-        plugins.sandbox_plugin()
-    assert info.value.remedy == "pip install -e ./sandbox"
-    assert info.value.exit_code == 2
+def test_without_the_sandbox_the_old_names_are_gone(monkeypatch) -> None:
+    """peagle does not know where its old names went: the plugin says so. Without it, an
+    old name is an AttributeError like any unknown name (and nothing is imported)."""
+    monkeypatch.setattr(plugins, "installed", lambda: ())
+    for old in ("use_sandbox", "sandbox_start", "sandbox_status", "sandbox_stop"):
+        with pytest.raises(AttributeError, match=rf"has no attribute '{old}'"):
+            getattr(sm_peagle, old)
 
 
 def test_old_pytest_plugin_path_loads_the_sandbox_fixtures_with_a_notice() -> None:

@@ -13,7 +13,8 @@ import re
 import pytest
 
 # Every result an SDK call returns: (module, class). A handle (Endpoint), a session
-# (ChatSession) or an input (DeploymentSpec) is not a result.
+# (ChatSession) or an input (DeploymentSpec) is not a result. The sandbox plugin's SDK
+# (peagle_sandbox.start|status|stop) keeps to the same family.
 RESULTS = [
     ("sm_peagle.ops.endpoints", "EndpointStatus"),
     ("sm_peagle.ops.endpoints", "ComponentStatus"),
@@ -45,9 +46,9 @@ RESULTS = [
     ("sm_peagle.ops.drafter", "DrafterPush"),
     ("sm_peagle.ops.doctor", "DoctorReport"),
     ("sm_peagle.ops.doctor", "DoctorCheck"),
-    ("sm_peagle.ops.sandbox", "SandboxStart"),
-    ("sm_peagle.ops.sandbox", "SandboxState"),
-    ("sm_peagle.ops.sandbox", "SandboxStop"),
+    ("peagle_sandbox.sdk", "SandboxStart"),
+    ("peagle_sandbox.sdk", "SandboxState"),
+    ("peagle_sandbox.sdk", "SandboxStop"),
 ]
 # The results that were dicts before issue 34.
 WERE_DICTS = [

@@ -1,10 +1,11 @@
-"""What the product loads through the `sm_peagle.plugins` entry point (`sm_peagle/plugins.py`).
+"""The sandbox's SDK: `peagle_sandbox.start()`, `status()`, `stop()`, `use_sandbox()`,
+`client()`, and what `peagle --sandbox <command>` runs first (`cli_activate`).
 
-The product never imports this package by name: it talks to the sandbox the way it talks to
-AWS, through endpoint URLs and credentials, which `activate` sets. `sm_peagle.sandbox_start`,
-`sandbox_stop` and `sandbox_status` (the SDK; `peagle sandbox start|stop|status` call them)
-come here: `start`, `stop`, `status`. Every option is checked (`check_options`) and the state
-directory too (`check_state_dir`) before anything starts.
+They were `sm_peagle.sandbox_start|status|stop` and `sm_peagle.use_sandbox` (the plugin
+forwards those names for one release, `PLUGIN.moved()`). Every option is checked
+(`check_options`) and the state directory too (`check_state_dir`) before anything starts:
+a bad or busy port, URL, time scale, interval or state directory is a SpecError, one line.
+`peagle sandbox start|status|stop` call these and render their typed results.
 """
 
 from __future__ import annotations
@@ -12,17 +13,21 @@ from __future__ import annotations
 import math
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from sm_peagle.errors import SpecError
+from sm_peagle.contract import SpecError
 
 from . import settings
 from .manager import SandboxInfo, SandboxUse
 
 __all__ = [
     "OPTIONS",
+    "SandboxStart",
+    "SandboxState",
+    "SandboxStop",
     "check_options",
     "check_state_dir",
     "cli_activate",
@@ -32,6 +37,103 @@ __all__ = [
     "stop",
     "use_sandbox",
 ]
+
+
+@dataclass(frozen=True)
+class SandboxStart:
+    """The sandbox that runs now; `to_dict()` is the `peagle sandbox start --json`
+    document (its state).
+
+    Attributes:
+        info: Its state: pid, port, url, runtime_url, log, engine, engine_label, ...
+        already_running: Whether it was already running with the same options.
+        died_url: The URL of a sandbox found dead, whose state this start replaced (its
+            endpoints are gone), else None.
+    """
+
+    info: dict[str, Any]
+    already_running: bool = False
+    died_url: str | None = None
+
+    @property
+    def url(self) -> str:
+        return str(self.info["url"])
+
+    @property
+    def pid(self) -> int:
+        return int(self.info["pid"])
+
+    @property
+    def engine_label(self) -> str:
+        return str(self.info.get("engine_label") or "SIMULATED")
+
+    def to_dict(self) -> dict[str, Any]:
+        # The document `peagle sandbox start --json` prints: the sandbox's state.
+        return dict(self.info)
+
+
+@dataclass(frozen=True)
+class SandboxState:
+    """Whether the sandbox runs (`running`), answers (`healthy`), and its state; `died`
+    when the state names a sandbox whose process is gone (and `url` where it ran).
+    `to_dict()` is the `peagle sandbox status --json` document.
+
+    Attributes:
+        doc: The sandbox's state document, which the properties read.
+    """
+
+    doc: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def running(self) -> bool:
+        return bool(self.doc.get("running"))
+
+    @property
+    def died(self) -> bool:
+        return bool(self.doc.get("died"))
+
+    @property
+    def url(self) -> str | None:
+        return self.doc.get("url")
+
+    @property
+    def healthy(self) -> bool:
+        return bool(self.doc.get("healthy"))
+
+    @property
+    def engine_label(self) -> str:
+        return str(self.doc.get("engine_label") or "SIMULATED")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.doc)
+
+
+@dataclass(frozen=True)
+class SandboxStop:
+    """Whether a sandbox was stopped (`stopped`, its `pid`), or why not (`note`);
+    `to_dict()` is the `peagle sandbox stop --json` document.
+
+    Attributes:
+        doc: The stop's document, which the properties read.
+    """
+
+    doc: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def stopped(self) -> bool:
+        return bool(self.doc.get("stopped"))
+
+    @property
+    def note(self) -> str | None:
+        return self.doc.get("note")
+
+    @property
+    def engine_label(self) -> str:
+        return str(self.doc.get("engine_label") or "SIMULATED")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.doc)
+
 
 # The options `start`/`use_sandbox` take, as `peagle sandbox start` spells them.
 OPTIONS = {
@@ -146,13 +248,17 @@ def _check_engine(engine: str | None) -> None:
     engine_args(resolve_engine(engine))
 
 
-def start(**options: Any) -> dict[str, Any]:
-    """Start the sandbox in the background, or join the one that runs with the same port,
-    upstream and engine (two starts at once end with one sandbox, both naming it).
+def start(**options: Any) -> SandboxStart:
+    """Start the local sandbox in the background, or join the one that runs with the same
+    port, upstream and engine (also when two starts race: one sandbox, both return it).
+    Options, as `peagle sandbox start`: port (0..65535, 0 or None: any free one), upstream
+    (an http(s) URL with a host, of an OpenAI-compatible server), creating_seconds (>= 0),
+    metrics_interval (> 0), time_scale (> 0), engine ("simulated" or "vllm").
 
-    Returns {"info": SandboxInfo.to_dict(), "already_running": bool, "died_url": the URL
-    of a dead sandbox whose state this start replaced, or None}; SpecError for a bad option,
-    state directory or busy port, SandboxError when one runs with other options."""
+    SpecError, before anything starts, for a bad option, a port another program listens on,
+    or a state directory (PEAGLE_STATE_DIR) that is not a directory or cannot be written;
+    SandboxError when one runs with other options. A sandbox found dead is replaced and
+    named in `died_url`."""
     from . import manager
 
     check_options(options)
@@ -161,27 +267,24 @@ def start(**options: Any) -> dict[str, Any]:
     others = {k: v for k, v in options.items() if k not in ("port", "upstream")}
     joined = manager.start_or_join(options.get("port"), options.get("upstream"), **others)
     died = joined.replaced.url if joined.replaced is not None else None
-    return {
-        "info": joined.info.to_dict(),
-        "already_running": joined.already_running,
-        "died_url": died,
-    }
+    return SandboxStart(joined.info.to_dict(), joined.already_running, died)
 
 
-def status() -> dict[str, Any]:
-    """{"running", "healthy", …the state (pid, url, log, engine_label, started_at)}."""
+def status() -> SandboxState:
+    """Whether the sandbox runs, where, and whether it answers."""
     from . import manager
 
     check_state_dir()
-    return manager.status()
+    return SandboxState(dict(manager.status()))
 
 
-def stop() -> dict[str, Any]:
-    """Stop the sandbox (SIGTERM, then SIGKILL) and remove its state: {"stopped", …}."""
+def stop() -> SandboxStop:
+    """Stop the sandbox (SIGTERM, then SIGKILL) and remove its state. All its state is lost.
+    Of a sandbox that died, only its state file is removed (`note` says it died)."""
     from . import manager
 
     check_state_dir()
-    return manager.stop()
+    return SandboxStop(dict(manager.stop()))
 
 
 def use_sandbox(**options: Any) -> SandboxUse:
@@ -210,7 +313,7 @@ def client(
     the sandbox too (`activate`, as `use_sandbox` does): the labels, sandbox-only models,
     default role and poll interval are still read from it. A context manager: the
     sandbox this call started stops when the block ends (`SandboxClient`)."""
-    from sm_peagle.aws import AwsContext, resolve_region
+    from sm_peagle.contract import AwsContext, resolve_region
 
     from .manager import FAKE_KEY
     from .sandbox_client import SandboxClient
