@@ -122,11 +122,11 @@ def locust_document(
     from .acceptance import acceptance_for_levels, acceptance_from_requests, max_drafted_tokens
     from .datasets import load_dataset
     from .metrics import summarize_level
-    from .results import bench_document, is_sandbox
-    from .runner import sandbox_info
+    from .results import bench_document, target_record
 
     aws = AwsContext(region)
     prov = read_provenance(aws, endpoint)
+    target = target_record()
     ordered = sorted(records, key=lambda r: r.sent_at)
     level = summarize_level(
         ordered, concurrency=max(users, 1), cpu_seconds=cpu_seconds,
@@ -159,8 +159,8 @@ def locust_document(
     }
     return bench_document(
         provenance=prov, dataset=load_dataset(dataset).describe(), load=load, levels=[level],
-        started_at=started_at, ended_at=time.time(), simulated=simulated or is_sandbox(),
-        sandbox=sandbox_info(), notes=list(notes),
+        started_at=started_at, ended_at=time.time(), simulated=simulated or target is not None,
+        target=target, notes=list(notes),
     )  # fmt: skip
 
 

@@ -27,7 +27,7 @@ from .report import (
     runs_of,
     title_of,
 )
-from .results import from_sandbox, provenance
+from .results import from_target, provenance, target_of
 from .slo import format_slo
 
 __all__ = ["engine_of", "render_html", "write_html"]
@@ -50,16 +50,17 @@ ul.prov{font-size:.85rem;color:#3b4558}.chart svg{max-width:100%;height:auto}
 
 def engine_of(doc: dict[str, Any]) -> tuple[str, bool]:
     """(what produced the numbers, not measured on AWS?) from the documents' own
-    provenance: the second is true for either sandbox engine (the banner's disclaimer)."""
+    provenance: the second is true for any plugin target's engine (the banner's
+    disclaimer)."""
     runs = runs_of(doc)
-    # Not AWS (either sandbox engine): up to /2 `simulated` said so; /3 says it by label.
-    simulated = from_sandbox(doc)
-    named = {str(r.get("engine") or (r.get("sandbox") or {}).get("engine") or "") for r in runs}
+    # Not AWS (any target engine): up to /2 `simulated` said so; /3 on says it by label.
+    off_aws = from_target(doc)
+    named = {str(r.get("engine") or target_of(r).get("engine") or "") for r in runs}
     real = sorted(e for e in named if e and e.lower() not in ("simulated",))
-    if real:  # a real vLLM engine made the tokens (in the sandbox, or on SageMaker)
-        return f"real vLLM engine: {', '.join(real)}", simulated
-    if simulated:
-        return "SANDBOX (SIMULATED): the local sandbox's made-up engine", True
+    if real:  # a real vLLM engine made the tokens (on a target, or on SageMaker)
+        return f"real vLLM engine: {', '.join(real)}", off_aws
+    if off_aws:
+        return f"{provenance(doc)}: no model ran, the tokens and timings were made up", True
     return "AWS: a SageMaker endpoint", False
 
 

@@ -2,9 +2,10 @@
 CLI's terminal tables are made of (cli/bench_render.py draws those).
 
 Every rendering starts with where the numbers came from (endpoint, instance type, image,
-vLLM version, mode/K, dataset and its hash, client, time) and says SIMULATED in its title
-when they came from the local sandbox. Everything is computed from the document alone, so
-`peagle report` re-renders a results directory without any AWS access.
+vLLM version, mode/K, dataset and its hash, client, time) and says SIMULATED when no model
+made them; numbers from a plugin's target carry the caveat the plugin declares for their
+label. Everything else is computed from the document alone, so `peagle report` re-renders a
+results directory without any AWS access.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Param, SpecError, text
-from .results import from_sandbox, is_simulated, iso, provenance
+from .results import caveat_of, from_target, is_simulated, iso, provenance, simulated_caveat
 
 __all__ = [
     "PlotUnavailable",
@@ -77,15 +78,15 @@ def title_of(doc: dict[str, Any]) -> str:
 def provenance_lines(doc: dict[str, Any]) -> list[str]:
     """Where the numbers came from, one fact per line."""
     lines = []
-    notes = {n for r in runs_of(doc) for n in r.get("notes") or () if n.startswith("SANDBOX")}
-    if from_sandbox(doc) and str(doc.get("engine") or "").startswith("vllm "):
-        # The sandbox's real engine: the runs carry the note that says what is real.
-        lines.extend(sorted(notes) or [f"SANDBOX, real engine: {doc.get('engine')}"])
-    elif is_simulated(doc):
-        lines.append(
-            "SIMULATED: tokens and timings made up by the local peagle sandbox "
-            "(no GPU, no model); they measure the client and pipeline, not vLLM"
-        )
+    if is_simulated(doc):
+        lines.append(caveat_of(doc) or simulated_caveat())
+    elif from_target(doc):
+        # A real engine not on AWS: what is real in its numbers, in its plugin's words
+        # (its label's caveat), else in the words its runs were written with (their first
+        # note is that caveat), for a document read where its plugin is not installed.
+        said = {caveat_of(r) or next(iter(r.get("notes") or ()), "") for r in runs_of(doc)}
+        said.discard("")
+        lines.extend(sorted(said) or [f"{provenance(doc)}: not measured on AWS"])
     ds = doc.get("dataset") or {}
     if ds:
         src = str(ds.get("source"))
@@ -258,7 +259,7 @@ def _md_table(cols: list[str], rows: list[list[str]]) -> str:
 
 def to_markdown(doc: dict[str, Any]) -> str:
     out = [f"## {title_of(doc)}\n"]
-    if is_simulated(doc):  # not the sandbox's real engine: its tokens came from a model
+    if is_simulated(doc):  # not a real engine's numbers: no model made these tokens
         out.append("**SIMULATED** — not a measurement of any GPU or model.\n\n")
     out.append("".join(f"- {line}\n" for line in provenance_lines(doc)))
     if doc.get("kind") == "sweep":

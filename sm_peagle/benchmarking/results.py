@@ -1,6 +1,7 @@
-"""The results document, `"schema": "peagle.bench/3"` (see docs/bench-schema.md and the JSON
-Schema docs/peagle.bench-3.schema.json that the tests validate every document against).
-`peagle.bench/1` and `/2` documents (docs/peagle.bench-1.schema.json, -2) are still read.
+"""The results document, `"schema": "peagle.bench/4"` (see docs/bench-schema.md and the JSON
+Schema docs/peagle.bench-4.schema.json that the tests validate every document against).
+`peagle.bench/1`, `/2` and `/3` documents (docs/peagle.bench-1.schema.json, -2, -3) are
+still read.
 
 Two kinds share the schema:
 
@@ -10,17 +11,18 @@ Two kinds share the schema:
 
 `recommend --results DIR` reads the top-level ``instance_type`` and
 ``levels[].output_tokens_per_s`` of bench documents; those names must never change within
-any version. Every document says where its numbers came from (provenance) and carries the
-product's one label of the engine that produced them (`sm_peagle.settings`): `AWS`,
-`SANDBOX (SIMULATED)` or `SANDBOX (vllm X.Y.Z, CPU, tiny model)`. Dollar figures per token
+any version. Every document says where its numbers came from (provenance) and carries one
+label of what produced them: `AWS`, or the label of the plugin target that answered
+(`contract.ResultLabel`, e.g. a local target's simulated engine). Dollar figures per token
 are computed only for AWS runs; elsewhere the instance price is kept for planning and
 labelled as the price of the instance one would rent, not of this run.
 
-`"simulated": true` is carried by the SIMULATED engine's documents only (the sandbox's
-made-up tokens). A real engine's document (AWS, or the sandbox's real vLLM on CPU) has no
-`simulated` key: its `label` and `engine` name the engine that answered. Up to
-`peagle.bench/2` every sandbox document said `simulated: true`, the real engine's too;
-`is_simulated()` and `from_sandbox()` read every version.
+`"simulated": true` is carried by documents whose tokens were made up (no model ran: the
+label is a simulated `ResultLabel`). A real engine's document (AWS, or a plugin target's
+real engine) has no `simulated` key: its `label` and `engine` name the engine that
+answered. Up to `peagle.bench/2` every document not from AWS said `simulated: true`, a
+real engine's too; `is_simulated()` and `from_target()` read every version. Up to /3 the
+target record was kept under another key (`LEGACY_TARGET_KEY`); /4 calls it `target`.
 """
 
 from __future__ import annotations
@@ -38,26 +40,45 @@ from ..errors import SpecError
 __all__ = [
     "SCHEMA",
     "bench_document",
+    "caveat_of",
     "client_info",
     "iso",
-    "is_sandbox",
     "label_of",
     "is_aws_label",
     "is_simulated",
-    "from_sandbox",
+    "from_target",
+    "simulated_caveat",
     "simulated_marker",
     "provenance",
     "load_document",
     "provenance_of",
     "save_document",
+    "target_record",
 ]
 
-SCHEMA = "peagle.bench/3"
-LABELLED = ("peagle.bench/2", SCHEMA)  # versions whose `label` is the product's
+SCHEMA = "peagle.bench/4"
+# The versions whose `label` is the product's.
+LABELLED = ("peagle.bench/2", "peagle.bench/3", SCHEMA)
 READABLE = ("peagle.bench/1", *LABELLED)  # `report`, `recommend` and `tune-k` read them all
 SIMULATED = "SIMULATED"
 MEASURED = "MEASURED"
 PRICE_NOTE = "price of the instance you would rent, not of this run"
+# Said of made-up numbers when no installed plugin declares a simulated label (a document
+# read where its plugin is not installed, or a simulated answer from an unknown server).
+GENERIC_SIMULATED_CAVEAT = (
+    "SIMULATED: no model ran; these tokens and timings were made up and say nothing about "
+    "real GPU performance"
+)
+
+# -- reading older documents -------------------------------------------------------------
+# peagle.bench/2 and /3 kept the target record (url, engine) under the name of the one
+# local target that existed then; /4 calls it `target`. Only read, never written.
+LEGACY_TARGET_KEY = "sandbox"
+# peagle.bench/1 labelled every run not from AWS `SIMULATED` (its word for "not AWS
+# hardware"); the labels /2 gave those runs, by engine, were these. Only read.
+LEGACY_SIMULATED_LABEL = "SANDBOX (SIMULATED)"
+LEGACY_REAL_ENGINE_LABEL = "SANDBOX (vllm {version}, CPU, tiny model)"
+LEGACY_REAL_ENGINE_PROVENANCE = "SANDBOX, {engine}"
 
 
 def iso(epoch: float | None) -> str | None:
@@ -66,23 +87,44 @@ def iso(epoch: float | None) -> str | None:
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
 
 
-def is_sandbox() -> bool:
-    """The CLI points at the local sandbox (peagle --sandbox / `peagle sandbox env`)."""
+def target_record() -> dict[str, Any] | None:
+    """What a document keeps of the plugin target this process talks to (None on AWS):
+    its name, label, engine and URL, and what else the target reports (`extra`)."""
+    from .. import plugins
+
+    state = plugins.current_target()
+    if state is None:
+        return None
+    return {
+        "name": state.name,
+        "label": state.label,
+        "engine": state.engine,
+        "url": state.url,
+        **dict(state.extra),
+    }
+
+
+def _simulated_label() -> str:
+    """The label of made-up numbers: the installed plugins' simulated label, else
+    `SIMULATED`."""
+    from .. import plugins
+
+    for plugin in plugins.installed():
+        for lab in plugin.labels():
+            if lab.simulated and "*" not in lab.label:
+                return lab.label
+    return SIMULATED
+
+
+def label_of(simulated: bool, target: dict[str, Any] | None = None) -> str:
+    """The label of what produced the numbers: the target's (`target_record()`), or AWS.
+    A run that saw a simulated answer (the `x-peagle-simulated` header) but has no target
+    record gets the simulated label: never AWS."""
     from .. import settings
 
-    return bool(settings.sandbox_url())
-
-
-def label_of(simulated: bool, sandbox: dict[str, Any] | None = None) -> str:
-    """The product's label of what produced the numbers (settings.label_for_engine): the
-    sandbox's engine (`SANDBOX (SIMULATED)`, `SANDBOX (vllm X.Y.Z, CPU, tiny model)`), or
-    `AWS`. A run that saw the sandbox's simulated marker but has no sandbox record is
-    SANDBOX (SIMULATED): never labelled AWS."""
-    from .. import settings
-
-    if sandbox is not None:
-        return settings.label_for_engine(sandbox.get("engine"))
-    return settings.SANDBOX_SIMULATED if simulated else settings.AWS
+    if target is not None and target.get("label"):
+        return str(target["label"])
+    return _simulated_label() if simulated else settings.AWS
 
 
 def is_aws_label(label: Any) -> bool:
@@ -91,47 +133,94 @@ def is_aws_label(label: Any) -> bool:
     return label == settings.AWS or label == MEASURED  # MEASURED: peagle.bench/1's word
 
 
+def _is_simulated_label(label: str) -> bool:
+    from .. import plugins
+
+    declared = plugins.label(label)
+    if declared is not None:
+        return declared.simulated
+    return label in (SIMULATED, LEGACY_SIMULATED_LABEL)
+
+
 def simulated_marker(label: str) -> dict[str, bool]:
     """The `simulated` key a document (bench, sweep, race) with this label carries:
-    `{"simulated": True}` for the SIMULATED engine's numbers, nothing for a real engine's
-    (AWS, or the sandbox's vLLM), whose label and `engine` say which one answered."""
-    from .. import settings
-
-    return {"simulated": True} if label == settings.SANDBOX_SIMULATED else {}
+    `{"simulated": True}` for made-up numbers (a simulated `ResultLabel`), nothing for a
+    real engine's (AWS, or a target's real engine), whose label and `engine` say which one
+    answered."""
+    return {"simulated": True} if _is_simulated_label(label) else {}
 
 
 def is_simulated(doc: dict[str, Any]) -> bool:
-    """Whether the SIMULATED engine made the numbers up, for every version: up to /2 the
-    sandbox's real engine said `simulated: true` too, and named itself (`vllm ...`) in
-    `engine`."""
+    """Whether the numbers were made up, for every version: up to /2 a real engine not on
+    AWS said `simulated: true` too, and named itself (`vllm ...`) in `engine`."""
     return bool(doc.get("simulated")) and not str(doc.get("engine") or "").startswith("vllm ")
 
 
-def from_sandbox(doc: dict[str, Any]) -> bool:
-    """Whether the numbers came from the sandbox (either engine), not AWS, for every
-    version: /3 by its label (its real engine carries no `simulated`), /2 and /1 by their
-    `simulated` flag too. The one rule `recommend` reads too (`measured_on_aws`: planning
-    sits below this package)."""
+def from_target(doc: dict[str, Any]) -> bool:
+    """Whether the numbers came from a plugin target (any engine), not AWS, for every
+    version: /3 and /4 by their label (a real engine carries no `simulated`), /2 and /1
+    by their `simulated` flag too. The one rule `recommend` reads too (`measured_on_aws`:
+    planning sits below this package)."""
     from ..planning.recommend import measured_on_aws
 
     return not measured_on_aws(doc)
 
 
+def simulated_caveat() -> str:
+    """What made-up numbers mean, in the words of the plugin whose simulated label they
+    carry (its `ResultLabel.caveat`), else a generic sentence."""
+    from .. import plugins
+
+    declared = plugins.label(_simulated_label())
+    return declared.caveat if declared is not None else GENERIC_SIMULATED_CAVEAT
+
+
+def caveat_of(doc: dict[str, Any]) -> str | None:
+    """The sentence printed with a document's numbers when they are not AWS's: made-up
+    numbers' caveat, or the caveat the plugin declares for the document's label; None for
+    AWS's numbers and for a label no installed plugin declares."""
+    from .. import plugins
+
+    if is_simulated(doc):
+        declared = plugins.label(str(doc.get("label") or ""))
+        if declared is not None and declared.simulated:
+            return declared.caveat
+        return simulated_caveat()
+    label = doc.get("label")
+    if label is None or is_aws_label(label):
+        return None
+    declared = plugins.label(str(label))
+    return declared.caveat if declared is not None else None
+
+
+def legacy_label(engine: str) -> str:
+    """The label peagle.bench/2 gave a peagle.bench/1 run not from AWS, by its engine."""
+    if engine.startswith("vllm ") and "(" in engine:
+        version = engine.removeprefix("vllm ").split(" ", 1)[0]
+        return LEGACY_REAL_ENGINE_LABEL.format(version=version)
+    return LEGACY_SIMULATED_LABEL
+
+
 def provenance(doc: dict[str, Any]) -> str:
-    """What a human header says produced a document: its label (peagle.bench/2, /3), or for a
-    peagle.bench/1 document of the sandbox's real engine `SANDBOX, vllm 0.31.0 (CPU, tiny
-    model)`, which that version's SIMULATED/MEASURED label alone cannot say."""
+    """What a human header says produced a document: its label (peagle.bench/2 and
+    later), or for a peagle.bench/1 document of a real engine not on AWS the words /2
+    gave it, which that version's SIMULATED/MEASURED label alone cannot say."""
     engine = str(doc.get("engine") or "")
     label = str(doc.get("label"))
     if label in (SIMULATED, MEASURED) and doc.get("simulated") and engine.startswith("vllm "):
-        return f"SANDBOX, {engine}"
+        return LEGACY_REAL_ENGINE_PROVENANCE.format(engine=engine)
     return label
 
 
-def engine_of(simulated: bool, sandbox: dict[str, Any] | None, version: str | None) -> str:
-    """Which engine produced the numbers: the sandbox's (`SIMULATED`, or the real engine,
+def target_of(doc: dict[str, Any]) -> dict[str, Any]:
+    """A document's target record ({} on AWS), under its /4 key or the older one."""
+    return doc.get("target") or doc.get(LEGACY_TARGET_KEY) or {}
+
+
+def engine_of(simulated: bool, target: dict[str, Any] | None, version: str | None) -> str:
+    """Which engine produced the numbers: the target's (`SIMULATED`, or its real engine,
     e.g. `vllm 0.31.0 (CPU, tiny model)`), else the endpoint's vLLM on SageMaker."""
-    engine = str((sandbox or {}).get("engine") or "")
+    engine = str((target or {}).get("engine") or "")
     if engine.lower() == "simulated" or (simulated and not engine):
         return SIMULATED
     if engine:
@@ -182,10 +271,18 @@ def bench_document(
     started_at: float,
     ended_at: float,
     simulated: bool,
-    sandbox: dict[str, Any] | None = None,
+    target: dict[str, Any] | None = None,
     notes: list[str] | None = None,
 ) -> dict[str, Any]:
-    label = label_of(simulated, sandbox)
+    """One endpoint's bench document.
+
+    `simulated`: the numbers did not come from AWS (a plugin target answered, or a
+    response said its tokens were made up); `target`: the target's record
+    (`target_record()`), whose label the document carries. The document says `simulated`
+    only of made-up numbers (simulated_marker), and its first note is the caveat the
+    plugin declares for its label.
+    """
+    label = label_of(simulated, target)
     notes = list(notes or [])
     provenance = dict(provenance)
     if not is_aws_label(label):
@@ -193,21 +290,10 @@ def bench_document(
         for lv in levels:
             lv["usd_per_million_output_tokens"] = None
         provenance["usd_per_hour_note"] = PRICE_NOTE
-    engine = engine_of(simulated, sandbox, provenance.get("vllm_version"))
-    # `simulated` (the argument) is "talked to the sandbox", either engine; the document
-    # says `simulated` only of the SIMULATED engine (simulated_marker).
-    if simulated and engine.startswith("vllm "):  # the sandbox's real engine
-        notes.insert(
-            0,
-            f"SANDBOX, real engine: tokens, usage and acceptance come from {engine} on this "
-            "machine; not measured on AWS, and the timings say nothing about GPU performance",
-        )
-    elif simulated:
-        notes.insert(
-            0,
-            "SIMULATED: the local peagle sandbox made these tokens and timings up "
-            "(peagle_sandbox.engine); they say nothing about real GPU performance",
-        )
+    engine = engine_of(simulated, target, provenance.get("vllm_version"))
+    if not is_aws_label(label):
+        caveat = caveat_of({"label": label, "engine": engine, **simulated_marker(label)})
+        notes.insert(0, caveat or f"{label}: not measured on AWS")
     return {
         "schema": SCHEMA,
         "kind": "bench",
@@ -219,7 +305,7 @@ def bench_document(
         "dataset": dataset,
         "load": load,
         "client": client_info(),
-        "sandbox": sandbox,
+        "target": target,
         "started_at": iso(started_at),
         "ended_at": iso(ended_at),
         "levels": levels,
@@ -238,7 +324,7 @@ def check_document(doc: Any, where: str = "document") -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("schema") not in READABLE:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise SpecError(
-            f"{where}: not a peagle.bench/1, /2 or /3 results document (schema: {found!r})"
+            f"{where}: not a peagle.bench/1, /2, /3 or /4 results document (schema: {found!r})"
         )
     if doc.get("kind") == "bench":
         if not isinstance(doc.get("levels"), list) or "instance_type" not in doc:

@@ -17,7 +17,7 @@ from ..errors import Call, Param, PeagleError, SpecError, text
 from .datasets import Dataset, load_dataset
 from .load import LevelRun, LoadSpec, bench_client, run_level
 from .metrics import summarize_level
-from .results import bench_document, is_sandbox, provenance_of
+from .results import bench_document, provenance_of, target_record
 from .workers import run_level_processes
 
 __all__ = ["bench_endpoint", "level_line"]
@@ -70,33 +70,6 @@ def level_line(level: dict[str, Any]) -> str:
             f"STOPPED: {stopped['consecutive_failures']} requests in a row could not connect"
         )
     return " · ".join(parts)
-
-
-def sandbox_info() -> dict[str, Any] | None:
-    from .. import settings
-
-    url = settings.sandbox_url()
-    if not url:
-        return None
-    doc = _sandbox_health(url)
-    keep = ("engine", "time_scale", "metrics_interval", "creating_seconds", "started_at")
-    return {"url": url, **{k: doc.get(k) for k in keep if k in doc}}
-
-
-def _sandbox_health(url: str) -> dict[str, Any]:
-    """The sandbox's own /_peagle/health document ({} when it does not answer): read over
-    HTTP, as any client of the sandbox would, never by importing the sandbox."""
-    import json
-    import urllib.request
-
-    # No proxies: an HTTP(S)_PROXY without 127.0.0.1 in NO_PROXY must not intercept loopback.
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(f"{url}/_peagle/health", timeout=1.0) as resp:
-            doc = json.loads(resp.read())
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) and doc.get("ok") else {}
 
 
 def _containers_since(aws: Any, endpoint: str) -> float:
@@ -214,7 +187,9 @@ def bench_endpoint(
     started = time.time()
     levels: list[dict[str, Any]] = []
     records_of: list[list[Any]] = []  # each level's records, for its acceptance
-    simulated = is_sandbox()
+    # Not AWS: a plugin target answers (either engine), or a response says it was made up.
+    target = target_record()
+    simulated = target is not None
 
     def measure(c: int, rate: float | None, probe: bool = False) -> dict[str, Any]:
         nonlocal simulated
@@ -256,7 +231,7 @@ def bench_endpoint(
             concurrency=c,
             rate=rate,
             cpu_seconds=run.cpu_seconds,
-            # Dollars per token only for AWS: a sandbox's tok/s times a GPU price is no
+            # Dollars per token only for AWS: a local target's tok/s times a GPU price is no
             # cost of anything (the price stays in the document, labelled, for planning).
             usd_per_hour=None if simulated else prov["usd_per_hour"],
             slo=slo,
@@ -353,7 +328,7 @@ def bench_endpoint(
         started_at=started,
         ended_at=time.time(),
         simulated=simulated,
-        sandbox=sandbox_info(),
+        target=target,
     )
     if search_result is not None:
         doc["search"] = search_result

@@ -22,12 +22,13 @@ from .results import (
     LABELLED,
     SCHEMA,
     client_info,
-    from_sandbox,
-    is_sandbox,
+    from_target,
     iso,
     label_of,
+    legacy_label,
     save_document,
     simulated_marker,
+    target_record,
 )
 
 __all__ = [
@@ -171,19 +172,17 @@ def k_schedules(recommendation: dict[str, list[dict[str, Any]]]) -> dict[str, An
     return out
 
 
-def _label(runs: list[dict[str, Any]], sandboxed: bool) -> str:
-    """The runs' one label (peagle.bench/2 and /3); for peagle.bench/1 runs, the label of
-    their one engine; else what the sweep ran against."""
-    from .. import settings
-
+def _label(runs: list[dict[str, Any]], off_aws: bool) -> str:
+    """The runs' one label (peagle.bench/2 and later); for peagle.bench/1 runs, the label
+    /2 gave their one engine; else what the sweep ran against."""
     labelled = [r for r in runs if r.get("schema") in LABELLED]
     labels = {str(r.get("label")) for r in labelled}
     if len(labels) == 1 and len(runs) == len(labelled):
         return labels.pop()
     engines = {str(r.get("engine") or "") for r in runs}
-    if sandboxed and len(engines) == 1:
-        return settings.label_for_engine(engines.pop())
-    return label_of(sandboxed)
+    if off_aws and len(engines) == 1:
+        return legacy_label(engines.pop())
+    return label_of(off_aws)
 
 
 def combine_runs(
@@ -192,11 +191,11 @@ def combine_runs(
     """The sweep document; its table and recommendation are derived from `runs` only, so
     `peagle report` recomputes them identically from the stored runs."""
     extra = dict(extra or {})
-    # A live sweep says where it ran (`simulated` in `extra`: it talked to the sandbox,
-    # either engine), so a sandbox sweep is never "measured", even when every
-    # configuration failed (no runs to read it from).
-    sandboxed = bool(extra.pop("simulated", False)) or any(from_sandbox(r) for r in runs)
-    label = _label(runs, sandboxed)
+    # A live sweep says where it ran (`simulated` in `extra`: it talked to a plugin target,
+    # either engine), so such a sweep is never "measured", even when every configuration
+    # failed (no runs to read it from).
+    off_aws = bool(extra.pop("simulated", False)) or any(from_target(r) for r in runs)
+    label = _label(runs, off_aws)
     first = runs[0] if runs else {}
     doc: dict[str, Any] = {
         "schema": SCHEMA,
@@ -208,7 +207,7 @@ def combine_runs(
         "dataset": first.get("dataset"),
     }
     engines = sorted({str(r["engine"]) for r in runs if r.get("engine")})
-    if engines:  # which engine produced the runs (one, unless a sweep mixed sandboxes)
+    if engines:  # which engine produced the runs (one, unless a sweep mixed targets)
         doc["engine"] = ", ".join(engines)
     doc.update(extra)
     doc["runs"] = runs
@@ -296,7 +295,7 @@ def run_sweep(
         runs,
         extra={
             "model": model,
-            "simulated": is_sandbox(),
+            "simulated": target_record() is not None,
             "instance_type": runs[0]["instance_type"] if runs else instance_type,
             "matrix": {
                 "modes": [m for m in MODES if m in modes],

@@ -30,7 +30,7 @@ def render_text(t: Any, con: Any) -> None:
 
     from .output import table
 
-    style = "bold red" if t.from_sandbox else "bold"  # red: not measured on AWS
+    style = "bold red" if t.from_target else "bold"  # red: not measured on AWS
     con.print(f"[{style}]{escape(t.title)}[/]")
     for line in t.provenance_lines:
         con.print(f"  {line}", markup=False)

@@ -146,6 +146,6 @@ def _render_race(result: Any, shown_live: bool) -> None:
             print(_header(s))
             if s.error:
                 print(f"  error: {s.error}")
-    if result.simulated:
-        note("SIMULATED: the local sandbox made these tokens and timings up")
+    if result.simulated:  # in the words of the plugin whose target made them up
+        note(result.caveat)
     print(result.verdict)

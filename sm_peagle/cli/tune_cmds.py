@@ -66,14 +66,16 @@ def tune_k_command(
 
 def render_tune_k(result: Any) -> None:
     """One table per concurrency level: the estimate at each K', and the pick."""
+    from rich.markup import escape
+
     from .advice import Suggestion, render
     from .output import console, table
 
     ests = result.estimates
     con = console()
     label = result.label
-    if result.simulated:
-        con.print("[bold red]SIMULATED[/] sandbox numbers")
+    if result.simulated:  # in the words of the plugin whose target made them up
+        con.print(f"[bold red]{escape(result.caveat or 'SIMULATED')}[/]")
     for est in ests:
         rows = [
             [str(r.k), f"{r.acceptance_length:.2f}", f"{r.marginal_rate:.3f}",

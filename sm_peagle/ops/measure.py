@@ -364,12 +364,12 @@ class MeasureOps(Session):
             ta, tb, aws=ctx, prompt=prompt or DEFAULT_RACE_PROMPT, max_tokens=max_tokens,
             temperature=temperature, on_update=on_update,
         )  # fmt: skip
-        from .. import settings
+        from .. import plugins
         from ..benchmarking.results import simulated_marker
 
-        # Only the SIMULATED engine's answers say `simulated`; the sandbox's real vLLM
-        # engine is named by the document's label (settings.source_label()), as AWS is.
-        doc.update(simulated_marker(settings.source_label()))
+        # Only made-up answers say `simulated`; a target's real engine is named by its
+        # label (plugins.source_label()), as AWS is.
+        doc.update(simulated_marker(plugins.source_label()))
         return RaceResult(doc)
 
     def tune_k(

@@ -37,8 +37,8 @@ class MeasureText:
     shows, for a face to draw (the CLI: cli/bench_render.py).
 
     Attributes:
-        title: The title (says SIMULATED / SANDBOX when the numbers are not AWS's).
-        from_sandbox: True when the numbers did not come from AWS.
+        title: The title (says what produced the numbers when that was not AWS).
+        from_target: True when the numbers did not come from AWS (a plugin's target).
         provenance: Where the numbers came from, in one line.
         provenance_lines: Endpoint, instance, image, vLLM, mode/K, dataset, client, time.
         comparison: A sweep's (columns, rows) of output tokens/s per configuration, or None.
@@ -51,7 +51,7 @@ class MeasureText:
     """
 
     title: str
-    from_sandbox: bool
+    from_target: bool
     provenance: str
     provenance_lines: list[str]
     comparison: tuple[list[str], list[list[str]]] | None
@@ -66,12 +66,12 @@ class MeasureText:
     def of(cls, doc: dict[str, Any]) -> MeasureText:
         """The plain words of a bench or sweep document."""
         from ..benchmarking import report as r
-        from ..benchmarking.results import from_sandbox, provenance
+        from ..benchmarking.results import from_target, provenance
 
         sweep = doc.get("kind") == "sweep"
         return cls(
             title=r.title_of(doc),
-            from_sandbox=from_sandbox(doc),
+            from_target=from_target(doc),
             provenance=provenance(doc),
             provenance_lines=r.provenance_lines(doc),
             comparison=r.comparison_rows(doc) if sweep else None,
@@ -129,15 +129,23 @@ class MeasureResult(KeyAccess):
 
     @property
     def label(self) -> str | None:
-        """Where the numbers came from: `AWS`, `SANDBOX (SIMULATED)`, `SANDBOX (vllm X.Y.Z,
-        CPU, tiny model)` (a tune-k estimate says ESTIMATED)."""
+        """Where the numbers came from: `AWS`, or the label of the plugin target that
+        answered, e.g. `SANDBOX (SIMULATED)` (a tune-k estimate says ESTIMATED)."""
         return self.document.get("label")
 
     @property
     def simulated(self) -> bool:
-        """True when the sandbox's SIMULATED engine made the numbers up (not for its real
-        vLLM engine, nor AWS)."""
+        """True when no model ran: a target's SIMULATED engine made the numbers up (not
+        for a real vLLM engine, nor AWS)."""
         return bool(self.document.get("simulated"))
+
+    @property
+    def caveat(self) -> str | None:
+        """What the numbers mean when they are not AWS's, one sentence in the words of the
+        plugin whose target made them (`contract.ResultLabel.caveat`); None for AWS's."""
+        from ..benchmarking.results import caveat_of
+
+        return caveat_of(self.document)
 
     @property
     def endpoint(self) -> str | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import settings
+from .. import plugins
 from ..errors import Call, NotFound, Param, PeagleError, SpecError, text
 from .measure_checks import (
     EndpointHandle,
@@ -202,7 +202,7 @@ class TrafficOps(Session):
         # The control-plane line says where SageMaker calls go; invoke talks to the runtime
         # API, which has its own override, so say so when it is set.
         runtime_url = os.environ.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME")
-        if runtime_url and not settings.sandbox_url():  # the sandbox line says it
+        if runtime_url and plugins.current_target() is None:  # the target's line says it
             self._say(f"runtime: custom endpoint {runtime_url}")
         ic = resolve_component(ctx.client("sagemaker"), name, component)
         return RuntimeClient(ctx, name, inference_component=ic)

@@ -104,15 +104,18 @@ def measured_on_aws(doc: dict[str, Any]) -> bool:
 
 
 def throughput_basis(doc: dict[str, Any]) -> str:
-    """What a candidate's throughput rests on: measured on AWS, the sandbox's SIMULATED
-    engine, or the sandbox's real engine (named by its label: `peagle.bench/3` gives a
-    real engine's document no `simulated` key)."""
+    """What a candidate's throughput rests on: measured on AWS, made up (SIMULATED: no
+    model ran), or a plugin target's real engine, named by its label (from
+    `peagle.bench/3` on a real engine's document has no `simulated` key)."""
     if measured_on_aws(doc):
         return "measured throughput"
     label = str(doc.get("label") or "")
-    if label.startswith("SANDBOX (vllm "):
-        return f"{label} throughput, not measured on AWS"
-    return "SIMULATED throughput (sandbox)"
+    engine = str(doc.get("engine") or "")
+    if doc.get("simulated") and not engine.startswith("vllm "):  # made up, every version
+        # Named by the target's label (peagle.bench/1's label was the bare word).
+        named = label not in ("", "SIMULATED")
+        return f"SIMULATED throughput ({label})" if named else "SIMULATED throughput"
+    return f"{label} throughput, not measured on AWS"
 
 
 def apply_results(cands: list[Candidate], results: list[dict[str, Any]]) -> list[Candidate]:

@@ -54,7 +54,7 @@ def test_a_result_file_that_cannot_be_written_still_prints_the_results(
     monkeypatch.undo()
     assert code == 1, err
     doc = json.loads(out)  # the whole run, printed before the failure
-    assert doc["schema"] == "peagle.bench/3" and doc["levels"][0]["requests"]["ok"] == 2
+    assert doc["schema"] == "peagle.bench/4" and doc["levels"][0]["requests"]["ok"] == 2
     (line,) = [ln for ln in err.splitlines() if ln.startswith("error: ")]
     assert f"cannot write {csv}: No space left on device" in line
     assert "internal error" not in err and csv.read_text() == "previous\n"

@@ -27,7 +27,7 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_FILE = ROOT / "docs" / "peagle.bench-3.schema.json"
+SCHEMA_FILE = ROOT / "docs" / "peagle.bench-4.schema.json"
 NAME = "peagle-gpt-oss-20b-p-eagle"
 REQUESTS, USERS, WORKERS, MAX_TOKENS = 16, 4, 2, 48
 CLOCK_SLACK = 0.005  # client perf_counter epoch vs server time.time()

@@ -32,7 +32,7 @@ from tests.integration.test_adopt import CONFIG, MODEL, NAME, create_jumpstart_e
 
 pytestmark = pytest.mark.e2e
 
-SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-3.schema.json"
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-4.schema.json"
 # The P-EAGLE head's model card (amazon/GPT-OSS-20B-P-EAGLE) recommends K=7; JumpStart's
 # lmi-optimized config runs K=3 (the bundled spec's SM_VLLM_SPECULATIVE_CONFIG).
 RECOMMENDED_K, JUMPSTART_K = 7, 3

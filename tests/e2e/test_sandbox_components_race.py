@@ -28,7 +28,7 @@ pytestmark = pytest.mark.e2e
 
 NAME = "peagle-gpt-oss-20b-p-eagle"  # the endpoint name peagle gives TWO_COMPONENTS
 PEAGLE, BASELINE = f"{NAME}-p-eagle", f"{NAME}-baseline"  # `<endpoint>-<short name>`
-SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-3.schema.json"
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-4.schema.json"
 
 
 @pytest.fixture(scope="module")

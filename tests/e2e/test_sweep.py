@@ -17,7 +17,7 @@ from tests.e2e.test_cli_fast_path import peagle_script
 
 pytestmark = pytest.mark.e2e
 
-SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-3.schema.json"
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-4.schema.json"
 CONFIGS = ["baseline", "eagle3 K=3", "eagle3 K=7", "p-eagle K=3", "p-eagle K=7"]
 
 

@@ -37,7 +37,7 @@ def test_endpoint_bench_takes_an_int(sb: Sandbox, env: Any, tmp_path: Path) -> N
         concurrency=2, requests=2, max_tokens=8, acceptance_wait=0, out=out
     )
     assert [lv["concurrency"] for lv in r.levels] == [2]
-    assert r.to_dict()["schema"] == "peagle.bench/3" and r.written == [out] and out.exists()
+    assert r.to_dict()["schema"] == "peagle.bench/4" and r.written == [out] and out.exists()
     assert len(sb.ground_truth(NAME)) - before >= 2
 
 

@@ -171,7 +171,7 @@ def test_export_lines_match_the_documented_schema(tmp_path):
     jsonschema = pytest.importorskip("jsonschema")
     from pathlib import Path
 
-    schema_file = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-3.schema.json"
+    schema_file = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-4.schema.json"
     schema = json.loads(schema_file.read_text())
     line_schema = {"$ref": "#/$defs/request_line", "$defs": schema["$defs"]}
     ex = RequestExporter(tmp_path / "r.jsonl")

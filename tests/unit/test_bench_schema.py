@@ -1,4 +1,4 @@
-"""Results documents validate against docs/peagle.bench-3.schema.json, `peagle report`
+"""Results documents validate against docs/peagle.bench-4.schema.json, `peagle report`
 reproduces them from disk (peagle.bench/1 files too), every rendering states its
 provenance and label, and `recommend` reads the fields it relies on."""
 
@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from sm_peagle import plugins
 from sm_peagle.benchmarking.datasets import builtin
+from sm_peagle.benchmarking.html_report import engine_of
 from sm_peagle.benchmarking.metrics import RequestRecord, summarize_level
-from sm_peagle.benchmarking.results import SCHEMA, bench_document
+from sm_peagle.benchmarking.results import SCHEMA, bench_document, target_record
 from sm_peagle.benchmarking.sweep import combine_runs, comparison, recommend_k
 from sm_peagle.cli.app import main
 
-SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-3.schema.json"
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "peagle.bench-4.schema.json"
 SCHEMA_V1 = SCHEMA_FILE.with_name("peagle.bench-1.schema.json")
 IMAGE = (
     "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.18.0-gpu-py312-cu129-ubuntu22.04-sagemaker"
@@ -84,7 +86,7 @@ def report_json(path: Path, capsys) -> dict:
 def test_bench_document_validates_and_round_trips(validator, tmp_path, capsys):
     doc = bench_doc("p-eagle", 3, {1: 110, 8: 904})
     validator.validate(doc)
-    assert SCHEMA == "peagle.bench/3"
+    assert SCHEMA == "peagle.bench/4"
     assert doc["schema"] == SCHEMA and doc["label"] == "SANDBOX (SIMULATED)" and doc["simulated"]
     assert doc["notes"][0].startswith("SIMULATED")
     path = tmp_path / "r.json"
@@ -113,10 +115,21 @@ def test_sandbox_documents_carry_no_cost_per_token_and_say_whose_price_it_is(val
     assert doc["usd_per_hour_note"] == "price of the instance you would rent, not of this run"
 
 
+REAL_ENGINE = "vllm 0.31.0 (CPU, tiny model)"
+
+
 def real_engine_doc() -> dict:
-    """A bench document of the sandbox's real vLLM engine (the runner says `simulated`:
-    it talked to the sandbox; the sandbox record names the engine)."""
+    """A bench document of the sandbox's real vLLM engine, made as the runner makes it:
+    the process points at the sandbox target (what its plugin sets when it starts), the
+    document keeps the target's record and carries the label the plugin gives that
+    engine."""
     spec = {"method": "eagle3", "num_speculative_tokens": 3}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PEAGLE_TARGET", "sandbox")
+        mp.setenv("PEAGLE_SANDBOX_URL", "http://127.0.0.1:1")
+        mp.setenv("PEAGLE_SANDBOX_ENGINE", "vllm")
+        mp.setenv("PEAGLE_SANDBOX_ENGINE_LABEL", REAL_ENGINE)
+        target = target_record()
     return bench_document(
         provenance={
             "model": "tiny-llama", "endpoint": "ep", "instance_type": "ml.g7e.2xlarge",
@@ -128,8 +141,44 @@ def real_engine_doc() -> dict:
               "duration_s": None, "warmup": 0, "workers": 1, "max_tokens": 64,
               "temperature": None, "retries": 0},
         levels=[level(1, 100)], started_at=1000.0, ended_at=1010.0, simulated=True,
-        sandbox={"url": "http://127.0.0.1:1", "engine": "vllm 0.31.0 (CPU, tiny model)"},
+        target=target,
     )  # fmt: skip
+
+
+def test_a_document_keeps_the_target_record_under_target(validator):
+    """peagle.bench/4: what answered is `target` (its name, label, engine, url), never
+    the old `sandbox` key; on AWS it is null."""
+    doc = real_engine_doc()
+    validator.validate(doc)
+    assert "sandbox" not in doc
+    assert doc["target"] == {
+        "name": "sandbox",
+        "label": "SANDBOX (vllm 0.31.0, CPU, tiny model)",
+        "engine": REAL_ENGINE,
+        "url": "http://127.0.0.1:1",
+    }
+    assert doc["engine"] == REAL_ENGINE and "simulated" not in doc
+    aws = bench_doc("baseline", None, {1: 50}, simulated=False)
+    assert aws["target"] is None and "sandbox" not in aws
+
+
+def test_caveats_are_the_plugin_s_words_for_the_label(validator):
+    """The note a document not from AWS starts with is the caveat the plugin declares for
+    its label (contract.ResultLabel), for made-up numbers and for a real engine's."""
+    made_up, real = bench_doc("p-eagle", 3, {1: 110}), real_engine_doc()
+    assert made_up["notes"][0] == plugins.label("SANDBOX (SIMULATED)").caveat
+    assert plugins.label("SANDBOX (SIMULATED)").simulated
+    assert real["notes"][0] == plugins.label(real["label"]).caveat
+    assert not plugins.label(real["label"]).simulated
+
+
+def test_an_older_document_s_target_record_is_still_read():
+    """/2 and /3 kept the record under `sandbox`: the HTML report still finds the engine
+    there when a document names none at the top level."""
+    old = {**real_engine_doc(), "schema": "peagle.bench/3"}
+    old["sandbox"] = old.pop("target")
+    del old["engine"]
+    assert engine_of(old) == (f"real vLLM engine: {REAL_ENGINE}", True)
 
 
 def test_the_real_engine_sandbox_is_labelled_with_its_vllm_version(validator):
@@ -278,8 +327,8 @@ def test_report_rejects_other_files_in_one_line(tmp_path, capsys):
     # Bad input always names a fix (README, "Output and exit codes"): the command's help
     # when the error itself brings none.
     assert err == [
-        f"error: {bad}: not a peagle.bench/1, /2 or /3 results document (schema: 'something/9') "
-        "(fix: see `peagle report --help`)"
+        f"error: {bad}: not a peagle.bench/1, /2, /3 or /4 results document "
+        "(schema: 'something/9') (fix: see `peagle report --help`)"
     ]
 
 
@@ -292,7 +341,8 @@ def test_recommend_reads_bench_results(tmp_path, capsys):
     g7e = next(c for c in doc["candidates"] if c["instance_type"] == "ml.g7e.2xlarge")
     # These documents are SIMULATED (sandbox): never called "measured" (issue 14).
     assert g7e["measured_output_tokens_per_s"] == 904
-    assert g7e["basis"] == "SIMULATED throughput (sandbox)" and "SIMULATED" in doc["basis"]
+    assert g7e["basis"] == "SIMULATED throughput (SANDBOX (SIMULATED))"
+    assert "SIMULATED" in doc["basis"]
 
 
 def test_a_missing_acceptance_length_is_explained_where_it_is_printed(tmp_path, capsys):

@@ -9,6 +9,7 @@ were made up.
 
 from __future__ import annotations
 
+from sm_peagle import plugins
 from sm_peagle.benchmarking.report import provenance_lines
 from sm_peagle.benchmarking.results import provenance
 from sm_peagle.benchmarking.sweep import combine_runs
@@ -40,8 +41,20 @@ def test_a_real_engine_sweep_names_its_engine_not_simulated_tokens() -> None:
 def test_the_simulated_engine_is_still_called_simulated() -> None:
     doc = combine_runs([run("SIMULATED", [], None)])
     assert provenance(doc) == doc["label"] == "SANDBOX (SIMULATED)"
-    assert any(line.startswith("SIMULATED: tokens and timings made up") for line in
-               provenance_lines(doc))  # fmt: skip
+    # What made-up numbers mean is the plugin's sentence for its simulated label.
+    said = plugins.label("SANDBOX (SIMULATED)")
+    assert said is not None and said.simulated and said.caveat.startswith("SIMULATED: ")
+    assert said.caveat in provenance_lines(doc)
+
+
+def test_without_the_plugin_made_up_numbers_still_say_so(monkeypatch) -> None:
+    """A document read where no plugin declares its label: made-up numbers still say they
+    were made up, and a real engine's runs keep the words they were written with."""
+    monkeypatch.setattr(plugins, "installed", lambda: ())
+    monkeypatch.setattr(plugins, "label", lambda text: None)
+    made_up = combine_runs([run("SIMULATED", [], None)])
+    assert any(line.startswith("SIMULATED: no model ran") for line in provenance_lines(made_up))
+    assert NOTE in provenance_lines(combine_runs([run(REAL, [NOTE], 0.0)]))
 
 
 def test_temperature_zero_reads_as_zero_and_unset_as_the_model_default() -> None:
