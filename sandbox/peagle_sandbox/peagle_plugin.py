@@ -118,10 +118,33 @@ class SandboxTarget:
             label=label_for_engine(engine_label),
             engine=engine_label,
             carry=carry,
+            extra=_settings_of(url),
             unreachable=Wording(
                 cli="`peagle sandbox status`, or restart it", python="peagle_sandbox.status()"
             ),
         )
+
+
+# What a result produced on the sandbox records of how it ran (its record's extra fields):
+# the SIMULATED engine's step times scale with time_scale, and the control plane's waits
+# with creating_seconds, so two results are comparable only when these agree.
+_RECORDED = ("started_at", "creating_seconds", "metrics_interval", "time_scale")
+
+
+def _settings_of(url: str) -> dict[str, Any]:
+    """The recorded settings of the sandbox at `url`, from its state file (a file read;
+    nothing when the state file names another sandbox or none)."""
+    import json
+
+    from .settings import state_dir
+
+    try:
+        state = json.loads((state_dir() / "sandbox.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(state, dict) or state.get("url") != url:
+        return {}
+    return {k: state[k] for k in _RECORDED if state.get(k) is not None}
 
 
 class SandboxPlugin(PluginBase):
