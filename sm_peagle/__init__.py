@@ -5,6 +5,8 @@ Public names are imported lazily so `import sm_peagle` stays cheap.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._lazy import lazy_getattr
 from .version import __version__
 
@@ -79,7 +81,7 @@ _LAZY = {
     "RaceResult": "ops.measure_results",
     "TuneKResult": "ops.measure_results",
     "ReportResult": "ops.measure_results",
-    # -- ops: catalog, iac, drafter, sandbox --
+    # -- ops: catalog, iac, drafter --
     "models": "client",
     "instances": "client",
     "schema": "client",
@@ -99,11 +101,6 @@ _LAZY = {
     "doctor": "client",
     "DoctorReport": "ops.doctor",
     "DoctorCheck": "ops.doctor",
-    "sandbox_start": "ops.sandbox",
-    "sandbox_stop": "ops.sandbox",
-    "sandbox_status": "ops.sandbox",
-    # Moved to peagle_sandbox.use_sandbox (a deprecation notice for one release).
-    "use_sandbox": "plugins",
 }
 
 # Deprecated names (each warns; removed in the next release): reachable through the table
@@ -112,4 +109,27 @@ _DEPRECATED = frozenset(("plan_for",))
 
 __all__ = ["__version__", *(name for name in _LAZY if name not in _DEPRECATED)]
 
-__getattr__ = lazy_getattr(__name__, _LAZY)
+_lazy = lazy_getattr(__name__, _LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    """A public name (`_LAZY`), else an old name that moved to an installed plugin, which
+    declares it (`Plugin.moved()`: forwarded for one release, with a FutureWarning). peagle
+    names none of them: the plugin does."""
+    if name in _LAZY or name.startswith("_") or _submodule(name):
+        # A submodule not imported yet (`from . import settings` asks here first): the
+        # import system imports it when this says no.
+        return _lazy(name)
+    import importlib
+
+    plugins = importlib.import_module(f"{__name__}.plugins")
+    try:
+        return plugins.moved_name(f"{__name__}.{name}")
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def _submodule(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(f"{__name__}.{name}") is not None
