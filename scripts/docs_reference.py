@@ -358,11 +358,14 @@ def error_classes() -> list[type]:
 
 
 def _labels() -> str:
-    """The product's source labels, as sm_peagle.settings spells them."""
-    from sm_peagle import settings
+    """The source labels: the product's (`AWS`) and every installed plugin's, as they
+    declare them through the contract (`*` in a label stands for a version)."""
+    from sm_peagle import plugins, settings
 
-    aws, simulated, real = settings.AWS, settings.SANDBOX_SIMULATED, settings.sandbox_vllm("X.Y.Z")
-    return f"`{aws}`, `{simulated}` or `{real}`"
+    found = [settings.AWS] + [
+        lab.label.replace("*", "X.Y.Z") for p in plugins.installed() for lab in p.labels()
+    ]
+    return ", ".join(f"`{label}`" for label in found[:-1]) + f" or `{found[-1]}`"
 
 
 def exit_codes_page() -> str:
@@ -394,9 +397,19 @@ def exit_codes_page() -> str:
 
 
 def settings_page() -> str:
-    from sm_peagle import settings
+    from sm_peagle import plugins, settings
 
     rows = [f"| `{name}` | {_cell(what)} |\n" for name, what in settings.VARIABLES.items()]
+    by_plugin: dict[str, list[str]] = {}
+    for plugin, setting in plugins.settings():
+        by_plugin.setdefault(plugin, []).append(f"| `{setting.name}` | {_cell(setting.doc)} |\n")
+    extra = [
+        f"\n## The {name} plugin's\n\nDeclared by the plugin (`Plugin.settings()`, "
+        "[the plugin contract](../guides/plugins.md)) and read through "
+        "`sm_peagle.contract.setting`.\n\n| variable | what it does |\n|---|---|\n"
+        + "".join(plugin_rows)
+        for name, plugin_rows in by_plugin.items()
+    ]
     return "".join(
         [
             "# Settings\n\n",
@@ -404,10 +417,10 @@ def settings_page() -> str:
             "\npeagle reads these environment variables, all in one module "
             "(`sm_peagle/settings.py`; a test holds that no other module reads one). AWS's own "
             "settings (profiles, `AWS_REGION`, `AWS_ENDPOINT_URL[_<SERVICE>]`) work as usual. "
-            "The product's settings come first, then those only the sandbox (the "
-            "`peagle-sandbox` distribution) and the engine container read.\n\n",
+            "peagle's own come first, then each installed plugin's.\n\n",
             "| variable | what it does |\n|---|---|\n",
             *rows,
+            *extra,
         ]
     )
 

@@ -13,11 +13,10 @@ a one-line warning: a broken plugin must not break the product.
 from __future__ import annotations
 
 import json
-from fnmatch import fnmatchcase
-import os
 import sys
 import warnings
 from collections.abc import Mapping
+from fnmatch import fnmatchcase
 from functools import cache
 from importlib import import_module, metadata, resources
 from types import ModuleType
@@ -160,16 +159,7 @@ def setting(name: str, default: str | None = None) -> str | None:
         return own.get(name, default)
     if not any(s.name == name for _, s in settings()):
         raise KeyError(f"{name} is not a declared peagle or plugin setting")
-    return os.environ.get(name, default)
-
-
-def foreign_settings_set() -> bool:
-    """Whether a `PEAGLE_*` variable peagle does not own is set: only then may a plugin's
-    setting (a target switched on by its variable) matter, so only then are plugins
-    loaded for a command that names none of theirs."""
-    from .settings import VARIABLES, is_own
-
-    return any(k.startswith("PEAGLE_") and k not in VARIABLES and not is_own(k) for k in os.environ)
+    return own.plugin_value(name, default)
 
 
 def moved(old: str) -> str | None:

@@ -18,13 +18,17 @@ __all__ = [
     "cache_dir",
     "debug",
     "env_flag",
+    "export",
+    "foreign_variables",
     "get",
     "is_own",
     "poll_seconds",
+    "plugin_value",
     "pypi_url",
     "role_arn",
     "state_dir",
     "target_name",
+    "truthy",
 ]
 
 # name -> what it does: peagle's own variables. A plugin declares its own
@@ -45,8 +49,7 @@ VARIABLES: dict[str, str] = {
     "PEAGLE_LOCUST_ENDPOINT": "internal: bench's locust driver passes its run to the locustfile "
     "(also _REGION, _DATASET, _MAX_TOKENS, _TEMPERATURE, _REQUESTS, _OUT, _ACCEPTANCE_WAIT)",
     "PEAGLE_VLLM_VERSION": "container entrypoint: the vLLM version the image runs",
-    "PEAGLE_OPT_ML_ROOT": "container entrypoint: the directory standing "
-    "for /opt/ml",
+    "PEAGLE_OPT_ML_ROOT": "container entrypoint: the directory standing for /opt/ml",
 }
 
 
@@ -58,8 +61,13 @@ def get(name: str, default: str | None = None) -> str | None:
     return os.environ.get(name, default)
 
 
+def truthy(value: str | None) -> bool:
+    """A switch variable's value read as on/off (1, true, yes, on)."""
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def env_flag(name: str) -> bool:
-    return (get(name) or "").strip().lower() in ("1", "true", "yes", "on")
+    return truthy(get(name))
 
 
 def cache_dir() -> Path:
@@ -109,6 +117,23 @@ def is_own(name: str) -> bool:
     """Whether `name` is one of peagle's variables (the declared ones, and the locust
     driver's internal PEAGLE_LOCUST_* family)."""
     return name in VARIABLES or name.startswith("PEAGLE_LOCUST_")
+
+
+def foreign_variables() -> list[str]:
+    """The `PEAGLE_*` variables set that are not peagle's own: a plugin's, or a typo."""
+    return sorted(k for k in os.environ if k.startswith("PEAGLE_") and not is_own(k))
+
+
+def plugin_value(name: str, default: str | None = None) -> str | None:
+    """The value of a variable a plugin declared (`plugins.setting` checks that it did)."""
+    return os.environ.get(name, default)
+
+
+def export(name: str, value: str) -> None:
+    """Set a variable for the rest of this process and its children: a plugin target's
+    option given on the command line (`peagle --local-engine real …`), so the plugin
+    reads one source."""
+    os.environ[name] = value
 
 
 # What a result says produced it when that was AWS (SageMaker itself, or an endpoint set

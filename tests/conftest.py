@@ -21,9 +21,9 @@ def _fresh_advice_target():
     # remedies (`peagle --sandbox status ep` where that test expects `peagle status ep`).
     from sm_peagle.cli import advice
 
-    advice.begin(sandbox=False)
+    advice.begin(carry=())
     yield
-    advice.begin(sandbox=False)
+    advice.begin(carry=())
 
 
 @pytest.hookimpl(hookwrapper=True)

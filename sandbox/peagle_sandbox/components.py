@@ -51,9 +51,7 @@ def route_component(
     name = environ.get(HEADER) or None
     backend = sagemaker_backends[account][region]
     hosted = {
-        n: ic
-        for n, ic in inference_components_of(backend).items()
-        if ic.endpoint_name == view.name
+        n: ic for n, ic in inference_components_of(backend).items() if ic.endpoint_name == view.name
     }
     if not hosted:
         if name:

@@ -4,8 +4,9 @@ imports it on every `peagle --sandbox` command)."""
 
 from __future__ import annotations
 
-from . import settings
 from sm_peagle.errors import PeagleError
+
+from . import settings
 
 __all__ = ["ENGINES", "EngineMissing", "engine_args", "resolve_engine"]
 

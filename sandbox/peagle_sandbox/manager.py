@@ -23,8 +23,9 @@ from typing import Any
 
 from peagle_sandbox.engine_choice import EngineMissing, engine_args, resolve_engine
 from peagle_sandbox.procs import children_of, pid_alive, reap_recorded_engines, terminate
-from . import settings
 from sm_peagle.errors import PeagleError, SpecError
+
+from . import settings
 
 __all__ = [
     "SANDBOX_ACCOUNT",

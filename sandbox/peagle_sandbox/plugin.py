@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from . import settings
 from sm_peagle.errors import SpecError
 
+from . import settings
 from .manager import SandboxInfo, SandboxUse
 
 __all__ = [

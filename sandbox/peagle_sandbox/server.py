@@ -45,6 +45,7 @@ from peagle_sandbox.runtime import Runtime
 from peagle_sandbox.seed import seed_account
 from peagle_sandbox.seed_tiny import seed_tiny_models
 from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
+
 from . import settings
 
 log = logging.getLogger("peagle.sandbox")

@@ -41,8 +41,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("PEAGLE_LAUNCHER_DEBUG", "1 keeps the real engine launcher's debug output"),
     Setting(
         "PEAGLE_DISABLE_CPU_SAMPLING_FIX",
-        "the engine: 1 turns the vLLM CPU sampling-fix plugin off (to reproduce the bug it "
-        "fixes)",
+        "the engine: 1 turns the vLLM CPU sampling-fix plugin off (to reproduce the bug it fixes)",
     ),
 )
 

@@ -7,14 +7,13 @@ its body, so `peagle --help` and `peagle plan` never import boto3 or rich tables
 from __future__ import annotations
 
 import importlib
-import os
 import sys
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from typer.core import TyperGroup
 
-from .options import JsonOpt, QuietOpt, SandboxEngine, VerboseOpt
+from .options import JsonOpt, QuietOpt, VerboseOpt
 
 # name -> (module, attribute). A sub-app (typer.Typer) is added as a group.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -45,15 +44,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "drafter": ("drafter_cmds", "drafter_app"),
     "doctor": ("doctor_cmd", "doctor_command"),
 }
-# Command groups a plugin adds through the `sm_peagle.commands` entry point: the sandbox's
-# `peagle sandbox …` (sm_peagle/plugins.py). Named here so `peagle sandbox` without the
-# plugin says how to install it instead of "No such command".
-PLUGIN_COMMANDS = ("sandbox",)
-# What `peagle --help` says of a plugin's group, read without importing the plugin.
-PLUGIN_HELP = {
-    "sandbox": "A local SageMaker on 127.0.0.1 with a SIMULATED or real vLLM CPU engine "
-    "(the peagle-sandbox distribution): start, status, stop, install-engine.",
-}
 
 
 def _print_version(value: bool) -> None:
@@ -71,6 +61,9 @@ EPILOG = (
     "docs (Reference, Settings). Shell completion: peagle --install-completion."
 )
 ROOT_FLAGS = ("--json", "--quiet", "-q", "--verbose", "-v")
+# Every root option of the product: anything else before the command is a plugin target's
+# (or a mistake click names).
+ROOT_OPTIONS = (*ROOT_FLAGS, "--version", "--help", "--install-completion", "--show-completion")
 
 
 class PeagleGroup(TyperGroup):
@@ -149,7 +142,27 @@ def _add_global_options(command: Any) -> None:
             command.params.append(param)
 
 
-def build_app(only: str | None = None, *, plugins: bool = True) -> typer.Typer:
+def _root_epilog() -> str:
+    """The root help's epilog: the global options plugins' targets add (`peagle --local
+    …`), read from their declarations, then EPILOG."""
+    from .. import plugins
+
+    lines = [
+        f"{o.flag}{' ' + o.metavar if o.metavar else ''}: {o.help}"
+        for target in plugins.targets()
+        for o in target.options
+    ]
+    if not lines:
+        return EPILOG
+    # click keeps a paragraph that starts with \b as written (one option per line).
+    return (
+        "\b\nOptions added by plugins (before the command):\n"
+        + "\n".join(lines)
+        + ("\n\n" + EPILOG)
+    )
+
+
+def build_app(only: str | None = None, *, plugins_loaded: bool = True) -> typer.Typer:
     """The typer app; with `only`, just that command.
 
     typer turns every parameter of every registered command into click objects (and,
@@ -157,10 +170,11 @@ def build_app(only: str | None = None, *, plugins: bool = True) -> typer.Typer:
     on the `peagle plan` path. Registering only the command being run avoids that; the
     root callback keeps the group shape so `peagle plan …` parses the same either way.
     """
+    epilog = EPILOG if only is not None else _root_epilog()
     app = typer.Typer(
         name="peagle",
         help="Deploy, verify, benchmark and cleanly remove P-EAGLE endpoints on SageMaker.",
-        epilog=EPILOG,
+        epilog=epilog,
         cls=PeagleGroup,
         no_args_is_help=True,
         add_completion=True,
@@ -168,7 +182,7 @@ def build_app(only: str | None = None, *, plugins: bool = True) -> typer.Typer:
         pretty_exceptions_enable=False,
     )
 
-    @app.callback(epilog=EPILOG)
+    @app.callback(epilog=epilog)
     def _root(
         json_out: JsonOpt = False,
         quiet: QuietOpt = False,
@@ -176,21 +190,6 @@ def build_app(only: str | None = None, *, plugins: bool = True) -> typer.Typer:
         version: bool = typer.Option(
             False, "--version", is_eager=True, callback=_print_version, help="Show the version."
         ),
-        sandbox: bool = typer.Option(
-            False,
-            "--sandbox",
-            help="Run against a local SageMaker sandbox (started on demand; also "
-            "PEAGLE_SANDBOX=1). See `peagle sandbox --help`.",
-        ),
-        sandbox_engine: Annotated[
-            SandboxEngine | None,
-            typer.Option(
-                "--sandbox-engine",
-                parser=str,  # checked by the sandbox, which names the choices
-                help="The sandbox's engine: simulated (default) or vllm, the real vLLM CPU "
-                "engine (also PEAGLE_SANDBOX_ENGINE). Implies --sandbox.",
-            ),
-        ] = None,
     ) -> None:
         """Deploy, verify, benchmark and cleanly remove P-EAGLE endpoints on SageMaker."""
 
@@ -202,17 +201,16 @@ def build_app(only: str | None = None, *, plugins: bool = True) -> typer.Typer:
             app.add_typer(target, name=name, cls=PeagleGroup)
         else:
             app.command(name)(target)
-    if only is None or only in PLUGIN_COMMANDS:
-        from ..plugins import command_groups
+    if only is None or only not in COMMANDS:
+        from .. import plugins
 
-        for name, ep in command_groups().items():
-            if only is None and not plugins:
-                # `peagle --help` lists the group without importing the plugin: the
-                # product loads the emulator only when one of its commands runs.
-                app.add_typer(typer.Typer(help=PLUGIN_HELP.get(name, "")), name=name)
-                continue
-            if only is None or name == only:
-                app.add_typer(ep.load(), name=name, cls=PeagleGroup)
+        for name, group in plugins.commands().items():
+            if only is None and not plugins_loaded:
+                # `peagle --help` lists a plugin's group without importing it: a plugin's
+                # code is imported only when one of its commands runs.
+                app.add_typer(typer.Typer(help=group.help), name=name)
+            elif only is None or name == only:
+                app.add_typer(group.load(), name=name, cls=PeagleGroup)
     return app
 
 
@@ -230,32 +228,24 @@ def main(argv: list[str] | None = None) -> int:
 
     reset()  # a fresh output object: --json, -q and -v set it while parsing
     stopped()  # and no interrupt kept from an earlier command of this process
-    args, sandbox = _take_sandbox_flag(sys.argv[1:] if argv is None else list(argv))
-    args, engine = _take_engine_option(args)
-    if engine is not None:  # read by the sandbox manager, also for `peagle sandbox start`
-        os.environ["PEAGLE_SANDBOX_ENGINE"] = engine
-        sandbox = True
+    args = sys.argv[1:] if argv is None else list(argv)
     from .advice import begin
 
-    first = next((i for i, a in enumerate(args) if a not in ROOT_FLAGS), len(args))
-    command = args[first] if first < len(args) else None
-    only = command if command in (*COMMANDS, *PLUGIN_COMMANDS) else None
-    # Every command this run suggests targets the same sandbox; its flags name the SDK's
-    # keywords in errors (cli/faces.py).
-    begin(sandbox=sandbox, command=only)
+    begin(carry=(), command=None)
     try:
-        if only in PLUGIN_COMMANDS:
-            from ..plugins import command_groups, sandbox_plugin
-
-            if only not in command_groups():
-                sandbox_plugin()  # raises: the plugin is not installed, and how to install it
-        if sandbox and only not in (None, *PLUGIN_COMMANDS) and "--help" not in args:
-            from ..plugins import sandbox_plugin
-
-            sandbox_plugin().cli_activate()
+        args, chosen = _take_target_options(args)
+        first = next((i for i, a in enumerate(args) if a not in ROOT_FLAGS), len(args))
+        command = args[first] if first < len(args) else None
+        only = _command_to_build(command)
+        # Every command this run suggests reaches the same target (cli/advice.py); its
+        # flags name the SDK's keywords in errors (cli/faces.py).
+        begin(carry=chosen.given if chosen else (), command=only)
+        if chosen is not None and only in COMMANDS and "--help" not in args:
+            state = chosen.target.activate(chosen.values)
+            begin(carry=state.carry, command=only)
         # A root-level run (`peagle --help`, a mistyped command) builds plugin groups as
-        # stubs: listing them must not import the emulator.
-        app = build_app(only, plugins=only is not None)
+        # stubs: listing them must not import a plugin's code.
+        app = build_app(only, plugins_loaded=only is not None)
         code = app(args=args, prog_name="peagle", standalone_mode=False)
         # typer >= 0.2x turns Ctrl-C into Exit(130), and `typer.Exit(n)` raised in a command,
         # into a *returned* exit code when standalone_mode is False: pass it on.
@@ -272,40 +262,110 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _take_sandbox_flag(args: list[str]) -> tuple[list[str], bool]:
-    """Strip a global `--sandbox` (before the command name); also on with PEAGLE_SANDBOX=1."""
-    from ..settings import sandbox_requested
+def _command_to_build(command: str | None) -> str | None:
+    """The command to register (`build_app(only)`): a product command, a plugin's group,
+    or None (the root: help, or a mistyped command, which click names). A command of a
+    known plugin that is not installed is a SpecError saying how to install it."""
+    if command is None or command.startswith("-") or command in COMMANDS:
+        return command if command in COMMANDS else None
+    from .. import plugins
 
-    wanted = sandbox_requested()
+    if command in plugins.commands():
+        return command
+    known = plugins.known_command(command)
+    if known is not None:
+        from ..errors import SpecError
+
+        raise SpecError(
+            f"`peagle {command}` comes from the {known['distribution']} plugin ("
+            f"{known['about']}), which is not installed",
+            remedy=known["install"],
+        )
+    return None
+
+
+class _Chosen:
+    """The target a run's root options (or their settings) chose, and their values."""
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+        self.values: dict[str, str | bool] = {}
+        self.given: tuple[str, ...] = ()
+
+
+def _take_target_options(args: list[str]) -> tuple[list[str], _Chosen | None]:
+    """Strip the root options of plugin targets (before the command name: `peagle --local
+    deploy …`), and note the target they, or their settings, choose. A given option's
+    setting is exported, so the plugin reads one source (also for its own commands).
+    Plugins are looked at only when a root option or a `PEAGLE_*` variable is not
+    peagle's own: `peagle plan …` without either loads none."""
+    from .. import settings
+
+    root = []
+    for arg in args:
+        if not arg.startswith("-"):
+            break
+        root.append(arg)
+    foreign = [a for a in root if a.split("=", 1)[0] not in ROOT_OPTIONS]
+    if not foreign and not settings.foreign_variables():
+        return args, None
+    from .. import plugins
+
+    chosen: _Chosen | None = None
     out: list[str] = []
-    for i, arg in enumerate(args):
-        if arg == "--sandbox":
-            wanted = True
-            continue
-        if not arg.startswith("-"):  # the command name: the rest belongs to the command
-            return out + args[i:], wanted
-        out.append(arg)
-    return out, wanted
-
-
-def _take_engine_option(args: list[str]) -> tuple[list[str], str | None]:
-    """Strip a global `--sandbox-engine X` / `--sandbox-engine=X` (before the command)."""
-    out: list[str] = []
-    engine = None
     i = 0
     while i < len(args):
         arg = args[i]
         if not arg.startswith("-"):  # the command name: the rest belongs to the command
-            return out + args[i:], engine
-        if arg == "--sandbox-engine" and i + 1 < len(args):
-            engine, i = args[i + 1], i + 2
-            continue
-        if arg.startswith("--sandbox-engine="):
-            engine = arg.split("=", 1)[1]
-        else:
+            out += args[i:]
+            break
+        flag, eq, inline = arg.partition("=")
+        found = plugins.target_option(flag)
+        if found is None:
             out.append(arg)
+            i += 1
+            continue
+        target, option = found
+        if chosen is None or chosen.target is not target:
+            chosen = _Chosen(target)
+        value: str | bool = True
+        if option.takes_value:
+            if eq:
+                value = inline
+            elif i + 1 < len(args):
+                value, i = args[i + 1], i + 1
+            else:
+                from ..errors import SpecError
+
+                raise SpecError(
+                    f"{flag} needs a value ({option.metavar})", remedy=f"{flag} {option.metavar}"
+                )
+            chosen.given += (flag, str(value))
+        else:
+            chosen.given += (flag,)
+        chosen.values[flag] = value
+        if option.setting:
+            settings.export(option.setting, "1" if value is True else str(value))
         i += 1
-    return out, engine
+    if chosen is None:
+        chosen = _chosen_by_settings(plugins.targets())
+    return out, chosen
+
+
+def _chosen_by_settings(targets: list[Any]) -> _Chosen | None:
+    """The first target one of whose options' settings is on (`PEAGLE_X=1`, or a value
+    for an option that takes one)."""
+    from .. import plugins, settings
+
+    for target in targets:
+        for option in target.options:
+            raw = plugins.setting(option.setting) if option.setting else None
+            on = bool(raw) if option.takes_value else settings.truthy(raw)
+            if on:
+                chosen = _Chosen(target)
+                chosen.values[option.flag] = raw if option.takes_value else True
+                return chosen
+    return None
 
 
 def run() -> None:

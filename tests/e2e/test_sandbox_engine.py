@@ -21,7 +21,7 @@ from peagle_sandbox.engine import (
 from peagle_sandbox.eventstream import IrregularSplitter, SplitPolicy, payload_part
 from peagle_sandbox.manager import SandboxInfo, activate
 from peagle_sandbox.openai_format import BadRequest, parse_request
-from sm_peagle.cli.app import _take_sandbox_flag
+from sm_peagle.cli.app import _take_target_options
 
 
 @pytest.mark.parametrize("mode", ["p-eagle", "eagle3"])
@@ -89,16 +89,29 @@ def test_payload_part_matches_the_wire_format() -> None:
 
 
 @pytest.mark.parametrize(
-    ("argv", "args", "wanted"),
+    ("argv", "args", "given"),
     [
-        (["--sandbox", "ls", "--json"], ["ls", "--json"], True),
-        (["ls", "--sandbox"], ["ls", "--sandbox"], False),  # after the command: its own args
-        (["--help"], ["--help"], False),
+        (["--sandbox", "ls", "--json"], ["ls", "--json"], ("--sandbox",)),
+        (["ls", "--sandbox"], ["ls", "--sandbox"], None),  # after the command: its own args
+        (["--help"], ["--help"], None),
+        (
+            ["--json", "--sandbox-engine=vllm", "ls"],
+            ["--json", "ls"],
+            ("--sandbox-engine", "vllm"),
+        ),
     ],
 )
-def test_sandbox_flag(monkeypatch, argv, args, wanted) -> None:
+def test_sandbox_flag(monkeypatch, argv, args, given) -> None:
+    # The sandbox's root options are its target's (declared through the plugin contract):
+    # the CLI strips them before the command parses, whatever their position among the
+    # product's own root flags, and never after the command name.
     monkeypatch.delenv("PEAGLE_SANDBOX", raising=False)
-    assert _take_sandbox_flag(argv) == (args, wanted)
+    monkeypatch.delenv("PEAGLE_SANDBOX_ENGINE", raising=False)
+    out, chosen = _take_target_options(argv)
+    assert out == args
+    assert (chosen.given if chosen else None) == given
+    if chosen is not None:
+        assert chosen.target.name == "sandbox"
 
 
 def test_activate_never_leaves_real_credentials_or_endpoints() -> None:

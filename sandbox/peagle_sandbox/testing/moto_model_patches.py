@@ -32,9 +32,7 @@ def model_patches() -> list[tuple[type, str, Any]]:
 
     def refuse_existing(backend: Any, kind: str, name: str, store: dict, arn_kind: str) -> None:
         if name in store:
-            arn = (
-                f"arn:aws:sagemaker:{backend.region_name}:{backend.account_id}:{arn_kind}/{name}"
-            )
+            arn = f"arn:aws:sagemaker:{backend.region_name}:{backend.account_id}:{arn_kind}/{name}"
             raise ValidationError(message=f'Cannot create already existing {kind} "{arn}".')
 
     def create_model_backend(self: Any, model_name: str, *args: Any, **kwargs: Any) -> Any:
