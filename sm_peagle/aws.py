@@ -357,7 +357,7 @@ def as_peagle_error(exc: BaseException) -> Exception | None:
 
         state = plugins.current_target()
         if state is not None:  # a plugin's target: its own remedy (errors.TARGET_PHRASES)
-            remedy = text(f"the {state.name} target did not answer: {{s}}", s=Phrase("unreachable"))
+            remedy = text(f"the {state.name} did not answer: {{s}}", s=Phrase("unreachable"))
         elif os.environ.get("AWS_ENDPOINT_URL"):
             remedy = "check AWS_ENDPOINT_URL and that its server is running"
         else:

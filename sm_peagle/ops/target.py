@@ -29,10 +29,7 @@ def talking_to(
     if state is not None:
         # The target's label first (what produces results there): the same words the
         # logs, --json documents and bench results carry.
-        return (
-            f"talking to: {state.label} at {state.url} "
-            f"(the {state.name} plugin's local target; not AWS)"
-        )
+        return f"talking to: {state.label} at {state.url} (peagle's local {state.name}; not AWS)"
     endpoint = os.environ.get(f"AWS_ENDPOINT_URL_{service}") or os.environ.get("AWS_ENDPOINT_URL")
     if endpoint:
         return f"talking to: custom AWS endpoint {endpoint} (region {region})"
