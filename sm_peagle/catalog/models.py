@@ -217,8 +217,9 @@ _PLUGIN_MODELS: dict[str, ModelEntry] | None = None
 
 def _plugin_models() -> dict[str, ModelEntry]:
     """Installed plugins' entries, read once and only on a miss (the entry-point scan is not
-    free); each is served only by its plugin's target, whatever it says (`served_by` is
-    set here; a key `ModelEntry` does not have is left out)."""
+    free). A plugin with a target serves its models only there, whatever they say
+    (`served_by` is set here); one without a target adds models AWS serves. A key
+    `ModelEntry` does not have is left out."""
     global _PLUGIN_MODELS
     if _PLUGIN_MODELS is None:
         from dataclasses import fields
@@ -230,7 +231,7 @@ def _plugin_models() -> dict[str, ModelEntry]:
         for d, target in plugins.models():
             given = {k: v for k, v in d.items() if k in known}
             entry = ModelEntry(
-                **{**given, "drafter": DrafterInfo(**d["drafter"]), "served_by": target or ""}
+                **{**given, "drafter": DrafterInfo(**d["drafter"]), "served_by": target}
             )
             _PLUGIN_MODELS[entry.alias] = entry
     return _PLUGIN_MODELS

@@ -43,7 +43,16 @@ __all__ = [
     "rewrite",
 ]
 
-# peagle's own command groups (a plugin's group counts as one too: `_groups()`).
+# peagle's own commands and groups (cli/app.py COMMANDS; a unit test keeps them equal, and
+# cli/app.py imports this module, so it is not read from there).
+COMMAND_WORDS = frozenset(
+    (
+        "models", "instances", "schema", "plan", "deploy", "status", "ls", "logs", "update",
+        "delete", "gc", "invoke", "chat", "apply", "adopt", "diff", "recommend", "bench",
+        "sweep", "report", "race", "tune-k", "export", "iam-policy", "drafter", "doctor",
+    )
+)  # fmt: skip
+# peagle's own command groups (a plugin's group counts as one too: `_split_words`).
 GROUPS = frozenset(("drafter",))
 # Commands that never talk to AWS or a plugin's target: no --region option (a unit test
 # checks the CLI), and no target options either (they would start a target for nothing).
@@ -65,12 +74,10 @@ def _plugin_commands() -> frozenset[str]:
 
 
 def command_words() -> frozenset[str]:
-    """The words that start a `peagle` command: peagle's commands (cli/app.py COMMANDS) and
-    every installed plugin's groups. Only these start a command in free text, so prose such
-    as "peagle deploys GPU instances" is never taken for one."""
-    from .app import COMMANDS
-
-    return frozenset(COMMANDS) | _plugin_commands()
+    """The words that start a `peagle` command: peagle's own (`COMMAND_WORDS`) and every
+    installed plugin's groups. Only these start a command in free text, so prose such as
+    "peagle deploys GPU instances" is never taken for one."""
+    return COMMAND_WORDS | _plugin_commands()
 
 
 def _local(command: str) -> bool:

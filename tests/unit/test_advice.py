@@ -225,8 +225,10 @@ def _cli_commands() -> dict[str, set[str]]:
 
 def test_the_command_tables_are_the_clis() -> None:
     from sm_peagle import plugins
+    from sm_peagle.cli.app import COMMANDS
 
     commands = _cli_commands()
+    assert set(advice.COMMAND_WORDS) == set(COMMANDS)
     assert {c.split()[0] for c in commands} == set(advice.command_words())
     without_region = {c.split()[0] for c, opts in commands.items() if "--region" not in opts}
     # a plugin's own group never talks to AWS: local, like peagle's own local commands
