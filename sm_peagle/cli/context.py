@@ -18,9 +18,10 @@ def hello(aws: Any) -> None:
 
 def client(region: str | None = None, *, on_poll: Callable[[Any], None] | None = None) -> Any:
     """The `sm_peagle.Client` for this command, from its global options: `region` (on the
-    commands that take `--region`; None reads the environment, which a plugin
-    target's option has pointed at the target), progress lines as notes on stderr, the "talking to" line
-    before the first request, and `on_poll` for a command that waits (the live view)."""
+    commands that take `--region`; None reads the environment, which a plugin target's
+    option has pointed at the target), progress lines as notes on stderr, the "talking
+    to" line before the first request, and `on_poll` for a command that waits (the live
+    view)."""
     from ..client import Client
     from .output import note
 
