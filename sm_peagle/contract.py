@@ -139,7 +139,9 @@ class Wording:
 class TargetOption:
     """A global CLI option of a target (`peagle --local deploy …`), given before the
     command. `setting` is the environment variable with the same effect. A flag without
-    a value switches the target on; an option with a value (`metavar`) implies it."""
+    a value switches the target on, and so does its setting (`PEAGLE_X=1`); an option
+    with a value (`metavar`) given on the command line implies the target, while its
+    setting only sets the value (it chooses nothing by itself)."""
 
     flag: str
     help: str

@@ -353,17 +353,18 @@ def _take_target_options(args: list[str]) -> tuple[list[str], _Chosen | None]:
 
 
 def _chosen_by_settings(targets: list[Any]) -> _Chosen | None:
-    """The first target one of whose options' settings is on (`PEAGLE_X=1`, or a value
-    for an option that takes one)."""
+    """The first target whose switch's setting is on (`PEAGLE_X=1`). The setting of an
+    option that takes a value only sets that value: given on the command line, the option
+    implies its target; set in the environment, it chooses nothing by itself."""
     from .. import plugins, settings
 
     for target in targets:
         for option in target.options:
-            raw = plugins.setting(option.setting) if option.setting else None
-            on = bool(raw) if option.takes_value else settings.truthy(raw)
-            if on:
+            if option.takes_value or not option.setting:
+                continue
+            if settings.truthy(plugins.setting(option.setting)):
                 chosen = _Chosen(target)
-                chosen.values[option.flag] = raw if option.takes_value else True
+                chosen.values[option.flag] = True
                 return chosen
     return None
 
