@@ -113,16 +113,23 @@ _lazy = lazy_getattr(__name__, _LAZY)
 
 
 def __getattr__(name: str) -> Any:
-    try:
+    """A public name (`_LAZY`), else an old name that moved to an installed plugin, which
+    declares it (`Plugin.moved()`: forwarded for one release, with a FutureWarning). peagle
+    names none of them: the plugin does."""
+    if name in _LAZY or name.startswith("_") or _submodule(name):
+        # A submodule not imported yet (`from . import settings` asks here first): the
+        # import system imports it when this says no.
         return _lazy(name)
-    except AttributeError:
-        if name.startswith("_"):
-            raise
-    # A name that moved to a plugin (the plugin declares it, `Plugin.moved()`): forwarded
-    # for one release, with a FutureWarning.
-    from .plugins import moved_name
+    import importlib
 
+    plugins = importlib.import_module(f"{__name__}.plugins")
     try:
-        return moved_name(f"{__name__}.{name}")
+        return plugins.moved_name(f"{__name__}.{name}")
     except AttributeError:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def _submodule(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(f"{__name__}.{name}") is not None

@@ -5,7 +5,7 @@ with backoff), connect/read timeouts, and a connection pool sized to the caller'
 concurrency (botocore's default of 10 drops connections under heavier streaming load,
 which inflates time-to-first-token). Standard AWS settings keep working: profiles,
 AWS_REGION / AWS_DEFAULT_REGION, AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>. The
-sandbox and the tests only change those settings, never this code path.
+target a plugin adds and the tests only change those settings, never this code path.
 
 boto3 is imported inside functions so that `peagle --help` and `peagle plan` never pay
 for it.
@@ -19,7 +19,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from . import settings
 from .errors import Call, NoCredentials, Phrase, SpecError, text
 
 __all__ = [
@@ -208,9 +207,9 @@ class AwsContext:
         return self.client("sts").get_caller_identity()["Account"]
 
 
-_NO_REGION_FIX = text("pass {region}, set AWS_REGION, or use {s}", s=Phrase("sandbox"))
+_NO_REGION_FIX = text("pass {region}, set AWS_REGION, or use {s}", s=Phrase("local"))
 _NO_CREDENTIALS_FIX = text(
-    "configure AWS (aws configure / AWS_PROFILE) or run with {s}", s=Phrase("sandbox")
+    "configure AWS (aws configure / AWS_PROFILE) or run with {s}", s=Phrase("local")
 )
 
 # The Error.Code peagle gives an answer that says the server does not implement the call
@@ -219,8 +218,8 @@ NOT_IMPLEMENTED = "NotImplementedByThisEndpoint"
 _MOTO_UNIMPLEMENTED = re.compile(r"The (\w+) action has not been implemented")
 _NOT_IMPLEMENTED_FIX = text(
     "stock moto lacks this call: test with peagle's moto harness "
-    "(pytest plugin peagle_sandbox.testing.pytest_plugin) or {s}, or against AWS",
-    s=Phrase("sandbox_run"),
+    "(docs/guides/ci-moto.md) or {s}, or against AWS",
+    s=Phrase("local_run"),
 )
 
 
@@ -354,15 +353,16 @@ def as_peagle_error(exc: BaseException) -> Exception | None:
         return NoCredentials("no AWS region configured", remedy=_NO_REGION_FIX)
     if type(exc).__name__ in _UNREACHABLE or isinstance(exc, bx.HTTPClientError):
         where = getattr(exc, "kwargs", {}).get("endpoint_url") or "AWS"
-        if settings.sandbox_url():
-            remedy = text(
-                "the sandbox did not answer: `{s}`, or restart it", s=Call("sandbox_status")
-            )
+        from . import plugins
+
+        state = plugins.current_target()
+        if state is not None:  # a plugin's target: its own remedy (errors.TARGET_PHRASES)
+            remedy = text(f"the {state.name} did not answer: {{s}}", s=Phrase("unreachable"))
         elif os.environ.get("AWS_ENDPOINT_URL"):
             remedy = "check AWS_ENDPOINT_URL and that its server is running"
         else:
             remedy = text(
-                "check the network, a proxy, or the region; or run with {s}", s=Phrase("sandbox")
+                "check the network, a proxy, or the region; or run with {s}", s=Phrase("local")
             )
         return AwsUnreachable(
             f"cannot reach {where} ({type(exc).__name__}; gave up after retrying)",
@@ -398,7 +398,7 @@ def _enum_refusal(message: str) -> tuple[str, str] | None:
         return short, text(
             "stock moto lacks the GPU types: use {s}, peagle's moto harness "
             "(docs/guides/ci-moto.md), or add the type to moto's validate_instance_type",
-            s=Phrase("sandbox_run"),
+            s=Phrase("local_run"),
         )
     return short, "use one of the values the API documents for that field"
 

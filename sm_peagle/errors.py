@@ -8,7 +8,8 @@ error with its flags (`-k`) and commands (`peagle delete ep --yes`) from one tab
 
 - `Param("k")` / `Param("k", 5)`: a parameter, with the value to give it;
 - `Call("delete", "ep")`: an SDK call (the CLI command of the same name);
-- `Phrase("sandbox")`: words that differ between the faces otherwise (`--sandbox`);
+- `Phrase("local")`: words that differ between the faces otherwise (a plugin target's
+  `--local` at the CLI, its client in Python);
 - `text("{k} must be at most 15, got {got}", got=99)`: a `Text` (a `str` whose value is
   the Python wording) from a format template, where each `{name}` not given as an
   argument is `Param(name)`, and a given `Param`/`Call` stays structured.
@@ -70,10 +71,12 @@ class Call:
 
 @dataclass(frozen=True)
 class Phrase:
-    """Words that differ between the faces and are neither a parameter nor a call: the
-    sandbox (`--sandbox` at the CLI, a sandbox client in Python), the result document
-    (`--json`, `.to_dict()`). Each face words the keys it knows (`PHRASES` here, the CLI's
-    in `cli/faces.py`)."""
+    """Words that differ between the faces and are neither a parameter nor a call: a
+    plugin's local target (`local`: its `--local` at the CLI, its client in Python;
+    `local_run`: a run on it; `unreachable`: what to do when it does not answer), the
+    result document (`json`: `--json`, `.to_dict()`). Each face words `json` from its
+    table (`PHRASES` here, the CLI's in `cli/faces.py`) and the target's keys from the
+    plugin (`target_phrase`)."""
 
     key: str
 
@@ -83,10 +86,38 @@ class Phrase:
 
 # The Python wording of each Phrase key (a unit test holds the CLI's table to the same keys).
 PHRASES = {
-    "sandbox": "a client for the local sandbox (peagle_sandbox.client())",
-    "sandbox_run": "`peagle_sandbox.client()`",
     "json": "the result's to_dict()",
 }
+# The keys a plugin's target words, each face taking its side of a `contract.Wording`:
+# key -> (where, the attribute): the first installed target's `offer` / `run`, or the
+# `unreachable` of the target this process talks to.
+TARGET_PHRASES = {
+    "local": ("installed", "offer"),
+    "local_run": ("installed", "run"),
+    "unreachable": ("current", "unreachable"),
+}
+
+
+def target_phrase(key: str, face: str) -> str:
+    """Phrase `key` of `TARGET_PHRASES` in `face`'s words ("cli" or "python"), from the
+    plugin's target; with no target installed (or none to word it), where to get one."""
+    from . import plugins
+
+    where, attribute = TARGET_PHRASES[key]
+    if where == "installed":
+        found = plugins.targets()
+        source: Any = found[0] if found else None
+    else:
+        source = plugins.current_target()
+    wording = getattr(source, attribute, None)
+    if wording is not None:
+        return str(getattr(wording, face))
+    return f"a local target plugin ({plugins.install_hint()})"
+
+
+def phrase_in(p: Phrase, face: str, table: dict[str, str]) -> str:
+    """`p` in `face`'s words: its table's, else the plugin target's (`target_phrase`)."""
+    return table[p.key] if p.key in table else target_phrase(p.key, face)
 
 
 class _Etc:
@@ -126,7 +157,7 @@ class _PythonFace:
         return f"sm_peagle.{c.op}({', '.join(args)})"
 
     def phrase(self, p: Phrase) -> str:
-        return PHRASES[p.key]
+        return phrase_in(p, "python", PHRASES)
 
 
 PYTHON: Face = _PythonFace()
@@ -366,7 +397,7 @@ class CheckFailed(SpecError):
 
 
 class AwsUnreachable(PeagleError):
-    """AWS (or the sandbox, or AWS_ENDPOINT_URL) did not answer after the bounded retries."""
+    """AWS (or a plugin's target, or AWS_ENDPOINT_URL) did not answer after the bounded retries."""
 
     exit_code = 1
 
@@ -572,7 +603,7 @@ class Interrupted(KeyboardInterrupt):
 
     `str()` names the SDK call (`sm_peagle.gc(operation='op-…')`); the CLI prints the line
     with the `peagle` command of that call, `--yes` added, rendered in the invocation's
-    context (`--sandbox`, `--region`)."""
+    context (a target's options, `--region`)."""
 
     def __init__(
         self,

@@ -171,13 +171,14 @@ def moved(old: str) -> str | None:
     return None
 
 
-def warn_moved(old: str, new: str) -> None:
-    """The one-line notice an old import path gives for one release (see CHANGELOG.md)."""
+def warn_moved(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """The one-line notice an old import path gives for one release (see CHANGELOG.md);
+    `stacklevel` counts from here to the user's line."""
     warnings.warn(
         f"{old} moved to {new} (a separate distribution now); "
         "the old name goes away in the next release",
         FutureWarning,
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
 
 
@@ -197,7 +198,8 @@ def moved_name(old: str) -> Any:
     if new is None:
         raise AttributeError(old)
     module, _, attribute = new.rpartition(".")
-    warn_moved(old, new)
+    # here <- sm_peagle.__getattr__ <- the user's line
+    warn_moved(old, new, stacklevel=4)
     return getattr(import_module(module), attribute)
 
 

@@ -53,10 +53,10 @@ class ModelEntry:
     # A multimodal target: parallel drafting raises NotImplementedError on it before
     # vLLM 0.21.0 (`v1/spec_decode/eagle.py`), so P-EAGLE needs a newer image.
     multimodal: bool = False
-    # Sandbox-only entries, registered by the sandbox plugin (`sm_peagle/plugins.py`): their
-    # weights exist only in the sandbox's S3, so the SDK refuses them against AWS. Never set
-    # for a real model.
-    sandbox_only: bool = False
+    # The plugin target that serves this entry (`AwsTarget.name`), for a model a plugin
+    # contributes (`plugins.models()`): its weights exist only there, so the SDK refuses it
+    # anywhere else (`ops.deployment.refuse_target_only`). None for a real model.
+    served_by: str | None = None
     model_data: str | None = None
     drafter_source: str | None = None
     vllm_version: str | None = None
@@ -216,16 +216,22 @@ _PLUGIN_MODELS: dict[str, ModelEntry] | None = None
 
 
 def _plugin_models() -> dict[str, ModelEntry]:
-    """Sandbox-only entries from installed plugins, read once and only on a miss (the
-    entry-point scan is not free); every one is sandbox-only, whatever it says."""
+    """Installed plugins' entries, read once and only on a miss (the entry-point scan is not
+    free). A plugin with a target serves its models only there, whatever they say
+    (`served_by` is set here); one without a target adds models AWS serves. A key
+    `ModelEntry` does not have is left out."""
     global _PLUGIN_MODELS
     if _PLUGIN_MODELS is None:
-        from ..plugins import plugin_models
+        from dataclasses import fields
 
+        from .. import plugins
+
+        known = {f.name for f in fields(ModelEntry)}
         _PLUGIN_MODELS = {}
-        for d in plugin_models():
+        for d, target in plugins.models():
+            given = {k: v for k, v in d.items() if k in known}
             entry = ModelEntry(
-                **{**d, "drafter": DrafterInfo(**d["drafter"]), "sandbox_only": True}
+                **{**given, "drafter": DrafterInfo(**d["drafter"]), "served_by": target}
             )
             _PLUGIN_MODELS[entry.alias] = entry
     return _PLUGIN_MODELS

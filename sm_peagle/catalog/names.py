@@ -1,7 +1,7 @@
-"""One message for an unknown model name, everywhere: offline, live, in the sandbox.
+"""One message for an unknown model name, everywhere: offline, live, on a plugin's target.
 
-`peagle plan gpt-oss-20bb`, `peagle --sandbox deploy gpt-oss-20bb` and `peagle recommend
-gpt-oss-20bb` all say `model: unknown model 'gpt-oss-20bb' (fix: did you mean
+`peagle plan gpt-oss-20bb`, `peagle --local deploy gpt-oss-20bb` (a plugin's target) and
+`peagle recommend gpt-oss-20bb` all say `model: unknown model 'gpt-oss-20bb' (fix: did you mean
 gpt-oss-20b? ...)`, whatever failed underneath (no catalog entry, no JumpStart spec).
 """
 

@@ -1,16 +1,17 @@
 """Every command the CLI suggests targets what the command that printed it targeted.
 
 A `next:` line, a `(fix: …)` or a note that says "`peagle gc --yes` removes them" is meant
-to be pasted. Pasted as printed, it must reach the same place: after
-`peagle --sandbox deploy …`, `peagle delete NAME --yes` without `--sandbox` would delete a
-real endpoint of that name for someone with AWS credentials. So one function renders a
+to be pasted. Pasted as printed, it must reach the same place: after a
+command run on a plugin's target (`peagle --local deploy …`), `peagle delete NAME --yes`
+without `--local` would delete a real endpoint of that name for someone with AWS
+credentials. So one function renders a
 suggested command from the current context (`render`), and the CLI's own advice is built
 as a `Suggestion` (words, arguments, options), never as a string:
 
-- the sandbox, however it was chosen (`--sandbox`, `--sandbox-engine`, `PEAGLE_SANDBOX=1`,
-  or a shell pointed at it by `peagle sandbox env`): `peagle --sandbox …`, plus
-  `--sandbox-engine vllm` when the real engine was chosen (a sandbox restarted by the
-  pasted command then runs the same engine);
+- a plugin's target, however it was chosen (its global options, its variable, or a shell
+  pointed at it): the options the target says a command must carry to reach it again
+  (`TargetState.carry`, e.g. `--local --local-engine real`, so a target restarted by the
+  pasted command runs the same way);
 - `--region R` when the command was given one (on the commands that take it);
 - `--component C` when the advice is about a component (`Suggestion.about_component`).
 
@@ -19,8 +20,7 @@ The SDK's errors still carry their remedies as free text with `peagle …` comma
 way, so the error boundary, notes and `next:` lines all go through `render`.
 
 Commands that never leave this machine are left as they are (`LOCAL`: `models`, `schema`,
-`recommend`, `report`, and `peagle sandbox …`, the sandbox's own group), and so is a bare
-`--help`.
+`recommend`, `report`, and every plugin's own command group), and so is a bare `--help`.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 __all__ = [
     "Suggestion",
@@ -42,22 +43,21 @@ __all__ = [
     "rewrite",
 ]
 
-# The `peagle` commands and groups (cli/app.py COMMANDS and PLUGIN_COMMANDS; a unit test
-# keeps them equal). Only these words start a command in free text, so prose such as
-# "peagle deploys GPU instances" is never taken for one.
+# peagle's own commands and groups (cli/app.py COMMANDS; a unit test keeps them equal, and
+# cli/app.py imports this module, so it is not read from there).
 COMMAND_WORDS = frozenset(
     (
         "models", "instances", "schema", "plan", "deploy", "status", "ls", "logs", "update",
         "delete", "gc", "invoke", "chat", "apply", "adopt", "diff", "recommend", "bench",
         "sweep", "report", "race", "tune-k", "export", "iam-policy", "drafter", "doctor",
-        "sandbox",
     )
 )  # fmt: skip
-GROUPS = frozenset(("drafter", "sandbox"))
-# Commands that never talk to AWS or a sandbox: no --region option (a unit test checks the
-# CLI), and no --sandbox either (it would start a sandbox for nothing). `sandbox …` is the
-# sandbox's own group.
-LOCAL = frozenset(("models", "schema", "recommend", "report", "sandbox"))
+# peagle's own command groups (a plugin's group counts as one too: `_split_words`).
+GROUPS = frozenset(("drafter",))
+# Commands that never talk to AWS or a plugin's target: no --region option (a unit test
+# checks the CLI), and no target options either (they would start a target for nothing).
+# A plugin's own command group is local too (`_local()`).
+LOCAL = frozenset(("models", "schema", "recommend", "report"))
 # Commands with a --component option.
 COMPONENT_COMMANDS = frozenset(
     ("plan", "deploy", "logs", "update", "invoke", "chat", "bench", "race", "tune-k")
@@ -65,15 +65,31 @@ COMPONENT_COMMANDS = frozenset(
 # In free text, the suggestions that are about the component the command was given: its
 # logs (`see `peagle logs EP`` after a component failed to update means that component's).
 ABOUT_COMPONENT = frozenset(("logs",))
-DEFAULT_ENGINE = "simulated"
+
+
+def _plugin_commands() -> frozenset[str]:
+    from .. import plugins
+
+    return frozenset(plugins.commands())
+
+
+def command_words() -> frozenset[str]:
+    """The words that start a `peagle` command: peagle's own (`COMMAND_WORDS`) and every
+    installed plugin's groups. Only these start a command in free text, so prose such as
+    "peagle deploys GPU instances" is never taken for one."""
+    return COMMAND_WORDS | _plugin_commands()
+
+
+def _local(command: str) -> bool:
+    return command in LOCAL or command in _plugin_commands()
 
 
 @dataclass(frozen=True)
 class Target:
     """Where the running command talks to, as far as a suggested command must repeat it."""
 
-    sandbox: bool = False
-    engine: str | None = None  # only a non-default engine: the default needs no flag
+    # The global options that reach the plugin target the command talks to (none for AWS).
+    carry: tuple[str, ...] = ()
     region: str | None = None
     component: str | None = None
     command: str | None = None  # the command running (its flags name SDK keywords)
@@ -91,8 +107,7 @@ class Suggestion:
     args: tuple[str, ...] = ()
     options: tuple[tuple[str, str | None], ...] = ()
     about_component: bool = False
-    sandbox: bool = False  # the text it was parsed from already said --sandbox
-    engine: str | None = None
+    carry: tuple[str, ...] = ()  # the target options the text it was parsed from gave
 
     @classmethod
     def of(
@@ -113,22 +128,28 @@ class Suggestion:
     @classmethod
     def parse(cls, tokens: Iterable[str]) -> Suggestion | None:
         """A suggestion from the tokens after `peagle` (None if they name no command):
-        leading `--sandbox`/`--sandbox-engine E` are kept, the command words found, and
-        every other token kept in its place, as written (quotes included), as an argument."""
+        leading options of an installed target (`--local`, `--local-engine E`) are kept,
+        the command words found, and every other token kept in its place, as written
+        (quotes included), as an argument."""
         rest = list(tokens)
-        sandbox, engine = False, None
-        while rest and rest[0].startswith("--sandbox"):
-            token = rest.pop(0)
-            sandbox = True
-            if token == "--sandbox-engine" and rest:
-                engine = rest.pop(0)
-            elif token.startswith("--sandbox-engine="):
-                engine = token.split("=", 1)[1]
-        if not rest or rest[0] not in COMMAND_WORDS:
+        carry: list[str] = []
+        while rest and rest[0].startswith("--"):
+            flag, eq, value = rest[0].partition("=")
+            found = _target_option(flag)
+            if found is None:
+                break
+            rest.pop(0)
+            carry.append(flag)
+            if found.takes_value:
+                if eq:
+                    carry.append(value)
+                elif rest:
+                    carry.append(rest.pop(0))
+        if not rest or rest[0] not in command_words():
             return None
         words, args = _split_words(rest)
         about = words[0] in ABOUT_COMPONENT
-        return cls(tuple(words), tuple(args), about_component=about, sandbox=sandbox, engine=engine)
+        return cls(tuple(words), tuple(args), about_component=about, carry=tuple(carry))
 
     def flags(self) -> set[str]:
         return {t.split("=", 1)[0] for t in self.args if t.startswith("-")} | {
@@ -140,18 +161,53 @@ def _split_words(tokens: list[str]) -> tuple[list[str], list[str]]:
     """(command words, the rest): one word, two for a group's command (`drafter push`)."""
     if not tokens:
         return [], []
-    n = 2 if tokens[0] in GROUPS and len(tokens) > 1 and not tokens[1].startswith("-") else 1
+    group = tokens[0] in GROUPS or tokens[0] in _plugin_commands()
+    n = 2 if group and len(tokens) > 1 and not tokens[1].startswith("-") else 1
     return tokens[:n], tokens[n:]
+
+
+def _target_option(flag: str) -> Any:
+    """The installed target's option `flag` is (a `contract.TargetOption`), or None."""
+    from .. import plugins
+
+    found = plugins.target_option(flag)
+    return found[1] if found is not None else None
+
+
+def _options(carry: tuple[str, ...]) -> dict[str, str | None]:
+    """Target options as flag -> value (None for a switch), in their order."""
+    out: dict[str, str | None] = {}
+    rest = list(carry)
+    while rest:
+        flag = rest.pop(0)
+        option = _target_option(flag)
+        out[flag] = rest.pop(0) if option is not None and option.takes_value and rest else None
+    return out
+
+
+def _merge(context: tuple[str, ...], given: tuple[str, ...]) -> list[str]:
+    """The context's target options, with those the suggestion's text gave winning (a
+    `--local-engine E` written in the text keeps its E)."""
+    if not given:
+        return list(context)
+    if not context:
+        return list(given)
+    merged = {**_options(context), **_options(given)}
+    out: list[str] = []
+    for flag, value in merged.items():
+        out += [flag] if value is None else [flag, value]
+    return out
 
 
 _target = Target()
 
 
 def begin(*, carry: tuple[str, ...] = (), command: str | None = None) -> None:
-    """A new CLI run (cli/app.py `main`): forget the previous run's region and component.
-    (Interim: helper A replaces this with the target's carry.)"""
+    """A new CLI run (cli/app.py `main`): the target options the command reaches its target
+    with (`TargetState.carry`, or those given); forget the previous run's region and
+    component."""
     global _target
-    _target = Target(sandbox=bool(carry), command=command)
+    _target = Target(carry=tuple(carry), command=command)
 
 
 def given_region(region: str | None) -> None:
@@ -169,32 +225,26 @@ def given_component(component: str | None) -> None:
 
 
 def current_target() -> Target:
-    """The context now: the sandbox (also when chosen by PEAGLE_SANDBOX=1, or by a shell
-    pointed at it, PEAGLE_SANDBOX_URL), its engine if not the default, region, component."""
+    """The context now: the target options of where this command talks to (those the run
+    began with, else those of a target this process or shell was pointed at, asked of the
+    plugin: `plugins.current_target().carry`), region, component."""
+    if _target.carry:
+        return _target
     from .. import plugins
 
-    state = plugins.current_target()  # interim (helper A replaces this with carry)
-    sandbox = _target.sandbox or state is not None
-    carry = state.carry if state is not None else ()
-    engine = carry[carry.index("--sandbox-engine") + 1] if "--sandbox-engine" in carry else None
-    if engine == DEFAULT_ENGINE:
-        engine = None
-    return replace(_target, sandbox=sandbox, engine=engine)
+    state = plugins.current_target()
+    return replace(_target, carry=state.carry) if state is not None else _target
 
 
 def render(suggestion: Suggestion, target: Target | None = None) -> str:
-    """The command line to print: `peagle [--sandbox [--sandbox-engine E]] WORDS ARGS
-    OPTIONS [--component C] [--region R]` for the context (`current_target()` by default)."""
+    """The command line to print: `peagle [TARGET OPTIONS] WORDS ARGS OPTIONS
+    [--component C] [--region R]` for the context (`current_target()` by default)."""
     t = current_target() if target is None else target
     command = suggestion.words[0] if suggestion.words else ""
-    local = command in LOCAL or _help_only(suggestion)
+    local = _local(command) or _help_only(suggestion)
     head = ["peagle"]
-    sandbox = (t.sandbox or suggestion.sandbox) and not local
-    engine = suggestion.engine or t.engine
-    if sandbox:
-        head.append("--sandbox")
-        if engine and engine != DEFAULT_ENGINE:
-            head += ["--sandbox-engine", engine]
+    if not local:
+        head += _merge(t.carry, suggestion.carry)
     tail = [*suggestion.args]
     for flag, value in suggestion.options:
         tail += [flag] if value is None else [flag, value]
@@ -223,9 +273,25 @@ def quote(token: str) -> str:
 
 # -- free text (the SDK's remedies, notes) -------------------------------------------------
 _QUOTED = re.compile(r"`peagle ([^`]+)`")
-# An unquoted command: `peagle`, any global sandbox options, a command word; its arguments
-# run until punctuation, a backquote or an English word that ends it (below).
-_BARE = re.compile(r"(?<![\w`/-])peagle((?: --sandbox(?:-engine[ =][\w-]+)?)* [a-z][\w-]*)")
+
+
+def _bare() -> re.Pattern[str]:
+    """An unquoted command: `peagle`, any global options of an installed target, a command
+    word; its arguments run until punctuation, a backquote or an English word that ends
+    it (`_command_end`)."""
+    from .. import plugins
+
+    flags = [
+        re.escape(o.flag) + (r"[ =][\w.-]+" if o.takes_value else "")
+        for t in plugins.targets()
+        for o in t.options
+    ]
+    # The longest first, so `--local-engine E` is not read as `--local` then `-engine`.
+    flags.sort(key=len, reverse=True)
+    options = f"(?: (?:{'|'.join(flags)})(?![\\w-]))*" if flags else ""
+    return re.compile(rf"(?<![\w`/-])peagle({options} [a-z][\w-]*)")
+
+
 _PROSE = frozenset(
     ("what", "never", "would", "will", "can", "cannot", "does", "did", "is", "are", "the")
     + ("a", "an", "on", "in", "of", "which", "that", "it", "them", "only", "also", "itself")
@@ -260,7 +326,7 @@ def rewrite(text: str, target: Target | None = None) -> str:
 
 def _rewrite_bare(text: str, t: Target) -> str:
     out, pos = [], 0
-    for m in _BARE.finditer(text):
+    for m in _bare().finditer(text):
         if m.start() < pos:
             continue
         end = _command_end(text, m.end())

@@ -2,7 +2,7 @@
 
 The contract (docs: Reference, "Exit codes and --json"):
 
-- 0 success; 1 a failure in AWS (or the sandbox), a missing resource, "n" at a prompt;
+- 0 success; 1 a failure in AWS (or a plugin's target), a missing resource, "n" at a prompt;
   2 bad input (nothing was sent); 3 `diff --detailed-exitcode` with changes pending;
   130 Ctrl-C; 143 SIGTERM and 129 SIGHUP (each rolls back as Ctrl-C does).
 - stderr gets one line, `error: <what> (fix: <remedy>)`, never a traceback.
@@ -60,14 +60,32 @@ def report(message: str, *, fix: str | None, exit_code: int, kind: str, **extra:
 
 
 def _usage_hint(option: str) -> str | None:
-    # The exact name: `--sandbox-engin` is a typo of a global option, not the option.
-    for flag in ("--sandbox", "--sandbox-engine", "--version"):
-        if option == flag or option.startswith(f"{flag}="):
-            return f"{flag} is a global option: put it before the command (peagle {flag} ...)"
+    # The exact name: a typo of a global option (`--versio`) is not the option.
+    name = option.split("=", 1)[0]
+    if name == "--version" or _target_flag(name):
+        return f"{name} is a global option: put it before the command (peagle {name} ...)"
     return None
 
 
-GROUPS = ("drafter", "sandbox")
+def _target_flag(flag: str) -> bool:
+    """Whether `flag` is a global option of an installed plugin's target."""
+    if not flag.startswith("--"):
+        return False
+    from .. import plugins
+
+    return plugins.target_option(flag) is not None
+
+
+# peagle's own command groups; a plugin's (`plugins.commands()`) is one too.
+GROUPS = ("drafter",)
+
+
+def _group(word: str) -> bool:
+    if word in GROUPS:
+        return True
+    from .. import plugins
+
+    return word in plugins.commands()
 
 
 def _help_command(exc: Any, args: list[str]) -> str:
@@ -80,7 +98,7 @@ def _help_command(exc: Any, args: list[str]) -> str:
         words = []
         for arg in (a for a in args if not a.startswith("-")):
             words.append(arg)
-            if arg not in GROUPS:
+            if not _group(arg):
                 break
         path = " ".join(["peagle", *words])
     return f"`{path} --help`"

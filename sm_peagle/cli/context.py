@@ -1,5 +1,5 @@
 """The one SDK client a command talks through, and the line saying where it talks to, so
-nobody mistakes a sandbox for AWS or vice versa."""
+nobody mistakes a plugin's local target for AWS or vice versa."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ def hello(aws: Any) -> None:
 
 def client(region: str | None = None, *, on_poll: Callable[[Any], None] | None = None) -> Any:
     """The `sm_peagle.Client` for this command, from its global options: `region` (on the
-    commands that take `--region`; None reads the environment, which `--sandbox` has
-    pointed at the sandbox), progress lines as notes on stderr, the "talking to" line
-    before the first request, and `on_poll` for a command that waits (the live view)."""
+    commands that take `--region`; None reads the environment, which a plugin target's
+    option has pointed at the target), progress lines as notes on stderr, the "talking
+    to" line before the first request, and `on_poll` for a command that waits (the live
+    view)."""
     from ..client import Client
     from .output import note
 

@@ -35,9 +35,9 @@ def doctor_command(
     index (PEAGLE_PYPI_URL, default https://pypi.org); the newest SageMaker vLLM images in
     peagle's list next to the newest published (ECR DescribeImages with your credentials,
     else the aws/deep-learning-containers files on GitHub; the row names the source); the
-    sandbox's real vLLM engine; botocore's version and whether its SageMaker model has
-    every field peagle sends; the account and region of your credentials (the sandbox's
-    under --sandbox). A source that does not answer is 'not checked', with the reason.
+    rows installed plugins add; botocore's version and whether its SageMaker model has
+    every field peagle sends; the account and region of your credentials (a plugin
+    target's under its option). A source that does not answer is 'not checked', with the reason.
     Exit 0 when current, 3 when something newer exists, 1 when a check failed.
     """
     from .context import client
@@ -53,9 +53,8 @@ def doctor_command(
 
 
 # What a row's `known` and `found` are, as the screen names them.
-KNOWN_AS = {"vllm": "facts", "dlc_image": "image list", "sandbox_engine": "installed",
-            "botocore": "installed"}  # fmt: skip
-FOUND_AS = {"vllm": "index", "dlc_image": "published", "sandbox_engine": "running"}
+KNOWN_AS = {"vllm": "facts", "dlc_image": "image list", "botocore": "installed"}
+FOUND_AS = {"vllm": "index", "dlc_image": "published"}
 
 
 def render_report(report: Any) -> None:

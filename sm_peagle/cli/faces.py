@@ -5,7 +5,7 @@ The SDK's errors, notes and progress lines name parameters and calls as data
 (`sm_peagle.errors.Param`, `Call`, inside a `Text`); `str()` of them is the Python wording
 (`k=`, `sm_peagle.delete('ep')`). The CLI prints the same text through `CliFace`: `-k`,
 and `peagle delete ep --yes` rendered for where the running command talks to
-(`advice.render`: `--sandbox`, `--region`, `--component`).
+(`advice.render`: a target's options, `--region`, `--component`).
 
 A flag is `--` plus the keyword with `-` for `_` unless `FLAGS` says otherwise; a unit
 test checks every keyword the SDK names against the options the CLI really has.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import UNSET, Call, Param, Phrase, Text
+from ..errors import UNSET, Call, Param, Phrase, Text, phrase_in
 from ..errors import render as render_text
 
 __all__ = ["COMMANDS", "CONFIRMED", "FLAGS", "CliFace", "cli_text", "flag_for", "suggestion_for"]
@@ -61,14 +61,10 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "drafter_push": ("drafter", "push"),
     "tune_k": ("tune-k",),
     "iam_policy": ("iam-policy",),
-    "sandbox_start": ("sandbox", "start"),
-    "sandbox_stop": ("sandbox", "stop"),
-    "sandbox_status": ("sandbox", "status"),
 }
-# The CLI's wording of each `Phrase` (errors.PHRASES is the Python one; same keys).
+# The CLI's wording of each `Phrase` (errors.PHRASES is the Python one; same keys). A
+# plugin target's phrases (errors.TARGET_PHRASES) are worded by the target.
 PHRASES: dict[str, str] = {
-    "sandbox": "--sandbox",
-    "sandbox_run": "`peagle --sandbox`",
     "json": "--json",
 }
 # Commands that ask before they change anything: a suggested one carries `--yes` (it is
@@ -120,7 +116,7 @@ class CliFace:
         return f"{flag} {_quote(value) if value else value}".rstrip()
 
     def phrase(self, p: Phrase) -> str:
-        return PHRASES[p.key]
+        return phrase_in(p, "cli", PHRASES)
 
     def call(self, c: Call) -> str:
         from .advice import render

@@ -17,8 +17,8 @@ LogsComponentOpt = component_option(
     "/aws/sagemaker/InferenceComponents/<name>); the short name is enough."
 )
 LogsJsonOpt = json_option(
-    "Print one JSON document (a list of events, each with its label: AWS or the "
-    "sandbox); with --follow, one JSON object per line (JSON Lines), so the stream can "
+    "Print one JSON document (a list of events, each with its label: AWS or a plugin "
+    "target's); with --follow, one JSON object per line (JSON Lines), so the stream can "
     "be piped."
 )
 
@@ -34,7 +34,7 @@ def status_command(name: NameArg, region: RegionOpt = None, json_out: JsonOpt = 
 
 def render_status(name: str, st: Any) -> None:
     """The endpoint as a field/value table (its first row, `source`, says where it was
-    read: AWS or the sandbox and its engine), then its inference components (if any), then
+    read: AWS or a plugin's target and its engine), then its inference components (if any), then
     any operation on it that did not finish, with the commands that undo or finish it."""
     from .faces import cli_text
 
@@ -133,7 +133,8 @@ def ls_command(
 
 
 def _render_ls(rows: list[Any], all_: bool) -> None:
-    """A table titled with where the endpoints were listed ([AWS], [SANDBOX (…)])."""
+    """A table titled with where the endpoints were listed ([AWS], or a plugin target's
+    label)."""
     label = f"[{current().label}]"
     if not rows:
         more = "" if all_ else " (--all shows every endpoint)"
@@ -192,8 +193,8 @@ def logs_command(
     json_out: LogsJsonOpt = False,
 ) -> None:
     """Stream the endpoint's (or an inference component's) CloudWatch logs; SpecDecoding
-    metrics lines are highlighted. Each line starts with where it came from:
-    [AWS], [SANDBOX (SIMULATED)] or [SANDBOX (vllm X.Y.Z, CPU, tiny model)]."""
+    metrics lines are highlighted. Each line starts with where it came from: [AWS], or
+    the label of a plugin's local target (such as its SIMULATED engine's)."""
     from .context import client
 
     stream = client(region).logs(name, since=since, follow=follow, until=until, component=component)

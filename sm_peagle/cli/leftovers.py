@@ -1,8 +1,8 @@
 """What a run stopped a second time left, as the CLI says it (`errors.Interrupted`).
 
 The lifecycle raises the leftovers and the remedy as data; here the remedy becomes a
-command that reaches the place the stopped command talked to (`advice.render`: `--sandbox`
-however the sandbox was chosen, `--region R` when it talked to AWS), so a pasted command
+command that reaches the place the stopped command talked to (`advice.render`: a plugin
+target's options however it was chosen, `--region R` when it talked to AWS), so a pasted command
 never lands on a real endpoint of the same name, nor in another region.
 """
 
@@ -16,10 +16,10 @@ __all__ = ["interrupted_error", "suggested_removal"]
 
 
 def suggested_removal(exc: Interrupted) -> str:
-    """`peagle [--sandbox] <command> --yes [--region R]`, the one command that removes (or
+    """`peagle [TARGET OPTIONS] <command> --yes [--region R]`, the one command that removes (or
     finishes) what `exc` left, rendered by the one renderer of suggested commands
     (`advice.render`) for this invocation; the region the run talked to (a spec file's
-    too) when it was not the sandbox."""
+    too) when it was AWS."""
     from dataclasses import replace
 
     from .advice import current_target, render
@@ -27,7 +27,7 @@ def suggested_removal(exc: Interrupted) -> str:
 
     suggestion = suggestion_for(exc.command, yes=True)
     target = current_target()
-    if exc.region and not target.sandbox and target.region is None:
+    if exc.region and not target.carry and target.region is None:
         target = replace(target, region=exc.region)
     return render(suggestion, target)
 

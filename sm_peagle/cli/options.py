@@ -41,7 +41,6 @@ DrafterMode = Literal["p-eagle", "eagle3"]
 Hosting = Literal["endpoint", "inference-components"]
 ScaleInStrategy = Literal["idle-release", "consolidation"]
 ExportFormat = Literal["terraform", "cloudformation", "json", "sagemaker"]
-SandboxEngine = Literal["simulated", "vllm"]
 
 MODES: tuple[str, ...] = get_args(Mode)
 
@@ -53,7 +52,6 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "--hosting": get_args(Hosting),
     "--scale-in-strategy": get_args(ScaleInStrategy),
     "--format": get_args(ExportFormat),
-    "--engine": get_args(SandboxEngine),
 }
 
 # Short flag -> its one long meaning.

@@ -6,8 +6,8 @@
                                         # otherwise show(obj) (rich is fine in there)
     out.stream(items, render=show)      # --json: JSON Lines, one per item as it comes
     out.label                           # where this command's output comes from: AWS,
-                                        # SANDBOX (SIMULATED), SANDBOX (vllm X.Y.Z, CPU,
-                                        # tiny model) (sm_peagle.settings)
+                                        # or a plugin target's label
+                                        # (sm_peagle.plugins.source_label)
     out.human(fn)                       # fn for people, None with --json: a callback that
                                         # shows something while the command runs
     out.live                            # a live view may draw on stdout (a terminal, no --json)
@@ -19,18 +19,18 @@
 
 The `--json` contract: every document a command prints as its result, its error or an item
 of its stream says where it came from under the key `"label"` (`labelled()`), so nobody
-mistakes the sandbox, or a CPU engine's figures, for AWS:
+mistakes a plugin's local target, or a CPU engine's figures, for AWS:
 - an object gets `"label"` first, its own keys kept as they were; an object that already
   has a `"label"` keeps it (a benchmark result labels itself);
 - a list stays a list (users index it), and each object in it carries the label (an
   empty list has nothing to carry it);
 - JSON Lines (`logs --follow --json`): each line is an object, so each carries it.
-The label is what the process talks to (`settings.source_label()`), except for the
-sandbox's own results (`peagle sandbox start|status|stop`), which describe the sandbox
-(`document_label`), and a command may pass `label=` to `result()`. `print_json()` and
+The label is what the process talks to (`plugins.source_label()`, `document_label`), and
+a command may pass `label=` to `result()` (a plugin's command describing its own target
+does). `print_json()` and
 `json_document()` itself writes what it is given as is: `peagle schema` prints the spec's
 JSON Schema through it, a description of peagle's input rather than an output of AWS or
-the sandbox.
+a plugin's target.
 
 The module-level `console`, `print_json`, `note`, `error` and `table` are the older names;
 they stay as thin wrappers over the object while the commands move to it.
@@ -105,21 +105,13 @@ def labelled(doc: Any, label: str) -> Any:
 
 
 def document_label(doc: Any, obj: Any = None) -> str:
-    """The label of a command's document: the sandbox's own results (`peagle sandbox
-    start|status|stop`: `obj` from sm_peagle.ops.sandbox) describe that sandbox, whatever
-    this process talks to, so they get its engine's label (SIMULATED when the document does
-    not name an engine); anything else is what this process talks to
-    (`settings.source_label()`)."""
-    from .. import settings
+    """The label of a command's document: what this process talks to
+    (`plugins.source_label()`: AWS, or the label of a plugin's target). A result that
+    describes something else (a plugin's own command reporting on its target) passes
+    `label=` to `Output.result`."""
+    from .. import plugins
 
-    # Looked up, not imported: when no sandbox call ran, `obj` cannot be one of its results.
-    sandbox = sys.modules.get("sm_peagle.ops.sandbox")
-    if sandbox is not None and isinstance(
-        obj, sandbox.SandboxStart | sandbox.SandboxState | sandbox.SandboxStop
-    ):
-        engine = doc.get("engine_label") if isinstance(doc, dict) else None
-        return settings.label_for_engine(engine)
-    return settings.source_label()
+    return plugins.source_label()
 
 
 class Output:
@@ -137,11 +129,11 @@ class Output:
     # -- results (stdout) ---------------------------------------------------------------
     @property
     def label(self) -> str:
-        """Where this command's output comes from (read when asked: `--sandbox` points the
-        process at the sandbox before the command runs)."""
-        from .. import settings
+        """Where this command's output comes from (read when asked: a target's option
+        points the process at the target before the command runs)."""
+        from .. import plugins
 
-        return settings.source_label()
+        return plugins.source_label()
 
     def result(
         self,

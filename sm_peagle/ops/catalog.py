@@ -215,9 +215,9 @@ class CatalogOps(Session):
             if all(measured_on_aws(d) for d in docs):
                 basis += "; throughput: measured"
             elif any(throughput_basis(d).startswith("SIMULATED") for d in docs):
-                basis += "; throughput: SIMULATED (sandbox), not a measurement"
-            else:  # the sandbox's real engine (CPU): real tokens, not AWS hardware
-                basis += "; throughput: sandbox's real engine (CPU), not measured on AWS"
+                basis += "; throughput: SIMULATED (a plugin's local target), not a measurement"
+            else:  # a local target's real engine: real tokens, not AWS hardware
+                basis += "; throughput: a local target's real engine, not measured on AWS"
         return Recommendation(model=entry.alias, basis=basis, candidates=cands)
 
 

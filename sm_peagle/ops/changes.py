@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Call, Param, SpecError, text
 from ..planning.spec.options import documents_spec_options
-from .deployment import refuse_sandbox_only
+from .deployment import refuse_target_only
 from .session import Session, check_endpoint_name, check_output_path, seconds
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ChangeOps",
     "UpdateResult",
-    "refuse_sandbox_only",
+    "refuse_target_only",
 ]
 
 Confirm = Callable[[str], None]
@@ -399,7 +399,7 @@ class ChangeOps(Session):
         from ..lifecycle.component_update import plan_component_change
 
         change = plan_component_change(lc.sm, name, component, k=k, mode=mode)
-        refuse_sandbox_only(change.plan.spec.model)
+        refuse_target_only(change.plan.spec.model)
         if change.unchanged:
             self._say(f"no changes: {component} already runs these values; nothing sent")
             live = None if dry_run else lc.sm.describe_endpoint(EndpointName=name)
@@ -487,7 +487,7 @@ class ChangeOps(Session):
                 for line in finish_update(lc, name, described=described):
                     lc.say(line)
         current = deployed_spec(lc.sm, name)
-        refuse_sandbox_only(current.model)
+        refuse_target_only(current.model)
         refuse_top_level_change(current, name, k=k, mode=mode)
         before = plan(current)
         options = dataclasses.replace(
@@ -590,7 +590,7 @@ class ChangeOps(Session):
             from ..catalog.models import find_model
 
             if find_model(model) is not None:
-                refuse_sandbox_only(model)
+                refuse_target_only(model)
         ctx = self._connect()
 
         def ask(result: AdoptResult) -> None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import Call, Param, SpecError, text
+from ..errors import Call, Param, Phrase, SpecError, text
 from ..planning.spec.options import documents_spec_options
 from .session import Say, Session, quiet, seconds
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..planning.spec.model import DeploymentSpec
     from ..planning.spec.options import SpecOptions
 
-__all__ = ["ApplyResult", "DeployOps", "Deployment", "refuse_sandbox_only"]
+__all__ = ["ApplyResult", "DeployOps", "Deployment", "refuse_target_only"]
 
 Confirm = Callable[[str], None]
 
@@ -104,31 +104,31 @@ class ApplyResult:
         return doc
 
 
-def refuse_sandbox_only(model: str | None, *, say: Say | None = None) -> None:
-    """A sandbox-only model (tiny-llama, registered by the sandbox) deploys only into the
-    sandbox: its weights exist nowhere else. Outside it: SpecError naming the sandbox,
-    before any request. Inside it: `say` which engine serves it."""
-    from .. import settings
+def refuse_target_only(model: str | None, *, say: Say | None = None) -> None:
+    """A model a plugin contributes (`ModelEntry.served_by`) deploys only onto the plugin
+    target that serves it: its weights exist nowhere else. Anywhere else: SpecError, before
+    any request, whose remedy is that target's run (`Phrase("local_run")`). On it: `say`
+    which engine serves it."""
+    from .. import plugins
     from ..catalog.models import find_model
 
     entry = find_model(model) if model else None
-    if entry is None or not entry.sandbox_only:
+    if entry is None or entry.served_by is None:
         return
-    if settings.sandbox_url():
-        engine = settings.sandbox_engine_label()
+    where = entry.served_by
+    state = plugins.current_target()
+    if state is not None and state.name == where:
         (say or quiet)(
-            f"{entry.alias}: sandbox-only tiny model, served by the sandbox's {engine} engine"
+            f"{entry.alias}: a {where}-only model, served by the {where}'s "
+            f"{state.engine or 'own'} engine"
         )
         return
-    # The remedy stays free text: it names the sandbox run of a command (`peagle
-    # --sandbox deploy`), which neither Call nor Phrase can word per face yet.
     raise SpecError(
-        f"{entry.alias} is a sandbox-only model: its weights exist only in the peagle "
-        "sandbox, not on AWS",
+        f"{entry.alias} is a {where}-only model: its weights exist only on the {where} "
+        "plugin's target, not on AWS",
         field="model",
         value=entry.alias,
-        remedy=f"peagle --sandbox deploy {entry.alias} ... (--sandbox-engine vllm for the "
-        "real vLLM engine), or peagle_sandbox.use_sandbox() in Python",
+        remedy=text("deploy it on that target: {s}", s=Phrase("local_run")),
     )
 
 
@@ -268,7 +268,7 @@ class DeployOps(Session):
             was created and the status reached, `.plan` is the plan it was made from.
 
         Raises:
-            SpecError: a bad option, or a sandbox-only model outside the sandbox (nothing
+            SpecError: a bad option, or a model a plugin target serves, outside it (nothing
                 sent).
             CheckFailed: a failed check (nothing sent).
             PreflightFailed, QuotaExceeded: refused before anything was created.
@@ -417,7 +417,7 @@ class DeployOps(Session):
             An ApplyResult: `.diff`, `.action`, `.applied`, `.status`.
 
         Raises:
-            SpecError: a bad spec or option, a sandbox-only model outside the sandbox, or
+            SpecError: a bad spec or option, a model a plugin target serves, outside it, or
                 an endpoint deployed under another name (a CloudFormation stack's).
             CheckFailed: the spec's plan fails a check (nothing sent).
             DeploymentFailed, DeploymentTimeout: creating or updating failed.
@@ -427,7 +427,7 @@ class DeployOps(Session):
 
         wait_s = seconds(timeout, "timeout")
         ctx, ap = self._compare(
-            spec_or_path, options_from(locals()), refuse_sandbox=not dry_run, strict=strict
+            spec_or_path, options_from(locals()), refuse_plugin_models=not dry_run, strict=strict
         )
         if on_diff is not None:
             on_diff(ap)
@@ -459,13 +459,13 @@ class DeployOps(Session):
         spec_or_path: Any,
         options: SpecOptions,
         *,
-        refuse_sandbox: bool = False,
+        refuse_plugin_models: bool = False,
         strict: bool = False,
     ) -> tuple[Any, ApplyPlan]:
         from ..lifecycle.apply import compare
 
         _, ctx, p = self._planned_on_aws(
-            spec_or_path, options, refuse_sandbox=refuse_sandbox, strict=strict
+            spec_or_path, options, refuse_plugin_models=refuse_plugin_models, strict=strict
         )
         return ctx, compare(p, ctx)
 
@@ -500,23 +500,23 @@ class DeployOps(Session):
         spec_or_model: Any,
         options: SpecOptions,
         *,
-        refuse_sandbox: bool = True,
+        refuse_plugin_models: bool = True,
         strict: bool = False,
     ) -> tuple[DeployOps, Any, Plan]:
         """The one way a spec becomes a plan AWS is about to receive (deploy, apply, diff):
-        a sandbox-only model refused before planning (a JumpStart lookup is a request too),
-        the plan's checks passed (CheckFailed, nothing sent; with `strict`, warnings too),
-        then the AWS context (`on_connect` sees it), and a local head's push bucket, which
-        needs the account. Returns the client for the plan's region, the context, the
-        plan."""
+        a plugin target's model refused off it before planning (a JumpStart lookup is a
+        request too), the plan's checks passed (CheckFailed, nothing sent; with `strict`,
+        warnings too), then the AWS context (`on_connect` sees it), and a local head's push
+        bucket, which needs the account. Returns the client for the plan's region, the
+        context, the plan."""
         from ..lifecycle.resolve import plan as resolve_plan
         from ..planning.plan_result import Plan as PlanType
         from ..planning.spec.options import SpecOptions
         from ..planning.steps.drafter_checks import strict_checks
 
         if isinstance(spec_or_model, PlanType):
-            if refuse_sandbox:
-                refuse_sandbox_only(spec_or_model.spec.model, say=self._say)
+            if refuse_plugin_models:
+                refuse_target_only(spec_or_model.spec.model, say=self._say)
             if options != SpecOptions():
                 p = resolve_plan(self._spec(spec_or_model.spec, options))
             else:
@@ -525,8 +525,8 @@ class DeployOps(Session):
                 p = spec_or_model
         else:
             spec = self._spec(spec_or_model, options)
-            if refuse_sandbox:
-                refuse_sandbox_only(spec.model, say=self._say)
+            if refuse_plugin_models:
+                refuse_target_only(spec.model, say=self._say)
             p = resolve_plan(spec)
         if strict:  # what the plan could not read (a head in S3) preflight reads strictly too
             p.checks, p.strict = strict_checks(p.checks), True

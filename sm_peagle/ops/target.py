@@ -1,5 +1,6 @@
 """Where an operation talks to, said in one line before the first request ("talking to:
-AWS, region …", "talking to: SANDBOX (SIMULATED) at …"), so nobody mistakes the sandbox for AWS.
+AWS, region …", "talking to: LOCAL (SIMULATED) at …"), so nobody mistakes a plugin's local
+target for AWS.
 
 The SDK's operations pass this line to their `progress` callback; the CLI prints it on
 stderr (`sm_peagle.cli.context.hello` is the `on_connect` that prints it).
@@ -10,8 +11,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .. import settings
-
 __all__ = ["talking_to", "talking_to_client", "talking_to_context"]
 
 
@@ -19,17 +18,18 @@ def talking_to(
     region: str | None, service: str = "SAGEMAKER", *, endpoint_url: str | None = None
 ) -> str:
     """The "talking to: …" line for `service` (as in AWS_ENDPOINT_URL_<SERVICE>);
-    `endpoint_url`: the URL a client was given (`Client(endpoint_url=…)`, a sandbox
-    client), which wins over the environment's."""
-    sandbox = settings.sandbox_url()
-    if endpoint_url and endpoint_url.rstrip("/") != (sandbox or "").rstrip("/"):
+    `endpoint_url`: the URL a client was given (`Client(endpoint_url=…)`, a plugin
+    target's client), which wins over the environment's."""
+    from .. import plugins
+
+    state = plugins.current_target()
+    local = state.url if state is not None else ""
+    if endpoint_url and endpoint_url.rstrip("/") != local.rstrip("/"):
         return f"talking to: custom AWS endpoint {endpoint_url} (region {region})"
-    if sandbox:
-        # The product's label first (SANDBOX (SIMULATED), SANDBOX (vllm X.Y.Z, CPU, tiny
-        # model)): the same words the logs, --json documents and bench results carry.
-        return (
-            f"talking to: {settings.source_label()} at {sandbox} (peagle's local sandbox; not AWS)"
-        )
+    if state is not None:
+        # The target's label first (what produces results there): the same words the
+        # logs, --json documents and bench results carry.
+        return f"talking to: {state.label} at {state.url} (peagle's local {state.name}; not AWS)"
     endpoint = os.environ.get(f"AWS_ENDPOINT_URL_{service}") or os.environ.get("AWS_ENDPOINT_URL")
     if endpoint:
         return f"talking to: custom AWS endpoint {endpoint} (region {region})"

@@ -103,8 +103,9 @@ def default_vllm(
     minimum: the smallest step away from the validated pin, a pinned tag whose
     entrypoint rules and CUDA level the published list records, and no newer vLLM
     behaviour than the model needs."""
-    if model is not None and model.vllm_version:  # a sandbox model: its engine's version
-        return VllmVersion(model.vllm_version), f"{model.alias}: the sandbox engine's vLLM"
+    if model is not None and model.vllm_version:  # a plugin model: its target's engine's
+        where = getattr(model, "served_by", None) or "plugin target"
+        return VllmVersion(model.vllm_version), f"{model.alias}: the {where} engine's vLLM"
     base = VllmVersion(DEFAULT_VLLM)
     need = model_min_vllm(model, mode)
     if need is None or need[0] <= base:

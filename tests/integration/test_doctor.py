@@ -351,15 +351,15 @@ def test_under_the_sandbox_the_account_and_region_are_the_sandboxs_labelled(
     capsys: pytest.CaptureFixture[str], offline_env: dict[str, Any], tmp_path: Path
 ) -> None:
     """`peagle --sandbox doctor --json`: STS is the sandbox's, and the document says so."""
-    import sm_peagle
+    import peagle_sandbox
 
     saved = dict(os.environ)  # --sandbox points this process at the sandbox: undo it all
     os.environ["PEAGLE_STATE_DIR"] = str(tmp_path / "state")
     try:
         code, out, err = run_cli(capsys, "--sandbox", "doctor", "--json")
-        state = sm_peagle.sandbox_status().to_dict()
+        state = peagle_sandbox.status().to_dict()
     finally:
-        sm_peagle.sandbox_stop()
+        peagle_sandbox.stop()
         os.environ.clear()
         os.environ.update(saved)
     doc = json.loads(out)
@@ -369,8 +369,8 @@ def test_under_the_sandbox_the_account_and_region_are_the_sandboxs_labelled(
     assert creds["status"] == "ok" and creds["source"] == "SANDBOX (SIMULATED)"
     assert (creds["account"], creds["region"]) == (state["account"], "us-east-1")
     assert doc["checks"]["sandbox_engine"]["running"] == "SIMULATED"
-    # AWS's registry is not asked through the sandbox.
-    assert "the sandbox is not AWS's registry" in doc["checks"]["dlc_image"]["tried"]["ecr"]
+    # AWS's registry is not asked through the sandbox (named by its label).
+    assert "SANDBOX (SIMULATED) is not AWS's registry" in doc["checks"]["dlc_image"]["tried"]["ecr"]
     assert code == 0
 
 

@@ -26,16 +26,24 @@ def recorded(world, monkeypatch):
 def test_sandbox_only_model_is_refused_outside_the_sandbox_before_any_request(
     recorded, capsys, monkeypatch
 ):
-    monkeypatch.delenv("PEAGLE_SANDBOX_URL", raising=False)
+    """tiny-llama is the sandbox plugin's model (served by its target): anywhere else it is
+    refused, and the remedy is the target's own run wording in each face
+    (`AwsTarget.run`: the plugin's declaration, not peagle's words)."""
+    from sm_peagle import plugins
+
+    for name in ("PEAGLE_SANDBOX_URL", "PEAGLE_TARGET"):
+        monkeypatch.delenv(name, raising=False)
+    run_on = plugins.target_named("sandbox").run
     with pytest.raises(SpecError, match="sandbox-only") as err:
         sm_peagle.deploy("tiny-llama")
-    assert "--sandbox" in err.value.remedy and "use_sandbox()" in err.value.remedy
+    assert err.value.remedy == f"deploy it on that target: {run_on.python}"
     with pytest.raises(SpecError, match="sandbox-only"):
         sm_peagle.apply({"model": "tiny-llama"})
     code, out, stderr = run(capsys, "deploy", "tiny-llama", "--yes")
     assert code == 2 and out == ""
     [line] = [ln for ln in stderr.splitlines() if ln.strip()]
-    assert "tiny-llama is a sandbox-only model" in line and "peagle --sandbox deploy" in line
+    assert "tiny-llama is a sandbox-only model" in line
+    assert line.endswith(f"(fix: deploy it on that target: {run_on.cli})")
     assert recorded.requests == []
 
 

@@ -1,7 +1,11 @@
 """What `cli/advice.py` renders: a suggested command targets what the printing command
 targeted (issue 33, Build 1). Pasted without `--sandbox`, `peagle delete NAME --yes`
 printed by a sandbox deploy deletes a real endpoint for someone with AWS credentials;
-without `--region R`, it acts on the default region."""
+without `--region R`, it acts on the default region.
+
+The sandbox is a plugin (issue 35): its target says which options a pasted command must
+carry (`TargetState.carry`), and the free-text parser knows its options because the
+target declares them. These tests run with it installed (the suite's environment)."""
 
 from __future__ import annotations
 
@@ -17,22 +21,22 @@ from sm_peagle.cli.advice import Suggestion, Target, render, rewrite
 from sm_peagle.errors import NotFound
 
 ROOT = Path(__file__).resolve().parents[2]
-SANDBOX = Target(sandbox=True)
+SANDBOX = Target(carry=("--sandbox",))
 EU = Target(region="eu-west-1")
 
 
 @pytest.fixture(autouse=True)
 def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("PEAGLE_SANDBOX", "PEAGLE_SANDBOX_URL", "PEAGLE_SANDBOX_ENGINE"):
+    for name in ("PEAGLE_SANDBOX", "PEAGLE_SANDBOX_URL", "PEAGLE_SANDBOX_ENGINE", "PEAGLE_TARGET"):
         monkeypatch.delenv(name, raising=False)
-    advice.begin(sandbox=False)
+    advice.begin()
 
 
 def test_a_suggestion_carries_the_sandbox_its_engine_and_the_region() -> None:
     delete = Suggestion.of("delete", "ep", yes=True)
     assert render(delete, Target()) == "peagle delete ep --yes"
     assert render(delete, SANDBOX) == "peagle --sandbox delete ep --yes"
-    vllm = Target(sandbox=True, engine="vllm")
+    vllm = Target(carry=("--sandbox", "--sandbox-engine", "vllm"))
     assert render(delete, vllm) == "peagle --sandbox --sandbox-engine vllm delete ep --yes"
     assert render(delete, EU) == "peagle delete ep --yes --region eu-west-1"
     gc = Suggestion.of("gc", operation="op-1", force=True, yes=True)
@@ -43,7 +47,7 @@ def test_a_suggestion_carries_the_sandbox_its_engine_and_the_region() -> None:
 
 
 def test_a_component_is_repeated_only_when_the_advice_is_about_it() -> None:
-    t = Target(sandbox=True, component="p-eagle")
+    t = Target(carry=("--sandbox",), component="p-eagle")
     logs = Suggestion.of("logs", "ep", about_component=True)
     assert render(logs, t) == "peagle --sandbox logs ep --component p-eagle"
     assert render(Suggestion.of("logs", "ep"), t) == "peagle --sandbox logs ep"
@@ -54,22 +58,54 @@ def test_a_component_is_repeated_only_when_the_advice_is_about_it() -> None:
 
 
 def test_local_commands_and_help_are_left_alone() -> None:
-    t = Target(sandbox=True, region="eu-west-1")
+    t = Target(carry=("--sandbox",), region="eu-west-1")
     for words in (("models",), ("schema",), ("sandbox", "stop"), ("report", "r.json")):
         assert render(Suggestion.of(*words), t) == "peagle " + " ".join(words)
     assert render(Suggestion.of("deploy", "--help"), t) == "peagle deploy --help"
 
 
-def test_the_sandbox_chosen_by_the_environment_counts(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PEAGLE_SANDBOX", "1")
-    assert render(Suggestion.of("status", "ep")) == "peagle --sandbox status ep"
-    monkeypatch.setenv("PEAGLE_SANDBOX_ENGINE", "vllm")
-    assert render(Suggestion.of("status", "ep")).startswith("peagle --sandbox --sandbox-engine")
-    monkeypatch.delenv("PEAGLE_SANDBOX")
-    monkeypatch.delenv("PEAGLE_SANDBOX_ENGINE")
-    # a shell pointed at the sandbox by `eval "$(peagle sandbox env)"`
+def test_a_process_pointed_at_the_sandbox_carries_its_options(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A shell pointed at the sandbox by `eval "$(peagle sandbox env)"` (PEAGLE_TARGET names
+    the target, which says where it is): the run began with no option, yet the sandbox is
+    where it talks to, so pasted commands carry what the target says (its real engine
+    too, so a sandbox restarted by the pasted command runs the same one)."""
+    assert render(Suggestion.of("status", "ep")) == "peagle status ep"
+    monkeypatch.setenv("PEAGLE_TARGET", "sandbox")
     monkeypatch.setenv("PEAGLE_SANDBOX_URL", "http://127.0.0.1:9")
     assert render(Suggestion.of("status", "ep")) == "peagle --sandbox status ep"
+    monkeypatch.setenv("PEAGLE_SANDBOX_ENGINE", "vllm")
+    assert render(Suggestion.of("status", "ep")) == (
+        "peagle --sandbox --sandbox-engine vllm status ep"
+    )
+
+
+def test_the_run_s_own_target_options_win_over_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the CLI began the run with (`advice.begin(carry=...)`: the target's carry after
+    it was activated) is what pasted commands carry."""
+    advice.begin(carry=("--sandbox", "--sandbox-engine", "vllm"), command="deploy")
+    assert render(Suggestion.of("delete", "ep", yes=True)) == (
+        "peagle --sandbox --sandbox-engine vllm delete ep --yes"
+    )
+    advice.begin(carry=(), command="deploy")  # AWS: nothing to carry
+    assert render(Suggestion.of("delete", "ep", yes=True)) == "peagle delete ep --yes"
+
+
+def test_target_options_written_in_free_text_are_kept_and_merged() -> None:
+    """An SDK remedy that already names the target (`peagle --sandbox-engine vllm ...`)
+    keeps its value; the context's other options are added once, never twice."""
+    t = Target(carry=("--sandbox",))
+    assert rewrite("`peagle --sandbox-engine vllm status ep`", t) == (
+        "`peagle --sandbox --sandbox-engine vllm status ep`"
+    )
+    assert rewrite("run peagle --sandbox status ep now", Target()) == (
+        "run peagle --sandbox status ep now"
+    )
+    # an option no installed target declares is not a target option: not a command
+    assert rewrite("`peagle --nope status ep`", t) == "`peagle --nope status ep`"
 
 
 @pytest.mark.parametrize(
@@ -106,7 +142,7 @@ def test_the_sandbox_chosen_by_the_environment_counts(monkeypatch: pytest.Monkey
     ],
 )
 def test_free_text_commands_are_rendered_for_the_context(text: str, expected: str) -> None:
-    target = Target(sandbox=True, region="eu-west-1")
+    target = Target(carry=("--sandbox",), region="eu-west-1")
     assert rewrite(text, target) == expected
     assert rewrite(expected, target) == expected
 
@@ -188,10 +224,15 @@ def _cli_commands() -> dict[str, set[str]]:
 
 
 def test_the_command_tables_are_the_clis() -> None:
+    from sm_peagle import plugins
+    from sm_peagle.cli.app import COMMANDS
+
     commands = _cli_commands()
-    assert {c.split()[0] for c in commands} == set(advice.COMMAND_WORDS)
+    assert set(advice.COMMAND_WORDS) == set(COMMANDS)
+    assert {c.split()[0] for c in commands} == set(advice.command_words())
     without_region = {c.split()[0] for c, opts in commands.items() if "--region" not in opts}
-    assert without_region == set(advice.LOCAL)
+    # a plugin's own group never talks to AWS: local, like peagle's own local commands
+    assert without_region == set(advice.LOCAL) | set(plugins.commands())
     with_component = {c for c, opts in commands.items() if "--component" in opts}
     assert with_component == set(advice.COMPONENT_COMMANDS)
 
@@ -203,7 +244,7 @@ def test_the_error_boundary_renders_an_sdk_remedy_for_the_context(
     from sm_peagle.cli.output import reset
 
     reset()
-    advice.begin(sandbox=True)
+    advice.begin(carry=("--sandbox",))
     advice.given_region("eu-west-1")
     code = exit_code_for(NotFound("endpoint ep not found", remedy="see `peagle ls`"), [])
     err = capsys.readouterr().err
@@ -228,7 +269,7 @@ def test_logs_advised_by_a_component_command_reads_that_component() -> None:
     (its own log group): the rendered command names it."""
     from sm_peagle.cli.options import given_component
 
-    advice.begin(sandbox=True)
+    advice.begin(carry=("--sandbox",))
     given_component("p-eagle")  # the --component option's callback
     said = rewrite("read the log lines above; `peagle logs ep` shows more")
     assert (
@@ -236,7 +277,7 @@ def test_logs_advised_by_a_component_command_reads_that_component() -> None:
         == "read the log lines above; `peagle --sandbox logs ep --component p-eagle` shows more"
     )
     assert rewrite("see `peagle status ep`") == "see `peagle --sandbox status ep`"
-    advice.begin(sandbox=True)  # a new run forgets it
+    advice.begin(carry=("--sandbox",))  # a new run forgets it
     assert rewrite("`peagle logs ep`") == "`peagle --sandbox logs ep`"
 
 
@@ -253,7 +294,7 @@ def test_a_command_in_a_status_table_cell_targets_the_sandbox(
     from sm_peagle.ops.endpoints import EndpointStatus
 
     reset()
-    advice.begin(sandbox=True)
+    advice.begin(carry=("--sandbox",))
     inst = get_instance("ml.g7e.2xlarge")
     assert inst is not None
     price = price_in(inst, "ap-south-2").label  # what status's "cost" row shows

@@ -4,7 +4,8 @@
   plans send: read from the requests of real plans, not from doctor's list.
 - A botocore whose model lacks one of them (or an enum value peagle sends) fails the
   check, naming what is missing: exit 1.
-- The sandbox engine is read from the engine home's venvs, as installed.
+- Every installed plugin adds its rows (`Plugin.doctor_checks()`), after dlc_image; the
+  sandbox's engine row is one, read from the engine home's venvs, as installed.
 - Exit 1 when a check failed, else 3 when something is newer, else 0.
 """
 
@@ -18,6 +19,8 @@ from typing import Any
 import pytest
 
 import sm_peagle
+from sm_peagle import contract, plugins
+from sm_peagle.contract import PluginBase
 from sm_peagle.ops import doctor as doctor_mod
 from sm_peagle.ops.doctor import DoctorCheck, DoctorReport
 from sm_peagle.planning.steps import aws_shapes
@@ -173,6 +176,7 @@ def test_the_sandbox_engine_is_read_from_the_engine_home(
     (home / "venv-broken").mkdir()  # a venv without vLLM is no engine
     monkeypatch.setenv("PEAGLE_ENGINE_HOME", str(home))
     monkeypatch.delenv("PEAGLE_SANDBOX_URL", raising=False)
+    monkeypatch.delenv("PEAGLE_TARGET", raising=False)
     row = sm_peagle.Client().doctor(offline=True).check("sandbox_engine")
     assert row.status == "ok"
     assert row.extra["installed"] == {
@@ -185,6 +189,47 @@ def test_the_sandbox_engine_is_read_from_the_engine_home(
     row = sm_peagle.Client().doctor(offline=True).check("sandbox_engine")
     assert row.extra["installed"] == {} and row.known is None
     assert "install-engine" in row.detail
+
+
+class _Plugin(PluginBase):
+    """A plugin written only against the contract, with one doctor row."""
+
+    name = "local"
+
+    def doctor_checks(self) -> tuple[contract.DoctorCheck, ...]:
+        extra = {"known": "engine 1.0", "found": "engine 1.1", "home": "/x"}
+        return (contract.DoctorCheck("local_engine", "ok", "one engine installed", extra),)
+
+
+class _Broken(PluginBase):
+    name = "broken"
+
+    def doctor_checks(self) -> tuple[contract.DoctorCheck, ...]:
+        raise RuntimeError("no home")
+
+
+def test_each_installed_plugin_adds_its_rows_after_the_images(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plugin's row shows as peagle's own (its `known`/`found` in the columns, its extra in
+    the document); a plugin whose check raises gets a "not checked" row, and doctor goes on;
+    with no plugin there is no plugin row at all."""
+    monkeypatch.setattr(plugins, "installed", lambda: (_Plugin(), _Broken()))
+    report = sm_peagle.Client().doctor(offline=True)
+    names = [c.name for c in report.checks]
+    assert names == ["vllm", "dlc_image", "local_engine", "broken", "botocore", "credentials"]
+    row = report.check("local_engine")
+    assert (row.status, row.known, row.found, row.title) == (
+        "ok", "engine 1.0", "engine 1.1", "local engine"
+    )  # fmt: skip
+    assert report.to_dict()["checks"]["local_engine"]["home"] == "/x"
+    broken = report.check("broken")
+    assert broken.status == "not checked" and "RuntimeError: no home" in broken.detail
+    assert report.exit_code == 0
+
+    monkeypatch.setattr(plugins, "installed", lambda: ())
+    names = [c.name for c in sm_peagle.Client().doctor(offline=True).checks]
+    assert names == ["vllm", "dlc_image", "botocore", "credentials"]
 
 
 def _row(name: str, status: str) -> DoctorCheck:

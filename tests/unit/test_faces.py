@@ -3,7 +3,7 @@
 An SDK message names a parameter (`Param`), a call (`Call`) or a phrase (`Phrase`) as data:
 `str()` is the Python wording (`k=`, `sm_peagle.delete('ep')`), and `cli/faces.py` is the
 one table the CLI words them with (`-k`, `peagle delete ep --yes`, in the context of the
-command running: `--sandbox`, `--region`). The expected strings below are the rule as the
+command running: a target's options, `--region`). The expected strings below are the rule as the
 design states it; the last tests hold every keyword and call the SDK's source names to an
 option and a command the CLI really has, so a renamed flag cannot leave a message pointing
 at nothing.
@@ -21,10 +21,11 @@ import pytest
 import typer
 
 import sm_peagle
-from sm_peagle import errors
+from sm_peagle import errors, plugins
 from sm_peagle.cli import advice, faces
 from sm_peagle.cli.app import build_app
 from sm_peagle.cli.faces import CliFace, cli_text, flag_for
+from sm_peagle.contract import PluginBase, TargetState, Wording
 from sm_peagle.errors import Call, Param, Phrase, SpecError, Text, text
 
 SDK = Path(sm_peagle.__file__).parent
@@ -35,9 +36,9 @@ def _plain_context(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A CLI run on AWS with no region given, unless a test says otherwise."""
     for name in ("PEAGLE_SANDBOX", "PEAGLE_SANDBOX_URL", "PEAGLE_SANDBOX_ENGINE"):
         monkeypatch.delenv(name, raising=False)
-    advice.begin(sandbox=False)
+    advice.begin()
     yield
-    advice.begin(sandbox=False)
+    advice.begin()
 
 
 # -- the two wordings --------------------------------------------------------------------
@@ -90,7 +91,6 @@ def _plain_context(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             "peagle logs ep --component c",
         ),
         (Call("status", "my ep"), "sm_peagle.status('my ep')", "peagle status 'my ep'"),
-        (Phrase("sandbox"), errors.PHRASES["sandbox"], "--sandbox"),
         (Phrase("json"), errors.PHRASES["json"], "--json"),
     ],
 )
@@ -128,10 +128,10 @@ def test_a_suggested_command_reaches_where_the_running_command_talked_to() -> No
     """In the sandbox a pasted command says --sandbox (never a bare `peagle delete NAME`,
     which would reach a real endpoint of that name); given --region, it repeats it. A
     command that never leaves this machine says neither."""
-    advice.begin(sandbox=True, command="deploy")
+    advice.begin(carry=("--sandbox",), command="deploy")
     assert cli_text(text("`{d}`", d=Call("delete", "ep"))) == "`peagle --sandbox delete ep --yes`"
     assert cli_text(text("{m}", m=Call("models"))) == "peagle models"
-    advice.begin(sandbox=False, command="deploy")
+    advice.begin(carry=(), command="deploy")
     advice.given_region("eu-west-1")
     assert cli_text(text("{s}", s=Call("status", "ep"))) == "peagle status ep --region eu-west-1"
     assert cli_text(text("{m}", m=Call("models"))) == "peagle models"
@@ -151,6 +151,61 @@ def test_the_cli_error_line_is_the_cli_wording(capsys: pytest.CaptureFixture[str
 
 def test_both_faces_word_the_same_phrases() -> None:
     assert set(errors.PHRASES) == set(faces.PHRASES)
+
+
+class _Target:
+    """A target written only against the contract: its words are its own."""
+
+    name = "local"
+    options = ()
+    offer = Wording(cli="--local", python="my_local.client()")
+    run = Wording(cli="peagle --local", python="`my_local.client()`")
+
+    def activate(self, values: Any) -> TargetState:
+        raise AssertionError("not activated here")
+
+    def current(self) -> TargetState | None:
+        return TargetState(
+            "local", "http://127.0.0.1:1", "LOCAL (SIMULATED)",
+            unreachable=Wording(cli="`peagle local status`", python="my_local.status()"),
+        )  # fmt: skip
+
+
+class _Plugin(PluginBase):
+    name = "local"
+
+    def target(self) -> Any:
+        return _Target()
+
+
+def test_a_target_s_phrases_are_worded_by_the_target_in_each_face(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`Phrase("local")` and friends name no plugin: each face takes the installed target's
+    own wording (`AwsTarget.offer` / `.run`, the current target's `unreachable`)."""
+    monkeypatch.setattr(plugins, "installed", lambda: (_Plugin(),))
+    fix = text("pass {region}, set AWS_REGION, or use {s}", s=Phrase("local"))
+    assert str(fix) == "pass region=, set AWS_REGION, or use my_local.client()"
+    assert cli_text(fix, "deploy") == "pass --region, set AWS_REGION, or use --local"
+    run = text("test against AWS or {s}", s=Phrase("local_run"))
+    assert str(run) == "test against AWS or `my_local.client()`"
+    assert cli_text(run, "deploy") == "test against AWS or peagle --local"
+    monkeypatch.setenv("PEAGLE_TARGET", "local")
+    gone = text("it did not answer: {s}", s=Phrase("unreachable"))
+    assert str(gone) == "it did not answer: my_local.status()"
+    assert cli_text(gone, "deploy") == "it did not answer: `peagle local status`"
+
+
+def test_without_a_target_plugin_the_phrase_says_how_to_get_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No plugin installed: nothing local to offer but where to get it (the known plugins'
+    install line, `catalog/data/known_plugins.json`)."""
+    monkeypatch.setattr(plugins, "installed", lambda: ())
+    fix = text("or run with {s}", s=Phrase("local"))
+    hint = "a local target plugin (peagle-sandbox: pip install -e ./sandbox)"
+    assert str(fix) == f"or run with {hint}"
+    assert cli_text(fix, "deploy") == f"or run with {hint}"
 
 
 # -- every keyword and call the SDK names exists at the CLI --------------------------------

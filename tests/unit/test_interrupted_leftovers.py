@@ -31,9 +31,11 @@ def test_in_the_sandbox_the_command_says_sandbox(
 ) -> None:
     from sm_peagle.cli.boundary import exit_code_for
 
+    # a shell pointed at the sandbox (`peagle sandbox env`): the target says where it is
+    monkeypatch.setenv("PEAGLE_TARGET", "sandbox")
     monkeypatch.setenv("PEAGLE_SANDBOX_URL", "http://127.0.0.1:1")
     output.reset()
-    advice.begin(sandbox=False)  # a new CLI run (cli/app.py main): no earlier test's region
+    advice.begin()  # a new CLI run (cli/app.py main): no earlier test's region
     assert exit_code_for(stopped(), ["deploy", "gpt-oss-20b", "--yes"]) == 130
     assert capsys.readouterr() == (
         "",
@@ -47,10 +49,10 @@ def test_on_aws_the_command_carries_the_region_and_json_the_leftovers(
 ) -> None:
     from sm_peagle.cli.boundary import exit_code_for
 
-    for name in ("PEAGLE_SANDBOX_URL", "PEAGLE_SANDBOX"):
+    for name in ("PEAGLE_SANDBOX_URL", "PEAGLE_SANDBOX", "PEAGLE_TARGET"):
         monkeypatch.delenv(name, raising=False)
     output.reset()
-    advice.begin(sandbox=False)
+    advice.begin()
     assert exit_code_for(stopped(), ["--json", "update", "x", "-k", "5"]) == 130
     out, err = capsys.readouterr()
     command = ["peagle", "gc", "--operation", OP, "--yes", "--region", "eu-west-1"]

@@ -48,7 +48,6 @@ PUBLIC = [
     "DeploymentTimeout",
     "NotFound",
     "NoCredentials",
-    "use_sandbox",
 ]
 
 SCRIPT = """
@@ -99,7 +98,6 @@ def test_every_public_name_is_stable_after_importing_every_submodule() -> None:
     assert {n for n, r in names.items() if not r["same"]} == set()
     assert {n for n, r in names.items() if not r["in_all"]} == set()
     assert names["plan"]["kind"] == names["deploy"]["kind"] == "function"
-    assert names["use_sandbox"]["kind"] == "function"
     for fn in ("status", "ls", "logs", "delete", "gc", "update", "apply", "diff", "adopt"):
         assert names[fn]["kind"] == "function", fn
     assert {n for n, r in names.items() if r["kind"] == "module"} == set()

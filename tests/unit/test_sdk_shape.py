@@ -23,7 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "sm_peagle"
 
-# `peagle`'s commands (cli/app.py; test_advice holds advice.COMMAND_WORDS to them).
+# `peagle`'s commands (cli/app.py; test_advice holds advice.command_words() to them), and
+# the sandbox plugin's group, which the SDK must not name either.
 COMMANDS = (
     "models|instances|schema|plan|deploy|status|ls|logs|update|delete|gc|invoke|chat|apply"
     "|adopt|diff|recommend|bench|sweep|report|race|tune-k|export|iam-policy|drafter|doctor"
@@ -62,16 +63,7 @@ CLI_WORDS_ALLOWED: dict[tuple[str, str], str] = {
     ("drafter/check.py", "aws s3 rm"): "the AWS CLI's command, then prose about push",
     ("drafter/check.py", "python -c"): "python's own -c, converting pickled weights",
     ("lifecycle/adopt.py", "would let peagle delete"): "prose, not a command",
-    ("ops/deployment.py", "only in the peagle sandbox"): "prose: the sandbox, not a command",
-    ("ops/deployment.py", "peagle --sandbox deploy "): (
-        "the same deploy, run in the sandbox: neither a Call nor a Phrase says that in both "
-        "faces yet (a gap; the Python half names peagle_sandbox)"
-    ),
-    ("ops/deployment.py", "--sandbox-engine vllm"): "the same remedy as above",
     ("ops/doctor.py", "pip install"): "pip's command line",
-    ("ops/doctor.py", "peagle sandbox install-engine"): (
-        "a command of the sandbox plugin, which has no SDK call in the product"
-    ),
     ("planning/adopt/refusals.py", "aws sagemaker delete-endpoint"): "the AWS CLI's command",
     ("planning/spec/model.py", ""): (
         "spec field descriptions: documentation rendered by `schema` and the reference, as "
@@ -81,12 +73,6 @@ CLI_WORDS_ALLOWED: dict[tuple[str, str], str] = {
         "vLLM's own serve flag"
     ),
     ("planning/steps/scaling.py", "-p"): "a model-name suffix (-p<priority>), not a flag",
-    ("plugins.py", "pip install -e ./sandbox"): "pip's command line",
-    ("settings.py", "as --sandbox"): "documents the setting the CLI's --sandbox sets",
-    ("settings.py", "as --sandbox-engine"): "documents the setting --sandbox-engine sets",
-    ("settings.py", "peagle sandbox install-engine"): (
-        "a command of the sandbox plugin, which has no SDK call in the product"
-    ),
     ("vllm/head_loading.py", "peagle models vLLM"): "prose: models is a verb here",
 }
 
@@ -98,6 +84,8 @@ FACE_ALLOWED: dict[tuple[str, str], str] = {
     ("errors.py", "_render"): "Text.render's part-by-part loop",
     ("errors.py", "render"): "words a message or remedy for the face given",
     ("errors.py", "PeagleError.one_line"): "the one-line error in the face given",
+    ("errors.py", "target_phrase"): "takes the face's side of a plugin target's Wording",
+    ("errors.py", "phrase_in"): "words a Phrase for the face given (its table or the target)",
 }
 # (path, function) -> why it calls json.dumps: the JSON is the human rendering's content
 # (a policy to paste, a config shown inline), not a `--json` result document.

@@ -162,9 +162,10 @@ def resolve_drafter_source(spec: DeploymentSpec, src: Sources, checks: list[Chec
     elif js and js.additional_sources:
         uri = js.additional_sources[0]["S3DataSource"]["S3Uri"]
         checks.append(passed("drafter.source", f"JumpStart head {uri}"))
-    elif model and model.drafter_source:  # a sandbox model's head, seeded by the sandbox
+    elif model and model.drafter_source:  # a plugin model's head, seeded by its target
         uri = model.drafter_source
-        checks.append(passed("drafter.source", f"{uri} (sandbox only)"))
+        where = model.served_by or "its plugin target"
+        checks.append(passed("drafter.source", f"{uri} ({where} only)"))
     else:
         uri = ""
         head = f" ({src.catalog_head.hf_id})" if src.catalog_head else ""
