@@ -123,22 +123,26 @@ class CatalogOps(Session):
         self,
         model: str,
         *,
-        concurrency: int | None = None,
+        sequences: int | None = None,
         budget: float | None = None,
         mode: str | None = None,
         max_model_len: int = 8192,
-        results: str | Path | None = None,
+        results_dir: str | Path | None = None,
+        **deprecated: Any,
     ) -> Recommendation:
         """Rank the catalog instance types where `model` and its drafter fit, by $/h and
-        headroom (or, with `results`, by measured $ per 1M output tokens).
+        headroom (or, with `results_dir`, by measured $ per 1M output tokens).
 
         Args:
             model: a catalog alias or JumpStart id.
-            concurrency: max-length sequences to hold at once.
+            sequences: how many sequences of `max_model_len` tokens the KV cache must hold
+                at once (default 1). `concurrency=` still works for one release, with a
+                FutureWarning.
             budget: max $/h.
             mode: p-eagle, eagle3 or baseline (no drafter).
             max_model_len: the context length each sequence may reach.
-            results: a directory of bench/sweep JSON results for this model.
+            results_dir: a directory of bench/sweep JSON results for this model.
+                `results=` still works for one release, with a FutureWarning.
 
         Returns:
             The ranked candidates and the basis of the ranking.
@@ -156,6 +160,8 @@ class CatalogOps(Session):
             throughput_basis,
         )
 
+        renamed = _renamed_keywords(deprecated, sequences=sequences, results_dir=results_dir)
+        sequences, results_dir = renamed["sequences"], renamed["results_dir"]
         entry = find_model(model)
         if entry is None:
             raise unknown_model(model)
@@ -170,7 +176,7 @@ class CatalogOps(Session):
                 value=mode,
                 rule="p-eagle, eagle3 or baseline",
             )
-        for key, value in (("concurrency", concurrency), ("max_model_len", max_model_len)):
+        for key, value in (("sequences", sequences), ("max_model_len", max_model_len)):
             if value is not None and value < 1:
                 raise SpecError(
                     text("{p}: must be at least 1 (got {v})", p=Param(key), v=value),
@@ -190,25 +196,25 @@ class CatalogOps(Session):
                 rule="> 0 ($/h)",
             )
         docs: list[dict] = []
-        if results is not None:
-            results = Path(results)
-            files = sorted(results.glob("*.json")) if results.is_dir() else []
+        if results_dir is not None:
+            results_dir = Path(results_dir)
+            files = sorted(results_dir.glob("*.json")) if results_dir.is_dir() else []
             if not files:
                 raise SpecError(
-                    text("{results}: no result JSON files in {r}", r=results),
-                    field="results",
-                    value=str(results),
+                    text("{results_dir}: no result JSON files in {r}", r=results_dir),
+                    field="results_dir",
+                    value=str(results_dir),
                 )
-            docs = _results_for(entry, results, files)
+            docs = _results_for(entry, results_dir, files)
         cands = candidates(
             entry,
             speculative=mode != "baseline",
             max_model_len=max_model_len,
             budget_usd_per_hour=budget,
-            concurrency=concurrency,
+            sequences=sequences,
         )
         basis = "fit and headroom: peagle's estimate; $/h: catalog or Price List"
-        if results is None:
+        if results_dir is None:
             basis += " (no measurement)"
         else:
             cands = apply_results(cands, docs)
@@ -240,12 +246,38 @@ def _results_for(entry: Any, results: Path, files: list[Path]) -> list[dict]:
             others.add(str(doc.get("model") or "unknown model"))
     if not docs:
         seen = f" (they are for: {', '.join(sorted(others))})" if others else ""
+        what = f"no results for {entry.alias} in {results}{seen}"
         raise SpecError(
-            text(
-                "{results}: no results for {a} in {r}{seen}", a=entry.alias, r=results, seen=seen
-            ),  # fmt: skip
-            remedy=text("bench or sweep {a}, or drop {results}", a=entry.alias),
-            field="results",
+            text("{results_dir}: {what}", what=what),
+            remedy=text("bench or sweep {a}, or drop {results_dir}", a=entry.alias),
+            field="results_dir",
             value=str(results),
         )
     return docs
+
+
+# `recommend`'s keywords renamed by issue 35 (one vocabulary: `concurrency` is a list of load
+# levels everywhere else; `results` is one bench file on `tune_k`): old -> new. Each old
+# keyword works for one release, with a FutureWarning naming the new one.
+RECOMMEND_RENAMED: dict[str, str] = {"concurrency": "sequences", "results": "results_dir"}
+
+
+def _renamed_keywords(deprecated: dict[str, Any], **new: Any) -> dict[str, Any]:
+    """`new` with each deprecated keyword's value moved to its new name (a FutureWarning
+    each); TypeError for a keyword recommend never took, or for both spellings at once."""
+    import warnings
+
+    unknown = sorted(set(deprecated) - set(RECOMMEND_RENAMED))
+    if unknown:
+        raise TypeError(f"recommend() got unexpected keyword arguments {unknown}")
+    for old, value in deprecated.items():
+        name = RECOMMEND_RENAMED[old]
+        if new[name] is not None:
+            raise TypeError(f"recommend(): give {name}= only ({old}= is its old name)")
+        warnings.warn(
+            f"recommend({old}=) is deprecated: use {name}= (removed in the next release)",
+            FutureWarning,
+            stacklevel=3,
+        )
+        new[name] = value
+    return new
