@@ -8,11 +8,14 @@ Nothing here prints: what a person should see while it runs goes to the client's
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..errors import Param, Phrase, SpecError, text
 from .session import Session
@@ -49,6 +52,41 @@ class Recommendation:
             "basis": self.basis,
             "candidates": [c.to_dict() for c in self.candidates],
         }
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _renamed_keywords(**renamed: str) -> Callable[[F], F]:
+    """An operation whose keywords `renamed` (old -> new) were renamed: each old one still
+    works for one release, with a FutureWarning naming the new one; both at once is a
+    TypeError. The operation's signature (and `help()`) shows the new names only.
+
+    recommend's, by issue 35 (one vocabulary): `concurrency` is a list of load levels
+    everywhere else, and `results` is one bench file on `tune_k`."""
+
+    def decorate(method: F) -> F:
+        @functools.wraps(method)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            for old, new in renamed.items():
+                if old not in kwargs:
+                    continue
+                if kwargs.get(new) is not None:
+                    raise TypeError(
+                        f"{method.__name__}(): give {new}= only ({old}= is its old name)"
+                    )
+                warnings.warn(
+                    f"{method.__name__}({old}=) is deprecated: use {new}= "
+                    "(removed in the next release)",
+                    FutureWarning,
+                    stacklevel=2,
+                )
+                kwargs[new] = kwargs.pop(old)
+            return method(*args, **kwargs)
+
+        return cast(F, call)
+
+    return decorate
 
 
 class CatalogOps(Session):
@@ -119,6 +157,7 @@ class CatalogOps(Session):
 
         return DeploymentSpec.model_json_schema()
 
+    @_renamed_keywords(concurrency="sequences", results="results_dir")
     def recommend(
         self,
         model: str,
@@ -128,7 +167,6 @@ class CatalogOps(Session):
         mode: str | None = None,
         max_model_len: int = 8192,
         results_dir: str | Path | None = None,
-        **deprecated: Any,
     ) -> Recommendation:
         """Rank the catalog instance types where `model` and its drafter fit, by $/h and
         headroom (or, with `results_dir`, by measured $ per 1M output tokens).
@@ -160,8 +198,6 @@ class CatalogOps(Session):
             throughput_basis,
         )
 
-        renamed = _renamed_keywords(deprecated, sequences=sequences, results_dir=results_dir)
-        sequences, results_dir = renamed["sequences"], renamed["results_dir"]
         entry = find_model(model)
         if entry is None:
             raise unknown_model(model)
@@ -254,30 +290,3 @@ def _results_for(entry: Any, results: Path, files: list[Path]) -> list[dict]:
             value=str(results),
         )
     return docs
-
-
-# `recommend`'s keywords renamed by issue 35 (one vocabulary: `concurrency` is a list of load
-# levels everywhere else; `results` is one bench file on `tune_k`): old -> new. Each old
-# keyword works for one release, with a FutureWarning naming the new one.
-RECOMMEND_RENAMED: dict[str, str] = {"concurrency": "sequences", "results": "results_dir"}
-
-
-def _renamed_keywords(deprecated: dict[str, Any], **new: Any) -> dict[str, Any]:
-    """`new` with each deprecated keyword's value moved to its new name (a FutureWarning
-    each); TypeError for a keyword recommend never took, or for both spellings at once."""
-    import warnings
-
-    unknown = sorted(set(deprecated) - set(RECOMMEND_RENAMED))
-    if unknown:
-        raise TypeError(f"recommend() got unexpected keyword arguments {unknown}")
-    for old, value in deprecated.items():
-        name = RECOMMEND_RENAMED[old]
-        if new[name] is not None:
-            raise TypeError(f"recommend(): give {name}= only ({old}= is its old name)")
-        warnings.warn(
-            f"recommend({old}=) is deprecated: use {name}= (removed in the next release)",
-            FutureWarning,
-            stacklevel=3,
-        )
-        new[name] = value
-    return new

@@ -187,9 +187,7 @@ def test_recommend_old_sdk_keywords_work_for_one_release_with_a_future_warning(
     (tmp_path / "a.json").write_text(json.dumps(_bench_doc()))
     want = sm_peagle.recommend("gpt-oss-20b", sequences=200, results_dir=tmp_path)
     with pytest.warns(FutureWarning) as caught:
-        got = sm_peagle.client.Client().recommend(
-            "gpt-oss-20b", concurrency=200, results=tmp_path
-        )
+        got = sm_peagle.Client().recommend("gpt-oss-20b", concurrency=200, results=tmp_path)
     assert got == want
     assert [str(w.message) for w in caught] == [
         "recommend(concurrency=) is deprecated: use sequences= (removed in the next release)",
@@ -202,5 +200,5 @@ def test_recommend_old_sdk_keywords_work_for_one_release_with_a_future_warning(
 def test_recommend_refuses_both_spellings_and_unknown_keywords() -> None:
     with pytest.raises(TypeError, match=r"give sequences= only"):
         sm_peagle.recommend("gpt-oss-20b", sequences=2, concurrency=2)
-    with pytest.raises(TypeError, match=r"unexpected keyword arguments \['sequence'\]"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sequence'"):
         sm_peagle.recommend("gpt-oss-20b", sequence=2)
