@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,6 +59,17 @@ class Recommendation:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _callers_level() -> int:
+    """The `stacklevel` of the first frame outside sm_peagle: the warning points at the
+    user's line whether they called `client.recommend` or `sm_peagle.recommend` (the default
+    client's method, one frame deeper)."""
+    package = os.path.dirname(os.path.dirname(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _renamed_keywords(**renamed: str) -> Callable[[F], F]:
     """An operation whose keywords `renamed` (old -> new) were renamed: each old one still
     works for one release, with a FutureWarning naming the new one; both at once is a
@@ -79,7 +92,7 @@ def _renamed_keywords(**renamed: str) -> Callable[[F], F]:
                     f"{method.__name__}({old}=) is deprecated: use {new}= "
                     "(removed in the next release)",
                     FutureWarning,
-                    stacklevel=2,
+                    stacklevel=_callers_level(),
                 )
                 kwargs[new] = kwargs.pop(old)
             return method(*args, **kwargs)

@@ -193,8 +193,14 @@ def test_recommend_old_sdk_keywords_work_for_one_release_with_a_future_warning(
         "recommend(concurrency=) is deprecated: use sequences= (removed in the next release)",
         "recommend(results=) is deprecated: use results_dir= (removed in the next release)",
     ]
-    # The warning points at the caller's line, not at peagle's.
+    # The warning points at the caller's line, not at peagle's, from the client's method and
+    # from the module function (the default client's method) alike.
     assert {w.filename for w in caught} == {__file__}
+    with pytest.warns(FutureWarning, match=r"use sequences=") as caught:
+        assert sm_peagle.recommend("gpt-oss-20b", concurrency=200) == sm_peagle.recommend(
+            "gpt-oss-20b", sequences=200
+        )
+    assert [w.filename for w in caught] == [__file__]
 
 
 def test_recommend_refuses_both_spellings_and_unknown_keywords() -> None:
