@@ -12,7 +12,6 @@ import functools
 import json
 import os
 import re
-import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,8 +62,11 @@ def _callers_level() -> int:
     """The `stacklevel` of the first frame outside sm_peagle: the warning points at the
     user's line whether they called `client.recommend` or `sm_peagle.recommend` (the default
     client's method, one frame deeper)."""
+    import inspect
+
     package = os.path.dirname(os.path.dirname(__file__)) + os.sep
-    frame, level = sys._getframe(1), 1
+    here = inspect.currentframe()
+    frame, level = (here.f_back if here else None), 1
     while frame is not None and frame.f_code.co_filename.startswith(package):
         frame, level = frame.f_back, level + 1
     return level
