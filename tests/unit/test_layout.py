@@ -5,8 +5,8 @@ signal (past it, ask whether the module holds two things); the test fails only p
 800, where no single seam in this codebase should need to go. No module reaches into
 another's privates: a `_name` is imported only inside its own module's package, and
 `obj._name` is used only where `_name` is defined. Also: no function in `planning/` or
-`lifecycle/` over 80 lines, and at most 9 modules at the package root (the rest lives in
-packages that say what they may touch)."""
+`lifecycle/` over 80 lines, and at most MAX_ROOT_MODULES modules at the package root (the
+rest lives in packages that say what they may touch)."""
 
 from __future__ import annotations
 
@@ -25,8 +25,10 @@ MAX_FILE_LINES = 800
 MAX_FUNCTION_LINES = 80
 # checks.py (the Check result type, below planning, drafter, vllm and lifecycle) is the 9th;
 # client.py (`sm_peagle.Client`, the SDK's one object, issue 34) the 10th: users import it
-# by that name, next to endpoint.py (the handle) and errors.py.
-MAX_ROOT_MODULES = 10
+# by that name, next to endpoint.py (the handle) and errors.py. wording.py (Param, Call,
+# Phrase, Text: issue 35 split it out of errors.py, which re-exports it) is the 11th: it
+# sits in the bottom layer with errors, where no package does.
+MAX_ROOT_MODULES = 11
 
 # Private reach-ins allowed for now, each with the reason: (module, "<where>.<_name>").
 # Remove an entry when its reach-in goes.
@@ -145,7 +147,7 @@ def test_no_function_over_80_lines_in_planning_or_lifecycle() -> None:
     assert bad == {}
 
 
-def test_package_root_holds_at_most_9_modules() -> None:
+def test_package_root_holds_at_most_max_root_modules() -> None:
     root = sorted(p.name for p in PKG.glob("*.py"))
     assert len(root) <= MAX_ROOT_MODULES, root
 
