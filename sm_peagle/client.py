@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .endpoint import Endpoint, use_client_factory
+from .ops.adoption import AdoptOps
 from .ops.catalog import CatalogOps
 from .ops.changes import ChangeOps
 from .ops.deployment import DeployOps
@@ -39,6 +40,7 @@ __all__ = ["Client", "Endpoint", "default_client", "module_function"]
 class Client(
     DeployOps,
     ChangeOps,
+    AdoptOps,
     EndpointOps,
     MeasureOps,
     SweepOps,
