@@ -29,6 +29,7 @@ from .ops.drafter import DrafterOps
 from .ops.endpoints import EndpointOps
 from .ops.iac import IacOps
 from .ops.measure import MeasureOps
+from .ops.measure_analysis import AnalysisOps
 from .ops.measure_sweep import SweepOps
 from .ops.measure_traffic import TrafficOps
 from .ops.session import Session
@@ -43,6 +44,7 @@ class Client(
     AdoptOps,
     EndpointOps,
     MeasureOps,
+    AnalysisOps,
     SweepOps,
     TrafficOps,
     CatalogOps,
