@@ -30,7 +30,7 @@ mixins) and hands out `Endpoint` handles (endpoint.py), whose methods call the o
 no operation imports endpoint.py (a handle an operation returns comes from the client's
 `endpoint`), so the SDK has no two-way edge for the layers to hide.
     -> planning -> drafter -> aws -> catalog -> vllm
-    -> checks, errors, settings, version, plugins, _lazy
+    -> checks, errors, wording, settings, version, plugins, _lazy
 
 The issue's order had two chains (`lifecycle, ... -> aws` and `planning -> drafter ->
 catalog -> vllm -> ...`). Reality joins them at one place, so `aws` sits between drafter
@@ -75,12 +75,21 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("aws",),
     ("catalog",),
     ("vllm",),
-    ("checks", "errors", "settings", "version", "plugins", "_lazy"),
+    ("checks", "errors", "wording", "settings", "version", "plugins", "_lazy"),
 )
 # The pure layers: nothing reachable from them imports boto3, botocore or rich. drafter
 # is not one (push.py uploads through boto3; the plan reaches only its local readers and
 # rules, which the reachability from planning covers), and neither is aws.
-PURE_PACKAGES = ("planning", "vllm", "catalog", "checks", "errors", "settings", "version")
+PURE_PACKAGES = (
+    "planning",
+    "vllm",
+    "catalog",
+    "checks",
+    "errors",
+    "wording",
+    "settings",
+    "version",
+)
 # Modules of a pure package that are not pure, each with the reason; pure code must not
 # reach them either.
 NOT_PURE: dict[str, str] = {

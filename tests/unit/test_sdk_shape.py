@@ -94,9 +94,9 @@ FACE_SWITCHES = frozenset(("_cli", "cli", "sdk", "face", "_face", "_sdk"))
 # (path, function) -> why it takes a face: the wording machinery itself, which words a
 # Text for the face it is given and does nothing else differently.
 FACE_ALLOWED: dict[tuple[str, str], str] = {
-    ("errors.py", "Text.render"): "words a Text for the face given (errors.Face)",
-    ("errors.py", "_render"): "Text.render's part-by-part loop",
-    ("errors.py", "render"): "words a message or remedy for the face given",
+    ("wording.py", "Text.render"): "words a Text for the face given (wording.Face)",
+    ("wording.py", "_render"): "Text.render's part-by-part loop",
+    ("wording.py", "render"): "words a message or remedy for the face given",
     ("errors.py", "PeagleError.one_line"): "the one-line error in the face given",
 }
 # (path, function) -> why it calls json.dumps: the JSON is the human rendering's content
