@@ -67,7 +67,8 @@ class AwsContext:
     all, or moto's server), whatever AWS_ENDPOINT_URL says; `credentials` (access key id,
     secret) are used instead of the credential chain, so a client aimed at such an
     endpoint never sends the user's real keys there. Without them, standard settings
-    apply (profiles, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>)."""
+    apply (profiles, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>). `session`: a boto3
+    session to use as it is (another library's identity, see `from_session`)."""
 
     def __init__(
         self,
@@ -81,6 +82,7 @@ class AwsContext:
         max_attempts: int = MAX_RETRIES,
         connect_timeout: float = CONNECT_TIMEOUT,
         read_timeout: float = READ_TIMEOUT,
+        session: Any = None,
     ) -> None:
         self._region = region
         self._profile = profile
@@ -91,7 +93,10 @@ class AwsContext:
         self.max_attempts = max_attempts
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
-        self._session: Any = None
+        # A given session is kept (and handed on by `derive`); otherwise one is made on
+        # first use, so making a context costs no boto3 import.
+        self._given_session = session
+        self._session: Any = session
         self._clients: dict[tuple[str, str | None], Any] = {}
         self._lock = threading.Lock()
 
@@ -108,6 +113,20 @@ class AwsContext:
                 profile_name=self._profile, region_name=resolve_region(self._region), **keys
             )
         return self._session
+
+    @classmethod
+    def from_session(cls, session: Any, region: str | None = None, **settings: Any) -> AwsContext:
+        """A context on `session`'s identity (a boto3 Session another library made, e.g.
+        the sagemaker SDK's) in `region` (None: the session's own). A session made for
+        another region is rebound to `region` over the same botocore session, so the
+        credentials and their cache are shared, never re-resolved."""
+        if region and session.region_name != region:
+            import boto3
+
+            # boto3 has no public accessor for a Session's botocore session (`_session`);
+            # `botocore_session=` is Session's documented way to share one.
+            session = boto3.session.Session(botocore_session=session._session, region_name=region)
+        return cls(region or session.region_name, session=session, **settings)
 
     @property
     def given_region(self) -> str | None:
@@ -130,6 +149,7 @@ class AwsContext:
             self._profile,
             endpoint_url=self.endpoint_url,
             credentials=self._credentials,
+            session=self._given_session,
             **(kept | settings),
         )
 

@@ -141,22 +141,7 @@ def push_drafter(
     _hash_all(files)
 
     remote = _list_remote(s3_client, bucket, prefix)
-    local_names = {f.name for f in files}
-    for key in sorted(remote):
-        rel = key[len(prefix) :]
-        if key.endswith("/"):
-            result.folder_keys.append(key)
-            result.notes.append(
-                f"folder object s3://{bucket}/{key} exists and breaks the mount; delete it"
-            )
-        elif rel == MANIFEST:  # written here by older peagle versions: moved out below
-            continue
-        elif rel not in local_names:
-            result.stale_keys.append(key)
-            result.notes.append(
-                f"s3://{bucket}/{key} is not part of this head but will be "
-                "mounted with it; delete it if stale"
-            )
+    _note_remote(remote, bucket, prefix, {f.name for f in files}, result)
     manifest = _read_manifest(s3_client, bucket, manifest_key(prefix))
     if not manifest and prefix + MANIFEST in remote:
         manifest = _read_manifest(s3_client, bucket, prefix + MANIFEST)
@@ -199,6 +184,28 @@ def push_drafter(
         )
         result.notes.append(f"moved {MANIFEST} out of the mounted prefix")
     return result
+
+
+def _note_remote(
+    remote: dict[str, int], bucket: str, prefix: str, local_names: set[str], result: PushResult
+) -> None:
+    """What is already under the prefix that the mount would trip on: folder objects, and
+    keys this head does not have (mounted with it all the same)."""
+    for key in sorted(remote):
+        rel = key[len(prefix) :]
+        if key.endswith("/"):
+            result.folder_keys.append(key)
+            result.notes.append(
+                f"folder object s3://{bucket}/{key} exists and breaks the mount; delete it"
+            )
+        elif rel == MANIFEST:  # written here by older peagle versions: moved out by the push
+            continue
+        elif rel not in local_names:
+            result.stale_keys.append(key)
+            result.notes.append(
+                f"s3://{bucket}/{key} is not part of this head but will be "
+                "mounted with it; delete it if stale"
+            )
 
 
 def _local_files(root: Path, notes: list[str]) -> list[_LocalFile]:

@@ -756,3 +756,109 @@ def test_cli_rule_reads_imports_as_written() -> None:
     assert cli_violations(g) == {
         "sm_peagle.cli.b": ["sm_peagle.lifecycle.manager", "sm_peagle.planning.build"]
     }
+
+
+# -- no module assigns another's private names --------------------------------------------
+#
+# `obj._name = …` (or `del obj._name`, `setattr(obj, "_name", …)`) on anything but
+# `self`/`cls` writes private state its owner never agreed to: `aws._session = session`
+# (the sagemaker bridge, now `AwsContext.from_session`), a flag set on botocore's client
+# object (now a WeakSet in lifecycle/components.py), a module's `_cache` patched from
+# outside. Allowed only where the module itself owns that name: a class of the same module
+# keeps it as `self._name` (a copy of an instance set up by its own class, `with_aws`).
+
+
+def _owned_privates(tree: ast.Module) -> set[str]:
+    """Private names this module owns: `self._x`/`cls._x` it assigns, and names it binds at
+    module or class level."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls")
+        ):
+            out.add(node.attr)
+    for scope in [tree] + [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]:
+        for node in scope.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                out.add(node.name)
+            for target in getattr(node, "targets", [getattr(node, "target", None)]):
+                if isinstance(target, ast.Name):
+                    out.add(target.id)
+    return out
+
+
+def foreign_private_stores(source: str) -> list[str]:
+    """`obj._name` written (assigned, augmented, deleted, or set by setattr/delattr with a
+    literal name) on anything but self/cls, where this module does not own `_name`."""
+    tree = ast.parse(source)
+    owned = _owned_privates(tree)
+    out = []
+    for node in ast.walk(tree):
+        where: tuple[ast.AST, str] | None = None
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store | ast.Del)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            where = (node.value, node.attr)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("setattr", "delattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and node.args[1].value.startswith("_")
+            and not node.args[1].value.startswith("__")
+        ):
+            where = (node.args[0], node.args[1].value)
+        if where is None:
+            continue
+        base, attr = where
+        if isinstance(base, ast.Name) and base.id in ("self", "cls"):
+            continue
+        if attr in owned:
+            continue
+        out.append(f"{ast.unparse(base)}.{attr}")
+    return out
+
+
+def test_no_module_assigns_another_modules_private_names() -> None:
+    found = {
+        name: stores
+        for name, (text, _) in package_sources().items()
+        if (stores := foreign_private_stores(text))
+    }
+    assert found == {}
+
+
+def test_the_private_store_rule_can_fail() -> None:
+    old_bridge = (
+        "def from_sagemaker(resource):\n"
+        "    from ..aws import AwsContext\n"
+        "    aws = AwsContext(region=None)\n"
+        "    aws._session = resource._session\n"
+        "    return aws\n"
+    )
+    assert foreign_private_stores(old_bridge) == ["aws._session"]
+    planted = (
+        "import sm_peagle.aws as aws\nfrom . import settings\n"
+        "aws._cache = {}\ndel settings._x\nsetattr(aws, '_y', 1)\nclient._flag += 1\n"
+        "setattr(aws, name, 1)\nsetattr(aws, '__doc__', '')\n"
+    )
+    assert sorted(foreign_private_stores(planted)) == [
+        "aws._cache",
+        "aws._y",
+        "client._flag",
+        "settings._x",
+    ]
+    own = (
+        "import copy\nclass S:\n    def __init__(self):\n        self._aws = None\n"
+        "    def with_aws(self, aws):\n        other = copy.copy(self)\n"
+        "        other._aws = aws\n        return other\n"
+    )
+    assert foreign_private_stores(own) == []
