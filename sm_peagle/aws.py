@@ -13,10 +13,8 @@ for it.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
-from pathlib import Path
 from typing import Any
 
 from . import settings
@@ -41,23 +39,13 @@ READ_TIMEOUT = 120.0
 
 
 def resolve_region(explicit: str | None = None) -> str | None:
-    return explicit or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    """`explicit`, else the environment's region (AWS_REGION, AWS_DEFAULT_REGION)."""
+    return explicit or settings.aws_region()
 
 
 def has_credentials_hint() -> bool:
     """Cheap guess (no boto3) whether any AWS credentials could be found."""
-    env = os.environ
-    if (
-        env.get("AWS_ACCESS_KEY_ID")
-        or env.get("AWS_PROFILE")
-        or env.get("AWS_WEB_IDENTITY_TOKEN_FILE")
-        or env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
-        or env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI")
-    ):
-        return True
-    creds = Path(env.get("AWS_SHARED_CREDENTIALS_FILE") or "~/.aws/credentials").expanduser()
-    conf = Path(env.get("AWS_CONFIG_FILE") or "~/.aws/config").expanduser()
-    return creds.exists() or conf.exists()
+    return settings.aws_credentials_hint()
 
 
 class AwsContext:
@@ -215,6 +203,12 @@ class AwsContext:
                     return client
                 self._clients[key] = client
             return self._clients[key]
+
+    def endpoint_url_for(self, service: str) -> str | None:
+        """The URL `service`'s clients from this context talk to: the context's own
+        `endpoint_url`, which wins over the environment as botocore's explicit argument
+        does, else the environment's (`settings.aws_endpoint_url`); None: AWS's."""
+        return self.endpoint_url or settings.aws_endpoint_url(service)
 
     def check_credentials(self) -> None:
         """Fail fast, in one line, when no credentials can be found at all."""
@@ -378,8 +372,16 @@ def as_peagle_error(exc: BaseException) -> Exception | None:
             remedy = text(
                 "the sandbox did not answer: `{s}`, or restart it", s=Call("sandbox_status")
             )
-        elif os.environ.get("AWS_ENDPOINT_URL"):
-            remedy = "check AWS_ENDPOINT_URL and that its server is running"
+        elif where != "AWS" and not _is_aws_host(where):
+            # A server the environment (or the caller's endpoint_url) named: say which.
+            named = [
+                name
+                for name, url in settings.configured_endpoint_urls().items()
+                if url.rstrip("/") == str(where).rstrip("/")
+            ]
+            remedy = (
+                f"check {named[0] if named else 'the endpoint URL'} and that its server is running"
+            )
         else:
             remedy = text(
                 "check the network, a proxy, or the region; or run with {s}", s=Phrase("sandbox")
