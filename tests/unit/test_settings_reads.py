@@ -322,3 +322,27 @@ def test_the_container_reads_through_its_own_settings(monkeypatch) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == str(["sm_peagle.container.settings"])
+
+
+@pytest.mark.parametrize(
+    ("env", "fix"),
+    [
+        ({"AWS_ENDPOINT_URL": "http://127.0.0.1:9"},
+         "check AWS_ENDPOINT_URL and that its server is running"),
+        ({"AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": "http://127.0.0.1:9/"},
+         "check AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME and that its server is running"),
+        ({}, "check the endpoint URL and that its server is running"),  # endpoint_url=
+    ],
+)  # fmt: skip
+def test_an_unreachable_endpoint_names_the_variable_that_set_it(clean, env, fix) -> None:
+    from botocore.exceptions import EndpointConnectionError
+
+    from sm_peagle.aws import as_peagle_error
+
+    clean.delenv("PEAGLE_SANDBOX_URL", raising=False)
+    for name, value in env.items():
+        clean.setenv(name, value)
+    err = as_peagle_error(EndpointConnectionError(endpoint_url="http://127.0.0.1:9/"))
+    assert err is not None and err.remedy == fix
+    aws = as_peagle_error(EndpointConnectionError(endpoint_url="https://sts.amazonaws.com/"))
+    assert aws is not None and str(aws.remedy).startswith("check the network")
