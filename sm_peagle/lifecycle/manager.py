@@ -208,7 +208,7 @@ class Lifecycle:
     def push_drafter(self, plan: Plan) -> None:
         """Push a local head. Content-addressed, so it is kept on rollback and reused by
         the next deploy of the same head (a second push uploads nothing)."""
-        from ..drafter import push_drafter
+        from .drafter_upload import push_drafter
 
         push = plan.drafter_push
         bucket = push["destination"][len("s3://") :].split("/", 1)[0]

@@ -141,7 +141,7 @@ class CatalogOps(Session):
 
             return for_region(items, self.region)  # another region's price is unknown here
         from ..aws import AwsContext, resolve_region
-        from ..catalog.pricing import with_live_prices
+        from ..lifecycle.live_prices import with_live_prices
         from .target import talking_to
 
         aws = self._aws

@@ -32,7 +32,7 @@ from .session import Session
 
 if TYPE_CHECKING:
     from ..checks import Check
-    from ..drafter.push import PushResult
+    from ..lifecycle.drafter_upload import PushResult
 
 __all__ = [
     "DRAFTER_MODES",
@@ -96,7 +96,7 @@ class DrafterPush:
     Attributes:
         source: The local directory or Hugging Face repo pushed.
         channel: The data source channel the head mounts under (`eagle`).
-        push: The upload's own result (`drafter.push.PushResult`), which the properties
+        push: The upload's own result (`drafter_upload.PushResult`), which the properties
             below read.
     """
 
@@ -180,7 +180,7 @@ class DrafterOps(Session):
     def _s3_client(self) -> tuple[Any, str | None]:
         """The S3 client pushes and reads go through, sized for parallel uploads, on this
         client's target, and the endpoint URL it was given (None: the environment's)."""
-        from ..drafter import make_push_client
+        from ..lifecycle.drafter_upload import make_push_client
 
         if self._aws is None and self.endpoint_url is None and self.profile is None:
             return make_push_client(self.region), None
@@ -404,7 +404,7 @@ def _push(
     strict: bool = False,
     target: HeadTarget | None = None,
 ) -> DrafterPush:
-    from ..drafter import push_drafter
+    from ..lifecycle.drafter_upload import push_drafter
     from .target import talking_to_client
 
     checked = check_pushable(src, target=target, force=force, strict=strict)

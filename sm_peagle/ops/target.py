@@ -7,7 +7,6 @@ stderr (`sm_peagle.cli.context.hello` is the `on_connect` that prints it).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from .. import settings
@@ -30,7 +29,7 @@ def talking_to(
         return (
             f"talking to: {settings.source_label()} at {sandbox} (peagle's local sandbox; not AWS)"
         )
-    endpoint = os.environ.get(f"AWS_ENDPOINT_URL_{service}") or os.environ.get("AWS_ENDPOINT_URL")
+    endpoint = settings.aws_endpoint_url(service)
     if endpoint:
         return f"talking to: custom AWS endpoint {endpoint} (region {region})"
     return f"talking to: AWS, region {region}"

@@ -26,13 +26,13 @@ def test_models_are_the_catalog_and_the_cli_prints_them(capsys) -> None:
 
 
 def test_instances_without_live_prices_send_nothing(capsys, monkeypatch) -> None:
-    from sm_peagle.catalog import pricing
     from sm_peagle.catalog.instances import INSTANCES
+    from sm_peagle.lifecycle import live_prices
 
     def no_lookup(*a, **k):
         raise AssertionError("no Price List call without live_prices")
 
-    monkeypatch.setattr(pricing, "with_live_prices", no_lookup)
+    monkeypatch.setattr(live_prices, "with_live_prices", no_lookup)
     said: list[str] = []
     got = sm_peagle.Client(progress=said.append).instances()
     assert got == list(INSTANCES.values()) and said == []
@@ -43,6 +43,7 @@ def test_instances_without_live_prices_send_nothing(capsys, monkeypatch) -> None
 
 def test_live_prices_say_where_they_talk_and_one_warning(monkeypatch) -> None:
     from sm_peagle.catalog import pricing
+    from sm_peagle.lifecycle import live_prices
 
     monkeypatch.setenv("AWS_REGION", "us-west-2")
     monkeypatch.delenv("PEAGLE_SANDBOX_URL", raising=False)
@@ -50,9 +51,9 @@ def test_live_prices_say_where_they_talk_and_one_warning(monkeypatch) -> None:
     monkeypatch.delenv("AWS_ENDPOINT_URL_SAGEMAKER", raising=False)
 
     def offline(items, region, aws):
-        return [pricing._kept(i, "<html><b>denied</b></html>") for i in items]
+        return [pricing.kept_price(i, "<html><b>denied</b></html>") for i in items]
 
-    monkeypatch.setattr(pricing, "with_live_prices", offline)
+    monkeypatch.setattr(live_prices, "with_live_prices", offline)
     said: list[str] = []
     got = sm_peagle.Client(progress=said.append).instances(live_prices=True)
     assert said[0] == "talking to: AWS, region us-west-2" and len(said) == 2
