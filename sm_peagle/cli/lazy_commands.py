@@ -1,0 +1,76 @@
+"""Start-up work typer would do for nothing: building every command to list them, and a
+pydantic adapter for every parameter of the command that runs.
+
+- A root-level run (`peagle --help`, `peagle` alone, a mistyped command) only lists the
+  commands: each is registered as a stub that has the real command's help text and no
+  parameters (typer turns every parameter of every command into click objects, ~40 ms
+  for the whole tree). A stub is replaced by the real command the moment click resolves
+  it (`peagle -qv plan …` runs the command, shell completion completes its options).
+- typer >= 0.2x coerces every parameter's value through a pydantic TypeAdapter, built on
+  first use, even for a value left unset (None), which it then returns untouched. That
+  imports `typer._adapters` and pydantic's type machinery (~45 ms) on every run, `peagle
+  plan` included. `defer_coercion` builds the adapter only for a value that needs one: an
+  unset value and a string for a `str` parameter come back exactly as typer's own
+  coercion returns them (`None`/`()`, and `str(value)`); anything else goes to typer's
+  coercion, unchanged (its messages for a bad `-k abc` are typer's).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import typer
+
+
+def listing_stub(target: Callable[..., Any]) -> Callable[..., Any]:
+    """A parameterless stand-in for the command function `target`, with its help."""
+
+    def stub() -> None:
+        raise RuntimeError("a listing stub ran instead of its command")  # pragma: no cover
+
+    stub.__doc__ = inspect.getdoc(target)
+    stub.listing_stub = True  # type: ignore[attr-defined]
+    return stub
+
+
+def is_listing_stub(command: Any) -> bool:
+    return bool(getattr(getattr(command, "callback", None), "listing_stub", False))
+
+
+def real_command(build: Callable[..., typer.Typer], name: str) -> Any:
+    """The click command `name` as a run of just that command builds it."""
+    return typer.main.get_command(build(name)).commands[name]  # type: ignore[attr-defined]
+
+
+class _Deferred:
+    """typer's coercion of one parameter, its pydantic adapter built only if needed."""
+
+    __slots__ = ()
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        multi = param.multiple or param.nargs == -1
+        if value is None:  # typer's RuntimeParam.coerce: unset stays unset
+            return () if multi else None
+        desc = param.type_descriptor
+        info = desc.parameter_info
+        # typer's str adapter is str(value), and a `parser=str` option's is parser(value)
+        as_str = (desc.annotation is str and info.parser is None) or info.parser is str
+        if as_str and type(value) is str and not multi and desc.file_annotation is None:
+            return value
+        from typer._coercion import build_runtime_param
+
+        param._runtime_param = build_runtime_param(desc)
+        return param._runtime_param.coerce(value, param=param, ctx=ctx)
+
+
+_DEFERRED = _Deferred()
+
+
+def defer_coercion(params: list[Any]) -> None:
+    """Give each typer parameter the deferred coercion above (a typer without runtime
+    coercion, before 0.2x, has nothing to defer)."""
+    for param in params:
+        if getattr(param, "_runtime_param", False) is None and hasattr(param, "type_descriptor"):
+            param._runtime_param = _DEFERRED
