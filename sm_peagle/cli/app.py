@@ -215,10 +215,15 @@ def build_app(
         if only is not None and name != only:
             continue
         target = getattr(importlib.import_module(f".{module}", __package__), attr)
-        if isinstance(target, typer.Typer):
+        if stubs and isinstance(target, typer.Typer):  # listed among the groups, as itself
+            stub = listing_stub(target)
+            app.add_typer(typer.Typer(), name=name, callback=stub, help=stub.__doc__)
+        elif stubs:
+            app.command(name)(listing_stub(target))
+        elif isinstance(target, typer.Typer):
             app.add_typer(target, name=name, cls=PeagleGroup)
         else:
-            app.command(name)(listing_stub(target) if stubs else target)
+            app.command(name)(target)
     if only is None or only in PLUGIN_COMMANDS:
         from ..plugins import command_groups
 

@@ -2,10 +2,11 @@
 pydantic adapter for every parameter of the command that runs.
 
 - A root-level run (`peagle --help`, `peagle` alone, a mistyped command) only lists the
-  commands: each is registered as a stub that has the real command's help text and no
-  parameters (typer turns every parameter of every command into click objects, ~40 ms
-  for the whole tree). A stub is replaced by the real command the moment click resolves
-  it (`peagle -qv plan …` runs the command, shell completion completes its options).
+  commands: each (a sub-app such as `drafter` too) is registered as a stub that has the
+  real command's help text and no parameters (typer turns every parameter of every
+  command into click objects, ~40 ms for the whole tree). A stub is replaced by the real
+  command the moment click resolves it (`peagle -qv plan …` runs the command, shell
+  completion completes its options).
 - typer >= 0.2x coerces every parameter's value through a pydantic TypeAdapter, built on
   first use, even for a value left unset (None), which it then returns untouched. That
   imports `typer._adapters` and pydantic's type machinery (~45 ms) on every run, `peagle
@@ -24,13 +25,19 @@ from typing import Any
 import typer
 
 
-def listing_stub(target: Callable[..., Any]) -> Callable[..., Any]:
-    """A parameterless stand-in for the command function `target`, with its help."""
+def listing_stub(target: Callable[..., Any] | typer.Typer) -> Callable[..., Any]:
+    """A parameterless stand-in for the command function (or sub-app) `target`, with the
+    help text typer would give it."""
 
     def stub() -> None:
         raise RuntimeError("a listing stub ran instead of its command")  # pragma: no cover
 
-    stub.__doc__ = inspect.getdoc(target)
+    if isinstance(target, typer.Typer):
+        from typer.models import TyperInfo
+
+        stub.__doc__ = typer.main.solve_typer_info_help(TyperInfo(typer_instance=target))
+    else:
+        stub.__doc__ = inspect.getdoc(target)
     stub.listing_stub = True  # type: ignore[attr-defined]
     return stub
 

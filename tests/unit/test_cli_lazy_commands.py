@@ -60,6 +60,13 @@ def test_a_command_behind_root_flags_runs_as_itself() -> None:
     assert json.loads(combined)["speculative_config"]["num_speculative_tokens"] == 5
 
 
+@pytest.mark.parametrize(
+    "argv", [["plan", "--help"], ["drafter", "--help"], ["drafter", "check", "--help"]]
+)
+def test_help_reached_through_a_stub_is_the_commands_own(argv) -> None:
+    assert run(["-qv", *argv]) == run(argv)
+
+
 def test_shell_completion_reaches_the_options_of_a_stubbed_command(tmp_path) -> None:
     env = {
         **os.environ,
