@@ -101,7 +101,15 @@ def measure(pairs: int) -> list[dict[str, object]]:
     return rows
 
 
-def table(rows: list[dict[str, object]], pairs: int) -> str:
+def load_average() -> str:
+    """The 1-minute load average (other work on the machine), or "unknown"."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except (AttributeError, OSError):  # not on Windows
+        return "unknown"
+
+
+def table(rows: list[dict[str, object]], pairs: int, load: tuple[str, str]) -> str:
     lines = [
         "| command | median | `import boto3` (same pairs) | ratio | target | met |",
         "|---|---:|---:|---:|---:|---|",
@@ -115,8 +123,8 @@ def table(rows: list[dict[str, object]], pairs: int) -> str:
         f"Medians of {pairs} alternating pairs per command (boto3 first in odd pairs, last "
         f"in even ones), fresh processes after one warm-up run each (warm .pyc files, OS "
         f"page cache and peagle shapes cache); Python {platform.python_version()}, "
-        f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs. Measured by "
-        f"`benchmarks/cold_start.py`.",
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, load average "
+        f"{load[0]} before and {load[1]} after. Measured by `benchmarks/cold_start.py`.",
     ]
     return "\n".join(lines)
 
@@ -182,7 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.pairs < 10:
         parser.error("--pairs must be at least 10 (a median of fewer says little)")
 
-    block = table(measure(args.pairs), args.pairs)
+    before = load_average()
+    rows = measure(args.pairs)
+    block = table(rows, args.pairs, (before, load_average()))
     print(block)
     if args.profile:
         print("\n" + profile(args.profile))
