@@ -52,32 +52,38 @@ def real_command(build: Callable[..., typer.Typer], name: str) -> Any:
 
 
 class _Deferred:
-    """typer's coercion of one parameter, its pydantic adapter built only if needed."""
+    """typer's coercion of one parameter, its pydantic adapter built only if needed. It
+    stands in for the parameter's `get_runtime_param` (calling it gives the coercion)."""
 
-    __slots__ = ()
+    __slots__ = ("built",)
+
+    def __init__(self) -> None:
+        self.built: Any = None
+
+    def __call__(self) -> _Deferred:
+        return self
 
     def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
-        multi = param.multiple or param.nargs == -1
-        if value is None:  # typer's RuntimeParam.coerce: unset stays unset
-            return () if multi else None
-        desc = param.type_descriptor
-        info = desc.parameter_info
-        # typer's str adapter is str(value), and a `parser=str` option's is parser(value)
-        as_str = (desc.annotation is str and info.parser is None) or info.parser is str
-        if as_str and type(value) is str and not multi and desc.file_annotation is None:
-            return value
-        from typer._coercion import build_runtime_param
+        if self.built is None:
+            multi = param.multiple or param.nargs == -1
+            if value is None:  # typer's RuntimeParam.coerce: unset stays unset
+                return () if multi else None
+            desc = param.type_descriptor
+            info = desc.parameter_info
+            # typer's str adapter is str(value), and a `parser=str` option's is parser(value)
+            as_str = (desc.annotation is str and info.parser is None) or info.parser is str
+            if as_str and type(value) is str and not multi and desc.file_annotation is None:
+                return value
+            from typer._coercion import build_runtime_param
 
-        param._runtime_param = build_runtime_param(desc)
-        return param._runtime_param.coerce(value, param=param, ctx=ctx)
-
-
-_DEFERRED = _Deferred()
+            self.built = build_runtime_param(desc)
+        return self.built.coerce(value, param=param, ctx=ctx)
 
 
 def defer_coercion(params: list[Any]) -> None:
     """Give each typer parameter the deferred coercion above (a typer without runtime
     coercion, before 0.2x, has nothing to defer)."""
     for param in params:
-        if getattr(param, "_runtime_param", False) is None and hasattr(param, "type_descriptor"):
-            param._runtime_param = _DEFERRED
+        has_runtime = hasattr(param, "get_runtime_param") and hasattr(param, "type_descriptor")
+        if has_runtime and not isinstance(vars(param).get("get_runtime_param"), _Deferred):
+            param.get_runtime_param = _Deferred()

@@ -111,5 +111,5 @@ def test_deferred_coercion_returns_what_typers_own_returns(value) -> None:
         if value is not None and (param.multiple or param.nargs == -1):
             continue  # click hands a multi-value parameter a tuple, never a bare string
         theirs = coerced(build_runtime_param(param.type_descriptor), value, param)
-        ours = coerced(param._runtime_param, value, param)
+        ours = coerced(param.get_runtime_param(), value, param)
         assert ours == theirs, name
