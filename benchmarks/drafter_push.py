@@ -28,7 +28,7 @@ from typing import Any
 
 from readme_block import markers, replace_block
 
-from sm_peagle.drafter import make_push_client, push_drafter
+from sm_peagle.lifecycle.drafter_upload import make_push_client, push_drafter
 
 MIB = 1024 * 1024
 BUCKET = "peagle-bench"
@@ -154,7 +154,7 @@ def run(size_mb: int, repeat: int, shards: int) -> dict[str, Any]:
 
 def time_hashing(root: Path) -> float:
     """The sha256 pass push_drafter makes before uploading (what makes re-runs resumable)."""
-    from sm_peagle.drafter.push import _hash_all, _LocalFile
+    from sm_peagle.lifecycle.drafter_upload import _hash_all, _LocalFile
 
     files = [_LocalFile(p.name, p, p.stat().st_size) for p in sorted(root.iterdir())]
     t0 = time.perf_counter()

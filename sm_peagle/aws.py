@@ -13,12 +13,11 @@ for it.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
-from pathlib import Path
 from typing import Any
 
+from . import settings
 from .errors import Call, NoCredentials, Phrase, SpecError, text
 
 __all__ = [
@@ -40,23 +39,13 @@ READ_TIMEOUT = 120.0
 
 
 def resolve_region(explicit: str | None = None) -> str | None:
-    return explicit or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    """`explicit`, else the environment's region (AWS_REGION, AWS_DEFAULT_REGION)."""
+    return explicit or settings.aws_region()
 
 
 def has_credentials_hint() -> bool:
     """Cheap guess (no boto3) whether any AWS credentials could be found."""
-    env = os.environ
-    if (
-        env.get("AWS_ACCESS_KEY_ID")
-        or env.get("AWS_PROFILE")
-        or env.get("AWS_WEB_IDENTITY_TOKEN_FILE")
-        or env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
-        or env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI")
-    ):
-        return True
-    creds = Path(env.get("AWS_SHARED_CREDENTIALS_FILE") or "~/.aws/credentials").expanduser()
-    conf = Path(env.get("AWS_CONFIG_FILE") or "~/.aws/config").expanduser()
-    return creds.exists() or conf.exists()
+    return settings.aws_credentials_hint()
 
 
 class AwsContext:
@@ -66,7 +55,8 @@ class AwsContext:
     all, or moto's server), whatever AWS_ENDPOINT_URL says; `credentials` (access key id,
     secret) are used instead of the credential chain, so a client aimed at such an
     endpoint never sends the user's real keys there. Without them, standard settings
-    apply (profiles, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>)."""
+    apply (profiles, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>). `session`: a boto3
+    session to use as it is (another library's identity, see `from_session`)."""
 
     def __init__(
         self,
@@ -80,6 +70,7 @@ class AwsContext:
         max_attempts: int = MAX_RETRIES,
         connect_timeout: float = CONNECT_TIMEOUT,
         read_timeout: float = READ_TIMEOUT,
+        session: Any = None,
     ) -> None:
         self._region = region
         self._profile = profile
@@ -90,7 +81,10 @@ class AwsContext:
         self.max_attempts = max_attempts
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
-        self._session: Any = None
+        # A given session is kept (and handed on by `derive`); otherwise one is made on
+        # first use, so making a context costs no boto3 import.
+        self._given_session = session
+        self._session: Any = session
         self._clients: dict[tuple[str, str | None], Any] = {}
         self._lock = threading.Lock()
 
@@ -107,6 +101,20 @@ class AwsContext:
                 profile_name=self._profile, region_name=resolve_region(self._region), **keys
             )
         return self._session
+
+    @classmethod
+    def from_session(cls, session: Any, region: str | None = None, **settings: Any) -> AwsContext:
+        """A context on `session`'s identity (a boto3 Session another library made, e.g.
+        the sagemaker SDK's) in `region` (None: the session's own). A session made for
+        another region is rebound to `region` over the same botocore session, so the
+        credentials and their cache are shared, never re-resolved."""
+        if region and session.region_name != region:
+            import boto3
+
+            # boto3 has no public accessor for a Session's botocore session (`_session`);
+            # `botocore_session=` is Session's documented way to share one.
+            session = boto3.session.Session(botocore_session=session._session, region_name=region)
+        return cls(region or session.region_name, session=session, **settings)
 
     @property
     def given_region(self) -> str | None:
@@ -129,6 +137,7 @@ class AwsContext:
             self._profile,
             endpoint_url=self.endpoint_url,
             credentials=self._credentials,
+            session=self._given_session,
             **(kept | settings),
         )
 
@@ -194,6 +203,12 @@ class AwsContext:
                     return client
                 self._clients[key] = client
             return self._clients[key]
+
+    def endpoint_url_for(self, service: str) -> str | None:
+        """The URL `service`'s clients from this context talk to: the context's own
+        `endpoint_url`, which wins over the environment as botocore's explicit argument
+        does, else the environment's (`settings.aws_endpoint_url`); None: AWS's."""
+        return self.endpoint_url or settings.aws_endpoint_url(service)
 
     def check_credentials(self) -> None:
         """Fail fast, in one line, when no credentials can be found at all."""
@@ -356,10 +371,18 @@ def as_peagle_error(exc: BaseException) -> Exception | None:
         from . import plugins
 
         state = plugins.current_target()
-        if state is not None:  # a plugin's target: its own remedy (errors.TARGET_PHRASES)
+        if state is not None:  # a plugin's target: its own remedy (wording.TARGET_PHRASES)
             remedy = text(f"the {state.name} did not answer: {{s}}", s=Phrase("unreachable"))
-        elif os.environ.get("AWS_ENDPOINT_URL"):
-            remedy = "check AWS_ENDPOINT_URL and that its server is running"
+        elif where != "AWS" and not _is_aws_host(where):
+            # A server the environment (or the caller's endpoint_url) named: say which.
+            named = [
+                name
+                for name, url in settings.configured_endpoint_urls().items()
+                if url.rstrip("/") == str(where).rstrip("/")
+            ]
+            remedy = (
+                f"check {named[0] if named else 'the endpoint URL'} and that its server is running"
+            )
         else:
             remedy = text(
                 "check the network, a proxy, or the region; or run with {s}", s=Phrase("local")

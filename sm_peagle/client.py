@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .endpoint import Endpoint, use_client_factory
+from .ops.adoption import AdoptOps
 from .ops.catalog import CatalogOps
 from .ops.changes import ChangeOps
 from .ops.deployment import DeployOps
@@ -28,6 +29,7 @@ from .ops.drafter import DrafterOps
 from .ops.endpoints import EndpointOps
 from .ops.iac import IacOps
 from .ops.measure import MeasureOps
+from .ops.measure_analysis import AnalysisOps
 from .ops.measure_sweep import SweepOps
 from .ops.measure_traffic import TrafficOps
 from .ops.session import Session
@@ -39,8 +41,10 @@ __all__ = ["Client", "Endpoint", "default_client", "module_function"]
 class Client(
     DeployOps,
     ChangeOps,
+    AdoptOps,
     EndpointOps,
     MeasureOps,
+    AnalysisOps,
     SweepOps,
     TrafficOps,
     CatalogOps,

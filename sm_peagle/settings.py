@@ -10,6 +10,7 @@ calls. Pure code (planning/, vllm/) takes these values as arguments and writes n
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = [
@@ -140,3 +141,126 @@ def export(name: str, value: str) -> None:
 # through AWS_ENDPOINT_URL, which peagle cannot tell from AWS: the "talking to:" line names
 # it). A plugin target's results carry the plugin's own labels (`contract.ResultLabel`).
 AWS = "AWS"
+
+
+# -- the rest of the environment: AWS's, no-color.org's, a child process's --------------
+#
+# Every environment read of the product goes through this module (tests/unit/
+# test_settings_reads.py holds that; the serving container has its own,
+# sm_peagle/container/settings.py). Standard variables are read here when asked, as the
+# PEAGLE_* ones are, so aws.py, the CLI and the operations never touch os.environ.
+
+__all__ += [
+    "aws_credentials_hint",
+    "aws_endpoint_url",
+    "aws_region",
+    "child_environ",
+    "configured_endpoint_urls",
+    "endpoint_variable",
+    "no_color",
+    "runtime_only_redirected",
+    "runtime_redirected",
+]
+
+# botocore's client names whose service id is not the name itself
+# (botocore.utils.SERVICE_NAME_ALIASES and CLIENT_NAME_TO_HYPHENIZED_SERVICE_ID_OVERRIDES),
+# for the clients peagle makes; a test compares them with the installed botocore.
+_SERVICE_IDS = {
+    "runtime.sagemaker": "sagemaker-runtime",
+    "application-autoscaling": "application-auto-scaling",
+    "logs": "cloudwatch-logs",
+}
+
+
+def endpoint_variable(service: str) -> str:
+    """`AWS_ENDPOINT_URL_<SERVICE>` for `service`, named as botocore names it: the service
+    id, upper case, `_` for `-` and spaces (`sagemaker-runtime`, `SageMaker Runtime` and
+    `SAGEMAKER_RUNTIME` are all AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME; `logs` is
+    AWS_ENDPOINT_URL_CLOUDWATCH_LOGS)."""
+    key = service.strip().lower().replace(" ", "-").replace("_", "-")
+    key = _SERVICE_IDS.get(key, key)
+    return "AWS_ENDPOINT_URL_" + key.replace("-", "_").upper()
+
+
+def aws_endpoint_url(service: str) -> str | None:
+    """The endpoint URL the environment sends `service`'s requests to; None: AWS's own.
+
+    botocore's order (ConfiguredEndpointProvider): AWS_ENDPOINT_URL_<SERVICE>, then
+    AWS_ENDPOINT_URL (an empty value counts as unset); neither when
+    AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is `true`. A client given an `endpoint_url`
+    (`AwsContext(endpoint_url=…)`) ignores both: `AwsContext.endpoint_url_for` says that.
+    The shared config file's `endpoint_url` (botocore's last resort) is not read here."""
+    if (os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS") or "").lower() == "true":
+        return None
+    return os.environ.get(endpoint_variable(service)) or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+def configured_endpoint_urls() -> dict[str, str]:
+    """Every AWS_ENDPOINT_URL* variable that is set and counts, name -> URL (to name the
+    one to check when its server does not answer)."""
+    if (os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS") or "").lower() == "true":
+        return {}
+    return {
+        name: value
+        for name, value in sorted(os.environ.items())
+        if value and (name == "AWS_ENDPOINT_URL" or name.startswith("AWS_ENDPOINT_URL_"))
+    }
+
+
+def runtime_redirected() -> str | None:
+    """The URL the SageMaker runtime API (invocations) is sent to when it is not where the
+    control plane's requests go (AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME on its own); None
+    when both go to the same place."""
+    runtime = aws_endpoint_url("sagemaker-runtime")
+    return runtime if runtime != aws_endpoint_url("sagemaker") else None
+
+
+def runtime_only_redirected() -> bool:
+    """Only the runtime API is redirected (a local server answering invocations): the
+    control plane is still AWS's, which has nothing to say about that server's endpoints."""
+    return runtime_redirected() is not None and aws_endpoint_url("sagemaker") is None
+
+
+def aws_region() -> str | None:
+    """The region the environment names: AWS_REGION, else AWS_DEFAULT_REGION (botocore's
+    order for the two variables; a profile's region is boto3's to read)."""
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None
+
+
+def aws_credentials_hint() -> bool:
+    """Cheap guess (no boto3) whether any AWS credentials could be found: a credential
+    variable, or a shared credentials or config file."""
+    env = os.environ
+    if (
+        env.get("AWS_ACCESS_KEY_ID")
+        or env.get("AWS_PROFILE")
+        or env.get("AWS_WEB_IDENTITY_TOKEN_FILE")
+        or env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+        or env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+    ):
+        return True
+    creds = Path(env.get("AWS_SHARED_CREDENTIALS_FILE") or "~/.aws/credentials").expanduser()
+    conf = Path(env.get("AWS_CONFIG_FILE") or "~/.aws/config").expanduser()
+    return creds.exists() or conf.exists()
+
+
+def no_color() -> bool:
+    """no-color.org: `NO_COLOR` present and not empty turns colour off."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
+def child_environ(
+    set_: Mapping[str, str | None] | None = None, *, prepend: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment for a child process: this one's, with `set_` applied (None removes
+    a variable) and each `prepend` path put first in its os.pathsep list (PYTHONPATH).
+    Built as a new dict: this process's environment is never changed."""
+    env = dict(os.environ)
+    for name, first in (prepend or {}).items():
+        env[name] = os.pathsep.join(filter(None, [first, env.get(name)]))
+    for name, value in (set_ or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import shlex
 import shutil
 import signal
@@ -31,6 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .. import settings
 from ..errors import Call, PeagleError, SpecError
 from ..errors import text as words
 from .metrics import RequestRecord
@@ -247,9 +247,8 @@ def _die_with_parent() -> None:
 
 
 def _spawn(cmd: list[str], log: Path, cwd: Path) -> subprocess.Popen[bytes]:
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    # This checkout first on the workers' path, so they import the same sm_peagle.
+    env = settings.child_environ(prepend={"PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     with open(log, "wb") as out:
         return subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=str(cwd),

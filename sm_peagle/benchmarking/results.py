@@ -9,7 +9,7 @@ Two kinds share the schema:
 - ``kind: "sweep"``: several bench documents (``runs``) plus the comparison table and the K
   recommendation.
 
-`recommend --results DIR` reads the top-level ``instance_type`` and
+`recommend --results-dir DIR` reads the top-level ``instance_type`` and
 ``levels[].output_tokens_per_s`` of bench documents; those names must never change within
 any version. Every document says where its numbers came from (provenance) and carries one
 label of what produced them: `AWS`, or the label of the plugin target that answered

@@ -80,19 +80,10 @@ def from_sagemaker(cls: type, resource: Any, aws: Any = None) -> Any:
         arn = resource.endpoint_arn if isinstance(resource, sdk.Endpoint) else None
         arn = arn or getattr(resource, "inference_component_arn", None)
         region = _arn_region(arn) or getattr(resource, "_region", None)
-        aws = AwsContext(region=region)
         session = getattr(resource, "_session", None)
-        if session is not None:
-            # The identity the SDK resource was fetched with. AwsContext builds its boto3
-            # session lazily, so this one replaces it before any client exists; the region
-            # is the resource's, even if that session was made for another.
-            if region and session.region_name != region:
-                import boto3
-
-                session = boto3.session.Session(
-                    botocore_session=session._session, region_name=region
-                )
-            aws._session = session
+        # The identity the SDK resource was fetched with, in the resource's region even if
+        # that session was made for another.
+        aws = AwsContext(region) if session is None else AwsContext.from_session(session, region)
     return cls._attach(resource.endpoint_name, aws=aws)
 
 

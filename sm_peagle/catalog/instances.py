@@ -2,7 +2,7 @@
 
 GPU counts, memory, vCPU and RAM are AWS's published figures. Prices are on-demand
 SageMaker hosting $/h in us-east-1 where a published figure was found, otherwise None;
-`sm_peagle.catalog.pricing` fills the rest live from the AWS Price List API when
+`sm_peagle.lifecycle.live_prices` fills the rest live from the AWS Price List API when
 credentials exist. Never guess a price: a None shows as "unknown". A price holds for
 `price_region` only: another region's price is unknown, never this one unlabelled
 (`regional_prices.price_in`).

@@ -1,10 +1,12 @@
-"""On-demand SageMaker hosting prices from the AWS Price List API.
+"""On-demand SageMaker hosting prices from the AWS Price List API: the pure half.
 
 `peagle instances --live-prices` replaces the catalog's prices with what AWS publishes
-for the region. The Price List API lives in us-east-1 whatever region is priced; a
-SageMaker real-time hosting product is keyed by its usage type, `<REGION CODE>-Host:<type>`
-(e.g. `USE1-Host:ml.g6e.2xlarge`), and each PriceList entry is a JSON string whose
-`terms.OnDemand.*.priceDimensions.*.pricePerUnit.USD` is the hourly rate.
+for the region (the calls are `sm_peagle.lifecycle.live_prices`; this module reads their
+answers and never imports boto3 or botocore). The Price List API lives in us-east-1
+whatever region is priced; a SageMaker real-time hosting product is keyed by its usage
+type, `<REGION CODE>-Host:<type>` (e.g. `USE1-Host:ml.g6e.2xlarge`), and each PriceList
+entry is a JSON string whose `terms.OnDemand.*.priceDimensions.*.pricePerUnit.USD` is the
+hourly rate.
 
 Never invent a price: when the lookup fails (no credentials, AccessDenied, throttled,
 offline), when the region code is not known, or when AWS publishes no single hourly
@@ -25,9 +27,10 @@ from .instances import InstanceType
 __all__ = [
     "REGION_CODES",
     "PRICING_REGION",
-    "usage_type",
+    "SERVICE_CODE",
     "hourly_usd",
-    "with_live_prices",
+    "kept_price",
+    "usage_type",
 ]
 
 PRICING_REGION = "us-east-1"  # the Price List API endpoint peagle calls
@@ -81,23 +84,7 @@ def hourly_usd(price_list: list[Any]) -> set[float]:
     return rates
 
 
-def _products(client: Any, usage: str) -> list[Any]:
-    kwargs: dict[str, Any] = {
-        "ServiceCode": SERVICE_CODE,
-        "Filters": [{"Type": "TERM_MATCH", "Field": "usagetype", "Value": usage}],
-        "FormatVersion": "aws_v1",
-        "MaxResults": 100,
-    }
-    out: list[Any] = []
-    while True:
-        page = client.get_products(**kwargs)
-        out += page.get("PriceList", [])
-        if not page.get("NextToken"):
-            return out
-        kwargs["NextToken"] = page["NextToken"]
-
-
-def _kept(inst: InstanceType, why: str, region: str | None = None) -> InstanceType:
+def kept_price(inst: InstanceType, why: str, region: str | None = None) -> InstanceType:
     """`inst` with a note on why its live price is missing; its catalog price only when
     that was published for `region` (None: the catalog's own region)."""
     if inst.usd_per_hour is not None and region in (None, inst.price_region):
@@ -111,66 +98,3 @@ def _kept(inst: InstanceType, why: str, region: str | None = None) -> InstanceTy
         price_region=None,
         price_note=f"price unknown: {why}",
     )
-
-
-def _describe(err: Exception) -> str:
-    response = getattr(err, "response", None)
-    if isinstance(response, dict) and "Error" in response:
-        e = response["Error"]
-        return f"live price lookup failed ({e.get('Code', '?')}: {e.get('Message', '')})".strip()
-    return f"live price lookup failed ({err})"
-
-
-def with_live_prices(items: list[InstanceType], region: str, aws: Any) -> list[InstanceType]:
-    """`items` with `usd_per_hour` from the Price List API for `region` where AWS
-    publishes exactly one on-demand hourly rate; otherwise unchanged plus a `price_note`.
-
-    `aws` is an AwsContext (anything with `client(service, region=...)`). The first
-    failed call (no credentials, AccessDenied, network) stops the lookups: the same
-    failure would repeat for every type.
-    """
-    if region not in REGION_CODES:
-        why = f"no Price List region code known to peagle for {region}"
-        return [_kept(i, why, region) for i in items]
-
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    from ..errors import PeagleError
-
-    failure: str | None = None
-    client: Any = None
-    out: list[InstanceType] = []
-    for inst in items:
-        if failure is None and client is None:
-            try:
-                client = aws.client("pricing", region=PRICING_REGION)
-            except (BotoCoreError, ClientError, PeagleError) as e:
-                failure = _describe(e)
-        if failure is not None:
-            out.append(_kept(inst, failure, region))
-            continue
-        usage = usage_type(region, inst.name)
-        try:
-            rates = hourly_usd(_products(client, usage))
-        except (BotoCoreError, ClientError) as e:
-            failure = _describe(e)
-            out.append(_kept(inst, failure, region))
-            continue
-        if len(rates) == 1:
-            (usd,) = rates
-            out.append(
-                replace(
-                    inst,
-                    usd_per_hour=usd,
-                    price_source=f"AWS Price List API, {usage}",
-                    price_region=region,
-                    price_note=None,
-                )
-            )
-        elif not rates:
-            out.append(_kept(inst, f"AWS publishes no on-demand price for {usage}", region))
-        else:
-            listed = ", ".join(f"{r:g}" for r in sorted(rates))
-            why = f"{len(rates)} different prices for {usage} ({listed})"
-            out.append(_kept(inst, why, region))
-    return out

@@ -13,6 +13,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from .lazy_commands import defer_coercion, is_listing_stub, listing_stub, real_command
 from .options import JsonOpt, QuietOpt, VerboseOpt
 
 # name -> (module, attribute). A sub-app (typer.Typer) is added as a group.
@@ -73,12 +74,16 @@ class PeagleGroup(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
+        defer_coercion(self.params)
         for command in self.commands.values():
             _add_global_options(command)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> tuple[Any, Any, list[str]]:
         name, command, rest = super().resolve_command(ctx, args)
+        if name is not None and is_listing_stub(command):  # a root-level run: build it now
+            command = self.commands[name] = real_command(build_app, name)
         if command is not None and not isinstance(command, TyperGroup):
+            defer_coercion(command.get_params(ctx))  # its --help option is made here
             from .options import rewrite_deprecated
             from .output import current
 
@@ -87,6 +92,11 @@ class PeagleGroup(TyperGroup):
             for warning in warnings:
                 current().warn(warning)
         return name, command, rest
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)  # with --help and the completion options
+        defer_coercion(params)
+        return params
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -140,6 +150,17 @@ def _add_global_options(command: Any) -> None:
     for param in _global_params():
         if not taken & set(param.opts):
             command.params.append(param)
+    defer_coercion(command.params)
+
+
+def _group_doc(help_text: str) -> Any:
+    """A function whose docstring is `help_text`: what a listing stub copies its help from."""
+
+    def group() -> None:
+        """"""
+
+    group.__doc__ = help_text
+    return group
 
 
 def _root_epilog() -> str:
@@ -162,13 +183,17 @@ def _root_epilog() -> str:
     )
 
 
-def build_app(only: str | None = None, *, plugins_loaded: bool = True) -> typer.Typer:
+def build_app(
+    only: str | None = None, *, plugins_loaded: bool = True, stubs: bool | None = None
+) -> typer.Typer:
     """The typer app; with `only`, just that command.
 
-    typer turns every parameter of every registered command into click objects (and,
-    since 0.2x, pydantic adapters) when it runs, which costs ~15-20 ms for the whole tree
-    on the `peagle plan` path. Registering only the command being run avoids that; the
-    root callback keeps the group shape so `peagle plan …` parses the same either way.
+    typer turns every parameter of every registered command into click objects when it
+    runs, which costs ~40 ms for the whole tree. Registering only the command being run
+    avoids that; the root callback keeps the group shape so `peagle plan …` parses the
+    same either way. `stubs` (default: a root-level run as `main` makes it, all
+    commands and plugin groups as stubs) registers each command as a listing stub, built
+    for real when click resolves it (`cli/lazy_commands.py`).
     """
     epilog = EPILOG if only is not None else _root_epilog()
     app = typer.Typer(
@@ -197,7 +222,12 @@ def build_app(only: str | None = None, *, plugins_loaded: bool = True) -> typer.
         if only is not None and name != only:
             continue
         target = getattr(importlib.import_module(f".{module}", __package__), attr)
-        if isinstance(target, typer.Typer):
+        if stubs and isinstance(target, typer.Typer):  # listed among the groups, as itself
+            stub = listing_stub(target)
+            app.add_typer(typer.Typer(), name=name, callback=stub, help=stub.__doc__)
+        elif stubs:
+            app.command(name)(listing_stub(target))
+        elif isinstance(target, typer.Typer):
             app.add_typer(target, name=name, cls=PeagleGroup)
         else:
             app.command(name)(target)
@@ -207,8 +237,10 @@ def build_app(only: str | None = None, *, plugins_loaded: bool = True) -> typer.
         for name, group in plugins.commands().items():
             if only is None and not plugins_loaded:
                 # `peagle --help` lists a plugin's group without importing it: a plugin's
-                # code is imported only when one of its commands runs.
-                app.add_typer(typer.Typer(help=group.help), name=name)
+                # code is imported only when one of its commands runs (a root-level run
+                # that reaches it, `peagle -qv <group> …`, builds it then, as any stub).
+                stub = listing_stub(_group_doc(group.help))
+                app.add_typer(typer.Typer(), name=name, callback=stub, help=group.help)
             elif only is None or name == only:
                 app.add_typer(group.load(), name=name, cls=PeagleGroup)
     return app

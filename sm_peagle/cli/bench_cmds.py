@@ -26,6 +26,10 @@ from .bench_options import (
 )
 from .bench_render import render_measurement
 from .options import (
+    AcceptanceWaitOpt,
+    DatasetOpt,
+    MaxTokensOpt,
+    TemperatureOpt,
     concurrency_option,
     k_list_option,
     output_option,
@@ -46,28 +50,6 @@ DurationOpt = Annotated[
     str | None, typer.Option("--duration", help="Run each level this long instead (60s, 5m).")
 ]
 WarmupOpt = Annotated[int, typer.Option("--warmup", help="Unmeasured requests before each level.")]
-DatasetOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--dataset",
-        help="peagle-builtin (default), FILE.jsonl ('prompt' or 'messages' per line), "
-        "humaneval (offline with sm-peagle[humaneval]; the sweep's default then), "
-        "mt-bench or speed-bench (need `datasets` and network).",
-    ),
-]
-MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", help="max_tokens per request.")]
-TemperatureOpt = Annotated[
-    float | None,
-    typer.Option("--temperature", help="Sampling temperature, 0 (greedy) to 2 (model default)."),
-]
-AcceptanceWaitOpt = Annotated[
-    str,
-    typer.Option(
-        "--acceptance-wait",
-        help="How long to wait for vLLM's SpecDecoding log line after the last level, for "
-        "images without per-request acceptance (0: read the logs once, no wait).",
-    ),
-]
 CsvOpt = Annotated[Path | None, typer.Option("--csv", help="Write a CSV (one row per level).")]
 MarkdownOpt = Annotated[Path | None, typer.Option("--markdown", help="Write a markdown report.")]
 PlotOpt = Annotated[

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from .options import given_component
+from .options import component_option
 
 SloOpt = Annotated[
     str | None,
@@ -42,16 +42,11 @@ BurstinessOpt = Annotated[
         help="With --rate: gamma inter-arrivals of this shape (1 = Poisson, < 1 burstier).",
     ),
 ]
-ComponentOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--component",
-        help="Inference component to benchmark (every request carries it as "
-        "InferenceComponentName; the short name it was deployed with is enough). Required "
-        "on an endpoint that hosts components.",
-        callback=given_component,
-    ),
-]
+ComponentOpt = component_option(
+    "Inference component to benchmark (every request carries it as InferenceComponentName; "
+    "the short name it was deployed with is enough). Required on an endpoint that hosts "
+    "components."
+)
 RequestsOutOpt = Annotated[
     Path | None,
     typer.Option(

@@ -63,7 +63,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "iam_policy": ("iam-policy",),
 }
 # The CLI's wording of each `Phrase` (errors.PHRASES is the Python one; same keys). A
-# plugin target's phrases (errors.TARGET_PHRASES) are worded by the target.
+# plugin target's phrases (wording.TARGET_PHRASES) are worded by the target.
 PHRASES: dict[str, str] = {
     "json": "--json",
 }

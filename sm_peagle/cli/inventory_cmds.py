@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from .lifecycle_cmds import YesOpt, asker
-from .options import DryRunOpt, component_option, json_option
+from .options import DryRunOpt, component_option, dry_run_option, json_option
 from .output import console, current, note, table
 from .spec_options import JsonOpt, RegionOpt
 
@@ -278,7 +278,7 @@ def _render_delete(result: Any, name: str, dry_run: bool) -> None:
 
 
 def gc_command(
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would go.")] = False,
+    dry_run: dry_run_option("Only list what would go.") = False,
     min_age: Annotated[
         str,
         typer.Option(

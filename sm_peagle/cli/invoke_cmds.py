@@ -14,30 +14,20 @@ from typing import Annotated, Any
 
 import typer
 
-from .options import given_component
+from .options import MaxTokensOpt, TemperatureOpt, component_option
 from .output import current, note
 from .spec_options import JsonOpt, RegionOpt
 
 NameArg = Annotated[str, typer.Argument(help="Endpoint name.")]
 SystemOpt = Annotated[str | None, typer.Option("--system", help="System prompt.")]
-MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", help="Most tokens to generate.")]
-TemperatureOpt = Annotated[
-    float | None,
-    typer.Option("--temperature", help="Sampling temperature, 0 (greedy) to 2 (model default)."),
-]
 TopPOpt = Annotated[
     float | None,
     typer.Option("--top-p", help="Nucleus sampling: above 0, at most 1 (model default)."),
 ]
-ComponentOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--component",
-        help="Inference component to invoke (InferenceComponentName; the short name it was "
-        "deployed with is enough). Required on an endpoint that hosts components.",
-        callback=given_component,
-    ),
-]
+ComponentOpt = component_option(
+    "Inference component to invoke (InferenceComponentName; the short name it was deployed "
+    "with is enough). Required on an endpoint that hosts components."
+)
 StreamOpt = Annotated[
     bool,
     typer.Option("--stream/--no-stream", help="Stream tokens (InvokeEndpointWithResponseStream)."),

@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .options import DryRunOpt, StrictOpt, YesOpt, component_option, k_option, mode_option
+from .options import (
+    DryRunOpt,
+    StrictOpt,
+    YesOpt,
+    component_option,
+    dry_run_option,
+    k_option,
+    mode_option,
+)
 from .output import current, note
 from .spec_options import (
     InstanceCountOpt,
@@ -84,7 +92,7 @@ def deploy_command(
     keep_on_failure: Annotated[
         bool, typer.Option("--keep-on-failure", help="Keep resources of a failed deploy.")
     ] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Plan only; create nothing.")] = False,
+    dry_run: dry_run_option("Plan only; create nothing.") = False,
     strict: StrictOpt = False,
     yes: YesOpt = False,
     json_out: JsonOpt = False,

@@ -14,6 +14,14 @@ One meaning per short flag across every command (tests/unit/test_cli_vocabulary.
 
 and one long name for each of `--region`, `--dry-run`, `--json`, `--component`, `--strict`.
 
+A long flag takes the same value on every command that spells it (type and metavar; the
+test lists the few exceptions and why), and a shared option is declared here once (a
+factory where a command's help must differ). An option that names a directory ends in
+`-dir` (`recommend --results-dir`); `-o/--output` is where results go, a file or a
+directory as the command writes one result or several. A sizing input is not a load level:
+`recommend --sequences N` (sequences of `--max-model-len` tokens the KV cache holds at
+once) beside `-c/--concurrency`'s comma list of levels.
+
 Options with a fixed set of values are typed with a `Literal`, so `--help` prints
 `<p-eagle|eagle3|baseline>` and the shell completes them. Most are parsed as plain strings
 (`parser=str`): the value is then checked by the same validation the SDK runs (the spec's,
@@ -171,7 +179,8 @@ def given_component(value: str | None) -> str | None:
 
 
 def components_option(help: str) -> Any:
-    """A repeatable `--component` (deploy's NAME[:key=value,...], race's two sides)."""
+    """A repeatable `--component` (race's two sides; deploy's NAME[:key=value,...] is
+    component_options.ComponentOpt)."""
     return Annotated[list[str] | None, typer.Option("--component", metavar="NAME", help=help)]
 
 
@@ -226,6 +235,34 @@ RegionOpt = Annotated[
     str | None, typer.Option("--region", help="AWS region.", callback=check_region)
 ]
 
+# -- the traffic options: every command that sends prompts (invoke, chat, race, bench, sweep,
+# tune-k) declares them from here, so each has one type and one help; defaults stay per
+# command (in its signature: invoke and chat answer at length, measurements use 256).
+MaxTokensOpt = Annotated[
+    int, typer.Option("--max-tokens", help="max_tokens of each request: most tokens to generate.")
+]
+TemperatureOpt = Annotated[
+    float | None,
+    typer.Option("--temperature", help="Sampling temperature, 0 (greedy) to 2 (model default)."),
+]
+DatasetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dataset",
+        help="peagle-builtin (default), FILE.jsonl ('prompt' or 'messages' per line), "
+        "humaneval (offline with sm-peagle[humaneval]; the sweep's default then), "
+        "mt-bench or speed-bench (need `datasets` and network).",
+    ),
+]
+AcceptanceWaitOpt = Annotated[
+    str,
+    typer.Option(
+        "--acceptance-wait",
+        help="How long to wait for vLLM's SpecDecoding log line after the last request, for "
+        "images without per-request acceptance (0: read the logs once, no wait).",
+    ),
+]
+
 
 # -- deprecated spellings ------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -247,6 +284,11 @@ DEPRECATED: tuple[Deprecated, ...] = (
     Deprecated("--out-dir", "--output", ("sweep",)),
     Deprecated("-f", "--follow", ("logs",)),
     Deprecated("--num-speculative-tokens", "--k", ("plan", "deploy", "update", "drafter check")),
+    # Issue 35: `--concurrency` is a comma list of load levels on bench, sweep and tune-k,
+    # where it stays; only recommend's sizing input (one integer) takes another name.
+    Deprecated("--concurrency", "--sequences", ("recommend",)),
+    # A directory option ends in -dir; tune-k's `--results` (one bench file) keeps its name.
+    Deprecated("--results", "--results-dir", ("recommend",)),
 )
 
 

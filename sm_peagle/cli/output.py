@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -72,7 +71,9 @@ __all__ = [
 
 def no_color() -> bool:
     """no-color.org: `NO_COLOR` present and not empty turns colour off."""
-    return bool(os.environ.get("NO_COLOR"))
+    from .. import settings
+
+    return settings.no_color()
 
 
 def to_document(obj: Any) -> Any:

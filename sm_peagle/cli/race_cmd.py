@@ -19,8 +19,14 @@ from typing import Annotated, Any
 
 import typer
 
+from .options import MaxTokensOpt, TemperatureOpt, components_option
 from .output import current, note
 from .spec_options import JsonOpt, RegionOpt
+
+RaceComponentsOpt = components_option(
+    "Give it twice to race two inference components of the one endpoint A (short names as "
+    "deployed, e.g. --component p-eagle --component baseline)."
+)
 
 
 def _header(s: Any) -> str:
@@ -84,24 +90,12 @@ def race_command(
             help="Side B: ENDPOINT or ENDPOINT/COMPONENT (omit it with --component twice)."
         ),
     ] = None,
-    component: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--component",
-            help="Give it twice to race two inference components of the one endpoint A "
-            "(short names as deployed, e.g. --component p-eagle --component baseline).",
-        ),
-    ] = None,
+    component: RaceComponentsOpt = None,
     prompt: Annotated[
         str | None, typer.Option("--prompt", "-p", help="The prompt both get (chat).")
     ] = None,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="max_tokens for both.")] = 256,
-    temperature: Annotated[
-        float | None,
-        typer.Option(
-            "--temperature", help="Sampling temperature, 0 (greedy) to 2 (model default)."
-        ),
-    ] = None,
+    max_tokens: MaxTokensOpt = 256,
+    temperature: TemperatureOpt = None,
     region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:

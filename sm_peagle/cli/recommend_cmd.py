@@ -13,15 +13,24 @@ from .spec_options import JsonOpt, ModeOpt
 
 def recommend_command(
     model: Annotated[str, typer.Argument(help="Catalog alias or JumpStart id.")],
-    concurrency: Annotated[
-        int | None, typer.Option("--concurrency", help="Max-length sequences to hold at once.")
+    sequences: Annotated[
+        int | None,
+        typer.Option(
+            "--sequences",
+            help="Sequences of --max-model-len tokens the KV cache must hold at once "
+            "(default 1; was --concurrency).",
+        ),
     ] = None,
     budget: Annotated[float | None, typer.Option("--budget", help="Max $/h.")] = None,
     mode: ModeOpt = None,
     max_model_len: Annotated[int, typer.Option("--max-model-len")] = 8192,
-    results: Annotated[
+    results_dir: Annotated[
         Path | None,
-        typer.Option("--results", help="Bench results dir: rank by measured $/1M tokens."),
+        typer.Option(
+            "--results-dir",
+            metavar="DIR",
+            help="Bench/sweep results directory: rank by measured $/1M tokens (was --results).",
+        ),
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -30,11 +39,11 @@ def recommend_command(
 
     rec = client().recommend(
         model,
-        concurrency=concurrency,
+        sequences=sequences,
         budget=budget,
         mode=mode,
         max_model_len=max_model_len,
-        results=results,
+        results_dir=results_dir,
     )
     current().result(rec, render=render_recommendation)
 

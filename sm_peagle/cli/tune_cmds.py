@@ -12,7 +12,14 @@ from typing import Annotated, Any
 
 import typer
 
-from .options import component_option, concurrency_option, requests_option
+from .options import (
+    AcceptanceWaitOpt,
+    DatasetOpt,
+    MaxTokensOpt,
+    component_option,
+    concurrency_option,
+    requests_option,
+)
 from .output import current
 from .spec_options import JsonOpt, RegionOpt
 
@@ -31,11 +38,13 @@ def tune_k_command(
     component: TuneComponentOpt = None,
     concurrency: TuneConcurrencyOpt = "1",
     requests: TuneRequestsOpt = 16,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="max_tokens per request.")] = 256,
-    dataset: Annotated[str | None, typer.Option("--dataset", help="As `peagle bench`.")] = None,
+    max_tokens: MaxTokensOpt = 256,
+    dataset: DatasetOpt = None,
     results: Annotated[
         Path | None,
-        typer.Option("--results", help="Use a stored `peagle bench` JSON: send nothing."),
+        typer.Option(
+            "--results", metavar="FILE", help="Use a stored `peagle bench` JSON: send nothing."
+        ),
     ] = None,
     position_cost: Annotated[
         float,
@@ -47,9 +56,7 @@ def tune_k_command(
     tolerance: Annotated[
         float, typer.Option("--tolerance", help="Pick the smallest K' within this of the best.")
     ] = 0.02,
-    acceptance_wait: Annotated[
-        str, typer.Option("--acceptance-wait", help="Wait for the SpecDecoding log line.")
-    ] = "25s",
+    acceptance_wait: AcceptanceWaitOpt = "25s",
     region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:

@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from . import settings
 from .lax import lax_bool, lax_int
 
 __all__ = [
@@ -359,7 +360,7 @@ def main(
 ) -> int:
     """Check, log and exec `vllm serve`. Returns 2 (never execs) on a FATAL setting;
     tests inject `exec_fn` so nothing is exec'd."""
-    env = os.environ if env is None else env
+    env = settings.environ() if env is None else env
     out = err or sys.stderr
     extra = list(sys.argv[1:] if argv is None else argv)
     if extra[:1] == ["serve"]:  # SageMaker starts hosting containers as `<image> serve`

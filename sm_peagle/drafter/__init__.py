@@ -1,7 +1,7 @@
-"""Inspect, check and push P-EAGLE / EAGLE-3 drafter heads.
+"""Inspect and check P-EAGLE / EAGLE-3 drafter heads: pure (no boto3, botocore or rich).
 
-Names are imported lazily: importing `sm_peagle.drafter.check` (the plan does, for a
-local head) must not load `push` or the S3 reader, which reach boto3.
+A head on S3 is read through the client the caller passes; the upload is a side effect
+and lives in `sm_peagle.lifecycle.drafter_upload`. Names are imported lazily.
 """
 
 from __future__ import annotations
@@ -16,10 +16,6 @@ _LAZY = {
     "Problem": "inspection",
     "inspect_drafter": "inspect",
     "inspect_local": "readers",
-    "MANIFEST": "push",
-    "PushResult": "push",
-    "make_push_client": "push",
-    "push_drafter": "push",
     "ByteCounter": "safetensors_header",
     "HeaderError": "safetensors_header",
     "SafetensorsHeader": "safetensors_header",

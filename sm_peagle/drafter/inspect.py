@@ -1,9 +1,10 @@
 """Inspect a drafter head, local or on S3, without reading the tensors.
 
 `inspect_drafter` is the entry point for either kind of source. A local directory goes
-to `readers.inspect_local` (pure); an s3://bucket/prefix/ is read here by ranged GETs of
-the safetensors headers (botocore is imported lazily, boto3 only through `sm_peagle.aws`).
-It raises `SpecError` only when the source itself cannot be read (no such directory,
+to `readers.inspect_local`; an s3://bucket/prefix/ is read here by ranged GETs of the
+safetensors headers, through the S3 client the caller passes (the side-effect layers make
+it: drafter/ imports neither `sm_peagle.aws` nor boto3/botocore, a test holds that). It
+raises `SpecError` only when the source itself cannot be read (no such directory,
 malformed URI, no S3 access).
 """
 
@@ -32,11 +33,8 @@ class S3Reader(HeaderReader):
     def __init__(self, uri: str, client: Any, counter: ByteCounter | None) -> None:
         self.bucket, self.prefix = parse_s3_uri(uri)
         super().__init__(f"s3://{self.bucket}/{self.prefix}")
-        if client is None:
-            from sm_peagle.aws import AwsContext  # lazy: boto3 costs ~0.3 s to import
-
-            ctx = AwsContext()
-            client = ctx.client("s3", region=ctx.session.region_name or "us-east-1")
+        if client is None:  # a programming error: the SDK always passes its client
+            raise TypeError("inspecting an s3:// head needs the s3_client to read it with")
         self.client = client
         self.counter = counter if counter is not None else ByteCounter()
 
@@ -46,8 +44,6 @@ class S3Reader(HeaderReader):
         return ins
 
     def list_files(self) -> dict[str, int]:
-        from botocore.exceptions import ClientError
-
         sizes: dict[str, int] = {}
         try:
             pages = self.client.get_paginator("list_objects_v2").paginate(
@@ -61,7 +57,9 @@ class S3Reader(HeaderReader):
                         self.ins.folder_keys.append(key)
                     else:
                         sizes[key[len(self.prefix) :]] = size
-        except ClientError as exc:  # a network error is not bad input: the CLI says exit 1
+        except Exception as exc:
+            if not _refused(exc):  # a network error is not bad input: the CLI says exit 1
+                raise
             raise SpecError(f"cannot list {self.ins.source}: {exc}") from None
         if not sizes and not self.ins.folder_keys:
             raise SpecError(
@@ -73,18 +71,16 @@ class S3Reader(HeaderReader):
         return sizes
 
     def read_small(self, name: str) -> bytes:
-        from botocore.exceptions import ClientError
-
         try:
             body = self.client.get_object(Bucket=self.bucket, Key=self.prefix + name)["Body"]
-        except ClientError as exc:
+        except Exception as exc:
+            if not _refused(exc):
+                raise
             raise SpecError(f"cannot read {self.ins.source}{name}: {exc}") from None
         with body:
             return body.read()
 
     def read_header(self, name: str) -> SafetensorsHeader:
-        from botocore.exceptions import ClientError
-
         try:
             return read_s3_header(
                 self.client,
@@ -94,5 +90,15 @@ class S3Reader(HeaderReader):
                 file_size=self.sizes.get(name),
                 counter=self.counter,
             )
-        except ClientError as exc:
+        except Exception as exc:
+            if not _refused(exc):
+                raise
             raise SpecError(f"cannot read {self.ins.source}{name}: {exc}") from None
+
+
+def _refused(exc: BaseException) -> bool:
+    """S3 answered with an error (botocore's ClientError: no such bucket, AccessDenied),
+    recognised by the `response` document it carries, so drafter/ never imports botocore.
+    A network failure (no answer at all) carries none and propagates."""
+    response = getattr(exc, "response", None)
+    return isinstance(response, dict) and "Error" in response

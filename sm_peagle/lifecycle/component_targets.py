@@ -18,20 +18,12 @@ the error it is (the runtime would be unreachable too).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from .. import settings
 from ..errors import Call, Param, SpecError, text
 
 __all__ = ["choices", "components_of", "resolve_component"]
-
-
-def _control_plane_redirected_away() -> bool:
-    """Only the runtime API points somewhere else (a local server): no control plane."""
-    env = os.environ
-    return bool(env.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME")) and not (
-        env.get("AWS_ENDPOINT_URL") or env.get("AWS_ENDPOINT_URL_SAGEMAKER")
-    )
 
 
 def components_of(sm: Any, endpoint: str) -> list[str] | None:
@@ -39,7 +31,7 @@ def components_of(sm: Any, endpoint: str) -> list[str] | None:
     yet), or None when the control plane cannot say."""
     from botocore.exceptions import ConnectionError, HTTPClientError
 
-    if _control_plane_redirected_away():
+    if settings.runtime_only_redirected():  # a local server: no control plane for it
         return None
     try:
         pages = sm.get_paginator("list_inference_components").paginate(EndpointNameEquals=endpoint)

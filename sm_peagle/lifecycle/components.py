@@ -11,6 +11,7 @@ endpoints that use components; `lifecycle.component_status` reads them back.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +42,9 @@ __all__ = [
 ]
 
 SCALING = "component_scaling"  # kind of a `created` entry: a component's scaling set
+# SageMaker clients whose server answered that it does not implement
+# ListInferenceComponents (kept here, not as an attribute set on botocore's object).
+_NO_COMPONENTS: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def listed_components(sm: Any, **filters: Any) -> list[dict[str, Any]]:
@@ -49,7 +53,7 @@ def listed_components(sm: Any, **filters: Any) -> list[dict[str, Any]]:
     A server that does not implement the call (stock moto) has no components: it cannot
     create one either. So that answer is an empty list, not an error, and the client
     remembers it (each call there costs botocore's retries of a 500)."""
-    if getattr(sm, "_peagle_no_components", False):
+    if sm in _NO_COMPONENTS:
         return []
     try:
         pages = sm.get_paginator("list_inference_components").paginate(**filters)
@@ -57,7 +61,7 @@ def listed_components(sm: Any, **filters: Any) -> list[dict[str, Any]]:
     except Exception as e:
         if not is_not_implemented(e):
             raise
-        sm._peagle_no_components = True
+        _NO_COMPONENTS.add(sm)
         return []
 
 

@@ -4,49 +4,29 @@ apply: preflight -> model -> endpoint config -> endpoint -> wait. On Failed, tim
 Ctrl-C or any error, everything this run created is deleted newest first and verified
 gone, unless the caller asked to keep it. Every resource is tagged peagle:managed so
 `peagle gc` can find what an interrupted rollback left.
+
+`Lifecycle` holds create, wait and rollback, and the deletion of one resource
+(`delete_and_confirm`) both rollback and delete use. What deleting an endpoint removes
+and keeps, and the delete itself, are `lifecycle/deletion.py` (`Lifecycle.deletion` and
+`Lifecycle.delete` call it); updates are `lifecycle/update.py`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import settings
 from ..errors import Call, DeploymentFailed, Interrupted, Param, text
 from ..planning.plan_result import Plan
 from .operation import COMPLETED, OPERATION, Operation
-from .resources import ARNS, KINDS, DeployResult, as_error, models_of, not_found, tagged_requests
+from .resources import ARNS, KINDS, DeployResult, as_error, not_found, tagged_requests
 from .spec_tags import tag_dict
 from .waiter import WaitState, default_timeout, wait_for_endpoint
 
-
-@dataclass
-class Deletion:
-    """What deleting an endpoint removes, in order, and what it keeps (and why)."""
-
-    endpoint: str
-    described: dict[str, Any] | None  # DescribeEndpoint's answer; None: the endpoint is gone
-    components: list[str]  # inference components, deleted first
-    configs: list[str]
-    models: list[str]
-    kept_models: list[str]  # keep_model
-    kept_shared: dict[str, list[str]]  # config/model -> the endpoints still using it
-    kept_component_models: list[str]  # named by components peagle did not create
-
-    @property
-    def endpoint_exists(self) -> bool:
-        return self.described is not None
-
-    def to_dict(self) -> dict[str, Any]:
-        ep = [self.endpoint] if self.endpoint_exists else []
-        return {
-            "endpoint": self.endpoint,
-            "would_delete": [*self.components, *ep, *self.configs, *self.models],
-            "kept_models": self.kept_models,
-            "kept_shared": self.kept_shared,
-        }
+if TYPE_CHECKING:
+    from .deletion import Deletion
 
 
 Say = Callable[[str], None]
@@ -228,7 +208,7 @@ class Lifecycle:
     def push_drafter(self, plan: Plan) -> None:
         """Push a local head. Content-addressed, so it is kept on rollback and reused by
         the next deploy of the same head (a second push uploads nothing)."""
-        from ..drafter import push_drafter
+        from .drafter_upload import push_drafter
 
         push = plan.drafter_push
         bucket = push["destination"][len("s3://") :].split("/", 1)[0]
@@ -407,165 +387,20 @@ class Lifecycle:
     def deletion(
         self, endpoint: str, *, keep_model: bool = False, force: bool = False
     ) -> Deletion | None:
-        """What `delete` removes, read only (None: the endpoint is gone already). The same
-        refusals as `delete`: an endpoint, or a component on it, that peagle did not create
-        (SpecError, unless `force`). A config or model something else uses is kept, and so
-        is the model of a component peagle did not create."""
-        from botocore.exceptions import ClientError
+        """What `delete` removes, read only (None: the endpoint is gone already); see
+        `lifecycle.deletion`."""
+        from .deletion import plan_deletion
 
-        from ..errors import SpecError
-        from .components import component_models, split_components
-        from .inventory import is_managed, resource_users
-
-        try:
-            desc = self.sm.describe_endpoint(EndpointName=endpoint)
-        except ClientError as e:
-            if not_found(e):
-                return self._leftovers(endpoint, keep_model=keep_model)
-            raise
-        if not force and not is_managed(self.sm, desc["EndpointArn"]):
-            raise SpecError(
-                f"endpoint {endpoint} was not created by peagle (no peagle:managed tag); "
-                "nothing was deleted",
-                remedy=text(
-                    "`{d}` if you mean it", d=Call("delete", endpoint, force=True, yes=False)
-                ),
-                field="name",
-                value=endpoint,
-            )
-        configs = [desc["EndpointConfigName"]]
-        pending = (desc.get("PendingDeploymentSummary") or {}).get("EndpointConfigName")
-        if pending:
-            configs.append(pending)
-        models: list[str] = []
-        for cfg in configs:
-            models += models_of(self.sm, cfg)
-        mine, foreign = split_components(self.sm, endpoint)
-        if foreign and not force:
-            raise SpecError(
-                f"endpoint {endpoint} also hosts inference component(s) peagle did not "
-                f"create: {', '.join(foreign)}; deleting the endpoint would destroy them; "
-                "nothing was deleted",
-                remedy=text(
-                    "`{d}` if you mean it", d=Call("delete", endpoint, force=True, yes=False)
-                ),
-                field="name",
-                value=endpoint,
-            )
-        theirs = component_models(self.sm, foreign)
-        models += [m for m in component_models(self.sm, mine) if m not in theirs]
-        # Never delete a config or model another endpoint (or its components) still uses;
-        # this endpoint's own components go first, so they do not count.
-        users = resource_users(self.sm, skip=endpoint)
-        shared = {n: sorted(users[n]) for n in [*configs, *models] if n in users}
-        return Deletion(
-            endpoint=endpoint,
-            described=desc,
-            components=[*mine, *foreign],
-            configs=[c for c in configs if c not in shared],
-            models=[] if keep_model else [m for m in dict.fromkeys(models) if m not in shared],
-            kept_models=list(dict.fromkeys(models)) if keep_model else [],
-            kept_shared=shared,
-            kept_component_models=list(dict.fromkeys(theirs)),
-        )
-
-    def _leftovers(self, endpoint: str, *, keep_model: bool) -> Deletion | None:
-        """The endpoint is gone (deleted by hand, or a delete interrupted after
-        DeleteEndpoint): the configs and models peagle tagged with this deployment
-        (`peagle:deployment`) that nothing else uses. None when there are none."""
-        from .inventory import resource_users
-        from .resources import deployment_resources
-
-        configs, models = deployment_resources(self.sm, endpoint)
-        users = resource_users(self.sm)
-        shared = {n: sorted(users[n]) for n in [*configs, *models] if n in users}
-        configs = [c for c in configs if c not in shared]
-        free_models = [m for m in models if m not in shared]
-        if not configs and not free_models:
-            return None
-        return Deletion(
-            endpoint=endpoint,
-            described=None,
-            components=[],
-            configs=configs,
-            models=[] if keep_model else free_models,
-            kept_models=free_models if keep_model else [],
-            kept_shared=shared,
-            kept_component_models=[],
-        )
+        return plan_deletion(self, endpoint, keep_model=keep_model, force=force)
 
     def delete(
         self, endpoint: str, *, keep_model: bool = False, force: bool = False
     ) -> dict[str, Any]:
-        """Delete an endpoint (its components first), then the config and models it uses
-        that nothing else uses (`deletion` says which, and what is refused)."""
-        from .components import deregister_component_scaling
+        """Delete an endpoint, its components first, then what only it used; see
+        `lifecycle.deletion`."""
+        from .deletion import delete_endpoint
 
-        plan = self.deletion(endpoint, keep_model=keep_model, force=force)
-        if plan is None:
-            return {"endpoint": endpoint, "deleted": [], "note": "already gone"}
-        deleted: list[str] = []
-
-        def remove(kind: str, name: str) -> None:
-            if kind == "inference_component":
-                deregister_component_scaling(self, name)
-            elif kind == "endpoint":
-                self.deregister_autoscaling(endpoint, plan.described or {})
-            if self.delete_and_confirm(kind, name):
-                deleted.append(name)
-
-        # SageMaker refuses DeleteEndpoint while components remain: they go first.
-        steps = [("inference_component", n) for n in plan.components]
-        if plan.described is None:
-            self.say(f"endpoint {endpoint} was already gone; removing what it left")
-        else:
-            steps.append(("endpoint", endpoint))
-        steps += [("endpoint_config", c) for c in plan.configs]
-        steps += [("model", m) for m in plan.models]
-        for model in plan.kept_component_models:
-            self.say(f"kept model {model}: an inference component peagle did not create named it")
-        interrupted = self._finish(steps, remove, endpoint)
-        if deleted:  # one line for all: the CLI prints nothing more
-            self.say(f"deleted {', '.join(deleted)}")
-        for name, eps in plan.kept_shared.items():
-            self.say(f"kept {name}: endpoint {', '.join(eps)} uses it")
-        if interrupted is not None:
-            raise interrupted
-        return {
-            "endpoint": endpoint,
-            "deleted": deleted,
-            "kept_models": plan.kept_models,
-            "kept_shared": plan.kept_shared,
-        }
-
-    def _finish(
-        self,
-        steps: list[tuple[str, str]],
-        remove: Callable[[str, str], None],
-        endpoint: str,
-    ) -> KeyboardInterrupt | None:
-        """Run the deletions to the end, even through one interrupt: a delete cut short
-        leaves a config and models no endpoint uses, and nothing can put the endpoint
-        back, so the first Ctrl-C (or SIGTERM) finishes the job (returned, to re-raise
-        then). A second stops at once, naming what is left and the command that ends it."""
-        first: KeyboardInterrupt | None = None
-        i = 0
-        while i < len(steps):
-            try:
-                remove(*steps[i])
-                i += 1
-            except KeyboardInterrupt as e:
-                if first is None:
-                    first = e
-                    self.say(f"interrupted: finishing the delete of {endpoint} (again to stop now)")
-                    continue  # the step again: delete_and_confirm is idempotent
-                raise Interrupted(
-                    "delete stopped",
-                    steps[i:],
-                    Call("delete", endpoint),
-                    region=getattr(self.aws, "region", None),
-                ) from e
-        return first
+        return delete_endpoint(self, endpoint, keep_model=keep_model, force=force)
 
     def deregister_autoscaling(self, endpoint: str, desc: dict[str, Any]) -> None:
         """Scaling targets must go before the endpoint, or they outlive it."""

@@ -8,11 +8,15 @@ Nothing here prints: what a person should see while it runs goes to the client's
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..errors import Param, Phrase, SpecError, text
 from .session import Session
@@ -49,6 +53,55 @@ class Recommendation:
             "basis": self.basis,
             "candidates": [c.to_dict() for c in self.candidates],
         }
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _callers_level() -> int:
+    """The `stacklevel` of the first frame outside sm_peagle: the warning points at the
+    user's line whether they called `client.recommend` or `sm_peagle.recommend` (the default
+    client's method, one frame deeper)."""
+    import inspect
+
+    package = os.path.dirname(os.path.dirname(__file__)) + os.sep
+    here = inspect.currentframe()
+    frame, level = (here.f_back if here else None), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _renamed_keywords(**renamed: str) -> Callable[[F], F]:
+    """An operation whose keywords `renamed` (old -> new) were renamed: each old one still
+    works for one release, with a FutureWarning naming the new one; both at once is a
+    TypeError. The operation's signature (and `help()`) shows the new names only.
+
+    recommend's, by issue 35 (one vocabulary): `concurrency` is a list of load levels
+    everywhere else, and `results` is one bench file on `tune_k`."""
+
+    def decorate(method: F) -> F:
+        @functools.wraps(method)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            for old, new in renamed.items():
+                if old not in kwargs:
+                    continue
+                if kwargs.get(new) is not None:
+                    raise TypeError(
+                        f"{method.__name__}(): give {new}= only ({old}= is its old name)"
+                    )
+                warnings.warn(
+                    f"{method.__name__}({old}=) is deprecated: use {new}= "
+                    "(removed in the next release)",
+                    FutureWarning,
+                    stacklevel=_callers_level(),
+                )
+                kwargs[new] = kwargs.pop(old)
+            return method(*args, **kwargs)
+
+        return cast(F, call)
+
+    return decorate
 
 
 class CatalogOps(Session):
@@ -88,7 +141,7 @@ class CatalogOps(Session):
 
             return for_region(items, self.region)  # another region's price is unknown here
         from ..aws import AwsContext, resolve_region
-        from ..catalog.pricing import with_live_prices
+        from ..lifecycle.live_prices import with_live_prices
         from .target import talking_to
 
         aws = self._aws
@@ -119,26 +172,30 @@ class CatalogOps(Session):
 
         return DeploymentSpec.model_json_schema()
 
+    @_renamed_keywords(concurrency="sequences", results="results_dir")
     def recommend(
         self,
         model: str,
         *,
-        concurrency: int | None = None,
+        sequences: int | None = None,
         budget: float | None = None,
         mode: str | None = None,
         max_model_len: int = 8192,
-        results: str | Path | None = None,
+        results_dir: str | Path | None = None,
     ) -> Recommendation:
         """Rank the catalog instance types where `model` and its drafter fit, by $/h and
-        headroom (or, with `results`, by measured $ per 1M output tokens).
+        headroom (or, with `results_dir`, by measured $ per 1M output tokens).
 
         Args:
             model: a catalog alias or JumpStart id.
-            concurrency: max-length sequences to hold at once.
+            sequences: how many sequences of `max_model_len` tokens the KV cache must hold
+                at once (default 1). `concurrency=` still works for one release, with a
+                FutureWarning.
             budget: max $/h.
             mode: p-eagle, eagle3 or baseline (no drafter).
             max_model_len: the context length each sequence may reach.
-            results: a directory of bench/sweep JSON results for this model.
+            results_dir: a directory of bench/sweep JSON results for this model.
+                `results=` still works for one release, with a FutureWarning.
 
         Returns:
             The ranked candidates and the basis of the ranking.
@@ -170,7 +227,7 @@ class CatalogOps(Session):
                 value=mode,
                 rule="p-eagle, eagle3 or baseline",
             )
-        for key, value in (("concurrency", concurrency), ("max_model_len", max_model_len)):
+        for key, value in (("sequences", sequences), ("max_model_len", max_model_len)):
             if value is not None and value < 1:
                 raise SpecError(
                     text("{p}: must be at least 1 (got {v})", p=Param(key), v=value),
@@ -190,25 +247,25 @@ class CatalogOps(Session):
                 rule="> 0 ($/h)",
             )
         docs: list[dict] = []
-        if results is not None:
-            results = Path(results)
-            files = sorted(results.glob("*.json")) if results.is_dir() else []
+        if results_dir is not None:
+            results_dir = Path(results_dir)
+            files = sorted(results_dir.glob("*.json")) if results_dir.is_dir() else []
             if not files:
                 raise SpecError(
-                    text("{results}: no result JSON files in {r}", r=results),
-                    field="results",
-                    value=str(results),
+                    text("{results_dir}: no result JSON files in {r}", r=results_dir),
+                    field="results_dir",
+                    value=str(results_dir),
                 )
-            docs = _results_for(entry, results, files)
+            docs = _results_for(entry, results_dir, files)
         cands = candidates(
             entry,
             speculative=mode != "baseline",
             max_model_len=max_model_len,
             budget_usd_per_hour=budget,
-            concurrency=concurrency,
+            sequences=sequences,
         )
         basis = "fit and headroom: peagle's estimate; $/h: catalog or Price List"
-        if results is None:
+        if results_dir is None:
             basis += " (no measurement)"
         else:
             cands = apply_results(cands, docs)
@@ -240,12 +297,11 @@ def _results_for(entry: Any, results: Path, files: list[Path]) -> list[dict]:
             others.add(str(doc.get("model") or "unknown model"))
     if not docs:
         seen = f" (they are for: {', '.join(sorted(others))})" if others else ""
+        what = f"no results for {entry.alias} in {results}{seen}"
         raise SpecError(
-            text(
-                "{results}: no results for {a} in {r}{seen}", a=entry.alias, r=results, seen=seen
-            ),  # fmt: skip
-            remedy=text("bench or sweep {a}, or drop {results}", a=entry.alias),
-            field="results",
+            text("{results_dir}: {what}", what=what),
+            remedy=text("bench or sweep {a}, or drop {results_dir}", a=entry.alias),
+            field="results_dir",
             value=str(results),
         )
     return docs

@@ -1,15 +1,15 @@
-"""Changing endpoints in place: `update` and `adopt`, the methods of `sm_peagle.Client`
-in `ChangeOps`. (`apply` and `diff`, which create or update an endpoint from a spec
-file, plan the way `deploy` does and live with it in `ops/deployment.py`.)
+"""Changing endpoints in place: `update`, the method of `sm_peagle.Client` in
+`ChangeOps`. (`apply` and `diff`, which create or update an endpoint from a spec file,
+plan the way `deploy` does and live with it in `ops/deployment.py`; `adopt`, which takes
+an endpoint made elsewhere under peagle's management, is `ops/adoption.py`.)
 
-Each is one SDK call that `peagle update|apply|diff|adopt` makes as it is; the CLI
-only parses and renders the typed result (`to_dict()` is the `--json` document).
+`update` is one SDK call that `peagle update` makes as it is; the CLI only parses and
+renders the typed result (`to_dict()` is the `--json` document).
 
     client = sm_peagle.Client()
     client.update("my-endpoint", k=4)                       # K of a one-model endpoint
     client.update("my-endpoint", component="p-eagle", k=5)  # K of one component
     client.update("my-endpoint", component="baseline", copies=0)
-    client.adopt("made-in-the-console", dry_run=True)
 
 Prompts go through `confirm(question)` (it raises to stop; None proceeds), progress
 through the client's `progress` and `on_poll`. Every argument is checked before any AWS
@@ -21,16 +21,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Call, Param, SpecError, text
 from ..planning.spec.options import documents_spec_options
 from .deployment import refuse_target_only
-from .session import Session, check_endpoint_name, check_output_path, seconds
+from .session import Session, check_endpoint_name, seconds
 
 if TYPE_CHECKING:
-    from ..lifecycle.adopt import AdoptResult
     from ..planning.plan_result import Plan
     from ..planning.spec.options import SpecOptions
 
@@ -271,24 +269,11 @@ def _unchanged(sm: Any, name: str, new: Plan) -> dict[str, Any] | None:
     return None if lagging or unmarked else live
 
 
-def _write_spec(output: Path, result: AdoptResult, say: Callable[[str], None]) -> None:
-    try:
-        Path(output).write_text(result.spec_yaml() + "\n")
-    except OSError as e:
-        raise SpecError(
-            f"cannot write {output}: {e.strerror}",
-            field="output",
-            value=str(output),
-            remedy=text("pick another {output}"),
-        ) from None
-    say(f"wrote the spec to {output}")
-
-
 # -- the operations -------------------------------------------------------------------
 
 
 class ChangeOps(Session):
-    """Update and adopt (methods of `sm_peagle.Client`)."""
+    """Update (a method of `sm_peagle.Client`)."""
 
     @documents_spec_options
     def update(
@@ -545,75 +530,3 @@ class ChangeOps(Session):
             speculative_config=new.speculative_config,
             plan=new,
         )
-
-    def adopt(
-        self,
-        name: str,
-        *,
-        model: str | None = None,
-        dry_run: bool = False,
-        accept_differences: bool = False,
-        output: str | Path | None = None,
-        confirm: Confirm | None = None,
-        on_result: Callable[[AdoptResult], None] | None = None,
-    ) -> AdoptResult:
-        """Take an endpoint made elsewhere (console, sagemaker SDK, boto3) under peagle's
-        management: reconstruct its spec, run plan's checks, tag it as peagle's.
-
-        Args:
-            name: the endpoint.
-            model: the catalog alias or JumpStart id it serves, when its tags,
-                HF_MODEL_ID and weights do not tell.
-            dry_run: show the spec and checks; tag nothing.
-            accept_differences: adopt even when the spec cannot represent every field the
-                endpoint runs (the next update or apply changes those fields).
-            output: also write the spec as YAML here (after the re-check that follows the
-                answer, before the first tag).
-            confirm: asked before tagging; it raises to stop.
-            on_result: sees the result before `confirm` is asked.
-
-        Returns:
-            An AdoptResult: `.spec`, `.checks`, `.differences`, `.tagged` (empty on a dry
-            run).
-
-        Raises:
-            SpecError: (nothing tagged) what peagle cannot represent (unless
-                `accept_differences`), an endpoint not settled InService, one sharing its
-                config or model with another endpoint, or one it already manages.
-            NotFound: there is no such endpoint.
-        """
-        from ..lifecycle.adopt import adopt as adopt_endpoint
-
-        check_endpoint_name(name)
-        check_output_path(output, create_parents=False)  # before any request (names `output`)
-        if model is not None:
-            from ..catalog.models import find_model
-
-            if find_model(model) is not None:
-                refuse_target_only(model)
-        ctx = self._connect()
-
-        def ask(result: AdoptResult) -> None:
-            if on_result is not None:
-                on_result(result)
-            if confirm is not None:
-                names = ", ".join(n for _, n in result.resources)
-                confirm(f"Tag {names} as managed by peagle?")
-
-        def write(result: AdoptResult) -> None:
-            if output is not None:
-                _write_spec(Path(output), result, self._say)
-
-        result = adopt_endpoint(
-            ctx,
-            name,
-            model=model,
-            dry_run=dry_run,
-            accept_differences=accept_differences,
-            confirm=ask,
-            before_tagging=write,
-            say=self._say,
-        )
-        if dry_run and output is not None:
-            _write_spec(Path(output), result, self._say)
-        return result

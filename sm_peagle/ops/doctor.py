@@ -22,17 +22,17 @@ The report's exit code: 1 when a check failed, else 3 when something newer exist
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import plugins, settings
 from ..catalog import images
 from ..errors import Param, SpecError, text
 from ..vllm.versions import NEWEST_CHECKED, VllmVersion
-from . import doctor_sources as sources
 from .session import Session
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 __all__ = [
     "CHECKS",
@@ -314,6 +314,12 @@ class DoctorOps(Session):
             from ..aws import AwsContext
 
             base = AwsContext(region, self.profile, endpoint_url=self.endpoint_url)
+        # Network clients (urllib, ssl) and threads load only when doctor runs: the Client
+        # every command makes imports this module.
+        from concurrent.futures import ThreadPoolExecutor
+
+        from . import doctor_sources as sources
+
         index = sources.checked_url(settings.pypi_url(), "PEAGLE_PYPI_URL")
         label = plugins.source_label()
         pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="peagle-doctor")
@@ -364,6 +370,8 @@ def _vllm_check(answer: tuple[str | None, str | None], index: str) -> DoctorChec
 def known_images() -> dict[str, str]:
     """{"classic": newest pinned classic version, "server": newest pinned server vX.Y.Z}
     in peagle's list of published images."""
+    from . import doctor_sources as sources
+
     classic = images.classic_versions()
     server = [
         VllmVersion(m.group(1))
@@ -385,6 +393,8 @@ def _describe(versions: dict[str, str]) -> str:
 def _dlc_check(
     ecr: tuple[dict[str, str] | None, str | None], github: tuple[dict[str, str] | None, str | None]
 ) -> DoctorCheck:
+    from . import doctor_sources as sources
+
     known = known_images()
     # `tried`: why each source did not answer (None: it answered).
     extra: dict[str, Any] = {"known_tags": known, "tried": {"ecr": ecr[1], "github": github[1]}}
@@ -448,6 +458,8 @@ def _plugin_checks() -> tuple[DoctorCheck, ...]:
 
 
 def _botocore_check() -> DoctorCheck:
+    from importlib import metadata
+
     try:
         version = metadata.version("botocore")
     except metadata.PackageNotFoundError:

@@ -4,7 +4,9 @@ the methods of `DrafterOps` (a part of `sm_peagle.Client`).
 `peagle drafter inspect|check|push` each call one of these and render the result. A head is
 a local directory or an s3://bucket/prefix/. Every argument is checked before anything is
 read or uploaded, and `drafter_push` refuses a head that `drafter_check` (and so
-`deploy --drafter`) would refuse, before the first byte goes to S3.
+`deploy --drafter`) would refuse, before the first byte goes to S3. Those checks (what a
+head and the arguments must satisfy) are `ops/drafter_checks.py`; this module holds the
+calls, their results and the push itself.
 """
 
 from __future__ import annotations
@@ -16,11 +18,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Call, CheckFailed, Param, PeagleError, SpecError, text
+from .drafter_checks import (
+    DRAFTER_MODES,
+    FORCE,
+    HeadTarget,
+    check_drafter_mode,
+    check_positive_sizes,
+    check_pushable,
+    require_head,
+    target_sizes,
+)
 from .session import Session
 
 if TYPE_CHECKING:
     from ..checks import Check
-    from ..drafter.push import PushResult
+    from ..lifecycle.drafter_upload import PushResult
 
 __all__ = [
     "DRAFTER_MODES",
@@ -33,9 +45,6 @@ Progress = Callable[[str], None]
 # bytes(n, total): n bytes more were sent (n < 0 when s3transfer rolls back a retried part)
 # of `total` bytes this push may send.
 BytesProgress = Callable[[int, int], None]
-DRAFTER_MODES = ("p-eagle", "eagle3")
-# `force=True`, named in what a forced push says (`--force` at the CLI).
-FORCE = Param("force", True)
 
 
 @dataclass(frozen=True)
@@ -87,7 +96,7 @@ class DrafterPush:
     Attributes:
         source: The local directory or Hugging Face repo pushed.
         channel: The data source channel the head mounts under (`eagle`).
-        push: The upload's own result (`drafter.push.PushResult`), which the properties
+        push: The upload's own result (`drafter_upload.PushResult`), which the properties
             below read.
     """
 
@@ -171,7 +180,7 @@ class DrafterOps(Session):
     def _s3_client(self) -> tuple[Any, str | None]:
         """The S3 client pushes and reads go through, sized for parallel uploads, on this
         client's target, and the endpoint URL it was given (None: the environment's)."""
-        from ..drafter import make_push_client
+        from ..lifecycle.drafter_upload import make_push_client
 
         if self._aws is None and self.endpoint_url is None and self.profile is None:
             return make_push_client(self.region), None
@@ -190,7 +199,7 @@ class DrafterOps(Session):
             client, url = self._s3_client()
             self._say(talking_to_client(client, url))
         ins = inspect_drafter(source, s3_client=client)
-        _require_head(ins)
+        require_head(ins)
         return ins
 
     def drafter_check(
@@ -243,13 +252,15 @@ class DrafterOps(Session):
                 value=vllm_version,
             ) from None
         check_drafter_mode(mode)
-        entry, hidden, vocab, trained, default_k = _targets(
+        entry, hidden, vocab, trained, default_k = target_sizes(
             model, target_hidden_size, target_vocab_size, trained_k
         )
         layers = target_num_layers
         if layers is None:
             layers = getattr(entry, "num_layers", None)
-        _positive(target_hidden_size=hidden, target_vocab_size=vocab, target_num_layers=layers)
+        check_positive_sizes(
+            target_hidden_size=hidden, target_vocab_size=vocab, target_num_layers=layers
+        )
         k = k if k is not None else default_k
         if source.startswith("s3://"):
             from ..drafter.inspection import parse_s3_uri
@@ -382,100 +393,6 @@ class DrafterOps(Session):
                          strict, target)  # fmt: skip
 
 
-@dataclass(frozen=True)
-class HeadTarget:
-    """What a head will be deployed with: `deploy MODEL --drafter SRC --vllm-version V
-    --mode M -k K` and the spec's `drafter.trained_k` (None: unknown, or the default)."""
-
-    model: str | None = None
-    vllm_version: str | None = None
-    mode: str = "p-eagle"
-    k: int | None = None
-    trained_k: int | None = None
-
-    def validate(self) -> None:
-        """SpecError for a value deploy would refuse as an argument (nothing read yet), and
-        for a mode without a head (baseline), as `drafter check` refuses it."""
-        from ..planning.spec.loading import spec_from_data
-
-        check_drafter_mode(self.mode)
-        spec_from_data(self._spec("placeholder", None))
-
-    def _spec(self, model: str, source: str | None) -> dict[str, Any]:
-        speculative = {"mode": self.mode, "num_speculative_tokens": self.k}
-        drafter = {"source": source, "trained_k": self.trained_k}
-        return {
-            "model": model,
-            "speculative": {f: v for f, v in speculative.items() if v is not None},
-            "drafter": {f: v for f, v in drafter.items() if v is not None},
-            "container": {"vllm_version": self.vllm_version} if self.vllm_version else {},
-        }
-
-
-def check_drafter_mode(mode: str) -> None:
-    """SpecError unless `mode` is one a drafter head serves (`drafter check`, `push`)."""
-    if mode not in DRAFTER_MODES:
-        raise SpecError(
-            f"unknown drafter mode {mode!r}",
-            remedy="use p-eagle or eagle3",
-            field="mode",
-            value=mode,
-            rule=" or ".join(sorted(DRAFTER_MODES)),
-        )
-
-
-def deploy_head_checks(source: str, target: HeadTarget) -> list[Check]:
-    """The checks `deploy --drafter SOURCE` runs on a local head, so that `drafter push`
-    refuses exactly what that deploy refuses. With a target model: that deploy's own plan
-    (its vLLM version, its K, the model's sizes; `plan` runs `check_local_drafter`), its
-    head checks. Without one: `check_local_drafter` itself, the target unknown (the rules
-    that need it warn, naming what was not verified), the version peagle's default."""
-    from ..planning.steps.drafter_checks import check_local_drafter
-    from ..vllm.versions import DEFAULT_VLLM, VllmVersion
-
-    if target.model is None:
-        return check_local_drafter(
-            source,
-            model=None,
-            vllm_version=VllmVersion(target.vllm_version or DEFAULT_VLLM),
-            mode=target.mode,
-            k=target.k,
-            trained_k=target.trained_k,
-        )
-    from ..lifecycle.resolve import plan
-
-    p = plan(target._spec(target.model, source))
-    # drafter.source says where deploy would push it: push's own destination is given.
-    return [c for c in p.checks if c.name.startswith("drafter.") and c.name != "drafter.source"]
-
-
-def check_pushable(
-    source: str,
-    *,
-    target: HeadTarget | None = None,
-    force: bool = False,
-    strict: bool = False,
-) -> list[Check]:
-    """`deploy_head_checks` on a local head about to be pushed: CheckFailed (nothing
-    uploaded) when one fails, as `deploy --drafter` would fail it; with `force`, the
-    checks are returned failures and all (the caller says so and pushes)."""
-    from ..drafter.readers import inspect_local
-    from ..planning.steps.drafter_checks import strict_checks
-
-    if not force:
-        _require_head(inspect_local(source))
-    checks = deploy_head_checks(source, target or HeadTarget())
-    if strict:
-        checks = strict_checks(checks)
-    if not force and any(c.status == "fail" for c in checks):
-        refused = CheckFailed(checks)
-        refused.message = text(
-            "{m}; nothing was uploaded ({f} pushes it anyway)", m=refused.message, f=FORCE
-        )
-        raise refused
-    return checks
-
-
 def _push(
     src: str,
     dest: str,
@@ -487,7 +404,7 @@ def _push(
     strict: bool = False,
     target: HeadTarget | None = None,
 ) -> DrafterPush:
-    from ..drafter import push_drafter
+    from ..lifecycle.drafter_upload import push_drafter
     from .target import talking_to_client
 
     checked = check_pushable(src, target=target, force=force, strict=strict)
@@ -533,70 +450,6 @@ def _download_hf(repo_id: str, dest: str, say: Progress) -> str:
             remedy="check the repo id, network and HF_TOKEN, or download the head yourself "
             "and push its directory",
         ) from None
-
-
-def _require_head(ins: Any) -> None:
-    """Nothing that looks like a head (no config.json and no weights): SpecError, not a
-    table of problems."""
-    kinds = {p.kind for p in ins.problems}
-    if {"missing_config", "missing_weights"} <= kinds:
-        raise SpecError(
-            f"{ins.source}: no drafter head here (no config.json and no *.safetensors)",
-            remedy="point at the directory or s3:// prefix that holds config.json and the "
-            "safetensors files",
-        )
-
-
-def _targets(
-    model: str | None, hidden: int | None, vocab: int | None, trained_k: int | None
-) -> tuple[Any, int | None, int | None, int | None, int | None]:
-    """(catalog entry, target hidden, target vocab, trained K, default K): explicit values
-    win over the catalog's."""
-    from ..catalog.models import find_model
-
-    if model is None:
-        return None, hidden, vocab, trained_k, None
-    entry = find_model(model)
-    if entry is None:
-        from ..catalog.names import model_remedy
-
-        raise SpecError(
-            f"model: unknown model {model!r}",
-            remedy=text(
-                "{r}; or pass {target_hidden_size}/{target_vocab_size} without {model}",
-                r=model_remedy(model),
-            ),
-            field="model",
-            value=model,
-        )
-    head = entry.drafter
-    return (
-        entry,
-        hidden if hidden is not None else entry.hidden_size,
-        vocab if vocab is not None else entry.vocab_size,
-        trained_k if trained_k is not None else (head.trained_k if head else None),
-        entry.default_k,
-    )
-
-
-_SIZE_WORDS = {
-    "target_hidden_size": "hidden size",
-    "target_vocab_size": "vocab size",
-    "target_num_layers": "layers",
-}
-
-
-def _positive(**sizes: int | None) -> None:
-    """A target size given by hand must be a positive whole number (SpecError: exit 2)."""
-    for key, value in sizes.items():
-        if value is not None and (isinstance(value, bool) or value < 1):
-            raise SpecError(
-                text("{p} must be a positive whole number, not {v}", p=Param(key), v=value),
-                remedy=f"give the target model's {_SIZE_WORDS[key]}",
-                field=key,
-                value=value,
-                rule=">= 1",
-            )
 
 
 def _check_doc(c: Any) -> dict[str, Any]:

@@ -10,13 +10,12 @@ never printing.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import plugins
+from .. import plugins, settings
 from ..errors import Call, NotFound, Param, PeagleError, SpecError, text
 from .measure_checks import (
     EndpointHandle,
@@ -123,10 +122,7 @@ def require_endpoint(aws: Any, name: str, *, serving: bool = False) -> None:
 
     from ..benchmarking.runner import SERVING
 
-    env = os.environ
-    if env.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME") and not (
-        env.get("AWS_ENDPOINT_URL") or env.get("AWS_ENDPOINT_URL_SAGEMAKER")
-    ):
+    if settings.runtime_only_redirected():
         return  # only the runtime API is redirected (a local server): nothing to describe
     try:
         desc = aws.client("sagemaker").describe_endpoint(EndpointName=name)
@@ -201,7 +197,7 @@ class TrafficOps(Session):
         ctx = self._connect()
         # The control-plane line says where SageMaker calls go; invoke talks to the runtime
         # API, which has its own override, so say so when it is set.
-        runtime_url = os.environ.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME")
+        runtime_url = settings.runtime_redirected()
         if runtime_url and plugins.current_target() is None:  # the target's line says it
             self._say(f"runtime: custom endpoint {runtime_url}")
         ic = resolve_component(ctx.client("sagemaker"), name, component)

@@ -8,8 +8,9 @@ stderr (`sm_peagle.cli.context.hello` is the `on_connect` that prints it).
 
 from __future__ import annotations
 
-import os
 from typing import Any
+
+from .. import settings
 
 __all__ = ["talking_to", "talking_to_client", "talking_to_context"]
 
@@ -30,7 +31,7 @@ def talking_to(
         # The target's label first (what produces results there): the same words the
         # logs, --json documents and bench results carry.
         return f"talking to: {state.label} at {state.url} (peagle's local {state.name}; not AWS)"
-    endpoint = os.environ.get(f"AWS_ENDPOINT_URL_{service}") or os.environ.get("AWS_ENDPOINT_URL")
+    endpoint = settings.aws_endpoint_url(service)
     if endpoint:
         return f"talking to: custom AWS endpoint {endpoint} (region {region})"
     return f"talking to: AWS, region {region}"

@@ -39,9 +39,9 @@ def candidates(
     speculative: bool = True,
     max_model_len: int = 8192,
     budget_usd_per_hour: float | None = None,
-    concurrency: int | None = None,
+    sequences: int | None = None,
 ) -> list[Candidate]:
-    """Types where the model fits with KV room for `concurrency` max-length sequences."""
+    """Types where the model fits with KV room for `sequences` max-length sequences."""
     if model.weight_bytes is None:
         from ..errors import SpecError
 
@@ -64,7 +64,7 @@ def candidates(
             max_model_len=max_model_len,
             gpu_memory_utilization=DEFAULT_GPU_MEMORY_UTILIZATION,
         )
-        needed = max(concurrency or 1, 1)
+        needed = max(sequences or 1, 1)
         fits = b.sequences >= needed
         if not fits:
             continue

@@ -15,7 +15,6 @@ from typing import Any, Protocol
 from ..checks import Check, failed, passed, warned
 from ..errors import Call, Param, text
 from . import facts as vf
-from .dynamic_k import check_k_schedule
 from .gates import parallel_drafting_gate
 from .versions import VllmVersion, dynamic_k_supported, speculative_field_values, speculative_keys
 
@@ -135,6 +134,8 @@ def build_speculative_config(
     checks += _check_mode(spec, vllm_version, target_tp)
     config, key_checks = _config_for(spec, k, channel, vllm_version)
     if schedule is not None:
+        from .dynamic_k import check_k_schedule  # only for a schedule: `plan`'s cold start
+
         checks += check_k_schedule(schedule, k=k, version=vllm_version, mode=str(spec.mode))
         if dynamic_k_supported(vllm_version):
             config["num_speculative_tokens_per_batch_size"] = schedule

@@ -20,7 +20,7 @@ from safetensors.numpy import save_file
 
 from sm_peagle.cli import output
 from sm_peagle.cli.app import main
-from sm_peagle.drafter.push import manifest_key
+from sm_peagle.lifecycle.drafter_upload import manifest_key
 from tests.drafter_fixtures import TARGET_HIDDEN, TARGET_VOCAB, make_head
 
 GPT_OSS_HIDDEN, GPT_OSS_VOCAB = 2880, 201088

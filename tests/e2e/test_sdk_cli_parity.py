@@ -283,6 +283,18 @@ CASES: dict[str, Case] = {
         lambda _: sm_peagle.recommend("gpt-oss-20b", budget=0),
         "budget",
     ),
+    # issue 35: recommend's sizing input is `sequences` (was `concurrency`) and its results
+    # directory `results_dir` (was `results`): each face names the new spelling.
+    "recommend sequences 0": case(
+        ["recommend", "gpt-oss-20b", "--sequences", "0"],
+        lambda _: sm_peagle.recommend("gpt-oss-20b", sequences=0),
+        "sequences",
+    ),
+    "recommend results dir without results": case(
+        lambda tmp: ["recommend", "gpt-oss-20b", "--results-dir", str(tmp)],
+        lambda tmp: sm_peagle.recommend("gpt-oss-20b", results_dir=tmp),
+        "results_dir",
+    ),
 }
 
 

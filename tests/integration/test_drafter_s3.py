@@ -13,9 +13,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from sm_peagle.drafter import check_drafter, inspect_drafter, push_drafter
-from sm_peagle.drafter.push import MANIFEST, manifest_key
+from sm_peagle.drafter import check_drafter, inspect_drafter
 from sm_peagle.errors import PeagleError, SpecError
+from sm_peagle.lifecycle.drafter_upload import MANIFEST, manifest_key, push_drafter
 from sm_peagle.vllm.versions import VllmVersion
 from tests.drafter_fixtures import TARGET_HIDDEN, TARGET_VOCAB, corrupt_header, make_head
 

@@ -240,7 +240,7 @@ def test_a_peagle_bench_2_real_engine_document_is_not_called_simulated(tmp_path,
 
 def test_recommend_names_the_real_engine_s_throughput(tmp_path, capsys):
     (tmp_path / "r.json").write_text(json.dumps({**real_engine_doc(), "model": "gpt-oss-20b"}))
-    assert main(["recommend", "gpt-oss-20b", "--results", str(tmp_path), "--json"]) == 0
+    assert main(["recommend", "gpt-oss-20b", "--results-dir", str(tmp_path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     g7e = next(c for c in doc["candidates"] if c["instance_type"] == "ml.g7e.2xlarge")
     assert g7e["basis"] == "SANDBOX (vllm 0.31.0, CPU, tiny model) throughput, not measured on AWS"
@@ -336,7 +336,7 @@ def test_recommend_reads_bench_results(tmp_path, capsys):
     for i, run in enumerate(runs()):
         (tmp_path / f"{i}.json").write_text(json.dumps(run))
     (tmp_path / "sweep.json").write_text(json.dumps(combine_runs(runs())))
-    assert main(["recommend", "gpt-oss-20b", "--results", str(tmp_path), "--json"]) == 0
+    assert main(["recommend", "gpt-oss-20b", "--results-dir", str(tmp_path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     g7e = next(c for c in doc["candidates"] if c["instance_type"] == "ml.g7e.2xlarge")
     # These documents are SIMULATED (sandbox): never called "measured" (issue 14).

@@ -3,6 +3,8 @@ parameters, recursing into groups (the `sandbox` group is a plugin, present when
 `peagle-sandbox` distribution is installed).
 
 - each short flag has exactly one long meaning, the one `cli/options.py` declares;
+- a long flag spelled on two commands takes the same value (type, metavar, repeatable or
+  not) on both, and is declared once in the source (issue 35, item 5);
 - every command that prints data accepts `--json` (the root accepts it for every command);
 - options with a fixed set of values list them in `--help`;
 - each deprecated spelling still parses, and warns once on stderr.
@@ -10,8 +12,10 @@ parameters, recursing into groups (the `sandbox` group is a plugin, present when
 Each check is a function over click commands with a self-test on a synthetic command that
 breaks it, so a check that cannot fail is caught."""
 
+import ast
 from collections.abc import Iterator
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Annotated, Any, get_args
 
 import click
 import pytest
@@ -68,6 +72,98 @@ def short_flag_problems(commands: list[tuple[str, Any]]) -> dict[str, set[str]]:
         if len(longs) > 1 or declared is None or longs != {declared}:
             problems[flag] = uses
     return problems
+
+
+# (long flag, command) -> why its value differs from the flag's on every other command.
+# The value a user would guess from one command must parse on the next; only these differ.
+VALUE_DIFFERS = {
+    ("--k", "sweep"): "sweep tries several K: a comma list of the same K (`-k 3` is K=3 there "
+    "too), as `--concurrency` is a list of levels",
+    ("--component", "plan"): "declares the components to create: NAME[:key=value,...], repeated",
+    ("--component", "deploy"): "declares the components to create: NAME[:key=value,...], repeated",
+    ("--component", "race"): "names the two sides on one endpoint: NAME, given twice",
+}
+
+
+def value_type(param: Any) -> str:
+    """What an option's value is, as a user types it: `flag`, `choice` (its values are
+    `options.CHOICES`' check), `path`, `int`, `str`, `float`; a repeatable option's item."""
+    if getattr(param, "is_flag", False) or getattr(param, "count", False):
+        return "flag"
+    desc = getattr(param, "type_descriptor", None)
+    if desc is None:  # a plain click option (the self-tests)
+        name = param.type.name
+        return {"integer": "int", "text": "str"}.get(name, name)
+    if desc.is_choice:
+        return "choice"
+    if desc.is_path:
+        return "path"
+    annotation = get_args(desc.annotation)[0] if desc.is_list else desc.annotation
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def value_of(param: Any) -> tuple[str, str | None, bool]:
+    return value_type(param), param.metavar, bool(param.multiple)
+
+
+def value_disagreements(
+    commands: list[tuple[str, Any]], allowed: dict[tuple[str, str], str] = VALUE_DIFFERS
+) -> dict[str, dict[str, tuple[str, str | None, bool]]]:
+    """Long flag -> {command: (type, metavar, repeatable)} for every flag whose value is
+    not the same on every command that spells it (the allowed (flag, command) pairs aside)."""
+    seen: dict[str, dict[str, tuple[str, str | None, bool]]] = {}
+    for path, command in commands:
+        for param in option_params(command):
+            name = long_name(param)
+            if name is not None and (name, path) not in allowed:
+                seen.setdefault(name, {})[path] = value_of(param)
+    return {n: uses for n, uses in seen.items() if len(set(uses.values())) > 1}
+
+
+# Long flag -> why it has more than one `typer.Option(...)` in sm_peagle/cli. Each still
+# takes the same value everywhere (`value_disagreements` holds that); the ones after
+# `--component` are declared in the module of the commands whose help they carry, and could
+# move here as factories (as `component_option`) when those modules are next changed.
+DECLARED_MORE_THAN_ONCE = {
+    "--json": "JsonOpt and json_option(help), one module: the same flag with a command's help",
+    "--k": "k_option (one K) and k_list_option (sweep's several), one module",
+    "--component": "component_option (one), components_option (race's two) and plan/deploy's "
+    "NAME[:key=value,...] (component_options.py): see VALUE_DIFFERS",
+    "--copies": "plan/deploy: the copies each new component starts with; update: the copies "
+    "of one --component (0 scales it to zero)",
+    "--force": "each command forces past its own check (delete: an unmanaged endpoint; gc: a "
+    "running operation; drafter push: a failing head); the help names which",
+    "--mode": "drafter check/push take no baseline (there is no drafter to check)",
+    "--model": "adopt: what an endpoint serves; drafter check/push: the head's target model",
+    "--timeout": "deploy/update/apply: how long to wait for the endpoint; doctor: how long "
+    "each network source may take to answer",
+    "--vllm-version": "plan/deploy: the image's vLLM; drafter: the serving image's, default "
+    "peagle's (a spec option vs a check's)",
+}
+
+
+def option_declarations(sources: dict[str, str]) -> dict[str, list[str]]:
+    """Long flag -> where a `typer.Option("--flag", ...)` call declares it (`file:line`)."""
+    found: dict[str, list[str]] = {}
+    for name, source in sources.items():
+        for node in ast.walk(ast.parse(source)):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "Option"):
+                continue
+            for arg in node.args:
+                if isinstance(arg, ast.Constant) and str(arg.value).startswith("--"):
+                    flag = str(arg.value).split("/")[0]
+                    found.setdefault(flag, []).append(f"{name}:{node.lineno}")
+    return found
+
+
+def declared_twice(sources: dict[str, str], allowed: dict[str, str]) -> dict[str, list[str]]:
+    decls = option_declarations(sources)
+    return {f: at for f, at in decls.items() if len(at) > 1 and f not in allowed}
+
+
+def cli_sources() -> dict[str, str]:
+    cli = Path(__file__).resolve().parents[2] / "sm_peagle" / "cli"
+    return {f.name: f.read_text() for f in sorted(cli.glob("*.py"))}
 
 
 def commands_without_json(root: Any, commands: list[tuple[str, Any]]) -> list[str]:
@@ -131,6 +227,52 @@ def test_the_walk_finds_every_command(commands):
 
 def test_each_short_flag_has_one_long_meaning(commands):
     assert short_flag_problems(commands) == {}
+
+
+def test_a_flag_takes_the_same_value_on_every_command(commands):
+    """`recommend --concurrency` (one integer) beside bench's `-c 1,4,8` (a list) was a
+    finding: the flag a user learns on one command must mean and parse the same on the
+    next (issue 35, item 5)."""
+    assert value_disagreements(commands) == {}
+
+
+def test_every_allowed_difference_is_still_there(commands):
+    """An entry of VALUE_DIFFERS whose command now agrees (or is gone) is removed."""
+    by_path = dict(commands)
+    for flag, path in VALUE_DIFFERS:
+        param = next(p for p in option_params(by_path[path]) if long_name(p) == flag)
+        others = {
+            value_of(p)
+            for other, c in commands
+            if (flag, other) not in VALUE_DIFFERS
+            for p in option_params(c)
+            if long_name(p) == flag
+        }
+        assert others and value_of(param) not in others, (flag, path)
+
+
+def test_each_shared_option_is_declared_once():
+    """`--max-tokens` was declared in four modules with three help texts; a shared option
+    is declared once in cli/options.py (a factory where the help differs per command)."""
+    assert declared_twice(cli_sources(), DECLARED_MORE_THAN_ONCE) == {}
+
+
+def test_every_allowed_second_declaration_is_still_there():
+    """An entry of DECLARED_MORE_THAN_ONCE declared once by now is removed."""
+    decls = option_declarations(cli_sources())
+    assert [f for f in DECLARED_MORE_THAN_ONCE if len(decls.get(f, [])) < 2] == []
+
+
+def test_recommend_sizes_by_sequences_and_reads_a_results_directory(commands):
+    """The renames of issue 35: recommend's sizing input is not `--concurrency`, and an
+    option naming a directory ends in `-dir` (tune-k's `--results` is one file)."""
+    by_path = dict(commands)
+    recommend = {long_name(p): value_of(p) for p in option_params(by_path["recommend"])}
+    assert recommend["--sequences"] == ("int", None, False)
+    assert recommend["--results-dir"] == ("path", "DIR", False)
+    assert "--concurrency" not in recommend and "--results" not in recommend
+    tune_k = {long_name(p): value_of(p) for p in option_params(by_path["tune-k"])}
+    assert tune_k["--results"] == ("path", "FILE", False)
 
 
 def test_the_global_short_flags_mean_one_thing_everywhere(commands):
@@ -240,6 +382,40 @@ def test_self_test_a_short_flag_without_a_long_name_or_undeclared_is_found():
     assert set(short_flag_problems(list(leaves(group)))) == {"-k", "-z"}
     good = synthetic(plan=[click.Option(["-k", "--k"])], sweep=[click.Option(["--k", "-k"])])
     assert short_flag_problems(list(leaves(good))) == {}
+
+
+def test_self_test_a_flag_with_two_value_types_is_found():
+    group = synthetic(
+        recommend=[click.Option(["--concurrency"], type=int)],
+        bench=[click.Option(["--concurrency", "-c"], metavar="N[,N...]")],
+        sweep=[click.Option(["--concurrency", "-c"], metavar="N[,N...]")],
+    )
+    found = value_disagreements(list(leaves(group)), allowed={})
+    assert set(found) == {"--concurrency"}
+    assert found["--concurrency"]["recommend"] == ("int", None, False)
+    allowed = {("--concurrency", "recommend"): "a reason"}
+    assert value_disagreements(list(leaves(group)), allowed=allowed) == {}
+    # the metavar alone, or repeatable alone, is a difference too
+    group = synthetic(
+        a=[click.Option(["--results"], type=click.Path(), metavar="DIR")],
+        b=[click.Option(["--results"], type=click.Path(), metavar="FILE")],
+        c=[click.Option(["--component"], multiple=True)],
+        d=[click.Option(["--component"])],
+    )
+    assert set(value_disagreements(list(leaves(group)), allowed={})) == {
+        "--results",
+        "--component",
+    }
+
+
+def test_self_test_an_option_declared_twice_is_found():
+    sources = {
+        "a.py": 'X = Annotated[int, typer.Option("--max-tokens", help="one")]\n',
+        "b.py": 'def f(m: Annotated[int, typer.Option(\n    "--max-tokens", "-m")] = 1): ...\n',
+        "c.py": 'Y = Annotated[bool, typer.Option("--stream/--no-stream")]\n',
+    }
+    assert declared_twice(sources, {}) == {"--max-tokens": ["a.py:1", "b.py:1"]}
+    assert declared_twice(sources, {"--max-tokens": "a reason"}) == {}
 
 
 def test_self_test_a_data_command_without_json_is_found():

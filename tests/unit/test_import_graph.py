@@ -24,21 +24,22 @@ the layers after it, never one before it; the cycle rule keeps each layer acycli
     cli
     -> the SDK: sm_peagle (root package) -> client -> endpoint -> ops
     -> lifecycle, benchmarking, runtime, iac, bridge, container (+ the deprecated testing shim)
+    -> aws -> planning -> drafter -> catalog -> vllm
+    -> checks, errors, wording, settings, version, plugins, _lazy
 
 The SDK's parts are separate nodes: `client.py` composes the operations of ops/ (its
 mixins) and hands out `Endpoint` handles (endpoint.py), whose methods call the operations;
 no operation imports endpoint.py (a handle an operation returns comes from the client's
 `endpoint`), so the SDK has no two-way edge for the layers to hide.
-    -> planning -> drafter -> aws -> catalog -> vllm
-    -> checks, errors, settings, version, plugins, _lazy
 
-The issue's order had two chains (`lifecycle, ... -> aws` and `planning -> drafter ->
-catalog -> vllm -> ...`). Reality joins them at one place, so `aws` sits between drafter
-and catalog: drafter/push.py builds its S3 client through `aws.AwsContext`, and `aws`
-needs only `catalog.regions` (which regions exist; it was planning/regions.py, and with
-it `aws` -> `planning` made the cycle drafter -> aws -> planning -> drafter) and the
-base. Sitting below planning says nothing about purity: planning may not reach boto3,
-botocore or rich, and the purity rule (`PURE_PACKAGES`) holds it to that.
+`aws` (the one place boto3 clients are made) sits directly under the side-effect layer:
+everything below it is pure. The drafter upload is `lifecycle/drafter_upload.py` (it was
+drafter/push.py, which forced `aws` below drafter), the Price List calls are
+`lifecycle/live_prices.py` (they were in catalog/pricing.py), and drafter/ reads a head on
+S3 only through the client its caller passes. So a module of drafter/ (or planning/,
+catalog/, vllm/) that makes an S3 client imports `aws` upward and fails
+`test_packages_import_only_the_layers_below`, and one that imports boto3 or botocore fails
+`test_the_pure_layers_reach_no_boto3_botocore_or_rich`; there is no exemption from either.
 """
 
 from __future__ import annotations
@@ -70,23 +71,26 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("endpoint",),
     ("ops",),
     ("lifecycle", "benchmarking", "runtime", "iac", "bridge", "container", "testing"),
+    ("aws",),
     ("planning",),
     ("drafter",),
-    ("aws",),
     ("catalog",),
     ("vllm",),
-    ("checks", "errors", "settings", "version", "plugins", "_lazy"),
+    ("checks", "errors", "wording", "settings", "version", "plugins", "_lazy"),
 )
-# The pure layers: nothing reachable from them imports boto3, botocore or rich. drafter
-# is not one (push.py uploads through boto3; the plan reaches only its local readers and
-# rules, which the reachability from planning covers), and neither is aws.
-PURE_PACKAGES = ("planning", "vllm", "catalog", "checks", "errors", "settings", "version")
-# Modules of a pure package that are not pure, each with the reason; pure code must not
-# reach them either.
-NOT_PURE: dict[str, str] = {
-    f"{PACKAGE}.catalog.pricing": "`instances --live-prices`: calls the Price List API "
-    "through the AwsContext its caller passes, and catches botocore's errors",
-}
+# The pure layers: nothing reachable from them imports boto3, botocore or rich. Every
+# layer below `aws` is one, whole (no module of theirs is exempt).
+PURE_PACKAGES = (
+    "planning",
+    "drafter",
+    "catalog",
+    "vllm",
+    "checks",
+    "errors",
+    "wording",
+    "settings",
+    "version",
+)
 # What sm_peagle.vllm may import besides itself and the standard library.
 VLLM_MAY_IMPORT = frozenset({f"{PACKAGE}.errors", f"{PACKAGE}.checks"})
 # What cli/ may import besides its own modules: the public SDK, errors, the result and
@@ -399,18 +403,15 @@ def emulator_imports(g: Graph) -> dict[str, list[str]]:
 
 def pure_starts(g: Graph, pure: Iterable[str] = PURE_PACKAGES) -> list[str]:
     pure = tuple(pure)
-    return sorted(m for m in g.edges if package_of(m) in pure and m not in NOT_PURE)
+    return sorted(m for m in g.edges if package_of(m) in pure)
 
 
 def heavy_reached(g: Graph, starts: Iterable[str]) -> dict[str, tuple[list[str], str]]:
-    """module -> (heavy names it imports, the path from a start) over what starts reach;
-    reaching a NOT_PURE module counts too."""
+    """module -> (heavy names it imports, the path from a start) over what starts reach."""
     seen = reachable(g, starts)
     out = {}
     for m in seen:
         names = sorted(g.external.get(m, set()) & HEAVY)
-        if m in NOT_PURE:
-            names.append(f"not pure: {NOT_PURE[m]}")
         if names and m not in ALLOWED_HEAVY_FROM_PURE:
             out[m] = (names, " -> ".join(path_to(seen, m)))
     return out
@@ -533,7 +534,7 @@ def test_the_product_never_imports_the_emulator(graph: Graph) -> None:
 
 def test_the_pure_layers_reach_no_boto3_botocore_or_rich(graph: Graph) -> None:
     starts = pure_starts(graph)
-    assert {package_of(m) for m in starts} >= {"planning", "vllm", "catalog", "checks"}
+    assert {package_of(m) for m in starts} >= {"planning", "drafter", "vllm", "catalog", "checks"}
     assert not heavy_reached(graph, starts)
 
 
@@ -674,13 +675,38 @@ def test_purity_rule_follows_imports_out_of_the_pure_layers() -> None:
         }
     )
     starts = pure_starts(g, ("planning", "catalog", "vllm"))
-    assert f"{PACKAGE}.catalog.pricing" not in starts  # NOT_PURE is no start ...
+    assert f"{PACKAGE}.catalog.pricing" in starts  # no module of a pure package is exempt
     bad = heavy_reached(g, starts)
     assert bad["sm_peagle.drafter.b"] == (["rich"], "sm_peagle.planning.a -> sm_peagle.drafter.b")
-    names, path = bad["sm_peagle.catalog.pricing"]  # ... and no pure code may reach it
-    assert names[0] == "botocore" and names[1].startswith("not pure")
-    assert path == "sm_peagle.catalog.images -> sm_peagle.catalog.pricing"
+    assert bad["sm_peagle.catalog.pricing"] == (["botocore"], "sm_peagle.catalog.pricing")
     assert sorted(bad) == ["sm_peagle.catalog.pricing", "sm_peagle.drafter.b"]
+
+
+# The shape drafter/push.py had before it moved to lifecycle/drafter_upload.py: an S3 client
+# made through `aws`, botocore's errors caught.
+_OLD_PUSH = (
+    "from typing import Any\n"
+    "def make_push_client(region: str | None = None) -> Any:\n"
+    "    from sm_peagle.aws import AwsContext\n"
+    "    return AwsContext(region).client('s3')\n"
+    "def _aws(call):\n"
+    "    from botocore.exceptions import ClientError\n"
+)
+
+
+def test_an_s3_upload_put_back_into_drafter_fails_the_layers_and_purity() -> None:
+    """The real source plus drafter/push.py as it was: both rules refuse it, with no
+    exemption to add (the real graph passes both, see the rules above)."""
+    sources = package_sources()
+    assert f"{PACKAGE}.drafter.push" not in sources
+    sources[f"{PACKAGE}.drafter.push"] = (_OLD_PUSH, False)
+    g = build_graph(sources)
+    bad = layer_violations(package_edges(g, ALLOWED_UPWARD), LAYERS)
+    assert ("drafter", "aws") in bad
+    assert module_edges_between(g, "drafter", "aws") == ["sm_peagle.drafter.push -> sm_peagle.aws"]
+    heavy = heavy_reached(g, pure_starts(g))
+    assert heavy[f"{PACKAGE}.drafter.push"][0] == ["botocore"]
+    assert f"{PACKAGE}.aws" in heavy  # aws imports boto3; drafter reaches it
 
 
 def test_vllm_rule_refuses_catalog_planning_and_third_party_imports() -> None:
@@ -731,3 +757,109 @@ def test_cli_rule_reads_imports_as_written() -> None:
     assert cli_violations(g) == {
         "sm_peagle.cli.b": ["sm_peagle.lifecycle.manager", "sm_peagle.planning.build"]
     }
+
+
+# -- no module assigns another's private names --------------------------------------------
+#
+# `obj._name = …` (or `del obj._name`, `setattr(obj, "_name", …)`) on anything but
+# `self`/`cls` writes private state its owner never agreed to: `aws._session = session`
+# (the sagemaker bridge, now `AwsContext.from_session`), a flag set on botocore's client
+# object (now a WeakSet in lifecycle/components.py), a module's `_cache` patched from
+# outside. Allowed only where the module itself owns that name: a class of the same module
+# keeps it as `self._name` (a copy of an instance set up by its own class, `with_aws`).
+
+
+def _owned_privates(tree: ast.Module) -> set[str]:
+    """Private names this module owns: `self._x`/`cls._x` it assigns, and names it binds at
+    module or class level."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls")
+        ):
+            out.add(node.attr)
+    for scope in [tree] + [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]:
+        for node in scope.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                out.add(node.name)
+            for target in getattr(node, "targets", [getattr(node, "target", None)]):
+                if isinstance(target, ast.Name):
+                    out.add(target.id)
+    return out
+
+
+def foreign_private_stores(source: str) -> list[str]:
+    """`obj._name` written (assigned, augmented, deleted, or set by setattr/delattr with a
+    literal name) on anything but self/cls, where this module does not own `_name`."""
+    tree = ast.parse(source)
+    owned = _owned_privates(tree)
+    out = []
+    for node in ast.walk(tree):
+        where: tuple[ast.AST, str] | None = None
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store | ast.Del)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            where = (node.value, node.attr)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("setattr", "delattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and node.args[1].value.startswith("_")
+            and not node.args[1].value.startswith("__")
+        ):
+            where = (node.args[0], node.args[1].value)
+        if where is None:
+            continue
+        base, attr = where
+        if isinstance(base, ast.Name) and base.id in ("self", "cls"):
+            continue
+        if attr in owned:
+            continue
+        out.append(f"{ast.unparse(base)}.{attr}")
+    return out
+
+
+def test_no_module_assigns_another_modules_private_names() -> None:
+    found = {
+        name: stores
+        for name, (text, _) in package_sources().items()
+        if (stores := foreign_private_stores(text))
+    }
+    assert found == {}
+
+
+def test_the_private_store_rule_can_fail() -> None:
+    old_bridge = (
+        "def from_sagemaker(resource):\n"
+        "    from ..aws import AwsContext\n"
+        "    aws = AwsContext(region=None)\n"
+        "    aws._session = resource._session\n"
+        "    return aws\n"
+    )
+    assert foreign_private_stores(old_bridge) == ["aws._session"]
+    planted = (
+        "import sm_peagle.aws as aws\nfrom . import settings\n"
+        "aws._cache = {}\ndel settings._x\nsetattr(aws, '_y', 1)\nclient._flag += 1\n"
+        "setattr(aws, name, 1)\nsetattr(aws, '__doc__', '')\n"
+    )
+    assert sorted(foreign_private_stores(planted)) == [
+        "aws._cache",
+        "aws._y",
+        "client._flag",
+        "settings._x",
+    ]
+    own = (
+        "import copy\nclass S:\n    def __init__(self):\n        self._aws = None\n"
+        "    def with_aws(self, aws):\n        other = copy.copy(self)\n"
+        "        other._aws = aws\n        return other\n"
+    )
+    assert foreign_private_stores(own) == []

@@ -111,11 +111,11 @@ def test_every_failed_check_is_shown():
             "is the primary instance type",
         ),
         (["plan", "gpt-oss-20b", "--target-concurrency", "4"], "--autoscale MIN:MAX"),
-        (["recommend", "gpt-oss-20b", "--concurrency", "-3"], "--concurrency: must be at least"),
+        (["recommend", "gpt-oss-20b", "--sequences", "-3"], "--sequences: must be at least"),
         (["invoke", "ep", ""], "prompt: empty"),
         (["plan", "gpt-oss-20bb"], "did you mean gpt-oss-20b?"),
     ],
-    ids=["baseline-k", "fallback-primary", "target-no-range", "concurrency", "empty", "typo"],
+    ids=["baseline-k", "fallback-primary", "target-no-range", "sequences", "empty", "typo"],
 )
 def test_silently_accepted_inputs_are_now_exit_2(capsys, argv, expected):
     code, _, err = run(capsys, *argv)
@@ -132,10 +132,10 @@ def _bench_doc(model: str, simulated: bool) -> dict[str, Any]:
 def test_recommend_results_never_rank_one_model_by_another(capsys, tmp_path):
     (tmp_path / "r").mkdir()
     (tmp_path / "r" / "a.json").write_text(json.dumps(_bench_doc("gpt-oss-20b", True)))
-    code, _, err = run(capsys, "recommend", "gpt-oss-120b", "--results", str(tmp_path / "r"))
+    code, _, err = run(capsys, "recommend", "gpt-oss-120b", "--results-dir", str(tmp_path / "r"))
     assert code == 2 and "no results for gpt-oss-120b" in err and "gpt-oss-20b" in err
     code, out, _ = run(
-        capsys, "recommend", "gpt-oss-20b", "--results", str(tmp_path / "r"), "--json"
+        capsys, "recommend", "gpt-oss-20b", "--results-dir", str(tmp_path / "r"), "--json"
     )
     doc = json.loads(out)
     assert code == 0 and "SIMULATED" in doc["basis"] and "measured" not in doc["basis"]

@@ -13,7 +13,8 @@ import pytest
 from botocore.stub import Stubber
 
 from sm_peagle.catalog.instances import INSTANCES
-from sm_peagle.catalog.pricing import hourly_usd, usage_type, with_live_prices
+from sm_peagle.catalog.pricing import hourly_usd, usage_type
+from sm_peagle.lifecycle.live_prices import with_live_prices
 from tests.plan_helpers import run_cli
 
 G7E = INSTANCES["ml.g7e.2xlarge"]  # catalog: 4.20 (AWS blog, us-east-1)

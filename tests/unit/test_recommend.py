@@ -26,10 +26,10 @@ def test_ranks_fitting_types_by_price_and_excludes_non_fitting(capsys):
     assert "estimate" in doc["basis"] and all(c["basis"] == "estimate" for c in doc["candidates"])
 
 
-def test_budget_and_concurrency_filter(capsys):
+def test_budget_and_sequences_filter(capsys):
     _, out, _ = run(capsys, "recommend", "gpt-oss-20b", "--budget", "5", "--json")
     assert [c["instance_type"] for c in json.loads(out)["candidates"]] == ["ml.g7e.2xlarge"]
-    _, out, _ = run(capsys, "recommend", "gpt-oss-120b", "--concurrency", "200", "--json")
+    _, out, _ = run(capsys, "recommend", "gpt-oss-120b", "--sequences", "200", "--json")
     cands = {c["instance_type"]: c for c in json.loads(out)["candidates"]}
     # By hand: fixed = 65.3 GB weights + 3.6 GB head + 2 GB per GPU; one 8192-token sequence
     # = 36 layers x 8 KV heads x 64 x 4 bytes x 8192 = 0.604 GB; usable = GPUs x GB x 0.9.
@@ -74,7 +74,7 @@ def test_measured_results_rank_by_cost_per_million_tokens(capsys, tmp_path):
             }
         )
     )
-    _, out, _ = run(capsys, "recommend", "gpt-oss-20b", "--results", tmp_path, "--json")
+    _, out, _ = run(capsys, "recommend", "gpt-oss-20b", "--results-dir", tmp_path, "--json")
     doc = json.loads(out)
     first, second = doc["candidates"][:2]
     # g6e.12xlarge: 13.12 $/h / (5000 tok/s * 3600) * 1e6 = 0.7289; g7e.2xlarge: 0.8333.

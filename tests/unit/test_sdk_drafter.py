@@ -36,7 +36,7 @@ def _keys(client: Any) -> list[str]:
 @pytest.fixture
 def no_s3(monkeypatch: pytest.MonkeyPatch) -> None:
     """Making an S3 client fails the test: a refusal must come before it."""
-    from sm_peagle.drafter import push
+    from sm_peagle.lifecycle import drafter_upload as push
 
     def made(*a, **k):
         raise AssertionError("an S3 client was made despite a bad argument")

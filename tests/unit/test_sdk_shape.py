@@ -80,12 +80,12 @@ FACE_SWITCHES = frozenset(("_cli", "cli", "sdk", "face", "_face", "_sdk"))
 # (path, function) -> why it takes a face: the wording machinery itself, which words a
 # Text for the face it is given and does nothing else differently.
 FACE_ALLOWED: dict[tuple[str, str], str] = {
-    ("errors.py", "Text.render"): "words a Text for the face given (errors.Face)",
-    ("errors.py", "_render"): "Text.render's part-by-part loop",
-    ("errors.py", "render"): "words a message or remedy for the face given",
+    ("wording.py", "Text.render"): "words a Text for the face given (wording.Face)",
+    ("wording.py", "_render"): "Text.render's part-by-part loop",
+    ("wording.py", "render"): "words a message or remedy for the face given",
     ("errors.py", "PeagleError.one_line"): "the one-line error in the face given",
-    ("errors.py", "target_phrase"): "takes the face's side of a plugin target's Wording",
-    ("errors.py", "phrase_in"): "words a Phrase for the face given (its table or the target)",
+    ("wording.py", "target_phrase"): "takes the face's side of a plugin target's Wording",
+    ("wording.py", "phrase_in"): "words a Phrase for the face given (its table or the target)",
 }
 # (path, function) -> why it calls json.dumps: the JSON is the human rendering's content
 # (a policy to paste, a config shown inline), not a `--json` result document.

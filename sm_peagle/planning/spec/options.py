@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import Call, SpecError, text
-from ...vllm.dynamic_k import parse_k_schedule
 from ..components.specs import parse_component
 from .loading import load_spec, merge_overrides, spec_from_data
 from .model import DeploymentSpec
@@ -124,6 +123,8 @@ class SpecOptions:
     def overrides(self) -> dict[str, Any]:
         """Dotted spec field -> value, for every option (None values are skipped later)."""
         lo, hi = parse_autoscale(self.autoscale)
+        if self.k_schedule:  # vllm.dynamic_k loads only for a schedule (cold start)
+            from ...vllm.dynamic_k import parse_k_schedule
         return {
             "endpoint.instance_type": self.instance_type,
             "endpoint.instance_count": self.instance_count,

@@ -1,5 +1,8 @@
 """Upload a drafter directory to S3 in the layout SageMaker mounts for it.
 
+A side effect, so it lives in lifecycle/ (drafter/ holds only the pure head readers and
+rules it calls: `name_problems`, `parse_s3_uri`). It was `sm_peagle.drafter.push`.
+
 With S3DataType=S3Prefix and CompressionType=None, SageMaker copies every object under
 the prefix to /opt/ml/additional-model-data-sources/<channel>/<key minus prefix>. So the
 keys must be exactly the relative file paths: a zero-byte "folder/" object or two names
@@ -19,10 +22,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sm_peagle.drafter.inspection import name_problems, parse_s3_uri
-from sm_peagle.errors import PeagleError, SpecError
+from ..drafter.inspection import name_problems, parse_s3_uri
+from ..errors import PeagleError, SpecError
 
-__all__ = ["MANIFEST", "PushResult", "default_transfer_config", "make_push_client", "push_drafter"]
+__all__ = [
+    "MANIFEST",
+    "PushResult",
+    "default_transfer_config",
+    "make_push_client",
+    "manifest_key",
+    "push_drafter",
+]
 
 MANIFEST = "peagle-manifest.json"  # legacy location, inside the prefix (mounted: removed)
 MANIFEST_SUFFIX = ".peagle-manifest.json"
@@ -94,7 +104,7 @@ def make_push_client(region: str | None = None, aws: Any = None) -> Any:
     """An S3 client whose connection pool fits the parallel uploads (the default of 10 is
     smaller than files x parts in flight, which makes urllib3 discard connections); on
     `aws`'s target (an AwsContext: its endpoint URL, credentials) when given."""
-    from sm_peagle.aws import AwsContext
+    from ..aws import AwsContext
 
     pool = _FILES_IN_PARALLEL * _concurrency() + 4
     if aws is not None:
@@ -131,22 +141,7 @@ def push_drafter(
     _hash_all(files)
 
     remote = _list_remote(s3_client, bucket, prefix)
-    local_names = {f.name for f in files}
-    for key in sorted(remote):
-        rel = key[len(prefix) :]
-        if key.endswith("/"):
-            result.folder_keys.append(key)
-            result.notes.append(
-                f"folder object s3://{bucket}/{key} exists and breaks the mount; delete it"
-            )
-        elif rel == MANIFEST:  # written here by older peagle versions: moved out below
-            continue
-        elif rel not in local_names:
-            result.stale_keys.append(key)
-            result.notes.append(
-                f"s3://{bucket}/{key} is not part of this head but will be "
-                "mounted with it; delete it if stale"
-            )
+    _note_remote(remote, bucket, prefix, {f.name for f in files}, result)
     manifest = _read_manifest(s3_client, bucket, manifest_key(prefix))
     if not manifest and prefix + MANIFEST in remote:
         manifest = _read_manifest(s3_client, bucket, prefix + MANIFEST)
@@ -189,6 +184,28 @@ def push_drafter(
         )
         result.notes.append(f"moved {MANIFEST} out of the mounted prefix")
     return result
+
+
+def _note_remote(
+    remote: dict[str, int], bucket: str, prefix: str, local_names: set[str], result: PushResult
+) -> None:
+    """What is already under the prefix that the mount would trip on: folder objects, and
+    keys this head does not have (mounted with it all the same)."""
+    for key in sorted(remote):
+        rel = key[len(prefix) :]
+        if key.endswith("/"):
+            result.folder_keys.append(key)
+            result.notes.append(
+                f"folder object s3://{bucket}/{key} exists and breaks the mount; delete it"
+            )
+        elif rel == MANIFEST:  # written here by older peagle versions: moved out by the push
+            continue
+        elif rel not in local_names:
+            result.stale_keys.append(key)
+            result.notes.append(
+                f"s3://{bucket}/{key} is not part of this head but will be "
+                "mounted with it; delete it if stale"
+            )
 
 
 def _local_files(root: Path, notes: list[str]) -> list[_LocalFile]:
