@@ -44,6 +44,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ._lazy import lazy_getattr
+from .plugins import CONTRACT_VERSION, ENTRY_POINT_GROUP
+
 __all__ = [
     "CONTRACT_VERSION",
     "ENTRY_POINT_GROUP",
@@ -81,10 +84,9 @@ __all__ = [
     ),
 ]
 
-ENTRY_POINT_GROUP = "sm_peagle.plugins"
-# Raised when the contract changes incompatibly; a plugin states the version it was written
-# for (`Plugin.contract`) and peagle refuses one written for another.
-CONTRACT_VERSION = 1
+# The entry point group, and the contract's version (`CONTRACT_VERSION`, from the host):
+# a plugin states the version it was written for (`Plugin.contract`), and peagle leaves
+# out one written for another.
 
 
 @dataclass(frozen=True)
@@ -266,52 +268,38 @@ class PluginBase:
 
 # -- what a plugin may use of peagle ------------------------------------------------------
 #
-# Imported when asked for, so importing the contract costs nothing. Everything else in
+# Imported when asked for (`lazy_getattr`), so importing the contract costs nothing. This
+# module is the plugins' facade over peagle, so it sits at the top of the layers, above the
+# CLI (tests/unit/test_import_graph.py); nothing in peagle imports it. Everything else in
 # `sm_peagle` below the public SDK (`sm_peagle.__all__`) is private to peagle.
 
 # The serving container's entrypoint, as a module a plugin may run (`python -m …`).
 CONTAINER_ENTRYPOINT = "sm_peagle.container.entrypoint"
 
-_EXPORTS: dict[str, tuple[str, str]] = {
-    "AwsContext": ("sm_peagle.aws", "AwsContext"),
-    "Client": ("sm_peagle.client", "Client"),
-    "PeagleError": ("sm_peagle.errors", "PeagleError"),
-    "SpecError": ("sm_peagle.errors", "SpecError"),
-    "VllmVersion": ("sm_peagle.vllm.versions", "VllmVersion"),
-    "cache_dir": ("sm_peagle.settings", "cache_dir"),
-    "encode_message": ("sm_peagle.runtime.eventstream_encode", "encode_message"),
-    "JsonOpt": ("sm_peagle.cli.options", "JsonOpt"),
-    "mask_hidden_rule": ("sm_peagle.vllm.versions", "mask_hidden_rule"),
-    "note": ("sm_peagle.cli.output", "note"),
-    "model_stream_error": ("sm_peagle.runtime.eventstream_encode", "model_stream_error"),
-    "payload_part": ("sm_peagle.runtime.eventstream_encode", "payload_part"),
-    "resolve_region": ("sm_peagle.aws", "resolve_region"),
-    "speculative_of": ("sm_peagle.lifecycle.inventory", "speculative_of"),
-    "state_dir": ("sm_peagle.settings", "state_dir"),
+# name -> the module of `sm_peagle` it comes from (the name is the same there).
+_EXPORTS: dict[str, str] = {
+    "AwsContext": "aws",
+    "Client": "client",
+    "PeagleError": "errors",
+    "SpecError": "errors",
+    "VllmVersion": "vllm.versions",
+    "cache_dir": "settings",
+    "state_dir": "settings",
+    # `setting(name, default=None)`: the value of an environment variable a plugin
+    # declared (`Plugin.settings`) or of one of peagle's; a plugin reads its settings here,
+    # so the settings reference lists every variable that is read.
+    "setting": "plugins",
+    "encode_message": "runtime.eventstream_encode",
+    "model_stream_error": "runtime.eventstream_encode",
+    "payload_part": "runtime.eventstream_encode",
+    "mask_hidden_rule": "vllm.versions",
+    "resolve_region": "aws",
+    "speculative_of": "lifecycle.inventory",
+    # The CLI's output of this command (`--json`, `-q`, `-v` applied): a plugin's command
+    # renders through it (`cli_output().result(value, render=...)`, `note(...)`).
+    "JsonOpt": "cli.options",
+    "cli_output": "cli.output",
+    "note": "cli.output",
 }
 
-
-def setting(name: str, default: str | None = None) -> str | None:
-    """The value of an environment variable a plugin declared (`Plugin.settings`) or of
-    one of peagle's: plugins read their settings here, as peagle reads its own in one
-    module, so the settings reference lists every variable that is read."""
-    from . import plugins
-
-    return plugins.setting(name, default)
-
-
-def cli_output() -> Any:
-    """The CLI's output object of this command (`--json`, `-q`, `-v` applied): a plugin's
-    command renders through it (`.result(value, render=...)`, `.note(...)`)."""
-    from .cli.output import current
-
-    return current()
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        module, attribute = _EXPORTS[name]
-        value = getattr(importlib.import_module(module), attribute)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__package__, _EXPORTS)

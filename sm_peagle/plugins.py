@@ -20,24 +20,36 @@ from fnmatch import fnmatchcase
 from functools import cache
 from importlib import import_module, metadata, resources
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .contract import (
-    CONTRACT_VERSION,
-    ENTRY_POINT_GROUP,
-    AwsTarget,
-    CommandGroup,
-    Plugin,
-    ResultLabel,
-    Setting,
-    TargetOption,
-    TargetState,
-)
+if TYPE_CHECKING:
+    from .contract import (
+        AwsTarget,
+        CommandGroup,
+        Plugin,
+        ResultLabel,
+        Setting,
+        TargetOption,
+        TargetState,
+    )
+
+# The entry point group plugins declare, and the contract version this peagle speaks
+# (`sm_peagle.contract` re-exports both: it is the plugins' module, at the top of the
+# layers; this host sits at the bottom, where the product asks it, and imports the
+# contract's types only to annotate).
+ENTRY_POINT_GROUP = "sm_peagle.plugins"
+# Raised when the contract changes incompatibly; a plugin states the version it was
+# written for (`Plugin.contract`) and peagle leaves out one written for another.
+CONTRACT_VERSION = 1
 
 __all__ = [
+    "CONTRACT_VERSION",
+    "ENTRY_POINT_GROUP",
     "commands",
     "current_target",
     "install_hint",
+    "known_command",
+    "known_option",
     "installed",
     "label",
     "models",
@@ -214,6 +226,11 @@ def _known() -> dict[str, dict[str, str]]:
 def known_command(name: str) -> dict[str, str] | None:
     """The known-plugins entry whose distribution adds `peagle <name>`, or None."""
     return next((p for p in _known().values() if name in p.get("commands", ())), None)
+
+
+def known_option(flag: str) -> dict[str, str] | None:
+    """The known-plugins entry whose distribution adds the root option `flag`, or None."""
+    return next((p for p in _known().values() if flag in p.get("options", ())), None)
 
 
 def install_hint() -> str:

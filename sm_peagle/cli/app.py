@@ -195,6 +195,8 @@ def build_app(
     commands and plugin groups as stubs) registers each command as a listing stub, built
     for real when click resolves it (`cli/lazy_commands.py`).
     """
+    if stubs is None:
+        stubs = only is None and not plugins_loaded
     epilog = EPILOG if only is not None else _root_epilog()
     app = typer.Typer(
         name="peagle",
@@ -306,14 +308,19 @@ def _command_to_build(command: str | None) -> str | None:
         return command
     known = plugins.known_command(command)
     if known is not None:
-        from ..errors import SpecError
-
-        raise SpecError(
-            f"`peagle {command}` comes from the {known['distribution']} plugin ("
-            f"{known['about']}), which is not installed",
-            remedy=known["install"],
-        )
+        _not_installed(f"`peagle {command}`", known)
     return None
+
+
+def _not_installed(what: str, known: dict[str, str]) -> None:
+    """SpecError: `what` comes from a plugin peagle knows of that is not installed."""
+    from ..errors import SpecError
+
+    raise SpecError(
+        f"{what} comes from the {known['distribution']} plugin ({known['about']}), "
+        "which is not installed",
+        remedy=known["install"],
+    )
 
 
 class _Chosen:
@@ -354,6 +361,9 @@ def _take_target_options(args: list[str]) -> tuple[list[str], _Chosen | None]:
         flag, eq, inline = arg.partition("=")
         found = plugins.target_option(flag)
         if found is None:
+            known = plugins.known_option(flag)
+            if known is not None:  # a plugin's option, and that plugin is not installed
+                _not_installed(flag, known)
             out.append(arg)
             i += 1
             continue

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import UNSET, Call, Param, Phrase, Text, phrase_in
+from ..errors import UNSET, Call, Param, Phrase, Text
 from ..errors import render as render_text
+from ..wording import phrase_in
 
 __all__ = ["COMMANDS", "CONFIRMED", "FLAGS", "CliFace", "cli_text", "flag_for", "suggestion_for"]
 

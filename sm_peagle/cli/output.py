@@ -54,6 +54,7 @@ from typing import Any
 __all__ = [
     "STATUS_STYLE",
     "Output",
+    "cli_output",
     "configure",
     "console",
     "current",
@@ -283,6 +284,12 @@ _err_console: Any = None
 
 def current() -> Output:
     """The output object of the command being run."""
+    return _current
+
+
+def cli_output() -> Output:
+    """The output object of the command being run, as a plugin's command reaches it
+    (`sm_peagle.contract.cli_output`): `--json`, `-q` and `-v` already applied."""
     return _current
 
 

@@ -20,7 +20,7 @@ VARIABLES: dict[str, str] = {
     "SM_VLLM_PORT": "must be 8080 (SageMaker sends /ping and /invocations there only)",
     "HF_MODEL_ID": "the model when SM_VLLM_MODEL is unset and /opt/ml/model is empty",
     "PEAGLE_VLLM_VERSION": "the image's vLLM version, when `import vllm` cannot say",
-    "PEAGLE_OPT_ML_ROOT": "the sandbox's stand-in for /opt/ml (never set on AWS)",
+    "PEAGLE_OPT_ML_ROOT": "a local stand-in for /opt/ml (a test engine's; never set on AWS)",
 }
 
 

@@ -20,7 +20,7 @@ from sm_peagle.cli.lazy_commands import is_listing_stub
 
 
 def root_help(*, stubs: bool) -> str:
-    group = typer.main.get_command(build_app(None, plugins=False, stubs=stubs))
+    group = typer.main.get_command(build_app(None, plugins_loaded=False, stubs=stubs))
     ctx = group.context_class(group, info_name="peagle")
     return group.get_help(ctx)
 
@@ -33,7 +33,7 @@ def test_root_help_lists_the_same_commands_with_stubs() -> None:
 
 
 def test_a_root_level_run_builds_stubs_and_a_command_run_does_not() -> None:
-    stubbed = typer.main.get_command(build_app(None, plugins=False))
+    stubbed = typer.main.get_command(build_app(None, plugins_loaded=False))
     assert is_listing_stub(stubbed.commands["plan"])
     assert not stubbed.commands["plan"].params or all(
         p.name in ("quiet", "verbose") for p in stubbed.commands["plan"].params

@@ -297,7 +297,9 @@ REAL = "SANDBOX (vllm 0.31.0, CPU, tiny model)"
 
 
 def in_sandbox(monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
-    """This process pointed at a sandbox as `--sandbox` points it (its URL and engine)."""
+    """This process pointed at a sandbox as `--sandbox` points it (the target's name, its
+    URL and engine)."""
+    monkeypatch.setenv("PEAGLE_TARGET", "sandbox")
     monkeypatch.setenv("PEAGLE_SANDBOX_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("PEAGLE_SANDBOX_ENGINE_LABEL", engine)
 
@@ -350,29 +352,6 @@ def test_a_document_that_labels_itself_keeps_its_label(capsys, monkeypatch):
     in_sandbox(monkeypatch, "SIMULATED")
     output.Output(json=True).result({"kind": "bench", "label": REAL}, render=print)
     assert json.loads(capsys.readouterr().out) == {"label": REAL, "kind": "bench"}
-
-
-@pytest.mark.parametrize(
-    ("doc", "label"),
-    [
-        ({"running": True, "engine_label": "vllm 0.31.0 (CPU, tiny model)"}, REAL),
-        ({"running": True, "engine_label": "SIMULATED"}, SIMULATED),
-        ({"running": False, "healthy": False}, SIMULATED),
-    ],
-)
-def test_the_sandbox_s_own_results_are_labelled_by_its_engine_wherever_the_process_talks(
-    capsys, doc, label
-):
-    """`peagle sandbox status|stop --json` (not under --sandbox) describe the sandbox, not
-    AWS; a document that names no engine is the SIMULATED one's."""
-    from sm_peagle.ops.sandbox import SandboxState, SandboxStop
-
-    output.Output(json=True).result(SandboxState(doc), render=print)
-    assert json.loads(capsys.readouterr().out) == {"label": label, **doc}
-    output.Output(json=True).result(SandboxStop({"stopped": False}), render=print)
-    assert json.loads(capsys.readouterr().out)["label"] == SIMULATED
-    output.Output(json=True).result(dict(doc), render=print)  # the same keys, not its result
-    assert json.loads(capsys.readouterr().out)["label"] == "AWS"
 
 
 def test_an_explicit_label_wins(capsys, monkeypatch):

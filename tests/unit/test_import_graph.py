@@ -21,7 +21,8 @@ root module such as `aws.py` is its own node, the root package `sm_peagle` anoth
 allowed order is `LAYERS`, written once below: a package may import its own layer and
 the layers after it, never one before it; the cycle rule keeps each layer acyclic.
 
-    cli
+    contract (the plugins' facade: it re-exports from every layer; nothing imports it)
+    -> cli
     -> the SDK: sm_peagle (root package) -> client -> endpoint -> ops
     -> lifecycle, benchmarking, runtime, iac, bridge, container (+ the deprecated testing shim)
     -> aws -> planning -> drafter -> catalog -> vllm
@@ -65,6 +66,7 @@ PURE_MAY_NOT_IMPORT = tuple(
 # The allowed package order (see the module docstring): each layer may import itself and
 # the layers after it. Every package and root module must be placed here.
 LAYERS: tuple[tuple[str, ...], ...] = (
+    ("contract",),
     ("cli",),
     (PACKAGE,),
     ("client",),
@@ -103,6 +105,7 @@ CLI_MAY_IMPORT = frozenset(
         ".ops",
         ".endpoint",
         ".errors",
+        ".wording",  # the errors' vocabulary: cli/faces.py words it for the CLI
         ".settings",
         ".plugins",
         ".version",
@@ -163,13 +166,17 @@ def _walk(node: ast.AST) -> Iterable[ast.AST]:
             todo.append(child)
 
 
-def _lazy_table(tree: ast.Module) -> dict[str, str] | None:
-    """The dict literal a module passes to `lazy_getattr(__name__, TABLE)`, if any."""
+def _lazy_table(tree: ast.Module) -> tuple[dict[str, str], bool] | None:
+    """The dict literal a module passes to `lazy_getattr(__name__, TABLE)`, if any, and
+    whether it is relative to the module's package (`lazy_getattr(__package__, TABLE)`:
+    sm_peagle/contract.py's exports) rather than to the module itself."""
     tables: dict[str, dict[str, str]] = {}
     used: list[str] = []
+    of_package = False
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
-            for target in node.targets:
+        if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Dict):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
                 if isinstance(target, ast.Name):
                     with contextlib.suppress(ValueError):
                         tables[target.id] = ast.literal_eval(node.value)
@@ -180,12 +187,14 @@ def _lazy_table(tree: ast.Module) -> dict[str, str] | None:
                 arg = node.args[1]
                 if isinstance(arg, ast.Name):
                     used.append(arg.id)
+                first = node.args[0]
+                of_package = isinstance(first, ast.Name) and first.id == "__package__"
     if not used:
         return None
     out: dict[str, str] = {}
     for name in used:
         out.update(tables.get(name, {}))
-    return out
+    return out, of_package
 
 
 def _raw_imports(tree: ast.Module, module: str, is_pkg: bool) -> list[tuple[str, str | None]]:
@@ -227,9 +236,11 @@ def build_graph(sources: Mapping[str, tuple[str, bool]]) -> Graph:
     trees = {m: ast.parse(text) for m, (text, _) in sources.items()}
     g.packages = {m for m, (_, is_pkg) in sources.items() if is_pkg}
     for m, tree in trees.items():
-        table = _lazy_table(tree)
-        if table is not None:
-            g.lazy[m] = {name: f"{m}.{sub}" for name, sub in table.items()}
+        found = _lazy_table(tree)
+        if found is not None:
+            table, of_package = found
+            base = m.rpartition(".")[0] if of_package and not sources[m][1] else m
+            g.lazy[m] = {name: f"{base}.{sub}" for name, sub in table.items()}
     known = set(sources)
 
     def nearest(name: str) -> str | None:

@@ -34,8 +34,10 @@ MAX_FUNCTION_LINES = 80
 # client.py (`sm_peagle.Client`, the SDK's one object, issue 34) the 10th: users import it
 # by that name, next to endpoint.py (the handle) and errors.py. wording.py (Param, Call,
 # Phrase, Text: issue 35 split it out of errors.py, which re-exports it) is the 11th: it
-# sits in the bottom layer with errors, where no package does.
-MAX_ROOT_MODULES = 11
+# sits in the bottom layer with errors, where no package does. contract.py is the 12th:
+# issue 35 asks for the plugin contract as one public module of sm_peagle (it sits at the
+# top of the layers, the plugins' facade), next to plugins.py, the host that asks them.
+MAX_ROOT_MODULES = 12
 
 # Private reach-ins allowed for now, each with the reason: (module, "<where>.<_name>").
 # Remove an entry when its reach-in goes.

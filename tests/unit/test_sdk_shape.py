@@ -54,8 +54,6 @@ CLI_WORDS_ALLOWED: dict[tuple[str, str], str] = {
     ("benchmarking/report.py", " --k-schedule "): _RESULT_FILES,
     ("benchmarking/report.py", "see `peagle plan`"): _RESULT_FILES,
     ("benchmarking/metrics.py", "--workers"): _RESULT_FILES,
-    ("benchmarking/report.py", "local peagle sandbox"): "prose: the sandbox, not a command",
-    ("benchmarking/results.py", "local peagle sandbox"): "prose: the sandbox, not a command",
     ("catalog/regional_prices.py", "peagle instances --live-prices"): (
         "the price label is a plain string carried into deploy's confirm question and the "
         "status document; wording it per face needs RegionalPrice.label as a Text (a gap)"

@@ -28,10 +28,7 @@ SETTINGS_MODULES = frozenset({"sm_peagle/settings.py", "sm_peagle/container/sett
 ENV_NAMES = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"})
 # Uses outside the settings modules that another change removes, each with the reason. A
 # stale entry fails (test_allowed_uses_still_exist), so each goes when its use goes.
-ALLOWED: dict[tuple[str, str], str] = {
-    ("sm_peagle/cli/app.py", "os.environ['PEAGLE_SANDBOX_ENGINE'] = engine"): "the lead's "
-    "plugin-contract rewrite of cli/app.py removes this write (issue 35, item 1)",
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def environment_uses(source: str) -> list[str]:

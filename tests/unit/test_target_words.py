@@ -173,13 +173,15 @@ def test_an_unreachable_target_names_the_target_s_own_remedy(
     from sm_peagle.aws import as_peagle_error
     from sm_peagle.cli.faces import CliFace
 
-    exc = EndpointConnectionError(endpoint_url=URL)
-    on_aws = as_peagle_error(exc)
+    # AWS's own endpoint, unreachable: the fix offers the installed target
+    on_aws = as_peagle_error(
+        EndpointConnectionError(endpoint_url="https://api.sagemaker.us-east-1.amazonaws.com")
+    )
     assert on_aws is not None
     assert on_aws.remedy == "check the network, a proxy, or the region; or run with emu.client()"
     assert on_aws.one_line(CliFace("status")).endswith("or run with --emu)")
     monkeypatch.setenv("PEAGLE_TARGET", "emu")
-    on_target = as_peagle_error(exc)
+    on_target = as_peagle_error(EndpointConnectionError(endpoint_url=URL))
     assert on_target is not None
     assert on_target.remedy == "the emu did not answer: emu.status()"
     assert on_target.one_line(CliFace("status")).endswith(

@@ -294,7 +294,6 @@ def test_extra_arguments_are_refused_naming_them(cli, path, tmp_path) -> None:
 # -- choices ---------------------------------------------------------------------------------
 # Every option with a fixed set of values, with what a run needs besides the bad value.
 CHOICES: dict[tuple[tuple[str, ...], str], list[str]] = {
-    ((), "--sandbox-engine"): ["--sandbox-engine", "nosuch", "ls"],
     (("plan",), "--mode"): ["plan", "gpt-oss-20b", "--mode", "nosuch"],
     (("plan",), "--routing-strategy"): ["plan", "gpt-oss-20b", "--routing-strategy", "nosuch"],
     (("plan",), "--hosting"): ["plan", "gpt-oss-20b", "--hosting", "nosuch"],
@@ -378,12 +377,35 @@ def test_a_missing_sandbox_plugin_is_one_line_with_its_install(cli, monkeypatch)
     monkeypatch.setattr(
         sm_peagle.plugins, "metadata", SimpleNamespace(entry_points=lambda group: [])
     )
-    for argv in (["sandbox", NO_SUCH], ["sandbox", "start"], ["--sandbox", "ls"]):
-        code, out, err = cli(*argv)
-        assert code == 2 and out == ""
-        line = one_line(err)
-        assert line.startswith("error: the local sandbox is not installed"), line
-        assert line.endswith("(fix: pip install -e ./sandbox)"), line
+    sm_peagle.plugins.reset()  # forget the plugins this process found (restored below)
+    try:
+        for argv, what in (
+            (["sandbox", NO_SUCH], "`peagle sandbox`"),
+            (["sandbox", "start"], "`peagle sandbox`"),
+            (["--sandbox", "ls"], "--sandbox"),
+            (["--sandbox-engine", "vllm", "ls"], "--sandbox-engine"),
+        ):
+            code, out, err = cli(*argv)
+            assert code == 2 and out == ""
+            line = one_line(err)
+            assert line.startswith(
+                f"error: {what} comes from the peagle-sandbox plugin (a local SageMaker"
+            ), line
+            assert "which is not installed (fix: pip install -e ./sandbox)" in line, line
+    finally:
+        monkeypatch.undo()
+        sm_peagle.plugins.reset()
+
+
+def test_an_engine_outside_the_choices_names_every_choice(cli) -> None:
+    """`--sandbox-engine` is the sandbox target's option (declared through the contract,
+    checked by the plugin): a bad value is one line naming the choices, before anything
+    starts."""
+    code, out, err = cli("--sandbox-engine", "nosuch", "ls")
+    assert code == 2 and out == ""
+    assert one_line(err) == (
+        "error: unknown sandbox engine 'nosuch' (fix: use one of: simulated, vllm)"
+    )
 
 
 # -- bad input raised without a remedy -------------------------------------------------------
