@@ -138,10 +138,26 @@ def f(sandbox_url: str) -> None:
     assert not any("prose" in w for w in words)
 
 
+# The exact words an allowed file may hold (nothing else of its code may name a plugin).
+ALLOWED_WORDS: dict[str, set[str]] = {
+    "benchmarking/results.py": {
+        "sandbox",
+        "SANDBOX (SIMULATED)",
+        "SANDBOX (vllm {version}, CPU, tiny model)",
+        "SANDBOX, {engine}",
+    },
+}
+
+
 def test_the_product_names_no_plugin_in_code() -> None:
     found = violations(PACKAGE)
-    unexpected = {path: hits for path, hits in found.items() if path not in ALLOWED}
+    unexpected = {
+        path: [hit for hit in hits if hit.split(": ", 1)[1] not in ALLOWED_WORDS.get(path, ())]
+        for path, hits in found.items()
+    }
+    unexpected = {path: hits for path, hits in unexpected.items() if hits}
     assert unexpected == {}, "name no plugin in code: ask sm_peagle.plugins (see contract.py)"
+    assert set(ALLOWED_WORDS) == set(ALLOWED)
 
 
 def test_the_allow_list_only_shrinks() -> None:
