@@ -57,18 +57,21 @@ class SandboxStart:
 
     @property
     def url(self) -> str:
+        """Its control-plane URL (boto3's endpoint_url)."""
         return str(self.info["url"])
 
     @property
     def pid(self) -> int:
+        """Its server's process id."""
         return int(self.info["pid"])
 
     @property
     def engine_label(self) -> str:
+        """What produces its tokens: `SIMULATED` or `vllm X.Y.Z (CPU, tiny model)`."""
         return str(self.info.get("engine_label") or "SIMULATED")
 
     def to_dict(self) -> dict[str, Any]:
-        # The document `peagle sandbox start --json` prints: the sandbox's state.
+        """The `peagle sandbox start --json` document: the sandbox's state."""
         return dict(self.info)
 
 
@@ -86,25 +89,31 @@ class SandboxState:
 
     @property
     def running(self) -> bool:
+        """Whether a sandbox process runs."""
         return bool(self.doc.get("running"))
 
     @property
     def died(self) -> bool:
+        """Whether the state names a sandbox whose process is gone."""
         return bool(self.doc.get("died"))
 
     @property
     def url(self) -> str | None:
+        """Where it runs (or ran), else None."""
         return self.doc.get("url")
 
     @property
     def healthy(self) -> bool:
+        """Whether it answers."""
         return bool(self.doc.get("healthy"))
 
     @property
     def engine_label(self) -> str:
+        """What produces its tokens: `SIMULATED` or `vllm X.Y.Z (CPU, tiny model)`."""
         return str(self.doc.get("engine_label") or "SIMULATED")
 
     def to_dict(self) -> dict[str, Any]:
+        """The `peagle sandbox status --json` document."""
         return dict(self.doc)
 
 
@@ -121,17 +130,21 @@ class SandboxStop:
 
     @property
     def stopped(self) -> bool:
+        """Whether a sandbox was stopped."""
         return bool(self.doc.get("stopped"))
 
     @property
     def note(self) -> str | None:
+        """Why none was, else None."""
         return self.doc.get("note")
 
     @property
     def engine_label(self) -> str:
+        """What produced the stopped sandbox's tokens."""
         return str(self.doc.get("engine_label") or "SIMULATED")
 
     def to_dict(self) -> dict[str, Any]:
+        """The `peagle sandbox stop --json` document."""
         return dict(self.doc)
 
 

@@ -105,8 +105,11 @@ def test_sandbox_flag(monkeypatch, argv, args, given) -> None:
     # The sandbox's root options are its target's (declared through the plugin contract):
     # the CLI strips them before the command parses, whatever their position among the
     # product's own root flags, and never after the command name.
-    monkeypatch.delenv("PEAGLE_SANDBOX", raising=False)
-    monkeypatch.delenv("PEAGLE_SANDBOX_ENGINE", raising=False)
+    # setenv first, so the undo restores what the run exports (a given option's setting
+    # is exported for the rest of the process): delenv of an unset name records nothing.
+    for name in ("PEAGLE_SANDBOX", "PEAGLE_SANDBOX_ENGINE"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     out, chosen = _take_target_options(argv)
     assert out == args
     assert (chosen.given if chosen else None) == given

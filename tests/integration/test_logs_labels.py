@@ -38,6 +38,7 @@ def deployed(world: World, sagemaker_harness: Any) -> Any:
 
 def real_engine_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
     """The settings `--sandbox` gives a command when the sandbox runs the real engine."""
+    monkeypatch.setenv("PEAGLE_TARGET", "sandbox")  # as the sandbox's activate() sets it
     monkeypatch.setenv("PEAGLE_SANDBOX_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("PEAGLE_SANDBOX_ENGINE_LABEL", "vllm 0.31.0 (CPU, tiny model)")
 
