@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from .lifecycle_cmds import YesOpt, asker
-from .options import dry_run_option, output_option
+from .options import dry_run_option, model_option, output_option
 from .output import STATUS_STYLE, console, current, table
 from .spec_options import JsonOpt, RegionOpt
 
@@ -45,18 +45,15 @@ def render_adoption(result: Any) -> None:
 
 AdoptDryRunOpt = dry_run_option("Show the spec and checks; tag nothing.")
 AdoptOutputOpt = output_option("Also write the spec to this YAML file.")
+AdoptModelOpt = model_option(
+    "Catalog alias or JumpStart id of what it serves, when its tags, "
+    "HF_MODEL_ID and weights do not tell."
+)
 
 
 def adopt_command(
     name: Annotated[str, typer.Argument(help="Endpoint name.")],
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            help="Catalog alias or JumpStart id of what it serves, when its tags, "
-            "HF_MODEL_ID and weights do not tell.",
-        ),
-    ] = None,
+    model: AdoptModelOpt = None,
     dry_run: AdoptDryRunOpt = False,
     accept_differences: Annotated[
         bool,

@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
-from .lifecycle_cmds import TimeoutOpt, YesOpt, asker, report_failure
-from .options import StrictOpt, dry_run_option, file_option
+from .lifecycle_cmds import YesOpt, asker, report_failure
+from .options import StrictOpt, TimeoutOpt, dry_run_option, file_option
 from .output import current, note
 from .spec_options import JsonOpt, RegionOpt
 

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from .options import Hosting, ScaleInStrategy
+from .options import Hosting, ScaleInStrategy, components_option, copies_option
 
 HostingOpt = Annotated[
     Hosting | None,
@@ -21,15 +21,11 @@ HostingOpt = Annotated[
         "managed instance scaling, scale to zero).",
     ),
 ]
-ComponentOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--component",
-        metavar="NAME[:key=value,...]",
-        help="An inference component NAME[:key=value,...] (repeat): p-eagle:k=7, baseline, "
-        "fast:mode=p-eagle,k=5,copies=2,accelerators=1.",
-    ),
-]
+ComponentOpt = components_option(
+    "An inference component NAME[:key=value,...] (repeat): p-eagle:k=7, baseline, "
+    "fast:mode=p-eagle,k=5,copies=2,accelerators=1.",
+    metavar="NAME[:key=value,...]",
+)
 ScaleToZeroOpt = Annotated[
     bool,
     typer.Option(
@@ -38,7 +34,7 @@ ScaleToZeroOpt = Annotated[
         "on the first failed invocation (step policy + NoCapacityInvocationFailures alarm).",
     ),
 ]
-CopiesOpt = Annotated[int | None, typer.Option("--copies", help="Initial copies per component.")]
+CopiesOpt = copies_option("Initial copies per component.")
 AcceleratorsOpt = Annotated[
     int | None,
     typer.Option("--accelerators-per-copy", help="GPUs per copy (= tensor-parallel size)."),

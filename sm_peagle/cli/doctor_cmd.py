@@ -18,12 +18,13 @@ def doctor_command(
             "'not checked'.",
         ),
     ] = False,
-    timeout: Annotated[
+    source_timeout: Annotated[
         str | None,
         typer.Option(
-            "--timeout",
-            help="How long each network source may take to answer (3s, 10s; default 3s). "
-            "They are asked at once.",
+            "--source-timeout",
+            help="How long each request to a network source may take (3s, 10s; default "
+            "3s); the sources are asked at once. Was --timeout, which on deploy, update "
+            "and apply bounds the whole wait.",
         ),
     ] = None,
     region: RegionOpt = None,
@@ -44,8 +45,8 @@ def doctor_command(
     from .output import current
 
     options: dict[str, Any] = {"offline": offline}
-    if timeout is not None:  # the SDK reads "3s" as deploy's --timeout does
-        options["timeout"] = timeout
+    if source_timeout is not None:  # the SDK reads "3s" as deploy's --timeout does
+        options["source_timeout"] = source_timeout
     report = client(region).doctor(**options)
     current().result(report, render=render_report)
     if report.exit_code:

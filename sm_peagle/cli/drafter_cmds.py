@@ -13,23 +13,31 @@ from typing import Annotated, Any
 
 import typer
 
-from .options import DrafterMode, StrictOpt, k_option
+from .options import (
+    StrictOpt,
+    force_option,
+    k_option,
+    mode_option,
+    model_option,
+    vllm_version_option,
+)
 from .output import STATUS_STYLE, console, current, note, table
 from .spec_options import JsonOpt, RegionOpt
 
 CheckKOpt = k_option("K (default: the model's default K).")
 PushKOpt = k_option("K the deploy will use (default: the model's default K).")
-ModelOpt = Annotated[
-    str | None,
-    typer.Option("--model", "-m", help="Target model (catalog alias, JumpStart or HF id)."),
-]
-VllmVersionOpt = Annotated[
-    str | None,
-    typer.Option("--vllm-version", help="vLLM version of the serving image (default: peagle's)."),
-]
-ModeOpt = Annotated[
-    DrafterMode, typer.Option("--mode", parser=str, help="p-eagle (default) or eagle3.")
-]
+ModelOpt = model_option("Target model (catalog alias, JumpStart or HF id).")
+PushModelOpt = model_option(
+    "The model `deploy --drafter` will serve it with: its checks then run "
+    "exactly (without it, the checks that need the target only warn)."
+)
+VllmVersionOpt = vllm_version_option("vLLM version of the serving image (default: peagle's).")
+ModeOpt = mode_option("p-eagle (default) or eagle3.", drafter=True)
+PushForceOpt = force_option(
+    "Push a head that fails the checks `deploy --drafter` would refuse it with "
+    "(no config.json, truncated, unreadable or pickled weights, a dtype vLLM cannot "
+    "read, a tensor or shape vLLM's loader refuses); each failure is printed."
+)
 TrainedKOpt = Annotated[int | None, typer.Option("--trained-k", help="K the head was trained for.")]
 
 __all__ = ["drafter_app"]
@@ -256,28 +264,12 @@ def push_cmd(
         str | None,
         typer.Option("--from-hf", help="Download this Hugging Face repo id, then push it."),
     ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            "-m",
-            help="The model `deploy --drafter` will serve it with: its checks then run "
-            "exactly (without it, the checks that need the target only warn).",
-        ),
-    ] = None,
+    model: PushModelOpt = None,
     vllm_version: VllmVersionOpt = None,
     mode: ModeOpt = "p-eagle",
     k: PushKOpt = None,
     trained_k: TrainedKOpt = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Push a head that fails the checks `deploy --drafter` would refuse it with "
-            "(no config.json, truncated, unreadable or pickled weights, a dtype vLLM cannot "
-            "read, a tensor or shape vLLM's loader refuses); each failure is printed.",
-        ),
-    ] = False,
+    force: PushForceOpt = False,
     strict: StrictOpt = False,
     region: RegionOpt = None,
     json_out: JsonOpt = False,

@@ -7,11 +7,19 @@ from typing import Annotated, Any
 import typer
 
 from .lifecycle_cmds import YesOpt, asker
-from .options import DryRunOpt, component_option, dry_run_option, json_option
+from .options import DryRunOpt, component_option, dry_run_option, force_option, json_option
 from .output import console, current, note, table
 from .spec_options import JsonOpt, RegionOpt
 
 NameArg = Annotated[str, typer.Argument(help="Endpoint name.")]
+DeleteForceOpt = force_option(
+    "Also delete an endpoint peagle did not create, or inference components someone else "
+    "added to it, with their scaling targets, policies and alarms (their models are kept)."
+)
+GcForceOpt = force_option(
+    "With --operation: remove them even if that operation may still be running (its "
+    "process is alive, or on another host, within its deadline)."
+)
 LogsComponentOpt = component_option(
     "Read this inference component's logs (its own log group, "
     "/aws/sagemaker/InferenceComponents/<name>); the short name is enough."
@@ -236,15 +244,7 @@ def _render_events(events: Any, empty: str) -> None:
 def delete_command(
     name: NameArg,
     keep_model: Annotated[bool, typer.Option("--keep-model", help="Keep the model(s).")] = False,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Also delete an endpoint peagle did not create, or inference components "
-            "someone else added to it, with their scaling targets, policies and alarms "
-            "(their models are kept).",
-        ),
-    ] = False,
+    force: DeleteForceOpt = False,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     region: RegionOpt = None,
@@ -295,14 +295,7 @@ def gc_command(
             "`peagle status` printed).",
         ),
     ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="With --operation: remove them even if that operation may still be "
-            "running (its process is alive, or on another host, within its deadline).",
-        ),
-    ] = False,
+    force: GcForceOpt = False,
     yes: YesOpt = False,
     region: RegionOpt = None,
     json_out: JsonOpt = False,

@@ -11,8 +11,10 @@ import typer
 from .options import (
     DryRunOpt,
     StrictOpt,
+    TimeoutOpt,
     YesOpt,
     component_option,
+    copies_option,
     dry_run_option,
     k_option,
     mode_option,
@@ -35,14 +37,7 @@ UpdateKOpt = k_option("K, the speculative tokens per step [default: keep the cur
 UpdateComponentOpt = component_option(
     "Inference component to change: its copies (--copies), K (-k) or --mode."
 )
-TimeoutOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--timeout",
-        help="Give up waiting after this long (2h, 90m, 600s). "
-        "Default: download + health-check timeouts + 15m.",
-    ),
-]
+UpdateCopiesOpt = copies_option("Copies of --component; 0 scales it to zero.")
 
 
 def confirm(question: str, yes: bool) -> None:
@@ -157,10 +152,7 @@ def update_command(
     instance_count: InstanceCountOpt = None,
     region: RegionOpt = None,
     component: UpdateComponentOpt = None,
-    copies: Annotated[
-        int | None,
-        typer.Option("--copies", help="Copies of --component; 0 scales it to zero."),
-    ] = None,
+    copies: UpdateCopiesOpt = None,
     timeout: TimeoutOpt = None,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,

@@ -20,7 +20,8 @@ factory where a command's help must differ). An option that names a directory en
 `-dir` (`recommend --results-dir`); `-o/--output` is where results go, a file or a
 directory as the command writes one result or several. A sizing input is not a load level:
 `recommend --sequences N` (sequences of `--max-model-len` tokens the KV cache holds at
-once) beside `-c/--concurrency`'s comma list of levels.
+once) beside `-c/--concurrency`'s comma list of levels. A whole wait is `--timeout`
+(deploy, update, apply); doctor's bound on each request to a source is `--source-timeout`.
 
 Options with a fixed set of values are typed with a `Literal`, so `--help` prints
 `<p-eagle|eagle3|baseline>` and the shell completes them. Most are parsed as plain strings
@@ -119,20 +120,17 @@ VerboseOpt = Annotated[
         callback=_set_verbose, expose_value=False,
     ),
 ]  # fmt: skip
-JsonOpt = Annotated[
-    bool,
-    typer.Option(
-        "--json",
-        help='Print one JSON document on stdout (errors too: {"error": {...}}); also a '
-        "global option (peagle --json COMMAND).",
-        callback=_set_json,
-    ),
-]
 
 
 def json_option(help: str) -> Any:
     """`--json` with a command's own help text (the same mode as the global option)."""
     return Annotated[bool, typer.Option("--json", help=help, callback=_set_json)]
+
+
+JsonOpt = json_option(
+    'Print one JSON document on stdout (errors too: {"error": {...}}); also a '
+    "global option (peagle --json COMMAND)."
+)
 
 
 # -- shared option types -------------------------------------------------------------------
@@ -145,12 +143,17 @@ def output_option(help: str = "Where results go: a file or a directory.") -> Any
     return Annotated[Path | None, typer.Option("--output", "-o", metavar="PATH", help=help)]
 
 
+def _k(kind: Any, help: str, metavar: str | None = None) -> Any:
+    return Annotated[kind, typer.Option("-k", "--k", metavar=metavar, help=help)]
+
+
 def k_option(help: str = "K, the speculative tokens per step.") -> Any:
-    return Annotated[int | None, typer.Option("-k", "--k", help=help)]
+    return _k(int | None, help)
 
 
 def k_list_option(help: str = "Comma-separated K values to try.") -> Any:
-    return Annotated[str, typer.Option("-k", "--k", metavar="K[,K...]", help=help)]
+    """sweep's several K: a comma list of the same K (`-k 3` is K=3 there too)."""
+    return _k(str, help, "K[,K...]")
 
 
 def concurrency_option(help: str = "Comma-separated concurrency levels.") -> Any:
@@ -162,11 +165,14 @@ def requests_option(help: str = "Requests to send.", *, optional: bool = True) -
     return Annotated[kind, typer.Option("--requests", "-n", help=help)]
 
 
-def component_option(help: str = "Inference component (the short name is enough).") -> Any:
+def _component(kind: Any, help: str, metavar: str, callback: Any = None) -> Any:
     return Annotated[
-        str | None,
-        typer.Option("--component", metavar="NAME", help=help, callback=given_component),
+        kind, typer.Option("--component", metavar=metavar, help=help, callback=callback)
     ]
+
+
+def component_option(help: str = "Inference component (the short name is enough).") -> Any:
+    return _component(str | None, help, "NAME", given_component)
 
 
 def given_component(value: str | None) -> str | None:
@@ -178,18 +184,42 @@ def given_component(value: str | None) -> str | None:
     return value
 
 
-def components_option(help: str) -> Any:
-    """A repeatable `--component` (race's two sides; deploy's NAME[:key=value,...] is
+def components_option(help: str, metavar: str = "NAME") -> Any:
+    """A repeatable `--component` (race's two sides; plan/deploy's NAME[:key=value,...],
     component_options.ComponentOpt)."""
-    return Annotated[list[str] | None, typer.Option("--component", metavar="NAME", help=help)]
+    return _component(list[str] | None, help, metavar)
 
 
 def dry_run_option(help: str = "Show what would happen; change nothing.") -> Any:
     return Annotated[bool, typer.Option("--dry-run", help=help)]
 
 
-def mode_option(help: str = "p-eagle (default), eagle3 or baseline.") -> Any:
-    return Annotated[Mode | None, typer.Option("--mode", parser=str, help=help)]
+def mode_option(
+    help: str = "p-eagle (default), eagle3 or baseline.", *, drafter: bool = False
+) -> Any:
+    """`--mode`; a drafter's (`drafter check/push`) takes no baseline: there is no head."""
+    kind = DrafterMode if drafter else Mode | None
+    return Annotated[kind, typer.Option("--mode", parser=str, help=help)]
+
+
+def model_option(help: str) -> Any:
+    """`-m/--model`: a model that is not the command's subject (adopt: what an endpoint
+    serves; drafter: the target a head is checked against)."""
+    return Annotated[str | None, typer.Option("--model", "-m", help=help)]
+
+
+def vllm_version_option(help: str = "vLLM version the image runs.") -> Any:
+    return Annotated[str | None, typer.Option("--vllm-version", help=help)]
+
+
+def copies_option(help: str) -> Any:
+    """`--copies`: inference-component copies (plan/deploy: each new one's; update: one's)."""
+    return Annotated[int | None, typer.Option("--copies", help=help)]
+
+
+def force_option(help: str) -> Any:
+    """`--force`: go past the command's own refusal; the help names which."""
+    return Annotated[bool, typer.Option("--force", help=help)]
 
 
 def check_region(value: str | None) -> str | None:
@@ -233,6 +263,17 @@ StrictOpt = Annotated[
 ]
 RegionOpt = Annotated[
     str | None, typer.Option("--region", help="AWS region.", callback=check_region)
+]
+
+# How long deploy, update and apply wait for the endpoint, in all (doctor's bound on each
+# network source is another meaning: `--source-timeout`).
+TimeoutOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--timeout",
+        help="Give up waiting after this long (2h, 90m, 600s). "
+        "Default: download + health-check timeouts + 15m.",
+    ),
 ]
 
 # -- the traffic options: every command that sends prompts (invoke, chat, race, bench, sweep,
@@ -289,6 +330,9 @@ DEPRECATED: tuple[Deprecated, ...] = (
     Deprecated("--concurrency", "--sequences", ("recommend",)),
     # A directory option ends in -dir; tune-k's `--results` (one bench file) keeps its name.
     Deprecated("--results", "--results-dir", ("recommend",)),
+    # deploy/update/apply's `--timeout` is the whole wait; doctor's bounds each request to a
+    # network source (several per source, all sources at once): another meaning.
+    Deprecated("--timeout", "--source-timeout", ("doctor",)),
 )
 
 

@@ -26,6 +26,7 @@ from .options import (
     ModeOpt,
     RegionOpt,
     check_region,
+    vllm_version_option,
 )
 
 __all__ = [
@@ -103,9 +104,7 @@ ModelDataOpt = Annotated[
     ),
 ]
 ImageOpt = Annotated[str | None, typer.Option("--image", help="Container image URI.")]
-VllmVersionOpt = Annotated[
-    str | None, typer.Option("--vllm-version", help="vLLM version the image runs.")
-]
+VllmVersionOpt = vllm_version_option("vLLM version the image runs.")
 NameOpt = Annotated[str | None, typer.Option("--name", help="Endpoint name.")]
 RoutingStrategyOpt = Annotated[
     Literal["LEAST_OUTSTANDING_REQUESTS", "RANDOM"] | None,

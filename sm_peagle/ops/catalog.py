@@ -8,17 +8,14 @@ Nothing here prints: what a person should see while it runs goes to the client's
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 import re
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Param, Phrase, SpecError, text
+from .renamed import renamed_keywords
 from .session import Session
 
 if TYPE_CHECKING:
@@ -53,55 +50,6 @@ class Recommendation:
             "basis": self.basis,
             "candidates": [c.to_dict() for c in self.candidates],
         }
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _callers_level() -> int:
-    """The `stacklevel` of the first frame outside sm_peagle: the warning points at the
-    user's line whether they called `client.recommend` or `sm_peagle.recommend` (the default
-    client's method, one frame deeper)."""
-    import inspect
-
-    package = os.path.dirname(os.path.dirname(__file__)) + os.sep
-    here = inspect.currentframe()
-    frame, level = (here.f_back if here else None), 1
-    while frame is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-def _renamed_keywords(**renamed: str) -> Callable[[F], F]:
-    """An operation whose keywords `renamed` (old -> new) were renamed: each old one still
-    works for one release, with a FutureWarning naming the new one; both at once is a
-    TypeError. The operation's signature (and `help()`) shows the new names only.
-
-    recommend's, by issue 35 (one vocabulary): `concurrency` is a list of load levels
-    everywhere else, and `results` is one bench file on `tune_k`."""
-
-    def decorate(method: F) -> F:
-        @functools.wraps(method)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            for old, new in renamed.items():
-                if old not in kwargs:
-                    continue
-                if kwargs.get(new) is not None:
-                    raise TypeError(
-                        f"{method.__name__}(): give {new}= only ({old}= is its old name)"
-                    )
-                warnings.warn(
-                    f"{method.__name__}({old}=) is deprecated: use {new}= "
-                    "(removed in the next release)",
-                    FutureWarning,
-                    stacklevel=_callers_level(),
-                )
-                kwargs[new] = kwargs.pop(old)
-            return method(*args, **kwargs)
-
-        return cast(F, call)
-
-    return decorate
 
 
 class CatalogOps(Session):
@@ -172,7 +120,7 @@ class CatalogOps(Session):
 
         return DeploymentSpec.model_json_schema()
 
-    @_renamed_keywords(concurrency="sequences", results="results_dir")
+    @renamed_keywords(concurrency="sequences", results="results_dir")
     def recommend(
         self,
         model: str,

@@ -29,6 +29,7 @@ from .. import plugins, settings
 from ..catalog import images
 from ..errors import Param, SpecError, text
 from ..vllm.versions import NEWEST_CHECKED, VllmVersion
+from .renamed import renamed_keywords
 from .session import Session
 
 if TYPE_CHECKING:
@@ -275,8 +276,9 @@ class DoctorReport:
 class DoctorOps(Session):
     """`doctor`: what this peagle knows, next to what is newer."""
 
+    @renamed_keywords(timeout="source_timeout")
     def doctor(
-        self, *, offline: bool = False, timeout: float | str = DEFAULT_TIMEOUT
+        self, *, offline: bool = False, source_timeout: float | str = DEFAULT_TIMEOUT
     ) -> DoctorReport:
         """What this peagle knows next to what is newer: the checks of `CHECKS` and the
         rows installed plugins add.
@@ -287,24 +289,30 @@ class DoctorOps(Session):
 
         Args:
             offline: ask no network source.
-            timeout: how long each source may take: seconds, or a duration such as "5s".
+            source_timeout: how long each request to a source may take (connect, then
+                read; ECR's paged listing gets three): seconds, or a duration such as
+                "5s". `timeout=` is its old name (a FutureWarning; removed in the next
+                release): every other `timeout` bounds a whole wait.
 
         Returns:
             Each check's row, the verdict and its exit code.
 
         Raises:
-            SpecError: a timeout that is not positive, or a PEAGLE_PYPI_URL that is not an
+            SpecError: a source_timeout that is not positive, or a PEAGLE_PYPI_URL that is not an
                 http(s) URL (nothing asked).
         """
+        timeout = source_timeout
         if isinstance(timeout, str):
             from ..lifecycle.waiter import parse_duration
 
-            timeout = parse_duration(timeout)
+            timeout = parse_duration(timeout, "source_timeout")
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise SpecError(
-                text("{timeout}: must be a positive number of seconds (got {t!r})", t=timeout),
-                remedy=text("{t}", t=Param("timeout", _SHOWN_TIMEOUT)),
-                field="timeout",
+                text(
+                    "{source_timeout}: must be a positive number of seconds (got {t!r})", t=timeout
+                ),
+                remedy=text("{t}", t=Param("source_timeout", _SHOWN_TIMEOUT)),
+                field="source_timeout",
                 value=timeout,
                 rule="> 0 seconds",
             )

@@ -15,6 +15,7 @@ import os
 import socket
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -260,8 +261,8 @@ def test_offline_asks_nothing(capsys: pytest.CaptureFixture[str], stubs: dict[st
 @pytest.mark.parametrize(
     ("argv", "env", "needle"),
     [
-        (["--timeout", "0"], {}, "--timeout"),
-        (["--timeout", "soon"], {}, "not a duration"),
+        (["--source-timeout", "0"], {}, "--source-timeout"),
+        (["--source-timeout", "soon"], {}, "not a duration"),
         (["--region", "mars-1"], {}, "mars-1"),
         ([], {"PEAGLE_PYPI_URL": "ftp://mirror.example"}, "PEAGLE_PYPI_URL"),
     ],
@@ -290,8 +291,8 @@ def test_the_sdk_returns_the_same_rows(
 ) -> None:
     import sm_peagle
 
-    report = sm_peagle.doctor(timeout="2s")
-    _, doc = doctor_json(capsys, "--timeout", "2s")
+    report = sm_peagle.doctor(source_timeout="2s")
+    _, doc = doctor_json(capsys, "--source-timeout", "2s")
     assert report.to_dict()["checks"].keys() == doc["checks"].keys()
     assert {c.name: c.status for c in report.checks} == {
         k: v["status"] for k, v in doc["checks"].items()
@@ -406,18 +407,56 @@ STS_EXPIRED = (
 )
 
 
-def test_a_source_that_never_answers_is_not_checked_after_the_timeout(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, offline_env: dict
-) -> None:
-    """A server that takes the connection and never answers (the kernel accepts it into
-    the backlog; nobody reads)."""
+@contextmanager
+def silent_index(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """A package index that takes the connection and never answers (the kernel accepts it
+    into the backlog; nobody reads); its port."""
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         port = silent.getsockname()[1]
         monkeypatch.setenv("PEAGLE_PYPI_URL", f"http://127.0.0.1:{port}")
-        code, doc = doctor_json(capsys, "--timeout", "0.3")
+        yield port
+
+
+def test_a_source_that_never_answers_is_not_checked_after_the_timeout(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, offline_env: dict
+) -> None:
+    with silent_index(monkeypatch) as port:
+        code, doc = doctor_json(capsys, "--source-timeout", "0.3")
     row = doc["checks"]["vllm"]
     assert row["status"] == "not checked"
     assert row["detail"] == f"127.0.0.1:{port} did not answer within 0.3 s"
     assert code == 0
+
+
+def test_the_old_timeout_spelling_still_bounds_each_source_and_warns(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, offline_env: dict
+) -> None:
+    """Issue 35: `--timeout` is the whole wait on deploy, update and apply; doctor's bound
+    on each source is `--source-timeout`, its old spelling kept for one release."""
+    with silent_index(monkeypatch) as port:
+        code, out, err = run_cli(capsys, "doctor", "--json", "--timeout", "0.3")
+    assert json.loads(out)["checks"]["vllm"]["detail"] == (
+        f"127.0.0.1:{port} did not answer within 0.3 s"
+    )
+    assert code == 0
+    assert err.splitlines() == [
+        "warning: --timeout is deprecated, use --source-timeout (removed in the next release)"
+    ]
+
+
+def test_the_sdk_keyword_timeout_still_works_with_a_future_warning(
+    monkeypatch: pytest.MonkeyPatch, offline_env: dict
+) -> None:
+    import sm_peagle
+
+    with silent_index(monkeypatch) as port, pytest.warns(FutureWarning) as caught:
+        report = sm_peagle.doctor(timeout="0.3")
+    assert [str(w.message) for w in caught] == [
+        "doctor(timeout=) is deprecated: use source_timeout= (removed in the next release)"
+    ]
+    assert caught[0].filename == __file__  # it points at the caller's line
+    assert report.check("vllm").detail == f"127.0.0.1:{port} did not answer within 0.3 s"
+    with pytest.raises(TypeError, match="give source_timeout= only"):
+        sm_peagle.doctor(timeout="1s", source_timeout="2s")

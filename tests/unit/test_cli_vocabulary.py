@@ -120,26 +120,11 @@ def value_disagreements(
     return {n: uses for n, uses in seen.items() if len(set(uses.values())) > 1}
 
 
-# Long flag -> why it has more than one `typer.Option(...)` in sm_peagle/cli. Each still
-# takes the same value everywhere (`value_disagreements` holds that); the ones after
-# `--component` are declared in the module of the commands whose help they carry, and could
-# move here as factories (as `component_option`) when those modules are next changed.
-DECLARED_MORE_THAN_ONCE = {
-    "--json": "JsonOpt and json_option(help), one module: the same flag with a command's help",
-    "--k": "k_option (one K) and k_list_option (sweep's several), one module",
-    "--component": "component_option (one), components_option (race's two) and plan/deploy's "
-    "NAME[:key=value,...] (component_options.py): see VALUE_DIFFERS",
-    "--copies": "plan/deploy: the copies each new component starts with; update: the copies "
-    "of one --component (0 scales it to zero)",
-    "--force": "each command forces past its own check (delete: an unmanaged endpoint; gc: a "
-    "running operation; drafter push: a failing head); the help names which",
-    "--mode": "drafter check/push take no baseline (there is no drafter to check)",
-    "--model": "adopt: what an endpoint serves; drafter check/push: the head's target model",
-    "--timeout": "deploy/update/apply: how long to wait for the endpoint; doctor: how long "
-    "each network source may take to answer",
-    "--vllm-version": "plan/deploy: the image's vLLM; drafter: the serving image's, default "
-    "peagle's (a spec option vs a check's)",
-}
+# Long flag -> why it has more than one `typer.Option(...)` in sm_peagle/cli. None has:
+# each shared option is one call in cli/options.py, behind a factory that takes the
+# command's help (`force_option(help)`, `k_option`/`k_list_option` over one `_k`), so an
+# entry here is a new exception and says why.
+DECLARED_MORE_THAN_ONCE: dict[str, str] = {}
 
 
 def option_declarations(sources: dict[str, str]) -> dict[str, list[str]]:
