@@ -155,7 +155,7 @@ class AwsContext:
         if not region:
             raise NoCredentials(
                 "no AWS region configured",
-                remedy=_NO_REGION_FIX,
+                remedy=_no_region_fix(),
             )
         from .catalog.regions import region_problem
 
@@ -215,27 +215,35 @@ class AwsContext:
         if self.session.get_credentials() is None:
             raise NoCredentials(
                 "no AWS credentials found",
-                remedy=_NO_CREDENTIALS_FIX,
+                remedy=_no_credentials_fix(),
             )
 
     def account_id(self) -> str:
         return self.client("sts").get_caller_identity()["Account"]
 
 
-_NO_REGION_FIX = text("pass {region}, set AWS_REGION, or use {s}", s=Phrase("local"))
-_NO_CREDENTIALS_FIX = text(
-    "configure AWS (aws configure / AWS_PROFILE) or run with {s}", s=Phrase("local")
-)
+# The remedies below name a plugin target's words (`Phrase("local")`), which asks the
+# installed plugins: built when an error needs them, never at import.
+def _no_region_fix() -> Any:
+    return text("pass {region}, set AWS_REGION, or use {s}", s=Phrase("local"))
+
+
+def _no_credentials_fix() -> Any:
+    return text("configure AWS (aws configure / AWS_PROFILE) or run with {s}", s=Phrase("local"))
+
 
 # The Error.Code peagle gives an answer that says the server does not implement the call
 # (see `_name_unimplemented_calls`); AWS itself never sends it.
 NOT_IMPLEMENTED = "NotImplementedByThisEndpoint"
 _MOTO_UNIMPLEMENTED = re.compile(r"The (\w+) action has not been implemented")
-_NOT_IMPLEMENTED_FIX = text(
-    "stock moto lacks this call: test with peagle's moto harness "
-    "(docs/guides/ci-moto.md) or {s}, or against AWS",
-    s=Phrase("local_run"),
-)
+
+
+def _not_implemented_fix() -> Any:
+    return text(
+        "stock moto lacks this call: test with peagle's moto harness "
+        "(docs/guides/ci-moto.md) or {s}, or against AWS",
+        s=Phrase("local_run"),
+    )
 
 
 def _is_aws_host(url: str | None) -> bool:
@@ -337,7 +345,7 @@ def as_peagle_error(exc: BaseException) -> Exception | None:
         from .errors import AwsError
 
         return AwsError(
-            f"{call} is not implemented by this endpoint (moto?)", remedy=_NOT_IMPLEMENTED_FIX
+            f"{call} is not implemented by this endpoint (moto?)", remedy=_not_implemented_fix()
         )
     if "botocore.exceptions" not in sys.modules:
         return None
@@ -362,10 +370,10 @@ def as_peagle_error(exc: BaseException) -> Exception | None:
     if isinstance(exc, bx.NoCredentialsError | bx.PartialCredentialsError):
         return NoCredentials(
             f"AWS credentials: {exc}",
-            remedy=_NO_CREDENTIALS_FIX,
+            remedy=_no_credentials_fix(),
         )
     if isinstance(exc, bx.NoRegionError):
-        return NoCredentials("no AWS region configured", remedy=_NO_REGION_FIX)
+        return NoCredentials("no AWS region configured", remedy=_no_region_fix())
     if type(exc).__name__ in _UNREACHABLE or isinstance(exc, bx.HTTPClientError):
         where = getattr(exc, "kwargs", {}).get("endpoint_url") or "AWS"
         from . import plugins
