@@ -13,12 +13,13 @@ a one-line warning: a broken plugin must not break the product.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import warnings
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from functools import cache
-from importlib import import_module, metadata, resources
+from importlib import import_module, resources
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "commands",
     "current_target",
+    "entry_points",
     "install_hint",
     "known_command",
     "known_option",
@@ -69,21 +71,94 @@ __all__ = [
 def installed() -> tuple[Plugin, ...]:
     """Every installed plugin, by entry-point name; each loaded once per process."""
     found: list[Plugin] = []
-    for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+    for name, value in sorted(entry_points(ENTRY_POINT_GROUP)):
         try:
-            plugin = ep.load()
+            plugin = _load(value)
         except Exception as exc:  # a broken plugin: say so, run without it
-            _warn(f"plugin {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}")
+            _warn(f"plugin {name!r} ({value}) failed to load: {type(exc).__name__}: {exc}")
             continue
         version = getattr(plugin, "contract", None)
         if version != CONTRACT_VERSION:
             _warn(
-                f"plugin {ep.name!r} was written for plugin contract {version!r}, this peagle "
+                f"plugin {name!r} was written for plugin contract {version!r}, this peagle "
                 f"speaks {CONTRACT_VERSION}: left out (upgrade the plugin)"
             )
             continue
         found.append(plugin)
     return tuple(found)
+
+
+def entry_points(group: str) -> list[tuple[str, str]]:
+    """(name, value) of each entry point in `group` of the installed distributions, the
+    first distribution of a name on sys.path winning, as `importlib.metadata` finds them.
+
+    For the plain case (directories on sys.path, and no finder but Python's own that
+    provides distributions) each `*.dist-info` / `*.egg-info` directory's
+    `entry_points.txt` is read directly: importing `importlib.metadata` costs more than
+    the whole of `peagle --help`'s own work (benchmarks/cold_start.py). Anything else (a
+    zip on sys.path, a custom finder) asks `importlib.metadata` itself."""
+    import os
+    import sys
+    from importlib.machinery import PathFinder
+
+    custom = [f for f in sys.meta_path if hasattr(f, "find_distributions") and f is not PathFinder]
+    if custom or any(entry and os.path.isfile(entry) for entry in sys.path):
+        return _from_importlib_metadata(group)
+    seen: set[str] = set()
+    out: list[tuple[str, str]] = []
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for child in names:
+            stem, dot, kind = child.rpartition(".")
+            if not dot or kind not in ("dist-info", "egg-info"):
+                continue
+            dist = re.sub(r"[-_.]+", "_", stem.split("-")[0]).lower()
+            if dist in seen:
+                continue
+            seen.add(dist)
+            out += _group_of(os.path.join(entry or ".", child, "entry_points.txt"), group)
+    return out
+
+
+def _from_importlib_metadata(group: str) -> list[tuple[str, str]]:
+    from importlib import metadata
+
+    return [(ep.name, ep.value) for ep in metadata.entry_points(group=group)]
+
+
+def _group_of(path: str, group: str) -> list[tuple[str, str]]:
+    """(name, value) of the entries of `[group]` in an entry_points.txt (INI: sections,
+    `name = value` lines, `#`/`;` comments); none when the file is absent."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    out: list[tuple[str, str]] = []
+    section = None
+    for raw in lines:
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip()
+        elif section == group and "=" in line:
+            name, _, value = line.partition("=")
+            out.append((name.strip(), value.strip()))
+    return out
+
+
+def _load(value: str) -> Any:
+    """The object an entry point's value names (`module:attr.attr [extras]`)."""
+    target = value.split("[", 1)[0].strip()
+    module, _, attribute = target.partition(":")
+    obj: Any = import_module(module.strip())
+    for part in filter(None, attribute.strip().split(".")):
+        obj = getattr(obj, part)
+    return obj
 
 
 def reset() -> None:

@@ -369,14 +369,10 @@ def test_an_unknown_subcommand_names_the_group_s_help(cli, path) -> None:
 def test_a_missing_sandbox_plugin_is_one_line_with_its_install(cli, monkeypatch) -> None:
     """Without the peagle-sandbox distribution, its group is still named, and anything
     under it says how to install it (README: `pip install -e ./sandbox`)."""
-    from types import SimpleNamespace
-
     import sm_peagle.plugins
 
     # peagle's view of the installed distributions only: none declares its entry points.
-    monkeypatch.setattr(
-        sm_peagle.plugins, "metadata", SimpleNamespace(entry_points=lambda group: [])
-    )
+    monkeypatch.setattr(sm_peagle.plugins, "entry_points", lambda group: [])
     sm_peagle.plugins.reset()  # forget the plugins this process found (restored below)
     try:
         for argv, what in (
