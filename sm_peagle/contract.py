@@ -10,14 +10,16 @@ myplugin = "my_package.peagle_plugin:PLUGIN"
 
 peagle scans that group once per process, only when something asks (`peagle --help`, a
 command a plugin adds, a root option or a `PEAGLE_*` variable peagle does not own, a model
-name peagle does not know), and imports the entry point's module then. Keep that module
+name peagle does not know, advice its target words), and imports the entry point's module
+then (`peagle plan` asks nothing: it loads no plugin). Keep that module
 light: declarations only, with the work imported inside the functions it names.
 
 What a plugin may contribute, each optional (`PluginBase` gives the empty defaults):
 
 - **commands**: `CommandGroup`s, `peagle <name> …`, loaded only when they run;
-- **models**: catalog entries (keyword dicts of `sm_peagle.catalog.models.ModelEntry`) that
-  exist only where the plugin's target serves them, refused anywhere else;
+- **models**: catalog entries (keyword dicts of `sm_peagle.catalog.models.ModelEntry`); a
+  plugin with a target serves its models only there (refused anywhere else, before any
+  request), and one without a target adds models AWS serves;
 - **an AWS target**: an `AwsTarget`, something the client talks to instead of AWS (an
   endpoint URL and credentials), selected by global CLI options the target declares;
 - **labels for results**: `ResultLabel`s, what produced the numbers a result carries;
