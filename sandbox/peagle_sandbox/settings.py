@@ -7,6 +7,7 @@ an undeclared name: a variable read here is always one the reference documents.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from sm_peagle.contract import Setting, setting
@@ -46,8 +47,16 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 
+_OWN = frozenset(s.name for s in SETTINGS)
+
+
 def get(name: str, default: str | None = None) -> str | None:
-    """A declared variable's value (peagle's own ones too, e.g. PEAGLE_STATE_DIR)."""
+    """A declared variable's value: the sandbox's own (`SETTINGS`) read here, its one
+    reader, with no plugin discovery (the engine's virtualenv, where the launcher and the
+    sampling fix read theirs, has the sandbox's code but no installed distribution to
+    discover); peagle's (e.g. PEAGLE_STATE_DIR) through the contract."""
+    if name in _OWN:
+        return os.environ.get(name, default)
     return setting(name, default)
 
 

@@ -206,3 +206,22 @@ def test_the_doctor_row_reads_the_engine_home(plugin, no_sandbox, tmp_path: Path
     assert row.extra["installed"] == {} and row.extra["known"] is None
     assert row.extra["running"] == "SIMULATED"
     assert row.detail.startswith("the engine of the sandbox this command talks to; none")
+
+
+def test_the_sandbox_reads_its_own_settings_without_discovering_plugins(monkeypatch) -> None:
+    # The engine's virtualenv holds the sandbox's code but no installed distribution: its
+    # launcher and sampling fix read their settings there, with nothing to discover.
+    from peagle_sandbox import settings
+    from sm_peagle import plugins
+
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [])
+    plugins.reset()
+    try:
+        monkeypatch.setenv("PEAGLE_LAUNCHER_DEBUG", "1")
+        assert settings.get("PEAGLE_LAUNCHER_DEBUG") == "1"
+        assert settings.flag("PEAGLE_LAUNCHER_DEBUG")
+        monkeypatch.setenv("PEAGLE_STATE_DIR", "/x")  # peagle's own, through the contract
+        assert settings.get("PEAGLE_STATE_DIR") == "/x"
+    finally:
+        monkeypatch.undo()
+        plugins.reset()
