@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from urllib.parse import urlparse
 from sm_peagle.contract import SpecError
 
 from . import settings
+from .directories import not_a_directory, unwritable
 from .manager import SandboxInfo, SandboxUse
 
 __all__ = [
@@ -167,25 +167,15 @@ def check_state_dir(*, writable: bool = False) -> Path:
     path = settings.state_dir()
     what = "PEAGLE_STATE_DIR" if settings.get("PEAGLE_STATE_DIR") else "the state directory"
     fix = "point PEAGLE_STATE_DIR at a directory (or unset it for the default)"
-    probe = path
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if probe.exists() and not probe.is_dir():
-        where = "" if probe == path else f" ({probe} is a file)"
-        raise SpecError(f"{what}: {path} is not a directory{where}", remedy=fix)
-    if writable:
-        step = "creating it"
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-            step = "writing a file in it"
-            with tempfile.TemporaryFile(dir=path):
-                pass
-        except OSError as e:
-            raise SpecError(
-                f"{what}: {path} cannot be written ({step} failed: {e.strerror or e})",
-                remedy="point PEAGLE_STATE_DIR at a directory you can write "
-                "(or unset it for the default)",
-            ) from None
+    problem = not_a_directory(path)
+    if problem:
+        raise SpecError(f"{what}: {problem}", remedy=fix)
+    if writable and (problem := unwritable(path)):
+        raise SpecError(
+            f"{what}: {problem}",
+            remedy="point PEAGLE_STATE_DIR at a directory you can write "
+            "(or unset it for the default)",
+        )
     return path
 
 

@@ -26,12 +26,13 @@ import os
 import platform
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
+
+from ..directories import not_a_directory, unwritable
 
 __all__ = [
     "DEFAULT_VLLM_VERSION",
@@ -155,23 +156,10 @@ def _check_inputs(home: Path, urls: dict[str, str | None]) -> None:
                 f"{flag}: {value!r} is not an http(s) or file URL",
                 fix=f"{flag} {TORCH_INDEX_HINT}",
             )
-    probe = home
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
     fix = "--home <a directory you can write> (or leave it out for the default)"
-    if probe.exists() and not probe.is_dir():
-        where = "" if probe == home else f" ({probe} is a file)"
-        raise BadInput(f"--home: {home} is not a directory{where}", fix=fix)
-    step = "creating it"
-    try:
-        home.mkdir(parents=True, exist_ok=True)
-        step = "writing a file in it"
-        with tempfile.TemporaryFile(dir=home):
-            pass
-    except OSError as e:
-        raise BadInput(
-            f"--home: {home} cannot be written ({step} failed: {e.strerror or e})", fix=fix
-        ) from None
+    problem = not_a_directory(home) or unwritable(home)
+    if problem:
+        raise BadInput(f"--home: {problem}", fix=fix)
 
 
 class _Runner:
