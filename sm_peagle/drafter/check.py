@@ -30,7 +30,14 @@ from sm_peagle.vllm.head_shapes import check_fc_shape, check_mask_hidden, check_
 from sm_peagle.vllm.loader_facts import cite
 from sm_peagle.vllm.versions import MAX_K, VllmVersion
 
-__all__ = ["LOADING_CHECKS", "MODES", "check_drafter", "check_drafter_loading", "check_dtypes"]
+__all__ = [
+    "LOADING_CHECKS",
+    "MODES",
+    "check_drafter",
+    "check_drafter_loading",
+    "check_dtypes",
+    "check_mode",
+]
 
 MODES = ("p-eagle", "eagle3")
 # The second pass, in the order `check_drafter_loading` returns it.
@@ -86,6 +93,19 @@ TORCH_DTYPES = frozenset(
 # with `plan` (parallel drafting, model minimums) are planning/version_gates.py.
 
 
+def check_mode(mode: str) -> None:
+    """SpecError unless `mode` is one a drafter head serves (p-eagle, eagle3): the one check
+    of it, before a head is read (`drafter check`, `push`, `deploy --drafter`)."""
+    if mode not in MODES:
+        raise SpecError(
+            f"unknown drafter mode {mode!r}",
+            remedy="use p-eagle or eagle3",
+            field="mode",
+            value=mode,
+            rule=" or ".join(sorted(MODES)),
+        )
+
+
 def check_drafter(
     inspection: DrafterInspection,
     *,
@@ -97,13 +117,7 @@ def check_drafter(
     trained_k: int | None = None,
 ) -> list[Check]:
     """Run every drafter rule; returns checks in a fixed order (config first, layout last)."""
-    if mode not in MODES:
-        raise SpecError(
-            f"unknown drafter mode {mode!r}",
-            remedy="use p-eagle or eagle3",
-            field="mode",
-            value=mode,
-        )
+    check_mode(mode)
     ins, v = inspection, vllm_version
     arch = effective_architecture(ins, v)  # the class vLLM loads: sizes depend on it
     return [
@@ -131,13 +145,7 @@ def check_drafter_loading(
     """The second pass: what vLLM's loader does with each tensor and config value of the
     head (`LOADING_CHECKS`, in that order). `check_drafter` is the first pass; `drafter
     check`, the plan, deploy preflight and push run both."""
-    if mode not in MODES:
-        raise SpecError(
-            f"unknown drafter mode {mode!r}",
-            remedy="use p-eagle or eagle3",
-            field="mode",
-            value=mode,
-        )
+    check_mode(mode)
     ins, v = inspection, vllm_version
     arch = effective_architecture(ins, v)
     return [

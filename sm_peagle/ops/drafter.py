@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Call, CheckFailed, Param, PeagleError, SpecError, text
 from .drafter_checks import (
-    DRAFTER_MODES,
     FORCE,
     HeadTarget,
     check_drafter_mode,
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
     from ..lifecycle.drafter_upload import PushResult
 
 __all__ = [
-    "DRAFTER_MODES",
     "DrafterCheck",
     "DrafterOps",
     "DrafterPush",
