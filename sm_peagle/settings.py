@@ -18,7 +18,6 @@ __all__ = [
     "VARIABLES",
     "cache_dir",
     "debug",
-    "env_flag",
     "export",
     "foreign_variables",
     "get",
@@ -65,10 +64,6 @@ def get(name: str, default: str | None = None) -> str | None:
 def truthy(value: str | None) -> bool:
     """A switch variable's value read as on/off (1, true, yes, on)."""
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def env_flag(name: str) -> bool:
-    return truthy(get(name))
 
 
 def cache_dir() -> Path:

@@ -35,6 +35,7 @@ __all__ = [
     "Suggestion",
     "Target",
     "begin",
+    "current_command",
     "current_target",
     "given_component",
     "given_region",
@@ -222,6 +223,11 @@ def given_component(component: str | None) -> None:
     global _target
     if component:
         _target = replace(_target, component=component)
+
+
+def current_command() -> str | None:
+    """The command this run is (`begin`), without asking any plugin where it talks to."""
+    return _target.command
 
 
 def current_target() -> Target:

@@ -7,6 +7,7 @@ its body, so `peagle --help` and `peagle plan` never import boto3 or rich tables
 from __future__ import annotations
 
 import importlib
+import itertools
 import sys
 from typing import Any
 
@@ -300,8 +301,10 @@ def _command_to_build(command: str | None) -> str | None:
     """The command to register (`build_app(only)`): a product command, a plugin's group,
     or None (the root: help, or a mistyped command, which click names). A command of a
     known plugin that is not installed is a SpecError saying how to install it."""
-    if command is None or command.startswith("-") or command in COMMANDS:
-        return command if command in COMMANDS else None
+    if command in COMMANDS:
+        return command
+    if command is None or command.startswith("-"):
+        return None
     from .. import plugins
 
     if command in plugins.commands():
@@ -340,12 +343,8 @@ def _take_target_options(args: list[str]) -> tuple[list[str], _Chosen | None]:
     peagle's own: `peagle plan …` without either loads none."""
     from .. import settings
 
-    root = []
-    for arg in args:
-        if not arg.startswith("-"):
-            break
-        root.append(arg)
-    foreign = [a for a in root if a.split("=", 1)[0] not in ROOT_OPTIONS]
+    root = itertools.takewhile(lambda arg: arg.startswith("-"), args)
+    foreign = any(arg.split("=", 1)[0] not in ROOT_OPTIONS for arg in root)
     if not foreign and not settings.foreign_variables():
         return args, None
     from .. import plugins

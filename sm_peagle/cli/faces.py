@@ -102,9 +102,9 @@ class CliFace:
 
     def __init__(self, command: str | None = None) -> None:
         if command is None:
-            from .advice import current_target
+            from .advice import current_command
 
-            command = current_target().command
+            command = current_command()
         self.command = command
 
     def param(self, p: Param) -> str:
