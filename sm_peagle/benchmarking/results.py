@@ -104,16 +104,27 @@ def target_record() -> dict[str, Any] | None:
     }
 
 
+def _simulated() -> Any:
+    """The installed plugins' label of made-up numbers (a simulated `ResultLabel` naming
+    no version), else None."""
+    from .. import plugins
+
+    return next(
+        (
+            lab
+            for plugin in plugins.installed()
+            for lab in plugin.labels()
+            if lab.simulated and "*" not in lab.label
+        ),
+        None,
+    )
+
+
 def _simulated_label() -> str:
     """The label of made-up numbers: the installed plugins' simulated label, else
     `SIMULATED`."""
-    from .. import plugins
-
-    for plugin in plugins.installed():
-        for lab in plugin.labels():
-            if lab.simulated and "*" not in lab.label:
-                return lab.label
-    return SIMULATED
+    declared = _simulated()
+    return declared.label if declared is not None else SIMULATED
 
 
 def label_of(simulated: bool, target: dict[str, Any] | None = None) -> str:
@@ -169,9 +180,7 @@ def from_target(doc: dict[str, Any]) -> bool:
 def simulated_caveat() -> str:
     """What made-up numbers mean, in the words of the plugin whose simulated label they
     carry (its `ResultLabel.caveat`), else a generic sentence."""
-    from .. import plugins
-
-    declared = plugins.label(_simulated_label())
+    declared = _simulated()
     return declared.caveat if declared is not None else GENERIC_SIMULATED_CAVEAT
 
 
