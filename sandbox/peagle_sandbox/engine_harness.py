@@ -79,7 +79,7 @@ class EngineHarness(SageMakerHarness):
             ic = inference_components_of(backend).get(name)
             if ic is None or (ic.status == "Deleting" and status != "Deleting"):
                 return False
-            ic.timeline = ((status,), reason, 1.0, self.clock())  # due now: one status
+            ic.timeline = ((status,), reason, 1.0, self.clock.now())  # due now: one status
             advance_component(self, backend, ic, consume=False)
         return True
 

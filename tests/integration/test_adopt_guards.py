@@ -19,6 +19,7 @@ from typing import Any
 import boto3
 import pytest
 
+from peagle_sandbox.clock import SandboxClock
 from sm_peagle.aws import AwsContext
 from sm_peagle.errors import SpecError
 from sm_peagle.lifecycle.adopt import adopt
@@ -43,22 +44,12 @@ def copy_config(sm: Any, new: str = NEW_CONFIG) -> None:
     sm.create_endpoint_config(EndpointConfigName=new, ProductionVariants=cfg["ProductionVariants"])
 
 
-class Clock:
-    """The harness's injectable clock: time-based schedules without sleeping."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_an_updating_endpoint_is_refused_until_the_update_settles(world, capsys, sagemaker_harness):
     create_jumpstart_endpoint(world.role_arn)
     sm = boto3.client("sagemaker", region_name=REGION)
     copy_config(sm)
-    clock = Clock()
-    sagemaker_harness.clock = clock
+    # The harness's clock, frozen: the update settles when the test moves it, not by sleeping.
+    clock = sagemaker_harness.clock = SandboxClock(frozen=True)
     sagemaker_harness.schedule_update(NAME, ("Updating", "InService"), seconds=600)
     sm.update_endpoint(EndpointName=NAME, EndpointConfigName=NEW_CONFIG)
     ep = sm.describe_endpoint(EndpointName=NAME)
@@ -70,7 +61,7 @@ def test_an_updating_endpoint_is_refused_until_the_update_settles(world, capsys,
     code, _, err = run(capsys, "adopt", NAME, "--dry-run")  # no spec of the outgoing config
     assert code == 2 and "it is Updating" in one_error_line(err)
 
-    clock.now += 601  # the update settles: the endpoint now runs NEW_CONFIG
+    clock.advance(601)  # the update settles: the endpoint now runs NEW_CONFIG
     code, _, err = run(capsys, "adopt", NAME, "--yes")
     assert code == 0, err
     tags = all_tags()

@@ -10,6 +10,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from peagle_sandbox.clock import SandboxClock
 from peagle_sandbox.testing.moto_sagemaker import (
     SageMakerHarness,
     endpoint_log_group,
@@ -156,15 +157,14 @@ def test_default_schedule_applies_to_endpoints_created_later(
 
 
 def test_time_based_creating_seconds(sagemaker_harness: SageMakerHarness) -> None:
-    now = [1000.0]
-    sagemaker_harness.clock = lambda: now[0]
+    clock = sagemaker_harness.clock = SandboxClock(frozen=True)
     sagemaker_harness.creating_seconds = 2.0
     sm = _sm()
     _deploy(sm, "ep", "cfg")
     assert _statuses(sm, "ep", 3) == ["Creating"] * 3  # describes don't advance time
-    now[0] += 1.9
+    clock.advance(1.9)
     assert _statuses(sm, "ep", 1) == ["Creating"]
-    now[0] += 0.2
+    clock.advance(0.2)
     listed = sm.list_endpoints()["Endpoints"][0]["EndpointStatus"]
     assert listed == "InService"  # listing sees time-based progress too
     assert _statuses(sm, "ep", 1) == ["InService"]
@@ -173,14 +173,14 @@ def test_time_based_creating_seconds(sagemaker_harness: SageMakerHarness) -> Non
     _config(sm, "v2")
     sm.update_endpoint(EndpointName="ep", EndpointConfigName="v2")
     assert _statuses(sm, "ep", 2) == ["Updating", "Updating"]
-    now[0] += 5.0
+    clock.advance(5.0)
     described = sm.describe_endpoint(EndpointName="ep")
     assert (described["EndpointStatus"], described["EndpointConfigName"]) == ("InService", "v2")
 
     # A per-endpoint time-based schedule: each status lasts `seconds`.
     sagemaker_harness.schedule("ep", ["Updating", "Failed"], seconds=1.0, failure_reason="boom")
     assert sagemaker_harness.status_of("ep") == "Updating"
-    now[0] += 1.0
+    clock.advance(1.0)
     assert sagemaker_harness.status_of("ep") == "Failed"
     assert sm.describe_endpoint(EndpointName="ep")["FailureReason"] == "boom"
 

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-from moto.core.utils import utcnow
+from moto.core import utils as moto_utils
 from moto.sagemaker.exceptions import ValidationError
 from moto.sagemaker.models import SageMakerModelBackend, arn_formatter, sagemaker_backends
 
@@ -64,8 +65,9 @@ class FakeInferenceComponent:
     # (statuses, failure reason, seconds per status or None = one per describe, start)
     timeline: tuple[tuple[str, ...], str | None, float | None, float] | None = None
     describes: int = 0
-    created: Any = field(default_factory=utcnow)
-    modified: Any = field(default_factory=utcnow)
+    # moto's utcnow, read when made: the sandbox clock while the harness is installed.
+    created: Any = field(default_factory=lambda: moto_utils.utcnow())
+    modified: Any = field(default_factory=lambda: moto_utils.utcnow())
 
     def describe(self) -> dict[str, Any]:
         out = {
@@ -118,10 +120,10 @@ def _start(harness: Any, ic: FakeInferenceComponent, statuses: Sequence[str], pl
     reason, seconds = (plan[1], plan[2]) if plan else (None, None)
     if plan is None and harness.creating_seconds is not None:
         seconds = harness.creating_seconds
-    ic.timeline = (tuple(statuses), reason, seconds, harness.clock())
+    ic.timeline = (tuple(statuses), reason, seconds, harness.clock.now())
     ic.describes = 0
     ic.status = statuses[0]
-    ic.modified = utcnow()
+    ic.modified = harness.clock.naive_utcnow()
 
 
 def advance_component(
@@ -132,15 +134,18 @@ def advance_component(
         return
     statuses, reason, seconds, started = ic.timeline
     last = len(statuses) - 1
+    now = harness.clock.now()
     if seconds is not None:
-        index = min(int((harness.clock() - started) / seconds), last)
+        index = min(int((now - started) / seconds), last)
     elif consume:
         ic.describes += 1
         index = min(ic.describes - 1, last)
     else:
         return
     if ic.status != statuses[index]:
-        ic.modified = utcnow()
+        # A time-based status began on its schedule, however late it is seen.
+        began = min(started + index * seconds, now) if seconds is not None else now
+        ic.modified = datetime.fromtimestamp(began, tz=UTC).replace(tzinfo=None)
     ic.status = statuses[index]
     if index < last:
         return

@@ -10,10 +10,13 @@ useless for testing a vLLM deployer, plus two conveniences the tests and the loc
    that boto3 retries under the server). We add it to the backend and the response class.
 3. Endpoints are ``InService`` the moment they are created, so polling/timeout/failure paths can
    never run. The harness drives each endpoint's status through a *schedule*: a list of statuses
-   consumed one per ``DescribeEndpoint`` call, or advanced by wall-clock time.
+   consumed one per ``DescribeEndpoint`` call, or advanced by the sandbox clock (``clock``, a
+   ``peagle_sandbox.clock.SandboxClock``: real time by default, or frozen and advanced by a test).
 4. ``seed_logs`` writes CloudWatch log lines where SageMaker would put container logs.
 5. ``resources`` lists what is left in the SageMaker backend, for "nothing left behind" checks.
 6. ``requests`` records every AWS request moto receives (service, operation, parameters, time).
+7. Every time moto writes (CreationTime, LastModifiedTime, log ingestion, datapoints, the HTTP
+   ``Date`` header) is the harness's clock (``moto_clock``).
 
 Everything is patched on moto's *classes* (not on backend instances), because moto keeps its
 backends in module globals that ``mock_aws`` resets and ``ThreadedMotoServer`` shares with the
@@ -38,7 +41,6 @@ the harness's public API (schedules, logs, inventory).
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -47,6 +49,7 @@ from typing import Any
 from moto.logs.models import logs_backends
 from moto.sagemaker.models import sagemaker_backends
 
+from peagle_sandbox.testing.moto_clock import clock_patches
 from peagle_sandbox.testing.moto_components import component_patches
 from peagle_sandbox.testing.moto_config_patches import config_patches, valid_instance_types
 from peagle_sandbox.testing.moto_endpoint_patches import endpoint_patches
@@ -114,7 +117,8 @@ class SageMakerHarness(EndpointTimelines):
     """Patches moto's SageMaker fake and scripts endpoint status transitions.
 
     A new endpoint follows, in order of precedence: its ``schedule(...)``, ``creating_seconds``
-    (``Creating`` for that many seconds, then ``InService``: meant for the sandbox),
+    (``Creating`` for that many seconds of the ``clock``, then ``InService``: meant for the
+    sandbox),
     ``default_schedule`` (count-based), else moto's instant ``InService``. UpdateEndpoint
     likewise follows ``schedule_update(...)``, ``updating_seconds``, then
     ``default_update_schedule`` (``Updating`` for one describe, then ``InService``); set the
@@ -252,8 +256,8 @@ class SageMakerHarness(EndpointTimelines):
         backend.ensure_log_stream(group, stream)
         if not messages:
             return group
-        if start_ms is None:
-            start_ms = int(time.time() * 1000) - step_ms * (len(messages) - 1)
+        if start_ms is None:  # ending at the sandbox clock's now
+            start_ms = int(self.clock.now() * 1000) - step_ms * (len(messages) - 1)
         events = [
             {"timestamp": start_ms + i * step_ms, "message": message}
             for i, message in enumerate(messages)
@@ -292,6 +296,7 @@ def _patches() -> list[tuple[type, str, Any]]:
         + component_patches(_harness)
         + shape_patches()
         + request_log_patches(lambda: _harness().requests)
+        + clock_patches(lambda: _harness().clock.naive_utcnow())
     )
 
 

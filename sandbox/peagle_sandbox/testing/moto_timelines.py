@@ -9,13 +9,12 @@ describe, list, delete, and UpdateEndpoint's pending deployment and its outcome.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from moto.core import DEFAULT_ACCOUNT_ID
-from moto.core.utils import utcnow
 from moto.sagemaker.exceptions import ValidationError
 from moto.sagemaker.models import (
     FakeEndpoint,
@@ -23,6 +22,8 @@ from moto.sagemaker.models import (
     SageMakerModelBackend,
     sagemaker_backends,
 )
+
+from peagle_sandbox.clock import SandboxClock
 
 __all__ = ["DEFAULT_FAILURE_REASON", "EndpointTimelines", "find_endpoint", "make_plan"]
 
@@ -36,7 +37,8 @@ class Timeline:
     """Where one endpoint is in its scheduled status sequence.
 
     Count-based (``seconds is None``): the n-th DescribeEndpoint sees ``statuses[n-1]``, the last
-    status sticks. Time-based: each status lasts ``seconds``, measured from ``started``.
+    status sticks. Time-based: each status lasts ``seconds`` of sandbox time, measured from
+    ``started`` (sandbox epoch seconds).
     """
 
     statuses: tuple[str, ...]
@@ -53,6 +55,13 @@ class Timeline:
             return min(max(self.describes - 1, 0), last)
         self.describes += 1
         return min(self.describes - 1, last)
+
+    def changed_at(self, index: int, now: float) -> float:
+        """When status ``index`` began: on its schedule for a time-based timeline (a
+        status seen late began on time, as AWS's LastModifiedTime says), else ``now``."""
+        if self.seconds is None:
+            return now
+        return min(self.started + index * self.seconds, now)
 
 
 @dataclass
@@ -104,8 +113,9 @@ class EndpointTimelines:
     creating_seconds: float | None = None
     default_update_schedule: Sequence[str] | None = ("Updating", "InService")
     updating_seconds: float | None = None
-    # Injectable so time-based schedules can be tested without sleeping.
-    clock: Callable[[], float] = time.monotonic
+    # The sandbox clock: time-based schedules and every timestamp moto writes (the
+    # harness patches moto's utcnow to it). Tests freeze and advance it instead of sleeping.
+    clock: SandboxClock = field(default_factory=SandboxClock)
 
     _timelines: dict[Key, Timeline] = field(default_factory=dict, init=False, repr=False)
     _pending_updates: dict[Key, PendingUpdate] = field(default_factory=dict, init=False, repr=False)
@@ -199,9 +209,9 @@ class EndpointTimelines:
                     else dict(variant)
                     for variant, source in zip(variants, config.production_variants, strict=True)
                 ],
-                "StartTime": utcnow(),
+                "StartTime": self.clock.naive_utcnow(),
             }
-            endpoint.last_modified_time = utcnow()
+            endpoint.last_modified_time = self.clock.naive_utcnow()
 
             plan = self._update_plans.pop(endpoint_name, None)
             if plan is None and self.updating_seconds is not None:
@@ -216,7 +226,7 @@ class EndpointTimelines:
     # ------------------------------------------------------------------ timeline mechanics
 
     def _start(self, key: Key, endpoint: FakeEndpoint, plan: StatusPlan) -> None:
-        timeline = Timeline(plan.statuses, plan.failure_reason, plan.seconds, self.clock())
+        timeline = Timeline(plan.statuses, plan.failure_reason, plan.seconds, self.clock.now())
         self._timelines[key] = timeline
         endpoint.endpoint_status = plan.statuses[0]
         endpoint.failure_reason = None
@@ -229,9 +239,10 @@ class EndpointTimelines:
             return
         if not consume and timeline.seconds is None:
             return  # count-based: the stored status is already what the last describe saw
-        index = timeline.index(self.clock(), consume=consume)
+        now = self.clock.now()
+        index = timeline.index(now, consume=consume)
         if endpoint.endpoint_status != timeline.statuses[index]:
-            endpoint.last_modified_time = utcnow()
+            endpoint.last_modified_time = _naive(timeline.changed_at(index, now))
         endpoint.endpoint_status = timeline.statuses[index]
         if index == len(timeline.statuses) - 1:
             self._settle(key, endpoint, timeline)
@@ -251,3 +262,8 @@ class EndpointTimelines:
         endpoint.failure_reason = (
             (timeline.failure_reason or DEFAULT_FAILURE_REASON) if failed else None
         )
+
+
+def _naive(epoch: float) -> datetime:
+    """A sandbox epoch time as moto keeps times: naive UTC."""
+    return datetime.fromtimestamp(epoch, tz=UTC).replace(tzinfo=None)
