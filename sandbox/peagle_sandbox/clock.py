@@ -49,7 +49,9 @@ def parse_duration(text: str | float) -> float:
             m = _DURATION.fullmatch(raw)
             if not raw or m is None or not any(m.groups()):
                 raise ValueError(f"{text!r} is not a duration (forms: 15m, 2d, 1h30m, 45s)")
-            seconds = sum(float(g) * u for g, u in zip(m.groups(), _UNITS.values(), strict=True) if g)
+            seconds = sum(
+                float(g) * u for g, u in zip(m.groups(), _UNITS.values(), strict=True) if g
+            )
     if not math.isfinite(seconds) or seconds < 0:
         raise ValueError(f"{text!r} is not a duration >= 0")
     return seconds
