@@ -13,8 +13,13 @@ for it.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
+import time
+import weakref
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from . import settings
@@ -22,7 +27,9 @@ from .errors import Call, NoCredentials, Phrase, SpecError, text
 
 __all__ = [
     "NOT_IMPLEMENTED",
+    "AwsClock",
     "AwsContext",
+    "aws_now",
     "has_credentials_hint",
     "is_not_implemented",
     "resolve_region",
@@ -48,6 +55,79 @@ def has_credentials_hint() -> bool:
     return settings.aws_credentials_hint()
 
 
+class AwsClock:
+    """AWS's time, as the `Date` header of its answers tells it.
+
+    Anything about AWS resources (their ages, an operation's deadline, a log window) is
+    judged on the clock that stamped them, not this machine's: a laptop's clock may be off,
+    and a sandbox's clock may run fast or be days ahead. `now()` is the latest Date seen
+    plus the local monotonic time since it arrived; before any answer, the local clock.
+    Date has one-second resolution (RFC 7231), so `now()` may be up to a second behind.
+    Waiting (timeouts, poll intervals) is not about AWS's resources and stays local."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: tuple[datetime, float] | None = None  # (Date, monotonic when read)
+
+    @property
+    def seen(self) -> bool:
+        """Whether any answer's Date has been read yet."""
+        return self._seen is not None
+
+    def observe(self, date: str | None) -> None:
+        """Record an answer's Date header (RFC 7231 IMF-fixdate); unreadable: ignored."""
+        if not date:
+            return
+        try:
+            when = parsedate_to_datetime(date)
+        except (TypeError, ValueError, IndexError):
+            return
+        if when.tzinfo is None:  # "-0000": UTC by RFC 5322
+            when = when.replace(tzinfo=UTC)
+        with self._lock:
+            # The latest answer wins, even if it is earlier than one before it: a sandbox
+            # clock may be frozen (its Date stands still) or set back.
+            self._seen = (when.astimezone(UTC), time.monotonic())
+
+    def now(self) -> datetime:
+        """AWS's now (aware UTC): the latest Date + local monotonic seconds since."""
+        with self._lock:
+            seen = self._seen
+        if seen is None:
+            return datetime.now(UTC)
+        when, at = seen
+        return when + timedelta(seconds=time.monotonic() - at)
+
+
+# Each client `AwsContext.client` made -> its context's clock; weak, so a dropped client
+# goes with its entry. Functions handed only a client (gc, status) find AWS's time here.
+_CLOCKS: weakref.WeakKeyDictionary[Any, AwsClock] = weakref.WeakKeyDictionary()
+
+
+def aws_now(client: Any = None) -> datetime:
+    """AWS's now as `client` (one `AwsContext.client` made) last heard it; a client made
+    elsewhere, or none: the local clock."""
+    try:
+        clock = _CLOCKS.get(client)
+    except TypeError:  # not weakly referable (a stand-in): not one of ours
+        clock = None
+    return clock.now() if clock is not None else datetime.now(UTC)
+
+
+def _observe_dates(client: Any, clock: AwsClock) -> None:
+    """Every answer `client` receives, each retried attempt and error answers included,
+    gives `clock` its Date (botocore's `response-received` event: no answer, no Date)."""
+
+    def received(response_dict: dict[str, Any] | None = None, **_: Any) -> None:
+        headers = (response_dict or {}).get("headers") or {}
+        date = next((v for k, v in headers.items() if str(k).lower() == "date"), None)
+        clock.observe(date)
+
+    hyphenized = client.meta.service_model.service_id.hyphenize()
+    client.meta.events.register(f"response-received.{hyphenized}", received)
+    _CLOCKS[client] = clock
+
+
 class AwsContext:
     """A boto3 session plus cached clients. One per deployment run or SDK handle.
 
@@ -71,6 +151,7 @@ class AwsContext:
         connect_timeout: float = CONNECT_TIMEOUT,
         read_timeout: float = READ_TIMEOUT,
         session: Any = None,
+        aws_clock: AwsClock | None = None,
     ) -> None:
         self._region = region
         self._profile = profile
@@ -87,6 +168,23 @@ class AwsContext:
         self._session: Any = session
         self._clients: dict[tuple[str, str | None], Any] = {}
         self._lock = threading.Lock()
+        # AWS's time as this context's answers tell it; `derive` shares it (same target).
+        self.aws_clock = aws_clock or AwsClock()
+
+    def aws_now(self) -> datetime:
+        """AWS's now (`AwsClock.now`): the latest Date any of this context's clients got."""
+        return self.aws_clock.now()
+
+    def synced_aws_now(self) -> datetime:
+        """`aws_now()` after at least one answer: when none came yet, one cheap call that
+        every identity may make (STS GetCallerIdentity) reads AWS's Date first. For a
+        time written onto a resource (an operation's deadline), which must not be on the
+        local clock when AWS's differs."""
+        if not self.aws_clock.seen:
+            # Cannot ask: the local clock, as before any answer.
+            with contextlib.suppress(Exception):
+                self.client("sts").get_caller_identity()
+        return self.aws_now()
 
     @property
     def session(self) -> Any:
@@ -138,6 +236,7 @@ class AwsContext:
             endpoint_url=self.endpoint_url,
             credentials=self._credentials,
             session=self._given_session,
+            aws_clock=self.aws_clock,
             **(kept | settings),
         )
 
@@ -199,6 +298,7 @@ class AwsContext:
                     endpoint_url=self.endpoint_url,  # None: the standard settings decide
                 )
                 _name_unimplemented_calls(client)
+                _observe_dates(client, self.aws_clock)
                 if config:
                     return client
                 self._clients[key] = client

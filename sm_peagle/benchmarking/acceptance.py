@@ -270,12 +270,21 @@ def acceptance_for_levels(
         ]
     if not windows:
         return []
+    from ..lifecycle.endpoint_logs import aws_epoch
+
+    # The windows are the requests' own times (this machine's clock, real time); the log
+    # lines are stamped on AWS's clock (a sandbox's may be days ahead). A measuring phase
+    # counts 1:1 on both, so one offset, taken now from AWS's Date, maps the windows onto
+    # AWS's clock, and the read ends at AWS's now.
+    synced = getattr(aws, "synced_aws_now", None)  # a stand-in without it: local time
+    offset = synced().timestamp() - time.time() if synced is not None else 0.0
+    windows = [(begin + offset, end + offset) for begin, end in windows]
     first, last = min(w[0] for w in windows), max(w[1] for w in windows)
     start = first - 2 * DEFAULT_INTERVAL_S
     deadline = time.monotonic() + wait_s
     try:
         while True:
-            lines = read_spec_lines(aws, endpoint, start, time.time(), component)
+            lines = read_spec_lines(aws, endpoint, start, aws_epoch(aws), component)
             if any(ln["t"] >= last for ln in lines) or time.monotonic() >= deadline:
                 break
             sleep(poll_s)

@@ -161,7 +161,7 @@ def update_components(
         )
     _finish_earlier(lc, name)  # an earlier update cut short: finish it first
     start, limit = time.monotonic(), timeout or 7200
-    op = Operation.start(limit)
+    op = Operation.start(limit, lc.aws.synced_aws_now())
     models, requests = [op.stamp(m) for m in models], [op.stamp(r) for r in requests]
     run = _Run(lc, name, current["EndpointArn"], op)
     done = f"component update of {name} completed"

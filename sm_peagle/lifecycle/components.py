@@ -190,7 +190,7 @@ def apply_components(
             if c.status == "warn":
                 lc.say("warning: " + c.line(with_fix=False))
     limit = timeout or default_timeout({"ProductionVariants": [_startup(plan)]})
-    op = Operation.start(limit)
+    op = Operation.start(limit, lc.aws.synced_aws_now())
     _, config_req, endpoint_req = tagged_requests(plan)
     config_req, endpoint_req = op.stamp(config_req), op.stamp(endpoint_req)
     model_reqs, component_reqs = (list(map(op.stamp, r)) for r in tagged_components(plan))

@@ -40,6 +40,14 @@ def parse_spec_decoding(line: str) -> dict[str, float] | None:
     return out or None
 
 
+def aws_epoch(aws: Any) -> float:
+    """AWS's now in epoch seconds (`AwsContext.synced_aws_now`): log events are stamped on
+    AWS's clock, so a window `since` seconds back must be measured on it too (a local clock
+    that is off, or a sandbox clock days ahead, would miss the lines written "now")."""
+    synced = getattr(aws, "synced_aws_now", None)
+    return synced().timestamp() if synced is not None else time.time()
+
+
 def fetch_log_events(
     aws: Any,
     endpoint: str,
@@ -56,7 +64,7 @@ def fetch_log_events(
     logs = aws.client("logs")
     kwargs: dict[str, Any] = {
         "logGroupName": log_group(endpoint, component),
-        "startTime": start_ms if start_ms is not None else int((time.time() - since) * 1000),
+        "startTime": start_ms if start_ms is not None else int((aws_epoch(aws) - since) * 1000),
     }
     if until is not None:
         kwargs["endTime"] = int(until * 1000)
@@ -83,7 +91,7 @@ def follow_log_events(
 ) -> Iterator[dict[str, Any]]:
     """Yield events as they arrive (like `tail -f`), never the same event twice."""
     seen: set[str] = set()
-    start_ms = int((time.time() - since) * 1000)
+    start_ms = int((aws_epoch(aws) - since) * 1000)
     polls = 0
     while max_polls is None or polls < max_polls:
         for e in fetch_log_events(

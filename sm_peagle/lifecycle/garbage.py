@@ -13,15 +13,17 @@ What a run that may still be going made is never garbage, however old: its opera
 (`lifecycle/operation.py`) says which run made it and whether that run can still be
 running; only naming that operation with `force` overrides it. A resource from before
 operations were tagged falls back to its age (`min_age_seconds`): younger ones may belong
-to a deploy in progress elsewhere.
+to a deploy in progress elsewhere. Ages and deadlines are on AWS's clock: the resources'
+CreationTime and the `Date` header of AWS's answers (`aws.aws_now`), not this machine's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from ..aws import aws_now
 from .operation import COMPLETED, OPERATION, Operation
 from .reconcile import SETTLING
 from .resources import is_collectable, not_found
@@ -73,15 +75,18 @@ def _tags(sm: Any, arn: str) -> dict[str, str] | None:
 class _Judge:
     """Whether a resource's run may still be going, and whether it is in scope."""
 
-    def __init__(self, out: Garbage, cutoff: datetime, operation: str | None, force: bool):
-        self.out, self.cutoff, self.operation, self.force = out, cutoff, operation, force
+    def __init__(
+        self, out: Garbage, now: datetime, min_age: float, operation: str | None, force: bool
+    ):
+        self.out, self.now, self.operation, self.force = out, now, operation, force
+        self.cutoff = now - timedelta(seconds=min_age)
 
     def collectable(self, name: str, tags: dict[str, str], created: datetime) -> bool:
         op = Operation.from_tags(tags)
         if self.operation is not None and (op is None or op.id != self.operation):
             return False  # gc --operation: that operation's resources only
         if op is not None:
-            if op.may_be_running() and not (self.force and op.id == self.operation):
+            if op.may_be_running(self.now) and not (self.force and op.id == self.operation):
                 self.out.running.setdefault(op.id, []).append(name)
                 return False
             return True
@@ -154,8 +159,10 @@ def find_garbage(
     from .inventory import resource_users
 
     out = Garbage()
-    judge = _Judge(out, datetime.now(UTC) - timedelta(seconds=min_age_seconds), operation, force)
     live = _paginate(sm, "list_endpoints", "Endpoints")
+    # Ages and deadlines on AWS's clock (the Date of the listing's answer), the one that
+    # stamped CreationTime and the operations' deadlines, never this machine's.
+    judge = _Judge(out, aws_now(sm), min_age_seconds, operation, force)
     for ep in live:
         tags = _tags(sm, ep["EndpointArn"])
         if tags is None or not is_collectable(tags):

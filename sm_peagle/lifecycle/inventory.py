@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
+from ..aws import aws_now
 from ..catalog.instances import get_instance
 from ..catalog.regional_prices import price_in
 from ..errors import Call, NotFound, text
@@ -42,7 +42,7 @@ def _managed_scaling(variant: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
-    """Everything `peagle status` shows, from describe calls only."""
+    """Everything `peagle status` shows, from describe calls only (age: on AWS's clock)."""
     from botocore.exceptions import ClientError
 
     from .unfinished import unfinished
@@ -69,7 +69,7 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
         "failure_reason": ep.get("FailureReason"),
         "endpoint_config": ep["EndpointConfigName"],
         "created": ep["CreationTime"].isoformat(),
-        "age_seconds": int((datetime.now(UTC) - ep["CreationTime"]).total_seconds()),
+        "age_seconds": int((aws_now(sm) - ep["CreationTime"]).total_seconds()),
         "unfinished": unfinished(sm, name, ep),
     }
     try:

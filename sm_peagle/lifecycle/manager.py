@@ -99,7 +99,7 @@ class Lifecycle:
                 if c.status == "warn":
                     self.say("warning: " + c.line(with_fix=False))
         limit = timeout or default_timeout(plan.create_endpoint_config)
-        op = Operation.start(limit)
+        op = Operation.start(limit, self.aws.synced_aws_now())
         model_reqs, config_req, endpoint_req = tagged_requests(plan)
         model_reqs = [op.stamp(m) for m in model_reqs]
         config_req, endpoint_req = op.stamp(config_req), op.stamp(endpoint_req)

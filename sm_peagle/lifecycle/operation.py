@@ -17,7 +17,8 @@ The tags (keys in `planning.spec.tags`, which counts them against SageMaker's 50
 - `peagle:operation`        the id: `op-<UTC start>-<6 hex>`;
 - `peagle:operation-owner`  `<host>:<pid>` of the process that runs it;
 - `peagle:operation-until`  when it is over whatever happens (start + its wait timeout +
-  the time a rollback may take): after that nothing of it can still be running;
+  the time a rollback may take), on AWS's clock (its `Date` header), which is the one
+  every gc judges it on: after that nothing of it can still be running;
 - `peagle:completed`        on the endpoint only, written when an operation completes (the
   id of the last one that did). A deployment whose endpoint was created by, or whose config
   was made by, an operation that never wrote it did not finish.
@@ -80,10 +81,13 @@ class Operation:
     until: datetime
 
     @classmethod
-    def start(cls, seconds: float) -> Operation:
+    def start(cls, seconds: float, now: datetime | None = None) -> Operation:
         """A new operation of this process that is over, whatever happens, within
-        `seconds` plus a rollback's worst case. Active until `end()`."""
-        now = datetime.now(UTC).replace(microsecond=0)
+        `seconds` plus a rollback's worst case. Active until `end()`. `now`: AWS's time
+        (`AwsContext.synced_aws_now`), which its deadline is judged on by every gc, here
+        or elsewhere (None: the local clock). A deadline stamped on a local clock that is
+        behind AWS's would make a fresh operation look over, and its resources garbage."""
+        now = (now or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
         op = cls(
             id=f"op-{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}",
             owner=f"{_host()}:{os.getpid()}",
@@ -126,7 +130,8 @@ class Operation:
     def may_be_running(self, now: datetime | None = None) -> bool:
         """Could the process running it still create or delete something? Not after its
         deadline; on this host, only while its process lives (in this process, only
-        while it is active); from another host, until the deadline."""
+        while it is active); from another host, until the deadline. `now`: AWS's time
+        (`aws.aws_now(client)`), the clock the deadline was stamped on (None: local)."""
         now = now or datetime.now(UTC)
         if now >= self.until:
             return False

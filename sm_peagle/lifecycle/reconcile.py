@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..aws import aws_now
 from .operation import COMPLETED, OPERATION_KEYS, Operation
 from .resources import MANAGED, deployment_resources, not_found
 from .spec_tags import tag_dict
@@ -104,7 +105,7 @@ def finish_update(lc: Any, name: str, *, described: dict[str, Any] | None = None
                     continue
                 raise
             made_by = Operation.from_tags(tag_dict(sm.list_tags(ResourceArn=arn)["Tags"]))
-            if made_by is not None and made_by.may_be_running():
+            if made_by is not None and made_by.may_be_running(aws_now(sm)):
                 continue  # another run's, still going
             if lc.delete_and_confirm(kind, n):
                 done.append(f"removed unused {kind.replace('_', ' ')} {n}")

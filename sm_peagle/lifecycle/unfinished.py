@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..aws import aws_now
 from ..errors import Call, as_text, text
 from .operation import COMPLETED, OPERATION, Operation
 from .resources import ARNS, KINDS, MANAGED, deployment_resources, models_of, not_found
@@ -32,8 +33,8 @@ def _tags_of(sm: Any, kind: str, name: str) -> dict[str, str] | None:
         raise
 
 
-def _state(op: Operation) -> str:
-    return "running" if op.may_be_running() else "unfinished"
+def _state(sm: Any, op: Operation) -> str:
+    return "running" if op.may_be_running(aws_now(sm)) else "unfinished"
 
 
 def update_to_finish(sm: Any, endpoint: dict[str, Any], tags: dict[str, str]) -> str | None:
@@ -64,17 +65,17 @@ def unfinished_update(
     done = (tags.get(COMPLETED), tags.get(OPERATION))
     op = Operation.from_tags(cfg_tags)
     if op is not None and op.id not in done:
-        return None if op.may_be_running() else (op.id, cfg_tags)
+        return None if op.may_be_running(aws_now(sm)) else (op.id, cfg_tags)
     if op is None or any(v.get("ModelName") for v in cfg.get("ProductionVariants", [])):
         return None  # finished, or the deploy that made the endpoint (status names that)
     from .components import component_models, list_components
 
-    last = tags.get(COMPLETED) or tags.get(OPERATION) or ""
+    last, now = tags.get(COMPLETED) or tags.get(OPERATION) or "", aws_now(sm)
     for model in component_models(sm, list_components(sm, endpoint["EndpointName"])):
         made = _tags_of(sm, "model", model) or {}
         by = Operation.from_tags(made)
         # Ids start with their UTC start time (op-yyyymmddThhmmssZ-…): comparable as text.
-        if by is None or by.id in done or by.id[3:19] < last[3:19] or by.may_be_running():
+        if by is None or by.id in done or by.id[3:19] < last[3:19] or by.may_be_running(now):
             continue
         return by.id, _endpoint_tags(made)
     return None
@@ -122,12 +123,12 @@ def _on_endpoint(
         }
         out.append(lagging)
     if op is not None and not tags.get(COMPLETED):
-        running = _state(op) == "running"
+        running = _state(sm, op) == "running"
         out.append(
             {
                 "operation": op.id,
                 "owner": op.owner,
-                "state": _state(op),
+                "state": _state(sm, op),
                 "resources": [f"endpoint {name}"],
                 "undo": as_text(Call("delete", name)),
                 "finish": None
@@ -183,7 +184,7 @@ def unfinished(sm: Any, name: str, endpoint: dict[str, Any] | None) -> list[dict
                 {
                     "operation": op.id if op else None,
                     "owner": op.owner if op else None,
-                    "state": _state(op) if op else "unfinished",
+                    "state": _state(sm, op) if op else "unfinished",
                     "resources": [],
                     "undo": as_text(Call("gc", operation=op.id))
                     if op and endpoint is not None

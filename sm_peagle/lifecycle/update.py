@@ -57,7 +57,7 @@ def update_in_place(
         return DeployResult(name, "InService", [], 0.0, current)
     old_models = models_of(lc.sm, old_config)
     limit = timeout or default_timeout(plan.create_endpoint_config)
-    op = Operation.start(limit)
+    op = Operation.start(limit, lc.aws.synced_aws_now())
     model_reqs, config_req, _ = tagged_requests(plan)
     model_reqs, config_req = [op.stamp(m) for m in model_reqs], op.stamp(config_req)
     created: list[tuple[str, str]] = []

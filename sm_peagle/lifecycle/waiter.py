@@ -40,26 +40,26 @@ class WaitState:
 
 
 def parse_duration(text: str, field: str | None = None) -> float:
-    """'2h', '90m', '1h30m', '45s' or plain seconds -> seconds. `field`: the parameter
-    that gave it, for the error."""
+    """'2d', '2h', '90m', '1h30m', '2d12h', '45s' or plain seconds -> seconds. `field`: the
+    parameter that gave it, for the error."""
     import re
 
     text = text.strip().lower()
     if re.fullmatch(r"\d+(\.\d+)?", text):
         return float(text)
-    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text)
+    m = re.fullmatch(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text)
     if not text or not m or not any(m.groups()):
         from ..errors import SpecError
 
         raise SpecError(
             f"duration {text!r} is not a duration",
-            remedy="use forms like 2h, 90m, 1h30m or 600s",
+            remedy="use forms like 2d, 2h, 90m, 1h30m or 600s",
             field=field,
             value=text,
-            rule="2h, 90m, 1h30m, 600s or seconds",
+            rule="2d, 2h, 90m, 1h30m, 600s or seconds",
         )
-    h, mnt, s = (int(g or 0) for g in m.groups())
-    return float(h * 3600 + mnt * 60 + s)
+    d, h, mnt, s = (int(g or 0) for g in m.groups())
+    return float(d * 86400 + h * 3600 + mnt * 60 + s)
 
 
 def default_timeout(create_config: dict[str, Any]) -> float:
