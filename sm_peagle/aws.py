@@ -18,6 +18,7 @@ import re
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -65,8 +66,9 @@ class AwsClock:
     Date has one-second resolution (RFC 7231), so `now()` may be up to a second behind.
     Waiting (timeouts, poll intervals) is not about AWS's resources and stays local."""
 
-    def __init__(self) -> None:
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
+        self._monotonic = monotonic  # a test's stand-in moves it instead of sleeping
         self._seen: tuple[datetime, float] | None = None  # (Date, monotonic when read)
 
     @property
@@ -87,7 +89,7 @@ class AwsClock:
         with self._lock:
             # The latest answer wins, even if it is earlier than one before it: a sandbox
             # clock may be frozen (its Date stands still) or set back.
-            self._seen = (when.astimezone(UTC), time.monotonic())
+            self._seen = (when.astimezone(UTC), self._monotonic())
 
     def now(self) -> datetime:
         """AWS's now (aware UTC): the latest Date + local monotonic seconds since."""
@@ -96,7 +98,7 @@ class AwsClock:
         if seen is None:
             return datetime.now(UTC)
         when, at = seen
-        return when + timedelta(seconds=time.monotonic() - at)
+        return when + timedelta(seconds=self._monotonic() - at)
 
 
 # Each client `AwsContext.client` made -> its context's clock; weak, so a dropped client
