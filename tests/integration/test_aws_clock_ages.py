@@ -199,3 +199,29 @@ def test_logs_since_is_a_window_on_aws_s_clock(
     code, out, err = run(capsys, "logs", NAME, "--since", "2h", "--json")
     assert code == 0, err
     assert [e["message"] for e in json.loads(out)] == ["an hour ago", "just now"]
+
+
+SPEC_LINE = (
+    "(APIServer pid=1) INFO 11-26 10:03:08 [metrics.py:96] SpecDecoding metrics: Mean "
+    "acceptance length: 3.41, Accepted: 120 tokens, Drafted: 249 tokens, Avg Draft "
+    "acceptance rate: 48.2%"
+)
+
+
+def test_bench_acceptance_reads_the_log_lines_of_its_window_on_aws_s_clock(
+    world: World, sagemaker_harness: Any
+) -> None:
+    """A level measured here for the last five (real) seconds; vLLM's line about it is
+    stamped on AWS's clock, two days ahead. The windowed acceptance finds it; read on the
+    local clock, the window would end two days before the line."""
+    from sm_peagle.aws import AwsContext
+    from sm_peagle.benchmarking.acceptance import acceptance_for_levels
+
+    sagemaker_harness.clock = SandboxClock(start=time.time() + 2 * DAY, frozen=True)
+    sagemaker_harness.seed_logs(NAME, [SPEC_LINE])
+    aws = AwsContext(REGION)
+    aws.client("sagemaker").list_endpoints()  # the run's earlier calls: AWS's Date seen
+    now = time.time()
+    (acc,) = acceptance_for_levels(aws, NAME, [(now - 5.0, now)], mode="p-eagle", k=3, wait_s=0)
+    assert acc["status"] == "measured", acc
+    assert acc["lines"] == 1
