@@ -81,7 +81,9 @@ def _containers_since(aws: Any, endpoint: str) -> float:
         created = desc["CreationTime"].timestamp()
         return max(created, desc["LastModifiedTime"].timestamp() - 3600.0)
     except Exception:  # not readable: the start of the day's logs is a fair bound
-        return time.time() - 86400.0
+        from ..lifecycle.endpoint_logs import aws_epoch
+
+        return aws_epoch(aws) - 86400.0  # the day on AWS's clock, which stamps the logs
 
 
 def model_of(aws: Any, endpoint: str) -> str | None:
