@@ -19,7 +19,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -61,15 +61,27 @@ class AwsClock:
 
     Anything about AWS resources (their ages, an operation's deadline, a log window) is
     judged on the clock that stamped them, not this machine's: a laptop's clock may be off,
-    and a sandbox's clock may run fast or be days ahead. `now()` is the latest Date seen
+    and a sandbox's clock may run fast or be days ahead. AWS's now is the latest Date seen
     plus the local monotonic time since it arrived; before any answer, the local clock.
-    Date has one-second resolution (RFC 7231), so `now()` may be up to a second behind.
-    Waiting (timeouts, poll intervals) is not about AWS's resources and stays local."""
+    Date has one-second resolution (RFC 7231, truncated), so when the local clock falls
+    within that second of it (`AGREE`), the two cannot be told apart and the local clock,
+    which is finer, is AWS's: against AWS itself, whose clocks and ours keep NTP time,
+    nothing changes. Waiting (timeouts, poll intervals) is not about AWS's resources and
+    stays local."""
 
-    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+    # local - (Date + time since): in [0, 1 s) when the clocks agree (Date truncates), plus
+    # the answer's latency and a little skew either way.
+    AGREE = (-0.25, 1.25)
+
+    def __init__(
+        self,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
         self._lock = threading.Lock()
-        self._monotonic = monotonic  # a test's stand-in moves it instead of sleeping
-        self._seen: tuple[datetime, float] | None = None  # (Date, monotonic when read)
+        # A test's stand-ins move these instead of sleeping.
+        self._monotonic, self._wall = monotonic, wall
+        self._seen: tuple[float, float] | None = None  # (Date epoch, monotonic when read)
 
     @property
     def seen(self) -> bool:
@@ -89,16 +101,24 @@ class AwsClock:
         with self._lock:
             # The latest answer wins, even if it is earlier than one before it: a sandbox
             # clock may be frozen (its Date stands still) or set back.
-            self._seen = (when.astimezone(UTC), self._monotonic())
+            self._seen = (when.timestamp(), self._monotonic())
 
-    def now(self) -> datetime:
-        """AWS's now (aware UTC): the latest Date + local monotonic seconds since."""
+    def offset(self) -> float:
+        """Seconds AWS's clock is ahead of the local one (negative: behind); 0.0 before
+        any answer, or when they agree within Date's resolution (`AGREE`)."""
         with self._lock:
             seen = self._seen
         if seen is None:
-            return datetime.now(UTC)
-        when, at = seen
-        return when + timedelta(seconds=self._monotonic() - at)
+            return 0.0
+        date, at = seen
+        ahead = date + (self._monotonic() - at) - self._wall()
+        low, high = self.AGREE
+        return 0.0 if low <= -ahead < high else ahead
+
+    def now(self) -> datetime:
+        """AWS's now (aware UTC): the local clock plus `offset()`."""
+        offset = self.offset()  # read first: the wall clock below is the later one
+        return datetime.fromtimestamp(self._wall() + offset, UTC)
 
 
 # Each client `AwsContext.client` made -> its context's clock; weak, so a dropped client

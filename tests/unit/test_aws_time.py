@@ -113,13 +113,36 @@ def test_an_answer_without_a_readable_date_changes_nothing(ctx: AwsContext) -> N
 
 
 def test_aws_time_runs_on_from_the_date_by_local_monotonic_time() -> None:
-    ticks = [100.0]
-    clock = AwsClock(monotonic=lambda: ticks[0])
-    assert not clock.seen
+    ticks, wall = [100.0], 1_795_000_000.0  # the local clock stands still: only AWS's runs
+    clock = AwsClock(monotonic=lambda: ticks[0], wall=lambda: wall)
+    assert not clock.seen and clock.offset() == 0.0
     clock.observe(imf(AHEAD))
-    assert clock.seen and clock.now() == AHEAD
+    assert clock.seen and clock.offset() == AHEAD.timestamp() - wall
     ticks[0] += 90.5
-    assert clock.now() == AHEAD + timedelta(seconds=90.5)
+    assert clock.offset() == AHEAD.timestamp() + 90.5 - wall
+
+
+@pytest.mark.parametrize(
+    ("after_date", "offset"),
+    [
+        (0.0, 0.0),  # the local clock at the Date's own second: they agree
+        (0.999, 0.0),  # Date truncates: anywhere within its second agrees
+        (1.1, 0.0),  # plus the answer's latency
+        (-0.1, 0.0),  # a little skew the other way
+        (3.0, -3.0),  # AWS's clock three seconds behind: that is AWS's time
+        (-2.0, 2.0),  # two ahead
+    ],
+)
+def test_a_local_clock_within_the_date_s_second_is_aws_s_time(
+    after_date: float, offset: float
+) -> None:
+    """Date has one-second resolution: a local clock that falls within it cannot be told
+    from AWS's, and is finer, so it is used (against AWS itself nothing changes)."""
+    date = 1_795_000_000.0
+    clock = AwsClock(monotonic=lambda: 0.0, wall=lambda: date + after_date)
+    clock.observe(imf(datetime.fromtimestamp(date, UTC)))
+    assert clock.offset() == pytest.approx(offset)
+    assert clock.now() == datetime.fromtimestamp(date + after_date + clock.offset(), UTC)
 
 
 def test_synced_aws_now_reads_a_date_when_none_was_seen(ctx: AwsContext) -> None:
