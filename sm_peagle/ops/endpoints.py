@@ -180,8 +180,9 @@ class EndpointOps(Session):
 
         Args:
             dry_run: only list what would go.
-            min_age: skip an untagged resource younger than this ("10m", "2h" or
-                seconds): a deploy may still be using it.
+            min_age: skip an untagged resource younger than this ("10m", "2h", "1d" or
+                seconds): a deploy may still be using it. Ages are on AWS's clock (its
+                CreationTime and the `Date` of AWS's answers), not this machine's.
             operation: only this operation's resources.
             force: with `operation`, even if that operation may still be running.
             confirm: asked before anything is deleted; it raises to stop.
@@ -283,7 +284,8 @@ class EndpointOps(Session):
 
         Args:
             name: the endpoint's name.
-            since: how far back: "5m", "2h", "1h30m" or seconds.
+            since: how far back from AWS's now (the `Date` of its answers): "5m", "2h",
+                "1h30m", "1d" or seconds.
             follow: keep polling for new events (like tail -f); iterate until interrupted.
             until: follow (it implies `follow`) until an event whose message contains this
                 text, and end after it: `until="SpecDecoding metrics"` waits for vLLM's
