@@ -8,7 +8,8 @@ It is not part of the product: it is its own distribution (``peagle-sandbox``, i
 ``sandbox/``), a peagle plugin (``peagle_plugin.PLUGIN``, through the ``sm_peagle.plugins``
 entry point), and the product never imports it. Its SDK is here: ``client()``,
 ``use_sandbox()``, ``start()``, ``status()``, ``stop()`` and their results (they were
-``sm_peagle.use_sandbox`` and ``sm_peagle.sandbox_start|status|stop``);
+``sm_peagle.use_sandbox`` and ``sm_peagle.sandbox_start|status|stop``), and ``clock()``,
+the running sandbox's clock (``SandboxClockHandle``, whose calls return a ``ClockState``);
 ``peagle_sandbox.testing.pytest_plugin`` is the pytest plugin (it was
 ``sm_peagle.testing.pytest_plugin``). The old names still work for one release, with a
 FutureWarning.
@@ -26,14 +27,27 @@ __all__ = [
     "start",
     "status",
     "stop",
+    "clock",
     "SandboxStart",
     "SandboxState",
     "SandboxStop",
+    "SandboxClockHandle",
+    "ClockState",
 ]
 
 # Imported when asked for (`peagle --help` imports this package for the plugin's
-# declarations, and must not pay for the SDK).
-_SDK = ("SandboxStart", "SandboxState", "SandboxStop", "start", "status", "stop")
+# declarations, and must not pay for the SDK). `clock` is the submodule `clock.py`, which
+# is callable: `peagle_sandbox.clock()` is the running sandbox's clock (see its end).
+_SDK = (
+    "SandboxStart",
+    "SandboxState",
+    "SandboxStop",
+    "SandboxClockHandle",
+    "ClockState",
+    "start",
+    "status",
+    "stop",
+)
 
 
 def client(**options: Any) -> Any:
@@ -73,6 +87,10 @@ def use_sandbox(**options: Any) -> Any:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "clock":  # the submodule, imported on first use (it then is the attribute)
+        import importlib
+
+        return importlib.import_module(f"{__name__}.clock")
     if name in _SDK:
         from . import sdk
 
