@@ -53,9 +53,11 @@ class ClockState:
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> ClockState:
         """The state from the sandbox's document (`GET /_peagle/clock`)."""
-        now = datetime.fromisoformat(str(doc["now"]))
-        if now.tzinfo is None:
-            now = now.replace(tzinfo=UTC)
+        if doc.get("epoch") is not None:  # to the millisecond; `now` is to the second
+            now = datetime.fromtimestamp(float(doc["epoch"]), tz=UTC)
+        else:
+            now = datetime.fromisoformat(str(doc["now"]))
+            now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
         return cls(
             now=now.astimezone(UTC),
             rate=float(doc["rate"]),

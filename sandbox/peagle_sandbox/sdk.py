@@ -276,7 +276,8 @@ def _package_level() -> int:
     import inspect
 
     package = os.path.dirname(__file__) + os.sep
-    frame, level = inspect.currentframe(), 1
+    here = inspect.currentframe()  # this function's frame; level 1 is its caller's
+    frame, level = (here.f_back if here else None), 1
     while frame is not None and frame.f_code.co_filename.startswith(package):
         frame, level = frame.f_back, level + 1
     return level
