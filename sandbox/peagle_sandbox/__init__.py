@@ -27,7 +27,6 @@ __all__ = [
     "start",
     "status",
     "stop",
-    "clock",
     "SandboxStart",
     "SandboxState",
     "SandboxStop",
@@ -37,7 +36,8 @@ __all__ = [
 
 # Imported when asked for (`peagle --help` imports this package for the plugin's
 # declarations, and must not pay for the SDK). `clock` is the submodule `clock.py`, which
-# is callable: `peagle_sandbox.clock()` is the running sandbox's clock (see its end).
+# is callable: `peagle_sandbox.clock()` is the running sandbox's clock (see its end); the
+# reference documents what it returns (`SandboxClockHandle`), so it is not in __all__.
 _SDK = (
     "SandboxStart",
     "SandboxState",

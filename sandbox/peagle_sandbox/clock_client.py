@@ -140,6 +140,8 @@ def check_rate(rate: float | str, flag: str = "rate") -> float:
 
 class SandboxClockHandle:
     """The clock of the sandbox at `url`: read it, move it forward, freeze it, run it.
+    `peagle_sandbox.clock()` returns the running sandbox's, and `SandboxClient.clock` a
+    client's (`peagle_sandbox.client().clock.advance("2d")`).
 
     Each call is one request to the sandbox and returns its new `ClockState`. A bad input
     is a SpecError before anything is sent; a sandbox that does not answer, or answers
@@ -166,9 +168,14 @@ class SandboxClockHandle:
         return self._call(None)
 
     def advance(self, duration: str | float | timedelta) -> ClockState:
-        """Move sandbox time forward by `duration` ("15m", "2d", "1h30m", "45s", seconds,
-        or a timedelta); whatever became due (an endpoint InService, a log line) has
-        happened when this returns. A running clock keeps running; a frozen one stays."""
+        """Move sandbox time forward; whatever became due (an endpoint InService, a log
+        line) has happened when this returns. A running clock keeps running; a frozen one
+        stays frozen.
+
+        Args:
+            duration: How far: "15m", "2d", "1h30m", "45s", a number of seconds, or a
+                timedelta; >= 0 and at most 3650d (SpecError before anything is sent).
+        """
         return self._call({"advance": check_duration(duration)})
 
     def freeze(self) -> ClockState:
@@ -176,8 +183,12 @@ class SandboxClockHandle:
         return self._call({"freeze": True})
 
     def resume(self, rate: float | str | None = None) -> ClockState:
-        """Run sandbox time again, at `rate` sandbox seconds per real second (default: the
-        rate it had)."""
+        """Run sandbox time again (a running clock: at the new rate).
+
+        Args:
+            rate: Sandbox seconds per real second from now on, a positive number (default:
+                the rate it had; SpecError before anything is sent).
+        """
         body: dict[str, Any] = {"resume": True}
         if rate is not None:
             body["rate"] = check_rate(rate)
