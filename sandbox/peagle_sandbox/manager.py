@@ -89,6 +89,7 @@ class SandboxInfo:
     account: str = SANDBOX_ACCOUNT
     engine: str = "simulated"
     engine_label: str = "SIMULATED"
+    clock_rate: float = 1.0  # the rate it started with (`peagle sandbox clock` says the live one)
 
     @classmethod
     def from_state(cls, data: dict[str, Any], path: Path) -> SandboxInfo:
@@ -105,6 +106,7 @@ class SandboxInfo:
             account=str(data.get("account") or SANDBOX_ACCOUNT),
             engine=str(data.get("engine_kind") or "simulated"),
             engine_label=str(data.get("engine_label") or "SIMULATED"),
+            clock_rate=float(data.get("clock_rate") or 1.0),
         )
 
     def to_dict(self) -> dict[str, Any]:

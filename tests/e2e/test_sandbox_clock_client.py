@@ -376,8 +376,9 @@ def test_a_bad_setting_is_refused_before_anything_starts(
     with pytest.raises(SpecError) as e:
         peagle_sandbox.start()
     assert e.value.message.startswith("PEAGLE_SANDBOX_CLOCK_RATE: must be a positive number")
-    code, out, err = run_cli(capsys, "sandbox", "start")
-    assert code == 2 and out == "" and err == f"error: {e.value.one_line()}\n"
+    for argv in (["sandbox", "start"], ["--sandbox", "ls"]):
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 2 and out == "" and err == f"error: {e.value.one_line()}\n", argv
     assert argv_of_server == [] and not state.exists()
 
 

@@ -59,7 +59,8 @@ def peagle(tmp_path: Path) -> Iterator[Peagle]:
 def test_start_fast_freeze_advance_show_and_resume(
     peagle: Peagle, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    peagle.json("sandbox", "start", "--clock-rate", "60", "--step-time-factor", "0.5")
+    started = peagle.json("sandbox", "start", "--clock-rate", "60", "--step-time-factor", "0.5")
+    assert started["clock_rate"] == 60.0
     running = peagle.json("sandbox", "clock")
     assert running["rate"] == 60.0 and running["frozen"] is False
 
