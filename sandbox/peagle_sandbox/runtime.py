@@ -283,7 +283,7 @@ class Runtime:
             queued_s=self._admit(name),  # the engine's overload knob (0 unless configured)
         )
         self.logs.request_started(view, req.prompt_tokens)
-        responder = Responder(req, request_id)
+        responder = Responder(req, request_id, created=self.harness.clock.now())
         # vLLM's per-request acceptance, from the steps simulated above, when the
         # container asked for it (vLLM refuses the flag for baseline: nothing to report).
         level = per_request_level(view.env)
