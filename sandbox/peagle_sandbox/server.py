@@ -64,10 +64,10 @@ HOST = "127.0.0.1"  # never another interface: the sandbox has no authentication
 class ClockRequestHandler(MotoRequestHandler):
     """moto's request handler with one `Date` header per answer, on the sandbox clock.
 
-    http.server's `send_response` always adds `Date` (the wall clock) and moto's answers
-    carry their own (`moto.core.responses`, from the patched `utcnow`): two headers, the
-    first one wrong. Here the first `Date` the application sends wins and, when it sends
-    none (the runtime and `/_peagle/` routes), `end_headers` adds the clock's.
+    http.server's `send_response` always adds `Date`, from the wall clock; moto behind a
+    server sets none (`moto.core.responses` stamps its own only in-process), nor do the
+    runtime and `/_peagle/` routes. Here `send_response` adds none, `end_headers` adds the
+    clock's, and if an application ever sends its own `Date`, the first one wins: never two.
     """
 
     clock: SandboxClock  # set on the per-server subclass (`for_clock`)
@@ -140,7 +140,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--updating-seconds", type=float, default=3.0, help="sandbox seconds")
     p.add_argument(
         "--deleting-seconds",
-        type=float,
+        type=_non_negative,
         default=0.0,
         help="sandbox seconds an endpoint stays Deleting (0: gone at once)",
     )
@@ -176,6 +176,13 @@ def _positive(text: str) -> float:
     value = float(text)
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number (got {text})")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0 (got {text})")
     return value
 
 
