@@ -1,6 +1,7 @@
 """The sandbox server on its clock (issue 36), started directly as `peagle sandbox start`
 spawns it: `--clock-rate`, `--clock-frozen`, `GET/POST /_peagle/clock`, the `Date` header of
-every answer, the log simulator's intervals and `--deleting-seconds`, all on sandbox time.
+every answer, the log simulator's intervals and `--deleting-seconds`, all on sandbox time;
+and the real engine's stamps (with the stand-in engine of test_sandbox_engine_host).
 
 Nothing here sleeps for the control plane: a frozen clock is advanced, and the one running
 clock (rate 600) makes 15 sandbox minutes last about 1.5 real seconds. The deadlines below
@@ -361,5 +362,43 @@ def test_the_old_time_scale_flag_still_sets_the_step_time_factor(tmp_path: Path)
         assert status == 200
         assert json.loads(data)["constants"]["step_time_factor"] == 2.5
         assert server.state["step_time_factor"] == 2.5
+    finally:
+        server.stop()
+
+
+# ---------------------------------------------------------------------- the real engine
+
+
+def test_the_real_engine_is_on_the_clock_too(tmp_path: Path) -> None:
+    """`--engine vllm` (the stand-in engine): its Creating ends on /ping, not on the clock,
+    and what the sandbox stamps (CreationTime, LastModifiedTime, the engine's log events)
+    is sandbox time, two days ahead here."""
+    from tests.e2e.test_sandbox_engine_host import NAME, fake_engine_home
+
+    home = fake_engine_home(tmp_path)
+    state = tmp_path / "state"
+    server = Server(state, "--clock-frozen", "--engine", "vllm", "--engine-home", str(home))
+    try:
+        now = server.advance(timedelta(days=2))["epoch"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PEAGLE_"))}
+        env.update(
+            HOME=str(tmp_path),
+            PEAGLE_STATE_DIR=str(state),
+            PEAGLE_CACHE_DIR=str(tmp_path / "cache"),
+            PEAGLE_POLL_SECONDS="0.2",
+            PEAGLE_ENGINE_HOME=str(home),
+        )
+        deploy = [sys.executable, "-m", "sm_peagle.cli", "--sandbox", "deploy", "tiny-llama",
+                  "--mode", "p-eagle", "-k", "3", "--yes"]  # fmt: skip
+        out = subprocess.run(deploy, env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        described = server.sm.describe_endpoint(EndpointName=NAME)
+        assert described["EndpointStatus"] == "InService"  # the clock never moved: /ping did
+        for stamp in ("CreationTime", "LastModifiedTime"):
+            # (the state's epoch is rounded to the ms, moto's stamps are cut to it)
+            assert described[stamp].timestamp() == pytest.approx(now, abs=0.002), stamp
+        events = server.logs.filter_log_events(logGroupName=f"/aws/sagemaker/Endpoints/{NAME}")
+        (stamp,) = {e["timestamp"] for e in events["events"]}  # frozen: all at one instant
+        assert stamp / 1000 == pytest.approx(now, abs=0.002)
     finally:
         server.stop()
