@@ -343,7 +343,7 @@ class EngineHost(ComponentEngines):
 
     def _log(self, engine: Engine, lines: list[str]) -> None:
         backend = logs_backends[self.account][engine.region]
-        now = int(time.time() * 1000)
+        now = int(self.harness.clock.now() * 1000)  # sandbox time, as every log event
         try:
             backend.ensure_log_group(engine.log_group)
             backend.ensure_log_stream(engine.log_group, engine.stream)
