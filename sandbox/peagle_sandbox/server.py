@@ -208,9 +208,11 @@ def start_host(
     home: Path | None,
     version: str | None,
     state_file: Path | None,
+    stats_interval: float | None = None,
 ) -> EngineHost:
     """The real-engine host, hooked into the harness (create/update/delete) and the runtime
-    (invocations); engines are recorded next to the state file."""
+    (invocations); engines are recorded next to the state file. `stats_interval`: the
+    engines' VLLM_LOG_STATS_INTERVAL (`--metrics-interval`)."""
     from peagle_sandbox.vllm_engine.install import DEFAULT_VLLM_VERSION, engine_env
 
     env = engine_env(home, version or DEFAULT_VLLM_VERSION)
@@ -222,6 +224,7 @@ def start_host(
         env,
         work_dir=Path(tempfile.mkdtemp(prefix="peagle-engines-")),
         records_dir=state / "engines",
+        stats_interval=stats_interval,
     )
     harness.host = host
     runtime.engine_host = host
@@ -293,7 +296,13 @@ def main(argv: list[str] | None = None) -> int:
     host = None
     if real:
         host = start_host(
-            harness, runtime, url, args.engine_home, args.vllm_version, args.state_file
+            harness,
+            runtime,
+            url,
+            args.engine_home,
+            args.vllm_version,
+            args.state_file,
+            stats_interval=args.metrics_interval,
         )
 
     stop = threading.Event()
