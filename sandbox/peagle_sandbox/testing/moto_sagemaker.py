@@ -169,6 +169,7 @@ class SageMakerHarness(EndpointTimelines):
             self._create_plans.clear()
             self._update_plans.clear()
             self._known.clear()
+            self._deleting.clear()
 
     def __enter__(self) -> SageMakerHarness:
         return self.install()
@@ -224,6 +225,7 @@ class SageMakerHarness(EndpointTimelines):
     def status_of(self, endpoint_name: str, region: str | None = None) -> str:
         """The stored status, without consuming a scheduled step (unlike DescribeEndpoint)."""
         key = (self.account_id, region or self.region, endpoint_name)
+        self._reap(sagemaker_backends[self.account_id][key[1]])
         endpoint = find_endpoint(key)
         if endpoint is None:
             raise KeyError(endpoint_name)
