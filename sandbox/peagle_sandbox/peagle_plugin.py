@@ -126,15 +126,15 @@ class SandboxTarget:
 
 
 # What a result produced on the sandbox records of how it ran (its record's extra fields):
-# the SIMULATED engine's step times scale with step_time_factor (time_scale in a state file
-# of an older sandbox), and the control plane's waits with creating_seconds and the clock
-# rate, so two results are comparable only when these agree.
+# the SIMULATED engine's step times scale with step_time_factor (the state file also says
+# time_scale, its old name, for a release: not recorded twice), and the control plane's
+# waits with creating_seconds and the clock rate, so two results are comparable only when
+# these agree.
 _RECORDED = (
     "started_at",
     "creating_seconds",
     "metrics_interval",
     "step_time_factor",
-    "time_scale",
     "clock_rate",
 )
 

@@ -419,3 +419,38 @@ def test_rate_and_duration_rules_are_the_documented_ones() -> None:
     assert check_duration("2d12h") == 2.5 * DAY
     assert check_duration("0") == 0.0
     assert check_rate("60") == 60.0 and math.isclose(check_rate(0.5), 0.5)
+
+
+def test_results_record_the_clock_rate_and_step_time_factor(
+    state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A result made on the sandbox records how the sandbox ran (its target's `extra`, from
+    the state file the server writes, which names the step-time factor twice for a
+    release): the clock rate, and the step-time factor once, by its new name."""
+    from peagle_sandbox.peagle_plugin import PLUGIN
+
+    url = "http://127.0.0.1:9"
+    state.mkdir()
+    (state / "sandbox.json").write_text(
+        json.dumps(
+            {
+                "url": url,
+                "started_at": "2026-12-01T18:00:00+00:00",
+                "creating_seconds": 900.0,
+                "metrics_interval": 10.0,
+                "step_time_factor": 0.5,
+                "time_scale": 0.5,
+                "clock_rate": 60.0,
+            }
+        )
+    )
+    monkeypatch.setenv("PEAGLE_SANDBOX_URL", url)
+    current = PLUGIN.target().current()
+    assert current is not None
+    assert current.extra == {
+        "started_at": "2026-12-01T18:00:00+00:00",
+        "creating_seconds": 900.0,
+        "metrics_interval": 10.0,
+        "step_time_factor": 0.5,
+        "clock_rate": 60.0,
+    }
