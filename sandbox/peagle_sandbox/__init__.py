@@ -27,6 +27,7 @@ __all__ = [
     "start",
     "status",
     "stop",
+    "clock",
     "SandboxStart",
     "SandboxState",
     "SandboxStop",
@@ -35,9 +36,7 @@ __all__ = [
 ]
 
 # Imported when asked for (`peagle --help` imports this package for the plugin's
-# declarations, and must not pay for the SDK). `clock` is the submodule `clock.py`, which
-# is callable: `peagle_sandbox.clock()` is the running sandbox's clock (see its end); the
-# reference documents what it returns (`SandboxClockHandle`), so it is not in __all__.
+# declarations, and must not pay for the SDK).
 _SDK = (
     "SandboxStart",
     "SandboxState",
@@ -86,11 +85,19 @@ def use_sandbox(**options: Any) -> Any:
     return _use(**options)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "clock":  # the submodule, imported on first use (it then is the attribute)
-        import importlib
+def clock() -> Any:
+    """The running sandbox's clock (a ``SandboxClockHandle``): ``.state()``,
+    ``.advance("15m")``, ``.freeze()``, ``.resume(rate=60)``, each returning a
+    ``ClockState``. SandboxError when no sandbox runs. (The clock type the sandbox itself
+    runs on is ``peagle_sandbox.sandbox_clock.SandboxClock``.)
 
-        return importlib.import_module(f"{__name__}.clock")
+    Imported on call, so importing the package stays free."""
+    from .sdk import clock as _clock
+
+    return _clock()
+
+
+def __getattr__(name: str) -> Any:
     if name in _SDK:
         from . import sdk
 

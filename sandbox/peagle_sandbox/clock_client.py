@@ -20,7 +20,7 @@ from typing import Any
 
 from sm_peagle.contract import SpecError
 
-from .clock import format_duration, parse_duration
+from .sandbox_clock import format_duration, parse_duration
 
 __all__ = ["MAX_ADVANCE", "ClockState", "SandboxClockHandle", "check_duration", "check_rate"]
 

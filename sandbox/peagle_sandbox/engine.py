@@ -40,7 +40,7 @@ Steps (one engine step = one streamed chunk)
 
     Each request is simulated as if it ran alone: there is no batching and no contention
     between concurrent requests. ``step_time_factor`` multiplies every duration (larger is
-    slower). These are real seconds: the sandbox clock (``clock.py``) counts 1:1 while a
+    slower). These are real seconds: the sandbox clock (``sandbox_clock.py``) counts 1:1 while a
     request is in flight, whatever its rate. (Before issue 36 the factor was named
     ``time_scale``; the old key is accepted in ``PEAGLE_SIMULATED_ENGINE`` for one release.)
 

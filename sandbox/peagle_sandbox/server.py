@@ -6,7 +6,7 @@ peagle's SageMaker harness installed, and in front of it the simulated SageMaker
 the ``/_peagle/`` routes (health, engine constants, ground truth). It must be one process:
 the runtime and the log simulator read moto's backends directly.
 
-One sandbox clock (`peagle_sandbox.clock.SandboxClock`, `--clock-rate`, `--clock-frozen`)
+One sandbox clock (`peagle_sandbox.sandbox_clock.SandboxClock`, `--clock-rate`, `--clock-frozen`)
 is the time of everything the control plane emulates: the harness's Creating / Updating /
 Deleting, every timestamp moto writes, the simulated logs, and the `Date` header of every
 answer, moto's and the sandbox's own (`ClockRequestHandler`). `GET/POST /_peagle/clock`
@@ -44,13 +44,13 @@ from moto.moto_server.werkzeug_app import (
 from werkzeug.serving import make_server
 
 from peagle_sandbox import quotas
-from peagle_sandbox.clock import SandboxClock
 from peagle_sandbox.engine import CONSTANTS, constants_from_env
 from peagle_sandbox.engine_harness import HOLD_SECONDS, EngineHarness
 from peagle_sandbox.engine_host import EngineHost
 from peagle_sandbox.groundtruth import GroundTruth
 from peagle_sandbox.logsim import LogSimulator
 from peagle_sandbox.runtime import Runtime
+from peagle_sandbox.sandbox_clock import SandboxClock
 from peagle_sandbox.seed import seed_account
 from peagle_sandbox.seed_tiny import seed_tiny_models
 from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness

@@ -10,8 +10,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from peagle_sandbox.clock import SandboxClock
 from peagle_sandbox.engine_harness import HOLD_SECONDS, EngineHarness
+from peagle_sandbox.sandbox_clock import SandboxClock
 from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
 
 REGION = "us-east-1"

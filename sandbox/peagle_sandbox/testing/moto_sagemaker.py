@@ -11,7 +11,8 @@ useless for testing a vLLM deployer, plus two conveniences the tests and the loc
 3. Endpoints are ``InService`` the moment they are created, so polling/timeout/failure paths can
    never run. The harness drives each endpoint's status through a *schedule*: a list of statuses
    consumed one per ``DescribeEndpoint`` call, or advanced by the sandbox clock (``clock``, a
-   ``peagle_sandbox.clock.SandboxClock``: real time by default, or frozen and advanced by a test).
+   ``peagle_sandbox.sandbox_clock.SandboxClock``: real time by default, or frozen and
+   advanced by a test).
 4. ``seed_logs`` writes CloudWatch log lines where SageMaker would put container logs.
 5. ``resources`` lists what is left in the SageMaker backend, for "nothing left behind" checks.
 6. ``requests`` records every AWS request moto receives (service, operation, parameters, time).

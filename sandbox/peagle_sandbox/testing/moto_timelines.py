@@ -27,7 +27,7 @@ from moto.sagemaker.models import (
     sagemaker_backends,
 )
 
-from peagle_sandbox.clock import SandboxClock
+from peagle_sandbox.sandbox_clock import SandboxClock
 
 __all__ = ["DEFAULT_FAILURE_REASON", "EndpointTimelines", "find_endpoint", "make_plan"]
 

@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 import threading
 import time
-import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -222,21 +220,3 @@ class SandboxClock:
     def __repr__(self) -> str:
         how = "frozen" if self._frozen else f"rate {self._rate:g}"
         return f"SandboxClock({self.datetime().isoformat(timespec='seconds')}, {how})"
-
-
-class _CallableModule(types.ModuleType):
-    """This module is also the SDK's `peagle_sandbox.clock()`: a function of that name in
-    the package would not survive, as importing this submodule sets the package's
-    attribute `clock` to the module. So the module is callable (the SDK's code is
-    imported on call: the moto harness and the server import this module alone)."""
-
-    def __call__(self) -> Any:
-        """The running sandbox's clock (`peagle_sandbox.sdk.clock`, a
-        `SandboxClockHandle`): `.state()`, `.advance("15m")`, `.freeze()`, `.resume(rate=60)`.
-        SandboxError when no sandbox runs."""
-        from .sdk import clock
-
-        return clock()
-
-
-sys.modules[__name__].__class__ = _CallableModule
