@@ -8,7 +8,8 @@ It is not part of the product: it is its own distribution (``peagle-sandbox``, i
 ``sandbox/``), a peagle plugin (``peagle_plugin.PLUGIN``, through the ``sm_peagle.plugins``
 entry point), and the product never imports it. Its SDK is here: ``client()``,
 ``use_sandbox()``, ``start()``, ``status()``, ``stop()`` and their results (they were
-``sm_peagle.use_sandbox`` and ``sm_peagle.sandbox_start|status|stop``);
+``sm_peagle.use_sandbox`` and ``sm_peagle.sandbox_start|status|stop``), and ``clock()``,
+the running sandbox's clock (``SandboxClockHandle``, whose calls return a ``ClockState``);
 ``peagle_sandbox.testing.pytest_plugin`` is the pytest plugin (it was
 ``sm_peagle.testing.pytest_plugin``). The old names still work for one release, with a
 FutureWarning.
@@ -26,14 +27,26 @@ __all__ = [
     "start",
     "status",
     "stop",
+    "clock",
     "SandboxStart",
     "SandboxState",
     "SandboxStop",
+    "SandboxClockHandle",
+    "ClockState",
 ]
 
 # Imported when asked for (`peagle --help` imports this package for the plugin's
 # declarations, and must not pay for the SDK).
-_SDK = ("SandboxStart", "SandboxState", "SandboxStop", "start", "status", "stop")
+_SDK = (
+    "SandboxStart",
+    "SandboxState",
+    "SandboxStop",
+    "SandboxClockHandle",
+    "ClockState",
+    "start",
+    "status",
+    "stop",
+)
 
 
 def client(**options: Any) -> Any:
@@ -70,6 +83,18 @@ def use_sandbox(**options: Any) -> Any:
     from .sdk import use_sandbox as _use  # checks the options first
 
     return _use(**options)
+
+
+def clock() -> Any:
+    """The running sandbox's clock (a ``SandboxClockHandle``): ``.state()``,
+    ``.advance("15m")``, ``.freeze()``, ``.resume(rate=60)``, each returning a
+    ``ClockState``. SandboxError when no sandbox runs. (The clock type the sandbox itself
+    runs on is ``peagle_sandbox.sandbox_clock.SandboxClock``.)
+
+    Imported on call, so importing the package stays free."""
+    from .sdk import clock as _clock
+
+    return _clock()
 
 
 def __getattr__(name: str) -> Any:

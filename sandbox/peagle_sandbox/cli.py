@@ -1,9 +1,10 @@
-"""`peagle sandbox start|status|stop|env|install-engine`: a local SageMaker on 127.0.0.1.
+"""`peagle sandbox start|status|stop|clock|env|install-engine`: a local SageMaker on 127.0.0.1.
 
 Endpoints run on the SIMULATED engine (default) or, with `--engine vllm`, on the real vLLM
 engine on this machine's CPU (`peagle sandbox install-engine` builds it). Any other command
 runs against it with `peagle --sandbox <command>` (or PEAGLE_SANDBOX=1), which also starts
-it on demand.
+it on demand. `peagle sandbox clock` reads and moves the sandbox's clock (the time of its
+control plane: Creating, timestamps, log lines), so a test advances it instead of sleeping.
 """
 
 from __future__ import annotations
@@ -43,14 +44,36 @@ def start_command(
         typer.Option("--upstream", help="Forward invocations to this OpenAI-compatible server."),
     ] = None,
     creating_seconds: Annotated[
-        float | None, typer.Option("--creating-seconds", help="How long endpoints stay Creating.")
+        float | None,
+        typer.Option(
+            "--creating-seconds", help="How long endpoints stay Creating, in sandbox seconds (3)."
+        ),
     ] = None,
     metrics_interval: Annotated[
         float | None,
-        typer.Option("--metrics-interval", help="Seconds between SpecDecoding log lines (10)."),
+        typer.Option(
+            "--metrics-interval", help="Sandbox seconds between SpecDecoding log lines (10)."
+        ),
+    ] = None,
+    step_time_factor: Annotated[
+        float | None,
+        typer.Option(
+            "--step-time-factor",
+            help="Multiply the SIMULATED engine's step times; larger is slower (1.0). "
+            "Not the clock: token timings stay real.",
+        ),
+    ] = None,
+    clock_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--clock-rate",
+            help="Sandbox seconds per real second of its clock (1; also "
+            "PEAGLE_SANDBOX_CLOCK_RATE): 60 makes 15 minutes of Creating last 15 s.",
+        ),
     ] = None,
     time_scale: Annotated[
-        float | None, typer.Option("--time-scale", help="Multiply simulated step times (1.0).")
+        float | None,
+        typer.Option("--time-scale", hidden=True, help="Deprecated: --step-time-factor."),
     ] = None,
     engine: Annotated[
         Engine | None,
@@ -67,12 +90,25 @@ def start_command(
     start, even at the same moment, names the one that runs)."""
     from . import sdk
 
+    if time_scale is not None:  # the old spelling, for one release (the SDK's time_scale=)
+        cli_output().warn(
+            "--time-scale is deprecated, use --step-time-factor (removed in the next release)"
+        )
+        if step_time_factor is not None:
+            from sm_peagle.contract import SpecError
+
+            raise SpecError(
+                "--time-scale: give --step-time-factor only (--time-scale is its old name)",
+                remedy="drop --time-scale",
+            )
+        step_time_factor = time_scale
     started = sdk.start(
         port=port,
         upstream=upstream,
         creating_seconds=creating_seconds,
         metrics_interval=metrics_interval,
-        time_scale=time_scale,
+        step_time_factor=step_time_factor,
+        clock_rate=clock_rate,
         engine=engine,
     )
     if started.died_url:
@@ -81,6 +117,8 @@ def start_command(
         cli_output().warn(f"{died_message(started.died_url)}; started a new one at {started.url}")
     if started.already_running:
         note(f"already running at {started.url} (pid {started.pid})")
+    for line in started.notes:
+        note(line)
     _result(started, _render_started)
 
 
@@ -135,6 +173,87 @@ def _render_stopped(result: Any) -> None:
         typer.echo(f"stopped sandbox pid {result.doc['pid']}")
     else:
         typer.echo(f"sandbox: {result.note}")
+
+
+clock_app = typer.Typer(
+    help="The sandbox clock: the time of its control plane (Creating, Updating, resource "
+    "timestamps, log lines, the Date header). Alone: show it.",
+)
+sandbox_app.add_typer(clock_app, name="clock")
+
+
+@clock_app.callback(invoke_without_command=True)
+def clock_command(ctx: typer.Context, json_out: JsonOpt = False) -> None:
+    """Show the sandbox clock (as `clock show`), or move it: advance, freeze, resume."""
+    if ctx.invoked_subcommand is None:
+        _show_clock()
+
+
+@clock_app.command("show")
+def clock_show_command(json_out: JsonOpt = False) -> None:
+    """Show the sandbox clock: its time, rate, frozen or running, how far ahead of real time."""
+    _show_clock()
+
+
+def _show_clock() -> None:
+    from . import sdk
+
+    handle = sdk.clock()
+    _clock_result(handle, handle.state())
+
+
+@clock_app.command("advance")
+def clock_advance_command(
+    duration: Annotated[
+        str, typer.Argument(help="How far: 15m, 2d, 1h30m, 45s, or seconds.", show_default=False)
+    ],
+    json_out: JsonOpt = False,
+) -> None:
+    """Move sandbox time forward: whatever became due (an endpoint InService, a log line)
+    has happened when it returns. A frozen clock stays frozen."""
+    from . import sdk
+    from .clock_client import check_duration
+
+    seconds = check_duration(duration)  # bad input: exit 2 before the state is even read
+    handle = sdk.clock()
+    _clock_result(handle, handle.advance(seconds))
+
+
+@clock_app.command("freeze")
+def clock_freeze_command(json_out: JsonOpt = False) -> None:
+    """Stop sandbox time: it moves only with `clock advance`, until `clock resume`."""
+    from . import sdk
+
+    handle = sdk.clock()
+    _clock_result(handle, handle.freeze())
+
+
+@clock_app.command("resume")
+def clock_resume_command(
+    rate: Annotated[
+        str | None,
+        typer.Option(
+            "--rate",
+            help="Sandbox seconds per real second from now on (default: the rate it had).",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run sandbox time again (also a running clock at a new --rate)."""
+    from . import sdk
+    from .clock_client import check_rate
+
+    value = None if rate is None else check_rate(rate, "--rate")
+    handle = sdk.clock()
+    _clock_result(handle, handle.resume(value))
+
+
+def _clock_result(handle: Any, state: Any) -> None:
+    cli_output().result(
+        state,
+        render=lambda s: typer.echo(s.line()),
+        label=label_for_engine(handle.engine_label),
+    )
 
 
 @sandbox_app.command("env")

@@ -39,7 +39,10 @@ Steps (one engine step = one streamed chunk)
     to ~74 tok/s (drafting cost outgrows acceptance) while p-eagle rises to ~151 tok/s.
 
     Each request is simulated as if it ran alone: there is no batching and no contention
-    between concurrent requests. ``time_scale`` multiplies every duration (0 = no sleeps).
+    between concurrent requests. ``step_time_factor`` multiplies every duration (larger is
+    slower). These are real seconds: the sandbox clock (``sandbox_clock.py``) counts 1:1 while a
+    request is in flight, whatever its rate. (Before issue 36 the factor was named
+    ``time_scale``; the old key is accepted in ``PEAGLE_SIMULATED_ENGINE`` for one release.)
 
 Overload (a knee, off by default)
     With ``overload_above_concurrency`` N > 0, a request that arrives while more than N
@@ -89,7 +92,7 @@ class EngineConstants:
     verify_ms_per_draft_token: float = 0.5
     eagle3_draft_ms_per_token: float = 3.0
     peagle_draft_ms: float = 4.0
-    time_scale: float = 1.0
+    step_time_factor: float = 1.0
     # Acceptance: per-position conditional acceptance probability.
     alpha_p_eagle: float = 0.80
     alpha_eagle3: float = 0.72
@@ -122,7 +125,12 @@ class EngineConstants:
         n = self.overload_above_concurrency
         if n <= 0 or in_flight <= n:
             return 0.0
-        return self.overload_queue_ms * self.time_scale / 1000.0
+        return self.overload_queue_ms * self.step_time_factor / 1000.0
+
+    @property
+    def time_scale(self) -> float:
+        """The old name of `step_time_factor` (deprecated; removed in the next release)."""
+        return self.step_time_factor
 
     def to_dict(self) -> dict[str, float | int]:
         return asdict(self)
@@ -147,6 +155,12 @@ def constants_from_env(env: Mapping[str, str] | None = None) -> EngineConstants:
         doc = json.loads(raw)
     except ValueError as e:
         raise ValueError(f"{ENGINE_ENV}: not JSON ({e})") from None
+    if isinstance(doc, dict) and "time_scale" in doc:  # the old key, for one release
+        if "step_time_factor" in doc:
+            raise ValueError(
+                f"{ENGINE_ENV}: give step_time_factor only (time_scale is its old name)"
+            )
+        doc["step_time_factor"] = doc.pop("time_scale")
     types = {f.name: f.type for f in fields(EngineConstants)}
     if not isinstance(doc, dict) or set(doc) - set(types):
         unknown = sorted(set(doc) - set(types)) if isinstance(doc, dict) else doc
@@ -299,7 +313,7 @@ def simulate(
     tokens, finish = generate_tokens(
         seed_of("text", prompt_key), max_tokens, ignore_eos=ignore_eos, constants=constants
     )
-    scale = constants.time_scale / 1000.0
+    scale = constants.step_time_factor / 1000.0
     mode, k = speculation.mode, speculation.k
     rng = random.Random(seed_of("accept", prompt_key, mode, k))
     alpha = constants.alpha(mode)

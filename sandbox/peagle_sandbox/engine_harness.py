@@ -65,6 +65,8 @@ class EngineHarness(SageMakerHarness):
             endpoint = find_endpoint(key)
             if endpoint is None:
                 return False
+            if endpoint.endpoint_status != status:  # the change happens now, on the clock
+                endpoint.last_modified_time = self.clock.naive_utcnow()
             self._start(key, endpoint, make_plan((status,), reason, None))
         return True
 

@@ -71,8 +71,12 @@ class EngineHost(ComponentEngines):
         engine_env: Any,  # vllm_engine.install.EngineEnv
         work_dir: Path,
         records_dir: Path,
+        stats_interval: float | None = None,
     ) -> None:
         self.harness, self.account, self.url, self.env = harness, account, sandbox_url, engine_env
+        # vLLM logs its stats lines on its own timer, in real seconds; an invocation holds the
+        # sandbox clock at 1:1, so while an engine serves, this is the interval on the clock.
+        self.stats_interval = stats_interval
         self.work_dir, self.records_dir = work_dir, records_dir
         self.label = f"vllm {engine_env.version} (CPU, tiny model)"
         self._lock = threading.Lock()
@@ -215,6 +219,8 @@ class EngineHost(ComponentEngines):
             engine_home=self.env.home,
             shim_dir=self._shim_dir,
         )
+        if self.stats_interval is not None:  # --metrics-interval (vLLM's default is also 10 s)
+            env["VLLM_LOG_STATS_INTERVAL"] = f"{self.stats_interval:g}"
         engine.port = free_port()
         argv = entrypoint_command(self.env.python, engine.port)
         self._log(
@@ -343,7 +349,7 @@ class EngineHost(ComponentEngines):
 
     def _log(self, engine: Engine, lines: list[str]) -> None:
         backend = logs_backends[self.account][engine.region]
-        now = int(time.time() * 1000)
+        now = int(self.harness.clock.now() * 1000)  # sandbox time, as every log event
         try:
             backend.ensure_log_group(engine.log_group)
             backend.ensure_log_stream(engine.log_group, engine.stream)

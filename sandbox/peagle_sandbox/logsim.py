@@ -17,6 +17,16 @@ Inference components: each component is its own container with its own life, wri
 the component's log group (``component_log_group``), not the endpoint's; an endpoint that
 hosts components and names no model of its own writes nothing itself. The stream name
 of a component (``AllTraffic/i-0...``, as for an endpoint) is an ASSUMPTION.
+
+Time: everything here is on the sandbox clock (the harness's ``clock``): the Creating
+window (``creating_seconds``), the ``metrics_interval``, the time in each line's vLLM
+prefix and the log events' timestamps are sandbox seconds, so advancing the clock past an
+interval makes its line due at once (the server ticks after every advance). The
+throughput figures ("Avg generation throughput: ... tokens/s") stay real rates: tokens
+are generated only while an invocation is in flight, and then the runtime holds the
+clock at real time (``SandboxClock.real_time``), so those sandbox seconds are real ones.
+(An interval that also spans idle time at a fast rate reads lower, as vLLM's own
+average over an interval with idle seconds does.)
 """
 
 from __future__ import annotations
@@ -25,9 +35,8 @@ import hashlib
 import itertools
 import json
 import threading
-import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from peagle_sandbox.backend import EndpointView, all_endpoints
 from peagle_sandbox.components import component_views
@@ -38,16 +47,17 @@ from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
 __all__ = ["LogSimulator"]
 
 
-def _ts() -> str:
-    return datetime.now().strftime("%m-%d %H:%M:%S")
+def _ts(at: float) -> str:
+    # vLLM's prefix is the container's local time; a SageMaker container runs on UTC.
+    return datetime.fromtimestamp(at, tz=UTC).strftime("%m-%d %H:%M:%S")
 
 
-def _api(where: str, msg: str) -> str:
-    return f"(APIServer pid=1) INFO {_ts()} [{where}] {msg}"
+def _api(where: str, msg: str, at: float) -> str:
+    return f"(APIServer pid=1) INFO {_ts(at)} [{where}] {msg}"
 
 
-def _core(where: str, msg: str) -> str:
-    return f"(EngineCore_0 pid=283) INFO {_ts()} [{where}] {msg}"
+def _core(where: str, msg: str, at: float) -> str:
+    return f"(EngineCore_0 pid=283) INFO {_ts(at)} [{where}] {msg}"
 
 
 def _vllm_version(image: str | None) -> str:
@@ -56,9 +66,10 @@ def _vllm_version(image: str | None) -> str:
 
 
 def startup_lines(
-    view: EndpointView, upstream: str | None = None
+    view: EndpointView, upstream: str | None = None, *, at: float
 ) -> tuple[list[tuple[float, str]], list[str]]:
-    """([(fraction of the Creating window, line)], [lines once InService])."""
+    """([(fraction of the Creating window, line)], [lines once InService]); `at`: the
+    sandbox time the container was first seen (the time in the lines' prefixes)."""
     spec = view.speculative_config
     version = _vllm_version(view.image)
     max_len = view.max_model_len or 8192
@@ -79,44 +90,58 @@ def startup_lines(
                 else "text and timing from peagle_sandbox.engine)"
             ),
         ),
-        (0.0, f"INFO {_ts()} [__init__.py:241] Automatically detected platform cuda."),
-        (0.05, _api("api_server.py:1805", f"vLLM API server version {version}")),
-        (0.05, _api("utils.py:326", f"non-default args: {json.dumps(args)}")),
-        (0.2, _api("model.py:1502", f"Using max model len {max_len}")),
+        (0.0, f"INFO {_ts(at)} [__init__.py:241] Automatically detected platform cuda."),
+        (0.05, _api("api_server.py:1805", f"vLLM API server version {version}", at=at)),
+        (0.05, _api("utils.py:326", f"non-default args: {json.dumps(args)}", at=at)),
+        (0.2, _api("model.py:1502", f"Using max model len {max_len}", at=at)),
         (
             0.3,
             _core(
                 "core.py:74",
                 f"Initializing a V1 LLM engine (v{version}) with config: model='/opt/ml/model', "
                 f"speculative_config={json.dumps(spec) if spec else None}",
+                at=at,
             ),
         ),
-        (0.4, _core("gpu_model_runner.py:1953", "Starting to load model /opt/ml/model...")),
-        (0.55, _core("default_loader.py:262", "Loading weights took 11.84 seconds")),
+        (0.4, _core("gpu_model_runner.py:1953", "Starting to load model /opt/ml/model...", at=at)),
+        (0.55, _core("default_loader.py:262", "Loading weights took 11.84 seconds", at=at)),
     ]
     if spec:
         drafter = spec.get("model", "/opt/ml/additional-model-data-sources/eagle")
         method = "P-EAGLE (parallel drafting)" if spec.get("parallel_drafting") else "EAGLE-3"
         early += [
-            (0.65, _core("gpu_model_runner.py:1970", f"Loading drafter model {drafter} ...")),
+            (
+                0.65,
+                _core("gpu_model_runner.py:1970", f"Loading drafter model {drafter} ...", at=at),
+            ),
             (
                 0.7,
                 _core(
                     "eagle.py:812",
                     f"Speculative decoding: {method}, num_speculative_tokens="
                     f"{spec.get('num_speculative_tokens')}, drafter={drafter}",
+                    at=at,
                 ),
             ),
         ]
     early += [
-        (0.8, _core("gpu_model_runner.py:2007", "Model loading took 13.72 GiB and 16.03 seconds")),
-        (0.9, _core("kv_cache_utils.py:864", "GPU KV cache size: 412,288 tokens")),
+        (
+            0.8,
+            _core(
+                "gpu_model_runner.py:2007", "Model loading took 13.72 GiB and 16.03 seconds", at=at
+            ),
+        ),
+        (0.9, _core("kv_cache_utils.py:864", "GPU KV cache size: 412,288 tokens", at=at)),
     ]
-    ready = [
-        _api("api_server.py:1880", "Starting vLLM API server on http://0.0.0.0:8080"),
+    return early, ready_lines(at)
+
+
+def ready_lines(at: float) -> list[str]:
+    """What the container writes once it serves (`at`: then, in sandbox time)."""
+    return [
+        _api("api_server.py:1880", "Starting vLLM API server on http://0.0.0.0:8080", at=at),
         "(APIServer pid=1) INFO:     Application startup complete.",
     ]
-    return early, ready
 
 
 @dataclass
@@ -126,7 +151,6 @@ class _Life:
     view: EndpointView
     first_seen: float
     early: list[tuple[float, str]]
-    ready: list[str]
     stream: str
     early_sent: int = 0
     ready_sent: bool = False
@@ -158,7 +182,9 @@ class LogSimulator:
         self.creating_seconds = max(creating_seconds, 0.001)
         self.metrics_interval = metrics_interval
         self.upstream = upstream
+        self.clock = harness.clock
         self._lock = threading.Lock()
+        self._tick_lock = threading.Lock()  # the ticker thread and an advance's tick
         self._lives: dict[tuple[str, str, str | None], _Life] = {}
         self._client_ports = itertools.cycle(range(40000, 60000))
 
@@ -166,13 +192,13 @@ class LogSimulator:
 
     def request_started(self, view: EndpointView, prompt_tokens: int) -> None:
         with self._lock:
-            life = self._life(view, time.monotonic())
+            life = self._life(view, self.clock.now())
             life.running += 1
             life.prompt_tokens += prompt_tokens
 
     def record_step(self, view: EndpointView, step: Step) -> None:
         with self._lock:
-            life = self._life(view, time.monotonic())
+            life = self._life(view, self.clock.now())
             life.generated += step.tokens
             if step.drafted:
                 life.drafts += 1
@@ -185,7 +211,7 @@ class LogSimulator:
 
     def request_finished(self, view: EndpointView, status: int) -> None:
         with self._lock:
-            life = self._life(view, time.monotonic())
+            life = self._life(view, self.clock.now())
             life.running = max(life.running - 1, 0)
             reason = "OK" if status == 200 else "Bad Request"
             life.pending.append(
@@ -197,14 +223,20 @@ class LogSimulator:
 
     def tick(self) -> None:
         """Write whatever start-up, access and metrics lines are due; forget deleted ones."""
-        now = time.monotonic()
+        with self._tick_lock:  # one tick at a time: lines keep their order
+            self._tick()
+
+    def _tick(self) -> None:
+        now = self.clock.now()
         views = {_key(v): v for v in self._views()}
         writes: list[tuple[_Life, list[str]]] = []
         with self._lock:
             for key in list(self._lives):
                 if key not in views or self._lives[key].view.incarnation != views[key].incarnation:
                     gone = self._lives.pop(key)  # its last counters still get their line
-                    writes.append((gone, gone.pending + self._metrics(gone, now - gone.last_flush)))
+                    writes.append(
+                        (gone, gone.pending + self._metrics(gone, now - gone.last_flush, now))
+                    )
             for view in views.values():
                 life = self._life(view, now, current=True)
                 life.view = view
@@ -236,9 +268,9 @@ class LogSimulator:
         key = _key(view)
         life = self._lives.get(key)
         if life is None or (current and life.view.incarnation != view.incarnation):
-            early, ready = startup_lines(view, self.upstream)
+            early, _ = startup_lines(view, self.upstream, at=now)
             digest = hashlib.sha256(f"{view.arn}{view.incarnation}".encode()).hexdigest()
-            life = _Life(view, now, early, ready, f"AllTraffic/i-0{digest[:16]}", last_flush=now)
+            life = _Life(view, now, early, f"AllTraffic/i-0{digest[:16]}", last_flush=now)
             self._lives[key] = life
         return life
 
@@ -252,16 +284,16 @@ class LogSimulator:
             lines.append(life.early[life.early_sent][1])
             life.early_sent += 1
         if in_service and not life.ready_sent:
-            lines += life.ready
+            lines += ready_lines(now)  # stamped when written, not when first seen
             life.ready_sent = True
         lines += life.pending
         life.pending.clear()
         if now - life.last_flush >= self.metrics_interval:
-            lines += self._metrics(life, now - life.last_flush)
+            lines += self._metrics(life, now - life.last_flush, now)
             life.last_flush = now
         return lines
 
-    def _metrics(self, life: _Life, seconds: float) -> list[str]:
+    def _metrics(self, life: _Life, seconds: float, now: float) -> list[str]:
         """vLLM's periodic stats lines for the interval just ended; none if it was idle."""
         if not life.generated and not life.prompt_tokens:
             return []
@@ -273,6 +305,7 @@ class LogSimulator:
                 f"Avg generation throughput: {life.generated / seconds:.1f} tokens/s, "
                 f"Running: {life.running} reqs, Waiting: 0 reqs, GPU KV cache usage: "
                 f"{min(0.1 * life.running, 99):.1f}%, Prefix cache hit rate: 0.0%",
+                at=now,
             )
         ]
         if life.drafts:
@@ -287,6 +320,7 @@ class LogSimulator:
                     f"Accepted: {life.accepted} tokens, Drafted: {life.drafted} tokens, "
                     f"Per-position acceptance rate: {rates}, "
                     f"Avg Draft acceptance rate: {100 * life.accepted / life.drafted:.1f}%",
+                    at=now,
                 )
             )
         life.prompt_tokens = life.generated = life.drafts = life.accepted = life.drafted = 0

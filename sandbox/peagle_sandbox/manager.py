@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import socket
 import subprocess
@@ -88,6 +89,7 @@ class SandboxInfo:
     account: str = SANDBOX_ACCOUNT
     engine: str = "simulated"
     engine_label: str = "SIMULATED"
+    clock_rate: float = 1.0  # the rate it started with (`peagle sandbox clock` says the live one)
 
     @classmethod
     def from_state(cls, data: dict[str, Any], path: Path) -> SandboxInfo:
@@ -104,6 +106,7 @@ class SandboxInfo:
             account=str(data.get("account") or SANDBOX_ACCOUNT),
             engine=str(data.get("engine_kind") or "simulated"),
             engine_label=str(data.get("engine_label") or "SIMULATED"),
+            clock_rate=float(data.get("clock_rate") or 1.0),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,12 +144,14 @@ class SandboxUse(SandboxInfo):
 class Joined:
     """The sandbox a start or an auto-start ended with: `info`; `already_running` when it
     was there before; `replaced`, the sandbox whose state it found and replaced, and `why`
-    ("died", or "stopped answering" for one it had to stop), so the caller can say so."""
+    ("died", or "stopped answering" for one it had to stop), so the caller can say so;
+    `notes`, what differs from what was asked of a sandbox it joined (its clock rate)."""
 
     info: SandboxInfo
     already_running: bool = False
     replaced: SandboxInfo | None = None
     why: str = "died"
+    notes: tuple[str, ...] = ()
 
     def notice(self) -> str | None:
         """The one line that says a sandbox was replaced (None when none was)."""
@@ -283,7 +288,8 @@ def start(
     *,
     creating_seconds: float | None = None,
     metrics_interval: float | None = None,
-    time_scale: float | None = None,
+    step_time_factor: float | None = None,
+    clock_rate: float | None = None,
     timeout: float = 10.0,
     engine: str | None = None,
 ) -> SandboxInfo:
@@ -293,7 +299,8 @@ def start(
         upstream,
         creating_seconds=creating_seconds,
         metrics_interval=metrics_interval,
-        time_scale=time_scale,
+        step_time_factor=step_time_factor,
+        clock_rate=clock_rate,
         timeout=timeout,
         engine=engine,
         join=False,
@@ -306,7 +313,8 @@ def start_or_join(
     *,
     creating_seconds: float | None = None,
     metrics_interval: float | None = None,
-    time_scale: float | None = None,
+    step_time_factor: float | None = None,
+    clock_rate: float | None = None,
     timeout: float = 10.0,
     engine: str | None = None,
     join: bool = True,
@@ -316,7 +324,9 @@ def start_or_join(
 
     Check and start happen under the state directory's lock, so two starts at once end with
     one sandbox, the second joining it. A state file whose process died is replaced, and the
-    result names it (`replaced`). A busy `port` is a SpecError before anything is spawned."""
+    result names it (`replaced`). A busy `port` is a SpecError before anything is spawned.
+    A sandbox whose clock runs at another rate than `clock_rate` is joined all the same (the
+    rate changes live: `peagle sandbox clock resume --rate R`), and `notes` says so."""
     wanted = resolve_engine(engine)
     extra = engine_args(wanted)
     with _lock():
@@ -342,24 +352,64 @@ def start_or_join(
                     f"a sandbox is already running at {current.url} with other options",
                     remedy="`peagle sandbox stop` first",
                 )
-            return Joined(current, already_running=True)
+            return Joined(current, already_running=True, notes=_clock_notes(current, clock_rate))
         if current is not None:
             replaced = current
         _check_port(port)
         if replaced is not None:  # only now: a refused start leaves the report in place
             _forget(replaced)
-        info = _spawn(
-            port, upstream, creating_seconds, metrics_interval, time_scale, timeout, extra
-        )
+        timings = Timings(creating_seconds, metrics_interval, step_time_factor, clock_rate)
+        info = _spawn(port, upstream, timings, timeout, extra)
         return Joined(info, replaced=replaced)
+
+
+@dataclass(frozen=True)
+class Timings:
+    """The server's time options: Creating and the log lines' interval in sandbox seconds,
+    the SIMULATED engine's step-time factor, and the clock's rate (None: the server's
+    default)."""
+
+    creating_seconds: float | None = None
+    metrics_interval: float | None = None
+    step_time_factor: float | None = None
+    clock_rate: float | None = None
+
+    def args(self) -> list[str]:
+        out: list[str] = []
+        for flag, value in (
+            ("--creating-seconds", self.creating_seconds),
+            ("--metrics-interval", self.metrics_interval),
+            ("--step-time-factor", self.step_time_factor),
+            ("--clock-rate", self.clock_rate),
+        ):
+            if value is not None:
+                out += [flag, str(value)]
+        return out
+
+
+def _clock_notes(current: SandboxInfo, wanted: float | None) -> tuple[str, ...]:
+    """One line when the joined sandbox's clock runs at another rate than `wanted` (asked
+    of the sandbox itself: the rate may have changed since it started)."""
+    if wanted is None:
+        return ()
+    from .clock_client import SandboxClockHandle
+
+    try:
+        rate = SandboxClockHandle(current.url, timeout=5.0).state().rate
+    except PeagleError:  # an older server without a clock: nothing to compare
+        return ()
+    if math.isclose(rate, wanted):
+        return ()
+    return (
+        f"the sandbox's clock runs at {rate:g}x, not {wanted:g}x (joined it as it is; "
+        f"`peagle sandbox clock resume --rate {wanted:g}` changes it)",
+    )
 
 
 def _spawn(
     port: int | None,
     upstream: str | None,
-    creating_seconds: float | None,
-    metrics_interval: float | None,
-    time_scale: float | None,
+    timings: Timings,
     timeout: float,
     extra: list[str] | None = None,
 ) -> SandboxInfo:
@@ -369,14 +419,9 @@ def _spawn(
         path.unlink()
     cmd = [sys.executable, "-m", _SERVER_MODULE, "--port", str(port or 0)]
     cmd += ["--state-file", str(path), "--log-file", str(log_path), *(extra or [])]
-    for flag, value in (
-        ("--upstream", upstream),
-        ("--creating-seconds", creating_seconds),
-        ("--metrics-interval", metrics_interval),
-        ("--time-scale", time_scale),
-    ):
-        if value is not None:
-            cmd += [flag, str(value)]
+    if upstream is not None:
+        cmd += ["--upstream", upstream]
+    cmd += timings.args()
     for region in {os.environ.get("AWS_REGION"), os.environ.get("AWS_DEFAULT_REGION")} - {None}:
         cmd += ["--region", str(region)]  # seed the JumpStart bucket of the region in use
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
@@ -475,7 +520,8 @@ def ensure(**options: Any) -> Joined:
                         remedy=f"`peagle sandbox stop`, then `peagle sandbox start --engine "
                         f"{engine}`",
                     )
-                return Joined(current, already_running=True)
+                notes = _clock_notes(current, options.get("clock_rate"))
+                return Joined(current, already_running=True, notes=notes)
             terminate(current.pid, 2.0)  # alive but not answering: replace it, and say so
             replaced, why = current, "stopped answering and was stopped"
         elif current is not None:
@@ -483,13 +529,17 @@ def ensure(**options: Any) -> Joined:
         _check_port(options.get("port"))
         if replaced is not None:
             _forget(replaced)
+        timings = Timings(
+            options.get("creating_seconds"),
+            options.get("metrics_interval"),
+            options.get("step_time_factor"),
+            options.get("clock_rate"),
+        )
         info = _spawn(
             options.get("port"),
             options.get("upstream"),
-            options.get("creating_seconds"),
-            options.get("metrics_interval"),
-            options.get("time_scale"),
-            float(options.get("timeout", 10.0)),
+            timings,
+            float(options.get("timeout") or 10.0),
             engine_args(engine),
         )
         return Joined(info, replaced=replaced, why=why)
@@ -532,9 +582,11 @@ def use_sandbox(**options: Any) -> SandboxUse:
     """
     joined = ensure(**options)
     notice = joined.notice()
-    if notice:  # never a silent replacement: the caller's endpoints are gone
-        import warnings
+    import warnings
 
+    if notice:  # never a silent replacement: the caller's endpoints are gone
         warnings.warn(notice, RuntimeWarning, stacklevel=2)
+    for line in joined.notes:  # a clock rate other than the one asked for
+        warnings.warn(line, RuntimeWarning, stacklevel=2)
     activate(joined.info)
     return SandboxUse(**asdict(joined.info), started=not joined.already_running)

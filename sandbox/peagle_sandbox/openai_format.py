@@ -178,9 +178,12 @@ def _dumps(obj: Any) -> str:
 class Responder:
     """Builds one request's chunks (streaming) or response (non-streaming) in vLLM's format."""
 
-    def __init__(self, request: ParsedRequest, request_id: str) -> None:
+    def __init__(
+        self, request: ParsedRequest, request_id: str, created: float | None = None
+    ) -> None:
         self.request = request
-        self.created = int(time.time())
+        # `created`: the container's time, i.e. the sandbox clock's (the runtime passes it).
+        self.created = int(time.time() if created is None else created)
         prefix = "chatcmpl-" if request.kind == "chat" else "cmpl-"
         self.id = prefix + request_id.replace("-", "")
         self.object = "chat.completion.chunk" if request.kind == "chat" else "text_completion"

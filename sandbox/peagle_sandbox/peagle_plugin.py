@@ -126,9 +126,17 @@ class SandboxTarget:
 
 
 # What a result produced on the sandbox records of how it ran (its record's extra fields):
-# the SIMULATED engine's step times scale with time_scale, and the control plane's waits
-# with creating_seconds, so two results are comparable only when these agree.
-_RECORDED = ("started_at", "creating_seconds", "metrics_interval", "time_scale")
+# the SIMULATED engine's step times scale with step_time_factor (the state file also says
+# time_scale, its old name, for a release: not recorded twice), and the control plane's
+# waits with creating_seconds and the clock rate, so two results are comparable only when
+# these agree.
+_RECORDED = (
+    "started_at",
+    "creating_seconds",
+    "metrics_interval",
+    "step_time_factor",
+    "clock_rate",
+)
 
 
 def _settings_of(url: str) -> dict[str, Any]:
@@ -156,7 +164,7 @@ class SandboxPlugin(PluginBase):
             CommandGroup(
                 NAME,
                 "A local SageMaker on 127.0.0.1 with a SIMULATED or real vLLM CPU engine "
-                "(the peagle-sandbox distribution): start, status, stop, install-engine.",
+                "(the peagle-sandbox distribution): start, status, stop, clock, install-engine.",
                 "peagle_sandbox.cli:sandbox_app",
             ),
         )

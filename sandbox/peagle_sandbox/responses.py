@@ -18,6 +18,7 @@ _STATUS = {
     200: "200 OK",
     400: "400 Bad Request",
     404: "404 Not Found",
+    405: "405 Method Not Allowed",
     424: "424 Failed Dependency",
 }
 

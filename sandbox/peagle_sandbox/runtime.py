@@ -9,11 +9,21 @@ found.`` (HTTP 400), which is also what the real service returns while an endpoi
 Creating. A payload vLLM would reject comes back as SageMaker's ``ModelError`` (HTTP 424).
 
 Every response carries ``x-peagle-simulated: true`` and ``x-peagle-request-id``.
+
+Time: every invocation (plain or streaming, simulated, forwarded upstream or served by a
+real engine) holds the sandbox clock at real time (``SandboxClock.real_time``) from its
+arrival until its last byte is sent or the client hangs up, so token timings, TTFT and
+tokens/s measured against the clock are real whatever its rate. ``GET /_peagle/clock``
+reads the clock; ``POST /_peagle/clock`` moves it (``{"advance": s}``, ``{"freeze": true}``,
+``{"resume": true[, "rate": r]}`` or ``{"rate": r}``) and answers once whatever became due
+(log lines: the server's ticker listens) has happened.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
+import math
 import random
 import re
 import threading
@@ -91,7 +101,14 @@ class Runtime:
             if match and environ.get("REQUEST_METHOD") == "POST":
                 name, op = unquote(match.group(1)), match.group(2)
                 self._record_invoke(environ, name, op)
-                return self._invoke(environ, start_response, name, op.endswith("stream"))
+                hold = self.harness.clock.real_time()
+                hold.__enter__()  # released by _Held.close(), after the last byte
+                try:
+                    body = self._invoke(environ, start_response, name, op.endswith("stream"))
+                except BaseException:
+                    hold.__exit__(None, None, None)
+                    raise
+                return _Held(body, lambda: hold.__exit__(None, None, None))
             if quotas.handles(environ):
                 region = _region(environ, self.harness.region)
                 # Answered here, not by moto: recorded here, so the log holds every request.
@@ -110,6 +127,8 @@ class Runtime:
     def _admin(self, environ: dict, start_response: Callable, path: str) -> Iterable[bytes]:
         query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
         method = environ.get("REQUEST_METHOD")
+        if path == "/_peagle/clock":
+            return self._clock(environ, start_response, method)
         if path == "/_peagle/health":
             body: Any = {"ok": True, "simulated": True, "engine": self._engine_name(), **self.info}
         elif path == "/_peagle/engines":  # the real engines' processes and ports
@@ -128,6 +147,21 @@ class Runtime:
         else:
             return json_response(start_response, 404, {"message": f"no such sandbox route {path}"})
         return json_response(start_response, 200, body)
+
+    def _clock(self, environ: dict, start_response: Callable, method: str | None) -> list[bytes]:
+        """GET: the clock's state. POST: one action (see the module docstring), then the
+        new state; a body that is not exactly one valid action: 400, one line, no change."""
+        clock = self.harness.clock
+        if method == "POST":
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            raw = environ["wsgi.input"].read(length) if length else b""
+            try:
+                _clock_action(clock, raw)
+            except ValueError as e:
+                return json_response(start_response, 400, {"error": str(e)})
+        elif method not in ("GET", "HEAD"):
+            return json_response(start_response, 405, {"error": "GET or POST /_peagle/clock"})
+        return json_response(start_response, 200, clock.state())
 
     def _record_invoke(self, environ: dict[str, Any], name: str, op: str) -> None:
         """Runtime calls bypass moto, so the request log gets them here: the parameters a
@@ -249,7 +283,7 @@ class Runtime:
             queued_s=self._admit(name),  # the engine's overload knob (0 unless configured)
         )
         self.logs.request_started(view, req.prompt_tokens)
-        responder = Responder(req, request_id)
+        responder = Responder(req, request_id, created=self.harness.clock.now())
         # vLLM's per-request acceptance, from the steps simulated above, when the
         # container asked for it (vLLM refuses the flag for baseline: nothing to report).
         level = per_request_level(view.env)
@@ -435,6 +469,67 @@ class Runtime:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+class _Held:
+    """A WSGI body that calls `release` once the server closes it (always: after the last
+    byte, or when the client hung up), after closing the body it wraps."""
+
+    def __init__(self, body: Iterable[bytes], release: Callable[[], None]) -> None:
+        self._body = body
+        self._release: Callable[[], None] | None = release
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._body)
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                release()
+
+
+_ACTIONS = ({"advance"}, {"freeze"}, {"resume"}, {"resume", "rate"}, {"rate"})
+
+
+def _number(doc: dict[str, Any], key: str, *, positive: bool) -> float:
+    value = doc[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{key} must be a number, got {json.dumps(value)}")
+    if positive and value <= 0:
+        raise ValueError(f"{key} must be a number > 0, got {json.dumps(value)}")
+    if value < 0:
+        raise ValueError(f"{key} must be a number >= 0 (the clock only moves forward)")
+    return float(value)
+
+
+def _clock_action(clock: Any, raw: bytes) -> None:
+    """Apply the one action a POST /_peagle/clock body names (ValueError: a bad body)."""
+    try:
+        doc = json.loads(raw or b"null")
+    except ValueError:
+        raise ValueError("the body is not JSON") from None
+    actions = " | ".join(
+        ('{"advance": seconds}', '{"freeze": true}', '{"resume": true[, "rate": r]}', '{"rate": r}')
+    )
+    if not isinstance(doc, dict) or set(doc) not in _ACTIONS:
+        raise ValueError(f"the body must be one action: {actions}")
+    for flag in ("freeze", "resume"):
+        if flag in doc and doc[flag] is not True:
+            raise ValueError(f"{flag} must be true, got {json.dumps(doc[flag])}")
+    rate = _number(doc, "rate", positive=True) if "rate" in doc else None
+    if "advance" in doc:
+        clock.advance(_number(doc, "advance", positive=False))
+    elif "freeze" in doc:
+        clock.freeze()
+    elif "resume" in doc:
+        clock.resume(rate)
+    elif rate is not None:
+        clock.set_rate(rate)
 
 
 def _region(environ: dict[str, Any], default: str) -> str:

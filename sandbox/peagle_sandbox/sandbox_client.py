@@ -12,6 +12,8 @@ from typing import Any
 
 from sm_peagle import Client
 
+from .clock_client import SandboxClockHandle
+
 __all__ = ["SandboxClient"]
 
 
@@ -25,11 +27,18 @@ class SandboxClient(Client):
 
     Attributes:
         sandbox: the sandbox this client talks to (`SandboxUse`).
+        clock: that sandbox's clock (`SandboxClockHandle`).
     """
 
     def __init__(self, *, sandbox: Any, **session: Any) -> None:
         super().__init__(**session)
         self.sandbox = sandbox
+
+    @property
+    def clock(self) -> SandboxClockHandle:
+        """This client's sandbox's clock: `client.clock.advance("2d")`, `.freeze()`,
+        `.resume(rate=60)`, `.state()` (as `peagle_sandbox.clock()`)."""
+        return SandboxClockHandle(self.sandbox.url, engine_label=self.sandbox.engine_label)
 
     def stop(self) -> dict[str, Any]:
         """Stop the sandbox if this client's call started it (else leave it running)."""

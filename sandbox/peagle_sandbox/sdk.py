@@ -1,17 +1,23 @@
 """The sandbox's SDK: `peagle_sandbox.start()`, `status()`, `stop()`, `use_sandbox()`,
-`client()`, and what `peagle --sandbox <command>` runs first (`cli_activate`).
+`client()`, `clock()`, and what `peagle --sandbox <command>` runs first (`cli_activate`).
 
 They were `sm_peagle.sandbox_start|status|stop` and `sm_peagle.use_sandbox` (the plugin
 forwards those names for one release, `PLUGIN.moved()`). Every option is checked
 (`check_options`) and the state directory too (`check_state_dir`) before anything starts:
-a bad or busy port, URL, time scale, interval or state directory is a SpecError, one line.
-`peagle sandbox start|status|stop` call these and render their typed results.
+a bad or busy port, URL, step time factor, clock rate, interval or state directory is a
+SpecError, one line. `peagle sandbox start|status|stop|clock` call these and render their
+typed results.
+
+`time_scale=` is the old name of `step_time_factor=` (the SIMULATED engine's step times,
+not the sandbox clock): it works for one release with a FutureWarning.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,11 +26,14 @@ from urllib.parse import urlparse
 from sm_peagle.contract import SpecError
 
 from . import settings
+from .clock_client import ClockState, SandboxClockHandle, check_rate
 from .directories import not_a_directory, unwritable
 from .manager import SandboxInfo, SandboxUse
 
 __all__ = [
     "OPTIONS",
+    "ClockState",
+    "SandboxClockHandle",
     "SandboxStart",
     "SandboxState",
     "SandboxStop",
@@ -32,6 +41,7 @@ __all__ = [
     "check_state_dir",
     "cli_activate",
     "client",
+    "clock",
     "start",
     "status",
     "stop",
@@ -49,11 +59,14 @@ class SandboxStart:
         already_running: Whether it was already running with the same options.
         died_url: The URL of a sandbox found dead, whose state this start replaced (its
             endpoints are gone), else None.
+        notes: What differs from what was asked of a sandbox it joined (its clock rate),
+            one line each.
     """
 
     info: dict[str, Any]
     already_running: bool = False
     died_url: str | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -154,10 +167,14 @@ OPTIONS = {
     "upstream": "--upstream",
     "creating_seconds": "--creating-seconds",
     "metrics_interval": "--metrics-interval",
-    "time_scale": "--time-scale",
+    "step_time_factor": "--step-time-factor",
+    "clock_rate": "--clock-rate",
     "engine": "--engine",
     "timeout": "--timeout",
+    "time_scale": "--time-scale",  # deprecated: step_time_factor (removed in the next release)
 }
+_EXAMPLES = {"step_time_factor": "1.0", "time_scale": "1.0", "creating_seconds": "3"}
+_EXAMPLES["clock_rate"] = "60"
 
 
 def check_state_dir(*, writable: bool = False) -> Path:
@@ -212,7 +229,9 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
                 remedy="--upstream http://localhost:8000",
             ) from None
     for name, positive in (
+        ("step_time_factor", True),
         ("time_scale", True),
+        ("clock_rate", True),
         ("metrics_interval", True),
         ("timeout", True),
         ("creating_seconds", False),
@@ -226,7 +245,7 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
             bad = not math.isfinite(value) or value < 0 or (positive and value == 0)
         if bad:
             need = "a positive number" if positive else "a number of seconds >= 0"
-            example = {"time_scale": "1.0", "creating_seconds": "3"}.get(name, "10")
+            example = _EXAMPLES.get(name, "10")
             raise SpecError(
                 f"{flag}: must be {need} (got {value!r})",
                 remedy=f"{flag} {example}, or leave it out for the default",
@@ -251,12 +270,69 @@ def _check_engine(engine: str | None) -> None:
     engine_args(resolve_engine(engine))
 
 
+def _package_level() -> int:
+    """The `stacklevel` of the first frame outside peagle_sandbox: a warning points at the
+    user's line whichever of the package's entry points they called."""
+    import inspect
+
+    package = os.path.dirname(__file__) + os.sep
+    here = inspect.currentframe()  # this function's frame; level 1 is its caller's
+    frame, level = (here.f_back if here else None), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _settled(call: str, options: dict[str, Any]) -> dict[str, Any]:
+    """`options` checked, with the deprecated `time_scale=` turned into `step_time_factor=`
+    (a FutureWarning) and `clock_rate` from PEAGLE_SANDBOX_CLOCK_RATE when not given (an
+    explicit option wins). SpecError for a bad option or setting, before anything starts."""
+    check_options(options)
+    options = dict(options)
+    if options.get("time_scale") is not None:
+        if options.get("step_time_factor") is not None:
+            raise TypeError(f"{call}(): give step_time_factor= only (time_scale= is its old name)")
+        warnings.warn(
+            f"{call}(time_scale=) is deprecated: use step_time_factor= "
+            "(removed in the next release)",
+            FutureWarning,
+            stacklevel=_package_level(),
+        )
+        options["step_time_factor"] = options["time_scale"]
+    options.pop("time_scale", None)
+    if options.get("clock_rate") is None:
+        options["clock_rate"] = clock_rate_setting()
+    return options
+
+
+def clock_rate_setting() -> float | None:
+    """PEAGLE_SANDBOX_CLOCK_RATE as a number, None when unset; SpecError naming it when it
+    is not a positive number."""
+    raw = (settings.get("PEAGLE_SANDBOX_CLOCK_RATE") or "").strip()
+    if not raw:
+        return None
+    try:
+        return check_rate(raw)
+    except SpecError:
+        raise SpecError(
+            f"PEAGLE_SANDBOX_CLOCK_RATE: must be a positive number (got {raw!r})",
+            remedy="PEAGLE_SANDBOX_CLOCK_RATE=60 (a sandbox minute per real second), "
+            "or unset it for real time",
+        ) from None
+
+
 def start(**options: Any) -> SandboxStart:
     """Start the local sandbox in the background, or join the one that runs with the same
     port, upstream and engine (also when two starts race: one sandbox, both return it).
     Options, as `peagle sandbox start`: port (0..65535, 0 or None: any free one), upstream
-    (an http(s) URL with a host, of an OpenAI-compatible server), creating_seconds (>= 0),
-    metrics_interval (> 0), time_scale (> 0), engine ("simulated" or "vllm").
+    (an http(s) URL with a host, of an OpenAI-compatible server), creating_seconds (>= 0,
+    sandbox seconds), metrics_interval (> 0, sandbox seconds), step_time_factor (> 0: the
+    SIMULATED engine's step times; larger is slower; `time_scale` is its deprecated name),
+    clock_rate (> 0: sandbox seconds per real second; default PEAGLE_SANDBOX_CLOCK_RATE,
+    else 1), engine ("simulated" or "vllm").
+
+    A sandbox that runs already is joined whatever its clock rate: `notes` says when its
+    rate is not the one asked for (`clock().resume(rate=...)` changes it live).
 
     SpecError, before anything starts, for a bad option, a port another program listens on,
     or a state directory (PEAGLE_STATE_DIR) that is not a directory or cannot be written;
@@ -264,13 +340,13 @@ def start(**options: Any) -> SandboxStart:
     named in `died_url`."""
     from . import manager
 
-    check_options(options)
+    options = _settled("start", options)
     _check_engine(options.get("engine"))
     check_state_dir(writable=True)
     others = {k: v for k, v in options.items() if k not in ("port", "upstream")}
     joined = manager.start_or_join(options.get("port"), options.get("upstream"), **others)
     died = joined.replaced.url if joined.replaced is not None else None
-    return SandboxStart(joined.info.to_dict(), joined.already_running, died)
+    return SandboxStart(joined.info.to_dict(), joined.already_running, died, joined.notes)
 
 
 def status() -> SandboxState:
@@ -295,7 +371,7 @@ def use_sandbox(**options: Any) -> SandboxUse:
     context manager that stops, on exit, the sandbox it started (`manager.SandboxUse`)."""
     from . import manager
 
-    check_options(options)
+    options = _settled("use_sandbox", options)
     _check_engine(options.get("engine"))
     check_state_dir(writable=True)
     return manager.use_sandbox(**options)
@@ -321,7 +397,7 @@ def client(
     from .manager import FAKE_KEY
     from .sandbox_client import SandboxClient
 
-    use = use_sandbox(**options)
+    use = use_sandbox(**_settled("client", options))
     region = region or resolve_region() or "us-east-1"
     aws = AwsContext(region, endpoint_url=use.url, credentials=(FAKE_KEY, FAKE_KEY))
     return SandboxClient(
@@ -343,11 +419,37 @@ def cli_activate() -> SandboxInfo:
     from .manager import activate, ensure
 
     _check_engine(None)  # PEAGLE_SANDBOX_ENGINE / --sandbox-engine
+    rate = clock_rate_setting()  # PEAGLE_SANDBOX_CLOCK_RATE, for a sandbox it starts
     check_state_dir(writable=True)
-    joined = ensure()
+    joined = ensure(clock_rate=rate)
     notice = joined.notice()
     if notice:
         sys.stderr.write(f"warning: {notice}\n")
         sys.stderr.flush()
     activate(joined.info)
     return joined.info
+
+
+def clock() -> SandboxClockHandle:
+    """The clock of the running sandbox: `.state()`, `.advance("15m")`, `.freeze()`,
+    `.resume(rate=60)`, each one request returning a `ClockState`.
+
+        peagle_sandbox.clock().freeze()
+        peagle_sandbox.clock().advance("2d")  # every resource is two days older
+
+    SandboxError when no sandbox runs (or the one in the state file died or does not
+    answer): the same line as `peagle sandbox env`."""
+    from .manager import SandboxError, died_message, status
+
+    check_state_dir()
+    st = status()
+    if st.get("died"):
+        raise SandboxError(died_message(st["url"]), remedy="`peagle sandbox start`")
+    if not st.get("running"):
+        raise SandboxError("no sandbox is running", remedy="`peagle sandbox start`")
+    if not st.get("healthy"):
+        raise SandboxError(
+            f"the sandbox at {st['url']} (pid {st['pid']}) does not answer",
+            remedy="`peagle sandbox stop`, then `peagle sandbox start`",
+        )
+    return SandboxClockHandle(st["url"], engine_label=str(st.get("engine_label") or "SIMULATED"))

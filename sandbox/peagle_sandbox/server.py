@@ -6,6 +6,12 @@ peagle's SageMaker harness installed, and in front of it the simulated SageMaker
 the ``/_peagle/`` routes (health, engine constants, ground truth). It must be one process:
 the runtime and the log simulator read moto's backends directly.
 
+One sandbox clock (`peagle_sandbox.sandbox_clock.SandboxClock`, `--clock-rate`, `--clock-frozen`)
+is the time of everything the control plane emulates: the harness's Creating / Updating /
+Deleting, every timestamp moto writes, the simulated logs, and the `Date` header of every
+answer, moto's and the sandbox's own (`ClockRequestHandler`). `GET/POST /_peagle/clock`
+reads and moves it (runtime.py).
+
 On start it seeds the account (moto's 123456789012): the role ``peagle-sandbox-role`` and the
 JumpStart prefixes (see ``seed``), then writes ``--state-file`` (pid, port, url, ...) once it
 answers, and removes it on SIGTERM/SIGINT.
@@ -14,8 +20,10 @@ answers, and removes it on SIGTERM/SIGINT.
 from __future__ import annotations
 
 import argparse
+import email.utils
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -42,6 +50,7 @@ from peagle_sandbox.engine_host import EngineHost
 from peagle_sandbox.groundtruth import GroundTruth
 from peagle_sandbox.logsim import LogSimulator
 from peagle_sandbox.runtime import Runtime
+from peagle_sandbox.sandbox_clock import SandboxClock
 from peagle_sandbox.seed import seed_account
 from peagle_sandbox.seed_tiny import seed_tiny_models
 from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
@@ -50,6 +59,45 @@ from . import settings
 
 log = logging.getLogger("peagle.sandbox")
 HOST = "127.0.0.1"  # never another interface: the sandbox has no authentication
+
+
+class ClockRequestHandler(MotoRequestHandler):
+    """moto's request handler with one `Date` header per answer, on the sandbox clock.
+
+    http.server's `send_response` always adds `Date`, from the wall clock; moto behind a
+    server sets none (`moto.core.responses` stamps its own only in-process), nor do the
+    runtime and `/_peagle/` routes. Here `send_response` adds none, `end_headers` adds the
+    clock's, and if an application ever sends its own `Date`, the first one wins: never two.
+    """
+
+    clock: SandboxClock  # set on the per-server subclass (`for_clock`)
+    _dated = True
+
+    @classmethod
+    def for_clock(cls, clock: SandboxClock) -> type[ClockRequestHandler]:
+        return type("ClockRequestHandler", (cls,), {"clock": clock})
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        when = self.clock.now() if timestamp is None else timestamp
+        return email.utils.formatdate(when, usegmt=True)
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        self.log_request(code)
+        self.send_response_only(code, message)
+        self.send_header("Server", self.version_string())
+        self._dated = False  # per answer: a keep-alive connection reuses the handler
+
+    def send_header(self, keyword: str, value: str) -> None:
+        if keyword.lower() == "date":
+            if self._dated:
+                return
+            self._dated = True
+        super().send_header(keyword, value)
+
+    def end_headers(self) -> None:
+        if not self._dated:
+            self.send_header("Date", self.date_time_string())
+        super().end_headers()
 
 
 class SandboxServer(ThreadedMotoServer):
@@ -63,8 +111,9 @@ class SandboxServer(ThreadedMotoServer):
     def _server_entry(self) -> None:
         try:
             app = self._runtime.wrap(DomainDispatcherApplication(create_backend_app))
+            handler = ClockRequestHandler.for_clock(self._runtime.harness.clock)
             self._server = make_server(
-                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+                self._ip_address, self._port, app, True, request_handler=handler
             )
         except BaseException as e:  # e.g. port in use: start() would otherwise wait forever
             self.error = e
@@ -80,10 +129,32 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--upstream", help="OpenAI-compatible server to forward invocations to")
     p.add_argument("--state-file", type=Path, help="write pid/port/url here once ready")
     p.add_argument("--log-file", help="where stdout/stderr go (recorded in the state file)")
-    p.add_argument("--creating-seconds", type=float, default=3.0)
-    p.add_argument("--updating-seconds", type=float, default=3.0)
-    p.add_argument("--metrics-interval", type=float, default=10.0, help="seconds between stats")
-    p.add_argument("--time-scale", type=float, default=CONSTANTS.time_scale)
+    p.add_argument(
+        "--clock-rate",
+        type=_positive,
+        default=1.0,
+        help="sandbox seconds per real second of the control plane's clock (1.0)",
+    )
+    p.add_argument("--clock-frozen", action="store_true", help="start with the clock frozen")
+    p.add_argument("--creating-seconds", type=float, default=3.0, help="sandbox seconds")
+    p.add_argument("--updating-seconds", type=float, default=3.0, help="sandbox seconds")
+    p.add_argument(
+        "--deleting-seconds",
+        type=_non_negative,
+        default=0.0,
+        help="sandbox seconds an endpoint stays Deleting (0: gone at once)",
+    )
+    p.add_argument(
+        "--metrics-interval", type=float, default=10.0, help="sandbox seconds between stats"
+    )
+    p.add_argument(
+        "--step-time-factor",
+        type=_positive,
+        default=CONSTANTS.step_time_factor,
+        help="multiply the SIMULATED engine's step times (larger is slower; real seconds)",
+    )
+    # The old spelling, for one release (the manager still passes it; the CLI warns).
+    p.add_argument("--time-scale", type=_positive, dest="step_time_factor", help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help="seed of the PayloadPart splits")
     p.add_argument("--region", action="append", default=[], help="extra region to seed")
     p.add_argument(
@@ -99,6 +170,20 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--engine-home", type=Path, help="real engine's home (install-engine)")
     p.add_argument("--vllm-version", help="real engine's vLLM version")
     return p.parse_args(argv)
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number (got {text})")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0 (got {text})")
+    return value
 
 
 def _write_state(path: Path, state: dict[str, Any]) -> None:
@@ -123,9 +208,11 @@ def start_host(
     home: Path | None,
     version: str | None,
     state_file: Path | None,
+    stats_interval: float | None = None,
 ) -> EngineHost:
     """The real-engine host, hooked into the harness (create/update/delete) and the runtime
-    (invocations); engines are recorded next to the state file."""
+    (invocations); engines are recorded next to the state file. `stats_interval`: the
+    engines' VLLM_LOG_STATS_INTERVAL (`--metrics-interval`)."""
     from peagle_sandbox.vllm_engine.install import DEFAULT_VLLM_VERSION, engine_env
 
     env = engine_env(home, version or DEFAULT_VLLM_VERSION)
@@ -137,6 +224,7 @@ def start_host(
         env,
         work_dir=Path(tempfile.mkdtemp(prefix="peagle-engines-")),
         records_dir=state / "engines",
+        stats_interval=stats_interval,
     )
     harness.host = host
     runtime.engine_host = host
@@ -170,9 +258,12 @@ def main(argv: list[str] | None = None) -> int:
     real = args.engine == "vllm"
     harness_cls = EngineHarness if real else SageMakerHarness
     hold = HOLD_SECONDS if real else None  # the real engine's /ping ends Creating
+    clock = SandboxClock(args.clock_rate, frozen=args.clock_frozen)
     harness = harness_cls(
         creating_seconds=hold or args.creating_seconds,
         updating_seconds=hold or args.updating_seconds,
+        deleting_seconds=args.deleting_seconds or None,
+        clock=clock,
     ).install()
     logs = LogSimulator(
         harness,
@@ -189,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         GroundTruth(),
         upstream=args.upstream,
         seed=args.seed,
-        constants=replace(constants_from_env(), time_scale=args.time_scale),
+        constants=replace(constants_from_env(), step_time_factor=args.step_time_factor),
         info=info,
     )
     server = SandboxServer(runtime, args.port)
@@ -205,33 +296,50 @@ def main(argv: list[str] | None = None) -> int:
     host = None
     if real:
         host = start_host(
-            harness, runtime, url, args.engine_home, args.vllm_version, args.state_file
+            harness,
+            runtime,
+            url,
+            args.engine_home,
+            args.vllm_version,
+            args.state_file,
+            stats_interval=args.metrics_interval,
         )
 
     stop = threading.Event()
 
+    def tick() -> None:
+        try:
+            logs.tick()
+        except Exception:  # a log hiccup must not take the sandbox down
+            log.exception("log simulator tick failed")
+
     def ticker() -> None:
         while not stop.wait(0.25):
-            try:
-                logs.tick()
-            except Exception:  # a log hiccup must not take the sandbox down
-                log.exception("log simulator tick failed")
+            tick()
 
     if host is None:  # real engines write their own log lines, never simulated ones
+        # After an advance or a resume, whatever became due is written before the
+        # POST /_peagle/clock answers: a test that moved the clock reads the lines at once.
+        clock.on_advance(tick)
         threading.Thread(target=ticker, name="peagle-logsim", daemon=True).start()
     info.update(
         port=port,
         url=url,
         runtime_url=url,
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        clock_rate=args.clock_rate,
+        clock_frozen=args.clock_frozen,
         log=args.log_file,
         upstream=args.upstream,
         region="us-east-1",
         seeded_regions=sorted(set(regions)),
         role_arn=role_arn,
         creating_seconds=args.creating_seconds,
+        updating_seconds=args.updating_seconds,
+        deleting_seconds=args.deleting_seconds,
         metrics_interval=args.metrics_interval,
-        time_scale=args.time_scale,
+        step_time_factor=args.step_time_factor,
+        time_scale=args.step_time_factor,  # the old name, read by older clients (one release)
         simulated=not real,
         engine_kind=args.engine,
         engine_label=host.label if host else "SIMULATED",

@@ -20,6 +20,11 @@ SETTINGS: tuple[Setting, ...] = (
         "PEAGLE_SANDBOX_ENGINE", "the sandbox's engine, simulated or vllm, as --sandbox-engine"
     ),
     Setting(
+        "PEAGLE_SANDBOX_CLOCK_RATE",
+        "the clock rate of a sandbox peagle starts, sandbox seconds per real second "
+        "(default 1), as `peagle sandbox start --clock-rate`",
+    ),
+    Setting(
         "PEAGLE_SANDBOX_URL",
         "set by the sandbox: its control-plane URL (commands say they talk to the sandbox)",
     ),

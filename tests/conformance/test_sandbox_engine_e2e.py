@@ -74,6 +74,7 @@ from peagle_sandbox.vllm_engine.install import EngineEnv
 from sm_peagle.vllm.lossy import lossy_reason
 from tests.conformance.engine_proc import ServeProcess
 from tests.conformance.engine_proc import engine_counters as counters
+from tests.e2e.clock_gc import check_gc_sees_them_age
 from tests.e2e.test_sandbox_engine_host import Cli, assert_nothing_left, port_free
 from tests.unit.test_bench_schema import keys_and_strings
 
@@ -498,6 +499,13 @@ def test_vllm_itself_refuses_the_flag_without_speculation(
         with pytest.raises(RuntimeError, match="exited"):
             srv.wait_ready(timeout=300)
         assert "requires speculative decoding" in (tmp_path / "serve.log").read_text()
+
+
+def test_gc_min_age_sees_resources_two_sandbox_days_old(sandbox: Cli) -> None:
+    """gc judges ages on AWS's clock on the real engine's sandbox too (issue 36): after
+    `peagle sandbox clock advance 2d`, `gc --min-age 1d --dry-run` lists what it skipped as
+    young before. After every engine test: the clock then stays two days ahead."""
+    check_gc_sees_them_age(sandbox, sandbox.client("sagemaker"), sandbox.state()["role_arn"])
 
 
 def test_sandbox_stop_labels_what_it_ran(engine: EngineEnv, sandbox: Cli) -> None:

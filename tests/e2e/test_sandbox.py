@@ -242,7 +242,13 @@ def test_baseline_is_one_token_per_step_and_logs_no_spec_lines(
     assert chunks[0]["object"] == "text_completion" and chunks[-1] == "[DONE]"
     (truth,) = [r for r in sandbox.ground_truth(baseline) if r["request_id"] == request_id]
     assert truth["mode"] == "baseline" and {s["tokens"] for s in truth["steps"]} == {1}
-    time.sleep(1.6)  # one metrics interval + a tick
+    # One metrics interval (1 s) of the sandbox clock: the POST answers once the log
+    # simulator has written what became due, so no sleeping for it.
+    advance = urllib.request.Request(
+        f"{sandbox.url}/_peagle/clock", data=json.dumps({"advance": 1.0}).encode(), method="POST"
+    )
+    with urllib.request.urlopen(advance) as r:
+        assert r.status == 200
     events = sandbox.client("logs").filter_log_events(
         logGroupName=f"/aws/sagemaker/Endpoints/{baseline}"
     )["events"]

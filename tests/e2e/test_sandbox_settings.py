@@ -1,10 +1,10 @@
 """The sandbox checks its own settings and never silently replaces itself (issue 24, item 5).
 
 The real `peagle` CLI in subprocesses, each test with its own state directory:
-- every bad `peagle sandbox start` setting (port, time scale, upstream URL, creating
-  seconds, metrics interval, engine, a busy port, a state directory that is a file or
-  cannot be written) exits 2 on one line `error: … (fix: …)`, leaves no sandbox process
-  and writes no state file;
+- every bad `peagle sandbox start` setting (port, step time factor, clock rate, upstream
+  URL, creating seconds, metrics interval, engine, a busy port, a state directory that is a
+  file or cannot be written) exits 2 on one line `error: … (fix: …)`, leaves no sandbox
+  process and writes no state file;
 - two `peagle sandbox start` at once end with one sandbox, both exit 0 naming it;
 - after `kill -9` of the sandbox, every next command says the sandbox at its URL died and
   its endpoints are gone: `sandbox status` and `stop` report it, `sandbox env` exits 1 with
@@ -137,10 +137,13 @@ BAD_SETTINGS = [
     (["--port", "99999"], ["--port", "99999"]),
     (["--port", "-1"], ["--port", "-1"]),
     (["--port", "8080x"], ["--port"]),
-    (["--time-scale", "-1"], ["--time-scale", "-1"]),
-    (["--time-scale", "0"], ["--time-scale", "0"]),
-    (["--time-scale", "nan"], ["--time-scale", "nan"]),
-    (["--time-scale", "inf"], ["--time-scale", "inf"]),
+    (["--step-time-factor", "-1"], ["--step-time-factor", "-1"]),
+    (["--step-time-factor", "0"], ["--step-time-factor", "0"]),
+    (["--step-time-factor", "nan"], ["--step-time-factor", "nan"]),
+    (["--step-time-factor", "inf"], ["--step-time-factor", "inf"]),
+    (["--clock-rate", "0"], ["--clock-rate", "0"]),
+    (["--clock-rate", "-60"], ["--clock-rate", "-60"]),
+    (["--clock-rate", "inf"], ["--clock-rate", "inf"]),
     (["--upstream", "localhost-8000"], ["--upstream", "localhost-8000"]),
     (["--upstream", "localhost:8000"], ["--upstream", "localhost:8000"]),
     (["--upstream", "ftp://example.com"], ["--upstream", "ftp://example.com"]),

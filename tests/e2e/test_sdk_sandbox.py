@@ -38,8 +38,18 @@ def nothing_starts(monkeypatch: pytest.MonkeyPatch) -> None:
 BAD_OPTIONS = [
     ({"port": 99999}, ["--port", "99999"], "--port: 99999 is not a port (0..65535"),
     ({"port": -1}, ["--port", "-1"], "--port: -1 is not a port"),
-    ({"time_scale": -1.0}, ["--time-scale", "-1"], "--time-scale: must be a positive number"),
-    ({"time_scale": 0.0}, ["--time-scale", "0"], "--time-scale: must be a positive number"),
+    (
+        {"step_time_factor": -1.0},
+        ["--step-time-factor", "-1"],
+        "--step-time-factor: must be a positive number",
+    ),
+    (
+        {"step_time_factor": 0.0},
+        ["--step-time-factor", "0"],
+        "--step-time-factor: must be a positive number",
+    ),
+    ({"clock_rate": 0.0}, ["--clock-rate", "0"], "--clock-rate: must be a positive number"),
+    ({"clock_rate": -60.0}, ["--clock-rate", "-60"], "--clock-rate: must be a positive number"),
     (
         {"metrics_interval": 0.0},
         ["--metrics-interval", "0"],

@@ -19,7 +19,7 @@ from typing import Any
 import boto3
 import pytest
 
-from peagle_sandbox.clock import SandboxClock
+from peagle_sandbox.sandbox_clock import SandboxClock
 from sm_peagle.aws import AwsContext
 from sm_peagle.errors import SpecError
 from sm_peagle.lifecycle.adopt import adopt

@@ -10,7 +10,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from peagle_sandbox.clock import SandboxClock
+from peagle_sandbox.sandbox_clock import SandboxClock
 from peagle_sandbox.testing.moto_sagemaker import (
     SageMakerHarness,
     endpoint_log_group,

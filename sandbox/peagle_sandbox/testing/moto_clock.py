@@ -2,11 +2,12 @@
 
 moto stamps what it emulates with `moto.core.utils.utcnow()`: resource `CreationTime` and
 `LastModifiedTime`, CloudWatch datapoints and alarm state times, log ingestion and its
-14-day/2-hour acceptance window, scheduler times, and the `Date` header of every answer
-(`moto.core.responses`). Each module imports the function by name, so the patch replaces
-that name in each moto module loaded when the harness installs (the services the sandbox
-emulates are imported first, so they are among them) and in `moto.core.utils` itself
-(`unix_time()` and the other helpers read it from there).
+14-day/2-hour acceptance window, scheduler times, and the `Date` header of every answer in
+process (`moto.core.responses`; behind the sandbox's server moto sets none, and the
+server's request handler stamps it from the same clock). Each module imports the function
+by name, so the patch replaces that name in each moto module loaded when the harness
+installs (the services the sandbox emulates are imported first, so they are among them)
+and in `moto.core.utils` itself (`unix_time()` and the other helpers read it from there).
 
 Left on the wall clock, and why: Application Auto Scaling stamps with `time.time()`, and
 a CloudWatch dashboard's `LastModified` with `datetime.now()` (local, naive); nothing in

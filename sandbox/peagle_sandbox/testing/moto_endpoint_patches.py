@@ -1,6 +1,7 @@
 """Patches for moto's endpoint calls: create (refuse a duplicate, start a schedule),
 describe / list (advance it), delete (refused while inference components remain on it,
-see `moto_components.refuse_endpoint_delete`; else forget it), and UpdateEndpoint, which
+see `moto_components.refuse_endpoint_delete`; else forget it, at once or after the
+harness's `deleting_seconds` of Deleting), and UpdateEndpoint, which
 moto does not implement, on both the backend and the response class. Each calls the
 installed harness's hook (`moto_timelines.EndpointTimelines`).
 """
@@ -33,6 +34,7 @@ def endpoint_patches(_harness: Callable[[], Any]) -> list[tuple[type, str, Any]]
         endpoint_config_name: str,
         tags: list[dict[str, str]],
     ) -> FakeEndpoint:
+        _harness()._reap(self)  # an endpoint whose Deleting is over frees its name
         if endpoint_name in self.endpoints:
             # moto silently overwrites; AWS refuses, and deployers must handle that.
             arn = FakeEndpoint.arn_formatter(endpoint_name, self.account_id, self.region_name)
@@ -46,9 +48,14 @@ def endpoint_patches(_harness: Callable[[], Any]) -> list[tuple[type, str, Any]]
         return original_describe(self, endpoint_name)
 
     def delete_endpoint(self: SageMakerModelBackend, endpoint_name: str) -> None:
-        refuse_endpoint_delete(_harness(), self, endpoint_name)  # components must go first
+        harness = _harness()
+        harness._reap(self)
+        refuse_endpoint_delete(harness, self, endpoint_name)  # components must go first
+        endpoint = self.endpoints.get(endpoint_name)
+        if endpoint is not None and harness._begin_delete(self, endpoint):
+            return  # Deleting for the harness's deleting_seconds (moto_timelines)
         original_delete(self, endpoint_name)
-        _harness()._on_delete(self, endpoint_name)
+        harness._on_delete(self, endpoint_name)
 
     def list_endpoints(self: SageMakerModelBackend, *args: Any, **kwargs: Any) -> Any:
         _harness()._on_list(self)

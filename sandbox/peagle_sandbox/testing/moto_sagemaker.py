@@ -11,7 +11,8 @@ useless for testing a vLLM deployer, plus two conveniences the tests and the loc
 3. Endpoints are ``InService`` the moment they are created, so polling/timeout/failure paths can
    never run. The harness drives each endpoint's status through a *schedule*: a list of statuses
    consumed one per ``DescribeEndpoint`` call, or advanced by the sandbox clock (``clock``, a
-   ``peagle_sandbox.clock.SandboxClock``: real time by default, or frozen and advanced by a test).
+   ``peagle_sandbox.sandbox_clock.SandboxClock``: real time by default, or frozen and
+   advanced by a test).
 4. ``seed_logs`` writes CloudWatch log lines where SageMaker would put container logs.
 5. ``resources`` lists what is left in the SageMaker backend, for "nothing left behind" checks.
 6. ``requests`` records every AWS request moto receives (service, operation, parameters, time).
@@ -169,6 +170,7 @@ class SageMakerHarness(EndpointTimelines):
             self._create_plans.clear()
             self._update_plans.clear()
             self._known.clear()
+            self._deleting.clear()
 
     def __enter__(self) -> SageMakerHarness:
         return self.install()
@@ -224,6 +226,7 @@ class SageMakerHarness(EndpointTimelines):
     def status_of(self, endpoint_name: str, region: str | None = None) -> str:
         """The stored status, without consuming a scheduled step (unlike DescribeEndpoint)."""
         key = (self.account_id, region or self.region, endpoint_name)
+        self._reap(sagemaker_backends[self.account_id][key[1]])
         endpoint = find_endpoint(key)
         if endpoint is None:
             raise KeyError(endpoint_name)

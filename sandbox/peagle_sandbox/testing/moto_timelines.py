@@ -4,6 +4,10 @@ moto makes an endpoint InService the moment it is created and has no UpdateEndpo
 `EndpointTimelines` holds each endpoint's scripted statuses (count- or time-based) and
 the hooks the patched backend methods call (`moto_endpoint_patches`): on create,
 describe, list, delete, and UpdateEndpoint's pending deployment and its outcome.
+
+Deletion is instant (moto's) unless `deleting_seconds` is set: then DeleteEndpoint leaves
+the endpoint `Deleting` (described and listed, not serving) for that many seconds of the
+sandbox clock, and the first call that looks at its region after that finds it gone.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from moto.sagemaker.models import (
     sagemaker_backends,
 )
 
-from peagle_sandbox.clock import SandboxClock
+from peagle_sandbox.sandbox_clock import SandboxClock
 
 __all__ = ["DEFAULT_FAILURE_REASON", "EndpointTimelines", "find_endpoint", "make_plan"]
 
@@ -113,6 +117,8 @@ class EndpointTimelines:
     creating_seconds: float | None = None
     default_update_schedule: Sequence[str] | None = ("Updating", "InService")
     updating_seconds: float | None = None
+    # Seconds of the clock an endpoint stays Deleting after DeleteEndpoint (None: gone at once).
+    deleting_seconds: float | None = None
     # The sandbox clock: time-based schedules and every timestamp moto writes (the
     # harness patches moto's utcnow to it). Tests freeze and advance it instead of sleeping.
     clock: SandboxClock = field(default_factory=SandboxClock)
@@ -122,6 +128,7 @@ class EndpointTimelines:
     _create_plans: dict[str, StatusPlan] = field(default_factory=dict, init=False, repr=False)
     _update_plans: dict[str, StatusPlan] = field(default_factory=dict, init=False, repr=False)
     _known: set[Key] = field(default_factory=set, init=False, repr=False)
+    _deleting: dict[Key, float] = field(default_factory=dict, init=False, repr=False)  # -> due
     # Re-entrant: the threaded server serves requests concurrently with the test thread.
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
 
@@ -141,6 +148,7 @@ class EndpointTimelines:
                 self._start(key, endpoint, plan)
 
     def _on_describe(self, backend: SageMakerModelBackend, endpoint_name: str) -> None:
+        self._reap(backend)
         endpoint = backend.endpoints.get(endpoint_name)
         if endpoint is None:
             return  # moto raises the proper "Could not find endpoint" error
@@ -151,6 +159,7 @@ class EndpointTimelines:
 
     def _on_list(self, backend: SageMakerModelBackend) -> None:
         # Only time-based timelines move here: a listing must not consume describe steps.
+        self._reap(backend)
         with self._lock:
             for name, endpoint in list(backend.endpoints.items()):
                 self._advance(key_of(backend, name), endpoint, consume=False)
@@ -162,9 +171,44 @@ class EndpointTimelines:
             self._pending_updates.pop(key, None)
             self._known.discard(key)
 
+    def _begin_delete(self, backend: SageMakerModelBackend, endpoint: FakeEndpoint) -> bool:
+        """DeleteEndpoint with `deleting_seconds`: the endpoint is `Deleting` until they
+        have passed on the clock (True); without: False, the caller deletes it at once. A
+        second DeleteEndpoint while it is Deleting changes nothing."""
+        if not self.deleting_seconds:
+            return False
+        key = key_of(backend, endpoint.endpoint_name)
+        with self._lock:
+            if key not in self._deleting:
+                # Nothing scheduled may move it again (e.g. an update settling to InService).
+                self._timelines.pop(key, None)
+                self._pending_updates.pop(key, None)
+                endpoint.endpoint_status = "Deleting"
+                endpoint.failure_reason = None
+                endpoint.last_modified_time = self.clock.naive_utcnow()
+                self._deleting[key] = self.clock.now() + self.deleting_seconds
+        return True
+
+    def _reap(self, backend: SageMakerModelBackend) -> None:
+        """Remove the endpoints of `backend` whose Deleting time has passed. Called before
+        the hooks take the lock: `_on_delete` may wait for a real engine to stop."""
+        if not self._deleting:
+            return
+        now = self.clock.now()
+        gone = []
+        with self._lock:
+            for key, due in list(self._deleting.items()):
+                if key[:2] == (backend.account_id, backend.region_name) and due <= now:
+                    del self._deleting[key]
+                    if backend.endpoints.pop(key[2], None) is not None:
+                        gone.append(key[2])
+        for name in gone:
+            self._on_delete(backend, name)
+
     def _update_endpoint(
         self, backend: SageMakerModelBackend, endpoint_name: str, endpoint_config_name: str
     ) -> str:
+        self._reap(backend)
         endpoint = backend.endpoints.get(endpoint_name)
         if endpoint is None:
             arn = FakeEndpoint.arn_formatter(endpoint_name, backend.account_id, backend.region_name)
