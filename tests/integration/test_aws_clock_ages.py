@@ -20,7 +20,7 @@ import boto3
 import pytest
 
 import sm_peagle
-from peagle_sandbox.clock import SandboxClock
+from peagle_sandbox.sandbox_clock import SandboxClock
 from tests.integration.lifecycle_env import REGION, World, run
 
 DAY = 86400.0
