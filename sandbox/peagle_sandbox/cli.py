@@ -49,6 +49,19 @@ def start_command(
             "--creating-seconds", help="How long endpoints stay Creating, in sandbox seconds (3)."
         ),
     ] = None,
+    updating_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--updating-seconds", help="How long endpoints stay Updating, in sandbox seconds (3)."
+        ),
+    ] = None,
+    deleting_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--deleting-seconds",
+            help="How long endpoints stay Deleting, in sandbox seconds (0: gone at once).",
+        ),
+    ] = None,
     metrics_interval: Annotated[
         float | None,
         typer.Option(
@@ -106,6 +119,8 @@ def start_command(
         port=port,
         upstream=upstream,
         creating_seconds=creating_seconds,
+        updating_seconds=updating_seconds,
+        deleting_seconds=deleting_seconds,
         metrics_interval=metrics_interval,
         step_time_factor=step_time_factor,
         clock_rate=clock_rate,

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, MutableMapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -286,38 +286,23 @@ def start(
     port: int | None = None,
     upstream: str | None = None,
     *,
-    creating_seconds: float | None = None,
-    metrics_interval: float | None = None,
-    step_time_factor: float | None = None,
-    clock_rate: float | None = None,
     timeout: float = 10.0,
     engine: str | None = None,
+    **timings: float | None,
 ) -> SandboxInfo:
-    """Spawn a detached sandbox and wait until it answers; error if one is already running."""
-    return start_or_join(
-        port,
-        upstream,
-        creating_seconds=creating_seconds,
-        metrics_interval=metrics_interval,
-        step_time_factor=step_time_factor,
-        clock_rate=clock_rate,
-        timeout=timeout,
-        engine=engine,
-        join=False,
-    ).info
+    """Spawn a detached sandbox and wait until it answers; error if one is already running.
+    `timings`: the server's time options (`Timings`' fields)."""
+    return start_or_join(port, upstream, timeout=timeout, engine=engine, join=False, **timings).info
 
 
 def start_or_join(
     port: int | None = None,
     upstream: str | None = None,
     *,
-    creating_seconds: float | None = None,
-    metrics_interval: float | None = None,
-    step_time_factor: float | None = None,
-    clock_rate: float | None = None,
     timeout: float = 10.0,
     engine: str | None = None,
     join: bool = True,
+    **timings: float | None,
 ) -> Joined:
     """Start a sandbox, or (with `join`) take the one running with the same port, upstream
     and engine; SandboxError when one runs with others, or runs and does not answer.
@@ -329,6 +314,7 @@ def start_or_join(
     rate changes live: `peagle sandbox clock resume --rate R`), and `notes` says so."""
     wanted = resolve_engine(engine)
     extra = engine_args(wanted)
+    times = Timings(**timings)  # TypeError for a name that is not one of its fields
     with _lock():
         current = read_state()
         replaced = None
@@ -352,38 +338,41 @@ def start_or_join(
                     f"a sandbox is already running at {current.url} with other options",
                     remedy="`peagle sandbox stop` first",
                 )
-            return Joined(current, already_running=True, notes=_clock_notes(current, clock_rate))
+            notes = _clock_notes(current, times.clock_rate)
+            return Joined(current, already_running=True, notes=notes)
         if current is not None:
             replaced = current
         _check_port(port)
         if replaced is not None:  # only now: a refused start leaves the report in place
             _forget(replaced)
-        timings = Timings(creating_seconds, metrics_interval, step_time_factor, clock_rate)
-        info = _spawn(port, upstream, timings, timeout, extra)
+        info = _spawn(port, upstream, times, timeout, extra)
         return Joined(info, replaced=replaced)
 
 
 @dataclass(frozen=True)
 class Timings:
-    """The server's time options: Creating and the log lines' interval in sandbox seconds,
-    the SIMULATED engine's step-time factor, and the clock's rate (None: the server's
-    default)."""
+    """The server's time options: Creating, Updating and Deleting and the log lines'
+    interval in sandbox seconds, the SIMULATED engine's step-time factor, and the clock's
+    rate (None: the server's default). Each field is the server's flag of that name."""
 
     creating_seconds: float | None = None
+    updating_seconds: float | None = None
+    deleting_seconds: float | None = None
     metrics_interval: float | None = None
     step_time_factor: float | None = None
     clock_rate: float | None = None
 
+    @classmethod
+    def of(cls, options: dict[str, Any]) -> Timings:
+        """The fields found in `options` (an SDK call's options: others are ignored)."""
+        return cls(**{f.name: options.get(f.name) for f in fields(cls)})
+
     def args(self) -> list[str]:
         out: list[str] = []
-        for flag, value in (
-            ("--creating-seconds", self.creating_seconds),
-            ("--metrics-interval", self.metrics_interval),
-            ("--step-time-factor", self.step_time_factor),
-            ("--clock-rate", self.clock_rate),
-        ):
+        for f in fields(self):
+            value = getattr(self, f.name)
             if value is not None:
-                out += [flag, str(value)]
+                out += ["--" + f.name.replace("_", "-"), str(value)]
         return out
 
 
@@ -529,16 +518,10 @@ def ensure(**options: Any) -> Joined:
         _check_port(options.get("port"))
         if replaced is not None:
             _forget(replaced)
-        timings = Timings(
-            options.get("creating_seconds"),
-            options.get("metrics_interval"),
-            options.get("step_time_factor"),
-            options.get("clock_rate"),
-        )
         info = _spawn(
             options.get("port"),
             options.get("upstream"),
-            timings,
+            Timings.of(options),
             float(options.get("timeout") or 10.0),
             engine_args(engine),
         )

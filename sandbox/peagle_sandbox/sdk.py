@@ -166,6 +166,8 @@ OPTIONS = {
     "port": "--port",
     "upstream": "--upstream",
     "creating_seconds": "--creating-seconds",
+    "updating_seconds": "--updating-seconds",
+    "deleting_seconds": "--deleting-seconds",
     "metrics_interval": "--metrics-interval",
     "step_time_factor": "--step-time-factor",
     "clock_rate": "--clock-rate",
@@ -174,6 +176,7 @@ OPTIONS = {
     "time_scale": "--time-scale",  # deprecated: step_time_factor (removed in the next release)
 }
 _EXAMPLES = {"step_time_factor": "1.0", "time_scale": "1.0", "creating_seconds": "3"}
+_EXAMPLES |= {"updating_seconds": "3", "deleting_seconds": "60"}
 _EXAMPLES["clock_rate"] = "60"
 
 
@@ -235,6 +238,8 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
         ("metrics_interval", True),
         ("timeout", True),
         ("creating_seconds", False),
+        ("updating_seconds", False),
+        ("deleting_seconds", False),
     ):
         value = options.get(name)
         if value is None:
@@ -325,11 +330,12 @@ def start(**options: Any) -> SandboxStart:
     """Start the local sandbox in the background, or join the one that runs with the same
     port, upstream and engine (also when two starts race: one sandbox, both return it).
     Options, as `peagle sandbox start`: port (0..65535, 0 or None: any free one), upstream
-    (an http(s) URL with a host, of an OpenAI-compatible server), creating_seconds (>= 0,
-    sandbox seconds), metrics_interval (> 0, sandbox seconds), step_time_factor (> 0: the
-    SIMULATED engine's step times; larger is slower; `time_scale` is its deprecated name),
-    clock_rate (> 0: sandbox seconds per real second; default PEAGLE_SANDBOX_CLOCK_RATE,
-    else 1), engine ("simulated" or "vllm").
+    (an http(s) URL with a host, of an OpenAI-compatible server), creating_seconds,
+    updating_seconds, deleting_seconds (>= 0, sandbox seconds; how long endpoints stay
+    Creating, Updating and Deleting: 3, 3 and 0), metrics_interval (> 0, sandbox seconds),
+    step_time_factor (> 0: the SIMULATED engine's step times; larger is slower; `time_scale`
+    is its deprecated name), clock_rate (> 0: sandbox seconds per real second; default
+    PEAGLE_SANDBOX_CLOCK_RATE, else 1), engine ("simulated" or "vllm").
 
     A sandbox that runs already is joined whatever its clock rate: `notes` says when its
     rate is not the one asked for (`clock().resume(rate=...)` changes it live).

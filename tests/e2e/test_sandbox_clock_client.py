@@ -454,3 +454,18 @@ def test_results_record_the_clock_rate_and_step_time_factor(
         "step_time_factor": 0.5,
         "clock_rate": 60.0,
     }
+
+
+def test_updating_and_deleting_seconds_reach_the_server(argv_of_server, capsys) -> None:
+    """How long endpoints stay Updating and Deleting, in sandbox seconds: the server's own
+    flags, from the SDK and the CLI alike."""
+    with pytest.raises(Spawned):
+        peagle_sandbox.start(updating_seconds=600, deleting_seconds=90)
+    code, _, _ = run_cli(
+        capsys, "sandbox", "start", "--updating-seconds", "600", "--deleting-seconds", "90"
+    )
+    assert code != 0  # the fake Popen refused to run it
+    for argv in argv_of_server:
+        assert float(_after(argv, "--updating-seconds") or "nan") == 600.0
+        assert float(_after(argv, "--deleting-seconds") or "nan") == 90.0
+    assert len(argv_of_server) == 2

@@ -151,6 +151,8 @@ BAD_SETTINGS = [
     (["--upstream", "http://127.0.0.1:99999"], ["--upstream", "http://127.0.0.1:99999"]),
     (["--creating-seconds", "-1"], ["--creating-seconds", "-1"]),
     (["--creating-seconds", "inf"], ["--creating-seconds", "inf"]),
+    (["--updating-seconds", "-1"], ["--updating-seconds", "-1"]),
+    (["--deleting-seconds", "nan"], ["--deleting-seconds", "nan"]),
     (["--metrics-interval", "0"], ["--metrics-interval", "0"]),
     (["--metrics-interval", "-5"], ["--metrics-interval", "-5"]),
     (["--engine", "tpu"], ["--engine", "tpu"]),

@@ -56,6 +56,8 @@ BAD_OPTIONS = [
         "--metrics-interval: must be a positive number",
     ),
     ({"creating_seconds": -1.0}, ["--creating-seconds", "-1"], "--creating-seconds: must be"),
+    ({"updating_seconds": -1.0}, ["--updating-seconds", "-1"], "--updating-seconds: must be"),
+    ({"deleting_seconds": -5.0}, ["--deleting-seconds", "-5"], "--deleting-seconds: must be"),
     (
         {"upstream": "localhost-8000"},
         ["--upstream", "localhost-8000"],
