@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import threading
 import warnings
 from collections.abc import Iterator
@@ -124,11 +125,17 @@ def fake() -> Iterator[tuple[FakeClock, str]]:
 
 
 @pytest.fixture(autouse=True)
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     directory = tmp_path / "state"
     monkeypatch.setenv("PEAGLE_STATE_DIR", str(directory))
     monkeypatch.delenv("PEAGLE_SANDBOX_CLOCK_RATE", raising=False)
-    return directory
+    # The CLI run in this process (`peagle --sandbox ls`) points the process environment at
+    # the sandbox (PEAGLE_SANDBOX=1, ...), as a command's own process may: put it back, or
+    # every later test in this worker would talk to a sandbox.
+    before = dict(os.environ)
+    yield directory
+    os.environ.clear()
+    os.environ.update(before)
 
 
 @pytest.fixture
