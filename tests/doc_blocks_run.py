@@ -98,11 +98,19 @@ def page_env(root: Path) -> dict[str, str]:
         PEAGLE_STATE_DIR=str(root / "state"),
         PEAGLE_CACHE_DIR=str(root / "cache"),
         PEAGLE_POLL_SECONDS="0.2",
+        # The sandbox's control plane at 10x (its default 3 s of Creating and of Updating
+        # last 0.3 s): what the blocks show does not depend on the rate, and an invocation
+        # holds the clock at real time, so token timings are unchanged.
+        PEAGLE_SANDBOX_CLOCK_RATE=TEST_CLOCK_RATE,
         COLUMNS="200",
         DOCS_TEST_PEAGLE_LOG=str(root / "peagle-runs"),
         PATH=os.pathsep.join([str(shims), str(Path(sys.executable).parent), env["PATH"]]),
     )
     return env
+
+
+# The clock rate of the sandboxes the tests start (tests/e2e/test_sandbox.py uses it too).
+TEST_CLOCK_RATE = "10"
 
 
 def run_block(

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.doc_blocks_run import TEST_CLOCK_RATE
 from tests.sandbox_helpers import sandbox_client
 
 pytestmark = pytest.mark.e2e
@@ -43,6 +44,9 @@ class Sandbox:
             PEAGLE_STATE_DIR=str(root / "state"),
             PEAGLE_CACHE_DIR=str(root / "cache"),
             PEAGLE_POLL_SECONDS="0.2",
+            # Control-plane waits on a 10x clock (3 s of Updating last 0.3 s); invocations
+            # hold it at real time, so what the tests measure is unchanged.
+            PEAGLE_SANDBOX_CLOCK_RATE=TEST_CLOCK_RATE,
             COLUMNS="250",
         )
         self.state: dict[str, Any] = {}
