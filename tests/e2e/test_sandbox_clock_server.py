@@ -216,7 +216,8 @@ def test_an_invocation_holds_the_clock_at_real_time_until_its_stream_ends(
     stream = fast.runtime.invoke_endpoint_with_response_stream(
         EndpointName=name,
         ContentType="application/json",
-        Body=json.dumps({**CHAT, "stream": True}),
+        # A few tokens: on the slowed engine each step takes about a second.
+        Body=json.dumps({**CHAT, "stream": True, "max_tokens": 4}),
     )["Body"]
     events = iter(stream)
     next(events)  # the first part: the request is in flight, more steps to come
