@@ -30,6 +30,8 @@ from typing import Any
 
 __all__ = ["SandboxClock", "format_duration", "parse_duration"]
 
+_LAST = datetime(9998, 1, 1, tzinfo=UTC).timestamp()  # far enough; datetime ends at 9999
+
 _UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)d)?(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?"
                        r"(?:(\d+(?:\.\d+)?)s)?")  # fmt: skip
@@ -165,6 +167,8 @@ class SandboxClock:
         if not math.isfinite(seconds) or seconds < 0:
             raise ValueError(f"the clock only moves forward (got {seconds!r} seconds)")
         with self._lock:
+            if self.now() + seconds >= _LAST:  # every timestamp must stay a datetime
+                raise ValueError(f"advancing {seconds:g} s would pass the year 9998")
             self._rebase()
             self._anchor += float(seconds)
             now = self._anchor

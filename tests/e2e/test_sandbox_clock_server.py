@@ -322,6 +322,7 @@ BAD_BODIES = [
     (b'{"advance": -1}', "forward"),
     (b'{"advance": "15m"}', "must be a number"),
     (b'{"advance": true}', "must be a number"),
+    (b'{"advance": 1e20}', "year 9998"),  # past what a timestamp can hold
     (b'{"freeze": false}', "must be true"),
     (b'{"resume": true, "rate": 0}', "> 0"),
     (b'{"rate": -60}', "> 0"),
