@@ -221,7 +221,8 @@ class SandboxClockHandle:
             said = _error_of(e)
             if e.code == 400:
                 raise SpecError(
-                    f"sandbox clock: {said}", remedy="see `peagle sandbox clock --help`"
+                    f"sandbox clock: {said}",
+                    remedy="advance by a duration >= 0, freeze, or resume at a rate > 0",
                 ) from None
             raise SandboxError(
                 f"the sandbox clock at {self.url} failed (HTTP {e.code}): {said}",
