@@ -241,16 +241,6 @@ def unavailable(reason: str) -> dict[str, Any]:
     }
 
 
-def _aws_offset(aws: Any) -> float:
-    """Seconds AWS's clock is ahead of this machine's (`AwsClock.offset`, after reading a
-    Date); 0.0 for a stand-in context without one."""
-    synced, clock = getattr(aws, "synced_aws_now", None), getattr(aws, "aws_clock", None)
-    if synced is None or clock is None:
-        return 0.0
-    synced()
-    return float(clock.offset())
-
-
 def acceptance_for_levels(
     aws: Any,
     endpoint: str,
@@ -280,13 +270,13 @@ def acceptance_for_levels(
         ]
     if not windows:
         return []
-    from ..lifecycle.endpoint_logs import aws_epoch
+    from ..lifecycle.endpoint_logs import aws_epoch, aws_offset
 
     # The windows are the requests' own times (this machine's clock, real time); the log
     # lines are stamped on AWS's clock (a sandbox's may be days ahead). A measuring phase
     # counts 1:1 on both, so one offset, taken now from AWS's Date, maps the windows onto
     # AWS's clock, and the read ends at AWS's now.
-    offset = _aws_offset(aws)
+    offset = aws_offset(aws)
     windows = [(begin + offset, end + offset) for begin, end in windows]
     first, last = min(w[0] for w in windows), max(w[1] for w in windows)
     start = first - 2 * DEFAULT_INTERVAL_S

@@ -40,12 +40,22 @@ def parse_spec_decoding(line: str) -> dict[str, float] | None:
     return out or None
 
 
+def aws_offset(aws: Any) -> float:
+    """Seconds AWS's clock is ahead of this machine's (`AwsClock.offset`, after reading a
+    Date: `AwsContext.synced_aws_now`); 0.0 for a stand-in context without one."""
+    synced, clock = getattr(aws, "synced_aws_now", None), getattr(aws, "aws_clock", None)
+    if synced is None or clock is None:
+        return 0.0
+    synced()
+    return float(clock.offset())
+
+
 def aws_epoch(aws: Any) -> float:
-    """AWS's now in epoch seconds (`AwsContext.synced_aws_now`): log events are stamped on
-    AWS's clock, so a window `since` seconds back must be measured on it too (a local clock
-    that is off, or a sandbox clock days ahead, would miss the lines written "now")."""
-    synced = getattr(aws, "synced_aws_now", None)
-    return synced().timestamp() if synced is not None else time.time()
+    """AWS's now in epoch seconds (`AwsClock.now`: the local clock plus `aws_offset`): log
+    events are stamped on AWS's clock, so a window `since` seconds back must be measured on
+    it too (a local clock that is off, or a sandbox clock days ahead, would miss the lines
+    written "now")."""
+    return time.time() + aws_offset(aws)
 
 
 def fetch_log_events(
