@@ -153,7 +153,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         default=CONSTANTS.step_time_factor,
         help="multiply the SIMULATED engine's step times (larger is slower; real seconds)",
     )
-    # The old spelling, for one release (the manager still passes it; the CLI warns).
+    # The old spelling, for one release (a manager from before the rename passes it).
     p.add_argument("--time-scale", type=_positive, dest="step_time_factor", help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help="seed of the PayloadPart splits")
     p.add_argument("--region", action="append", default=[], help="extra region to seed")
