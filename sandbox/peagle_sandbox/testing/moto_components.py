@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from moto.core import utils as moto_utils
@@ -37,6 +36,7 @@ from peagle_sandbox.testing.moto_component_responses import (
     config_patches,
     response_patches,
 )
+from peagle_sandbox.testing.moto_timelines import status_began
 
 __all__ = [
     "NO_COPY_ERROR",
@@ -143,9 +143,7 @@ def advance_component(
     else:
         return
     if ic.status != statuses[index]:
-        # A time-based status began on its schedule, however late it is seen.
-        began = min(started + index * seconds, now) if seconds is not None else now
-        ic.modified = datetime.fromtimestamp(began, tz=UTC).replace(tzinfo=None)
+        ic.modified = status_began(started, seconds, index, now)
     ic.status = statuses[index]
     if index < last:
         return

@@ -29,7 +29,13 @@ from moto.sagemaker.models import (
 
 from peagle_sandbox.sandbox_clock import SandboxClock
 
-__all__ = ["DEFAULT_FAILURE_REASON", "EndpointTimelines", "find_endpoint", "make_plan"]
+__all__ = [
+    "DEFAULT_FAILURE_REASON",
+    "EndpointTimelines",
+    "find_endpoint",
+    "make_plan",
+    "status_began",
+]
 
 # Real endpoints in these states reject UpdateEndpoint; "Failed" ones accept only DeleteEndpoint.
 _IN_PROGRESS = frozenset({"Creating", "Updating", "SystemUpdating", "RollingBack", "Deleting"})
@@ -59,13 +65,6 @@ class Timeline:
             return min(max(self.describes - 1, 0), last)
         self.describes += 1
         return min(self.describes - 1, last)
-
-    def changed_at(self, index: int, now: float) -> float:
-        """When status ``index`` began: on its schedule for a time-based timeline (a
-        status seen late began on time, as AWS's LastModifiedTime says), else ``now``."""
-        if self.seconds is None:
-            return now
-        return min(self.started + index * self.seconds, now)
 
 
 @dataclass
@@ -286,7 +285,8 @@ class EndpointTimelines:
         now = self.clock.now()
         index = timeline.index(now, consume=consume)
         if endpoint.endpoint_status != timeline.statuses[index]:
-            endpoint.last_modified_time = _naive(timeline.changed_at(index, now))
+            began = status_began(timeline.started, timeline.seconds, index, now)
+            endpoint.last_modified_time = began
         endpoint.endpoint_status = timeline.statuses[index]
         if index == len(timeline.statuses) - 1:
             self._settle(key, endpoint, timeline)
@@ -308,6 +308,10 @@ class EndpointTimelines:
         )
 
 
-def _naive(epoch: float) -> datetime:
-    """A sandbox epoch time as moto keeps times: naive UTC."""
+def status_began(started: float, seconds: float | None, index: int, now: float) -> datetime:
+    """When status ``index`` of a timeline started at ``started`` began, as moto keeps
+    times (naive UTC): on its schedule for a time-based one (``seconds`` per status: a
+    status seen late began on time, as AWS's LastModifiedTime says), else ``now``.
+    Endpoints and inference components both stamp LastModifiedTime with it."""
+    epoch = now if seconds is None else min(started + index * seconds, now)
     return datetime.fromtimestamp(epoch, tz=UTC).replace(tzinfo=None)
