@@ -118,6 +118,15 @@ RoutingStrategyOpt = Annotated[
 RoleOpt = Annotated[
     str | None, typer.Option("--role", help="Execution role ARN (or PEAGLE_ROLE_ARN).")
 ]
+MonitorOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--monitor/--no-monitor",
+        help="Speculation health computed by AWS: a metric of acceptance length from "
+        "vLLM's own log lines, an alarm \"speculation stopped paying\" and a dashboard "
+        "(spec `monitoring:`). --no-monitor removes them; neither touches SageMaker.",
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -184,13 +193,15 @@ SPEC_OPTIONS: tuple[SpecOption, ...] = (
     SpecOption("role", RoleOpt),
     SpecOption("region", RegionOpt),
     *_component_options(),
+    SpecOption("monitor", MonitorOpt),
 )
 
 
-def _given(value: Any) -> Any:
+def _given(value: Any, default: Any = False) -> Any:
     """A flag left at its default is "not given" (None) for SpecOptions: an unset boolean
-    flag is False and an unrepeated list option is empty."""
-    if value is False or value == []:
+    flag is False and an unrepeated list option is empty. A two-way flag (`--monitor /
+    --no-monitor`, default None) passes False on: turning a thing off is a value."""
+    if (value is False and default is False) or value == []:
         return None
     return value
 
@@ -230,7 +241,7 @@ def with_spec_options(command: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(**kwargs: Any) -> Any:
         from ..planning.spec.options import SpecOptions
 
-        values = {o.field: _given(kwargs.pop(o.name)) for o in SPEC_OPTIONS}
+        values = {o.field: _given(kwargs.pop(o.name), o.default) for o in SPEC_OPTIONS}
         return command(**kwargs, options=SpecOptions(**values))
 
     wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]

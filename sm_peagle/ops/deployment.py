@@ -170,6 +170,7 @@ class DeployOps(Session):
         scale_in_strategy: str | None = None,
         scale_in_max_step: int | None = None,
         scale_in_cooldown_minutes: int | None = None,
+        monitor: bool | None = None,
         allow_live: bool | None = None,
         jumpstart_spec: dict | None = None,
         jumpstart_source: str | None = None,
@@ -243,6 +244,7 @@ class DeployOps(Session):
         scale_in_strategy: str | None = None,
         scale_in_max_step: int | None = None,
         scale_in_cooldown_minutes: int | None = None,
+        monitor: bool | None = None,
         wait: bool = True,
         timeout: str | float | None = None,
         keep_on_failure: bool = False,
@@ -342,6 +344,7 @@ class DeployOps(Session):
         scale_in_strategy: str | None = None,
         scale_in_max_step: int | None = None,
         scale_in_cooldown_minutes: int | None = None,
+        monitor: bool | None = None,
     ) -> ApplyPlan:
         """How the live endpoint differs from the spec; changes nothing. "noop" when the
         spec sends the requests the deployed one sends (defaults filled in), however it
@@ -397,6 +400,7 @@ class DeployOps(Session):
         scale_in_strategy: str | None = None,
         scale_in_max_step: int | None = None,
         scale_in_cooldown_minutes: int | None = None,
+        monitor: bool | None = None,
         dry_run: bool = False,
         timeout: str | float | None = None,
         confirm: Confirm | None = None,

@@ -12,6 +12,7 @@ named steps, each in the module that owns it:
 5. the requests             requests.build_requests
 6. pools and scaling        scaling.add_fallback_pools, scaling.add_autoscaling
 7. inference components     components.add_inference_components (hosting only)
+8. speculation health       monitoring.add_monitoring (`monitoring:` only)
    and the request shapes   aws_shapes.check_request_shapes
 """
 
@@ -23,6 +24,7 @@ from ..checks import Check, failed, passed
 from ..errors import text
 from ..vllm.versions import DEFAULT_VLLM
 from .components.hosting import add_inference_components
+from .monitoring import add_monitoring
 from .plan_result import DEFAULT_REGION, PLACEHOLDER_ROLE, Plan, variant_instance_types
 from .spec.model import DeploymentSpec
 from .steps.aws_shapes import check_request_shapes
@@ -78,6 +80,7 @@ def plan(
     add_inference_components(
         p, lambda sub: plan(sub, jumpstart_spec=jumpstart_spec, jumpstart_source=jumpstart_source)
     )
+    add_monitoring(p)
     p.checks.append(check_request_shapes(p))
     return p
 

@@ -13,6 +13,7 @@ from ..catalog.models import ModelEntry
 from ..catalog.regional_prices import RegionalPrice
 from ..checks import Check, any_failed
 from ..errors import CheckFailed
+from .monitoring import MonitoringPlan
 from .spec.model import DeploymentSpec
 
 __all__ = ["DEFAULT_REGION", "PLACEHOLDER_ROLE", "KOrigin", "Plan", "variant_instance_types"]
@@ -102,6 +103,8 @@ class Plan:
         k_origin: where K came from (the spec, the head's card, JumpStart, peagle's
             default) and why; None for the baseline.
         component_k_origins: each component's `k_origin`, by component name.
+        monitoring: the speculation-health requests (log group, transformer, metric
+            filters, alarm, dashboard), or None without `monitoring:`.
     """
 
     spec: DeploymentSpec
@@ -139,6 +142,9 @@ class Plan:
     # Where K came from (None for baseline); with components, each component's by name.
     k_origin: KOrigin | None = None
     component_k_origins: dict[str, KOrigin] = field(default_factory=dict)
+    # `monitoring:` (planning/monitoring.py): the CloudWatch Logs and CloudWatch requests
+    # for speculation health, sent before CreateEndpoint; None when not asked for.
+    monitoring: MonitoringPlan | None = None
 
     @property
     def ok(self) -> bool:
@@ -190,6 +196,7 @@ class Plan:
                 name: origin.to_dict() for name, origin in self.component_k_origins.items()
             },
             "autoscaling": [{"operation": op, "request": req} for op, req in self.autoscaling],
+            "monitoring": self.monitoring.to_dict() if self.monitoring else None,
             "spec_sha256": self.spec_sha256,
             "jumpstart": {
                 "model_id": self.jumpstart.model_id,

@@ -202,6 +202,28 @@ CASES = [
     ),
     spec_case("reserved-tag-key", "model: gpt-oss-20b\ntags: {'aws:x': y}\n", "tags.aws:x"),
     spec_case("too-many-tags", f"model: gpt-oss-20b\ntags:\n{_MANY_TAGS}", "tags"),
+    # -- monitoring (speculation health) -----------------------------------------------------
+    Case("monitor-a-baseline", ("gpt-oss-20b", "--mode", "baseline", "--monitor"), "monitoring"),
+    spec_case(
+        "monitoring-period-not-minutes",
+        "model: gpt-oss-20b\nmonitoring: {period_seconds: 90}\n",
+        "monitoring.period_seconds",
+    ),
+    spec_case(
+        "monitoring-retention-not-offered",
+        "model: gpt-oss-20b\nmonitoring: {log_retention_days: 10}\n",
+        "monitoring.log_retention_days",
+    ),
+    spec_case(
+        "monitoring-more-datapoints-than-periods",
+        "model: gpt-oss-20b\nmonitoring: {evaluation_periods: 2, datapoints_to_alarm: 3}\n",
+        "monitoring",
+    ),
+    spec_case(
+        "monitoring-threshold-not-above-one",
+        "model: gpt-oss-20b\nmonitoring: {threshold: 1.0}\n",
+        "monitoring.threshold",
+    ),
     # -- the spec file itself --------------------------------------------------------------
     spec_case("unknown-top-level-key", "model: gpt-oss-20b\ncolour: red\n", "colour"),
     spec_case(

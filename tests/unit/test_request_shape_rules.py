@@ -308,6 +308,7 @@ def test_check_request_shapes_names_the_first_three_errors(monkeypatch) -> None:
         pool_models=[],
         create_endpoint_config=CONFIG,
         create_endpoint={"EndpointName": "e", "EndpointConfigName": "c"},
+        monitoring=None,
     )
     ok = check_request_shapes(good)
     assert (ok.name, ok.status, ok.message) == (

@@ -127,7 +127,7 @@ SYNTAX: dict[str, tuple[str | bytes, str]] = {
 
 TOP_LEVEL_KEYS = (
     "autoscaling, container, drafter, endpoint, inference_components, jumpstart_config, "
-    "model, model_data, network, region, role, speculative, tags"
+    "model, model_data, monitoring, network, region, role, speculative, tags"
 )  # the spec's sections (README, "A deployment spec"; `peagle schema`)
 
 VALIDATION: dict[str, tuple[str, str]] = {

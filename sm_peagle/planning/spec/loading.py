@@ -57,6 +57,7 @@ KEYWORDS: dict[str, str] = {
     "inference_components.scale_to_zero": "scale_to_zero",
     "model": "model",
     "model_data": "model_data",
+    "monitoring.enabled": "monitor",
     "region": "region",
     "role": "role",
     "speculative.mode": "mode",

@@ -339,6 +339,107 @@ class NetworkSpec(_Strict):
         return self
 
 
+# CloudWatch Logs' retention values (PutRetentionPolicy, botocore's logs model).
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
+
+
+class MonitoringSpec(_Strict):
+    """Speculation health that AWS computes after peagle exits (`--monitor`): a CloudWatch
+    Logs transformer and metric filters that turn vLLM's SpecDecoding lines into metrics,
+    an alarm "speculation stopped paying" and a dashboard (planning/monitoring.py).
+
+    Not part of the spec hash or the spec tags: what runs on SageMaker does not change
+    with it, so turning it on or off sends no SageMaker request. The live alarm, filters
+    and log group are its record (read back by `diff`, `apply` and `adopt`)."""
+
+    enabled: bool = True
+    threshold: float | None = Field(
+        default=None,
+        gt=1.0,
+        description="Acceptance length below which speculation is not paying; default "
+        "from K (planning/monitoring.py: default_threshold).",
+    )
+    period_seconds: int = Field(
+        default=60,
+        ge=60,
+        le=86400,
+        description="The alarm's period: a multiple of 60 (metric filters publish "
+        "standard-resolution metrics).",
+    )
+    evaluation_periods: int = Field(default=5, ge=1, le=100)
+    datapoints_to_alarm: int | None = Field(
+        default=None, ge=1, le=100, description="default: min(3, evaluation_periods)"
+    )
+    log_retention_days: int = Field(default=30)
+    keep_logs: bool = Field(
+        default=False,
+        description="Keep the log group peagle created when the endpoint is deleted.",
+    )
+    alarm_actions: list[str] = Field(default_factory=list, max_length=5)
+
+    @field_validator("period_seconds")
+    @classmethod
+    def _period(cls, v: int) -> int:
+        if v % 60:
+            raise ValueError(f"period_seconds {v} must be a multiple of 60")
+        return v
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, v: int) -> int:
+        if v not in LOG_RETENTION_DAYS:
+            raise ValueError(
+                f"log_retention_days {v} is not one CloudWatch Logs takes: "
+                + ", ".join(map(str, LOG_RETENTION_DAYS))
+            )
+        return v
+
+    @field_validator("alarm_actions")
+    @classmethod
+    def _actions(cls, v: list[str]) -> list[str]:
+        for a in v:
+            if not re.fullmatch(r"arn:aws[a-z\-]*:[a-z0-9\-]+:[a-z0-9\-]*:\d{0,12}:\S{1,1000}", a):
+                raise ValueError(f"alarm action {a!r} is not an ARN (an SNS topic's, say)")
+        return v
+
+    @model_validator(mode="after")
+    def _datapoints(self) -> MonitoringSpec:
+        n = self.datapoints_to_alarm
+        if n is not None and n > self.evaluation_periods:
+            raise ValueError(
+                f"datapoints_to_alarm {n} is more than evaluation_periods {self.evaluation_periods}"
+            )
+        return self
+
+    @property
+    def alarm_datapoints(self) -> int:
+        """M of N: the datapoints that must breach (default 3, or every period if fewer)."""
+        return self.datapoints_to_alarm or min(3, self.evaluation_periods)
+
+
 # Speculative fields added after endpoints were deployed with peagle: left out of the
 # spec hash while unset, so those endpoints show no drift.
 _HASHED_ONLY_WHEN_SET = ("num_speculative_tokens_per_batch_size", *VERSION_GATED_KEYS)
@@ -364,6 +465,7 @@ class DeploymentSpec(_Strict):
     network: NetworkSpec = Field(default_factory=NetworkSpec)
     autoscaling: AutoscalingSpec | None = None
     inference_components: InferenceComponentsSpec | None = None
+    monitoring: MonitoringSpec | None = None
     tags: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("model")
@@ -404,9 +506,16 @@ class DeploymentSpec(_Strict):
             raise ValueError(f"{v!r} is not an IAM role ARN (arn:aws:iam::123456789012:role/…)")
         return v
 
+    @property
+    def monitored(self) -> bool:
+        """True when the spec asks for speculation health (`monitoring`, enabled)."""
+        return self.monitoring is not None and self.monitoring.enabled
+
     def sha256(self) -> str:
         """Stable hash of what was asked for; tagged on resources to detect drift."""
         data = self.model_dump(mode="json")
+        # Monitoring is CloudWatch's, not SageMaker's: it never changes the names.
+        data.pop("monitoring", None)
         # Hosting fields at their defaults hash as before they existed, so endpoints an
         # older peagle deployed show no drift.
         if data.get("inference_components") is None:

@@ -74,6 +74,8 @@ class SpecOptions:
         scale_in_strategy: "idle-release" or "consolidation" (ScaleInPolicy).
         scale_in_max_step: the most instances one scale-in removes.
         scale_in_cooldown_minutes: minutes between scale-ins.
+        monitor: speculation health (`monitoring.enabled`): a metric, an alarm and a
+            dashboard that AWS computes from the engine's own lines; False turns it off.
     """
 
     instance_type: str | None = None
@@ -108,6 +110,7 @@ class SpecOptions:
     scale_in_strategy: str | None = None  # idle-release | consolidation (ScaleInPolicy)
     scale_in_max_step: int | None = None
     scale_in_cooldown_minutes: int | None = None
+    monitor: bool | None = None
 
     @classmethod
     def from_keywords(cls, options: dict[str, Any]) -> SpecOptions:
@@ -160,6 +163,7 @@ class SpecOptions:
             "inference_components.scale_in.strategy": self.scale_in_strategy,
             "inference_components.scale_in.max_step_size": self.scale_in_max_step,
             "inference_components.scale_in.cooldown_minutes": self.scale_in_cooldown_minutes,
+            "monitoring.enabled": self.monitor,
         }
 
     def _component_options_given(self) -> bool:

@@ -87,7 +87,8 @@ def decode_spec(tags: dict[str, str]) -> dict[str, Any] | None:
 
 def spec_tag_list(spec: DeploymentSpec) -> list[dict[str, str]]:
     """The `peagle:spec:*` tags for `spec`, as [{Key, Value}]."""
-    data = spec.model_dump(mode="json", exclude_defaults=True)
+    # Monitoring lives in CloudWatch (its alarm, filters and log group are its record).
+    data = spec.model_dump(mode="json", exclude_defaults=True, exclude={"monitoring"})
     return [{"Key": k, "Value": v} for k, v in encode_spec(data).items()]
 
 

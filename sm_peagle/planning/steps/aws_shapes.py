@@ -44,7 +44,8 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
         "UpdateInferenceComponentRuntimeConfig",
     ),
     "application-autoscaling": ("RegisterScalableTarget", "PutScalingPolicy"),
-    "cloudwatch": ("PutMetricAlarm",),
+    "cloudwatch": ("PutMetricAlarm", "PutDashboard"),
+    "logs": ("CreateLogGroup", "PutRetentionPolicy", "PutTransformer", "PutMetricFilter"),
 }
 # Shapes looked up by name (enums the catalog checks against).
 EXTRA_SHAPES = {"sagemaker": ("ProductionVariantInstanceType",)}
@@ -237,6 +238,11 @@ def check_request_shapes(p: Any) -> Check:
         *[e for m in p.pool_models for e in validate_request("sagemaker", "CreateModel", m)],
         *validate_request("sagemaker", "CreateEndpointConfig", p.create_endpoint_config),
         *validate_request("sagemaker", "CreateEndpoint", p.create_endpoint),
+        *[
+            e
+            for service, operation, request in (p.monitoring.requests() if p.monitoring else [])
+            for e in validate_request(service, operation, request)
+        ],
     ]
     if shape_errors:
         return failed(

@@ -58,7 +58,7 @@ def _deploy_time_tags(spec: DeploymentSpec) -> int:
     (the endpoint carries the most: `peagle:completed` too)."""
     from ..spec.tags import OPERATION_KEYS, encode_spec
 
-    data = spec.model_dump(mode="json", exclude_defaults=True)
+    data = spec.model_dump(mode="json", exclude_defaults=True, exclude={"monitoring"})
     return len(encode_spec(data)) + len(OPERATION_KEYS)
 
 
