@@ -57,6 +57,8 @@ _LAZY = {
     "GcResult": "ops.endpoints",
     "LogEvent": "ops.endpoints",
     "LogStream": "ops.endpoints",
+    "health": "client",
+    "HealthReport": "ops.health",
     "update": "client",
     "apply": "client",
     "diff": "client",

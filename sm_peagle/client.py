@@ -27,6 +27,7 @@ from .ops.deployment import DeployOps
 from .ops.doctor import DoctorOps
 from .ops.drafter import DrafterOps
 from .ops.endpoints import EndpointOps
+from .ops.health import HealthOps
 from .ops.iac import IacOps
 from .ops.measure import MeasureOps
 from .ops.measure_analysis import AnalysisOps
@@ -43,6 +44,7 @@ class Client(
     ChangeOps,
     AdoptOps,
     EndpointOps,
+    HealthOps,
     MeasureOps,
     AnalysisOps,
     SweepOps,

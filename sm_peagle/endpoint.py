@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # annotations only
     from .ops.changes import UpdateResult
     from .ops.deployment import Deployment
     from .ops.endpoints import DeleteResult, EndpointStatus, LogStream
+    from .ops.health import HealthReport
 
 
 # How a handle made without a client gets one (the default client, or one for the
@@ -268,6 +269,11 @@ class Endpoint:
         """`client.logs(name, ...)` for this endpoint: its CloudWatch log events, or
         with `component` that inference component's; `since` "5m", "2h" or seconds."""
         return self.client.logs(self.name, since=since, follow=follow, component=component)
+
+    def health(self, *, window: str | float = "1h", component: str | None = None) -> HealthReport:
+        """`client.health(name, ...)` for this endpoint: whether speculation pays over the
+        last `window` ("paying", "degraded", "off" or "no data", with the evidence)."""
+        return self.client.health(self.name, window=window, component=component)
 
     def runtime(self, *, max_pool_connections: int = 10, component: str | None = None) -> Any:
         """The endpoint's RuntimeClient (cached per pool size and component: size it to

@@ -67,7 +67,9 @@ class EndpointOps(Session):
         Returns:
             Its status, instances, mode and K (read from the deployed model), image, the
             S3 URIs of its weights (`model_data`) and other data sources
-            (`additional_data`, channel -> URI: the drafter's is `eagle`), age and $/h.
+            (`additional_data`, channel -> URI: the drafter's is `eagle`), age and $/h,
+            and (`speculation`) peagle's alarm state and the last hour's acceptance when
+            monitoring is on (one DescribeAlarms; GetMetricData only with the alarm).
 
         Raises:
             SpecError: `name` is not a SageMaker name (nothing is sent).
@@ -79,6 +81,10 @@ class EndpointOps(Session):
         ctx = self._connect()
         sm = ctx.client("sagemaker")
         doc = endpoint_status(sm, name, aas=ctx.client("application-autoscaling"))
+        if "mode" in doc and doc.get("components") is None and not doc.get("problem"):
+            from .health import speculation_of
+
+            doc["speculation"] = speculation_of(ctx, name, doc)
         return EndpointStatus.from_dict(doc)
 
     def ls(self, *, include_unmanaged: bool = False) -> list[EndpointSummary]:

@@ -120,6 +120,10 @@ class EndpointStatus(DocumentResult):
             `status`, `mode`, `k`, `desired_copies`, `current_copies`, ...), or None.
         problem: What is broken (its config or model is missing), or None.
         fix: The command that removes a broken endpoint, or None.
+        speculation: peagle's speculation monitoring of a one-model endpoint (`alarm`,
+            `alarm_state`, the last hour's `acceptance_length_1h` and
+            `draft_acceptance_rate_1h`, None for an hour without data), or None when
+            it has no peagle alarm (monitoring off).
     """
 
     endpoint: str
@@ -149,6 +153,7 @@ class EndpointStatus(DocumentResult):
     components: list[ComponentStatus] | None = None
     problem: str | None = None
     fix: str | None = None
+    speculation: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> EndpointStatus:
