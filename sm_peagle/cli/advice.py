@@ -51,6 +51,7 @@ COMMAND_WORDS = frozenset(
         "models", "instances", "schema", "plan", "deploy", "status", "ls", "logs", "update",
         "delete", "gc", "invoke", "chat", "apply", "adopt", "diff", "recommend", "bench",
         "sweep", "report", "race", "tune-k", "export", "iam-policy", "drafter", "doctor",
+        "health",
     )
 )  # fmt: skip
 # peagle's own command groups (a plugin's group counts as one too: `_split_words`).
@@ -61,7 +62,7 @@ GROUPS = frozenset(("drafter",))
 LOCAL = frozenset(("models", "schema", "recommend", "report"))
 # Commands with a --component option.
 COMPONENT_COMMANDS = frozenset(
-    ("plan", "deploy", "logs", "update", "invoke", "chat", "bench", "race", "tune-k")
+    ("plan", "deploy", "logs", "update", "invoke", "chat", "bench", "race", "tune-k", "health")
 )
 # In free text, the suggestions that are about the component the command was given: its
 # logs (`see `peagle logs EP`` after a component failed to update means that component's).

@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("inventory_cmds", "status_command"),
     "ls": ("inventory_cmds", "ls_command"),
     "logs": ("inventory_cmds", "logs_command"),
+    "health": ("health_cmd", "health_command"),
     "update": ("lifecycle_cmds", "update_command"),
     "delete": ("inventory_cmds", "delete_command"),
     "gc": ("inventory_cmds", "gc_command"),

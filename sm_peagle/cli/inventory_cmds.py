@@ -86,6 +86,10 @@ def _render_healthy(name: str, st: Any) -> None:
             rows.append(["weights", st.model_data])
         for channel, uri in (st.additional_data or {}).items():
             rows.append(["drafter" if channel == "eagle" else f"data ({channel})", uri])
+    from .health_cmd import speculation_row
+
+    if (row := speculation_row(st)) is not None:
+        rows.append(row)
     rows += [["age", f"{(st.age_seconds or 0) // 60} min"], ["cost", price]]
     if st.autoscaling:
         a = st.autoscaling

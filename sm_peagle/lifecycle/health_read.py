@@ -157,13 +157,10 @@ def metric_samples(
     return out
 
 
-def spec_line_samples(
-    aws: Any, endpoint: str, window: tuple[float, float], component: str | None = None
-) -> list[Sample]:
-    """One `Sample` per SpecDecoding line in the window (the endpoint's log group, or its
-    inference `component`'s), read as the bench reads them (`read_spec_lines`)."""
-    from ..benchmarking.acceptance import read_spec_lines
-
+def spec_line_samples(lines: list[dict[str, Any]], window: tuple[float, float]) -> list[Sample]:
+    """One `Sample` per SpecDecoding line in the window, from the lines as the bench reads
+    them (`benchmarking.acceptance.read_spec_lines`, which the caller runs: lifecycle sits
+    below benchmarking)."""
     return [
         Sample(
             t=ln["t"],
@@ -171,7 +168,7 @@ def spec_line_samples(
             accepted=ln.get("accepted"),
             drafted=ln.get("drafted"),
         )
-        for ln in read_spec_lines(aws, endpoint, window[0], window[1], component)
+        for ln in lines
         if window[0] <= ln["t"] <= window[1]
     ]
 

@@ -86,7 +86,10 @@ class HealthOps(Session):
         if alarm is not None:
             source, samples = "metric", read.metric_samples(ctx, name, win, period)
         else:
-            source, samples = "log lines", read.spec_line_samples(ctx, name, win, component)
+            from ..benchmarking.acceptance import read_spec_lines
+
+            lines = read_spec_lines(ctx, name, win[0], win[1], component)
+            source, samples = "log lines", read.spec_line_samples(lines, win)
         traffic = None
         if not samples and not baseline:
             traffic = read.engine_traffic(ctx, name, win, component)
