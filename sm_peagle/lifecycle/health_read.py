@@ -8,6 +8,7 @@ datapoints are stamped there, and a sandbox's clock may be days ahead of this ma
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -96,11 +97,12 @@ def peagle_alarm(aws: Any, endpoint: str) -> AlarmView | None:
 
 
 def period_window(aws: Any, seconds: float, period: int) -> tuple[float, float]:
-    """(start, end) in epoch seconds on AWS's clock: end is AWS's now, start `seconds`
-    before it, down to a period boundary (CloudWatch's periods start on one, so the
-    metric and log paths count the same periods)."""
+    """(start, end) in epoch seconds on AWS's clock: end is AWS's now, start the first
+    period boundary at most `seconds` before it, so the window is whole periods but the
+    last (in progress) and "1h" of 60 s periods is 60 of them; both paths count the same
+    periods from it (GetMetricData's from its StartTime)."""
     end = aws.synced_aws_now().timestamp()
-    start = (end - seconds) // period * period
+    start = math.ceil((end - seconds) / period) * period
     return float(start), end
 
 

@@ -59,10 +59,16 @@ class HealthOps(Session):
         from ..lifecycle.inventory import endpoint_status
 
         name = check_endpoint_name(name)
-        window_s = seconds(window, "window")
-        if not window_s:
+        # A number is checked here, so its error names the field as a string's does.
+        number = isinstance(window, int | float) and not isinstance(window, bool)
+        window_s = seconds(window, "window") if not number else float(window)
+        if not window_s or window_s <= 0:
             raise SpecError(
-                text("{window}: the window must be longer than 0", window=Param("window")),
+                text(
+                    "{window}: the window must be longer than 0, not {value}",
+                    window=Param("window"),
+                    value=window,
+                ),
                 remedy="e.g. 1h, 30m or 600",
                 field="window",
                 value=window,

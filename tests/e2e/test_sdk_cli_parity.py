@@ -240,6 +240,14 @@ CASES: dict[str, Case] = {
     "logs since": case(
         ["logs", NAME, "--since", "soon"], lambda _: sm_peagle.logs(NAME, since="soon"), "since"
     ),
+    "health window": case(
+        ["health", NAME, "--window", "soon"],
+        lambda _: sm_peagle.health(NAME, window="soon"),
+        "window",
+    ),
+    "health window 0": case(
+        ["health", NAME, "--window", "0"], lambda _: sm_peagle.health(NAME, window="0"), "window"
+    ),
     "delete empty name": case(["delete", "", "--yes"], lambda _: sm_peagle.delete(""), "name"),
     "gc min age": case(
         ["gc", "--min-age", "yesterday", "--yes"],
@@ -367,5 +375,6 @@ def test_every_command_that_takes_input_has_a_bad_input_case(tmp_path: Path) -> 
     takes_input = {
         "plan", "deploy", "update", "bench", "sweep", "race", "tune-k", "invoke", "chat",
         "status", "logs", "delete", "gc", "adopt", "export", "drafter", "report", "recommend",
+        "health",
     }  # fmt: skip
     assert takes_input <= commands, takes_input - commands
