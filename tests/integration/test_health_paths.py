@@ -60,34 +60,30 @@ def seed(harness: Any, lines: list[str], *, seconds_ago: float = 600.0, step: fl
     harness.seed_logs(NAME, lines, start_ms=start_ms, step_ms=int(step * 1000))
 
 
-def monitor(harness: Any, lines: list[str], *, seconds_ago: float = 600.0) -> None:
-    """peagle's alarm on the endpoint (PutMetricAlarm exactly as the plan sends it), and
-    the datapoints its three metric filters publish for each line: AcceptanceLength,
-    AcceptedTokens, DraftedTokens, at the line's time, dimension EndpointName (what
-    `planning.monitoring._metric_filters` asks AWS for; until the harness evaluates the
-    filters itself, the test publishes what they would)."""
-    import re
-    from datetime import UTC, datetime
+def monitor() -> None:
+    """peagle's monitoring on the endpoint: the plan's requests exactly as it sends them
+    (`plan.monitoring.requests()`; the log group's CreateLogGroup and retention only when
+    it does not exist yet). The harness then evaluates the metric filters on every line
+    ingested from here on, as AWS does."""
+    from botocore import xform_name
 
     plan = sm_peagle.plan("gpt-oss-20b", monitor=True)
     assert plan.monitoring is not None and plan.monitoring.k == K
-    cw = boto3.client("cloudwatch", region_name=REGION)
-    cw.put_metric_alarm(**plan.monitoring.alarm)
-    start = harness.clock.now() - seconds_ago
-    dims = [{"Name": "EndpointName", "Value": NAME}]
-    for i, text in enumerate(lines):
-        m = re.search(r"length: ([0-9.]+).*Accepted: (\d+) tokens, Drafted: (\d+)", text)
-        assert m, text
-        at = datetime.fromtimestamp(start + 10 * i, UTC)
-        cw.put_metric_data(
-            Namespace="Peagle/SpeculativeDecoding",
-            MetricData=[
-                {"MetricName": name, "Dimensions": dims, "Value": float(v), "Timestamp": at}
-                for name, v in zip(
-                    ("AcceptanceLength", "AcceptedTokens", "DraftedTokens"), m.groups(), strict=True
-                )
-            ],
-        )
+    logs = boto3.client("logs", region_name=REGION)
+    exists = bool(
+        logs.describe_log_groups(logGroupNamePrefix=plan.monitoring.log_group)["logGroups"]
+    )
+    for service, operation, request in plan.monitoring.requests():
+        if exists and operation in ("CreateLogGroup", "PutRetentionPolicy"):
+            continue
+        if operation == "PutDashboard":
+            request = plan.monitoring.dashboard_for("123456789012")
+        getattr(boto3.client(service, region_name=REGION), xform_name(operation))(**request)
+
+
+def unmonitor() -> None:
+    """Only the alarm goes: `health` then reads the same lines from the log group."""
+    boto3.client("cloudwatch", region_name=REGION).delete_alarms(AlarmNames=[ALARM])
 
 
 CASES = {
@@ -105,12 +101,13 @@ def test_the_metric_path_and_the_log_path_agree_on_the_same_lines(
     deployed: Any, sagemaker_harness: Any, verdict: str
 ) -> None:
     lines = CASES[verdict]
+    monitor()
     seed(sagemaker_harness, lines)
-    by_lines = sm_peagle.health(NAME)
-    assert by_lines.source == "log lines" and by_lines.alarm is None
-    monitor(sagemaker_harness, lines)
     by_metric = sm_peagle.health(NAME)
     assert by_metric.source == "metric" and by_metric.alarm["name"] == ALARM
+    unmonitor()
+    by_lines = sm_peagle.health(NAME)
+    assert by_lines.source == "log lines" and by_lines.alarm is None
     for r in (by_lines, by_metric):
         assert r.verdict == verdict, r.evidence
         assert r.k == K and r.threshold == 1.2 and r.samples == len(lines)
@@ -124,7 +121,8 @@ def test_the_metric_path_and_the_log_path_agree_on_the_same_lines(
 def test_the_metric_reads_are_per_alarm_period_over_the_window_on_awss_clock(
     deployed: Any, sagemaker_harness: Any
 ) -> None:
-    monitor(sagemaker_harness, CASES["paying"])
+    monitor()
+    seed(sagemaker_harness, CASES["paying"])
     deployed.requests.clear()
     report = sm_peagle.health(NAME, window="30m")
     [alarms] = deployed.sent("DescribeAlarms")
@@ -161,13 +159,15 @@ def test_idle_is_no_data_and_serving_without_lines_is_off(
     deployed: Any, sagemaker_harness: Any
 ) -> None:
     idle = sm_peagle.health(NAME)
-    assert idle.verdict == "no data" and idle.samples == 0
+    assert idle.verdict == "no data" and idle.samples == 0 and idle.source == "log lines"
+    monitor()
+    assert sm_peagle.health(NAME).verdict == "no data"  # monitored and idle: no datapoint
     seed(sagemaker_harness, [ENGINE_LINE, ENGINE_LINE])
+    # Serving (the engine's stats lines) without a SpecDecoding line: no datapoint either.
     serving = sm_peagle.health(NAME)
-    assert serving.verdict == "off"
+    assert serving.verdict == "off" and serving.source == "metric"
     assert any("generation throughput > 0" in e for e in serving.evidence), serving.evidence
-    # The same with monitoring on: no datapoint (no SpecDecoding line) but the engine served.
-    monitor(sagemaker_harness, [])
+    unmonitor()
     assert sm_peagle.health(NAME).verdict == "off"
 
 
@@ -183,7 +183,8 @@ def test_status_shows_the_alarm_state_and_the_last_hours_acceptance(
     code, out, _ = run(capsys, "status", NAME)
     assert code == 0 and "monitoring off (`peagle deploy MODEL --monitor`" in out, out
 
-    monitor(sagemaker_harness, CASES["paying"])
+    monitor()
+    seed(sagemaker_harness, CASES["paying"])
     state = boto3.client("cloudwatch", region_name=REGION).describe_alarms(AlarmNames=[ALARM])
     alarm_state = state["MetricAlarms"][0]["StateValue"]
     st = sm_peagle.status(NAME)
