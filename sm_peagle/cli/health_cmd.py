@@ -72,6 +72,8 @@ def speculation_row(st: Any) -> list[str] | None:
             "speculation",
             f"monitoring off (`{deploy}`, or monitoring.enabled in the spec and `{apply}`)",
         ]
+    if spec.get("unreadable"):
+        return ["speculation", f"unknown: {spec['unreadable']}"]
     length = spec.get("acceptance_length_1h")
     seen = (
         f"acceptance {length:.2f} over the last hour"

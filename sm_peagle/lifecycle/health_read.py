@@ -24,6 +24,7 @@ from ..planning.monitoring import (
 
 __all__ = [
     "AlarmView",
+    "AlarmsUnreadable",
     "Sample",
     "sagemaker_invocations",
     "engine_traffic",
@@ -58,6 +59,15 @@ class Sample:
     count: int = 1
 
 
+# A caller whose policy has no cloudwatch:DescribeAlarms (one written before monitoring
+# existed) still gets `status`, and `health` from the log lines.
+DENIED = frozenset(("AccessDenied", "AccessDeniedException", "UnauthorizedOperation"))
+
+
+class AlarmsUnreadable(Exception):
+    """DescribeAlarms was denied: whether peagle's alarm exists is unknown."""
+
+
 @dataclass(frozen=True)
 class AlarmView:
     """peagle's alarm on an endpoint, as DescribeAlarms gives it."""
@@ -78,7 +88,15 @@ def peagle_alarm(aws: Any, endpoint: str) -> AlarmView | None:
     dimension identify it (its peagle:managed tags would cost a ListTagsForResource more,
     and an alarm on exactly that metric is peagle's to read either way)."""
     name = alarm_name(endpoint)
-    found = aws.client("cloudwatch").describe_alarms(AlarmNames=[name], AlarmTypes=["MetricAlarm"])
+    try:
+        found = aws.client("cloudwatch").describe_alarms(
+            AlarmNames=[name], AlarmTypes=["MetricAlarm"]
+        )
+    except Exception as e:
+        code = getattr(e, "response", {}).get("Error", {}).get("Code", "")
+        if code in DENIED:
+            raise AlarmsUnreadable(f"cannot read CloudWatch alarms ({code})") from e
+        raise
     for a in found.get("MetricAlarms", []):
         dims = {d["Name"]: d["Value"] for d in a.get("Dimensions", [])}
         if (

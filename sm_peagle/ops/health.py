@@ -13,6 +13,7 @@ endpoint it reads the lines themselves. `peagle health` makes this call as it is
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..errors import Param, SpecError, text
@@ -86,7 +87,12 @@ class HealthOps(Session):
         baseline = mode == "baseline"
         k_schedule = bool((cfg or {}).get("num_speculative_tokens_per_batch_size"))
         # Monitoring watches an endpoint's own log group; a component has none of it.
-        alarm = read.peagle_alarm(ctx, name) if component is None else None
+        alarm, denied = None, None
+        if component is None:
+            try:
+                alarm = read.peagle_alarm(ctx, name)
+            except read.AlarmsUnreadable as e:  # the lines still tell
+                denied = str(e)
         period = alarm.period if alarm else DEFAULT_PERIOD
         win = read.period_window(ctx, window_s, period)
         if alarm is not None:
@@ -101,7 +107,7 @@ class HealthOps(Session):
             traffic = read.engine_traffic(ctx, name, win, component)
             if traffic is None and alarm is not None and st.get("variant"):
                 traffic = read.sagemaker_invocations(ctx, name, st["variant"], win)
-        return health_verdict(
+        report = health_verdict(
             endpoint=name if component is None else f"{name}/{component}",
             source=source,
             window=win,
@@ -115,16 +121,30 @@ class HealthOps(Session):
             threshold_source=f"alarm {alarm.name}" if alarm else None,
             alarm=alarm.to_dict() if alarm else None,
         )
+        if denied:
+            evidence = [*report.evidence, f"{denied}: judged from the log lines"]
+            report = dataclasses.replace(report, evidence=evidence)
+        return report
 
 
 def speculation_of(ctx: Any, name: str, doc: dict[str, Any]) -> dict[str, Any] | None:
     """`EndpointStatus.speculation`: None without peagle's alarm on the endpoint (one
     DescribeAlarms), else the alarm, its state and the last hour's acceptance (one
     GetMetricData): {"alarm", "alarm_state", "acceptance_length_1h",
-    "draft_acceptance_rate_1h"}."""
+    "draft_acceptance_rate_1h"}; when DescribeAlarms is denied, those None and
+    "unreadable" saying so."""
     from ..lifecycle import health_read as read
 
-    alarm = read.peagle_alarm(ctx, name)
+    try:
+        alarm = read.peagle_alarm(ctx, name)
+    except read.AlarmsUnreadable as e:  # not "monitoring off": unknown, and why
+        return {
+            "alarm": None,
+            "alarm_state": None,
+            "acceptance_length_1h": None,
+            "draft_acceptance_rate_1h": None,
+            "unreadable": str(e),
+        }
     if alarm is None:
         return None
     win = read.period_window(ctx, STATUS_WINDOW, alarm.period)

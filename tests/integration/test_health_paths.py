@@ -208,3 +208,42 @@ def test_a_bad_window_is_refused_before_any_request(deployed: Any, capsys: Any) 
     code, out, err = run(capsys, "health", NAME, "--window", "soon")
     assert code == 2 and out == "" and err.startswith("error: ") and "(fix: " in err
     assert deployed.requests == []
+
+
+def test_a_caller_denied_describe_alarms_still_gets_status_and_health_from_the_lines(
+    deployed: Any, sagemaker_harness: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """A deployer policy written before monitoring (no cloudwatch:DescribeAlarms): status
+    says the speculation is unknown and why, not "monitoring off"; health judges from the
+    log lines and says why."""
+    from botocore.exceptions import ClientError
+
+    from sm_peagle.aws import AwsContext
+
+    made = AwsContext.client
+
+    def client(self: AwsContext, service: str, *a: Any, **k: Any) -> Any:
+        c = made(self, service, *a, **k)
+        if service == "cloudwatch" and not getattr(c, "_denied", False):
+            c._denied = True
+
+            def deny(**_: Any) -> None:
+                error = {"Code": "AccessDenied", "Message": "not authorized"}
+                raise ClientError({"Error": error}, "DescribeAlarms")
+
+            c.meta.events.register("before-call.cloudwatch.DescribeAlarms", deny)
+        return c
+
+    monkeypatch.setattr(AwsContext, "client", client)
+    seed(sagemaker_harness, CASES["paying"])
+    st = sm_peagle.status(NAME)
+    assert st.status == "InService"
+    assert st.speculation is not None and st.speculation["alarm"] is None
+    assert st.speculation["unreadable"] == "cannot read CloudWatch alarms (AccessDenied)"
+    code, out, _ = run(capsys, "status", NAME)
+    assert code == 0 and "unknown: cannot read CloudWatch alarms (AccessDenied)" in out, out
+    report = sm_peagle.health(NAME)
+    assert report.verdict == "paying" and report.source == "log lines"
+    assert report.evidence[-1] == (
+        "cannot read CloudWatch alarms (AccessDenied): judged from the log lines"
+    )
