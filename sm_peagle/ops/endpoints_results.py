@@ -122,8 +122,9 @@ class EndpointStatus(DocumentResult):
         fix: The command that removes a broken endpoint, or None.
         speculation: peagle's speculation monitoring of a one-model endpoint (`alarm`,
             `alarm_state`, the last hour's `acceptance_length_1h` and
-            `draft_acceptance_rate_1h`, None for an hour without data), or None when
-            it has no peagle alarm (monitoring off).
+            `draft_acceptance_rate_1h`, None for an hour without data; `unreadable`
+            says why when CloudWatch denied DescribeAlarms), or None when it has no
+            peagle alarm (monitoring off).
     """
 
     endpoint: str
