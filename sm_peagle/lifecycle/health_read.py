@@ -198,22 +198,28 @@ def engine_traffic(
 ) -> str | None:
     """What shows the endpoint generated in the window, from the engine's own stats lines
     (generation throughput > 0), or None: told apart from an idle endpoint, a window
-    without SpecDecoding lines means speculation is not running."""
-    from .endpoint_logs import fetch_log_events
+    without SpecDecoding lines means speculation is not running. Only those lines are
+    fetched (a filter pattern), not the window's access log."""
+    from botocore.exceptions import ClientError
 
-    events = fetch_log_events(
-        aws,
-        endpoint,
-        since=0,
-        start_ms=int(window[0] * 1000),
-        until=window[1] + 1.0,
-        component=component,
-    )
-    busy = [
-        float(m.group(1))
-        for e in events
-        if (m := _GENERATION.search(e.get("message", ""))) and float(m.group(1)) > 0
-    ]
+    from .endpoint_logs import log_group
+
+    request = {
+        "logGroupName": log_group(endpoint, component),
+        "startTime": int(window[0] * 1000),
+        "endTime": int(window[1] * 1000) + 1000,
+        "filterPattern": '"Avg generation throughput"',
+    }
+    busy: list[float] = []
+    try:
+        for page in aws.client("logs").get_paginator("filter_log_events").paginate(**request):
+            for e in page.get("events", []):
+                m = _GENERATION.search(e.get("message", ""))
+                if m and float(m.group(1)) > 0:
+                    busy.append(float(m.group(1)))
+    except ClientError as e:
+        if e.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+            raise
     if not busy:
         return None
     return (
