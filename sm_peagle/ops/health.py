@@ -58,6 +58,7 @@ class HealthOps(Session):
         from ..lifecycle import health_read as read
         from ..lifecycle.component_targets import resolve_component
         from ..lifecycle.inventory import endpoint_status
+        from ..planning.components.hosting import component_short_name
 
         name = check_endpoint_name(name)
         # A number is checked here, so its error names the field as a string's does.
@@ -108,7 +109,9 @@ class HealthOps(Session):
             if traffic is None and alarm is not None and st.get("variant"):
                 traffic = read.sagemaker_invocations(ctx, name, st["variant"], win)
         report = health_verdict(
-            endpoint=name if component is None else f"{name}/{component}",
+            endpoint=name
+            if component is None
+            else f"{name}/{component_short_name(name, component)}",
             source=source,
             window=win,
             period_seconds=period,

@@ -36,7 +36,7 @@ class HealthReport(KeyAccess):
     --json` document (every field, always).
 
     Attributes:
-        endpoint: The endpoint's name.
+        endpoint: The endpoint's name (`ENDPOINT/COMPONENT`, the short name, with `component`).
         verdict: "paying", "degraded", "off" or "no data".
         source: Where the data came from: "metric" (peagle's CloudWatch metrics of the
             SpecDecoding lines) or "log lines" (the lines themselves).

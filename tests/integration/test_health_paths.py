@@ -26,8 +26,8 @@ K = 3
 ALARM = f"{NAME}-speculation"
 
 
-def spec_line(accepted: int, drafted: int) -> str:
-    drafts = drafted // K
+def spec_line(accepted: int, drafted: int, k: int = K) -> str:
+    drafts = drafted // k
     return (
         "(APIServer pid=1) INFO 11-29 21:00:00 [metrics.py:96] SpecDecoding metrics: "
         f"Mean acceptance length: {1 + accepted / drafts:.2f}, Accepted throughput: 1.00 "
@@ -247,3 +247,26 @@ def test_a_caller_denied_describe_alarms_still_gets_status_and_health_from_the_l
     assert report.evidence[-1] == (
         "cannot read CloudWatch alarms (AccessDenied): judged from the log lines"
     )
+
+
+def test_a_component_is_judged_from_its_own_log_group(world: Any, sagemaker_harness: Any) -> None:
+    sm_peagle.deploy(
+        "gpt-oss-20b",
+        instance_type="ml.g7e.12xlarge",
+        components=["p-eagle:k=7", "baseline"],
+        accelerators_per_copy=1,
+    )
+    with pytest.raises(SpecError) as e:
+        sm_peagle.health(NAME)  # which one? both faces name them
+    assert e.value.field == "component"
+    full = f"{NAME}-p-eagle"
+    start_ms = int((sagemaker_harness.clock.now() - 300) * 1000)
+    # K=7: L = 1 + 7 x 140/350 = 3.8; the default threshold for K=7 is 1.4.
+    line = spec_line(140, 350, k=7)
+    assert "Mean acceptance length: 3.80," in line
+    sagemaker_harness.seed_logs(NAME, [line], start_ms=start_ms, component=full)
+    r = sm_peagle.health(NAME, component="p-eagle")
+    assert (r.endpoint, r.verdict, r.source, r.k) == (f"{NAME}/p-eagle", "paying", "log lines", 7)
+    assert r.acceptance_length == pytest.approx(3.8) and r.threshold == 1.4
+    base = sm_peagle.health(NAME, component="baseline")
+    assert base.verdict == "off" and base.k is None
