@@ -110,6 +110,7 @@ class EndpointOps(Session):
         force: bool = False,
         dry_run: bool = False,
         confirm: Confirm | None = None,
+        keep_logs: bool = False,
     ) -> DeleteResult:
         """Delete the endpoint (its inference components first), then the config and
         models only it uses. Idempotent: `note` says "already gone". A config or model
@@ -126,6 +127,8 @@ class EndpointOps(Session):
                 order. Nothing is deleted and nothing is asked.
             confirm: asked first with the question (naming, with `force`, the foreign
                 components that would go); it raises to stop, returns to proceed.
+            keep_logs: keep the log group peagle created for monitoring (its alarm,
+                dashboard, filters and transformer go all the same).
 
         Returns:
             What was deleted (`deleted`), kept (`kept_models`, `kept_shared`), or why
@@ -139,7 +142,7 @@ class EndpointOps(Session):
         name = _name(name)
         lc = self._lifecycle(self._connect())
         if dry_run:
-            plan = lc.deletion(name, keep_model=keep_model, force=force)
+            plan = lc.deletion(name, keep_model=keep_model, force=force, keep_logs=keep_logs)
             if plan is None:
                 return DeleteResult.from_dict(
                     {"endpoint": name, "deleted": [], "note": "already gone"}
@@ -158,7 +161,9 @@ class EndpointOps(Session):
                         "scaling targets, policies and alarms go too; their models are kept)?"
                     )
             confirm(question)
-        return DeleteResult.from_dict(lc.delete(name, keep_model=keep_model, force=force))
+        return DeleteResult.from_dict(
+            lc.delete(name, keep_model=keep_model, force=force, keep_logs=keep_logs)
+        )
 
     def gc(
         self,
