@@ -55,6 +55,7 @@ from peagle_sandbox.testing.moto_components import component_patches
 from peagle_sandbox.testing.moto_config_patches import config_patches, valid_instance_types
 from peagle_sandbox.testing.moto_endpoint_patches import endpoint_patches
 from peagle_sandbox.testing.moto_model_patches import model_patches
+from peagle_sandbox.testing.moto_monitoring import monitoring_patches
 from peagle_sandbox.testing.moto_shape_patches import shape_patches
 from peagle_sandbox.testing.moto_timelines import (
     DEFAULT_FAILURE_REASON,
@@ -298,6 +299,7 @@ def _patches() -> list[tuple[type, str, Any]]:
         + endpoint_patches(_harness)
         + component_patches(_harness)
         + shape_patches()
+        + monitoring_patches()
         + request_log_patches(lambda: _harness().requests)
         + clock_patches(lambda: _harness().clock.naive_utcnow())
     )
