@@ -25,14 +25,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Param, SpecError, text
-from ..planning.monitoring import (
-    FILTER_NAMES,
-    GROK_MATCH,
-    THRESHOLD_TAG,
-    MonitoringPlan,
-    alarm_name,
-    dashboard_name,
-    endpoint_log_group,
+from ..planning.monitoring import THRESHOLD_TAG, MonitoringPlan, dashboard_name, endpoint_log_group
+from .monitoring_read import (
+    KEEP_LOGS,
+    MONITORING_KINDS,
+    PEAGLE_FILTERS,
+    LiveMonitoring,
+    find_log_group,
+    find_orphans,
+    group_arn,
+    group_tags,
+    is_gone,
+    is_peagles_transformer,
+    owned_by,
+    peagle_alarm,
+    peagle_dashboard,
+    read_monitoring,
+    transformer_of,
 )
 
 __all__ = [
@@ -43,6 +52,7 @@ __all__ = [
     "MonitoringRemoval",
     "check_monitoring",
     "ensure_monitoring",
+    "find_orphans",
     "monitoring_changes",
     "plan_removal",
     "read_monitoring",
@@ -54,205 +64,9 @@ __all__ = [
 
 Say = Callable[[str], None]
 
-KEEP_LOGS = "peagle:keep-logs"
-# The kinds a deploy records in `created` for its rollback (the name of a metric filter is
-# "<log group>:<filter>": neither a log group name nor a filter name may hold a colon).
-MONITORING_KINDS = ("log_group", "transformer", "metric_filter", "alarm", "dashboard")
-_PEAGLE_FILTERS = frozenset(FILTER_NAMES.values())
-
 
 def _quiet(_: str) -> None:
     pass
-
-
-def _code(e: Exception) -> str:
-    return str(getattr(e, "response", {}).get("Error", {}).get("Code", ""))
-
-
-def _gone(e: Exception) -> bool:
-    """A CloudWatch Logs or CloudWatch error that says the resource does not exist."""
-    return _code(e) in ("ResourceNotFoundException", "ResourceNotFound", "ResourceNotFoundFault")
-
-
-def _tags(items: Any) -> dict[str, str]:
-    if isinstance(items, dict):
-        return {str(k): str(v) for k, v in items.items()}
-    return {t["Key"]: t["Value"] for t in items or []}
-
-
-def owned_by(tags: dict[str, str], endpoint: str) -> bool:
-    """peagle made it for `endpoint`: `peagle:managed=true` and `peagle:deployment`."""
-    return tags.get("peagle:managed") == "true" and tags.get("peagle:deployment") == endpoint
-
-
-# -- reading ----------------------------------------------------------------------------
-
-
-def find_log_group(logs: Any, group: str) -> dict[str, Any] | None:
-    """DescribeLogGroups with the exact name as the prefix, then the exact match (a prefix
-    also answers `<group>-2`); None when there is no such group."""
-    for page in logs.get_paginator("describe_log_groups").paginate(logGroupNamePrefix=group):
-        for g in page.get("logGroups", []):
-            if g["logGroupName"] == group:
-                return dict(g)
-    return None
-
-
-def _group_arn(g: dict[str, Any]) -> str:
-    # `logGroupArn` has no ":*" suffix, which ListTagsForResource wants; older answers
-    # only have `arn` (with it).
-    return str(g.get("logGroupArn") or g["arn"].removesuffix(":*"))
-
-
-def group_tags(logs: Any, g: dict[str, Any]) -> dict[str, str]:
-    try:
-        return _tags(logs.list_tags_for_resource(resourceArn=_group_arn(g)).get("tags", {}))
-    except Exception as e:
-        if _gone(e):
-            return {}
-        raise
-
-
-def transformer_of(logs: Any, group: str) -> list[dict[str, Any]] | None:
-    """The group's transformer configuration, None when it has none."""
-    try:
-        config = logs.get_transformer(logGroupIdentifier=group).get("transformerConfig")
-    except Exception as e:
-        if _gone(e):
-            return None
-        raise
-    return list(config) if config else None
-
-
-def is_peagles_transformer(config: list[dict[str, Any]] | None) -> bool:
-    return bool(config) and (config[0].get("grok") or {}).get("match") == GROK_MATCH  # type: ignore[index]
-
-
-def peagle_filters(logs: Any, group: str) -> list[str]:
-    """The names of peagle's metric filters on `group` (none when it does not exist)."""
-    try:
-        found = logs.describe_metric_filters(logGroupName=group, filterNamePrefix="peagle-")
-    except Exception as e:
-        if _gone(e):
-            return []
-        raise
-    return sorted(
-        f["filterName"]
-        for f in found.get("metricFilters", [])
-        if f["filterName"] in _PEAGLE_FILTERS
-    )
-
-
-def _alarm(cw: Any, endpoint: str) -> tuple[dict[str, Any], dict[str, str]] | None:
-    """peagle's alarm on `endpoint` and its tags, None when there is none (or it is not
-    peagle's)."""
-    found = cw.describe_alarms(AlarmNames=[alarm_name(endpoint)], AlarmTypes=["MetricAlarm"])
-    for a in found.get("MetricAlarms", []):
-        tags = _tags(cw.list_tags_for_resource(ResourceARN=a["AlarmArn"]).get("Tags", []))
-        if owned_by(tags, endpoint):
-            return a, tags
-    return None
-
-
-def _dashboard(cw: Any, endpoint: str) -> dict[str, Any] | None:
-    """peagle's dashboard on `endpoint` (GetDashboard's answer), None when there is none."""
-    try:
-        d = cw.get_dashboard(DashboardName=dashboard_name(endpoint))
-    except Exception as e:
-        if _gone(e):
-            return None
-        raise
-    tags = _tags(cw.list_tags_for_resource(ResourceARN=d["DashboardArn"]).get("Tags", []))
-    return dict(d) if owned_by(tags, endpoint) else None
-
-
-@dataclass(frozen=True)
-class LiveMonitoring:
-    """What is live of an endpoint's monitoring (`read_monitoring`).
-
-    Attributes:
-        endpoint: the endpoint watched.
-        log_group: its log group's name.
-        alarm: peagle's alarm as DescribeAlarms answers it, None if there is none.
-        alarm_tags: the alarm's tags.
-        dashboard_body: peagle's dashboard's body, None if there is none.
-        filters: the names of peagle's metric filters on the group.
-        transformer: peagle's transformer is on the group.
-        log_group_exists: the group exists.
-        log_group_owned: peagle created it (its tags say so).
-        retention_days: the group's retention (None: never expires, or no group).
-        keep_logs: an owned group is tagged `peagle:keep-logs=true`.
-    """
-
-    endpoint: str
-    log_group: str
-    alarm: dict[str, Any] | None
-    alarm_tags: dict[str, str]
-    dashboard_body: str | None
-    filters: list[str]
-    transformer: bool
-    log_group_exists: bool
-    log_group_owned: bool
-    retention_days: int | None
-    keep_logs: bool
-
-    @property
-    def account(self) -> str | None:
-        """The account, from the alarm's ARN (arn:aws:cloudwatch:REGION:ACCOUNT:alarm:…)."""
-        return self.alarm["AlarmArn"].split(":")[4] if self.alarm else None
-
-    @property
-    def threshold_default(self) -> bool:
-        """The alarm's threshold came from K (the alarm's `peagle:threshold` tag)."""
-        return self.alarm_tags.get(THRESHOLD_TAG, "default") == "default"
-
-    def as_spec(self) -> Any:
-        """The MonitoringSpec that plans to what is live (for `adopt` and for an update of
-        K, which keeps monitoring); the threshold is left to the default when it came
-        from K. The retention and keep_logs only of a group peagle owns."""
-        from ..planning.spec.model import MonitoringSpec
-
-        a = self.alarm or {}
-        data: dict[str, Any] = {"enabled": True}
-        if a:
-            if not self.threshold_default:
-                data["threshold"] = a["Threshold"]
-            data["period_seconds"] = a["Period"]
-            data["evaluation_periods"] = a["EvaluationPeriods"]
-            data["datapoints_to_alarm"] = a.get("DatapointsToAlarm", a["EvaluationPeriods"])
-            data["alarm_actions"] = list(a.get("AlarmActions") or [])
-        if self.log_group_owned and self.retention_days:
-            data["log_retention_days"] = self.retention_days
-        data["keep_logs"] = self.keep_logs
-        return MonitoringSpec.model_validate(data)
-
-
-def read_monitoring(aws: Any, endpoint: str) -> LiveMonitoring | None:
-    """What is live of peagle's monitoring of `endpoint`; None when there is neither
-    peagle's alarm nor any of its metric filters (the endpoint is not monitored)."""
-    logs, cw = aws.client("logs"), aws.client("cloudwatch")
-    group = endpoint_log_group(endpoint)
-    found = _alarm(cw, endpoint)
-    filters = peagle_filters(logs, group)
-    if found is None and not filters:
-        return None
-    g = find_log_group(logs, group)
-    tags = group_tags(logs, g) if g else {}
-    owned = g is not None and owned_by(tags, endpoint)
-    d = _dashboard(cw, endpoint)
-    return LiveMonitoring(
-        endpoint=endpoint,
-        log_group=group,
-        alarm=found[0] if found else None,
-        alarm_tags=found[1] if found else {},
-        dashboard_body=d.get("DashboardBody") if d else None,
-        filters=filters,
-        transformer=g is not None and is_peagles_transformer(transformer_of(logs, group)),
-        log_group_exists=g is not None,
-        log_group_owned=owned,
-        retention_days=g.get("retentionInDays") if g else None,
-        keep_logs=owned and tags.get(KEEP_LOGS) == "true",
-    )
 
 
 # -- making -----------------------------------------------------------------------------
@@ -411,7 +225,7 @@ def monitoring_changes(
             )
         if live.keep_logs != mp.keep_logs:
             out.append(("monitoring.keep_logs", live.keep_logs, mp.keep_logs))
-    missing = sorted(_PEAGLE_FILTERS - set(live.filters))
+    missing = sorted(PEAGLE_FILTERS - set(live.filters))
     if missing or not live.transformer:
         out.append(("monitoring.log_processing", "incomplete", "transformer and 3 metric filters"))
     account = live.account or ""
@@ -453,7 +267,7 @@ def sync_monitoring(
             say(f"set retention of {group} to {mp.retention['retentionInDays']} days")
             done.append(group)
         if live.keep_logs != mp.keep_logs:
-            arn = _group_arn(find_log_group(logs, group) or {"arn": ""})
+            arn = group_arn(find_log_group(logs, group) or {"arn": ""})
             if mp.keep_logs:
                 logs.tag_resource(resourceArn=arn, tags={KEEP_LOGS: "true"})
             else:
@@ -608,16 +422,16 @@ def remove_one(aws: Any, kind: str, name: str, endpoint: str) -> bool:
     logs, cw = aws.client("logs"), aws.client("cloudwatch")
     try:
         if kind == "alarm":
-            if _alarm(cw, endpoint) is None:
+            if peagle_alarm(cw, endpoint) is None:
                 return False
             cw.delete_alarms(AlarmNames=[name])
         elif kind == "dashboard":
-            if _dashboard(cw, endpoint) is None:
+            if peagle_dashboard(cw, endpoint) is None:
                 return False
             cw.delete_dashboards(DashboardNames=[name])
         elif kind == "metric_filter":
             group, filter_name = name.rsplit(":", 1)
-            if filter_name not in _PEAGLE_FILTERS:
+            if filter_name not in PEAGLE_FILTERS:
                 return False
             logs.delete_metric_filter(logGroupName=group, filterName=filter_name)
         elif kind == "transformer":
@@ -632,7 +446,7 @@ def remove_one(aws: Any, kind: str, name: str, endpoint: str) -> bool:
         else:
             raise ValueError(f"not a monitoring kind: {kind}")
     except Exception as e:
-        if _gone(e):
+        if is_gone(e):
             return False
         raise
     return True

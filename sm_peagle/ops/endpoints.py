@@ -220,7 +220,7 @@ class EndpointOps(Session):
             )
         lc = self._lifecycle(self._connect())
         found = find_garbage(
-            lc.sm, min_age_seconds=min_age_seconds, operation=operation, force=force
+            lc.sm, min_age_seconds=min_age_seconds, operation=operation, force=force, aws=lc.aws
         )
         result = GcResult(
             inference_components=found.inference_components,
@@ -231,6 +231,7 @@ class EndpointOps(Session):
             dry_run=dry_run,
             endpoints=found.endpoints,
             running=found.running,
+            monitoring=[name for _, name, _ in found.monitoring],
             settling={
                 ep: {"status": status, "operation": op}
                 for ep, (status, op) in found.settling.items()
@@ -271,6 +272,12 @@ class EndpointOps(Session):
         ):
             for n in names:
                 if n not in done and lc.delete_and_confirm(kind, n):
+                    result.deleted.append(n)
+        if found.monitoring:  # after the endpoints: theirs, by the same ownership rules
+            from ..lifecycle.monitoring import remove_one
+
+            for kind, n, ep in found.monitoring:
+                if remove_one(lc.aws, kind, n, ep):
                     result.deleted.append(n)
         return result
 

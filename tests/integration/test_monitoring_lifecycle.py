@@ -292,3 +292,41 @@ def test_delete_keep_logs_keeps_peagles_log_group_only(mon, capsys):
     assert code == 0, err
     assert left_monitoring() == {"log_groups": [GROUP]}
     assert _group_state()["retention"] == 30
+
+
+def test_gc_collects_orphaned_monitoring_and_leaves_foreign_resources(mon, capsys):
+    from tests.integration.lifecycle_env import run
+
+    sm_peagle.deploy("gpt-oss-20b", monitor=True, role=mon.role_arn, region=REGION)
+    logs, cw = clients()
+    # Someone else's, of the same shapes and names: no peagle tags.
+    cw.put_metric_alarm(
+        AlarmName="theirs-speculation",
+        Namespace="Peagle/SpeculativeDecoding",
+        MetricName="AcceptanceLength",
+        Dimensions=[{"Name": "EndpointName", "Value": "theirs"}],
+        Statistic="Average",
+        Period=60,
+        EvaluationPeriods=1,
+        Threshold=1.5,
+        ComparisonOperator="LessThanThreshold",
+    )
+    cw.put_dashboard(DashboardName="theirs-speculation", DashboardBody='{"widgets": []}')
+    logs.create_log_group(logGroupName="/aws/sagemaker/Endpoints/theirs")
+    # The endpoint goes by hand: its monitoring is orphaned.
+    boto3.client("sagemaker", region_name=REGION).delete_endpoint(EndpointName=NAME)
+
+    code, out, err = run(capsys, "gc", "--dry-run", "--min-age", "0", "--json")
+    assert code == 0, err
+    found = json.loads(out)["monitoring"]
+    # The alarm, the dashboard (the alarm's name), the filters, the transformer (named by
+    # its group) and the group: each once.
+    assert sorted(found) == sorted([ALARM, ALARM, *(f"{GROUP}:{f}" for f in FILTERS), GROUP, GROUP])
+    assert "theirs-speculation" not in found
+    code, out, err = run(capsys, "gc", "--yes", "--min-age", "0", "--json")
+    assert code == 0, err
+    assert left_monitoring() == {
+        "log_groups": ["/aws/sagemaker/Endpoints/theirs"],
+        "alarms": ["theirs-speculation"],
+        "dashboards": ["theirs-speculation"],
+    }
