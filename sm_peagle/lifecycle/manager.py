@@ -94,18 +94,7 @@ class Lifecycle:
 
             return apply_components(self, plan, wait, timeout, keep_on_failure, preflight, on_poll)
         plan.raise_for_failures()
-        if preflight:
-            from .preflight import run_preflight
-
-            for c in run_preflight(plan, self.aws):
-                if c.status == "warn":
-                    self.say("warning: " + c.line(with_fix=False))
-        group_exists = False
-        if plan.monitoring is not None:
-            from .monitoring import check_monitoring
-
-            # Before anything is created: a foreign transformer on the group refuses it.
-            group_exists = check_monitoring(self.aws, plan.monitoring)
+        group_exists = self._preflight(plan, preflight)
         limit = timeout or default_timeout(plan.create_endpoint_config)
         op = Operation.start(limit, self.aws.synced_aws_now())
         model_reqs, config_req, endpoint_req = tagged_requests(plan)
@@ -167,6 +156,22 @@ class Lifecycle:
             raise err from None
         finally:
             op.end()
+
+    def _preflight(self, plan: Plan, preflight: bool) -> bool:
+        """The preflight checks (`preflight`), then monitoring's, which always runs: it
+        says whether the log group exists (peagle then neither creates nor owns it), and a
+        foreign transformer on it refuses the deploy before anything is created."""
+        if preflight:
+            from .preflight import run_preflight
+
+            for c in run_preflight(plan, self.aws):
+                if c.status == "warn":
+                    self.say("warning: " + c.line(with_fix=False))
+        if plan.monitoring is None:
+            return False
+        from .monitoring import check_monitoring
+
+        return check_monitoring(self.aws, plan.monitoring)
 
     def _create(
         self,
