@@ -330,3 +330,28 @@ def test_gc_collects_orphaned_monitoring_and_leaves_foreign_resources(mon, capsy
         "alarms": ["theirs-speculation"],
         "dashboards": ["theirs-speculation"],
     }
+
+
+def test_plan_text_lists_the_requests_deploy_sends_in_its_order(mon, capsys):
+    """The README promises `peagle plan` shows the requests deploy sends: with monitoring,
+    the headings are the operations deploy then sends, in the same order."""
+    from tests.integration.lifecycle_env import run
+
+    code, out, err = run(capsys, "plan", "gpt-oss-20b", "--monitor", "--role", mon.role_arn)
+    assert code == 0, err
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("Requests deploy sends"))
+    known = (*MONITORING_OPS, *SAGEMAKER_CREATES)
+    headings = [
+        ln.split()[0]
+        for ln in lines[start + 1 :]
+        if ln and not ln[0].isspace() and ln.split()[0] in known
+    ]
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--monitor", "--yes")
+    assert code == 0, err
+    sent = [op for op in ops(mon) if op in known]
+    assert headings == sent
+    assert headings.index("PutDashboard") < headings.index("CreateEndpoint")
+
+
+SAGEMAKER_CREATES = ("CreateModel", "CreateEndpointConfig", "CreateEndpoint")
