@@ -203,9 +203,13 @@ class Endpoint:
 
         return wait_for_endpoint(self.aws.client("sagemaker"), self.name, timeout=timeout, **kw)
 
-    def delete(self, *, keep_model: bool = False, force: bool = False) -> DeleteResult:
+    def delete(
+        self, *, keep_model: bool = False, force: bool = False, keep_logs: bool = False
+    ) -> DeleteResult:
         """`client.delete(name)` for this endpoint."""
-        return self.client.delete(self.name, keep_model=keep_model, force=force)
+        return self.client.delete(
+            self.name, keep_model=keep_model, force=force, keep_logs=keep_logs
+        )
 
     def spec(self) -> DeploymentSpec:
         """The DeploymentSpec this endpoint was deployed from, read back from its tags (NotFound

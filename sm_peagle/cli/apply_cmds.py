@@ -9,7 +9,7 @@ import typer
 from .lifecycle_cmds import YesOpt, asker, report_failure
 from .options import StrictOpt, TimeoutOpt, dry_run_option, file_option
 from .output import current, note
-from .spec_options import JsonOpt, RegionOpt
+from .spec_options import JsonOpt, MonitorOpt, RegionOpt
 
 SpecArg = file_option(required=True)
 ApplyDryRunOpt = dry_run_option("Show what would change.")
@@ -46,12 +46,14 @@ def diff_command(
         ),
     ] = False,
     region: RegionOpt = None,
+    monitor: MonitorOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Show how the live endpoint differs from the spec file. Changes nothing."""
     from .context import client
 
-    ap = client().diff(spec_file, region=region)  # --region: the spec's region, as deploy's
+    # --region: the spec's region, as deploy's; --monitor/--no-monitor over the spec's
+    ap = client().diff(spec_file, region=region, monitor=monitor)
     current().result(ap, render=_render)
     if detailed_exitcode and ap.action != "noop":
         raise typer.Exit(CHANGES_PENDING)
@@ -64,6 +66,7 @@ def apply_command(
     strict: StrictOpt = False,
     yes: YesOpt = False,
     region: RegionOpt = None,
+    monitor: MonitorOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Create the endpoint, update it in place, or do nothing: whatever makes it match."""
@@ -76,6 +79,7 @@ def apply_command(
             result = client(on_poll=on_poll).apply(
                 spec_file,
                 region=region,  # the spec's region, as deploy's --region
+                monitor=monitor,  # over the spec's `monitoring:` (--no-monitor: remove it)
                 dry_run=dry_run,
                 timeout=timeout,
                 confirm=asker(yes),

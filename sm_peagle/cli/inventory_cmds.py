@@ -249,6 +249,14 @@ def delete_command(
     name: NameArg,
     keep_model: Annotated[bool, typer.Option("--keep-model", help="Keep the model(s).")] = False,
     force: DeleteForceOpt = False,
+    keep_logs: Annotated[
+        bool,
+        typer.Option(
+            "--keep-logs",
+            help="Keep the log group peagle created for --monitor (the alarm, dashboard, "
+            "filters and transformer go).",
+        ),
+    ] = False,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     region: RegionOpt = None,
@@ -265,6 +273,7 @@ def delete_command(
         name,
         keep_model=keep_model,
         force=force,
+        keep_logs=keep_logs,
         dry_run=dry_run,
         confirm=None if dry_run else asker(yes),
     )

@@ -74,8 +74,9 @@ def _camel(operation: str) -> str:
 
 def _requests(p: Any) -> list[tuple[str, dict[str, Any]]]:
     """(heading, request) in the order `deploy` sends them (lifecycle/manager.py and
-    planning/spec/tags.deploy_requests): the models, the config, the endpoint, then the
-    inference components and the autoscaling registered once it is in service."""
+    planning/spec/tags.deploy_requests): the models, the config, the monitoring (before
+    the endpoint, so SageMaker never writes to its log group first), the endpoint, then
+    the inference components and the autoscaling registered once it is in service."""
     out: list[tuple[str, dict[str, Any]]] = []
     if p.inference_components:
         out += [("CreateModel", m) for m in p.component_models]
@@ -83,6 +84,8 @@ def _requests(p: Any) -> list[tuple[str, dict[str, Any]]]:
         out.append(("CreateModel", p.create_model))
         out += [("CreateModel  (capacity fallback pool)", m) for m in p.pool_models]
     out.append(("CreateEndpointConfig", p.create_endpoint_config))
+    if p.monitoring is not None:
+        out += _monitoring(p.monitoring)
     out.append(("CreateEndpoint", p.create_endpoint))
     for ic in p.inference_components:
         name = ic.get("InferenceComponentName", "")
@@ -91,6 +94,22 @@ def _requests(p: Any) -> list[tuple[str, dict[str, Any]]]:
     for operation, request in p.autoscaling:
         out.append((f"{_camel(operation)}  (application-autoscaling, once InService)", request))
     return out
+
+
+# What each monitoring request's heading says beyond the operation: its service, and when
+# deploy sends it (lifecycle/monitoring.py).
+_MONITORING_NOTES = {
+    "CreateLogGroup": "logs; only if the group does not exist: peagle then owns it",
+    "PutRetentionPolicy": "logs; only on a group peagle creates",
+    "PutTransformer": "logs",
+    "PutMetricFilter": "logs",
+    "PutMetricAlarm": "cloudwatch",
+    "PutDashboard": "cloudwatch; deploy puts the caller's account in the alarm widget",
+}
+
+
+def _monitoring(m: Any) -> list[tuple[str, dict[str, Any]]]:
+    return [(f"{op}  ({_MONITORING_NOTES[op]})", req) for _, op, req in m.requests()]
 
 
 def _component_origin(p: Any, component: str) -> str:

@@ -29,7 +29,43 @@ DEPLOYER_STAR_SIDS = {
     "list": "SageMakerListStarBecauseListActionsHaveNoResourceTypes",
     "quotas": "QuotaReadStarBecauseListServiceQuotasHasNoResourceTypes",
     "scaling": "ScalingReadStarBecauseDescribeScalableTargetsHasNoResourceTypes",
+    # CloudWatch API reference, GetMetricData: no resource type in the Service
+    # Authorization Reference; `peagle health` and `status` read the acceptance with it.
+    "metrics": "MetricReadStarBecauseGetMetricDataHasNoResourceTypes",
 }
+# With monitoring: what deploy, update and delete send to CloudWatch Logs for the endpoint's
+# log group (lifecycle/monitoring.py), and logs:TagResource, which CreateLogGroup with
+# `tags` needs as well (ASSUMED from the CreateLogGroup reference: tagging at creation is
+# authorized as TagResource; not exercised by a request of its own).
+_LOG_GROUP_ACTIONS = [
+    "logs:CreateLogGroup",
+    "logs:DeleteLogGroup",
+    "logs:DeleteMetricFilter",
+    "logs:DeleteTransformer",
+    "logs:DescribeMetricFilters",
+    "logs:GetTransformer",
+    "logs:ListTagsForResource",
+    "logs:PutMetricFilter",
+    "logs:PutRetentionPolicy",
+    "logs:PutTransformer",
+    "logs:TagResource",
+    "logs:UntagResource",
+]
+_ALARM_ACTIONS = [
+    "cloudwatch:DeleteAlarms",
+    "cloudwatch:DescribeAlarmHistory",
+    "cloudwatch:DescribeAlarms",
+    "cloudwatch:ListTagsForResource",
+    "cloudwatch:PutMetricAlarm",
+    "cloudwatch:TagResource",
+]
+_DASHBOARD_ACTIONS = [
+    "cloudwatch:DeleteDashboards",
+    "cloudwatch:GetDashboard",
+    "cloudwatch:ListTagsForResource",
+    "cloudwatch:PutDashboard",
+    "cloudwatch:TagResource",
+]
 _WRITES = [
     "sagemaker:AddTags",
     "sagemaker:CreateEndpoint",
@@ -131,5 +167,46 @@ def deployer_policy(plan: Any, *, account: str | None = None) -> PolicyResult:
             "a KmsKeyId is set: CreateEndpointConfig also needs kms:CreateGrant on that key "
             "for the caller, which this policy does not grant"
         )
+    if plan.monitoring is not None:
+        statements += _monitoring_statements(plan, part, acct)
     policy = {"Version": "2012-10-17", "Statement": statements}
     return PolicyResult(policy=policy, trust_policy={}, account=acct, warnings=warnings)
+
+
+def _monitoring_statements(plan: Any, part: str, acct: str) -> list[dict[str, Any]]:
+    """The monitoring's log group, alarm and dashboard (`--monitor`), each on its own ARN;
+    `sts:GetCallerIdentity` (the account in the dashboard) needs no permission (STS API
+    reference: "No permissions are required to perform this operation")."""
+    region, endpoint = plan.region, plan.names["endpoint"]
+    group = f"arn:{part}:logs:{region}:{acct}:log-group:{plan.monitoring.log_group}"
+    alarm = plan.monitoring.alarm["AlarmName"]
+    dashboard = plan.monitoring.dashboard["DashboardName"]
+    return (
+        [
+            # Some CloudWatch Logs actions name the group's ARN with ":*", some without.
+            statement(
+                "MonitoringLogGroupOfThisEndpoint", _LOG_GROUP_ACTIONS, [group, f"{group}:*"]
+            ),
+            statement(
+                # DescribeLogGroups is authorized on the account's groups, not one group's ARN:
+                # it lists them by a name prefix (Service Authorization Reference, CloudWatch Logs).
+                "DescribeLogGroupsOnAllGroupsBecauseItListsByPrefix",
+                ["logs:DescribeLogGroups"],
+                [f"arn:{part}:logs:{region}:{acct}:log-group:*"],
+            ),
+            statement(
+                "MonitoringAlarmOfThisEndpoint",
+                _ALARM_ACTIONS,
+                [f"arn:{part}:cloudwatch:{region}:{acct}:alarm:{alarm}"],
+            ),
+            statement(
+                # Dashboard ARNs carry no region (CloudWatch dashboards are global).
+                "MonitoringDashboardOfThisEndpoint",
+                _DASHBOARD_ACTIONS,
+                [f"arn:{part}:cloudwatch::{acct}:dashboard/{dashboard}"],
+            ),
+            statement(DEPLOYER_STAR_SIDS["metrics"], ["cloudwatch:GetMetricData"], "*"),
+        ]
+        if endpoint
+        else []
+    )

@@ -220,6 +220,7 @@ def adopt(
             )
         say(f"an earlier adopt of {name} stopped partway; finishing it")
     adoption = reconstruct(d, model=model, jumpstart_spec=_jumpstart_spec(d, model))
+    adoption = _with_monitoring(aws, adoption, name, say)
     checks = _merged(adoption.notes, adoption.plan.checks) + _head_checks(aws, adoption)
     if dry_run:
         return AdoptResult(
@@ -235,6 +236,27 @@ def adopt(
     if before_tagging is not None:
         before_tagging(result)
     return replace(result, tagged=_tag(aws.client("sagemaker"), result, say))  # frozen
+
+
+def _with_monitoring(
+    aws: Any, adoption: Adoption, name: str, say: Callable[[str], None]
+) -> Adoption:
+    """The spec's `monitoring` read back from a live alarm of peagle's on the endpoint
+    (its threshold, periods, datapoints and actions; the retention only of a log group
+    peagle owns), else none. Adopt changes nothing of it: it never takes the log group."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from .monitoring import read_monitoring
+
+    try:
+        live = read_monitoring(aws, name)
+    except (ClientError, BotoCoreError) as e:
+        say(f"warning: monitoring of {name} not read: {e}")
+        return adoption
+    if live is None or live.alarm is None:
+        return adoption
+    spec = adoption.spec.model_copy(update={"monitoring": live.as_spec()})
+    return replace(adoption, spec=spec)
 
 
 def _differences_refusal(name: str, diffs: list[Difference]) -> SpecError:

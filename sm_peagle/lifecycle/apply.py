@@ -7,6 +7,12 @@ from CI on any machine compares what is live with what is in git:
   in: `k: 3` where the deployed spec leaves K to its default 3) -> nothing to do;
 - otherwise -> show the spec and request diff, then update in place (new model + config,
   UpdateEndpoint; the old ones are removed only after success).
+
+Monitoring (`monitoring:`) is outside the spec hash and tags: its live alarm, dashboard,
+filters and log group are its record (`lifecycle.monitoring.read_monitoring`). A spec
+whose only change is monitoring is an update that sends nothing to SageMaker
+(`ApplyPlan.monitoring_only`): only the CloudWatch Logs and CloudWatch requests that
+differ. A spec without a `monitoring` section leaves the live monitoring as it is.
 """
 
 from __future__ import annotations
@@ -41,6 +47,10 @@ class ApplyPlan:
     # The live endpoint when it carries this deployment's tags under another name (a
     # CloudFormation stack that named it itself); None when it has the plan's name.
     live_name: str | None = None
+    # The monitoring the endpoint should have (None: none), and True when monitoring is
+    # all that changes: apply then sends nothing to SageMaker.
+    monitoring: Any = field(default=None, repr=False)
+    monitoring_only: bool = False
 
     @property
     def endpoint(self) -> str:
@@ -82,6 +92,7 @@ def request_view(p: Plan) -> dict[str, Any]:
 def compare(new: Plan, aws: Any) -> ApplyPlan:
     """What `apply` would do for `new`, read from the live endpoint (describe + tags)."""
     from ..errors import NotFound
+    from .monitoring import monitoring_changes, read_monitoring, wanted_monitoring
     from .resolve import plan
     from .spec_tags import deployed_spec, tag_dict
 
@@ -93,9 +104,12 @@ def compare(new: Plan, aws: Any) -> ApplyPlan:
     except NotFound:
         live_name = _tagged_under_another_name(sm, name)
         if live_name is None:
-            return ApplyPlan("create", new)
+            return ApplyPlan("create", new, monitoring=new.monitoring)
         name = live_name
         current = deployed_spec(sm, name)
+    live_mon = read_monitoring(aws, name)
+    want = wanted_monitoring(new, live_mon)
+    mon = [Change(p, a, b) for p, a, b in monitoring_changes(live_mon, want)]
     arn = sm.describe_endpoint(EndpointName=name)["EndpointArn"]
     live_tags = tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", []))
     if live_tags.get("peagle:spec-sha256") != new.spec_sha256:
@@ -105,10 +119,13 @@ def compare(new: Plan, aws: Any) -> ApplyPlan:
                 "update",
                 new,
                 spec_changes=diff(
-                    current.model_dump(mode="json"), new.spec.model_dump(mode="json")
-                ),
+                    current.model_dump(mode="json", exclude={"monitoring"}),
+                    new.spec.model_dump(mode="json", exclude={"monitoring"}),
+                )
+                + mon,
                 request_changes=diff(request_view(old), request_view(new)),
                 live_name=live_name,
+                monitoring=want,
             )
         # Another spec that sends the same requests (`k: 3` where the deployed spec
         # leaves K to its default 3): the deployed spec stands, tags and all.
@@ -120,8 +137,19 @@ def compare(new: Plan, aws: Any) -> ApplyPlan:
         if live_tags.get(k) != v
     ]
     if lagging:
-        return ApplyPlan("update", new, spec_changes=lagging, live_name=live_name)
-    return ApplyPlan("noop", new, live_name=live_name)
+        return ApplyPlan(
+            "update", new, spec_changes=lagging + mon, live_name=live_name, monitoring=want
+        )
+    if mon:
+        return ApplyPlan(
+            "update",
+            new,
+            spec_changes=mon,
+            live_name=live_name,
+            monitoring=want,
+            monitoring_only=True,
+        )
+    return ApplyPlan("noop", new, live_name=live_name, monitoring=want)
 
 
 def _tagged_under_another_name(sm: Any, deployment: str) -> str | None:

@@ -16,6 +16,7 @@ from .resources import models_of, not_found
 
 if TYPE_CHECKING:
     from .manager import Lifecycle
+    from .monitoring import MonitoringRemoval
 
 __all__ = ["Deletion", "delete_endpoint", "plan_deletion"]
 
@@ -32,6 +33,9 @@ class Deletion:
     kept_models: list[str]  # keep_model
     kept_shared: dict[str, list[str]]  # config/model -> the endpoints still using it
     kept_component_models: list[str]  # named by components peagle did not create
+    # peagle's alarm, dashboard, filters, transformer and owned log group: removed after
+    # the endpoint is gone (None: the endpoint is not monitored)
+    monitoring: MonitoringRemoval | None = None
 
     @property
     def endpoint_exists(self) -> bool:
@@ -41,14 +45,25 @@ class Deletion:
         ep = [self.endpoint] if self.endpoint_exists else []
         return {
             "endpoint": self.endpoint,
-            "would_delete": [*self.components, *ep, *self.configs, *self.models],
+            "would_delete": [
+                *self.components,
+                *ep,
+                *(self.monitoring.names if self.monitoring else []),
+                *self.configs,
+                *self.models,
+            ],
             "kept_models": self.kept_models,
             "kept_shared": self.kept_shared,
         }
 
 
 def plan_deletion(
-    lc: Lifecycle, endpoint: str, *, keep_model: bool = False, force: bool = False
+    lc: Lifecycle,
+    endpoint: str,
+    *,
+    keep_model: bool = False,
+    force: bool = False,
+    keep_logs: bool = False,
 ) -> Deletion | None:
     """What `delete` removes, read only (None: the endpoint is gone already). The same
     refusals as `delete`: an endpoint, or a component on it, that peagle did not create
@@ -64,7 +79,7 @@ def plan_deletion(
         desc = lc.sm.describe_endpoint(EndpointName=endpoint)
     except ClientError as e:
         if not_found(e):
-            return _leftovers(lc, endpoint, keep_model=keep_model)
+            return _leftovers(lc, endpoint, keep_model=keep_model, keep_logs=keep_logs)
         raise
     if not force and not is_managed(lc.sm, desc["EndpointArn"]):
         raise SpecError(
@@ -106,13 +121,32 @@ def plan_deletion(
         kept_models=list(dict.fromkeys(models)) if keep_model else [],
         kept_shared=shared,
         kept_component_models=list(dict.fromkeys(theirs)),
+        monitoring=_monitoring(lc, endpoint, keep_logs),
     )
 
 
-def _leftovers(lc: Lifecycle, endpoint: str, *, keep_model: bool) -> Deletion | None:
-    """The endpoint is gone (deleted by hand, or a delete interrupted after
+def _monitoring(lc: Lifecycle, endpoint: str, keep_logs: bool) -> MonitoringRemoval | None:
+    """What deleting `endpoint` removes of its monitoring. A caller who may not read
+    CloudWatch (or a server without the calls) deletes the endpoint all the same: its
+    monitoring, if any, is named as not checked."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from .monitoring import plan_removal
+
+    try:
+        return plan_removal(lc.aws, endpoint, keep_logs=keep_logs)
+    except (ClientError, BotoCoreError) as e:
+        lc.say(f"warning: monitoring of {endpoint} not checked: {e}")
+        return None
+
+
+def _leftovers(
+    lc: Lifecycle, endpoint: str, *, keep_model: bool, keep_logs: bool = False
+) -> Deletion | None:
+    """The endpoint is gone (deleted by hand, or a delete or rollback interrupted after
     DeleteEndpoint): the configs and models peagle tagged with this deployment
-    (`peagle:deployment`) that nothing else uses. None when there are none."""
+    (`peagle:deployment`) that nothing else uses, and its monitoring. None when there are
+    none."""
     from .inventory import resource_users
     from .resources import deployment_resources
 
@@ -121,7 +155,8 @@ def _leftovers(lc: Lifecycle, endpoint: str, *, keep_model: bool) -> Deletion | 
     shared = {n: sorted(users[n]) for n in [*configs, *models] if n in users}
     configs = [c for c in configs if c not in shared]
     free_models = [m for m in models if m not in shared]
-    if not configs and not free_models:
+    monitoring = _monitoring(lc, endpoint, keep_logs)
+    if not configs and not free_models and (monitoring is None or not monitoring.names):
         return None
     return Deletion(
         endpoint=endpoint,
@@ -132,17 +167,25 @@ def _leftovers(lc: Lifecycle, endpoint: str, *, keep_model: bool) -> Deletion | 
         kept_models=free_models if keep_model else [],
         kept_shared=shared,
         kept_component_models=[],
+        monitoring=monitoring,
     )
 
 
 def delete_endpoint(
-    lc: Lifecycle, endpoint: str, *, keep_model: bool = False, force: bool = False
+    lc: Lifecycle,
+    endpoint: str,
+    *,
+    keep_model: bool = False,
+    force: bool = False,
+    keep_logs: bool = False,
 ) -> dict[str, Any]:
-    """Delete an endpoint (its components first), then the config and models it uses
-    that nothing else uses (`deletion` says which, and what is refused)."""
+    """Delete an endpoint (its components first), then its monitoring (`keep_logs`: not
+    the log group peagle made), then the config and models it uses that nothing else
+    uses (`deletion` says which, and what is refused)."""
     from .components import deregister_component_scaling
+    from .monitoring import remove_monitoring
 
-    plan = plan_deletion(lc, endpoint, keep_model=keep_model, force=force)
+    plan = plan_deletion(lc, endpoint, keep_model=keep_model, force=force, keep_logs=keep_logs)
     if plan is None:
         return {"endpoint": endpoint, "deleted": [], "note": "already gone"}
     deleted: list[str] = []
@@ -152,6 +195,9 @@ def delete_endpoint(
             deregister_component_scaling(lc, name)
         elif kind == "endpoint":
             lc.deregister_autoscaling(endpoint, plan.described or {})
+        elif kind == "monitoring":
+            deleted.extend(remove_monitoring(lc.aws, name, say=lc.say, removal=plan.monitoring))
+            return
         if lc.delete_and_confirm(kind, name):
             deleted.append(name)
 
@@ -161,6 +207,8 @@ def delete_endpoint(
         lc.say(f"endpoint {endpoint} was already gone; removing what it left")
     else:
         steps.append(("endpoint", endpoint))
+    if plan.monitoring is not None:  # after the endpoint: it writes to the log group
+        steps.append(("monitoring", endpoint))
     steps += [("endpoint_config", c) for c in plan.configs]
     steps += [("model", m) for m in plan.models]
     for model in plan.kept_component_models:

@@ -7,7 +7,10 @@ that no finished deployment uses:
   config or model is missing (deleted by hand, or by an interrupted delete);
 - inference components whose endpoint is gone;
 - endpoint configs and models that no endpoint (or component) uses, once the endpoints
-  above are gone.
+  above are gone;
+- with `aws`: monitoring of an endpoint that no longer exists (or goes in this gc):
+  peagle's alarm, dashboard and log group by their tags, and peagle's filters and
+  transformer on that group (`lifecycle.monitoring_read.find_orphans`), by the age rule.
 
 What a run that may still be going made is never garbage, however old: its operation tag
 (`lifecycle/operation.py`) says which run made it and whether that run can still be
@@ -47,6 +50,8 @@ class Garbage:
     # endpoint -> (its status, the operation whose update is in flight, if tagged): an
     # endpoint SageMaker is still updating, whose old and new sets gc cannot judge yet
     settling: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    # (kind, name, endpoint): monitoring of endpoints that are gone, in deletion order
+    monitoring: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def names(self) -> list[str]:
@@ -56,6 +61,7 @@ class Garbage:
             *self.inference_components,
             *self.endpoint_configs,
             *self.models,
+            *(name for _, name, _ in self.monitoring),
         ]
 
 
@@ -152,9 +158,12 @@ def find_garbage(
     min_age_seconds: float = 0,
     operation: str | None = None,
     force: bool = False,
+    aws: Any = None,
 ) -> Garbage:
     """What gc would delete (module docstring). `operation`: only that operation's
-    resources; `force` (with `operation`): even if it may still be running."""
+    resources; `force` (with `operation`): even if it may still be running. `aws` (the
+    AwsContext): also the monitoring of endpoints that are gone (not with `operation`:
+    monitoring resources carry no operation tag)."""
     from .components import listed_components
     from .inventory import resource_users
 
@@ -214,4 +223,8 @@ def find_garbage(
                 found.append(name)
     for names in (out.inference_components, out.endpoint_configs, out.models, out.young):
         names.sort()
+    if aws is not None and operation is None:
+        from .monitoring_read import find_orphans
+
+        out.monitoring = find_orphans(aws, staying, judge.now, min_age_seconds)
     return out

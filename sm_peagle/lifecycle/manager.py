@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 
 Say = Callable[[str], None]
+# `Lifecycle.update(monitoring=...)` not given: what the plan's spec and the live say.
+FROM_PLAN: Any = object()
 
 
 def _quiet(_: str) -> None:
@@ -92,12 +94,7 @@ class Lifecycle:
 
             return apply_components(self, plan, wait, timeout, keep_on_failure, preflight, on_poll)
         plan.raise_for_failures()
-        if preflight:
-            from .preflight import run_preflight
-
-            for c in run_preflight(plan, self.aws):
-                if c.status == "warn":
-                    self.say("warning: " + c.line(with_fix=False))
+        group_exists = self._preflight(plan, preflight)
         limit = timeout or default_timeout(plan.create_endpoint_config)
         op = Operation.start(limit, self.aws.synced_aws_now())
         model_reqs, config_req, endpoint_req = tagged_requests(plan)
@@ -109,7 +106,9 @@ class Lifecycle:
         try:
             if plan.drafter_push:
                 self.push_drafter(plan)
-            arn = self._create(model_reqs, config_req, endpoint_req, created, trying)
+            arn = self._create(
+                model_reqs, config_req, endpoint_req, created, trying, plan, group_exists
+            )
             desc: dict[str, Any] = {}
             if wait:
                 desc = wait_for_endpoint(
@@ -158,6 +157,22 @@ class Lifecycle:
         finally:
             op.end()
 
+    def _preflight(self, plan: Plan, preflight: bool) -> bool:
+        """The preflight checks (`preflight`), then monitoring's, which always runs: it
+        says whether the log group exists (peagle then neither creates nor owns it), and a
+        foreign transformer on it refuses the deploy before anything is created."""
+        if preflight:
+            from .preflight import run_preflight
+
+            for c in run_preflight(plan, self.aws):
+                if c.status == "warn":
+                    self.say("warning: " + c.line(with_fix=False))
+        if plan.monitoring is None:
+            return False
+        from .monitoring import check_monitoring
+
+        return check_monitoring(self.aws, plan.monitoring)
+
     def _create(
         self,
         model_reqs: list[dict],
@@ -165,9 +180,14 @@ class Lifecycle:
         endpoint_req: dict,
         created: list[tuple[str, str]],
         trying: list[tuple[str, str]],
+        plan: Plan | None = None,
+        group_exists: bool = False,
     ) -> str:
-        """The models, the config, the endpoint (its ARN). Each Create* is in `trying`
-        while it is in flight and moves to `created` once SageMaker answers."""
+        """The models, the config, the monitoring, the endpoint (its ARN). Each Create* is
+        in `trying` while it is in flight and moves to `created` once SageMaker answers.
+        The monitoring goes before CreateEndpoint: SageMaker creates the log group on its
+        first write (untagged, never expiring) if peagle has not, and the transformer
+        must see the container's first lines."""
         for model_req in model_reqs:
             trying[:] = [("model", model_req["ModelName"])]
             self.sm.create_model(**model_req)
@@ -177,6 +197,17 @@ class Lifecycle:
         self.sm.create_endpoint_config(**config_req)
         created.append(trying.pop())
         self.say(f"created endpoint config {config_req['EndpointConfigName']}")
+        if plan is not None and plan.monitoring is not None:
+            from .monitoring import ensure_monitoring
+
+            ensure_monitoring(
+                self.aws,
+                plan.monitoring,
+                group_exists=group_exists,
+                say=self.say,
+                created=created,
+                trying=trying,
+            )
         trying[:] = [("endpoint", endpoint_req["EndpointName"])]
         arn = self.create_endpoint(endpoint_req)
         created.append(trying.pop())
@@ -281,6 +312,7 @@ class Lifecycle:
         DeleteEndpoint while one remains). A second interrupt stops it; then every
         resource left is named, with the one command that removes exactly those."""
         from .components import SCALING, deregister_component_scaling
+        from .monitoring import MONITORING_KINDS, remove_one
 
         todo = [*created, *(in_flight or [])]
         left: list[str] = []
@@ -300,6 +332,10 @@ class Lifecycle:
                     elif kind == SCALING:
                         self.say(f"rolling back component scaling {name}")
                         deregister_component_scaling(self, name)
+                    elif kind in MONITORING_KINDS:
+                        # peagle's own by its tags or name, checked again by remove_one
+                        self.say(f"rolling back {kind.replace('_', ' ')} {name}")
+                        remove_one(self.aws, kind, name, str(deployment))
                     elif op is None or self._made_by(kind, name, op, todo[i] not in created):
                         self.say(f"rolling back {kind.replace('_', ' ')} {name}")
                         self.delete_and_confirm(kind, name)
@@ -312,7 +348,7 @@ class Lifecycle:
             # Named by kind and name, on the error itself: the CLI prints it as its last
             # line (also under --quiet and in --json), an SDK caller reads it off the error.
             rest = [todo[i] for i in range(len(todo)) if i not in done]
-            named = [(k, n) for k, n in reversed(rest) if k in KINDS]
+            named = [(k, n) for k, n in reversed(rest) if k in KINDS or k in MONITORING_KINDS]
             named += [(k, n) for k, n in reversed(todo) if n in left]
             raise Interrupted(
                 "rollback stopped",
@@ -385,22 +421,36 @@ class Lifecycle:
         raise DeploymentFailed(f"{name} is still being deleted after {timeout:.0f}s")
 
     def deletion(
-        self, endpoint: str, *, keep_model: bool = False, force: bool = False
+        self,
+        endpoint: str,
+        *,
+        keep_model: bool = False,
+        force: bool = False,
+        keep_logs: bool = False,
     ) -> Deletion | None:
         """What `delete` removes, read only (None: the endpoint is gone already); see
         `lifecycle.deletion`."""
         from .deletion import plan_deletion
 
-        return plan_deletion(self, endpoint, keep_model=keep_model, force=force)
+        return plan_deletion(
+            self, endpoint, keep_model=keep_model, force=force, keep_logs=keep_logs
+        )
 
     def delete(
-        self, endpoint: str, *, keep_model: bool = False, force: bool = False
+        self,
+        endpoint: str,
+        *,
+        keep_model: bool = False,
+        force: bool = False,
+        keep_logs: bool = False,
     ) -> dict[str, Any]:
         """Delete an endpoint, its components first, then what only it used; see
         `lifecycle.deletion`."""
         from .deletion import delete_endpoint
 
-        return delete_endpoint(self, endpoint, keep_model=keep_model, force=force)
+        return delete_endpoint(
+            self, endpoint, keep_model=keep_model, force=force, keep_logs=keep_logs
+        )
 
     def deregister_autoscaling(self, endpoint: str, desc: dict[str, Any]) -> None:
         """Scaling targets must go before the endpoint, or they outlive it."""
@@ -454,12 +504,38 @@ class Lifecycle:
         *,
         timeout: float | None = None,
         on_poll: Callable[[WaitState], None] | None = None,
+        monitoring: Any = FROM_PLAN,
     ) -> DeployResult:
-        """New model + config, UpdateEndpoint, wait; see `lifecycle.update`."""
+        """New model + config, UpdateEndpoint, wait; see `lifecycle.update`. Then the
+        monitoring: `monitoring` (a MonitoringPlan, or None for none), by default what
+        `monitoring.wanted_monitoring` makes of the plan and what is live (a threshold
+        left to the default follows a new K)."""
         if plan.inference_components:
             from .component_update import update_components
 
             return update_components(self, plan, timeout=timeout)
         from .update import update_in_place
 
-        return update_in_place(self, plan, timeout=timeout, on_poll=on_poll)
+        result = update_in_place(self, plan, timeout=timeout, on_poll=on_poll)
+        self.follow_monitoring(plan, monitoring)
+        return result
+
+    def follow_monitoring(self, plan: Plan, monitoring: Any = FROM_PLAN) -> list[str]:
+        """Make the endpoint's monitoring what `monitoring` says (FROM_PLAN: see
+        `update`), sending only what differs. The names of what changed."""
+        from .monitoring import read_monitoring, sync_monitoring, wanted_monitoring
+
+        name = plan.names["endpoint"]
+        try:
+            live = read_monitoring(self.aws, name)
+            want = wanted_monitoring(plan, live) if monitoring is FROM_PLAN else monitoring
+            return sync_monitoring(self.aws, want, live, say=self.say)
+        except Exception as exc:
+            err = as_error(exc)
+            err.message = text(
+                "{name} was updated, but not its monitoring: {why}", name=name, why=err.message
+            )
+            err.remedy = err.remedy or text(
+                "run the same update again (it sends only what is left)"
+            )
+            raise err from None

@@ -19,6 +19,7 @@ request, with the typed errors the CLI prints (SpecError, exit 2).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -132,6 +133,10 @@ class UpdateResult:
         else:
             doc["created"] = [{"kind": kind, "name": n} for kind, n in self.created]
         return doc
+
+
+def _shown(value: Any) -> str:
+    return "none" if value is None else str(value)
 
 
 class Metavar(str):
@@ -267,6 +272,14 @@ def _unchanged(sm: Any, name: str, new: Plan) -> dict[str, Any] | None:
     lagging = [t for t in endpoint_request["Tags"] if tags.get(t["Key"]) != t["Value"]]
     unmarked = bool(tags.get(OPERATION)) and not tags.get(COMPLETED)
     return None if lagging or unmarked else live
+
+
+def _wanted(lc: Any, asked: Plan) -> Any:
+    """The monitoring an update leaves: the option's (`monitor=`) when given, else what is
+    live, planned again for the new K (`Lifecycle.update`'s default)."""
+    from ..lifecycle.manager import FROM_PLAN
+
+    return asked.monitoring if asked.spec.monitoring is not None else FROM_PLAN
 
 
 # -- the operations -------------------------------------------------------------------
@@ -451,6 +464,34 @@ class ChangeOps(Session):
             current_copies=rc.get("CurrentCopyCount"),
         )
 
+    def _update_monitoring(
+        self, lc: Any, name: str, asked: Plan, live: dict[str, Any], confirm: Confirm | None,
+        dry_run: bool,
+    ) -> UpdateResult | None:  # fmt: skip
+        """`monitor=` on an endpoint whose SageMaker side does not change: only the
+        CloudWatch Logs and CloudWatch requests that differ (None: none differ)."""
+        from ..lifecycle.monitoring import monitoring_changes, read_monitoring, wanted_monitoring
+
+        if asked.spec.monitoring is None:
+            return None
+        current = read_monitoring(lc.aws, name)
+        want = wanted_monitoring(asked, current)
+        changes = [
+            f"{p}: {_shown(a)} -> {_shown(b)}" for p, a, b in monitoring_changes(current, want)
+        ]
+        if not changes:
+            return None
+        result = functools.partial(
+            UpdateResult, "endpoint", name, endpoint_config=live["EndpointConfigName"],
+            speculative_config=asked.speculative_config, plan=asked,
+        )  # fmt: skip
+        if dry_run:
+            return result(None, changes, dry_run=True)
+        if confirm is not None:
+            confirm(f"Update {name} ({', '.join(changes)})?")
+        done = lc.follow_monitoring(asked, want)
+        return result(live["EndpointStatus"], changes, [("monitoring", n) for n in done])
+
     def _update_endpoint(
         self, lc: Any, name: str, extra: SpecOptions, k: int | None, mode: str | None,
         instance_type: str | None, instance_count: int | None, wait_s: float | None,
@@ -489,6 +530,7 @@ class ChangeOps(Session):
             options = dataclasses.replace(options, name=name)
             new = plan(build_spec(None, None, options, base=base))
         new.raise_for_failures()
+        asked = new  # its monitoring (outside the hash: `new = before` below keeps it)
         if same_meaning(before, new):
             # An explicit value equal to what the deployed spec resolves to (`-k 3` where K
             # was left to the default 3): the same requests under another hash. The
@@ -497,6 +539,9 @@ class ChangeOps(Session):
         changes = changed_values(before, new)
         live = _unchanged(lc.sm, name, new)
         if live is not None:
+            monitored = self._update_monitoring(lc, name, asked, live, confirm, dry_run)
+            if monitored is not None:
+                return monitored
             self._say(f"no changes: {name} already runs this spec; nothing sent")
             return UpdateResult(
                 "endpoint",
@@ -520,7 +565,7 @@ class ChangeOps(Session):
             )
         if confirm is not None:
             confirm(f"Update {name} ({', '.join(changes) or 'no change'})?")
-        result = lc.update(new, timeout=wait_s, on_poll=self.on_poll)
+        result = lc.update(new, timeout=wait_s, on_poll=self.on_poll, monitoring=_wanted(lc, asked))
         return UpdateResult(
             "endpoint",
             name,

@@ -454,8 +454,14 @@ class DeployOps(Session):
         lc = Lifecycle(ctx, say=self._say)
         if ap.action == "create":
             result = lc.apply(ap.plan, timeout=wait_s, on_poll=self.on_poll)
+        elif ap.monitoring_only:  # CloudWatch only: nothing is sent to SageMaker
+            lc.follow_monitoring(ap.plan, ap.monitoring)
+            status = lc.sm.describe_endpoint(EndpointName=ap.endpoint)["EndpointStatus"]
+            return ApplyResult(ap, applied=True, status=status)
         else:
-            result = lc.update(ap.plan, timeout=wait_s, on_poll=self.on_poll)
+            result = lc.update(
+                ap.plan, timeout=wait_s, on_poll=self.on_poll, monitoring=ap.monitoring
+            )
         return ApplyResult(ap, applied=True, status=result.status)
 
     def _compare(

@@ -116,6 +116,7 @@ class EndpointOps(Session):
         force: bool = False,
         dry_run: bool = False,
         confirm: Confirm | None = None,
+        keep_logs: bool = False,
     ) -> DeleteResult:
         """Delete the endpoint (its inference components first), then the config and
         models only it uses. Idempotent: `note` says "already gone". A config or model
@@ -132,6 +133,8 @@ class EndpointOps(Session):
                 order. Nothing is deleted and nothing is asked.
             confirm: asked first with the question (naming, with `force`, the foreign
                 components that would go); it raises to stop, returns to proceed.
+            keep_logs: keep the log group peagle created for monitoring (its alarm,
+                dashboard, filters and transformer go all the same).
 
         Returns:
             What was deleted (`deleted`), kept (`kept_models`, `kept_shared`), or why
@@ -145,7 +148,7 @@ class EndpointOps(Session):
         name = _name(name)
         lc = self._lifecycle(self._connect())
         if dry_run:
-            plan = lc.deletion(name, keep_model=keep_model, force=force)
+            plan = lc.deletion(name, keep_model=keep_model, force=force, keep_logs=keep_logs)
             if plan is None:
                 return DeleteResult.from_dict(
                     {"endpoint": name, "deleted": [], "note": "already gone"}
@@ -164,7 +167,9 @@ class EndpointOps(Session):
                         "scaling targets, policies and alarms go too; their models are kept)?"
                     )
             confirm(question)
-        return DeleteResult.from_dict(lc.delete(name, keep_model=keep_model, force=force))
+        return DeleteResult.from_dict(
+            lc.delete(name, keep_model=keep_model, force=force, keep_logs=keep_logs)
+        )
 
     def gc(
         self,
@@ -221,7 +226,7 @@ class EndpointOps(Session):
             )
         lc = self._lifecycle(self._connect())
         found = find_garbage(
-            lc.sm, min_age_seconds=min_age_seconds, operation=operation, force=force
+            lc.sm, min_age_seconds=min_age_seconds, operation=operation, force=force, aws=lc.aws
         )
         result = GcResult(
             inference_components=found.inference_components,
@@ -232,6 +237,7 @@ class EndpointOps(Session):
             dry_run=dry_run,
             endpoints=found.endpoints,
             running=found.running,
+            monitoring=[name for _, name, _ in found.monitoring],
             settling={
                 ep: {"status": status, "operation": op}
                 for ep, (status, op) in found.settling.items()
@@ -272,6 +278,12 @@ class EndpointOps(Session):
         ):
             for n in names:
                 if n not in done and lc.delete_and_confirm(kind, n):
+                    result.deleted.append(n)
+        if found.monitoring:  # after the endpoints: theirs, by the same ownership rules
+            from ..lifecycle.monitoring import remove_one
+
+            for kind, n, ep in found.monitoring:
+                if remove_one(lc.aws, kind, n, ep):
                     result.deleted.append(n)
         return result
 

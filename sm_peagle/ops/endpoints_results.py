@@ -287,6 +287,9 @@ class GcResult:
             had lagged).
         settling: Endpoint -> `status` and `operation` of an update SageMaker is still
             making (not judged until it settles).
+        monitoring: The monitoring of endpoints that are gone: peagle's alarms,
+            dashboards, log groups (by their tags), metric filters ("<group>:<filter>") and
+            transformers (the group's name).
     """
 
     inference_components: list[str]
@@ -301,12 +304,19 @@ class GcResult:
     # endpoint -> {"status", "operation"}: SageMaker is still updating it (an update in
     # flight, perhaps one interrupted twice); `peagle update NAME --yes` finishes it
     settling: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    monitoring: list[str] = field(default_factory=list)
 
     @property
     def orphans(self) -> list[str]:
         """Everything found, in deletion order: the endpoints, then components (they
         name models), configs, models."""
-        return [*self.endpoints, *self.inference_components, *self.endpoint_configs, *self.models]
+        return [
+            *self.endpoints,
+            *self.inference_components,
+            *self.endpoint_configs,
+            *self.models,
+            *self.monitoring,
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         """The document `peagle gc --json` prints: what was found, what was deleted (or would be,
@@ -320,6 +330,7 @@ class GcResult:
             "running": self.running,
             "finished": self.finished,
             "settling": self.settling,
+            "monitoring": self.monitoring,
             "deleted": self.deleted,
             "dry_run": self.dry_run,
         }

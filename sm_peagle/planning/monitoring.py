@@ -43,6 +43,7 @@ __all__ = [
     "METRIC_DRAFTED",
     "NAMESPACE",
     "OFF_BELOW",
+    "THRESHOLD_TAG",
     "MonitoringPlan",
     "add_monitoring",
     "alarm_name",
@@ -100,6 +101,10 @@ OFF_BELOW = 1.01
 STEP_COST_SHARE = 0.05
 
 _OWN_TAGS = {"peagle:managed": "true"}
+# On the alarm only: "default" when its threshold came from K (an update of K moves it with
+# K), "spec" when the spec set it. PutMetricAlarm ignores Tags on an alarm that exists, so
+# a later change of it is a TagResource (lifecycle/monitoring.py).
+THRESHOLD_TAG = "peagle:threshold"
 
 # The alarm widget needs the alarm's ARN, whose account a pure plan does not know: deploy
 # puts the caller's account in (`MonitoringPlan.dashboard_for`), CloudFormation its own.
@@ -302,7 +307,9 @@ def _alarm(
         "Threshold": threshold,
         "ComparisonOperator": "LessThanThreshold",
         "TreatMissingData": TREAT_MISSING_DATA,
-        "Tags": _tag_list(tags),
+        "Tags": _tag_list(
+            {**tags, THRESHOLD_TAG: "default" if source.startswith("default") else "spec"}
+        ),
     }
 
 

@@ -34,6 +34,7 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 # The IAM service prefix of each service as the request log names it.
 PREFIX = {
     "application-autoscaling": "application-autoscaling",
+    "cloudwatch": "cloudwatch",
     "iam": "iam",
     "logs": "logs",
     "s3": "s3",
@@ -50,8 +51,19 @@ RENAMED = {
     ("s3", "ListObjectsV2"): "s3:ListBucket",
     ("s3", "HeadObject"): "s3:GetObject",
 }
-# Authorized without a request of their own (SageMaker API reference, CreateModel).
-IMPLIED = {("sagemaker", "CreateModel"): "iam:PassRole"}
+# Authorized without a request of their own (SageMaker API reference, CreateModel; a
+# CreateLogGroup with tags is also authorized as logs:TagResource: ASSUMED from the
+# CreateLogGroup reference, not exercised by a request of its own).
+IMPLIED = {
+    ("sagemaker", "CreateModel"): "iam:PassRole",
+    ("logs", "CreateLogGroup"): "logs:TagResource",
+}
+# Needs no permission (STS API reference, GetCallerIdentity: "No permissions are required
+# to perform this operation"): the account for the monitoring dashboard's alarm widget.
+NO_PERMISSION = {("sts", "GetCallerIdentity")}
+# Granted with monitoring for `peagle health` and `status` (the alarm's history, the
+# acceptance metrics), which the commands run here do not send.
+HEALTH_READS = {"cloudwatch:DescribeAlarmHistory", "cloudwatch:GetMetricData"}
 _SAGEMAKER_NAMES = {
     "EndpointName": "endpoint",
     "EndpointConfigName": "endpoint-config",
@@ -86,7 +98,20 @@ def _resources(r: dict[str, Any], account: str) -> list[str]:
     if r["service"] == "iam":
         return [f"arn:aws:iam::{account}:role/{p['RoleName']}"]
     if r["service"] == "logs":
-        return [f"arn:aws:logs:{REGION}:{account}:log-group:{p['logGroupName']}:*"]
+        group = p.get("logGroupName") or p.get("logGroupIdentifier")
+        if group is None and "resourceArn" in p:
+            return [p["resourceArn"]]
+        if group is None:  # DescribeLogGroups: by a prefix, authorized on the groups
+            return [f"arn:aws:logs:{REGION}:{account}:log-group:*"]
+        return [f"arn:aws:logs:{REGION}:{account}:log-group:{group}:*"]
+    if r["service"] == "cloudwatch":
+        names = p.get("AlarmNames") or ([p["AlarmName"]] if "AlarmName" in p else [])
+        arns = [f"arn:aws:cloudwatch:{REGION}:{account}:alarm:{n}" for n in names]
+        dashboards = p.get("DashboardNames") or (
+            [p["DashboardName"]] if "DashboardName" in p else []
+        )
+        arns += [f"arn:aws:cloudwatch::{account}:dashboard/{n}" for n in dashboards]
+        return arns + ([p["ResourceARN"]] if "ResourceARN" in p else [])
     return []
 
 
@@ -106,19 +131,33 @@ def _granted(policy: dict[str, Any], action: str, arn: str, r: dict[str, Any]) -
 
 def test_deployer_policy_is_exactly_what_the_commands_send(sb: Sandbox, tmp_path: Path) -> None:
     _OPENER.open(urllib.request.Request(f"{sb.url}/_peagle/requests", method="DELETE")).read()
+    # apply then changes only the monitoring: a threshold of the spec's (the alarm's
+    # peagle:threshold tag), keep_logs on (the log group's tag) and off again.
+    specs = []
+    for i, keep in enumerate(("true", "false")):
+        specs.append(tmp_path / f"monitoring-{i}.yaml")
+        specs[-1].write_text(
+            "model: gpt-oss-20b\nspeculative:\n  num_speculative_tokens: 5\n"
+            f"monitoring:\n  threshold: 1.5\n  keep_logs: {keep}\n"
+        )
     for args in (
-        ["deploy", "gpt-oss-20b", "--yes"],
+        ["deploy", "gpt-oss-20b", "--monitor", "--yes"],
         ["update", NAME, "-k", "5", "--yes"],
+        ["apply", "-f", str(specs[0]), "--yes"],
+        ["apply", "-f", str(specs[1]), "--yes"],
         ["bench", NAME, "-c", "1", "-n", "2", "--max-tokens", "8", "--acceptance-wait", "0"],
         ["delete", NAME, "--yes"],
     ):
         sb.cli("--sandbox", *args)
-    log = _requests(sb)
+    log = [r for r in _requests(sb) if (r["service"], r["operation"]) not in NO_PERMISSION]
     [create] = [r["params"] for r in log if r["operation"] == "CreateModel"][:1]
     role = create["ExecutionRoleArn"]
     account = role.split(":")[4]
 
-    out = sb.cli("iam-policy", "gpt-oss-20b", "--for", "deployer", "--role", role, "--json")
+    # The same deployment, monitored (`iam-policy` takes the spec's `monitoring:`).
+    spec = tmp_path / "monitored.yaml"
+    spec.write_text("model: gpt-oss-20b\nmonitoring:\n  enabled: true\n")
+    out = sb.cli("iam-policy", "-f", spec, "--for", "deployer", "--role", role, "--json")
     doc = json.loads(out.stdout)
     assert doc["for"] == "deployer" and "trust_policy" not in doc
     policy = doc["policy"]
@@ -142,7 +181,20 @@ def test_deployer_policy_is_exactly_what_the_commands_send(sb: Sandbox, tmp_path
         "sagemaker:UpdateEndpoint",
         "sagemaker:DeleteEndpoint",
     } <= sent
-    assert granted == sent | implied, (sorted(sent | implied - granted), sorted(granted - sent))
+    # ... and monitoring's: made by deploy, moved by update (a new K), removed by delete.
+    assert {
+        "logs:CreateLogGroup",
+        "logs:PutTransformer",
+        "cloudwatch:PutMetricAlarm",
+        "cloudwatch:PutDashboard",
+        "cloudwatch:DeleteAlarms",
+        "cloudwatch:TagResource",
+        "logs:TagResource",
+        "logs:UntagResource",
+        "logs:DeleteLogGroup",
+    } <= sent
+    expected = sent | implied | HEALTH_READS
+    assert granted == expected, (sorted(expected - granted), sorted(granted - expected))
 
     for r in log:
         for arn in _resources(r, account):
