@@ -1,9 +1,9 @@
 """`peagle health` and `sm_peagle.health` on the SIMULATED sandbox: one verdict, one
-document. A monitored endpoint (peagle's monitoring requests, as the plan makes them, sent
-to the sandbox; its harness evaluates the metric filters on the engine's lines) that served
-traffic is "paying" from the metrics AWS would compute; a fresh endpoint that served nothing
-is "no data". The CLI's `--json` document is the SDK's `to_dict()` (plus its `label`),
-but for the window, which ends at AWS's now at each call.
+document. An endpoint deployed with `--monitor` (the sandbox's harness evaluates its
+transformer and metric filters on the engine's lines) that served traffic is "paying" from
+the metrics AWS would compute; a fresh endpoint that served nothing is "no data". The
+CLI's `--json` document is the SDK's `to_dict()` (plus its `label`), but for the window,
+which ends at AWS's now at each call.
 """
 
 from __future__ import annotations
@@ -27,31 +27,13 @@ FRESH = "health-fresh"
 
 @pytest.fixture(scope="module")
 def sb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    yield from running_sandbox(tmp_path_factory.mktemp("sandbox-health"), "gpt-oss-20b")
+    root = tmp_path_factory.mktemp("sandbox-health")
+    yield from running_sandbox(root, "gpt-oss-20b", "--monitor")
 
 
 @pytest.fixture
 def sdk_env(sb: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     point_at_sandbox(sb.state, monkeypatch, tmp_path)
-
-
-def monitor(sb: Sandbox, **options: Any) -> None:
-    """peagle's monitoring requests for the endpoint `plan(**options)` names, sent to the
-    sandbox as the plan lists them (the group exists: SageMaker's log group is the
-    sandbox's, so no CreateLogGroup or retention: peagle does not own it)."""
-    from botocore import xform_name
-
-    import sm_peagle
-
-    plan = sm_peagle.plan("gpt-oss-20b", monitor=True, **options)
-    assert plan.monitoring is not None
-    account = sb.client("sts").get_caller_identity()["Account"]
-    for service, operation, request in plan.monitoring.requests():
-        if operation in ("CreateLogGroup", "PutRetentionPolicy"):
-            continue
-        if operation == "PutDashboard":
-            request = plan.monitoring.dashboard_for(account)
-        getattr(sb.client(service), xform_name(operation))(**request)
 
 
 def settled(name: str) -> Any:
@@ -84,9 +66,7 @@ def test_monitored_with_traffic_is_paying_and_fresh_is_no_data_in_both_faces(
 ) -> None:
     import sm_peagle
 
-    sb.cli("--sandbox", "deploy", "gpt-oss-20b", "--name", FRESH, "--yes")
-    monitor(sb)
-    monitor(sb, name=FRESH)
+    sb.cli("--sandbox", "deploy", "gpt-oss-20b", "--name", FRESH, "--monitor", "--yes")
     for _ in range(4):
         sm_peagle.invoke(NAME, "Tell me about speculative decoding.", max_tokens=48, stream=False)
 
