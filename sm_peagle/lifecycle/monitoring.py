@@ -2,7 +2,7 @@
 and removed. The requests themselves are planned in `planning/monitoring.py`; this module
 sends them, reads what is live, and removes exactly what peagle made.
 
-Ownership (docs/health.md):
+Ownership (docs/guides/health.md):
 - the log group `/aws/sagemaker/Endpoints/<endpoint>`: peagle creates it only when it does
   not exist, tags it (`peagle:managed`, `peagle:deployment`), sets its retention and owns
   it: it goes with the endpoint unless `keep_logs` (the `peagle:keep-logs` tag, or

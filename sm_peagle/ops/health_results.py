@@ -3,7 +3,7 @@
 The verdict reads what the engine itself wrote: vLLM's `SpecDecoding metrics` lines (one per
 stats interval in which it drafted; `VLLM_LOG_STATS_INTERVAL`, 10 s by default in vllm
 0.31.0 `envs.py`), either as the CloudWatch metrics peagle's metric filters made of them
-(one sample per period) or as the lines themselves. The rules (docs/health.md, "The
+(one sample per period) or as the lines themselves. The rules (docs/guides/health.md, "The
 verdicts"), in order:
 
 - a baseline endpoint (no speculative config) is "off": there is no speculation;

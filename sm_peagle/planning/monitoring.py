@@ -1,7 +1,7 @@
 """Speculation health that AWS computes after peagle exits: the exact CloudWatch Logs and
 CloudWatch requests behind `monitoring:` (`--monitor`). Pure: no I/O.
 
-The mechanism (docs/health.md says why this one): SageMaker writes the container's output
+The mechanism (docs/guides/health.md says why this one): SageMaker writes the container's output
 to `/aws/sagemaker/Endpoints/<endpoint>`, and vLLM writes one line per stats interval
 (`VLLM_LOG_STATS_INTERVAL`, 10 s by default; vllm 0.31.0 `envs.py`) while it drafted:
 
@@ -95,7 +95,7 @@ ALARM_STATE_NO_DATA = "INSUFFICIENT_DATA"
 # in effect, whatever the threshold (1% of a token per target step).
 OFF_BELOW = 1.01
 
-# The break-even model behind the default threshold (docs/health.md, "The threshold"):
+# The break-even model behind the default threshold (docs/guides/health.md, "The threshold"):
 # one P-EAGLE step costs a target step plus the drafter's single forward pass plus the
 # verification of K more positions, each priced at this share of a target decode step.
 STEP_COST_SHARE = 0.05

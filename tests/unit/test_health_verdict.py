@@ -1,4 +1,4 @@
-"""The health verdict, each case from its rule (docs/health.md, "The verdicts"; design 37):
+"""The health verdict, each case from its rule (docs/guides/health.md, "The verdicts"; design 37):
 
 - a baseline endpoint -> "off"; no SpecDecoding data: traffic -> "off", idle -> "no data";
 - acceptance length L < 1.01 -> "off"; L < threshold -> "degraded"; else "paying";
