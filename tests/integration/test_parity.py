@@ -106,6 +106,12 @@ SCENARIOS: dict[str, Scenario] = {
     ),
     "status": (_deployed, lambda *_: ["status", NAME], lambda *_: sm_peagle.status(NAME)),
     "ls": (_deployed, lambda *_: ["ls"], lambda *_: sm_peagle.ls()),
+    "health": (_deployed, lambda *_: ["health", NAME], lambda *_: sm_peagle.health(NAME)),
+    "health monitored": (
+        lambda role: sm_peagle.deploy("gpt-oss-20b", role=role, monitor=True),
+        lambda *_: ["health", NAME, "--window", "30m"],
+        lambda *_: sm_peagle.health(NAME, window="30m"),
+    ),
     "logs": (
         _deployed,
         lambda *_: ["logs", NAME, "--since", "5m"],
