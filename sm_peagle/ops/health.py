@@ -106,6 +106,8 @@ class HealthOps(Session):
         traffic = None
         if not samples and not baseline:
             traffic = read.engine_traffic(ctx, name, win, component)
+            # SageMaker's Invocations only where monitoring is on: a caller without it may
+            # hold no cloudwatch:GetMetricData, and the engine's lines already answer.
             if traffic is None and alarm is not None and st.get("variant"):
                 traffic = read.sagemaker_invocations(ctx, name, st["variant"], win)
         report = health_verdict(
