@@ -126,6 +126,8 @@ def _evaluable(alarm: Alarm) -> bool:
         and alarm.metric_name
         and alarm.comparison_operator in _OPS
         and alarm.period
+        and alarm.evaluation_periods
+        and alarm.threshold is not None
         and (alarm.statistic or alarm.extended_statistic)
     )
 

@@ -228,7 +228,7 @@ def ingest(group: LogGroup, events: list[dict[str, Any]]) -> None:
     for event in events:
         message = event["message"]
         transformed = moto_grok.transform(stored["transformerConfig"], message) if stored else None
-        raw = moto_grok._as_json(message)
+        raw = moto_grok.as_json(message)
         at = datetime.fromtimestamp(event["timestamp"] / 1000, tz=UTC).replace(tzinfo=None)
         for f in filters:
             on_transformed = f.get("applyOnTransformedLogs") and transformed is not None
