@@ -126,6 +126,9 @@ def test_the_plans_requests_are_accepted_and_echoed_field_by_field(
         )
         assert not report.has_errors(), report.generate_report()
     put_all(monitoring)
+    assert harness.requests.operations("logs") == [
+        op for service, op, _ in monitoring.requests() if service == "logs"
+    ]
     logs, cw = _clients()
     group = monitoring.log_group
 
@@ -553,3 +556,83 @@ def test_uninstall_restores_moto_exactly(aws: None) -> None:
     assert not hasattr(LogsResponse, "put_transformer")
     with pytest.raises(NotImplementedError):
         boto3.client("logs", region_name=REGION).get_transformer(logGroupIdentifier="g")
+
+
+# ---------------------------------------------------------------- alarm rules in general
+
+
+def _generic_alarm(cw: Any, treat: str, **extra: Any) -> None:
+    cw.put_metric_alarm(
+        AlarmName="generic", Namespace="T", MetricName="Latency",
+        Dimensions=[{"Name": "Ep", "Value": "a"}], Period=60, EvaluationPeriods=3,
+        DatapointsToAlarm=2, Threshold=100.0, ComparisonOperator="GreaterThanThreshold",
+        TreatMissingData=treat, **({"Statistic": "Average"} | extra),
+    )  # fmt: skip
+
+
+def _put(cw: Any, minute: int, *values: float) -> None:
+    cw.put_metric_data(
+        Namespace="T",
+        MetricData=[
+            {"MetricName": "Latency", "Dimensions": [{"Name": "Ep", "Value": "a"}],
+             "Timestamp": datetime.fromtimestamp(T0 + minute * 60 + 5 + i, tz=UTC),
+             "Value": v}
+            for i, v in enumerate(values)
+        ],
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("treat", "expected"),
+    [
+        # One breaching period (minute 0) and two missing, 2 of 3 needed (AWS's definitions):
+        ("breaching", "ALARM"),  # missing periods count as breaching: 3 of 3
+        ("notBreaching", "OK"),  # missing periods count as fine: 1 of 3
+        ("missing", "OK"),  # only the period with data is judged: 1 < 2
+        ("ignore", "OK"),  # as missing while some period has data
+    ],
+)
+def test_treat_missing_data_as_aws_defines_it(
+    harness: SageMakerHarness, treat: str, expected: str
+) -> None:
+    _, cw = _clients()
+    _generic_alarm(cw, treat)
+    _put(cw, 0, 150.0)
+    harness.clock.advance(3 * 60)  # the boundary at minute 3 judges minutes 0-2
+    assert _alarm(cw, "generic")["StateValue"] == expected
+
+
+def test_with_every_period_missing_ignore_keeps_the_state_and_breaching_alarms(
+    harness: SageMakerHarness,
+) -> None:
+    _, cw = _clients()
+    _generic_alarm(cw, "ignore")
+    harness.clock.advance(10 * 60)
+    assert _alarm(cw, "generic")["StateValue"] == "INSUFFICIENT_DATA"  # kept from creation
+    _generic_alarm(cw, "breaching")
+    harness.clock.advance(60)
+    assert _alarm(cw, "generic")["StateValue"] == "ALARM"
+
+
+def test_a_percentile_alarm_uses_the_nearest_rank(harness: SageMakerHarness) -> None:
+    _, cw = _clients()
+    cw.put_metric_alarm(
+        AlarmName="generic", Namespace="T", MetricName="Latency",
+        Dimensions=[{"Name": "Ep", "Value": "a"}], Period=60, EvaluationPeriods=1,
+        Threshold=100.0, ComparisonOperator="GreaterThanThreshold", ExtendedStatistic="p90",
+    )  # fmt: skip
+    # Ten values 10..100: p90 is the nearest-rank 9th, 90: not above 100.
+    _put(cw, 0, *[float(v) for v in range(10, 101, 10)])
+    harness.clock.advance(60)
+    alarm = _alarm(cw, "generic")
+    assert alarm["StateValue"] == "OK"
+    assert json.loads(alarm["StateReasonData"])["recentDatapoints"] == [90.0]
+    _put(cw, 1, *[float(v) for v in range(110, 201, 10)])  # 110..200: p90 = 190
+    harness.clock.advance(60)
+    alarm = _alarm(cw, "generic")
+    assert alarm["StateValue"] == "ALARM"
+    assert alarm["StateReason"] == (
+        "Threshold Crossed: 1 datapoint [190.0 ("
+        + datetime.fromtimestamp(T0 + 60, tz=UTC).strftime("%d/%m/%y %H:%M:%S")
+        + ")] was greater than the threshold (100.0)."
+    )

@@ -402,11 +402,13 @@ def alarm_patches(
     for_metric = CloudWatchResponse.__dict__["describe_alarms_for_metric"]
 
     def describe_alarms(self: CloudWatchResponse) -> ActionResult:
+        check_cloudwatch("DescribeAlarms", self._get_params())
         evaluate()
         result: ActionResult = describe(self)
         return result
 
     def describe_alarms_for_metric(self: CloudWatchResponse) -> ActionResult:
+        check_cloudwatch("DescribeAlarmsForMetric", self._get_params())
         evaluate()
         result: ActionResult = for_metric(self)
         return result

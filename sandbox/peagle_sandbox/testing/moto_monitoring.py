@@ -116,6 +116,7 @@ def put_transformer(self: LogsResponse) -> str:
 
 def get_transformer(self: LogsResponse) -> str:
     params = _body(self)
+    check_logs("GetTransformer", params)
     identifier = params.get("logGroupIdentifier", "")
     stored = transformer_of(_group(self.logs_backend, identifier))
     if stored is None:  # ASSUMPTION (module docstring)
@@ -125,6 +126,7 @@ def get_transformer(self: LogsResponse) -> str:
 
 def delete_transformer(self: LogsResponse) -> str:
     params = _body(self)
+    check_logs("DeleteTransformer", params)
     group = _group(self.logs_backend, params.get("logGroupIdentifier", ""))
     group.__dict__.pop(_TRANSFORMER, None)
     return ""
@@ -202,6 +204,17 @@ def _delete_log_group_patch() -> Callable[..., None]:
         self.filters.metric_filters[:] = [
             f for f in self.filters.metric_filters if f["logGroupName"] != log_group_name
         ]
+
+    return delete_log_group
+
+
+def _delete_log_group_response_patch() -> Callable[..., str]:
+    original = _original(LogsResponse, "delete_log_group")
+
+    def delete_log_group(self: LogsResponse) -> str:
+        check_logs("DeleteLogGroup", _body(self))
+        result: str = original(self)
+        return result
 
     return delete_log_group
 
@@ -299,6 +312,7 @@ def _delete_dashboards_patch() -> Callable[..., ActionResult]:
     original = _original(CloudWatchResponse, "delete_dashboards")
 
     def delete_dashboards(self: CloudWatchResponse) -> ActionResult:
+        check_cloudwatch("DeleteDashboards", _cw_params(self))
         backend = self.cloudwatch_backend
         arns = {name: d.arn for name, d in backend.dashboards.items()}
         result: ActionResult = original(self)
@@ -352,6 +366,7 @@ def monitoring_patches(
         (LogsResponse, "put_retention_policy", put_retention_policy),
         (LogsBackend, "put_metric_filter_full", put_metric_filter_full),
         (LogsBackend, "delete_log_group", _delete_log_group_patch()),
+        (LogsResponse, "delete_log_group", _delete_log_group_response_patch()),
         (LogGroup, "put_log_events", _put_log_events_patch()),
         (CloudWatchBackend, "get_metric_statistics", _aligned_statistics_patch()),
         (CloudWatchResponse, "put_dashboard", _put_dashboard_patch()),
