@@ -270,3 +270,23 @@ def test_a_component_is_judged_from_its_own_log_group(world: Any, sagemaker_harn
     assert r.acceptance_length == pytest.approx(3.8) and r.threshold == 1.4
     base = sm_peagle.health(NAME, component="baseline")
     assert base.verdict == "off" and base.k is None
+
+
+def test_the_alarm_the_harness_evaluates_is_the_evidence_and_statuss_state(
+    deployed: Any, sagemaker_harness: Any, capsys: Any
+) -> None:
+    """Five minutes of lines below the threshold (one a minute, L = 1.1 < 1.2): the alarm,
+    3 of 5 periods of 60 s, goes to ALARM; health says degraded with the alarm's state and
+    reason, and status shows the same state."""
+    monitor()
+    seed(sagemaker_harness, [spec_line(10, 300)] * 5, seconds_ago=330, step=60)
+    # CloudWatch evaluates an alarm at each period boundary: let one pass.
+    sagemaker_harness.clock.advance(60)
+    r = sm_peagle.health(NAME)
+    assert r.verdict == "degraded" and r.periods_with_data == 5
+    assert r.alarm is not None and r.alarm["state"] == "ALARM", r.alarm
+    assert r.alarm["reason"].startswith("Threshold Crossed"), r.alarm
+    assert f"alarm {ALARM}: ALARM: Threshold Crossed" in r.evidence[-1]
+    assert sm_peagle.status(NAME).speculation["alarm_state"] == "ALARM"
+    code, out, _ = run(capsys, "status", NAME)
+    assert code == 0 and "acceptance 1.10 over the last hour (alarm ALARM)" in out, out
