@@ -264,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
         updating_seconds=hold or args.updating_seconds,
         deleting_seconds=args.deleting_seconds or None,
         clock=clock,
+        # The tick below evaluates CloudWatch alarms after the simulated lines it writes.
+        evaluate_on_advance=False,
     ).install()
     logs = LogSimulator(
         harness,
@@ -308,20 +310,26 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
 
     def tick() -> None:
+        if host is None:  # real engines write their own log lines, never simulated ones
+            try:
+                logs.tick()
+            except Exception:  # a log hiccup must not take the sandbox down
+                log.exception("log simulator tick failed")
         try:
-            logs.tick()
-        except Exception:  # a log hiccup must not take the sandbox down
-            log.exception("log simulator tick failed")
+            # Alarms judge each period boundary that passed, after the lines due by then
+            # were ingested (metric filters run on ingestion).
+            harness.evaluate_alarms()
+        except Exception:
+            log.exception("alarm evaluation failed")
 
     def ticker() -> None:
         while not stop.wait(0.25):
             tick()
 
-    if host is None:  # real engines write their own log lines, never simulated ones
-        # After an advance or a resume, whatever became due is written before the
-        # POST /_peagle/clock answers: a test that moved the clock reads the lines at once.
-        clock.on_advance(tick)
-        threading.Thread(target=ticker, name="peagle-logsim", daemon=True).start()
+    # After an advance or a resume, whatever became due is written (and judged) before the
+    # POST /_peagle/clock answers: a test that moved the clock reads the lines at once.
+    clock.on_advance(tick)
+    threading.Thread(target=ticker, name="peagle-ticker", daemon=True).start()
     info.update(
         port=port,
         url=url,

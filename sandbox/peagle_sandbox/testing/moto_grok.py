@@ -40,6 +40,7 @@ from typing import Any
 __all__ = [
     "Datapoint",
     "NotEmulated",
+    "as_json",
     "datapoint",
     "matches",
     "transform",
@@ -303,7 +304,7 @@ def _evaluate(tree: Any, event: dict[str, Any]) -> bool:
     return _compare(_get(event, selector, ""), op, literal)
 
 
-def _as_json(message: str) -> dict[str, Any] | None:
+def as_json(message: str) -> dict[str, Any] | None:
     try:
         parsed = json.loads(message)
     except ValueError:

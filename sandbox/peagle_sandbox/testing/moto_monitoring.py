@@ -20,6 +20,8 @@ an alarm. Here:
   with `applyOnTransformedLogs`, else on the raw message), and what a filter publishes
   lands in moto's CloudWatch backend of the same account and region at the EVENT's
   timestamp (`moto_grok` says what is computed and what is assumed).
+- GetMetricStatistics reports periods aligned to the epoch in multiples of Period, as AWS
+  does (moto starts them at the first datapoint's own time).
 - PutDashboard keeps its `Tags` (ListTagsForResource on the dashboard's ARN answers them,
   TagResource accepts the ARN, DeleteDashboards drops them).
 - Alarms: `moto_alarms` (evaluated on the harness clock; DescribeAlarmHistory).
@@ -35,8 +37,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from moto.cloudwatch.exceptions import InvalidParameterValue
-from moto.cloudwatch.models import CloudWatchBackend, MetricDatum, cloudwatch_backends
+from moto.cloudwatch.models import (
+    CloudWatchBackend,
+    MetricDatum,
+    Statistics,
+    cloudwatch_backends,
+)
 from moto.cloudwatch.responses import CloudWatchResponse
 from moto.core import utils as moto_utils
 from moto.core.responses import ActionResult
@@ -45,7 +51,11 @@ from moto.logs.models import LogGroup, LogsBackend, logs_backends
 from moto.logs.responses import LogsResponse
 
 from peagle_sandbox.testing import moto_grok
-from peagle_sandbox.testing.moto_validate import problems, validation_message
+from peagle_sandbox.testing.moto_validate import (
+    check_cloudwatch,
+    check_logs,
+    validation_message,
+)
 
 __all__ = ["RETENTION_DAYS", "monitoring_patches", "transformer_of"]
 
@@ -53,18 +63,6 @@ __all__ = ["RETENTION_DAYS", "monitoring_patches", "transformer_of"]
 RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096,
                   1827, 2192, 2557, 2922, 3288, 3653)  # fmt: skip
 _TRANSFORMER = "_peagle_transformer"  # attribute of moto's LogGroup instance
-
-
-def _check_logs(operation: str, params: dict[str, Any]) -> None:
-    found = problems("logs", operation, params)
-    if found:
-        raise InvalidParameterException(msg=validation_message(found))
-
-
-def _check_cloudwatch(operation: str, params: dict[str, Any]) -> None:
-    found = problems("cloudwatch", operation, params)
-    if found:
-        raise InvalidParameterValue(validation_message(found))
 
 
 def _group_name(identifier: str) -> str:
@@ -104,7 +102,7 @@ def _body(response: LogsResponse) -> dict[str, Any]:
 
 def put_transformer(self: LogsResponse) -> str:
     params = _body(self)
-    _check_logs("PutTransformer", params)
+    check_logs("PutTransformer", params)
     group = _group(self.logs_backend, params["logGroupIdentifier"])
     now = _now_ms()
     old = transformer_of(group)
@@ -118,6 +116,7 @@ def put_transformer(self: LogsResponse) -> str:
 
 def get_transformer(self: LogsResponse) -> str:
     params = _body(self)
+    check_logs("GetTransformer", params)
     identifier = params.get("logGroupIdentifier", "")
     stored = transformer_of(_group(self.logs_backend, identifier))
     if stored is None:  # ASSUMPTION (module docstring)
@@ -127,6 +126,7 @@ def get_transformer(self: LogsResponse) -> str:
 
 def delete_transformer(self: LogsResponse) -> str:
     params = _body(self)
+    check_logs("DeleteTransformer", params)
     group = _group(self.logs_backend, params.get("logGroupIdentifier", ""))
     group.__dict__.pop(_TRANSFORMER, None)
     return ""
@@ -134,7 +134,7 @@ def delete_transformer(self: LogsResponse) -> str:
 
 def test_transformer(self: LogsResponse) -> str:
     params = _body(self)
-    _check_logs("TestTransformer", params)
+    check_logs("TestTransformer", params)
     config = params["transformerConfig"]
     out = [
         {
@@ -149,14 +149,14 @@ def test_transformer(self: LogsResponse) -> str:
 
 def put_metric_filter(self: LogsResponse) -> str:
     params = _body(self)
-    _check_logs("PutMetricFilter", params)
+    check_logs("PutMetricFilter", params)
     self.logs_backend.put_metric_filter_full(params)
     return ""
 
 
 def put_retention_policy(self: LogsResponse) -> str:
     params = _body(self)
-    _check_logs("PutRetentionPolicy", params)
+    check_logs("PutRetentionPolicy", params)
     days = params["retentionInDays"]
     if days not in RETENTION_DAYS:
         raise InvalidParameterException(
@@ -208,6 +208,17 @@ def _delete_log_group_patch() -> Callable[..., None]:
     return delete_log_group
 
 
+def _delete_log_group_response_patch() -> Callable[..., str]:
+    original = _original(LogsResponse, "delete_log_group")
+
+    def delete_log_group(self: LogsResponse) -> str:
+        check_logs("DeleteLogGroup", _body(self))
+        result: str = original(self)
+        return result
+
+    return delete_log_group
+
+
 def _put_log_events_patch() -> Callable[..., str]:
     original = _original(LogGroup, "put_log_events")
 
@@ -230,7 +241,7 @@ def ingest(group: LogGroup, events: list[dict[str, Any]]) -> None:
     for event in events:
         message = event["message"]
         transformed = moto_grok.transform(stored["transformerConfig"], message) if stored else None
-        raw = moto_grok._as_json(message)
+        raw = moto_grok.as_json(message)
         at = datetime.fromtimestamp(event["timestamp"] / 1000, tz=UTC).replace(tzinfo=None)
         for f in filters:
             on_transformed = f.get("applyOnTransformedLogs") and transformed is not None
@@ -248,6 +259,31 @@ def ingest(group: LogGroup, events: list[dict[str, Any]]) -> None:
                 )
 
 
+# ---------------------------------------------------------------- cloudwatch: statistics
+
+
+def _aligned_statistics_patch() -> Callable[..., list[Any]]:
+    """GetMetricStatistics with periods aligned to the epoch in multiples of Period, as
+    AWS's datapoint timestamps are (moto starts its first period at the first datapoint's
+    own time, so a metric-filter datapoint at 08:00:00.001 reported 08:00:00.001)."""
+    original = _original(CloudWatchBackend, "get_metric_statistics")
+
+    def get_metric_statistics(self: CloudWatchBackend, *args: Any, **kwargs: Any) -> list[Any]:
+        stats: list[Any] = original(self, *args, **kwargs)
+        period = int(kwargs.get("period", args[4] if len(args) > 4 else 60))
+        regrouped: dict[datetime, Any] = {}
+        for point in [p for s in stats for p in s.metric_data]:
+            epoch = point.timestamp.replace(tzinfo=UTC).timestamp()
+            start = datetime.fromtimestamp(epoch - epoch % period, tz=UTC).replace(tzinfo=None)
+            if start not in regrouped:
+                regrouped[start] = Statistics(stats[0].stats, start)
+            regrouped[start].metric_data.append(point)
+            regrouped[start].unit = point.unit
+        return [regrouped[k] for k in sorted(regrouped)]
+
+    return get_metric_statistics
+
+
 # ---------------------------------------------------------------- cloudwatch: dashboards
 
 
@@ -261,7 +297,7 @@ def _put_dashboard_patch() -> Callable[..., ActionResult]:
 
     def put_dashboard(self: CloudWatchResponse) -> ActionResult:
         params = _cw_params(self)
-        _check_cloudwatch("PutDashboard", params)
+        check_cloudwatch("PutDashboard", params)
         result: ActionResult = original(self)
         dashboard = self.cloudwatch_backend.dashboards[params["DashboardName"]]
         tags = params.get("Tags") or []
@@ -276,6 +312,7 @@ def _delete_dashboards_patch() -> Callable[..., ActionResult]:
     original = _original(CloudWatchResponse, "delete_dashboards")
 
     def delete_dashboards(self: CloudWatchResponse) -> ActionResult:
+        check_cloudwatch("DeleteDashboards", _cw_params(self))
         backend = self.cloudwatch_backend
         arns = {name: d.arn for name, d in backend.dashboards.items()}
         result: ActionResult = original(self)
@@ -299,21 +336,25 @@ def _tag_resource_patch() -> Callable[..., None]:
     return tag_resource
 
 
-def _put_metric_alarm_patch(on_put: Callable[[CloudWatchBackend, str], None]) -> Any:
+OnAlarmPut = Callable[[CloudWatchBackend, str, Any], None]
+
+
+def _put_metric_alarm_patch(on_put: OnAlarmPut) -> Any:
     original = _original(CloudWatchResponse, "put_metric_alarm")
 
     def put_metric_alarm(self: CloudWatchResponse) -> ActionResult:
         params = _cw_params(self)
-        _check_cloudwatch("PutMetricAlarm", params)
+        check_cloudwatch("PutMetricAlarm", params)
+        previous = self.cloudwatch_backend.alarms.get(params["AlarmName"])
         result: ActionResult = original(self)
-        on_put(self.cloudwatch_backend, params["AlarmName"])
+        on_put(self.cloudwatch_backend, params["AlarmName"], previous)
         return result
 
     return put_metric_alarm
 
 
 def monitoring_patches(
-    on_alarm_put: Callable[[CloudWatchBackend, str], None] | None = None,
+    on_alarm_put: OnAlarmPut | None = None,
 ) -> list[tuple[type, str, Any]]:
     """(class, attribute, replacement) triples; originals are captured at install time."""
     return [
@@ -325,13 +366,15 @@ def monitoring_patches(
         (LogsResponse, "put_retention_policy", put_retention_policy),
         (LogsBackend, "put_metric_filter_full", put_metric_filter_full),
         (LogsBackend, "delete_log_group", _delete_log_group_patch()),
+        (LogsResponse, "delete_log_group", _delete_log_group_response_patch()),
         (LogGroup, "put_log_events", _put_log_events_patch()),
+        (CloudWatchBackend, "get_metric_statistics", _aligned_statistics_patch()),
         (CloudWatchResponse, "put_dashboard", _put_dashboard_patch()),
         (CloudWatchResponse, "delete_dashboards", _delete_dashboards_patch()),
         (CloudWatchBackend, "tag_resource", _tag_resource_patch()),
         (
             CloudWatchResponse,
             "put_metric_alarm",
-            _put_metric_alarm_patch(on_alarm_put or (lambda _b, _n: None)),
+            _put_metric_alarm_patch(on_alarm_put or (lambda _b, _n, _p: None)),
         ),
     ]

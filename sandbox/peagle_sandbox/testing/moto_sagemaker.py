@@ -18,6 +18,9 @@ useless for testing a vLLM deployer, plus two conveniences the tests and the loc
 6. ``requests`` records every AWS request moto receives (service, operation, parameters, time).
 7. Every time moto writes (CreationTime, LastModifiedTime, log ingestion, datapoints, the HTTP
    ``Date`` header) is the harness's clock (``moto_clock``).
+8. CloudWatch Logs transformers and metric filters computed on ingestion, dashboard tags
+   (``moto_monitoring``), and metric alarms evaluated on the clock with their history
+   (``moto_alarms``; ``evaluate_alarms``).
 
 Everything is patched on moto's *classes* (not on backend instances), because moto keeps its
 backends in module globals that ``mock_aws`` resets and ``ThreadedMotoServer`` shares with the
@@ -50,6 +53,8 @@ from typing import Any
 from moto.logs.models import logs_backends
 from moto.sagemaker.models import sagemaker_backends
 
+from peagle_sandbox.sandbox_clock import SandboxClock
+from peagle_sandbox.testing.moto_alarms import AlarmEvaluator, alarm_patches
 from peagle_sandbox.testing.moto_clock import clock_patches
 from peagle_sandbox.testing.moto_components import component_patches
 from peagle_sandbox.testing.moto_config_patches import config_patches, valid_instance_types
@@ -131,6 +136,13 @@ class SageMakerHarness(EndpointTimelines):
     _originals: list[tuple[type, str, Any]] = field(default_factory=list, init=False, repr=False)
     # Every AWS request moto receives while this harness is installed (request_log.py).
     requests: RequestLog = field(default_factory=RequestLog, init=False, repr=False)
+    # Metric alarms' evaluation progress and history (moto_alarms.py).
+    alarms: AlarmEvaluator = field(default_factory=AlarmEvaluator, init=False, repr=False)
+    # Evaluate alarms whenever the clock is advanced or resumed. The sandbox server turns
+    # this off and evaluates in its own tick, after the log simulator has written what
+    # became due (so a line is ingested before its period is judged).
+    evaluate_on_advance: bool = True
+    _watched: SandboxClock | None = field(default=None, init=False, repr=False)
 
     # ------------------------------------------------------------------ install / uninstall
 
@@ -150,6 +162,7 @@ class SageMakerHarness(EndpointTimelines):
                 self._originals.append((cls, name, cls.__dict__.get(name, _MISSING)))
                 setattr(cls, name, replacement)
             _active = self
+        self._watch_clock()
         return self
 
     def uninstall(self) -> None:
@@ -172,12 +185,40 @@ class SageMakerHarness(EndpointTimelines):
             self._update_plans.clear()
             self._known.clear()
             self._deleting.clear()
+        self.alarms.clear()
 
     def __enter__(self) -> SageMakerHarness:
         return self.install()
 
     def __exit__(self, *exc_info: object) -> None:
         self.uninstall()
+
+    # ------------------------------------------------------------------ alarms
+
+    def evaluate_alarms(self, now: float | None = None) -> int:
+        """Evaluate every CloudWatch metric alarm at each period boundary passed up to
+        `now` (default: the clock's now); returns how many changed state. DescribeAlarms
+        and DescribeAlarmHistory run it first, so in-process tests need no ticker."""
+        self._watch_clock()
+        return self.alarms.evaluate(self.clock.now() if now is None else now)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name == "clock" and self.installed:  # a test swapped the clock after install
+            self._watch_clock()
+
+    def _watch_clock(self) -> None:
+        # Follow whichever clock is current (tests swap it after install).
+        clock = self.clock
+        if self._watched is clock or not hasattr(clock, "on_advance"):
+            return
+        self._watched = clock
+
+        def moved() -> None:
+            if self.installed and self.clock is clock and self.evaluate_on_advance:
+                self.evaluate_alarms()
+
+        clock.on_advance(moved)
 
     # ------------------------------------------------------------------ scheduling API
 
@@ -299,7 +340,8 @@ def _patches() -> list[tuple[type, str, Any]]:
         + endpoint_patches(_harness)
         + component_patches(_harness)
         + shape_patches()
-        + monitoring_patches()
+        + monitoring_patches(lambda b, name, old: _harness().alarms.on_put(b, name, old))
+        + alarm_patches(lambda: _harness().alarms, lambda: _harness().evaluate_alarms())
         + request_log_patches(lambda: _harness().requests)
         + clock_patches(lambda: _harness().clock.naive_utcnow())
     )

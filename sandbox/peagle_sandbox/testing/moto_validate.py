@@ -23,8 +23,10 @@ from typing import Any
 import botocore.session
 from botocore.model import Shape
 from botocore.validate import ParamValidator
+from moto.cloudwatch.exceptions import InvalidParameterValue
+from moto.logs.exceptions import InvalidParameterException
 
-__all__ = ["problems", "shape_problems"]
+__all__ = ["check_cloudwatch", "check_logs", "problems", "shape_problems", "validation_message"]
 
 
 @lru_cache(maxsize=8)
@@ -46,7 +48,7 @@ def problems(service: str, operation: str, params: dict[str, Any]) -> list[str]:
     out: list[str] = []
     report = ParamValidator().validate(params, shape)
     if report.has_errors():
-        out += [line.strip("- ").strip() for line in report.generate_report().splitlines()[1:]]
+        out += [line.strip() for line in report.generate_report().splitlines() if line.strip()]
     out += shape_problems(shape, params, "")
     return out
 
@@ -106,3 +108,17 @@ def validation_message(found: list[str]) -> str:
     """AWS's one-line summary of validation errors."""
     n = len(found)
     return f"{n} validation error{'s' if n > 1 else ''} detected: " + "; ".join(found)
+
+
+def check_logs(operation: str, params: dict[str, Any]) -> None:
+    """Refuse a CloudWatch Logs request that breaks the model, as AWS does."""
+    found = problems("logs", operation, params)
+    if found:
+        raise InvalidParameterException(msg=validation_message(found))
+
+
+def check_cloudwatch(operation: str, params: dict[str, Any]) -> None:
+    """Refuse a CloudWatch request that breaks the model, as AWS does."""
+    found = problems("cloudwatch", operation, params)
+    if found:
+        raise InvalidParameterValue(validation_message(found))
