@@ -243,7 +243,7 @@ def to_terraform(plan: Any) -> dict[str, Any]:
     for resource in (model, config, endpoint):
         resource["region"] = plan.region  # per-resource region: provider >= 6.0
     floor = tf_provider_floor(plan.create_endpoint_config)
-    return {
+    doc: dict[str, Any] = {
         "//": _provenance(plan),
         "terraform": {
             "required_providers": {"aws": {"source": "hashicorp/aws", "version": f">= {floor}"}}
@@ -254,6 +254,20 @@ def to_terraform(plan: Any) -> dict[str, Any]:
             "aws_sagemaker_endpoint": {rid: endpoint},
         },
     }
+    if getattr(plan, "monitoring", None) is not None:
+        from .export_monitoring import TF_PROVIDER_MIN_MONITORING, tf_monitoring
+
+        resources, data, depends = tf_monitoring(plan, rid)
+        doc["resource"].update(resources)
+        doc["data"] = data
+        endpoint["depends_on"] = depends
+        floor = max(floor, TF_PROVIDER_MIN_MONITORING, key=_version)
+        doc["terraform"]["required_providers"]["aws"]["version"] = f">= {floor}"
+    return doc
+
+
+def _version(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
 
 
 def tf_provider_floor(create_endpoint_config: dict[str, Any]) -> str:
@@ -293,7 +307,7 @@ def to_cloudformation(plan: Any) -> dict[str, Any]:
         variant["ModelName"] = {"Fn::GetAtt": ["PeagleModel", "ModelName"]}
     assert endpoint["EndpointConfigName"] == config["EndpointConfigName"]
     endpoint["EndpointConfigName"] = {"Fn::GetAtt": ["PeagleEndpointConfig", "EndpointConfigName"]}
-    return {
+    template: dict[str, Any] = {
         "AWSTemplateFormatVersion": "2010-09-09",
         "Description": _provenance(plan) + f" Deploy in {plan.region}: the image is regional.",
         "Resources": {
@@ -308,6 +322,15 @@ def to_cloudformation(plan: Any) -> dict[str, Any]:
             "EndpointName": {"Value": {"Fn::GetAtt": ["PeagleEndpoint", "EndpointName"]}},
         },
     }
+    if getattr(plan, "monitoring", None) is not None:
+        from .export_monitoring import cfn_monitoring
+
+        # Today unreachable (a monitored plan drafts, so it has a drafter channel, refused
+        # above); kept so lifting that refusal cannot drop the monitoring silently.
+        resources, depends = cfn_monitoring(plan)
+        template["Resources"].update(resources)
+        template["Resources"]["PeagleEndpoint"]["DependsOn"] = depends
+    return template
 
 
 def _provenance(plan: Any) -> str:

@@ -93,6 +93,7 @@ def compare(new: Plan, aws: Any) -> ApplyPlan:
     """What `apply` would do for `new`, read from the live endpoint (describe + tags)."""
     from ..errors import NotFound
     from .monitoring import monitoring_changes, read_monitoring, wanted_monitoring
+    from .monitoring_read import read_monitoring_if_allowed
     from .resolve import plan
     from .spec_tags import deployed_spec, tag_dict
 
@@ -107,7 +108,10 @@ def compare(new: Plan, aws: Any) -> ApplyPlan:
             return ApplyPlan("create", new, monitoring=new.monitoring)
         name = live_name
         current = deployed_spec(sm, name)
-    live_mon = read_monitoring(aws, name)
+    if new.spec.monitoring is None:  # asks nothing of it: a denied read leaves it be
+        live_mon = read_monitoring_if_allowed(aws, name)[0]
+    else:
+        live_mon = read_monitoring(aws, name)
     want = wanted_monitoring(new, live_mon)
     mon = [Change(p, a, b) for p, a, b in monitoring_changes(live_mon, want)]
     arn = sm.describe_endpoint(EndpointName=name)["EndpointArn"]

@@ -523,11 +523,15 @@ class Lifecycle:
     def follow_monitoring(self, plan: Plan, monitoring: Any = FROM_PLAN) -> list[str]:
         """Make the endpoint's monitoring what `monitoring` says (FROM_PLAN: see
         `update`), sending only what differs. The names of what changed."""
-        from .monitoring import read_monitoring, sync_monitoring, wanted_monitoring
+        from .monitoring import sync_monitoring, wanted_monitoring
+        from .monitoring_read import read_monitoring_if_allowed
 
         name = plan.names["endpoint"]
         try:
-            live = read_monitoring(self.aws, name)
+            asked = monitoring is not FROM_PLAN or plan.spec.monitoring is not None
+            live, read = read_monitoring_if_allowed(self.aws, name, None if asked else self.say)
+            if not read and not asked:
+                return []
             want = wanted_monitoring(plan, live) if monitoring is FROM_PLAN else monitoring
             return sync_monitoring(self.aws, want, live, say=self.say)
         except Exception as exc:

@@ -24,6 +24,7 @@ __all__ = [
     "LiveMonitoring",
     "find_orphans",
     "read_monitoring",
+    "read_monitoring_if_allowed",
 ]
 
 KEEP_LOGS = "peagle:keep-logs"
@@ -219,6 +220,25 @@ def read_monitoring(aws: Any, endpoint: str) -> LiveMonitoring | None:
         retention_days=g.get("retentionInDays") if g else None,
         keep_logs=owned and tags.get(KEEP_LOGS) == "true",
     )
+
+
+DENIED = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation")
+
+
+def read_monitoring_if_allowed(
+    aws: Any, endpoint: str, say: Any = None
+) -> tuple[LiveMonitoring | None, bool]:
+    """(read_monitoring's answer, True) or, when the caller may not read CloudWatch (a
+    deployer policy from before monitoring), (None, False) and a warning on `say`: an
+    update or apply that asks nothing of monitoring must not fail for it."""
+    try:
+        return read_monitoring(aws, endpoint), True
+    except Exception as e:
+        if _code(e) not in DENIED:
+            raise
+        if say is not None:
+            say(f"warning: monitoring of {endpoint} not read (access denied); left as it is")
+        return None, False
 
 
 # -- gc ---------------------------------------------------------------------------------

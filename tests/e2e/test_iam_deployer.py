@@ -129,10 +129,20 @@ def _granted(policy: dict[str, Any], action: str, arn: str, r: dict[str, Any]) -
     return False
 
 
-def test_deployer_policy_is_exactly_what_the_commands_send(sb: Sandbox, tmp_path: Path) -> None:
+@pytest.mark.parametrize("monitored", [False, True], ids=["plain", "monitored"])
+def test_deployer_policy_is_exactly_what_the_commands_send(
+    sb: Sandbox, tmp_path: Path, monitored: bool
+) -> None:
+    # A first deploy: its log group does not exist yet (an earlier case's endpoint, not
+    # monitored, left the one SageMaker made, as AWS would).
+    logs = sb.client("logs")
+    for g in logs.describe_log_groups(logGroupNamePrefix=f"/aws/sagemaker/Endpoints/{NAME}")[
+        "logGroups"
+    ]:
+        logs.delete_log_group(logGroupName=g["logGroupName"])
     _OPENER.open(urllib.request.Request(f"{sb.url}/_peagle/requests", method="DELETE")).read()
-    # apply then changes only the monitoring: a threshold of the spec's (the alarm's
-    # peagle:threshold tag), keep_logs on (the log group's tag) and off again.
+    # Monitored, apply then changes only the monitoring: a threshold of the spec's (the
+    # alarm's peagle:threshold tag), keep_logs on (the log group's tag) and off again.
     specs = []
     for i, keep in enumerate(("true", "false")):
         specs.append(tmp_path / f"monitoring-{i}.yaml")
@@ -140,11 +150,12 @@ def test_deployer_policy_is_exactly_what_the_commands_send(sb: Sandbox, tmp_path
             "model: gpt-oss-20b\nspeculative:\n  num_speculative_tokens: 5\n"
             f"monitoring:\n  threshold: 1.5\n  keep_logs: {keep}\n"
         )
+    deploy = ["deploy", "gpt-oss-20b", *(["--monitor"] if monitored else []), "--yes"]
+    applies = [["apply", "-f", str(p), "--yes"] for p in specs] if monitored else []
     for args in (
-        ["deploy", "gpt-oss-20b", "--monitor", "--yes"],
+        deploy,
         ["update", NAME, "-k", "5", "--yes"],
-        ["apply", "-f", str(specs[0]), "--yes"],
-        ["apply", "-f", str(specs[1]), "--yes"],
+        *applies,
         ["bench", NAME, "-c", "1", "-n", "2", "--max-tokens", "8", "--acceptance-wait", "0"],
         ["delete", NAME, "--yes"],
     ):
@@ -154,9 +165,9 @@ def test_deployer_policy_is_exactly_what_the_commands_send(sb: Sandbox, tmp_path
     role = create["ExecutionRoleArn"]
     account = role.split(":")[4]
 
-    # The same deployment, monitored (`iam-policy` takes the spec's `monitoring:`).
-    spec = tmp_path / "monitored.yaml"
-    spec.write_text("model: gpt-oss-20b\nmonitoring:\n  enabled: true\n")
+    # The same deployment (`iam-policy` takes the spec's `monitoring:`).
+    spec = tmp_path / "deployment.yaml"
+    spec.write_text("model: gpt-oss-20b\n" + ("monitoring:\n  enabled: true\n" * monitored))
     out = sb.cli("iam-policy", "-f", spec, "--for", "deployer", "--role", role, "--json")
     doc = json.loads(out.stdout)
     assert doc["for"] == "deployer" and "trust_policy" not in doc
@@ -181,19 +192,21 @@ def test_deployer_policy_is_exactly_what_the_commands_send(sb: Sandbox, tmp_path
         "sagemaker:UpdateEndpoint",
         "sagemaker:DeleteEndpoint",
     } <= sent
-    # ... and monitoring's: made by deploy, moved by update (a new K), removed by delete.
-    assert {
-        "logs:CreateLogGroup",
-        "logs:PutTransformer",
-        "cloudwatch:PutMetricAlarm",
-        "cloudwatch:PutDashboard",
-        "cloudwatch:DeleteAlarms",
-        "cloudwatch:TagResource",
-        "logs:TagResource",
-        "logs:UntagResource",
-        "logs:DeleteLogGroup",
-    } <= sent
-    expected = sent | implied | HEALTH_READS
+    # Update, delete (and apply) look for monitoring either way.
+    assert {"cloudwatch:DescribeAlarms", "logs:DescribeMetricFilters"} <= sent
+    if monitored:  # made by deploy, moved by update (a new K) and apply, removed by delete
+        assert {
+            "logs:CreateLogGroup",
+            "logs:PutTransformer",
+            "cloudwatch:PutMetricAlarm",
+            "cloudwatch:PutDashboard",
+            "cloudwatch:DeleteAlarms",
+            "cloudwatch:TagResource",
+            "logs:TagResource",
+            "logs:UntagResource",
+            "logs:DeleteLogGroup",
+        } <= sent
+    expected = sent | implied | (HEALTH_READS if monitored else set())
     assert granted == expected, (sorted(expected - granted), sorted(granted - expected))
 
     for r in log:

@@ -148,3 +148,28 @@ def test_update_monitor_alone_sends_nothing_to_sagemaker(mon, capsys):
     code, out, err = run(capsys, "update", NAME, "--monitor", "--yes", "--json")
     assert code == 0, err
     assert changing(mon, n) == []
+
+
+def test_an_update_that_asks_nothing_of_monitoring_survives_a_denied_read(mon, capsys, monkeypatch):
+    """A deployer policy from before monitoring: reading the alarm is denied. An update of K
+    (nothing asked of monitoring) still succeeds, and says monitoring was left as it is."""
+    from botocore.exceptions import ClientError
+
+    import sm_peagle.lifecycle.monitoring as monitoring
+    import sm_peagle.lifecycle.monitoring_read as reads
+
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--yes")
+    assert code == 0, err
+
+    def denied(*_a: Any, **_k: Any) -> None:
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "DescribeAlarms")
+
+    monkeypatch.setattr(reads, "read_monitoring", denied)
+    monkeypatch.setattr(monitoring, "read_monitoring", denied)
+    code, out, err = run(capsys, "update", NAME, "-k", "5", "--yes", "--json")
+    assert code == 0, err
+    assert json.loads(out)["speculative_config"]["num_speculative_tokens"] == 5
+    assert "monitoring of peagle-gpt-oss-20b-p-eagle not read (access denied)" in err
+    # ... while one that asks for monitoring fails on it, in one line.
+    code, _, err = run(capsys, "update", NAME, "--monitor", "--yes")
+    assert code == 1 and "Traceback" not in err
