@@ -355,3 +355,13 @@ def test_plan_text_lists_the_requests_deploy_sends_in_its_order(mon, capsys):
 
 
 SAGEMAKER_CREATES = ("CreateModel", "CreateEndpointConfig", "CreateEndpoint")
+
+
+def test_delete_is_fine_with_monitoring_already_partly_gone(mon):
+    sm_peagle.deploy("gpt-oss-20b", monitor=True, role=mon.role_arn, region=REGION)
+    logs, cw = clients()
+    cw.delete_alarms(AlarmNames=[ALARM])  # by hand
+    logs.delete_metric_filter(logGroupName=GROUP, filterName="peagle-drafted-tokens")
+    result = sm_peagle.Client(region=REGION).delete(NAME)
+    assert ALARM in result.deleted  # the dashboard (same name); the alarm was gone
+    assert left_monitoring() == {}
