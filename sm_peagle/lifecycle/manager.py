@@ -46,7 +46,15 @@ def _cleanup(
     `delete` of it, which removes the endpoint if there is one and the configs and
     models tagged with that deployment either way, nothing else. An update (the endpoint
     is older than the run): gc of exactly the operation's resources."""
+    from .monitoring_read import MONITORING_KINDS
+
     endpoint = next((n for k, n in todo if k == "endpoint"), None)
+    # A deploy stopped before CreateEndpoint with monitoring made: `delete` finds that
+    # (its configs, models and monitoring by their tags); gc --operation would not (the
+    # monitoring carries no operation tag).
+    made_monitoring = any(k in MONITORING_KINDS for k, _ in todo)
+    if made_monitoring and deployment is not None:
+        return Call("delete", deployment)
     if endpoint is not None or (op is None and deployment is not None):
         return Call("delete", str(endpoint or deployment))
     if op is not None:

@@ -365,3 +365,26 @@ def test_delete_is_fine_with_monitoring_already_partly_gone(mon):
     result = sm_peagle.Client(region=REGION).delete(NAME)
     assert ALARM in result.deleted  # the dashboard (same name); the alarm was gone
     assert left_monitoring() == {}
+
+
+def test_delete_of_a_gone_endpoint_removes_a_log_group_a_stopped_rollback_left(mon, capsys):
+    """A rollback stopped right after CreateLogGroup leaves only peagle's group; the
+    command it names (`delete NAME`) removes it, as it removes tagged configs and models."""
+    from sm_peagle.lifecycle.manager import _cleanup
+    from tests.integration.lifecycle_env import run
+
+    logs, _ = clients()
+    logs.create_log_group(
+        logGroupName=GROUP, tags={"peagle:managed": "true", "peagle:deployment": NAME}
+    )
+    from datetime import UTC, datetime
+
+    from sm_peagle.errors import Call
+    from sm_peagle.lifecycle.operation import Operation
+
+    op = Operation.start(60, datetime.now(UTC))  # a deploy's: without monitoring, gc --operation
+    assert _cleanup([("model", "m"), ("log_group", GROUP)], NAME, op) == Call("delete", NAME)
+    code, out, err = run(capsys, "delete", NAME, "--yes", "--json")
+    assert code == 0, err
+    assert json.loads(out)["deleted"] == [GROUP]
+    assert left_monitoring() == {}
