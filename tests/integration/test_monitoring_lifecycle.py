@@ -275,6 +275,9 @@ def test_a_failed_deploy_leaves_an_existing_group_as_it_was(mon, sagemaker_harne
     sagemaker_harness.schedule(NAME, ["Creating", "Failed"], failure_reason="injected")
     with pytest.raises(sm_peagle.DeploymentFailed):
         sm_peagle.deploy("gpt-oss-20b", monitor=True, role=mon.role_arn, region=REGION)
+    # It put its transformer and filters there, and took exactly those away again.
+    assert len(mon.sent("PutTransformer")) == 1 and len(mon.sent("DeleteTransformer")) == 1
+    assert len(mon.sent("DeleteMetricFilter")) == 3 and not mon.sent("DeleteLogGroup")
     assert left_monitoring() == {"log_groups": [GROUP]}
     assert _group_state() == before
 
