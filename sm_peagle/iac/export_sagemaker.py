@@ -170,6 +170,20 @@ def _refuse(plan: Any) -> None:
                 json=Param("format", "json"),
             ),
         )
+    if getattr(plan, "monitoring", None) is not None:
+        # Refused, not dropped: a script that deployed without the monitoring would leave
+        # the endpoint unwatched while the spec says it is.
+        raise SpecError(
+            "sagemaker export does not cover monitoring: sagemaker-core has no resource "
+            "classes for CloudWatch Logs transformers, metric filters, alarms or dashboards",
+            remedy=text(
+                "deploy with `{apply}`, `{tf}`, or drop monitoring ({monitor})",
+                apply=Call("apply", spec="<spec>"),
+                tf=Call("export", format="terraform"),
+                monitor=Param("monitor", False),
+            ),
+            field="monitor",
+        )
     if plan.drafter_push:
         raise SpecError(
             text(

@@ -170,7 +170,7 @@ def deployer_policy(plan: Any, *, account: str | None = None) -> PolicyResult:
     if plan.monitoring is not None:
         statements += _monitoring_statements(plan, part, acct)
     else:
-        statements.append(_monitoring_reads(plan, part, acct))
+        statements += _monitoring_reads(plan, part, acct)
     policy = {"Version": "2012-10-17", "Statement": statements}
     return PolicyResult(policy=policy, trust_policy={}, account=acct, warnings=warnings)
 
@@ -214,17 +214,24 @@ def _monitoring_statements(plan: Any, part: str, acct: str) -> list[dict[str, An
     )
 
 
-def _monitoring_reads(plan: Any, part: str, acct: str) -> dict[str, Any]:
+def _monitoring_reads(plan: Any, part: str, acct: str) -> list[dict[str, Any]]:
     """Without monitoring, update, apply, diff and delete still look for it (a spec may
-    have turned it on elsewhere): peagle's alarm and its filters on the log group."""
+    have turned it on elsewhere): peagle's alarm, its filters and the log group's tags."""
     region, endpoint = plan.region, plan.names["endpoint"]
     group = f"arn:{part}:logs:{region}:{acct}:log-group:/aws/sagemaker/Endpoints/{endpoint}"
-    return statement(
-        "ReadsThatFindMonitoringOfThisEndpoint",
-        ["cloudwatch:DescribeAlarms", "logs:DescribeMetricFilters"],
-        [
-            f"arn:{part}:cloudwatch:{region}:{acct}:alarm:{endpoint}-speculation",
-            group,
-            f"{group}:*",
-        ],
-    )
+    return [
+        statement(
+            "ReadsThatFindMonitoringOfThisEndpoint",
+            ["cloudwatch:DescribeAlarms", "logs:DescribeMetricFilters", "logs:ListTagsForResource"],
+            [
+                f"arn:{part}:cloudwatch:{region}:{acct}:alarm:{endpoint}-speculation",
+                group,
+                f"{group}:*",
+            ],
+        ),
+        statement(
+            "DescribeLogGroupsOnAllGroupsBecauseItListsByPrefix",
+            ["logs:DescribeLogGroups"],
+            [f"arn:{part}:logs:{region}:{acct}:log-group:*"],
+        ),
+    ]

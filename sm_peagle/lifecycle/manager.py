@@ -46,7 +46,15 @@ def _cleanup(
     `delete` of it, which removes the endpoint if there is one and the configs and
     models tagged with that deployment either way, nothing else. An update (the endpoint
     is older than the run): gc of exactly the operation's resources."""
+    from .monitoring_read import MONITORING_KINDS
+
     endpoint = next((n for k, n in todo if k == "endpoint"), None)
+    # A deploy stopped before CreateEndpoint with monitoring made: `delete` finds that
+    # (its configs, models and monitoring by their tags); gc --operation would not (the
+    # monitoring carries no operation tag).
+    made_monitoring = any(k in MONITORING_KINDS for k, _ in todo)
+    if made_monitoring and deployment is not None:
+        return Call("delete", deployment)
     if endpoint is not None or (op is None and deployment is not None):
         return Call("delete", str(endpoint or deployment))
     if op is not None:
@@ -516,30 +524,47 @@ class Lifecycle:
             return update_components(self, plan, timeout=timeout)
         from .update import update_in_place
 
+        want = plan.monitoring if monitoring is FROM_PLAN else monitoring
+        if want is not None and (monitoring is not FROM_PLAN or plan.spec.monitoring):
+            from .monitoring import check_monitoring
+
+            # Turning it on: a foreign transformer refuses before SageMaker is touched.
+            check_monitoring(self.aws, want)
         result = update_in_place(self, plan, timeout=timeout, on_poll=on_poll)
-        self.follow_monitoring(plan, monitoring)
+        self.follow_monitoring(plan, monitoring, updated=True)
         return result
 
-    def follow_monitoring(self, plan: Plan, monitoring: Any = FROM_PLAN) -> list[str]:
+    def follow_monitoring(
+        self, plan: Plan, monitoring: Any = FROM_PLAN, *, updated: bool = False
+    ) -> list[str]:
         """Make the endpoint's monitoring what `monitoring` says (FROM_PLAN: see
-        `update`), sending only what differs. The names of what changed."""
+        `update`), sending only what differs; `updated`: SageMaker was just updated (an
+        error says so). The names of what changed."""
+        from ..errors import PeagleError
         from .monitoring import sync_monitoring, wanted_monitoring
         from .monitoring_read import read_monitoring_if_allowed
 
         name = plan.names["endpoint"]
+        # Asked: the spec has a monitoring section, or the caller names one. Otherwise a
+        # denied read (a policy from before monitoring) leaves it be, with a warning.
+        asked = plan.spec.monitoring is not None or monitoring not in (FROM_PLAN, None)
         try:
-            asked = monitoring is not FROM_PLAN or plan.spec.monitoring is not None
             live, read = read_monitoring_if_allowed(self.aws, name, None if asked else self.say)
             if not read and not asked:
                 return []
             want = wanted_monitoring(plan, live) if monitoring is FROM_PLAN else monitoring
             return sync_monitoring(self.aws, want, live, say=self.say)
         except Exception as exc:
+            if isinstance(exc, PeagleError) and not updated:
+                raise  # a SpecError (a foreign transformer) keeps its exit 2
             err = as_error(exc)
-            err.message = text(
-                "{name} was updated, but not its monitoring: {why}", name=name, why=err.message
-            )
-            err.remedy = err.remedy or text(
-                "run the same update again (it sends only what is left)"
-            )
+            if updated:
+                err.message = text(
+                    "{name} was updated, but not its monitoring: {why}",
+                    name=name,
+                    why=err.message,
+                )
+                err.remedy = err.remedy or text(
+                    "run the same update again (it sends only what is left)"
+                )
             raise err from None

@@ -86,8 +86,8 @@ def check_monitoring(aws: Any, mp: MonitoringPlan) -> bool:
             f"log group {mp.log_group} already has a transformer peagle did not make; "
             "a log group has one, and monitoring needs its own there; nothing was created",
             remedy=text(
-                "remove that transformer (aws logs delete-transformer --log-group-identifier "
-                "{group}), or deploy without monitoring ({monitor})",
+                "remove that transformer (CloudWatch Logs DeleteTransformer on {group}), "
+                "or deploy without monitoring ({monitor})",
                 group=mp.log_group,
                 monitor=Param("monitor", False),
             ),

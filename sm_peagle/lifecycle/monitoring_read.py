@@ -195,17 +195,18 @@ class LiveMonitoring:
 
 
 def read_monitoring(aws: Any, endpoint: str) -> LiveMonitoring | None:
-    """What is live of peagle's monitoring of `endpoint`; None when there is neither
-    peagle's alarm nor any of its metric filters (the endpoint is not monitored)."""
+    """What is live of peagle's monitoring of `endpoint`; None when there is no alarm of
+    peagle's, none of its metric filters and no log group it made (not monitored; a
+    rollback cut short may leave only the group)."""
     logs, cw = aws.client("logs"), aws.client("cloudwatch")
     group = endpoint_log_group(endpoint)
     found = peagle_alarm(cw, endpoint)
     filters = peagle_filters(logs, group)
-    if found is None and not filters:
-        return None
     g = find_log_group(logs, group)
     tags = group_tags(logs, g) if g else {}
     owned = g is not None and owned_by(tags, endpoint)
+    if found is None and not filters and not owned:
+        return None
     d = peagle_dashboard(cw, endpoint)
     return LiveMonitoring(
         endpoint=endpoint,

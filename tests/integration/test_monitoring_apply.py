@@ -173,3 +173,22 @@ def test_an_update_that_asks_nothing_of_monitoring_survives_a_denied_read(mon, c
     # ... while one that asks for monitoring fails on it, in one line.
     code, _, err = run(capsys, "update", NAME, "--monitor", "--yes")
     assert code == 1 and "Traceback" not in err
+
+
+def test_turning_monitoring_on_over_a_foreign_transformer_is_refused_with_nothing_sent(
+    mon, capsys, tmp_path
+):
+    spec = spec_file(tmp_path / "d.yaml", None, k=3)
+    code, _, err = run(capsys, "apply", "-f", spec, "--yes")
+    assert code == 0, err
+    logs = boto3.client("logs", region_name=REGION)
+    if not logs.describe_log_groups(logGroupNamePrefix=GROUP)["logGroups"]:
+        logs.create_log_group(logGroupName=GROUP)
+    logs.put_transformer(logGroupIdentifier=GROUP, transformerConfig=[{"parseJSON": {}}])
+    # With a SageMaker change too (K 3 -> 5): refused before SageMaker is touched.
+    spec_file(spec, {"enabled": True}, k=5)
+    n = len(mon.requests)
+    code, _, err = run(capsys, "apply", "-f", spec, "--yes")
+    assert code == 2, err
+    assert "transformer" in err and "Traceback" not in err
+    assert changing(mon, n) == []

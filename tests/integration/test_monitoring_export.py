@@ -103,3 +103,10 @@ def test_cloudformation_monitoring_resources_lint_clean(tmp_path):
 def test_json_export_is_the_plan_with_its_monitoring(tmp_path):
     p = sm_peagle.plan(_spec(tmp_path))
     assert export_document(p, "json")["monitoring"]["log_group"] == GROUP
+
+
+def test_sagemaker_script_export_of_a_monitored_spec_is_refused(tmp_path, capsys):
+    code, out, err = run(capsys, "export", "-f", str(_spec(tmp_path)), "--format", "sagemaker")
+    assert code == 2 and out == ""
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert "monitoring" in line and "(fix:" in line

@@ -275,6 +275,9 @@ def test_a_failed_deploy_leaves_an_existing_group_as_it_was(mon, sagemaker_harne
     sagemaker_harness.schedule(NAME, ["Creating", "Failed"], failure_reason="injected")
     with pytest.raises(sm_peagle.DeploymentFailed):
         sm_peagle.deploy("gpt-oss-20b", monitor=True, role=mon.role_arn, region=REGION)
+    # It put its transformer and filters there, and took exactly those away again.
+    assert len(mon.sent("PutTransformer")) == 1 and len(mon.sent("DeleteTransformer")) == 1
+    assert len(mon.sent("DeleteMetricFilter")) == 3 and not mon.sent("DeleteLogGroup")
     assert left_monitoring() == {"log_groups": [GROUP]}
     assert _group_state() == before
 
@@ -355,3 +358,36 @@ def test_plan_text_lists_the_requests_deploy_sends_in_its_order(mon, capsys):
 
 
 SAGEMAKER_CREATES = ("CreateModel", "CreateEndpointConfig", "CreateEndpoint")
+
+
+def test_delete_is_fine_with_monitoring_already_partly_gone(mon):
+    sm_peagle.deploy("gpt-oss-20b", monitor=True, role=mon.role_arn, region=REGION)
+    logs, cw = clients()
+    cw.delete_alarms(AlarmNames=[ALARM])  # by hand
+    logs.delete_metric_filter(logGroupName=GROUP, filterName="peagle-drafted-tokens")
+    result = sm_peagle.Client(region=REGION).delete(NAME)
+    assert ALARM in result.deleted  # the dashboard (same name); the alarm was gone
+    assert left_monitoring() == {}
+
+
+def test_delete_of_a_gone_endpoint_removes_a_log_group_a_stopped_rollback_left(mon, capsys):
+    """A rollback stopped right after CreateLogGroup leaves only peagle's group; the
+    command it names (`delete NAME`) removes it, as it removes tagged configs and models."""
+    from sm_peagle.lifecycle.manager import _cleanup
+    from tests.integration.lifecycle_env import run
+
+    logs, _ = clients()
+    logs.create_log_group(
+        logGroupName=GROUP, tags={"peagle:managed": "true", "peagle:deployment": NAME}
+    )
+    from datetime import UTC, datetime
+
+    from sm_peagle.errors import Call
+    from sm_peagle.lifecycle.operation import Operation
+
+    op = Operation.start(60, datetime.now(UTC))  # a deploy's: without monitoring, gc --operation
+    assert _cleanup([("model", "m"), ("log_group", GROUP)], NAME, op) == Call("delete", NAME)
+    code, out, err = run(capsys, "delete", NAME, "--yes", "--json")
+    assert code == 0, err
+    assert json.loads(out)["deleted"] == [GROUP]
+    assert left_monitoring() == {}
