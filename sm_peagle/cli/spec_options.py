@@ -123,7 +123,7 @@ MonitorOpt = Annotated[
     typer.Option(
         "--monitor/--no-monitor",
         help="Speculation health computed by AWS: a metric of acceptance length from "
-        "vLLM's own log lines, an alarm \"speculation stopped paying\" and a dashboard "
+        "vLLM's own log lines, an alarm (speculation stopped paying) and a dashboard "
         "(spec `monitoring:`). --no-monitor removes them; neither touches SageMaker.",
     ),
 ]

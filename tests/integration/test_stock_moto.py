@@ -333,3 +333,25 @@ def test_an_enum_refusal_is_one_short_line_without_the_list() -> None:
         ), line
         assert "ml.old0" not in line and len(line) <= 300 and "(fix: " in line
         assert ("stock moto" in line) == moto_fix
+
+
+def test_monitor_on_stock_moto_names_the_transformer_call_and_leaves_nothing(
+    world, capsys, moto_knows_the_instance
+):
+    """Speculation health needs CloudWatch Logs' PutTransformer, which stock moto 5.2.5
+    lacks: `deploy --monitor` there is one line naming the call (exit 1, a failure in AWS),
+    and rolls back what it made before it: the log group it created, the config, the
+    model. The endpoint was never created (the monitoring requests go before it)."""
+    from moto.logs.responses import LogsResponse
+
+    assert not hasattr(LogsResponse, "put_transformer")  # the fact this rests on
+    code, _, err, ops = cli(capsys, world, "deploy", "gpt-oss-20b", "--monitor", "--yes")
+    assert code == 1, err
+    line = error_line(err)
+    assert "PutTransformer" in line, line
+    assert "CreateEndpoint" not in ops
+    assert inventory() == NOTHING
+    logs = boto3.client("logs", region_name=REGION)
+    assert logs.describe_log_groups()["logGroups"] == []
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    assert cloudwatch.describe_alarms()["MetricAlarms"] == []
