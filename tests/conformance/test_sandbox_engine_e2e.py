@@ -47,6 +47,17 @@ What is checked on P-EAGLE:
   set it, vLLM's default as the installed vLLM's own `config/speculative.py` declares it.
   Whether that is lossy is the facts' rule (`sm_peagle.vllm.lossy.lossy_reason`).
 
+Speculation health (issue 37): the aligned pair is deployed with `--monitor`, and so is
+the random (unaligned) head (`TestUnalignedHead`, the one more engine this adds: about a
+minute and a half of CI). The metric filters and alarm evaluation of the sandbox's AWS side
+(the moto harness) judge each endpoint from the real engine's own SpecDecoding lines: the
+AcceptedTokens and DraftedTokens sums equal the lines' counts, the unaligned head's alarm
+goes to ALARM (3 of 5 periods below 1 + 0.05 x (1 + K) = 1.2) while the aligned one's is
+OK, `peagle health` says off/degraded and paying, and an endpoint with no traffic says "no
+data" (its alarm INSUFFICIENT_DATA: TreatMissingData=missing). Periods with data are made
+by a burst, a bounded wait for vLLM's next line (10 s interval), then `sandbox clock
+advance 60s` (health_traffic.py).
+
 Baseline on the same image still starts: the plan never gives it the flag, which vLLM
 refuses without a speculative config; and vLLM itself does refuse the flag there, as the
 source facts say (`config/vllm.py`): a direct `vllm serve`, no sandbox, run last.
@@ -74,12 +85,23 @@ from peagle_sandbox.vllm_engine.install import EngineEnv
 from sm_peagle.vllm.lossy import lossy_reason
 from tests.conformance.engine_proc import ServeProcess
 from tests.conformance.engine_proc import engine_counters as counters
+from tests.conformance.health_traffic import (
+    PERIOD_S,
+    advance,
+    alarm,
+    burst_until_line,
+    health,
+    metric_sums,
+    sandbox_epoch,
+)
 from tests.e2e.clock_gc import check_gc_sees_them_age
 from tests.e2e.test_sandbox_engine_host import Cli, assert_nothing_left, port_free
 from tests.unit.test_bench_schema import keys_and_strings
 
 P_EAGLE = "peagle-tiny-llama-p-eagle"
 BASELINE = "peagle-tiny-llama-baseline"
+UNALIGNED = "peagle-tiny-random-head"
+RANDOM_HEAD = "s3://peagle-sandbox-models/heads/p-eagle-random/"
 VAR = "SM_VLLM_PER_REQUEST_SPEC_DECODE_METRICS"
 SPEC_LINE = re.compile(r"SpecDecoding metrics: .*Accepted: (\d+) tokens, Drafted: (\d+) tokens")
 COUNTERS = (
@@ -237,7 +259,15 @@ def vllm_default_rejection_method(engine: EngineEnv) -> str:
 
 @pytest.fixture(scope="class")
 def p_eagle(sandbox: Cli) -> Iterator[Deployed]:
-    yield from deployed(sandbox, P_EAGLE, "--mode", "p-eagle", "-k", "3")
+    yield from deployed(sandbox, P_EAGLE, "--mode", "p-eagle", "-k", "3", "--monitor")
+
+
+@pytest.fixture(scope="class")
+def unaligned(sandbox: Cli) -> Iterator[Deployed]:
+    """The random (unaligned) P-EAGLE head on the same target: it serves, and drafts
+    tokens the target (almost) never accepts."""
+    yield from deployed(sandbox, UNALIGNED, "--mode", "p-eagle", "-k", "3", "--name", UNALIGNED,
+                        "--drafter", RANDOM_HEAD, "--monitor")  # fmt: skip
 
 
 @pytest.fixture(scope="class")
@@ -453,6 +483,54 @@ class TestPEagle:
             lossy_reason({"rejection_sample_method": method}, engine.version) is not None
         )
         print(f"engine_run: {run['model_runner']}, {method}, lossy {run['lossy']}")
+
+    def test_health_pays_and_its_alarm_stays_ok(self, sandbox: Cli, p_eagle: Deployed) -> None:
+        """The aligned head, deployed with `--monitor` (issue 37): after the bench traffic
+        above and a greedy burst, the alarm judged from the engine's lines is OK and
+        `health` says paying. Last in the class: it moves the sandbox clock."""
+        lines = burst_until_line(sandbox, P_EAGLE)
+        advance(sandbox, 2 * PERIOD_S)
+        assert lines and alarm(sandbox, P_EAGLE)["StateValue"] == "OK"
+        doc = health(sandbox, P_EAGLE)
+        assert doc["verdict"] == "paying", doc
+        assert doc["source"] == "metric" and doc["acceptance_length"] > doc["threshold"] == 1.2
+
+
+class TestUnalignedHead:
+    """Speculation health (issue 37) where it matters: the random head, deployed with
+    `--monitor`, K=3. Its alarm is judged by the metric filters and the alarm evaluation of
+    the sandbox's AWS side, from this real engine's own SpecDecoding lines."""
+
+    def test_no_traffic_is_no_data(self, sandbox: Cli, unaligned: Deployed) -> None:
+        advance(sandbox, 6 * PERIOD_S)  # five whole periods, none with a line
+        assert alarm(sandbox, UNALIGNED)["StateValue"] == "INSUFFICIENT_DATA"
+        doc = health(sandbox, UNALIGNED)
+        assert doc["verdict"] == "no data", doc
+        assert doc["samples"] == 0
+
+    def test_the_alarm_fires_from_the_engines_own_lines(
+        self, sandbox: Cli, unaligned: Deployed
+    ) -> None:
+        start = sandbox_epoch(sandbox)
+        lines = []
+        for _ in range(3):  # the default alarm: 3 of 5 periods below the threshold
+            lines += burst_until_line(sandbox, UNALIGNED)
+            advance(sandbox, PERIOD_S)
+        advance(sandbox, PERIOD_S)  # the last line's period is complete
+        counts = [tuple(map(int, SPEC_LINE.search(e["message"]).groups())) for e in lines]
+        accepted, drafted = sum(a for a, _ in counts), sum(d for _, d in counts)
+        assert drafted > 0 and accepted / drafted < 0.05, counts  # random drafts: rejected
+        # What the metric filters published is exactly what the engine wrote.
+        sums = metric_sums(sandbox, UNALIGNED, start - PERIOD_S, sandbox_epoch(sandbox))
+        assert sums == {"AcceptedTokens": accepted, "DraftedTokens": drafted}
+        found = alarm(sandbox, UNALIGNED)
+        assert found["StateValue"] == "ALARM", found
+        assert "less than the threshold (1.2)" in found["StateReason"]  # 1 + 0.05 x (1 + 3)
+        doc = health(sandbox, UNALIGNED)
+        assert doc["verdict"] in ("off", "degraded"), doc
+        assert doc["source"] == "metric" and doc["alarm"]["state"] == "ALARM"
+        status = json.loads(sandbox("--sandbox", "status", UNALIGNED, "--json").stdout)
+        assert status["speculation"]["alarm_state"] == "ALARM"
 
 
 class TestBaseline:
