@@ -29,7 +29,7 @@ __all__ = [
     "sagemaker_invocations",
     "engine_traffic",
     "metric_samples",
-    "peagle_alarm",
+    "alarm_watching",
     "period_window",
     "spec_line_samples",
 ]
@@ -82,11 +82,13 @@ class AlarmView:
         return {"name": self.name, "state": self.state, "reason": self.reason}
 
 
-def peagle_alarm(aws: Any, endpoint: str) -> AlarmView | None:
+def alarm_watching(aws: Any, endpoint: str) -> AlarmView | None:
     """The alarm `<endpoint>-speculation` if it watches this endpoint's AcceptanceLength
-    in peagle's namespace, else None. One DescribeAlarms: the metric, namespace and
-    dimension identify it (its peagle:managed tags would cost a ListTagsForResource more,
-    and an alarm on exactly that metric is peagle's to read either way)."""
+    in peagle's namespace, else None: what health and status READ. One DescribeAlarms: the
+    metric, namespace and dimension identify it (its peagle:managed tags would cost a
+    ListTagsForResource more, and an alarm on exactly that metric is peagle's to read
+    either way). What peagle may CHANGE or delete is decided by the tags instead
+    (`monitoring_read.peagle_alarm`)."""
     name = alarm_name(endpoint)
     try:
         found = aws.client("cloudwatch").describe_alarms(

@@ -31,6 +31,7 @@ from .monitoring_read import (
     MONITORING_KINDS,
     PEAGLE_FILTERS,
     LiveMonitoring,
+    cloudwatch_tags,
     find_log_group,
     find_orphans,
     group_arn,
@@ -76,6 +77,7 @@ def check_monitoring(aws: Any, mp: MonitoringPlan) -> bool:
     """Preflight, before anything is created: does the log group exist? A group with a
     transformer that is not peagle's is refused (SpecError, exit 2): a group has one
     transformer, and replacing someone's would change what their filters see."""
+    _refuse_foreign_names(aws, mp)
     logs = aws.client("logs")
     g = find_log_group(logs, mp.log_group)
     if g is None:
@@ -95,6 +97,39 @@ def check_monitoring(aws: Any, mp: MonitoringPlan) -> bool:
             value=True,
         )
     return True
+
+
+def _refuse_foreign_names(aws: Any, mp: MonitoringPlan) -> None:
+    """An alarm or dashboard of peagle's name (`<endpoint>-speculation`) that peagle did not
+    make (no peagle tags for this endpoint) would be overwritten by PutMetricAlarm or
+    PutDashboard, and later deleted with the endpoint: refused (SpecError, exit 2) before
+    anything is created."""
+    cw = aws.client("cloudwatch")
+    found = cw.describe_alarms(AlarmNames=[mp.alarm["AlarmName"]]).get("MetricAlarms", [])
+    theirs = [
+        f"alarm {a['AlarmName']}"
+        for a in found
+        if not owned_by(cloudwatch_tags(cw, a["AlarmArn"]), mp.endpoint)
+    ]
+    try:
+        d = cw.get_dashboard(DashboardName=mp.dashboard["DashboardName"])
+    except Exception as e:
+        if not is_gone(e):
+            raise
+    else:
+        if not owned_by(cloudwatch_tags(cw, d["DashboardArn"]), mp.endpoint):
+            theirs.append(f"dashboard {d['DashboardName']}")
+    if theirs:
+        raise SpecError(
+            f"{' and '.join(theirs)} already exist(s) and peagle did not make it; monitoring "
+            "would overwrite it; nothing was created",
+            remedy=text(
+                "rename or delete it, or deploy without monitoring ({monitor})",
+                monitor=Param("monitor", False),
+            ),
+            field="monitor",
+            value=True,
+        )
 
 
 def _account(aws: Any) -> str:

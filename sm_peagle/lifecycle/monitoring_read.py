@@ -49,6 +49,11 @@ def _tags(items: Any) -> dict[str, str]:
     return {t["Key"]: t["Value"] for t in items or []}
 
 
+def cloudwatch_tags(cw: Any, arn: str) -> dict[str, str]:
+    """An alarm's or dashboard's tags (CloudWatch ListTagsForResource) as a mapping."""
+    return _tags(cw.list_tags_for_resource(ResourceARN=arn).get("Tags", []))
+
+
 def owned_by(tags: dict[str, str], endpoint: str) -> bool:
     """peagle made it for `endpoint`: `peagle:managed=true` and `peagle:deployment`."""
     return tags.get("peagle:managed") == "true" and tags.get("peagle:deployment") == endpoint
@@ -115,7 +120,7 @@ def peagle_alarm(cw: Any, endpoint: str) -> tuple[dict[str, Any], dict[str, str]
     peagle's)."""
     found = cw.describe_alarms(AlarmNames=[alarm_name(endpoint)], AlarmTypes=["MetricAlarm"])
     for a in found.get("MetricAlarms", []):
-        tags = _tags(cw.list_tags_for_resource(ResourceARN=a["AlarmArn"]).get("Tags", []))
+        tags = cloudwatch_tags(cw, a["AlarmArn"])
         if owned_by(tags, endpoint):
             return a, tags
     return None
@@ -129,7 +134,7 @@ def peagle_dashboard(cw: Any, endpoint: str) -> dict[str, Any] | None:
         if is_gone(e):
             return None
         raise
-    tags = _tags(cw.list_tags_for_resource(ResourceARN=d["DashboardArn"]).get("Tags", []))
+    tags = cloudwatch_tags(cw, d["DashboardArn"])
     return dict(d) if owned_by(tags, endpoint) else None
 
 
@@ -270,7 +275,7 @@ def find_orphans(aws: Any, live: set[str], now: Any, min_age_seconds: float) -> 
             ep = a["AlarmName"].removesuffix(suffix)
             if not a["AlarmName"].endswith(suffix) or ep in live:
                 continue
-            tags = _tags(cw.list_tags_for_resource(ResourceARN=a["AlarmArn"]).get("Tags", []))
+            tags = cloudwatch_tags(cw, a["AlarmArn"])
             if owned_by(tags, ep) and old(a.get("AlarmConfigurationUpdatedTimestamp")):
                 found.setdefault(ep, []).append(("alarm", a["AlarmName"]))
     for page in cw.get_paginator("list_dashboards").paginate():
@@ -278,7 +283,7 @@ def find_orphans(aws: Any, live: set[str], now: Any, min_age_seconds: float) -> 
             ep = d["DashboardName"].removesuffix(suffix)
             if not d["DashboardName"].endswith(suffix) or ep in live:
                 continue
-            tags = _tags(cw.list_tags_for_resource(ResourceARN=d["DashboardArn"]).get("Tags", []))
+            tags = cloudwatch_tags(cw, d["DashboardArn"])
             if owned_by(tags, ep) and old(d.get("LastModified")):
                 found.setdefault(ep, []).append(("dashboard", d["DashboardName"]))
     prefix = endpoint_log_group("")

@@ -91,7 +91,7 @@ class HealthOps(Session):
         alarm, denied = None, None
         if component is None:
             try:
-                alarm = read.peagle_alarm(ctx, name)
+                alarm = read.alarm_watching(ctx, name)
             except read.AlarmsUnreadable as e:  # the lines still tell
                 denied = str(e)
         period = alarm.period if alarm else DEFAULT_PERIOD
@@ -141,7 +141,7 @@ def speculation_of(ctx: Any, name: str, doc: dict[str, Any]) -> dict[str, Any] |
     from ..lifecycle import health_read as read
 
     try:
-        alarm = read.peagle_alarm(ctx, name)
+        alarm = read.alarm_watching(ctx, name)
     except read.AlarmsUnreadable as e:  # not "monitoring off": unknown, and why
         return {
             "alarm": None,

@@ -261,6 +261,39 @@ def test_a_foreign_transformer_refuses_the_deploy_before_anything_is_created(mon
     assert logs.get_transformer(logGroupIdentifier=GROUP)["transformerConfig"] == theirs
 
 
+@pytest.mark.parametrize("kind", ["alarm", "dashboard"])
+def test_an_alarm_or_dashboard_of_that_name_peagle_did_not_make_refuses_the_deploy(
+    mon, capsys, kind
+):
+    """PutMetricAlarm and PutDashboard overwrite a resource of the same name: someone's
+    `<endpoint>-speculation` (no peagle tags) is refused with exit 2, nothing created, and
+    it is left as it was."""
+    from tests.integration.lifecycle_env import run
+
+    cw = boto3.client("cloudwatch", region_name=REGION)
+    name = f"{NAME}-speculation"
+    if kind == "alarm":
+        cw.put_metric_alarm(AlarmName=name, Namespace="Theirs", MetricName="M", Statistic="Sum",
+                            Period=60, EvaluationPeriods=1, Threshold=1.0,
+                            ComparisonOperator="GreaterThanThreshold")  # fmt: skip
+        before = cw.describe_alarms(AlarmNames=[name])["MetricAlarms"][0]["Namespace"]
+    else:
+        cw.put_dashboard(DashboardName=name, DashboardBody='{"widgets": []}')
+        before = cw.get_dashboard(DashboardName=name)["DashboardBody"]
+    mon.requests.clear()
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--monitor", "--yes")
+    assert code == 2, err
+    (line,) = [ln for ln in err.strip().splitlines() if ln.startswith("error:")]
+    assert f"{kind} {name}" in line and "(fix:" in line and "--no-monitor" in line
+    created = [op for op, _ in mon.requests if op.startswith(("Create", "Put", "Delete"))]
+    assert created == []
+    assert sagemaker_inventory() == {"models": [], "endpoint_configs": [], "endpoints": []}
+    if kind == "alarm":
+        assert cw.describe_alarms(AlarmNames=[name])["MetricAlarms"][0]["Namespace"] == before
+    else:
+        assert cw.get_dashboard(DashboardName=name)["DashboardBody"] == before
+
+
 def test_a_failed_deploy_rolls_the_monitoring_back(mon, sagemaker_harness):
     sagemaker_harness.schedule(NAME, ["Creating", "Failed"], failure_reason="injected")
     with pytest.raises(sm_peagle.DeploymentFailed):
