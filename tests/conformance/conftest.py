@@ -25,6 +25,7 @@ from peagle_sandbox.vllm_engine.install import (
     default_home,
     engine_env,
 )
+from tests.conformance.engine_proc import STATS_INTERVAL_S
 from tests.e2e.test_sandbox_engine_host import Cli
 
 _HERE = Path(__file__).resolve().parent
@@ -81,7 +82,7 @@ def sandbox(engine: EngineEnv, tmp_path_factory: pytest.TempPathFactory) -> Iter
     root = tmp_path_factory.mktemp("real-engine")
     cli = Cli(root, engine.home, timeout=900)  # bounded; a busy machine starts slowly
     cli.env["PEAGLE_ENGINE_VERSION"] = engine.version
-    out = cli("sandbox", "start", "--engine", "vllm")
+    out = cli("sandbox", "start", "--engine", "vllm", "--metrics-interval", str(STATS_INTERVAL_S))
     assert f"engine: vllm {engine.version} (CPU, tiny model)" in out.stderr
     yield cli
     cli("sandbox", "stop", code=None)

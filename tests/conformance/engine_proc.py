@@ -34,7 +34,13 @@ from typing import Any
 from peagle_sandbox.procs import kill_group
 from peagle_sandbox.vllm_engine.install import EngineEnv
 
-__all__ = ["ServeProcess", "engine_counters", "run_engine_module"]
+# The conformance sandboxes start with `--metrics-interval` this many seconds: the real
+# engine then gets VLLM_LOG_STATS_INTERVAL=2 (vLLM's default is 10 s, vllm 0.31.0 envs.py)
+# and writes its SpecDecoding line every 2 s of work, so a test waiting for "the line
+# covering this traffic" waits 2 s, not 10.
+STATS_INTERVAL_S = 2
+
+__all__ = ["STATS_INTERVAL_S", "ServeProcess", "engine_counters", "run_engine_module"]
 
 _ERR = re.compile(r"Error|error:|FATAL|Exception")
 

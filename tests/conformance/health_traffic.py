@@ -3,10 +3,11 @@ its `SpecDecoding metrics` lines in chosen alarm periods, and what AWS's side (t
 harness in the sandbox) computed from them.
 
 vLLM writes one line per stats interval in which it drafted (`VLLM_LOG_STATS_INTERVAL`,
-10 s by default: vllm 0.31.0 `envs.py`), timed by its own monotonic clock, while the log
-events are stamped on the sandbox clock. So a period "with data" is made by sending a
-burst, waiting (bounded, real time) for the line it causes, then advancing the sandbox
-clock by one alarm period: the next burst's line lands in the next period.
+10 s by default: vllm 0.31.0 `envs.py`; 2 s in these sandboxes: `STATS_INTERVAL_S`), timed
+by its own monotonic clock, while the log events are stamped on the sandbox clock. So a
+period "with data" is made by sending a burst, waiting (bounded, real time) for the line
+it causes, then advancing the sandbox clock by one alarm period: the next burst's line
+lands in the next period.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 import urllib.request
 from typing import Any
 
+from tests.conformance.engine_proc import STATS_INTERVAL_S
 from tests.e2e.test_sandbox_engine_host import Cli
 
 PERIOD_S = 60  # the monitoring default (`MonitoringSpec.period_seconds`)
@@ -48,16 +50,18 @@ def burst_until_line(
     cli: Cli, name: str, *, requests: int = 3, temperature: float = 0.0, timeout: float = 40.0
 ) -> list[dict[str, Any]]:
     """Send `requests` invocations, then wait (bounded) until the engine has logged the
-    SpecDecoding line covering them; the new lines."""
+    SpecDecoding lines covering them: the first new line, then one stats interval more
+    (the work may straddle two intervals), after which the idle engine logs none. The new
+    lines."""
     since = sandbox_epoch(cli)
     for i in range(requests):
         cli("--sandbox", "invoke", name, f"Tell me about the number {i}.", "--max-tokens", "32",
             "--temperature", str(temperature), "--json")  # fmt: skip
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        lines = spec_events(cli, name, since)
-        if lines:
-            return lines
+        if spec_events(cli, name, since):
+            time.sleep(STATS_INTERVAL_S + 1)
+            return spec_events(cli, name, since)
         time.sleep(1.0)
     raise AssertionError(f"no SpecDecoding line from {name} within {timeout:.0f} s of traffic")
 

@@ -32,7 +32,8 @@ What is checked on P-EAGLE:
 - `peagle bench -c 1,4` through the CLI: token counts vs the sandbox's ground truth and the
   generation counter, and the `SpecDecoding metrics` log lines vs the counters.
   Logging-window effect (measured, stated in the assertions): vLLM logs one `SpecDecoding
-  metrics` line per ~10 s interval with work, covering that whole interval. Summed over
+  metrics` line per stats interval with work (2 s here: `STATS_INTERVAL_S`, the sandbox's
+  `--metrics-interval`; 10 s by default), covering that whole interval. Summed over
   every line logged after the counter snapshot, the accepted/drafted counts equal the
   counters' deltas exactly. Per level, the windowed fallback attributes every line
   overlapping the level's window, so a line spanning the c=1/c=4 boundary counts for both
@@ -55,7 +56,7 @@ AcceptedTokens and DraftedTokens sums equal the lines' counts, the unaligned hea
 goes to ALARM (3 of 5 periods below 1 + 0.05 x (1 + K) = 1.2) while the aligned one's is
 OK, `peagle health` says off/degraded and paying, and an endpoint with no traffic says "no
 data" (its alarm INSUFFICIENT_DATA: TreatMissingData=missing). Periods with data are made
-by a burst, a bounded wait for vLLM's next line (10 s interval), then `sandbox clock
+by a burst, a bounded wait for vLLM's next line (one stats interval), then `sandbox clock
 advance 60s` (health_traffic.py).
 
 Baseline on the same image still starts: the plan never gives it the flag, which vLLM
@@ -83,7 +84,7 @@ import pytest
 from peagle_sandbox.procs import group_alive
 from peagle_sandbox.vllm_engine.install import EngineEnv
 from sm_peagle.vllm.lossy import lossy_reason
-from tests.conformance.engine_proc import ServeProcess
+from tests.conformance.engine_proc import STATS_INTERVAL_S, ServeProcess
 from tests.conformance.engine_proc import engine_counters as counters
 from tests.conformance.health_traffic import (
     PERIOD_S,
@@ -93,6 +94,7 @@ from tests.conformance.health_traffic import (
     health,
     metric_sums,
     sandbox_epoch,
+    spec_events,
 )
 from tests.e2e.clock_gc import check_gc_sees_them_age
 from tests.e2e.test_sandbox_engine_host import Cli, assert_nothing_left, port_free
@@ -148,7 +150,8 @@ def spec_lines(cli: Cli, name: str, since: float) -> list[tuple[int, int]]:
 
 
 def wait_for_new_line(cli: Cli, name: str, since: float, timeout: float = 25.0) -> None:
-    """vLLM logs the interval holding earlier traffic up to ~10 s later: wait for it."""
+    """vLLM logs the interval holding earlier traffic up to one stats interval later: wait
+    for it."""
     deadline = time.monotonic() + timeout
     while not spec_lines(cli, name, since) and time.monotonic() < deadline:
         time.sleep(1.0)
@@ -337,7 +340,7 @@ class TestPEagle:
     ) -> None:
         # Let the interval holding the earlier tests' requests be logged, then snapshot.
         wait_for_new_line(sandbox, P_EAGLE, time.time() - 30)
-        time.sleep(11)
+        time.sleep(STATS_INTERVAL_S + 1)
         url = str(p_eagle.engine["url"])
         before, since = settled(url), time.time()
         seen_before = set(ground_truth(sandbox))
@@ -517,6 +520,7 @@ class TestUnalignedHead:
             lines += burst_until_line(sandbox, UNALIGNED)
             advance(sandbox, PERIOD_S)
         advance(sandbox, PERIOD_S)  # the last line's period is complete
+        assert spec_events(sandbox, UNALIGNED, start) == lines  # every line the bursts caused
         counts = [tuple(map(int, SPEC_LINE.search(e["message"]).groups())) for e in lines]
         accepted, drafted = sum(a for a, _ in counts), sum(d for _, d in counts)
         assert drafted > 0 and accepted / drafted < 0.05, counts  # random drafts: rejected
@@ -558,7 +562,7 @@ class TestBaseline:
         assert level["acceptance"]["mean_acceptance_length"] == 1.0
         assert counters(baseline.engine["url"])["spec_decode_num_drafts_total"] == 0  # none
         assert 0 < level["output_tokens"] <= 4 * 32
-        time.sleep(11)
+        time.sleep(STATS_INTERVAL_S + 1)
         assert spec_lines(sandbox, BASELINE, since) == []  # vLLM logs none without drafting
 
 
