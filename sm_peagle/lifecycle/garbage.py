@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..aws import aws_now
+from .monitoring_read import monitoring_label
 from .operation import COMPLETED, OPERATION, Operation
 from .reconcile import SETTLING
 from .resources import is_collectable, not_found
@@ -61,7 +62,7 @@ class Garbage:
             *self.inference_components,
             *self.endpoint_configs,
             *self.models,
-            *(name for _, name, _ in self.monitoring),
+            *(monitoring_label(kind, name) for kind, name, _ in self.monitoring),
         ]
 
 

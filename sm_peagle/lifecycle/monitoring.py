@@ -38,6 +38,7 @@ from .monitoring_read import (
     group_tags,
     is_gone,
     is_peagles_transformer,
+    monitoring_label,
     owned_by,
     peagle_alarm,
     peagle_dashboard,
@@ -374,13 +375,14 @@ class MonitoringRemoval:
 
     @property
     def names(self) -> list[str]:
-        """What goes, in deletion order, as the delete names them."""
-        out = [n for n in (self.alarm, self.dashboard) if n]
-        out += self.filters
+        """What goes, in deletion order, each named with its kind (`monitoring_label`)."""
+        out = [monitoring_label("alarm", self.alarm)] if self.alarm else []
+        out += [monitoring_label("dashboard", self.dashboard)] if self.dashboard else []
+        out += [monitoring_label("metric_filter", f) for f in self.filters]
         if self.transformer:
-            out.append(f"transformer on {self.transformer}")
+            out.append(monitoring_label("transformer", self.transformer))
         if self.log_group:
-            out.append(self.log_group)
+            out.append(monitoring_label("log_group", self.log_group))
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -435,16 +437,16 @@ def remove_monitoring(
     group = endpoint_log_group(endpoint)
     deleted: list[str] = []
     if plan.alarm and remove_one(aws, "alarm", plan.alarm, endpoint):
-        deleted.append(plan.alarm)
+        deleted.append(monitoring_label("alarm", plan.alarm))
     if plan.dashboard and remove_one(aws, "dashboard", plan.dashboard, endpoint):
-        deleted.append(plan.dashboard)
+        deleted.append(monitoring_label("dashboard", plan.dashboard))
     for f in plan.filters:
         if remove_one(aws, "metric_filter", f"{group}:{f}", endpoint):
-            deleted.append(f)
+            deleted.append(monitoring_label("metric_filter", f))
     if plan.transformer and remove_one(aws, "transformer", group, endpoint):
-        deleted.append(f"transformer on {group}")
+        deleted.append(monitoring_label("transformer", group))
     if plan.log_group and remove_one(aws, "log_group", group, endpoint):
-        deleted.append(group)
+        deleted.append(monitoring_label("log_group", group))
     if plan.kept_log_group:
         say(f"kept log group {plan.kept_log_group}")
     return deleted

@@ -49,6 +49,18 @@ def _tags(items: Any) -> dict[str, str]:
     return {t["Key"]: t["Value"] for t in items or []}
 
 
+def monitoring_label(kind: str, name: str) -> str:
+    """How delete and gc name a monitoring resource, with its kind: the alarm and the
+    dashboard share a name, and a transformer is named by its log group. `kind` is one
+    of MONITORING_KINDS; a metric filter's `name` is `<group>:<filter>` or the filter."""
+    if kind == "metric_filter":
+        group, _, f = name.rpartition(":")
+        return f"metric filter {f} on {group}" if group else f"metric filter {f}"
+    if kind == "transformer":
+        return f"transformer on {name}"
+    return f"{kind.replace('_', ' ')} {name}"
+
+
 def cloudwatch_tags(cw: Any, arn: str) -> dict[str, str]:
     """An alarm's or dashboard's tags (CloudWatch ListTagsForResource) as a mapping."""
     return _tags(cw.list_tags_for_resource(ResourceARN=arn).get("Tags", []))

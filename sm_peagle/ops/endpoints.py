@@ -207,6 +207,7 @@ class EndpointOps(Session):
         """
         from ..lifecycle.components import deregister_component_scaling, split_components
         from ..lifecycle.garbage import find_garbage
+        from ..lifecycle.monitoring_read import monitoring_label
         from ..lifecycle.operation import check_id
 
         min_age_seconds = seconds(min_age, "min_age") or 0.0
@@ -237,7 +238,7 @@ class EndpointOps(Session):
             dry_run=dry_run,
             endpoints=found.endpoints,
             running=found.running,
-            monitoring=[name for _, name, _ in found.monitoring],
+            monitoring=[monitoring_label(kind, name) for kind, name, _ in found.monitoring],
             settling={
                 ep: {"status": status, "operation": op}
                 for ep, (status, op) in found.settling.items()
@@ -284,7 +285,7 @@ class EndpointOps(Session):
 
             for kind, n, ep in found.monitoring:
                 if remove_one(lc.aws, kind, n, ep):
-                    result.deleted.append(n)
+                    result.deleted.append(monitoring_label(kind, n))
         return result
 
     def logs(

@@ -232,8 +232,9 @@ def test_an_existing_log_group_is_used_never_owned(mon):
     assert _group_state() == before
 
     plan = ep.client.delete(NAME, dry_run=True)
-    assert GROUP not in plan.would_delete  # not peagle's to delete
-    assert ALARM in plan.would_delete and "peagle-acceptance-length" in plan.would_delete
+    assert f"log group {GROUP}" not in plan.would_delete  # not peagle's to delete
+    assert f"alarm {ALARM}" in plan.would_delete and f"dashboard {ALARM}" in plan.would_delete
+    assert "metric filter peagle-acceptance-length" in plan.would_delete
 
     ep.delete()
     # Only peagle's filters and transformer went; the group is as it was.
@@ -321,9 +322,9 @@ def test_delete_keep_logs_keeps_peagles_log_group_only(mon, capsys):
     sm_peagle.deploy("gpt-oss-20b", monitor=True, role=mon.role_arn, region=REGION)
     code, out, err = run(capsys, "delete", NAME, "--dry-run", "--keep-logs", "--json")
     assert code == 0, err
-    assert GROUP not in json.loads(out)["would_delete"]
+    assert f"log group {GROUP}" not in json.loads(out)["would_delete"]
     code, out, err = run(capsys, "delete", NAME, "--dry-run", "--json")
-    assert GROUP in json.loads(out)["would_delete"]
+    assert f"log group {GROUP}" in json.loads(out)["would_delete"]
     code, out, err = run(capsys, "delete", NAME, "--keep-logs", "--yes", "--json")
     assert code == 0, err
     assert left_monitoring() == {"log_groups": [GROUP]}
@@ -356,9 +357,17 @@ def test_gc_collects_orphaned_monitoring_and_leaves_foreign_resources(mon, capsy
     assert code == 0, err
     found = json.loads(out)["monitoring"]
     # The alarm, the dashboard (the alarm's name), the filters, the transformer (named by
-    # its group) and the group: each once.
-    assert sorted(found) == sorted([ALARM, ALARM, *(f"{GROUP}:{f}" for f in FILTERS), GROUP, GROUP])
-    assert "theirs-speculation" not in found
+    # its group) and the group: each once, named with its kind.
+    assert sorted(found) == sorted(
+        [
+            f"alarm {ALARM}",
+            f"dashboard {ALARM}",
+            *(f"metric filter {f} on {GROUP}" for f in FILTERS),
+            f"transformer on {GROUP}",
+            f"log group {GROUP}",
+        ]
+    )
+    assert not [n for n in found if "theirs" in n]
     code, out, err = run(capsys, "gc", "--yes", "--min-age", "0", "--json")
     assert code == 0, err
     assert left_monitoring() == {
@@ -399,7 +408,8 @@ def test_delete_is_fine_with_monitoring_already_partly_gone(mon):
     cw.delete_alarms(AlarmNames=[ALARM])  # by hand
     logs.delete_metric_filter(logGroupName=GROUP, filterName="peagle-drafted-tokens")
     result = sm_peagle.Client(region=REGION).delete(NAME)
-    assert ALARM in result.deleted  # the dashboard (same name); the alarm was gone
+    assert f"dashboard {ALARM}" in result.deleted  # the alarm was gone already
+    assert f"alarm {ALARM}" not in result.deleted
     assert left_monitoring() == {}
 
 
@@ -422,5 +432,5 @@ def test_delete_of_a_gone_endpoint_removes_a_log_group_a_stopped_rollback_left(m
     assert _cleanup([("model", "m"), ("log_group", GROUP)], NAME, op) == Call("delete", NAME)
     code, out, err = run(capsys, "delete", NAME, "--yes", "--json")
     assert code == 0, err
-    assert json.loads(out)["deleted"] == [GROUP]
+    assert json.loads(out)["deleted"] == [f"log group {GROUP}"]
     assert left_monitoring() == {}
