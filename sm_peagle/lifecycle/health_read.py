@@ -236,8 +236,12 @@ def sagemaker_invocations(
     """What AWS/SageMaker's Invocations say of the window (Sum > 0), or None."""
     from datetime import UTC, datetime
 
-    span = int(window[1] - window[0])
-    period = max(60, (span + 59) // 60 * 60)
+    # Per minute (SageMaker publishes Invocations each minute; CloudWatch keeps minutes 15
+    # days, hours 455), summed here. Not a period from the window's span: that span moves
+    # with where in its period each call falls, and the same question must send the same
+    # request (the CLI and the SDK do: tests/integration/test_parity.py).
+    span = window[1] - window[0]
+    period = 60 if span <= 15 * 86400 else 3600
     got = aws.client("cloudwatch").get_metric_data(
         MetricDataQueries=[
             {

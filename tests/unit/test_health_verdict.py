@@ -144,3 +144,29 @@ def test_the_document_has_every_field() -> None:
         "periods_with_data", "periods", "period_seconds", "alarm", "evidence",
     ]  # fmt: skip
     assert doc["window_start"] == "2027-01-15T08:00:00+00:00"
+
+
+def test_the_invocations_request_does_not_move_with_where_in_the_minute_it_is_asked() -> None:
+    """The window's span is whole periods plus the one in progress, so it varies between
+    two calls a moment apart; the request must not (the CLI and the SDK send the same
+    one). SageMaker publishes Invocations per minute: Period 60, summed."""
+    from sm_peagle.lifecycle.health_read import sagemaker_invocations
+
+    sent: list[dict] = []
+
+    class CloudWatch:
+        def get_metric_data(self, **kw: object) -> dict:
+            sent.append(kw)
+            return {"MetricDataResults": [{"Values": [2.0, 3.0]}]}
+
+    class Aws:
+        def client(self, service: str) -> CloudWatch:
+            assert service == "cloudwatch"
+            return CloudWatch()
+
+    end = 1_800_000_000.0
+    for span in (3540.0, 3599.5, 3600.0):
+        got = sagemaker_invocations(Aws(), "ep", "AllTraffic", (end - span, end))
+        assert got == "AWS/SageMaker Invocations 5"
+    periods = {q["MetricStat"]["Period"] for kw in sent for q in kw["MetricDataQueries"]}
+    assert periods == {60}
