@@ -31,7 +31,6 @@ from ..errors import Param, text
 __all__ = [
     "ACCEPTED_FIELD",
     "ACCOUNT_PLACEHOLDER",
-    "ALARM_STATE_NO_DATA",
     "DIMENSION",
     "DRAFTED_FIELD",
     "ENDPOINT_FIELD",
@@ -89,7 +88,6 @@ _FILTER_FIELDS = {
 # An idle endpoint writes no SpecDecoding line, so its periods have no datapoint: the
 # alarm says INSUFFICIENT_DATA ("no data"), never OK ("paying") or ALARM ("off").
 TREAT_MISSING_DATA = "missing"
-ALARM_STATE_NO_DATA = "INSUFFICIENT_DATA"
 
 # Below this acceptance length the drafts are (nearly) never accepted: speculation is off
 # in effect, whatever the threshold (1% of a token per target step).
