@@ -127,6 +127,24 @@ MonitorOpt = Annotated[
         "(spec `monitoring:`). --no-monitor removes them; neither touches SageMaker.",
     ),
 ]
+RolloutOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--rollout",
+        metavar="STRATEGY[:SIZE]",
+        help="How the next update moves traffic (spec `endpoint.rollout`): all-at-once, "
+        "canary[:SIZE], linear[:SIZE] or rolling[:SIZE] (SIZE: instances, or 25%); rollback "
+        "alarms watch each bake and SageMaker rolls back when one trips.",
+    ),
+]
+BakeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--bake",
+        metavar="DURATION",
+        help="How long each rollout step bakes while the rollback alarms watch (10m, 600).",
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -194,6 +212,8 @@ SPEC_OPTIONS: tuple[SpecOption, ...] = (
     SpecOption("region", RegionOpt),
     *_component_options(),
     SpecOption("monitor", MonitorOpt),
+    SpecOption("rollout", RolloutOpt),
+    SpecOption("bake", BakeOpt),
 )
 
 

@@ -322,6 +322,8 @@ class ChangeOps(Session):
         scale_in_max_step: int | None = None,
         scale_in_cooldown_minutes: int | None = None,
         monitor: bool | None = None,
+        rollout: str | None = None,
+        bake: str | float | None = None,
         timeout: str | float | None = None,
         confirm: Confirm | None = None,
         dry_run: bool = False,

@@ -171,6 +171,8 @@ class DeployOps(Session):
         scale_in_max_step: int | None = None,
         scale_in_cooldown_minutes: int | None = None,
         monitor: bool | None = None,
+        rollout: str | None = None,
+        bake: str | float | None = None,
         allow_live: bool | None = None,
         jumpstart_spec: dict | None = None,
         jumpstart_source: str | None = None,
@@ -245,6 +247,8 @@ class DeployOps(Session):
         scale_in_max_step: int | None = None,
         scale_in_cooldown_minutes: int | None = None,
         monitor: bool | None = None,
+        rollout: str | None = None,
+        bake: str | float | None = None,
         wait: bool = True,
         timeout: str | float | None = None,
         keep_on_failure: bool = False,
@@ -345,6 +349,8 @@ class DeployOps(Session):
         scale_in_max_step: int | None = None,
         scale_in_cooldown_minutes: int | None = None,
         monitor: bool | None = None,
+        rollout: str | None = None,
+        bake: str | float | None = None,
     ) -> ApplyPlan:
         """How the live endpoint differs from the spec; changes nothing. "noop" when the
         spec sends the requests the deployed one sends (defaults filled in), however it
@@ -401,6 +407,8 @@ class DeployOps(Session):
         scale_in_max_step: int | None = None,
         scale_in_cooldown_minutes: int | None = None,
         monitor: bool | None = None,
+        rollout: str | None = None,
+        bake: str | float | None = None,
         dry_run: bool = False,
         timeout: str | float | None = None,
         confirm: Confirm | None = None,

@@ -58,6 +58,9 @@ KEYWORDS: dict[str, str] = {
     "model": "model",
     "model_data": "model_data",
     "monitoring.enabled": "monitor",
+    "endpoint.rollout.bake": "bake",
+    "endpoint.rollout.size": "rollout",
+    "endpoint.rollout.strategy": "rollout",
     "region": "region",
     "role": "role",
     "speculative.mode": "mode",
@@ -427,8 +430,19 @@ def load_spec(path: str | Path, overrides: dict[str, Any] | None = None) -> Depl
     return _validate(merge_overrides(data, overrides), _locator(p, text, overridden))
 
 
+class _Cleared:
+    """An override that removes the field (back to its default), unlike None (not given)."""
+
+    def __repr__(self) -> str:
+        return "CLEARED"
+
+
+CLEARED: Any = _Cleared()
+
+
 def merge_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """Apply {"endpoint.instance_type": "ml.g7e.4xlarge"}-style overrides (None = unset)."""
+    """Apply {"endpoint.instance_type": "ml.g7e.4xlarge"}-style overrides (None = unset,
+    CLEARED = removed)."""
     # default=str: YAML reads `2025-01-01` as a date, which JSON cannot hold; as text it
     # reaches the field's own check.
     out = json.loads(json.dumps(data, default=str))
@@ -445,5 +459,8 @@ def merge_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str
                     f"{dotted}: cannot set it, {parent} in the spec is not a mapping",
                     remedy=f"write {parent} as a mapping of keys, or drop the option",
                 )
+        if value is CLEARED:
+            node.pop(leaf, None)
+            continue
         node[leaf] = value
     return out

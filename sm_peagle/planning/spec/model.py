@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ...errors import text
 from ...vllm.speculative import VERSION_GATED_KEYS
 from ..components.specs import InferenceComponentsSpec
+from .rollout_spec import RolloutSpec
 
 __all__ = [
     "Mode",
@@ -241,6 +242,8 @@ class EndpointSpec(_Strict):
         max_length=4,
         description="Capacity fallbacks, in priority order (ProductionVariant InstancePools).",
     )
+    # How the next update moves traffic (planning/rollout.py); outside the spec hash and tags.
+    rollout: RolloutSpec | None = None
 
     @field_validator("fallback_instance_types")
     @classmethod
@@ -516,6 +519,8 @@ class DeploymentSpec(_Strict):
         data = self.model_dump(mode="json")
         # Monitoring is CloudWatch's, not SageMaker's: it never changes the names.
         data.pop("monitoring", None)
+        # So is the rollout: it says how the next update changes the endpoint, not what runs.
+        data["endpoint"].pop("rollout", None)
         # Hosting fields at their defaults hash as before they existed, so endpoints an
         # older peagle deployed show no drift.
         if data.get("inference_components") is None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ...errors import Call, SpecError, text
 from ..components.specs import parse_component
-from .loading import load_spec, merge_overrides, spec_from_data
+from .loading import CLEARED, load_spec, merge_overrides, spec_from_data
 from .model import DeploymentSpec
 
 __all__ = [
@@ -76,6 +76,10 @@ class SpecOptions:
         scale_in_cooldown_minutes: minutes between scale-ins.
         monitor: speculation health (`monitoring.enabled`): a metric, an alarm and a
             dashboard that AWS computes from the engine's own lines; False turns it off.
+        rollout: how the next update moves traffic (`endpoint.rollout`): "all-at-once",
+            "canary", "linear" or "rolling", with an optional step size after a colon
+            ("canary:1", "linear:25%", "rolling:2"); rollback alarms watch each bake.
+        bake: how long each rollout step bakes while the alarms watch ("10m", 600).
     """
 
     instance_type: str | None = None
@@ -111,6 +115,8 @@ class SpecOptions:
     scale_in_max_step: int | None = None
     scale_in_cooldown_minutes: int | None = None
     monitor: bool | None = None
+    rollout: str | None = None  # "canary:1": endpoint.rollout.strategy and .size
+    bake: str | float | None = None  # endpoint.rollout.bake
 
     @classmethod
     def from_keywords(cls, options: dict[str, Any]) -> SpecOptions:
@@ -164,6 +170,7 @@ class SpecOptions:
             "inference_components.scale_in.max_step_size": self.scale_in_max_step,
             "inference_components.scale_in.cooldown_minutes": self.scale_in_cooldown_minutes,
             "monitoring.enabled": self.monitor,
+            **rollout_overrides(self.rollout, self.bake),
         }
 
     def _component_options_given(self) -> bool:
@@ -188,6 +195,30 @@ def options_from(arguments: Mapping[str, Any]) -> SpecOptions:
     """The spec options among a call's arguments (its `locals()`): each function writes
     them as parameters for its signature, and hands them on as one SpecOptions here."""
     return SpecOptions(**{n: arguments[n] for n in SPEC_OPTION_NAMES if n in arguments})
+
+
+def rollout_overrides(rollout: str | None, bake: str | float | None) -> dict[str, Any]:
+    """`rollout="canary:25%"`, `bake="10m"` -> the `endpoint.rollout` fields they set. The
+    strategy and the size are checked by the spec (`RolloutSpec`), so a bad one is the
+    spec's SpecError naming the field, from the CLI and the SDK alike."""
+    out: dict[str, Any] = dict.fromkeys(
+        ("endpoint.rollout.strategy", "endpoint.rollout.size", "endpoint.rollout.bake")
+    )
+    if rollout is not None:
+        if not isinstance(rollout, str):
+            raise SpecError(
+                text("rollout: a strategy name, e.g. canary or canary:1, not {got!r}", got=rollout),
+                field="rollout",
+                value=rollout,
+                rule="all-at-once, canary[:SIZE], linear[:SIZE] or rolling[:SIZE]",
+            )
+        strategy, _, size = rollout.strip().partition(":")
+        out["endpoint.rollout.strategy"] = strategy
+        # A strategy given without a size resets it: the old strategy's size may not apply.
+        out["endpoint.rollout.size"] = size or CLEARED
+    if bake is not None:
+        out["endpoint.rollout.bake"] = bake
+    return out
 
 
 def parse_autoscale(autoscale: str | None) -> tuple[int | None, int | None]:

@@ -87,8 +87,13 @@ def decode_spec(tags: dict[str, str]) -> dict[str, Any] | None:
 
 def spec_tag_list(spec: DeploymentSpec) -> list[dict[str, str]]:
     """The `peagle:spec:*` tags for `spec`, as [{Key, Value}]."""
-    # Monitoring lives in CloudWatch (its alarm, filters and log group are its record).
+    # Monitoring lives in CloudWatch (its alarm, filters and log group are its record); the
+    # rollout says how the next update changes the endpoint, not what runs on it.
     data = spec.model_dump(mode="json", exclude_defaults=True, exclude={"monitoring"})
+    endpoint = data.get("endpoint", {})
+    endpoint.pop("rollout", None)
+    if not endpoint:  # only the rollout was set there: tags as if it never was
+        data.pop("endpoint", None)
     return [{"Key": k, "Value": v} for k, v in encode_spec(data).items()]
 
 
