@@ -33,6 +33,8 @@ _LAZY = {
     "InstanceTypeUnavailable": "errors",
     "DeploymentFailed": "errors",
     "DeploymentTimeout": "errors",
+    "RolloutRolledBack": "errors",
+    "RolloutUnverified": "errors",
     "NotFound": "errors",
     "NoCredentials": "errors",
     "AwsUnreachable": "errors",

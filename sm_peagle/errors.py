@@ -65,6 +65,8 @@ __all__ = [
     "Phrase",
     "PreflightFailed",
     "QuotaExceeded",
+    "RolloutRolledBack",
+    "RolloutUnverified",
     "SpecError",
     "Text",
     "as_text",
@@ -242,6 +244,80 @@ class DeploymentFailed(PeagleError):
 class DeploymentTimeout(DeploymentFailed):
     """The wait (`--timeout`) ended before the endpoint was InService; rolled back as any
     failure is."""
+
+
+class RolloutRolledBack(DeploymentFailed):
+    """SageMaker rolled a rollout (`endpoint.rollout`, `--rollout`) back because a rollback
+    alarm tripped while a step baked (or the execution timeout passed): the endpoint serves
+    its old config, and the new config, models and the rollout's alarms were removed.
+
+    Attributes:
+        alarm: the alarm that went to ALARM first in the deployment (CloudWatch's alarm
+            history; DescribeEndpoint names none), or None when none did.
+        alarm_reason: that alarm's StateReason, or None.
+        phase: the bake it happened in ("canary bake", "step 2 of 4 bake", "final bake"),
+            or None when the rollout was not seen baking.
+        still_serving: the endpoint config the endpoint serves (the old one).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        alarm: str | None = None,
+        alarm_reason: str | None = None,
+        phase: str | None = None,
+        still_serving: str | None = None,
+        failure_reason: str | None = None,
+        remedy: str | None = None,
+    ) -> None:
+        super().__init__(message, remedy=remedy, failure_reason=failure_reason)
+        self.alarm = alarm
+        self.alarm_reason = alarm_reason
+        self.phase = phase
+        self.still_serving = still_serving
+
+    def to_dict(self) -> dict:
+        return {
+            **super().to_dict(),
+            "alarm": self.alarm,
+            "alarm_reason": self.alarm_reason,
+            "phase": self.phase,
+            "still_serving": self.still_serving,
+        }
+
+
+class RolloutUnverified(DeploymentFailed):
+    """A rollout completed (SageMaker committed it; the endpoint serves the new config and
+    peagle switched over) but a bake saw no invocation on the new fleet, so its alarms
+    verified nothing (`rollout.require_traffic`, the default). Exit 1.
+
+    Attributes:
+        unverified_bakes: the bakes (1-based) that saw no invocation on the new fleet.
+        serving: the endpoint config the endpoint serves (the new one).
+        rollout: the rollout's report (`RolloutReport`), or None.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        unverified_bakes: list[int] | None = None,
+        serving: str | None = None,
+        rollout: Any = None,
+        remedy: str | None = None,
+    ) -> None:
+        super().__init__(message, remedy=remedy)
+        self.unverified_bakes = list(unverified_bakes or [])
+        self.serving = serving
+        self.rollout = rollout
+
+    def to_dict(self) -> dict:
+        return {
+            **super().to_dict(),
+            "unverified_bakes": self.unverified_bakes,
+            "serving": self.serving,
+        }
 
 
 class NotFound(PeagleError):

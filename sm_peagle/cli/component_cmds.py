@@ -35,3 +35,11 @@ def render_update(result: Any) -> None:
         typer.echo(f"{name} is {result.status} ({changes or 'components updated'})")
     else:
         typer.echo(f"{name} is {result.status} on {result.endpoint_config} ({changes})")
+    rollout = getattr(result, "rollout", None)
+    if rollout is not None:
+        idle = rollout.unverified_bakes
+        seen = " -> ".join(rollout.phases) or "no phase seen"
+        line = f"rollout: {rollout.strategy} {rollout.outcome} ({seen})"
+        if idle:
+            line += f"; bake(s) {', '.join(map(str, idle))} saw no invocations: not verified"
+        typer.echo(line)

@@ -21,11 +21,13 @@ from .options import (
 )
 from .output import current, note
 from .spec_options import (
+    BakeOpt,
     InstanceCountOpt,
     InstanceTypeOpt,
     JsonOpt,
     MonitorOpt,
     RegionOpt,
+    RolloutOpt,
     SpecFileOpt,
     with_spec_options,
 )
@@ -155,6 +157,8 @@ def update_command(
     component: UpdateComponentOpt = None,
     copies: UpdateCopiesOpt = None,
     monitor: MonitorOpt = None,
+    rollout: RolloutOpt = None,
+    bake: BakeOpt = None,
     timeout: TimeoutOpt = None,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
@@ -162,7 +166,9 @@ def update_command(
 ) -> None:
     """Change K, mode or instances in place: new model + config, UpdateEndpoint, wait.
     On an endpoint hosting inference components, K and mode are per component:
-    `--component NAME -k N` changes that component (new model, UpdateInferenceComponent)."""
+    `--component NAME -k N` changes that component (new model, UpdateInferenceComponent).
+    `--rollout canary` (linear, rolling) moves traffic in steps that bake while rollback
+    alarms watch; a rollback exits 1 naming the alarm."""
     from ..errors import DeploymentFailed
     from .component_cmds import render_update
     from .context import client
@@ -179,6 +185,8 @@ def update_command(
                 component=component,
                 copies=copies,
                 monitor=monitor,
+                rollout=rollout,
+                bake=bake,
                 timeout=timeout,
                 confirm=asker(yes),
                 dry_run=dry_run,

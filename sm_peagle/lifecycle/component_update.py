@@ -91,7 +91,7 @@ class ComponentChange:
     # (component, k, mode) it was planned from: to plan it again from what is deployed
     asked: tuple[str, int | None, str | None] | None = None
 
-    def apply(self, lc: Any, *, timeout: float | None = None) -> DeployResult:
+    def apply(self, lc: Any, *, timeout: float | None = None, rollout: Any = None) -> DeployResult:
         """Finish an earlier update cut short first (`lifecycle.reconcile`): it rewrites
         the endpoint's spec, which this change was planned from, so plan it again then."""
         change = self
@@ -102,7 +102,11 @@ class ComponentChange:
                 lc.sm, self.plan.names["endpoint"], component, k=k, mode=mode
             )
         return update_components(
-            lc, change.plan, timeout=timeout, register_scaling=not change.same_scaling
+            lc,
+            change.plan,
+            timeout=timeout,
+            register_scaling=not change.same_scaling,
+            rollout=rollout,
         )
 
 
@@ -132,7 +136,12 @@ def plan_component_change(
 
 
 def update_components(
-    lc: Any, plan: Plan, *, timeout: float | None = None, register_scaling: bool = True
+    lc: Any,
+    plan: Plan,
+    *,
+    timeout: float | None = None,
+    register_scaling: bool = True,
+    rollout: Any = None,
 ) -> DeployResult:
     """Bring peagle's live components to the plan's; returns what was created. With
     `register_scaling` False the plan's scale-to-zero requests are not re-sent: for a
@@ -164,6 +173,7 @@ def update_components(
     op = Operation.start(limit, lc.aws.synced_aws_now())
     models, requests = [op.stamp(m) for m in models], [op.stamp(r) for r in requests]
     run = _Run(lc, name, current["EndpointArn"], op)
+    run.rollout = rollout
     done = f"component update of {name} completed"
     try:
         _change(lc, plan, name, mine, foreign, models, requests, run, limit, register_scaling)
@@ -301,9 +311,18 @@ def _update_one(
     run.switching[ic] = (old_model, new_model)
     run.changed = True
     users.mine[ic] = new_model  # the old model is no longer this component's to keep
-    lc.sm.update_inference_component(InferenceComponentName=ic, Specification=req["Specification"])
-    lc.say(f"updating inference component {ic}: {old_model} -> {new_model}")
-    wait_for_component(lc, ic, timeout=limit)
+    rp = run.rollout  # a component rollout (design decision 7): RollingUpdatePolicy
+    extra = {"DeploymentConfig": rp.deployment_config} if rp and rp.deployment_config else {}
+    lc.sm.update_inference_component(
+        InferenceComponentName=ic, Specification=req["Specification"], **extra
+    )
+    how = f" ({rp.strategy} rollout)" if extra else ""
+    lc.say(f"updating inference component {ic}: {old_model} -> {new_model}{how}")
+    desc = wait_for_component(lc, ic, timeout=max(limit, rp.wait_s if extra else 0))
+    if extra and new_model and desc["Specification"].get("ModelName") != new_model:
+        from .rollout_finish import component_rolled_back
+
+        raise component_rolled_back(lc, ic, rp, old_model)
     if old_model:
         _retire_model(lc, old_model, users)
     run.switching.pop(ic)
@@ -322,6 +341,7 @@ class _Run:
         self.changed = False  # anything sent that changes the endpoint's components
         self.todo: set[str] = set()  # components the plan names not yet brought to it
         self.users: _ModelUsers | None = None
+        self.rollout: Any = None  # the component's RolloutPlan (`--rollout rolling`)
 
     def create(
         self, kind: str, name: str, send: Callable[..., Any], request: dict[str, Any]

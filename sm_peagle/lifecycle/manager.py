@@ -321,6 +321,7 @@ class Lifecycle:
         resource left is named, with the one command that removes exactly those."""
         from .components import SCALING, deregister_component_scaling
         from .monitoring import MONITORING_KINDS, remove_one
+        from .rollout import ROLLOUT_ALARM, remove_rollout_alarm
 
         todo = [*created, *(in_flight or [])]
         left: list[str] = []
@@ -340,6 +341,9 @@ class Lifecycle:
                     elif kind == SCALING:
                         self.say(f"rolling back component scaling {name}")
                         deregister_component_scaling(self, name)
+                    elif kind == ROLLOUT_ALARM:
+                        self.say(f"rolling back rollout alarm {name}")
+                        remove_rollout_alarm(self.aws, name, str(deployment))
                     elif kind in MONITORING_KINDS:
                         # peagle's own by its tags or name, checked again by remove_one
                         self.say(f"rolling back {kind.replace('_', ' ')} {name}")
@@ -356,7 +360,8 @@ class Lifecycle:
             # Named by kind and name, on the error itself: the CLI prints it as its last
             # line (also under --quiet and in --json), an SDK caller reads it off the error.
             rest = [todo[i] for i in range(len(todo)) if i not in done]
-            named = [(k, n) for k, n in reversed(rest) if k in KINDS or k in MONITORING_KINDS]
+            kinds = (*KINDS, *MONITORING_KINDS, ROLLOUT_ALARM)
+            named = [(k, n) for k, n in reversed(rest) if k in kinds]
             named += [(k, n) for k, n in reversed(todo) if n in left]
             raise Interrupted(
                 "rollback stopped",
@@ -532,6 +537,15 @@ class Lifecycle:
             check_monitoring(self.aws, want)
         result = update_in_place(self, plan, timeout=timeout, on_poll=on_poll)
         self.follow_monitoring(plan, monitoring, updated=True)
+        if result.rollout is not None:  # an idle bake: the update is done, not verified
+            from .rollout_finish import unverified_error
+
+            rollout = plan.spec.endpoint.rollout
+            err = unverified_error(
+                result.endpoint, result.rollout, require_traffic=rollout.require_traffic
+            )
+            if err is not None:
+                raise err
         return result
 
     def follow_monitoring(

@@ -90,6 +90,7 @@ class DeployResult:
     created: list[tuple[str, str]]
     elapsed: float
     description: dict[str, Any] = field(default_factory=dict)
+    rollout: Any = None  # an update's RolloutReport (lifecycle/rollout.py), when it had one
 
 
 def as_error(exc: BaseException) -> PeagleError:

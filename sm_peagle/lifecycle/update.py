@@ -29,6 +29,15 @@ from .resources import (
     tagged_requests,
 )
 from .retag import retag
+from .rollout import (
+    ROLLOUT_ALARM,
+    prepare_rollout,
+    put_rollout_alarms,
+    remove_rollout_alarms,
+    update_request,
+)
+from .rollout_finish import finish_rollout, rolled_back
+from .rollout_watch import Watch, watch_rollout
 from .spec_tags import decode_spec, tag_dict
 from .waiter import WaitState, default_timeout, wait_for_endpoint
 
@@ -56,7 +65,9 @@ def update_in_place(
         retag_endpoint(lc, current["EndpointArn"], tags + _unmarked(lc, current["EndpointArn"]))
         return DeployResult(name, "InService", [], 0.0, current)
     old_models = models_of(lc.sm, old_config)
-    limit = timeout or default_timeout(plan.create_endpoint_config)
+    # A rollout is planned and checked before anything is created (SpecError, exit 2).
+    rp = prepare_rollout(lc, plan, current, tagged_requests(plan)[1])
+    limit = timeout or (rp.wait_s if rp else default_timeout(plan.create_endpoint_config))
     op = Operation.start(limit, lc.aws.synced_aws_now())
     model_reqs, config_req, _ = tagged_requests(plan)
     model_reqs, config_req = [op.stamp(m) for m in model_reqs], op.stamp(config_req)
@@ -64,6 +75,7 @@ def update_in_place(
     trying: list[tuple[str, str]] = []  # the Create* in flight: sent, not yet answered
     sent_update = False
     start = time.monotonic()
+    seen = Watch()
     try:
         for model_req in model_reqs:
             trying[:] = [("model", model_req["ModelName"])]
@@ -72,21 +84,32 @@ def update_in_place(
         trying[:] = [("endpoint_config", config_req["EndpointConfigName"])]
         lc.sm.create_endpoint_config(**config_req)
         created.append(trying.pop())
+        if rp is not None:  # after the config they watch, before the update they guard
+            put_rollout_alarms(lc.aws, rp, created, trying, lc.say)
         sent_update = True  # from here SageMaker may be switching, whatever we hear
+        sent_at = lc.aws.synced_aws_now().timestamp()
+        new_config = config_req["EndpointConfigName"]
         lc.sm.update_endpoint(
-            EndpointName=name, EndpointConfigName=config_req["EndpointConfigName"]
+            **update_request(name, new_config, rp, autoscaled=bool(plan.autoscaling))
         )
-        lc.say(f"updating {name}: {old_config} -> {config_req['EndpointConfigName']}")
-        desc = wait_for_endpoint(
-            lc.sm,
-            name,
-            timeout=limit,
-            on_poll=on_poll,
-            poll_initial=lc.poll_initial,
-            poll_max=lc.poll_max,
-            sleep=lc.sleep,
-        )
+        how = f" ({rp.strategy} rollout)" if rp is not None else ""
+        lc.say(f"updating {name}: {old_config} -> {config_req['EndpointConfigName']}{how}")
+        if rp is not None:
+            desc = watch_rollout(lc, name, rp, limit=limit, on_poll=on_poll, seen=seen)
+        else:
+            desc = wait_for_endpoint(
+                lc.sm,
+                name,
+                timeout=limit,
+                on_poll=on_poll,
+                poll_initial=lc.poll_initial,
+                poll_max=lc.poll_max,
+                sleep=lc.sleep,
+            )
         if desc["EndpointConfigName"] != config_req["EndpointConfigName"]:
+            if rp is not None:
+                lc.say("rolled back")
+                raise rolled_back(lc, name, rp, seen, desc, old_config, sent_at)
             raise DeploymentFailed(
                 f"update of {name} was rolled back by SageMaker: "
                 f"{desc.get('FailureReason') or 'no reason given'}; still serving {old_config}",
@@ -98,7 +121,10 @@ def update_in_place(
         completed = False
         if sent_update:
             olds = (old_config, old_models)
-            completed = _settle(lc, name, current["EndpointArn"], config_req, olds, op, created)
+            completed = _settle(
+                lc, name, current["EndpointArn"], config_req, olds, op, created,
+                wait_s=rp.wait_s if rp is not None else 900,
+            )  # fmt: skip
         else:
             lc.rollback(created, name, op=op, in_flight=trying)
         if isinstance(exc, KeyboardInterrupt):
@@ -111,7 +137,10 @@ def update_in_place(
         raise err from None
     finally:
         op.end()
-    return DeployResult(name, "InService", created, time.monotonic() - start, desc)
+    report = None
+    if rp is not None:
+        report = finish_rollout(lc, name, rp, seen, desc, created)
+    return DeployResult(name, "InService", created, time.monotonic() - start, desc, report)
 
 
 def _check_in_service(name: str, status: str) -> None:
@@ -138,6 +167,8 @@ def _settle(
     olds: tuple[str, list[str]],
     op: Operation,
     created: list[tuple[str, str]],
+    *,
+    wait_s: float = 900,
 ) -> bool:
     """After UpdateEndpoint reached SageMaker, a Ctrl-C or a timeout does not stop it:
     let it finish or roll back, then switch over (the old config and model are what is
@@ -149,13 +180,15 @@ def _settle(
     old_config, old_models = olds
     old = [("endpoint_config", old_config), *(("model", m) for m in old_models)]
     removed: list[str] = []  # what the switch-over deleted before it was stopped
+    alarms = [c for c in created if c[0] == ROLLOUT_ALARM]  # a rollout's: they go either way
     switching = False
     try:
-        settled = _wait_settled(lc, name)
+        settled = _wait_settled(lc, name, wait_s)
         if settled.get("EndpointConfigName") == new_config:
             lc.say(f"{name} finished updating to {new_config} anyway")
             switching = True
             _switch_over(lc, arn, config_req, old_config, old_models, name, op, removed)
+            remove_rollout_alarms(lc, created, name)
             return True
         lc.rollback(created, name, op=op)
         return False
@@ -165,9 +198,11 @@ def _settle(
         if switching:  # the endpoint serves the new config: the old one and its models
             left = [("endpoint_tags", name)] if not removed else []
             left += [(k, n) for k, n in old if n not in removed]
+            left += [a for a in alarms if a in created]
             note = None
         else:  # SageMaker may still be switching: which set ends up unused is not known
             left = [*old, *(k for k in created if k[0] in ("endpoint_config", "model"))]
+            left += [a for a in alarms if a in created]
             note = (
                 f"{name} may still be switching to {new_config}: the old set or the new "
                 "one is left, and perhaps the endpoint's tags"
@@ -230,14 +265,15 @@ def _switch_over(
         lc.say(f"removed old {kind.replace('_', ' ')} {old}")
 
 
-def _wait_settled(lc: Any, name: str) -> dict[str, Any]:
-    """Before removing a new config, let SageMaker finish the update or roll it back;
-    the endpoint's description then ({} if it did not settle)."""
+def _wait_settled(lc: Any, name: str, timeout: float = 900) -> dict[str, Any]:
+    """Before removing a new config, let SageMaker finish the update or roll it back
+    (a rollout: its bakes and its rollback); the endpoint's description then ({} if it
+    did not settle)."""
     with contextlib.suppress(PeagleError):
         return wait_for_endpoint(
             lc.sm,
             name,
-            timeout=900,
+            timeout=timeout,
             poll_initial=lc.poll_initial,
             poll_max=lc.poll_max,
             sleep=lc.sleep,

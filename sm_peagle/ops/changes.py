@@ -65,6 +65,9 @@ class UpdateResult:
         current_copies: The copies running when it returned (kind "copies"), else None.
         dry_run: True when nothing was changed, only planned.
         plan: The endpoint's new plan (not part of the document), or None.
+        rollout: What the update's rollout did (`RolloutReport`: strategy, steps, alarms,
+            phases seen, unverified bakes, outcome), or None when it had none; `rollout`
+            in the document.
     """
 
     kind: str
@@ -79,6 +82,7 @@ class UpdateResult:
     current_copies: int | None = None
     dry_run: bool = False
     plan: Plan | None = field(default=None, repr=False)  # the endpoint's new plan
+    rollout: Any = None  # lifecycle.rollout.RolloutReport
 
     @property
     def changed(self) -> bool:
@@ -132,6 +136,8 @@ class UpdateResult:
             doc["speculative_config"] = self.speculative_config
         else:
             doc["created"] = [{"kind": kind, "name": n} for kind, n in self.created]
+        if self.rollout is not None:
+            doc["rollout"] = self.rollout.to_dict()
         return doc
 
 
@@ -150,12 +156,17 @@ class Metavar(str):
 _NAME = Metavar("NAME")
 
 
+_ROLLOUT = ("rollout", "bake")
+
+
 def _check_extra(extra: SpecOptions, component: str | None) -> None:
     """The other spec options of an endpoint update are refused with `component` (its
     update takes k and mode)."""
     from ..planning.spec.options import SPEC_OPTION_NAMES
 
-    given = [n for n in SPEC_OPTION_NAMES if getattr(extra, n) is not None]
+    # A component's rollout (`rollout`, `bake`) is its UpdateInferenceComponent's
+    # DeploymentConfig (design decision 7 of issue 38).
+    given = [n for n in SPEC_OPTION_NAMES if getattr(extra, n) is not None and n not in _ROLLOUT]
     if given and component is not None:
         raise SpecError(
             text("update: with {component} it takes {k} and {mode} only, not {given}",
@@ -385,7 +396,9 @@ class ChangeOps(Session):
 
         lc = Lifecycle(ctx, say=self._say)
         if component is not None and (k is not None or mode is not None):  # its configuration
-            return self._update_component(lc, name, component, k, mode, wait_s, confirm, dry_run)
+            return self._update_component(
+                lc, name, component, k, mode, wait_s, confirm, dry_run, extra
+            )
         if component is not None:  # its copies
             assert copies is not None
             return self._update_copies(lc, name, component, copies, wait_s, confirm, dry_run)
@@ -394,13 +407,19 @@ class ChangeOps(Session):
 
     def _update_component(
         self, lc: Any, name: str, component: str, k: int | None, mode: str | None,
-        wait_s: float | None, confirm: Confirm | None, dry_run: bool,
+        wait_s: float | None, confirm: Confirm | None, dry_run: bool, extra: SpecOptions,
     ) -> UpdateResult:  # fmt: skip
-        """K or mode of one inference component: a new model, UpdateInferenceComponent."""
+        """K or mode of one inference component: a new model, UpdateInferenceComponent
+        (with a rollout: its RollingUpdatePolicy)."""
         from ..lifecycle.component_update import plan_component_change
 
         change = plan_component_change(lc.sm, name, component, k=k, mode=mode)
         refuse_target_only(change.plan.spec.model)
+        rp = None
+        if not change.unchanged and (extra.rollout is not None or extra.bake is not None):
+            from ..lifecycle.rollout import component_rollout
+
+            rp = component_rollout(lc, name, component, extra.rollout, extra.bake)
         if change.unchanged:
             self._say(f"no changes: {component} already runs these values; nothing sent")
             live = None if dry_run else lc.sm.describe_endpoint(EndpointName=name)
@@ -410,7 +429,7 @@ class ChangeOps(Session):
             return UpdateResult("component", name, None, list(change.changes), dry_run=True)
         if confirm is not None:
             confirm(f"Update {name} ({', '.join(change.changes) or 'no change'})?")
-        result = change.apply(lc, timeout=wait_s)
+        result = change.apply(lc, timeout=wait_s, rollout=rp)
         return UpdateResult(
             "component",
             name,
@@ -577,4 +596,5 @@ class ChangeOps(Session):
             endpoint_config=new.names["endpoint_config"],
             speculative_config=new.speculative_config,
             plan=new,
+            rollout=result.rollout,
         )
