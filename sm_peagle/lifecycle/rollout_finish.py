@@ -30,9 +30,9 @@ def _report(rp: RolloutPlan, seen: Watch, **kw: Any) -> RolloutReport:
 def _end(desc: dict[str, Any], fallback: float) -> float:
     """When the deployment committed: the endpoint's LastModifiedTime, when it is later
     than the deployment's start; else AWS's now when the watch saw it settled."""
-    from .rollout_watch import _epoch
+    from .rollout_watch import epoch
 
-    t = _epoch(desc.get("LastModifiedTime"))
+    t = epoch(desc.get("LastModifiedTime"))
     return t if t is not None and t > fallback - 86400 else fallback
 
 

@@ -22,14 +22,14 @@ from ..errors import Call, DeploymentFailed, DeploymentTimeout, NotFound, text
 from ..planning.rollout import RolloutPlan
 from .waiter import WaitState
 
-__all__ = ["Watch", "describe_phase", "phase_name", "rollback_alarm", "watch_rollout"]
+__all__ = ["Watch", "describe_phase", "epoch", "phase_name", "rollback_alarm", "watch_rollout"]
 
 IN_PROGRESS = {"Creating", "Updating", "SystemUpdating", "RollingBack"}
 BAD = {"Failed", "UpdateRollbackFailed", "OutOfService"}
 EPS = 1e-6
 
 
-def _epoch(value: Any) -> float | None:
+def epoch(value: Any) -> float | None:
     if value is None:
         return None
     if hasattr(value, "timestamp"):
@@ -100,7 +100,7 @@ def describe_phase(
         f"{label}: {now} of {want} {unit} on {rp.new_config} ({share:.0%}), "
         f"baking {_clock(step.bake_s)} (alarms: {alarms})"
     )
-    start = _epoch(vs.get("StartTime")) if state == "Baking" else None
+    start = epoch(vs.get("StartTime")) if state == "Baking" else None
     return name, line, i, start
 
 
@@ -156,7 +156,7 @@ def watch_rollout(
         status = desc["EndpointStatus"]
         pds = desc.get("PendingDeploymentSummary") or {}
         if w.started is None and pds.get("StartTime") is not None:
-            w.started = _epoch(pds["StartTime"])
+            w.started = epoch(pds["StartTime"])
         phase = describe_phase(rp, desc)
         if phase is not None and phase[0] == "rolling back" and not w.phases:
             phase = None  # Updating before the summary shows: nothing moved yet
@@ -226,7 +226,7 @@ def rollback_alarm(
             new = data.get("newState") or {}
             if new.get("stateValue") != "ALARM":
                 continue
-            when = _epoch(item.get("Timestamp")) or 0.0
+            when = epoch(item.get("Timestamp")) or 0.0
             if first is None or when < first[2]:
                 first = (alarm, new.get("stateReason") or item.get("HistorySummary"), when)
     return first

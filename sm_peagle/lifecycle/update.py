@@ -20,6 +20,7 @@ from ..errors import (
     text,
 )
 from ..planning.plan_result import Plan
+from ..planning.rollout import RolloutPlan
 from .operation import COMPLETED, OPERATION, OWNER, UNTIL, Operation
 from .resources import (
     DeployResult,
@@ -87,34 +88,7 @@ def update_in_place(
         if rp is not None:  # after the config they watch, before the update they guard
             put_rollout_alarms(lc.aws, rp, created, trying, lc.say)
         sent_update = True  # from here SageMaker may be switching, whatever we hear
-        sent_at = lc.aws.synced_aws_now().timestamp()
-        new_config = config_req["EndpointConfigName"]
-        lc.sm.update_endpoint(
-            **update_request(name, new_config, rp, autoscaled=bool(plan.autoscaling))
-        )
-        how = f" ({rp.strategy} rollout)" if rp is not None else ""
-        lc.say(f"updating {name}: {old_config} -> {config_req['EndpointConfigName']}{how}")
-        if rp is not None:
-            desc = watch_rollout(lc, name, rp, limit=limit, on_poll=on_poll, seen=seen)
-        else:
-            desc = wait_for_endpoint(
-                lc.sm,
-                name,
-                timeout=limit,
-                on_poll=on_poll,
-                poll_initial=lc.poll_initial,
-                poll_max=lc.poll_max,
-                sleep=lc.sleep,
-            )
-        if desc["EndpointConfigName"] != config_req["EndpointConfigName"]:
-            if rp is not None:
-                lc.say("rolled back")
-                raise rolled_back(lc, name, rp, seen, desc, old_config, sent_at)
-            raise DeploymentFailed(
-                f"update of {name} was rolled back by SageMaker: "
-                f"{desc.get('FailureReason') or 'no reason given'}; still serving {old_config}",
-                failure_reason=desc.get("FailureReason"),
-            )
+        desc = _send_and_wait(lc, plan, rp, config_req, old_config, limit, on_poll, seen)
         _switch_over(lc, current["EndpointArn"], config_req, old_config, old_models, name, op)
     except (Exception, KeyboardInterrupt) as exc:
         err = as_error(exc)
@@ -141,6 +115,47 @@ def update_in_place(
     if rp is not None:
         report = finish_rollout(lc, name, rp, seen, desc, created)
     return DeployResult(name, "InService", created, time.monotonic() - start, desc, report)
+
+
+def _send_and_wait(
+    lc: Any,
+    plan: Plan,
+    rp: RolloutPlan | None,
+    config_req: dict[str, Any],
+    old_config: str,
+    limit: float,
+    on_poll: Callable[[WaitState], None] | None,
+    seen: Watch,
+) -> dict[str, Any]:
+    """UpdateEndpoint (with the rollout's DeploymentConfig), then the wait (a rollout's
+    watch); the description once it serves the new config, else the rollback's error."""
+    name, new_config = plan.names["endpoint"], config_req["EndpointConfigName"]
+    sent_at = lc.aws.synced_aws_now().timestamp()
+    lc.sm.update_endpoint(**update_request(name, new_config, rp, autoscaled=bool(plan.autoscaling)))
+    how = f" ({rp.strategy} rollout)" if rp is not None else ""
+    lc.say(f"updating {name}: {old_config} -> {new_config}{how}")
+    if rp is not None:
+        desc = watch_rollout(lc, name, rp, limit=limit, on_poll=on_poll, seen=seen)
+    else:
+        desc = wait_for_endpoint(
+            lc.sm,
+            name,
+            timeout=limit,
+            on_poll=on_poll,
+            poll_initial=lc.poll_initial,
+            poll_max=lc.poll_max,
+            sleep=lc.sleep,
+        )
+    if desc["EndpointConfigName"] != new_config:
+        if rp is not None:
+            lc.say("rolled back")
+            raise rolled_back(lc, name, rp, seen, desc, old_config, sent_at)
+        raise DeploymentFailed(
+            f"update of {name} was rolled back by SageMaker: "
+            f"{desc.get('FailureReason') or 'no reason given'}; still serving {old_config}",
+            failure_reason=desc.get("FailureReason"),
+        )
+    return desc
 
 
 def _check_in_service(name: str, status: str) -> None:
