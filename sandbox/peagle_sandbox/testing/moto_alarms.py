@@ -285,6 +285,20 @@ class AlarmEvaluator:
         })  # fmt: skip
         return 1
 
+    def on_set_state(self, backend: CloudWatchBackend, name: str, old: dict[str, Any]) -> None:
+        """After SetAlarmState: a StateUpdate in the history at the clock's time, as AWS
+        records one (a guardrail rollback reads it); the next evaluation may move it back."""
+        alarm = backend.alarms.get(name)
+        if alarm is None or old.get("stateValue") == alarm.state_value:
+            return
+        new = {"stateValue": alarm.state_value, "stateReason": alarm.state_reason}
+        if alarm.state_reason_data:
+            new["stateReasonData"] = json.loads(alarm.state_reason_data)
+        with self._lock:
+            self._record(backend, alarm, _epoch(alarm.state_updated_timestamp), "StateUpdate",
+                         f"Alarm updated from {old['stateValue']} to {alarm.state_value}",
+                         {"version": "1.0", "oldState": old, "newState": new})  # fmt: skip
+
     # ------------------------------------------------------------ history
 
     def _record(
@@ -397,7 +411,8 @@ def _backends() -> Iterable[CloudWatchBackend]:
 def alarm_patches(
     evaluator: Callable[[], AlarmEvaluator], evaluate: Callable[[], object]
 ) -> list[tuple[type, str, Any]]:
-    """DescribeAlarms / DescribeAlarmsForMetric evaluate first; DescribeAlarmHistory."""
+    """DescribeAlarms / DescribeAlarmsForMetric evaluate first; DescribeAlarmHistory;
+    SetAlarmState writes its StateUpdate to the history."""
     describe = CloudWatchResponse.__dict__["describe_alarms"]
     for_metric = CloudWatchResponse.__dict__["describe_alarms_for_metric"]
 
@@ -420,7 +435,17 @@ def alarm_patches(
         items = evaluator().history(self.cloudwatch_backend, params)
         return ActionResult({"AlarmHistoryItems": items})
 
+    set_state = CloudWatchResponse.__dict__["set_alarm_state"]
+
+    def set_alarm_state(self: CloudWatchResponse) -> ActionResult:
+        alarm = self.cloudwatch_backend.alarms.get(self._get_param("AlarmName"))
+        old = {"stateValue": alarm.state_value, "stateReason": alarm.state_reason} if alarm else {}
+        result: ActionResult = set_state(self)
+        evaluator().on_set_state(self.cloudwatch_backend, self._get_param("AlarmName"), old)
+        return result
+
     return [
+        (CloudWatchResponse, "set_alarm_state", set_alarm_state),
         (CloudWatchResponse, "describe_alarms", describe_alarms),
         (CloudWatchResponse, "describe_alarms_for_metric", describe_alarms_for_metric),
         (CloudWatchResponse, "describe_alarm_history", describe_alarm_history),

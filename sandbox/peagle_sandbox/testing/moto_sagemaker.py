@@ -185,6 +185,7 @@ class SageMakerHarness(EndpointTimelines):
             self._update_plans.clear()
             self._known.clear()
             self._deleting.clear()
+            self._rollouts.clear()
         self.alarms.clear()
 
     def __enter__(self) -> SageMakerHarness:
@@ -200,7 +201,9 @@ class SageMakerHarness(EndpointTimelines):
         `now` (default: the clock's now); returns how many changed state. DescribeAlarms
         and DescribeAlarmHistory run it first, so in-process tests need no ticker."""
         self._watch_clock()
-        return self.alarms.evaluate(self.clock.now() if now is None else now)
+        changes = self.alarms.evaluate(self.clock.now() if now is None else now)
+        self._walk_rollouts(now)  # guardrail deployments read the history just written
+        return changes
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
