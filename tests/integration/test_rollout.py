@@ -1,0 +1,349 @@
+"""`update --rollout` against the moto harness (issue 38): the exact UpdateEndpoint and
+PutMetricAlarm requests, refusals before any change, a rollback named from the alarm
+history, the idle-bake check, an interrupt, and what is left (nothing of the rollout).
+
+Every wait runs on a frozen sandbox clock that each poll's sleep moves by STEP seconds;
+nothing sleeps. Expected values come from AWS's rules (botocore 1.44.8's model and the
+deployment-guardrails guides), written out here, not from peagle's planning code."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import botocore.session
+import pytest
+from botocore.validate import ParamValidator
+
+import sm_peagle
+from peagle_sandbox.sandbox_clock import SandboxClock
+from sm_peagle.errors import InterruptedAfterChange
+from sm_peagle.planning.steps.aws_shapes import validate_request
+from tests.integration.lifecycle_env import REGION, World, build_world, record_requests, run
+from tests.plan_helpers import TWO_COMPONENTS
+
+NAME = "peagle-gpt-oss-20b-p-eagle"
+ERRORS = f"{NAME}-rollout-errors"
+T0 = 1_800_000_000  # 2027-01-15 08:00:00 UTC, a minute boundary
+STEP = 20.0  # sandbox seconds each poll's sleep moves the clock
+MUTATING = ("Create", "Update", "Delete", "AddTags", "Register", "Put", "Deregister", "Set")
+
+
+@pytest.fixture
+def rw(sagemaker_harness: Any, monkeypatch: pytest.MonkeyPatch) -> World:
+    """A world whose SageMaker and CloudWatch requests are recorded, on a frozen clock that
+    each poll of the lifecycle moves by STEP seconds."""
+    from sm_peagle.lifecycle.manager import Lifecycle
+
+    clock = sagemaker_harness.clock = SandboxClock(frozen=True, start=T0)
+    monkeypatch.setenv("PEAGLE_POLL_SECONDS", "0.01")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    w = build_world()
+    monkeypatch.setenv("PEAGLE_ROLE_ARN", w.role_arn)
+    record_requests(w, monkeypatch, "sagemaker", "cloudwatch")
+    init = Lifecycle.__init__
+
+    def patched(self: Any, *a: Any, **kw: Any) -> None:
+        init(self, *a, **kw)
+        self.sleep = lambda _s: clock.advance(STEP)
+
+    monkeypatch.setattr(Lifecycle, "__init__", patched)
+    return w
+
+
+def deploy(rw: World, capsys: Any, count: int = 2) -> str:
+    """Deploy gpt-oss-20b on `count` instances; the config it runs."""
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--instance-count", str(count), "--yes")
+    assert code == 0, err
+    rw.requests.clear()
+    return str(boto3.client("sagemaker").describe_endpoint(EndpointName=NAME)["EndpointConfigName"])
+
+
+def traffic(harness: Any) -> None:
+    """While a rollout runs, one invocation per clock move on the fleet that serves it:
+    AWS/SageMaker Invocations with the new config's dimension, as AWS publishes it."""
+    cw = boto3.client("cloudwatch")
+
+    def tick() -> None:
+        state = harness.rollout_of(NAME)
+        if state is None or state.share <= 0:
+            return
+        cw.put_metric_data(
+            Namespace="AWS/SageMaker",
+            MetricData=[
+                {
+                    "MetricName": "Invocations",
+                    "Dimensions": [
+                        {"Name": "EndpointName", "Value": NAME},
+                        {"Name": "VariantName", "Value": "AllTraffic"},
+                        {"Name": "EndpointConfigName", "Value": state.new_config},
+                    ],
+                    "Timestamp": datetime.fromtimestamp(harness.clock.now(), UTC),
+                    "Value": 1.0,
+                }
+            ],
+        )
+
+    harness.clock.on_advance(tick)
+
+
+def trip_in_canary_bake(harness: Any, alarm: str) -> None:
+    """Set `alarm` to ALARM once the canary (step 1) bakes: what a tripped alarm does."""
+    cw = boto3.client("cloudwatch")
+    done: list[bool] = []
+
+    def tick() -> None:
+        state = harness.rollout_of(NAME)
+        if done or state is None or state.phase != "baking" or state.step != 1:
+            return
+        done.append(True)
+        cw.set_alarm_state(
+            AlarmName=alarm, StateValue="ALARM", StateReason="Threshold Crossed: test datapoint"
+        )
+
+    harness.clock.on_advance(tick)
+
+
+def mutating(rw: World) -> list[str]:
+    return [op for op, _ in rw.requests if op.startswith(MUTATING)]
+
+
+def alarms_left() -> list[str]:
+    found = boto3.client("cloudwatch").describe_alarms(AlarmNamePrefix=f"{NAME}-rollout")
+    return [a["AlarmName"] for a in found["MetricAlarms"]]
+
+
+def inventory() -> tuple[list[str], list[str]]:
+    sm = boto3.client("sagemaker")
+    return (
+        sorted(c["EndpointConfigName"] for c in sm.list_endpoint_configs()["EndpointConfigs"]),
+        sorted(m["ModelName"] for m in sm.list_models()["Models"]),
+    )
+
+
+def botocore_valid(operation: str, params: dict[str, Any]) -> None:
+    service = "sagemaker" if operation.startswith("Update") else "cloudwatch"
+    model = botocore.session.get_session().get_service_model(service)
+    report = ParamValidator().validate(params, model.operation_model(operation).input_shape)
+    assert not report.has_errors(), report.generate_report()
+    assert validate_request(service, operation, params) == []
+
+
+# The errors alarm AWS's guide describes for the new fleet (Invocation5XXErrors, Average,
+# the EndpointConfigName dimension, TreatMissingData notBreaching), with the default 5%
+# and a 5-minute bake: 5 periods of 60 s, 3 of them breaching.
+def errors_alarm(new_config: str) -> dict[str, Any]:
+    return {
+        "AlarmName": ERRORS,
+        "ActionsEnabled": False,
+        "Namespace": "AWS/SageMaker",
+        "MetricName": "Invocation5XXErrors",
+        "Dimensions": [
+            {"Name": "EndpointName", "Value": NAME},
+            {"Name": "VariantName", "Value": "AllTraffic"},
+            {"Name": "EndpointConfigName", "Value": new_config},
+        ],
+        "Statistic": "Average",
+        "Period": 60,
+        "EvaluationPeriods": 5,
+        "DatapointsToAlarm": 3,
+        "Threshold": 0.05,
+        "ComparisonOperator": "GreaterThanThreshold",
+        "TreatMissingData": "notBreaching",
+    }
+
+
+def test_update_without_rollout_sends_todays_plain_request(rw, capsys):
+    old = deploy(rw, capsys)
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--yes")
+    assert code == 0, err
+    (sent,) = rw.sent("UpdateEndpoint")
+    assert set(sent) == {"EndpointName", "EndpointConfigName"}  # no DeploymentConfig
+    assert sent["EndpointName"] == NAME and sent["EndpointConfigName"] != old
+    assert not rw.sent("PutMetricAlarm") and alarms_left() == []
+
+
+def test_canary_sends_its_deployment_config_and_alarm_and_leaves_only_the_new_set(
+    rw, capsys, sagemaker_harness
+):
+    old = deploy(rw, capsys)
+    traffic(sagemaker_harness)
+    code, out, err = run(
+        capsys, "update", NAME, "-k", "5", "--rollout", "canary", "--bake", "5m", "--yes",
+        "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    (sent,) = rw.sent("UpdateEndpoint")
+    new = sent["EndpointConfigName"]
+    assert sent["EndpointName"] == NAME and new != old
+    # Canary of 1 of 2 instances (<= 50%, AWS's rule), a 300 s bake, a 300 s final bake
+    # (the default: the bake), and no autoscaling: no RetainAllVariantProperties.
+    dc = sent["DeploymentConfig"]
+    assert set(sent) == {"EndpointName", "EndpointConfigName", "DeploymentConfig"}
+    assert dc["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"] == {
+        "Type": "CANARY",
+        "WaitIntervalInSeconds": 300,
+        "CanarySize": {"Type": "INSTANCE_COUNT", "Value": 1},
+    }
+    assert dc["BlueGreenUpdatePolicy"]["TerminationWaitInSeconds"] == 300
+    timeout = dc["BlueGreenUpdatePolicy"]["MaximumExecutionTimeoutInSeconds"]
+    assert 600 <= timeout <= 28800 and timeout > 300 + 300  # longer than every wait
+    assert dc["AutoRollbackConfiguration"] == {"Alarms": [{"AlarmName": ERRORS}]}
+    botocore_valid("UpdateEndpoint", sent)
+    (put,) = rw.sent("PutMetricAlarm")
+    tags = {t["Key"]: t["Value"] for t in put.pop("Tags")}
+    put.pop("AlarmDescription")
+    assert put == errors_alarm(new)
+    assert tags["peagle:managed"] == "true" and tags["peagle:deployment"] == NAME
+    assert tags["peagle:rollout"] == new
+    # The alarm exists before the update it guards.
+    ops = [op for op, _ in rw.requests]
+    assert ops.index("PutMetricAlarm") < ops.index("UpdateEndpoint")
+    doc = json.loads(out)
+    assert doc["rollout"]["outcome"] == "completed"
+    assert doc["rollout"]["unverified_bakes"] == []
+    assert doc["rollout"]["phases"] == ["canary bake", "final bake"]
+    assert "canary: 1 of 2 instances on" in err and "(50%)" in err
+    configs, models = inventory()
+    assert configs == [new] and len(models) == 1  # the old config and model are gone
+    assert alarms_left() == []
+
+
+def test_linear_and_rolling_send_their_policies(rw, capsys, sagemaker_harness):
+    deploy(rw, capsys, count=4)
+    traffic(sagemaker_harness)
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--rollout", "linear:25%",
+                       "--bake", "5m", "--yes")  # fmt: skip
+    assert code == 0, err
+    sent = rw.sent("UpdateEndpoint")[-1]
+    bg = sent["DeploymentConfig"]["BlueGreenUpdatePolicy"]
+    # LinearStepSize 10-50% of the fleet: 25% of 4 is one instance per step.
+    assert bg["TrafficRoutingConfiguration"] == {
+        "Type": "LINEAR",
+        "WaitIntervalInSeconds": 300,
+        "LinearStepSize": {"Type": "CAPACITY_PERCENT", "Value": 25},
+    }
+    assert bg["TerminationWaitInSeconds"] == 300
+    botocore_valid("UpdateEndpoint", sent)
+    assert "step 1 of 3: 1 of 4 instances" in err
+    code, _, err = run(capsys, "update", NAME, "-k", "6", "--rollout", "rolling:2",
+                       "--bake", "5m", "--yes")  # fmt: skip
+    assert code == 0, err
+    sent = rw.sent("UpdateEndpoint")[-1]
+    policy = sent["DeploymentConfig"]["RollingUpdatePolicy"]
+    assert "BlueGreenUpdatePolicy" not in sent["DeploymentConfig"]  # one policy only
+    assert policy["MaximumBatchSize"] == {"Type": "INSTANCE_COUNT", "Value": 2}
+    assert policy["WaitIntervalInSeconds"] == 300
+    assert "RollbackMaximumBatchSize" not in policy  # AWS's default: all at once
+    botocore_valid("UpdateEndpoint", sent)
+    assert alarms_left() == []
+
+
+def test_a_canary_whose_alarm_trips_rolls_back_exit_1_naming_it(rw, capsys, sagemaker_harness):
+    old = deploy(rw, capsys)
+    before = inventory()
+    trip_in_canary_bake(sagemaker_harness, ERRORS)
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--rollout", "canary", "--bake",
+                       "5m", "--yes")  # fmt: skip
+    assert code == 1
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(
+        f"error: update of {NAME} rolled back by SageMaker during the canary bake: alarm "
+        f"{ERRORS} (Threshold Crossed: test datapoint); still serving {old}"
+    )
+    desc = boto3.client("sagemaker").describe_endpoint(EndpointName=NAME)
+    assert desc["EndpointConfigName"] == old and desc["EndpointStatus"] == "InService"
+    assert inventory() == before  # the new config and model are gone
+    assert alarms_left() == []
+
+
+def test_the_sdk_raises_rollout_rolled_back_with_the_alarm(rw, capsys, sagemaker_harness):
+    old = deploy(rw, capsys)
+    trip_in_canary_bake(sagemaker_harness, ERRORS)
+    with pytest.raises(sm_peagle.RolloutRolledBack) as e:
+        sm_peagle.Client(region=REGION).update(NAME, k=5, rollout="canary", bake="5m")
+    assert isinstance(e.value, sm_peagle.DeploymentFailed)
+    assert e.value.alarm == ERRORS
+    assert e.value.alarm_reason == "Threshold Crossed: test datapoint"
+    assert e.value.phase == "canary bake" and e.value.still_serving == old
+    assert e.value.exit_code == 1
+    assert alarms_left() == []
+
+
+def test_an_idle_bake_is_unverified_exit_1_and_the_new_config_serves(rw, capsys):
+    deploy(rw, capsys)
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--rollout", "canary", "--bake",
+                       "5m", "--yes")  # fmt: skip
+    assert code == 1
+    new = rw.sent("UpdateEndpoint")[0]["EndpointConfigName"]
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith(
+            f"error: rollout of {NAME} completed but not verified: bakes 1, 2 of 2 saw no "
+            f"invocations on the new fleet; {NAME} serves {new}"
+        )
+    )
+    assert "warning: bake 1 of 2 saw no invocations on the new fleet: not verified" in err
+    desc = boto3.client("sagemaker").describe_endpoint(EndpointName=NAME)
+    assert desc["EndpointConfigName"] == new
+    assert inventory()[0] == [new] and alarms_left() == []  # switched over all the same
+
+
+def test_an_idle_bake_with_require_traffic_false_is_a_warning(rw, capsys, tmp_path):
+    deploy(rw, capsys)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "model: gpt-oss-20b\n"
+        "speculative: {num_speculative_tokens: 5}\n"
+        "endpoint:\n"
+        "  instance_count: 2\n"
+        "  rollout: {strategy: canary, bake: 300, require_traffic: false}\n"
+    )
+    code, out, err = run(capsys, "apply", "-f", str(spec), "--yes", "--json")
+    assert code == 0, err
+    assert "warning: bake 1 of 2 saw no invocations on the new fleet: not verified" in err
+    assert alarms_left() == []
+
+
+def test_a_one_instance_canary_is_exit_2_naming_all_at_once_before_any_change(rw, capsys):
+    deploy(rw, capsys, count=1)
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--rollout", "canary", "--yes")
+    assert code == 2
+    last = err.strip().splitlines()[-1]
+    assert "a canary needs at least 2 instances" in last and "--rollout all-at-once" in last
+    assert mutating(rw) == []  # reads only: nothing created, nothing sent to change
+
+
+def test_a_canary_on_a_component_is_exit_2_naming_rolling_before_any_change(rw, capsys):
+    code, _, err = run(capsys, "deploy", *TWO_COMPONENTS, "--yes")
+    assert code == 0, err
+    rw.requests.clear()
+    code, _, err = run(capsys, "update", NAME, "--component", "p-eagle", "-k", "5",
+                       "--rollout", "canary", "--yes")  # fmt: skip
+    assert code == 2, err
+    last = err.strip().splitlines()[-1]
+    assert "inference components do not take" in last
+    assert "--rollout rolling" in last or "--rollout all-at-once" in last
+    assert mutating(rw) == []
+
+
+def test_an_interrupt_during_the_canary_bake_lets_it_commit_then_cleans_up(
+    rw, capsys, sagemaker_harness
+):
+    old = deploy(rw, capsys)
+    traffic(sagemaker_harness)
+
+    def stop(state: Any) -> None:
+        now = sagemaker_harness.rollout_of(NAME)
+        if now is not None and now.phase == "baking":
+            raise KeyboardInterrupt
+
+    with pytest.raises(InterruptedAfterChange):
+        sm_peagle.Client(region=REGION, on_poll=stop).update(NAME, k=5, rollout="canary", bake="5m")
+    desc = boto3.client("sagemaker").describe_endpoint(EndpointName=NAME)
+    assert desc["EndpointConfigName"] != old
+    assert inventory()[0] == [desc["EndpointConfigName"]]
+    assert alarms_left() == []
