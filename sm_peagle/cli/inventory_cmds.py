@@ -96,6 +96,8 @@ def _render_healthy(name: str, st: Any) -> None:
         rows.append(["autoscaling", f"min {a['min']} / max {a['max']}"])
     if st.failure_reason:
         rows.append(["failure reason", st.failure_reason])
+    if st.rollout:
+        rows.append(["rollout", _rollout_row(st.rollout)])
     console().print(table(name, ["field", "value"], rows))
     if st.components is not None:
         console().print(_components_table(name, st.components))
@@ -363,3 +365,14 @@ def _render_gc(result: Any, dry_run: bool, min_age: str) -> None:
             f"without an operation tag, so a deploy may still be using them: "
             f"{', '.join(young)}; `{render(Suggestion.of('gc'))}` removes them once they are older"
         )
+
+
+def _rollout_row(r: dict[str, Any]) -> str:
+    """`canary baking, 50% on NEW, 4:10 left (alarms: X OK)`."""
+    share = f", {r['new_share']:.0%} on {r['new_config']}" if r.get("new_share") is not None else ""
+    left = r.get("bake_left_s")
+    bake = f", {left // 60}:{left % 60:02d} left" if left is not None else ""
+    alarms = ", ".join(f"{a['name']} {a['state']}" for a in r.get("alarms") or [])
+    return f"{r.get('strategy') or 'rollout'} {r['phase']}{share}{bake}" + (
+        f" (alarms: {alarms})" if alarms else ""
+    )

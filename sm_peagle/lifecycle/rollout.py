@@ -294,10 +294,18 @@ def put_rollout_alarms(
 ) -> None:
     """PutMetricAlarm for each of peagle's rollback alarms, each recorded for the rollback
     (in `trying` while in flight, then in `created`)."""
+    from .rollout_watch import BAKE_TAG, STRATEGY_TAG
+
     cw = aws.client("cloudwatch")
+    bakes = [s.bake_s for s in rp.steps] or [0]
+    # What `status` shows of a rollout in progress, which DescribeEndpoint does not say.
+    extra = [
+        {"Key": STRATEGY_TAG, "Value": rp.strategy},
+        {"Key": BAKE_TAG, "Value": f"{bakes[0]}/{bakes[-1]}"},
+    ]
     for alarm in rp.alarms:
         trying[:] = [(ROLLOUT_ALARM, alarm["AlarmName"])]
-        cw.put_metric_alarm(**alarm)
+        cw.put_metric_alarm(**{**alarm, "Tags": [*alarm.get("Tags", []), *extra]})
         created.append(trying.pop())
         say(f"put rollout alarm {alarm['AlarmName']}")
 

@@ -22,7 +22,15 @@ from ..errors import Call, DeploymentFailed, DeploymentTimeout, NotFound, text
 from ..planning.rollout import RolloutPlan
 from .waiter import WaitState
 
-__all__ = ["Watch", "describe_phase", "epoch", "phase_name", "rollback_alarm", "watch_rollout"]
+__all__ = [
+    "Watch",
+    "describe_phase",
+    "epoch",
+    "rollout_status",
+    "phase_name",
+    "rollback_alarm",
+    "watch_rollout",
+]
 
 IN_PROGRESS = {"Creating", "Updating", "SystemUpdating", "RollingBack"}
 BAD = {"Failed", "UpdateRollbackFailed", "OutOfService"}
@@ -87,6 +95,8 @@ def describe_phase(
     state = vs.get("Status", "Creating")
     want = int(pv.get("DesiredInstanceCount") or rp.fleet or 1)
     now = int(pv.get("CurrentInstanceCount") or 0)
+    if state == "Deleting":  # traffic returns to the old fleet
+        return "rolling back", "rolling back to the old fleet", None, None
     if state not in ("ActivatingTraffic", "Baking") or now == 0:
         return "provisioning", "provisioning the new fleet", None, None
     share = now / want if want else 1.0
@@ -230,3 +240,57 @@ def rollback_alarm(
             if first is None or when < first[2]:
                 first = (alarm, new.get("stateReason") or item.get("HistorySummary"), when)
     return first
+
+
+STRATEGY_TAG = "peagle:rollout-strategy"  # on a rollout's alarms: for `status` to name it
+BAKE_TAG = "peagle:rollout-bake"  # "<step bake s>/<final bake s>"
+
+
+def rollout_status(aws: Any, name: str, desc: dict[str, Any]) -> dict[str, Any] | None:
+    """A rollout in progress, for `status` (None when no deployment is pending): the new
+    config, the strategy (from peagle's rollout alarms' tags; None for a rollout peagle did
+    not start), the phase, the new fleet's share, the bake's start and what is left of it,
+    and the rollout alarms with their states (one DescribeAlarms)."""
+    from datetime import UTC, datetime
+
+    pv = _pending(desc)
+    pds = desc.get("PendingDeploymentSummary") or {}
+    if pv is None:
+        return None
+    vs = (pv.get("VariantStatus") or [{}])[-1]
+    state = vs.get("Status")
+    want = int(pv.get("DesiredInstanceCount") or 0)
+    now_up = int(pv.get("CurrentInstanceCount") or 0)
+    share = round(now_up / want, 4) if want else None
+    phase = {"ActivatingTraffic": "shifting", "Baking": "baking", "Deleting": "rolling back"}
+    out: dict[str, Any] = {
+        "new_config": pds.get("EndpointConfigName"),
+        "strategy": None,
+        "phase": phase.get(str(state), "provisioning"),
+        "new_share": share,
+        "bake_started": None,
+        "bake_left_s": None,
+        "alarms": [],
+    }
+    tags: dict[str, str] = {}
+    try:
+        cw = aws.client("cloudwatch")
+        found = cw.describe_alarms(AlarmNamePrefix=f"{name}-rollout-").get("MetricAlarms", [])
+        out["alarms"] = [{"name": a["AlarmName"], "state": a["StateValue"]} for a in found]
+        if found:
+            from .monitoring_read import cloudwatch_tags
+
+            tags = cloudwatch_tags(cw, found[0]["AlarmArn"])
+    except Exception as e:  # a policy without DescribeAlarms still gets the rest
+        out["alarms_unreadable"] = str(getattr(e, "response", {}).get("Error", {}).get("Code"))
+    out["strategy"] = tags.get(STRATEGY_TAG)
+    if state == "Baking" and vs.get("StartTime") is not None:
+        start = epoch(vs["StartTime"])
+        assert start is not None
+        out["bake_started"] = datetime.fromtimestamp(start, UTC).isoformat()
+        bakes = [int(b) for b in tags.get(BAKE_TAG, "").split("/") if b.isdigit()]
+        if bakes:
+            bake = bakes[-1] if share is not None and share >= 1 else bakes[0]
+            left = start + bake - aws.synced_aws_now().timestamp()
+            out["bake_left_s"] = max(0, int(left))
+    return out

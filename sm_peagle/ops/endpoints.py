@@ -85,6 +85,10 @@ class EndpointOps(Session):
             from .health import speculation_of
 
             doc["speculation"] = speculation_of(ctx, name, doc)
+        if doc.get("status") in ("Updating", "RollingBack"):  # a rollout may be running
+            from ..lifecycle.rollout_watch import rollout_status
+
+            doc["rollout"] = rollout_status(ctx, name, sm.describe_endpoint(EndpointName=name))
         return EndpointStatus.from_dict(doc)
 
     def ls(self, *, include_unmanaged: bool = False) -> list[EndpointSummary]:

@@ -125,6 +125,9 @@ class EndpointStatus(DocumentResult):
             `draft_acceptance_rate_1h`, None for an hour without data; `unreadable`
             says why when CloudWatch denied DescribeAlarms), or None when it has no
             peagle alarm (monitoring off).
+        rollout: A deployment in progress (`new_config`, `strategy`, `phase`,
+            `new_share`, `bake_started`, `bake_left_s`, `alarms` with their `state`), or
+            None when none is pending.
     """
 
     endpoint: str
@@ -155,6 +158,7 @@ class EndpointStatus(DocumentResult):
     problem: str | None = None
     fix: str | None = None
     speculation: dict[str, Any] | None = None
+    rollout: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> EndpointStatus:

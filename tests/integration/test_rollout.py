@@ -347,3 +347,29 @@ def test_an_interrupt_during_the_canary_bake_lets_it_commit_then_cleans_up(
     assert desc["EndpointConfigName"] != old
     assert inventory()[0] == [desc["EndpointConfigName"]]
     assert alarms_left() == []
+
+
+def test_status_shows_a_rollout_in_progress(rw, capsys, sagemaker_harness):
+    deploy(rw, capsys)
+    traffic(sagemaker_harness)
+    seen: list[Any] = []
+
+    def look(state: Any) -> None:
+        now = sagemaker_harness.rollout_of(NAME)
+        if seen or now is None or now.phase != "baking" or now.step != 1:
+            return
+        sagemaker_harness.clock.advance(60)  # a minute into the canary's 300 s bake
+        seen.append(sm_peagle.Client(region=REGION).status(NAME))
+        seen.append(run(capsys, "status", NAME, "--json"))
+        seen.append(run(capsys, "status", NAME))
+
+    sm_peagle.Client(region=REGION, on_poll=look).update(NAME, k=5, rollout="canary", bake="5m")
+    st, (code, out, _), (_, text, _) = seen
+    r = st.rollout
+    assert code == 0 and json.loads(out)["rollout"] == r
+    assert r["strategy"] == "canary" and r["phase"] == "baking"
+    assert r["new_share"] == 0.5  # 1 of 2 instances
+    assert 0 < r["bake_left_s"] <= 300 - 60
+    assert r["alarms"] == [{"name": ERRORS, "state": r["alarms"][0]["state"]}]
+    assert sagemaker_harness.rollout_of(NAME) is None  # settled since
+    assert "canary baking, 50% on" in text
