@@ -373,3 +373,34 @@ def test_status_shows_a_rollout_in_progress(rw, capsys, sagemaker_harness):
     assert r["alarms"] == [{"name": ERRORS, "state": r["alarms"][0]["state"]}]
     assert sagemaker_harness.rollout_of(NAME) is None  # settled since
     assert "canary baking, 50% on" in text
+
+
+def test_a_component_rolls_with_update_inference_components_rolling_policy(rw, capsys):
+    code, _, err = run(capsys, "deploy", *TWO_COMPONENTS, "--yes")
+    assert code == 0, err
+    code, _, err = run(capsys, "update", NAME, "--component", "p-eagle", "--copies", "2", "--yes")
+    assert code == 0, err
+    rw.requests.clear()
+    code, _, err = run(capsys, "update", NAME, "--component", "p-eagle", "-k", "5",
+                       "--rollout", "rolling:1", "--bake", "5m", "--yes")  # fmt: skip
+    assert code == 0, err
+    (sent,) = rw.sent("UpdateInferenceComponent")
+    # UpdateInferenceComponent's only policy: 1 copy of 2 per batch (5-50% of the copies).
+    # A component's metrics carry InferenceComponentName, not a config: no peagle alarm,
+    # and with no user alarm no AutoRollbackConfiguration (1..10 alarms when present).
+    assert sent["DeploymentConfig"] == {
+        "RollingUpdatePolicy": {
+            "MaximumBatchSize": {"Type": "COPY_COUNT", "Value": 1},
+            "WaitIntervalInSeconds": 300,
+            "MaximumExecutionTimeoutInSeconds": sent["DeploymentConfig"]["RollingUpdatePolicy"][
+                "MaximumExecutionTimeoutInSeconds"
+            ],
+        }
+    }
+    assert (
+        600
+        <= sent["DeploymentConfig"]["RollingUpdatePolicy"]["MaximumExecutionTimeoutInSeconds"]
+        <= 28800
+    )
+    botocore_valid("UpdateInferenceComponent", sent)
+    assert not rw.sent("UpdateEndpoint") and not rw.sent("PutMetricAlarm")
