@@ -404,3 +404,106 @@ def test_a_component_rolls_with_update_inference_components_rolling_policy(rw, c
     )
     botocore_valid("UpdateInferenceComponent", sent)
     assert not rw.sent("UpdateEndpoint") and not rw.sent("PutMetricAlarm")
+
+
+def seed_live(harness: Any, acceptance: float) -> None:
+    """The live fleet's last half hour: one SpecDecoding datapoint a minute in peagle's
+    metric (what the monitoring's filters write), before the update."""
+    cw = boto3.client("cloudwatch")
+    now = harness.clock.now()
+    for i in range(30):
+        cw.put_metric_data(
+            Namespace="Peagle/SpeculativeDecoding",
+            MetricData=[
+                {
+                    "MetricName": "AcceptanceLength",
+                    "Dimensions": [{"Name": "EndpointName", "Value": NAME}],
+                    "Timestamp": datetime.fromtimestamp(now - 60 * i - 30, UTC),
+                    "Value": acceptance,
+                }
+            ],
+        )
+
+
+def test_a_monitored_canary_watches_speculation_latency_and_errors(
+    rw, capsys, sagemaker_harness, tmp_path
+):
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--instance-count", "2", "--monitor",
+                       "--yes")  # fmt: skip
+    assert code == 0, err
+    seed_live(sagemaker_harness, 2.4)
+    traffic(sagemaker_harness)
+    rw.requests.clear()
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "model: gpt-oss-20b\n"
+        "speculative: {num_speculative_tokens: 5}\n"
+        "monitoring: {enabled: true}\n"
+        "endpoint:\n"
+        "  instance_count: 2\n"
+        "  rollout: {strategy: canary, bake: 300, latency_ms: 800}\n"
+    )
+    code, _, err = run(capsys, "apply", "-f", str(spec), "--yes")
+    assert code == 0, err
+    new = rw.sent("UpdateEndpoint")[0]["EndpointConfigName"]
+    puts = {p["AlarmName"]: p for p in rw.sent("PutMetricAlarm") if "-rollout-" in p["AlarmName"]}
+    for p in puts.values():
+        p.pop("Tags"), p.pop("AlarmDescription")
+        botocore_valid("PutMetricAlarm", p)
+    # Speculation: both fleets write one log group, so the alarm sees the mean of their
+    # lines. With the canary's share s = 1/2, the new K's threshold T = 1 + 0.05 x (1 + 5)
+    # = 1.3 (monitoring's model) and the live fleet's 2.4: s*T + (1-s)*2.4 = 1.85.
+    assert puts[f"{NAME}-rollout-speculation"] == {
+        "AlarmName": f"{NAME}-rollout-speculation",
+        "ActionsEnabled": False,
+        "Namespace": "Peagle/SpeculativeDecoding",
+        "MetricName": "AcceptanceLength",
+        "Dimensions": [{"Name": "EndpointName", "Value": NAME}],
+        "Statistic": "Average",
+        "Period": 60,
+        "EvaluationPeriods": 5,
+        "DatapointsToAlarm": 3,
+        "Threshold": 1.85,
+        "ComparisonOperator": "LessThanThreshold",
+        "TreatMissingData": "missing",  # an idle bake is INSUFFICIENT_DATA, never ALARM
+    }
+    # Latency: the new fleet's p90 ModelLatency (microseconds) over 800 ms.
+    latency = dict(
+        errors_alarm(new),
+        AlarmName=f"{NAME}-rollout-latency",
+        MetricName="ModelLatency",
+        Threshold=800000,
+        ExtendedStatistic="p90",
+    )
+    latency.pop("Statistic")
+    assert puts[f"{NAME}-rollout-latency"] == latency
+    assert puts[ERRORS] == errors_alarm(new)
+    (sent,) = rw.sent("UpdateEndpoint")
+    assert sent["DeploymentConfig"]["AutoRollbackConfiguration"]["Alarms"] == [
+        {"AlarmName": f"{NAME}-rollout-speculation"},
+        {"AlarmName": f"{NAME}-rollout-latency"},
+        {"AlarmName": ERRORS},
+    ]
+    assert alarms_left() == []
+
+
+def test_all_at_once_and_an_autoscaled_endpoint_keep_their_fleet(rw, capsys, sagemaker_harness):
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--instance-count", "2",
+                       "--autoscale", "2:4", "--yes")  # fmt: skip
+    assert code == 0, err
+    traffic(sagemaker_harness)
+    rw.requests.clear()
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--rollout", "all-at-once",
+                       "--bake", "5m", "--yes")  # fmt: skip
+    assert code == 0, err
+    (sent,) = rw.sent("UpdateEndpoint")
+    # All at once: no wait between shifts, the final bake is the bake; an autoscaled
+    # endpoint keeps its scaled instance count (RetainAllVariantProperties).
+    assert sent["DeploymentConfig"]["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"] == {
+        "Type": "ALL_AT_ONCE",
+        "WaitIntervalInSeconds": 0,
+    }
+    assert sent["DeploymentConfig"]["BlueGreenUpdatePolicy"]["TerminationWaitInSeconds"] == 300
+    assert sent["RetainAllVariantProperties"] is True
+    assert "RetainDeploymentConfig" not in sent
+    botocore_valid("UpdateEndpoint", sent)
