@@ -109,4 +109,8 @@ def finish_update(lc: Any, name: str, *, described: dict[str, Any] | None = None
                 continue  # another run's, still going
             if lc.delete_and_confirm(kind, n):
                 done.append(f"removed unused {kind.replace('_', ' ')} {n}")
+    if done:  # an update was cut short: a rollout's alarms may be left too (none else)
+        from .rollout import remove_stale_rollout_alarms
+
+        done += remove_stale_rollout_alarms(lc, name)
     return done

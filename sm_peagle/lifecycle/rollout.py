@@ -33,6 +33,7 @@ __all__ = [
     "prepare_rollout",
     "put_rollout_alarms",
     "remove_rollout_alarm",
+    "remove_stale_rollout_alarms",
     "update_request",
 ]
 
@@ -410,3 +411,16 @@ def component_rollout(
     )
     check_alarms(lc.aws, rp)
     return rp
+
+
+def remove_stale_rollout_alarms(lc: Any, endpoint: str) -> list[str]:
+    """The rollout alarms an update cut short twice left (peagle's, by their tags), removed
+    by the update that finishes it (`lifecycle.reconcile`): the endpoint has settled, so
+    no rollout watches them. One line per alarm removed."""
+    cw = lc.aws.client("cloudwatch")
+    found = cw.describe_alarms(AlarmNamePrefix=f"{endpoint}-rollout-").get("MetricAlarms", [])
+    return [
+        f"removed rollout alarm {a['AlarmName']}"
+        for a in found
+        if remove_rollout_alarm(lc.aws, a["AlarmName"], endpoint)
+    ]

@@ -507,3 +507,48 @@ def test_all_at_once_and_an_autoscaled_endpoint_keep_their_fleet(rw, capsys, sag
     assert sent["RetainAllVariantProperties"] is True
     assert "RetainDeploymentConfig" not in sent
     botocore_valid("UpdateEndpoint", sent)
+
+
+def test_a_second_interrupt_names_the_rollout_alarm_and_update_finishes_it(
+    rw, capsys, sagemaker_harness, monkeypatch
+):
+    from sm_peagle.errors import Interrupted
+    from sm_peagle.lifecycle.manager import Lifecycle
+
+    old = deploy(rw, capsys)
+    armed: list[bool] = []
+    init = Lifecycle.__init__
+
+    def patched(self: Any, *a: Any, **kw: Any) -> None:
+        init(self, *a, **kw)
+        advance = self.sleep
+
+        def sleep(s: float) -> None:
+            if armed:  # the second Ctrl-C: while the update settles after the first
+                armed.clear()
+                raise KeyboardInterrupt
+            advance(s)
+
+        self.sleep = sleep
+
+    monkeypatch.setattr(Lifecycle, "__init__", patched)
+
+    def stop(state: Any) -> None:
+        now = sagemaker_harness.rollout_of(NAME)
+        if now is not None and now.phase == "baking" and not armed:
+            armed.append(True)
+            raise KeyboardInterrupt
+
+    with pytest.raises(Interrupted) as e:
+        sm_peagle.Client(region=REGION, on_poll=stop).update(NAME, k=5, rollout="canary", bake="5m")
+    assert ("rollout_alarm", ERRORS) in e.value.left
+    assert "rollout alarm " + ERRORS in str(e.value)
+    assert alarms_left() == [ERRORS]
+    # The command it names finishes the update, the rollout's alarm included.
+    code, _, err = run(capsys, "update", NAME, "--yes")
+    assert code == 0, err
+    assert f"removed rollout alarm {ERRORS}" in err
+    assert alarms_left() == []
+    desc = boto3.client("sagemaker").describe_endpoint(EndpointName=NAME)
+    assert desc["EndpointConfigName"] != old
+    assert inventory()[0] == [desc["EndpointConfigName"]]
