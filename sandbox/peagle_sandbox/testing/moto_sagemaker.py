@@ -293,6 +293,7 @@ class SageMakerHarness(EndpointTimelines):
         """The stored status, without consuming a scheduled step (unlike DescribeEndpoint)."""
         key = (self.account_id, region or self.region, endpoint_name)
         self._reap(sagemaker_backends[self.account_id][key[1]])
+        self._sync_rollouts()  # a guardrail deployment due to settle by now
         endpoint = find_endpoint(key)
         if endpoint is None:
             raise KeyError(endpoint_name)
