@@ -124,8 +124,10 @@ def _component_hooks(harness: EngineHarness) -> dict[str, Any]:
         if harness.host is not None:
             harness.host.component_deleted(backend.region_name, name)
 
-    def update_hook(backend: Any, name: str, specification: Any, runtime_config: Any) -> str:
-        arn = update(backend, name, specification, runtime_config)
+    def update_hook(
+        backend: Any, name: str, specification: Any, runtime_config: Any, *deployment: Any
+    ) -> str:
+        arn = update(backend, name, specification, runtime_config, *deployment)
         if harness.host is not None and specification:
             harness.host.component_replaced(backend.region_name, name)
         elif harness.host is not None:

@@ -6,9 +6,15 @@ treat missing data"), and what is ASSUMED:
 - A new alarm starts INSUFFICIENT_DATA ("Unchecked: Initial alarm creation"); PutMetricAlarm
   on an existing one keeps its state and replaces its configuration (AWS's reference says
   both). Each is a ConfigurationUpdate in the alarm's history.
-- Evaluated: an alarm on one metric (Namespace, MetricName, Dimensions matched exactly,
-  Unit if set) with Statistic (Average, Sum, Minimum, Maximum, SampleCount) or
-  ExtendedStatistic pNN (nearest rank). Not evaluated, left as they are: metric-math and
+- Evaluated: an alarm on one metric (Namespace, MetricName, Dimensions matched exactly:
+  "CloudWatch treats each unique combination of dimensions as a separate metric", so an
+  alarm on {EndpointName, VariantName, EndpointConfigName} sees only that fleet's
+  datapoints, one on {EndpointName, VariantName} only those published with exactly those
+  two (moto_sagemaker_metrics publishes both); Unit if set) with
+  Statistic (Average, Sum, Minimum, Maximum, SampleCount) or ExtendedStatistic pNN.
+  ASSUMPTION: pNN is the nearest-rank percentile of the period's datapoints (CloudWatch's
+  own estimator is not documented; for the few datapoints a test writes nearest rank is
+  exact). Not evaluated, left as they are: metric-math and
   Metrics Insights alarms (`Metrics`), composite alarms, anomaly-detection operators.
 - ASSUMPTION: periods are aligned to the epoch in multiples of Period, and an alarm is
   evaluated once per period boundary that passes on the harness clock (AWS evaluates

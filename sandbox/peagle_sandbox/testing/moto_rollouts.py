@@ -38,23 +38,27 @@ from datetime import UTC, datetime
 from typing import Any
 
 from moto.cloudwatch.models import cloudwatch_backends
-from moto.sagemaker.exceptions import ValidationError
 
-from peagle_sandbox.testing.moto_validate import problems, validation_message
+from peagle_sandbox.testing.moto_rollout_rules import Step, check_deployment, fleet_size, refuse
 
 __all__ = [
     "Rollout",
     "RolloutState",
+    "Segment",
     "alarm_tripped",
-    "check_deployment",
-    "fleet_size",
-    "plan_steps",
+    "fire",
+    "next_event",
+    "render",
+    "retained_variants",
+    "start_component_rollout",
+    "start_endpoint_rollout",
+    "state_at",
+    "walk_component",
+    "walk_endpoint",
 ]
 
 Key = tuple[str, str, str]  # (account_id, region, endpoint or component name)
 Listener = Callable[[str, str, str, str, str], object]
-_PCT = {"CANARY": (0, 50), "LINEAR": (10, 50), "ROLLING": (5, 50)}
-_SIZE_FIELD = {"CANARY": "CanarySize", "LINEAR": "LinearStepSize", "ROLLING": "MaximumBatchSize"}
 
 
 @dataclass(frozen=True)
@@ -78,14 +82,6 @@ class RolloutState:
     share: float
     bake_ends: float | None
     alarms: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Step:
-    share: float  # of traffic once shifted
-    instances: int  # new-fleet instances taking traffic during its bake
-    bake_s: float
-    final: bool = False
 
 
 @dataclass(frozen=True)
@@ -166,125 +162,6 @@ class Rollout:
             if seg.start <= now < seg.end:
                 return seg
         return segs[-1]
-
-
-# ---------------------------------------------------------------- validation
-
-
-def _refuse(message: str) -> ValidationError:
-    # [assumed wording] AWS documents the rules, not the text of their refusals.
-    return ValidationError(message=message)
-
-
-def fleet_size(variant: dict[str, Any], old: dict[str, Any] | None, retain: bool,
-               excluded: set[str]) -> int:  # fmt: skip
-    """The variant's total instance count the percentages refer to: the new config's
-    InitialInstanceCount, or the live DesiredInstanceCount it keeps under
-    RetainAllVariantProperties (unless excluded)."""
-    if (
-        retain
-        and old
-        and old.get("DesiredInstanceCount")
-        and "DesiredInstanceCount" not in excluded
-    ):
-        return int(old["DesiredInstanceCount"])
-    return int(variant.get("InitialInstanceCount") or 1)
-
-
-def _step_instances(kind: str, size: dict[str, Any], n: int, unit: str, noun: str) -> int:
-    """Instances (copies) in one step, checked against the documented percentage rule."""
-    low, high = _PCT[kind]
-    value = int(size["Value"])
-    if size["Type"] == "CAPACITY_PERCENT":
-        percent, count = float(value), math.floor(value * n / 100)
-    else:
-        percent, count = 100.0 * value / n, value
-    rule = {
-        "CANARY": f"less than or equal to 50% of the {noun}",
-        "LINEAR": f"10-50% of the {noun}",
-        "ROLLING": f"between 5% to 50% of the {noun}",
-    }[kind]
-    field_name = _SIZE_FIELD[kind]
-    if not low <= percent <= high:
-        raise _refuse(f"{field_name} value must be {rule} ({n}); {value} {size['Type']} is "
-                      f"{percent:g}%.")  # fmt: skip
-    if count < 1:
-        raise _refuse(f"{field_name} {value}% of {n} {unit} is less than one {unit[:-1]}.")
-    return count
-
-
-def plan_steps(kind: str, size: dict[str, Any] | None, n: int, wait: float, final: float,
-               *, unit: str = "instances", noun: str = "variant's total instance count",
-               ) -> list[Step]:  # fmt: skip
-    """Design38 decision 1's steps for a policy on a fleet of `n`."""
-    if kind == "ALL_AT_ONCE":
-        return [Step(1.0, n, final, final=True)]
-    assert size is not None
-    c = _step_instances(kind, size, n, unit, noun)
-    if kind == "CANARY":
-        return [Step(c / n, c, wait), Step(1.0, n, final, final=True)]
-    counts = [min(i * c, n) for i in range(1, math.ceil(n / c) + 1)]
-    if kind == "ROLLING":
-        return [Step(k / n, k, wait) for k in counts]
-    return [*(Step(k / n, k, wait) for k in counts if k < n), Step(1.0, n, final, final=True)]
-
-
-def check_deployment(
-    operation: str,
-    params: dict[str, Any],
-    *,
-    fleet: int,
-    alarms_region: tuple[str, str],
-    component: bool = False,
-) -> tuple[str, list[Step], tuple[str, ...], float | None]:
-    """Validate a DeploymentConfig (botocore's model, then the documented rules);
-    returns (kind, steps, alarm names, timeout) or raises ValidationError."""
-    found = problems("sagemaker", operation, params)
-    if found:
-        raise _refuse(validation_message(found))
-    dc = params["DeploymentConfig"]
-    blue, rolling = dc.get("BlueGreenUpdatePolicy"), dc.get("RollingUpdatePolicy")
-    if blue and rolling:
-        raise _refuse("DeploymentConfig may specify only one update policy: "
-                      "BlueGreenUpdatePolicy or RollingUpdatePolicy.")  # fmt: skip
-    names = tuple(a["AlarmName"] for a in (dc.get("AutoRollbackConfiguration") or {})
-                  .get("Alarms", []))  # fmt: skip
-    account, region = alarms_region
-    existing = cloudwatch_backends[account][region].alarms
-    for name in names:
-        if name not in existing:
-            raise _refuse(f"The CloudWatch alarm {name} in AutoRollbackConfiguration does "
-                          "not exist.")  # fmt: skip
-    unit = "copies" if component else "instances"
-    noun = "copy count of the inference component" if component else (
-        "variant's total instance count")  # fmt: skip
-    timeout: float | None
-    if rolling:
-        wait = float(rolling["WaitIntervalInSeconds"])
-        steps = plan_steps("ROLLING", rolling["MaximumBatchSize"], fleet, wait, 0.0,
-                           unit=unit, noun=noun)  # fmt: skip
-        kind, timeout = "ROLLING", rolling.get("MaximumExecutionTimeoutInSeconds")
-    else:
-        blue = blue or {}
-        routing = blue.get("TrafficRoutingConfiguration") or {
-            "Type": "ALL_AT_ONCE",
-            "WaitIntervalInSeconds": 0,
-        }
-        kind = routing["Type"]
-        size_field = {"CANARY": "CanarySize", "LINEAR": "LinearStepSize"}.get(kind)
-        if size_field and not routing.get(size_field):
-            raise _refuse(f"{size_field} is required when TrafficRoutingConfiguration Type is "
-                          f"{kind}.")  # fmt: skip
-        steps = plan_steps(kind, routing.get(size_field) if size_field else None, fleet,
-                           float(routing["WaitIntervalInSeconds"]),
-                           float(blue.get("TerminationWaitInSeconds", 0)), unit=unit,
-                           noun=noun)  # fmt: skip
-        timeout = blue.get("MaximumExecutionTimeoutInSeconds")
-    waits = sum(s.bake_s for s in steps)
-    if timeout is not None and timeout <= waits:
-        raise _refuse(f"MaximumExecutionTimeoutInSeconds ({timeout}) must be larger than the "
-                      f"total waiting time ({waits:g} seconds).")  # fmt: skip
-    return kind, steps, names, None if timeout is None else float(timeout)
 
 
 # ---------------------------------------------------------------- alarms in bakes
@@ -409,12 +286,12 @@ def start_endpoint_rollout(
     old_names = [v["VariantName"] for v in endpoint.production_variants]
     if sorted(new_names) != sorted(old_names):
         # AWS's guide, deployment-guardrails-exclusions (its words).
-        raise _refuse("When doing a blue/green or rolling deployment, your new endpoint "
+        raise refuse("When doing a blue/green or rolling deployment, your new endpoint "
                       "configuration must have the same variant name as the old endpoint "
                       f"configuration ({', '.join(old_names)}).")  # fmt: skip
     dc = params["DeploymentConfig"]
     if dc.get("RollingUpdatePolicy") and len(new_names) > 1:
-        raise _refuse("Rolling deployments do not support multi-variant endpoints.")
+        raise refuse("Rolling deployments do not support multi-variant endpoints.")
     excluded = {e.get("VariantPropertyType") for e in
                 params.get("ExcludeRetainedVariantProperties") or []}  # fmt: skip
     retain = bool(params.get("RetainAllVariantProperties"))
@@ -525,7 +402,8 @@ def _history(harness: Any, account: str, region: str) -> list[dict[str, Any]]:
 
 def _states(account: str, region: str) -> dict[str, str]:
     alarms = cloudwatch_backends[account][region].alarms
-    return {name: str(a.state_value) for name, a in alarms.items()}
+    # A copy first: the server's request threads may put an alarm meanwhile.
+    return {name: str(a.state_value) for name, a in list(alarms.items())}
 
 
 Outcome = tuple[str, str, str, str, str]  # region, name, outcome, old config, new config
@@ -578,3 +456,74 @@ def retained_variants(
     excluded = {e.get("VariantPropertyType") for e in
                 params.get("ExcludeRetainedVariantProperties") or []}  # fmt: skip
     return _retained(variants, endpoint.production_variants, excluded)
+
+
+# ---------------------------------------------------------------- inference components
+
+
+def start_component_rollout(
+    harness: Any, ic: Any, specification: Any, copies: int | None, dc: dict[str, Any]
+) -> Rollout:
+    """UpdateInferenceComponent with a DeploymentConfig (RollingUpdatePolicy): validated
+    like an endpoint's (5-50% of the copies), then its batches on the clock. The component
+    keeps its old Specification until the commit; a rollback keeps it for good."""
+    account, region = ic.arn.split(":")[4], ic.arn.split(":")[3]
+    fleet = copies if copies is not None else ic.desired
+    request: dict[str, Any] = {"InferenceComponentName": ic.name, "DeploymentConfig": dc}
+    if specification:
+        request["Specification"] = specification
+    if copies is not None:
+        request["RuntimeConfig"] = {"CopyCount": copies}
+    kind, steps, alarms, timeout = check_deployment(
+        "UpdateInferenceComponent", request, fleet=fleet, alarms_region=(account, region),
+        component=True,
+    )  # fmt: skip
+    prov = harness.provisioning_seconds
+    if prov is None:
+        prov = harness.updating_seconds or 0.0
+    now = harness.clock.now()
+    return Rollout(
+        key=(account, region, ic.name),
+        old_config=ic.name,
+        new_config=ic.name,
+        kind=kind,
+        steps=steps,
+        alarms=alarms,
+        deployment_config=dc,
+        started=now,
+        fleet=fleet,
+        provisioning_s=float(prov),
+        timeout_s=timeout,
+        payload={"specification": specification or ic.specification, "copies": fleet},
+    )
+
+
+def walk_component(harness: Any, ic: Any, now: float) -> str | None:
+    """Move a component's rolling update to `now`; "committed" / "rolled-back" once it
+    settled (the component is InService either way), else None."""
+    rollout: Rollout = ic.rollout
+    account, region, _ = rollout.key
+    if rollout.rollback_at is None:
+        event = next_event(rollout, now, _history(harness, account, region),
+                           _states(account, region))  # fmt: skip
+        if event is not None and event[0] == "commit":
+            ic.specification = rollout.payload["specification"]
+            ic.desired = ic.current = rollout.payload["copies"]
+            _component_settled(ic, rollout, event[1], None)
+            return "committed"
+        if event is not None:
+            rollout.rollback_at = event[1]
+            rollout.rollback_until = event[1] + float(harness.rollback_seconds or 0.0)
+            rollout.rollback_reason = event[2] or harness.rollback_failure_reason
+    if rollout.rollback_until is not None and rollout.rollback_until <= now:
+        _component_settled(ic, rollout, rollout.rollback_until, rollout.rollback_reason)
+        return "rolled-back"
+    return None
+
+
+def _component_settled(ic: Any, rollout: Rollout, at: float, reason: str | None) -> None:
+    ic.rollout = None
+    ic.status = "InService"
+    ic.failure_reason = reason
+    ic.last_deployment_config = rollout.deployment_config
+    ic.modified = naive(at)
