@@ -62,28 +62,16 @@ def deploy(rw: World, capsys: Any, count: int = 2) -> str:
 
 
 def traffic(harness: Any) -> None:
-    """While a rollout runs, one invocation per clock move on the fleet that serves it:
-    AWS/SageMaker Invocations with the new config's dimension, as AWS publishes it."""
-    cw = boto3.client("cloudwatch")
+    """While a rollout runs, one invocation per clock move on the new fleet, recorded by
+    the harness as SageMaker publishes it (AWS/SageMaker Invocations, ModelLatency, 5xx,
+    with and without the fleet's EndpointConfigName dimension)."""
 
     def tick() -> None:
         state = harness.rollout_of(NAME)
         if state is None or state.share <= 0:
             return
-        cw.put_metric_data(
-            Namespace="AWS/SageMaker",
-            MetricData=[
-                {
-                    "MetricName": "Invocations",
-                    "Dimensions": [
-                        {"Name": "EndpointName", "Value": NAME},
-                        {"Name": "VariantName", "Value": "AllTraffic"},
-                        {"Name": "EndpointConfigName", "Value": state.new_config},
-                    ],
-                    "Timestamp": datetime.fromtimestamp(harness.clock.now(), UTC),
-                    "Value": 1.0,
-                }
-            ],
+        harness.record_invocation(
+            REGION, NAME, "AllTraffic", state.new_config, latency_us=300_000, status_code=200
         )
 
     harness.clock.on_advance(tick)
@@ -552,3 +540,30 @@ def test_a_second_interrupt_names_the_rollout_alarm_and_update_finishes_it(
     desc = boto3.client("sagemaker").describe_endpoint(EndpointName=NAME)
     assert desc["EndpointConfigName"] != old
     assert inventory()[0] == [desc["EndpointConfigName"]]
+
+
+def test_the_latency_threshold_defaults_to_twice_the_live_p90(rw, capsys, sagemaker_harness):
+    old = deploy(rw, capsys)
+    now = sagemaker_harness.clock.now()
+    # The live fleet's last half hour: 10 invocations a minute, 600..1500 ms; the p90 of
+    # those 300 (nearest rank) is 1400 ms, so the threshold is 2 x 1400 = 2800 ms.
+    for minute in range(30):
+        for i in range(10):
+            sagemaker_harness.record_invocation(
+                REGION, NAME, "AllTraffic", old, latency_us=(600 + 100 * i) * 1000,
+                status_code=200, at=now - 60 * minute - 30,
+            )  # fmt: skip
+    traffic(sagemaker_harness)
+    rw.requests.clear()
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--rollout", "canary", "--bake",
+                       "5m", "--yes")  # fmt: skip
+    assert code == 0, err
+    (latency,) = [p for p in rw.sent("PutMetricAlarm") if p["AlarmName"].endswith("-latency")]
+    assert latency["Threshold"] == 2_800_000 and latency["ExtendedStatistic"] == "p90"
+    (read,) = [p for op, p in rw.requests if op == "GetMetricStatistics"
+               and p["MetricName"] == "ModelLatency"]  # fmt: skip
+    assert read["Dimensions"] == [
+        {"Name": "EndpointName", "Value": NAME},
+        {"Name": "VariantName", "Value": "AllTraffic"},
+    ]
+    assert read["ExtendedStatistics"] == ["p90"]
