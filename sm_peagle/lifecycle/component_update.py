@@ -173,7 +173,8 @@ def update_components(
     op = Operation.start(limit, lc.aws.synced_aws_now())
     models, requests = [op.stamp(m) for m in models], [op.stamp(r) for r in requests]
     run = _Run(lc, name, current["EndpointArn"], op)
-    run.rollout = rollout
+    # The rollout: `--rollout` given with `--component`, else the spec's (apply).
+    run.rollout_spec = rollout if rollout is not None else plan.spec.endpoint.rollout
     done = f"component update of {name} completed"
     try:
         _change(lc, plan, name, mine, foreign, models, requests, run, limit, register_scaling)
@@ -241,6 +242,12 @@ def _change(
         or not _same(lc, specs[r["InferenceComponentName"]], r, by_name)
     ]
     run.todo = {r["InferenceComponentName"] for r in changing}
+    if run.rollout_spec is not None:  # planned before anything is sent (SpecError, exit 2)
+        from .rollout import component_rollouts
+
+        live = {r["InferenceComponentName"]: specs[r["InferenceComponentName"]]
+                for r in changing if r["InferenceComponentName"] in specs}  # fmt: skip
+        run.rollouts = component_rollouts(lc, run.rollout_spec, name, live)
     for req in changing:
         ic = req["InferenceComponentName"]
         run.todo.discard(ic)  # its change, once sent, is `switching`'s until it is done
@@ -311,7 +318,7 @@ def _update_one(
     run.switching[ic] = (old_model, new_model)
     run.changed = True
     users.mine[ic] = new_model  # the old model is no longer this component's to keep
-    rp = run.rollout  # a component rollout (design decision 7): RollingUpdatePolicy
+    rp = run.rollouts.get(ic)  # a component rollout (design decision 7): RollingUpdatePolicy
     extra = {"DeploymentConfig": rp.deployment_config} if rp and rp.deployment_config else {}
     lc.sm.update_inference_component(
         InferenceComponentName=ic, Specification=req["Specification"], **extra
@@ -341,7 +348,8 @@ class _Run:
         self.changed = False  # anything sent that changes the endpoint's components
         self.todo: set[str] = set()  # components the plan names not yet brought to it
         self.users: _ModelUsers | None = None
-        self.rollout: Any = None  # the component's RolloutPlan (`--rollout rolling`)
+        self.rollout_spec: Any = None  # the RolloutSpec (`--rollout`, `endpoint.rollout`)
+        self.rollouts: dict[str, Any] = {}  # component -> its RolloutPlan
 
     def create(
         self, kind: str, name: str, send: Callable[..., Any], request: dict[str, Any]

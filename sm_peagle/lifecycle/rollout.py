@@ -29,6 +29,8 @@ __all__ = [
     "ROLLOUT_ALARM",
     "RolloutReport",
     "check_alarms",
+    "component_rollout",
+    "component_rollouts",
     "idle_bakes",
     "prepare_rollout",
     "put_rollout_alarms",
@@ -385,11 +387,11 @@ def idle_bakes(
 
 def component_rollout(
     lc: Any, name: str, component: str, rollout: str | None, bake: str | float | None
-) -> RolloutPlan:
-    """The RolloutPlan of one inference component's update (`rollout=`, `bake=`; design
-    decision 7): UpdateInferenceComponent's RollingUpdatePolicy over the component's
-    copies, its user alarms checked, before any request changes anything (SpecError,
-    exit 2: canary and linear name rolling)."""
+) -> Any:
+    """The RolloutSpec of one inference component's update (`rollout=`, `bake=`; design
+    decision 7), checked now on the component's copies (reads only) so a strategy it
+    cannot take is SpecError (exit 2: canary and linear name rolling) before the confirm
+    and before any request changes anything."""
     from ..planning.spec.loading import merge_overrides, spec_from_data
     from ..planning.spec.options import rollout_overrides
     from .components import find_component
@@ -399,18 +401,32 @@ def component_rollout(
     assert spec is not None
     ic = find_component(lc.sm, name, component)
     desc = lc.sm.describe_inference_component(InferenceComponentName=ic)
-    rc = desc.get("RuntimeConfig") or {}
-    copies = int(rc.get("DesiredCopyCount") or rc.get("CurrentCopyCount") or 1)
-    rp = plan_rollout(
-        spec,
-        endpoint=name,
-        new_config=ic,
-        variant=desc.get("VariantName", "AllTraffic"),
-        fleet=copies,
-        component=True,
-    )
-    check_alarms(lc.aws, rp)
-    return rp
+    component_rollouts(lc, spec, name, {ic: desc})
+    return spec
+
+
+def component_rollouts(
+    lc: Any, spec: Any, endpoint: str, live: dict[str, dict[str, Any]]
+) -> dict[str, RolloutPlan]:
+    """Each live component's rollout (UpdateInferenceComponent's RollingUpdatePolicy over
+    its copies), its user alarms checked; SpecError before anything is sent. A component
+    endpoint has no peagle alarm to watch (its metrics carry InferenceComponentName, and it
+    has no monitoring): the plan notes that, and only `rollout.alarms` roll it back."""
+    out: dict[str, RolloutPlan] = {}
+    for ic, desc in live.items():
+        rc = desc.get("RuntimeConfig") or {}
+        copies = int(rc.get("DesiredCopyCount") or rc.get("CurrentCopyCount") or 1)
+        out[ic] = plan_rollout(
+            spec,
+            endpoint=endpoint,
+            new_config=ic,
+            variant=desc.get("VariantName", "AllTraffic"),
+            fleet=copies,
+            component=True,
+        )
+    if out:
+        check_alarms(lc.aws, next(iter(out.values())))
+    return out
 
 
 def remove_stale_rollout_alarms(lc: Any, endpoint: str) -> list[str]:

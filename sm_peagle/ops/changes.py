@@ -415,11 +415,11 @@ class ChangeOps(Session):
 
         change = plan_component_change(lc.sm, name, component, k=k, mode=mode)
         refuse_target_only(change.plan.spec.model)
-        rp = None
+        rollout = None
         if not change.unchanged and (extra.rollout is not None or extra.bake is not None):
             from ..lifecycle.rollout import component_rollout
 
-            rp = component_rollout(lc, name, component, extra.rollout, extra.bake)
+            rollout = component_rollout(lc, name, component, extra.rollout, extra.bake)
         if change.unchanged:
             self._say(f"no changes: {component} already runs these values; nothing sent")
             live = None if dry_run else lc.sm.describe_endpoint(EndpointName=name)
@@ -429,7 +429,7 @@ class ChangeOps(Session):
             return UpdateResult("component", name, None, list(change.changes), dry_run=True)
         if confirm is not None:
             confirm(f"Update {name} ({', '.join(change.changes) or 'no change'})?")
-        result = change.apply(lc, timeout=wait_s, rollout=rp)
+        result = change.apply(lc, timeout=wait_s, rollout=rollout)
         return UpdateResult(
             "component",
             name,

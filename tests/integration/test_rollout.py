@@ -567,3 +567,32 @@ def test_the_latency_threshold_defaults_to_twice_the_live_p90(rw, capsys, sagema
         {"Name": "VariantName", "Value": "AllTraffic"},
     ]
     assert read["ExtendedStatistics"] == ["p90"]
+
+
+def test_apply_rolls_a_component_endpoint_by_its_spec_and_refuses_a_canary(rw, capsys):
+    code, _, err = run(capsys, "deploy", *TWO_COMPONENTS, "--yes")
+    assert code == 0, err
+    code, _, err = run(capsys, "update", NAME, "--component", "p-eagle", "--copies", "2", "--yes")
+    assert code == 0, err
+    doc = (
+        sm_peagle.Endpoint.attach(NAME, region=REGION)
+        .spec()
+        .model_dump(mode="json", exclude_unset=True)
+    )
+    for c in doc["inference_components"]["components"]:
+        if c["name"] == "p-eagle":
+            c["k"] = 5
+    rw.requests.clear()
+    doc["endpoint"]["rollout"] = {"strategy": "canary", "bake": 300}
+    with pytest.raises(sm_peagle.SpecError) as e:
+        sm_peagle.Client(region=REGION).apply(doc)
+    assert e.value.exit_code == 2 and "rolling" in str(e.value.remedy)
+    assert mutating(rw) == []
+    doc["endpoint"]["rollout"] = {"strategy": "rolling", "size": 1, "bake": 300}
+    sm_peagle.Client(region=REGION).apply(doc)
+    (sent,) = rw.sent("UpdateInferenceComponent")
+    assert sent["DeploymentConfig"]["RollingUpdatePolicy"]["MaximumBatchSize"] == {
+        "Type": "COPY_COUNT",
+        "Value": 1,
+    }
+    botocore_valid("UpdateInferenceComponent", sent)
