@@ -596,3 +596,64 @@ def test_apply_rolls_a_component_endpoint_by_its_spec_and_refuses_a_canary(rw, c
         "Value": 1,
     }
     botocore_valid("UpdateInferenceComponent", sent)
+
+
+def speculation_lines(harness: Any, new_fleet: float, old_fleet: float = 2.4) -> None:
+    """While the canary bakes, each clock move writes one SpecDecoding datapoint per fleet
+    into peagle's metric (both fleets' lines land in one log group, so one metric): the
+    old fleet's `old_fleet`, the new fleet's `new_fleet`."""
+    cw = boto3.client("cloudwatch")
+
+    def tick() -> None:
+        state = harness.rollout_of(NAME)
+        if state is None or state.phase not in ("baking", "final-bake"):
+            return
+        at = datetime.fromtimestamp(harness.clock.now(), UTC)
+        data = [
+            {
+                "MetricName": "AcceptanceLength",
+                "Dimensions": [{"Name": "EndpointName", "Value": NAME}],
+                "Timestamp": at,
+                "Value": value,
+            }
+            for value in ((old_fleet, new_fleet) if state.share < 1 else (new_fleet,))
+        ]
+        cw.put_metric_data(Namespace="Peagle/SpeculativeDecoding", MetricData=data)
+
+    harness.clock.on_advance(tick)
+
+
+@pytest.mark.parametrize(
+    ("new_fleet", "rolled_back"),
+    [
+        # A collapsed new fleet (nothing accepted: 1.0) next to the old one's 2.4 averages
+        # 1.7 while the canary holds half the instances: under 0.5 x 1.3 + 0.5 x 2.4 = 1.85.
+        (1.0, True),
+        # A healthy one (2.3) averages 2.35: over it, and over K=5's 1.3 after the shift.
+        (2.3, False),
+    ],
+)
+def test_the_speculation_alarm_sees_the_new_fleet_through_the_mix(
+    rw, capsys, sagemaker_harness, new_fleet, rolled_back
+):
+    code, _, err = run(capsys, "deploy", "gpt-oss-20b", "--instance-count", "2", "--monitor",
+                       "--yes")  # fmt: skip
+    assert code == 0, err
+    old = boto3.client("sagemaker").describe_endpoint(EndpointName=NAME)["EndpointConfigName"]
+    seed_live(sagemaker_harness, 2.4)
+    traffic(sagemaker_harness)
+    speculation_lines(sagemaker_harness, new_fleet)
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--rollout", "canary", "--bake",
+                       "5m", "--yes")  # fmt: skip
+    serving = boto3.client("sagemaker").describe_endpoint(EndpointName=NAME)
+    if rolled_back:
+        assert code == 1
+        assert (
+            f"rolled back by SageMaker during the canary bake: alarm {NAME}-rollout-speculation"
+            in err.strip().splitlines()[-1]
+        )
+        assert serving["EndpointConfigName"] == old
+    else:
+        assert code == 0, err
+        assert serving["EndpointConfigName"] != old
+    assert alarms_left() == []
