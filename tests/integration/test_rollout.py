@@ -657,3 +657,37 @@ def test_the_speculation_alarm_sees_the_new_fleet_through_the_mix(
         assert code == 0, err
         assert serving["EndpointConfigName"] != old
     assert alarms_left() == []
+
+
+def test_a_rollback_without_a_tripped_alarm_says_so_and_the_json_error_names_none(
+    rw, capsys, sagemaker_harness, tmp_path
+):
+    old = deploy(rw, capsys)
+    traffic(sagemaker_harness)
+    # The new fleet takes 200 s to come up; 200 + 300 + 300 s of bakes outlast the
+    # rollout's MaximumExecutionTimeoutInSeconds of 700 s: SageMaker rolls back then.
+    sagemaker_harness.provisioning_seconds = 200.0
+    sagemaker_harness.rollback_failure_reason = "deployment exceeded its execution timeout"
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "model: gpt-oss-20b\n"
+        "speculative: {num_speculative_tokens: 5}\n"
+        "endpoint:\n"
+        "  instance_count: 2\n"
+        "  rollout: {strategy: canary, bake: 300, timeout: 700}\n"
+    )
+    code, out, err = run(capsys, "apply", "-f", str(spec), "--yes", "--json")
+    assert code == 1
+    (sent,) = rw.sent("UpdateEndpoint")
+    assert (
+        sent["DeploymentConfig"]["BlueGreenUpdatePolicy"]["MaximumExecutionTimeoutInSeconds"] == 700
+    )
+    error = json.loads(out)["error"]
+    assert error["type"] == "RolloutRolledBack" and error["alarm"] is None
+    assert error["still_serving"] == old
+    assert error["message"] == (
+        f"update of {NAME} rolled back by SageMaker during the final bake: no rollback alarm "
+        "went to ALARM (the execution timeout, or SageMaker's own reason: deployment "
+        f"exceeded its execution timeout); still serving {old}"
+    )
+    assert inventory()[0] == [old] and alarms_left() == []
