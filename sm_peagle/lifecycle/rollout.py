@@ -183,10 +183,10 @@ def prepare_rollout(
     notes: list[str] = []
     k = (plan.speculative_config or {}).get("num_speculative_tokens")
     monitored = bool(k) and _monitored(lc.aws, name, notes)
-    signals = spec.rollback_on if spec.rollback_on is not None else ["latency"]
     acceptance = live_acceptance(lc.aws, name, notes) if monitored else None
     latency = None
-    if "latency" in signals and spec.latency_ms is None:
+    wants_latency = spec.rollback_on is None or "latency" in spec.rollback_on
+    if wants_latency and spec.latency_ms is None:  # the default threshold needs the live p90
         latency = live_latency_p90_ms(lc.aws, name, new["VariantName"], notes)
     user_tags = {t["Key"]: t["Value"] for t in plan.create_endpoint.get("Tags", [])
                  if not t["Key"].startswith("peagle:")}  # fmt: skip

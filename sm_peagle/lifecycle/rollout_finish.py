@@ -27,13 +27,15 @@ def _report(rp: RolloutPlan, seen: Watch, **kw: Any) -> RolloutReport:
     )
 
 
-def _end(desc: dict[str, Any], fallback: float) -> float:
-    """When the deployment committed: the endpoint's LastModifiedTime, when it is later
-    than the deployment's start; else AWS's now when the watch saw it settled."""
+def _end(desc: dict[str, Any], seen: Watch, now: float) -> float:
+    """When the deployment committed: the endpoint's LastModifiedTime when it falls after
+    the deployment's start; else AWS's now, when the watch saw it settled."""
     from .rollout_watch import epoch
 
     t = epoch(desc.get("LastModifiedTime"))
-    return t if t is not None and t > fallback - 86400 else fallback
+    if t is None or (seen.started is not None and t < seen.started):
+        return now
+    return min(t, now)
 
 
 def finish_rollout(
@@ -47,11 +49,7 @@ def finish_rollout(
     """After the switch-over: remove the rollout's alarms, read each bake's invocations
     on the new fleet, say "done" (with a warning per idle bake) and report."""
     remove_rollout_alarms(lc, created, name)
-    now = lc.aws.synced_aws_now().timestamp()
-    end = _end(desc, now)
-    if seen.started is not None and end < seen.started:
-        end = now
-    windows = seen.windows(rp, end)
+    windows = seen.windows(rp, _end(desc, seen, lc.aws.synced_aws_now().timestamp()))
     variant = (desc.get("ProductionVariants") or [{}])[0].get("VariantName", "AllTraffic")
     idle = idle_bakes(lc.aws, name, variant, rp.new_config, windows)
     notes = [] if idle is not None else ["the bakes' invocations could not be read"]
