@@ -575,7 +575,8 @@ def test_apply_rolls_a_component_endpoint_by_its_spec_and_refuses_a_canary(rw, c
     code, _, err = run(capsys, "update", NAME, "--component", "p-eagle", "--copies", "2", "--yes")
     assert code == 0, err
     doc = (
-        sm_peagle.Endpoint.attach(NAME, region=REGION)
+        sm_peagle.Client(region=REGION)
+        .endpoint(NAME)
         .spec()
         .model_dump(mode="json", exclude_unset=True)
     )
