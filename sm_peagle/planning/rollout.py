@@ -261,6 +261,32 @@ def _timeout(spec: RolloutSpec, steps: list[Step], provisioning_s: float) -> int
     return max(MIN_TIMEOUT_S, min(MAX_TIMEOUT_S, wanted))
 
 
+def _check_hosting(strategy: str, fleet: int, *, component: bool, pools: bool) -> None:
+    """Blue/green traffic shifting is the endpoint's, not a component's; no guardrails on
+    fallback pools (undocumented)."""
+    if component and strategy in ("canary", "linear"):
+        raise _refuse(
+            text(
+                "rollout: {s} is blue/green traffic shifting, which inference components do "
+                "not take (UpdateInferenceComponent offers a RollingUpdatePolicy only)",
+                s=strategy,
+            ),
+            fix=text("use {r}", r=Param("rollout", "rolling" if fleet >= 2 else "all-at-once")),
+            value=strategy,
+        )
+    if pools and strategy != "all-at-once":
+        raise _refuse(
+            text(
+                "rollout: {s} on a variant with fallback instance pools is not supported: AWS "
+                "documents no guardrail behaviour for instance pools",
+                s=strategy,
+            ),
+            fix=text("use {aao}, or deploy without fallback instance types",
+                     aao=Param("rollout", "all-at-once")),
+            value=strategy,
+        )  # fmt: skip
+
+
 def plan_rollout(
     spec: RolloutSpec,
     *,
@@ -296,27 +322,7 @@ def plan_rollout(
         tags: the endpoint's user tags, added to the alarms' own.
     """
     strategy = spec.strategy
-    if component and strategy in ("canary", "linear"):
-        raise _refuse(
-            text(
-                "rollout: {s} is blue/green traffic shifting, which inference components do "
-                "not take (UpdateInferenceComponent offers a RollingUpdatePolicy only)",
-                s=strategy,
-            ),
-            fix=text("use {r}", r=Param("rollout", "rolling" if fleet >= 2 else "all-at-once")),
-            value=strategy,
-        )
-    if pools and strategy != "all-at-once":
-        raise _refuse(
-            text(
-                "rollout: {s} on a variant with fallback instance pools is not supported: AWS "
-                "documents no guardrail behaviour for instance pools",
-                s=strategy,
-            ),
-            fix=text("use {aao}, or deploy without fallback instance types",
-                     aao=Param("rollout", "all-at-once")),
-            value=strategy,
-        )  # fmt: skip
+    _check_hosting(strategy, fleet, component=component, pools=pools)
     size = step_count(spec, fleet, component=component)
     steps = _steps(spec, fleet, size)
     notes: list[str] = []
