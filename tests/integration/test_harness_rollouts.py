@@ -228,6 +228,23 @@ def test_each_strategy_moves_through_its_steps_and_commits(
     assert outcomes == [(REGION, "ep", "committed", "old", "new")]
 
 
+def test_rollback_alarms_alone_mean_all_at_once_with_no_bake(
+    harness: SageMakerHarness, outcomes: list[tuple[str, ...]]
+) -> None:
+    """AWS: "If no update policy is specified, SageMaker uses a blue/green deployment
+    strategy with all at once traffic shifting"; TerminationWaitInSeconds defaults to 0."""
+    config = {"AutoRollbackConfiguration": {"Alarms": [{"AlarmName": ALARM}]}}
+    sm = _endpoint(2)
+    _alarm()
+    sm.update_endpoint(EndpointName="ep", EndpointConfigName="new", DeploymentConfig=config)
+    _at(harness, P - 1)
+    assert sm.describe_endpoint(EndpointName="ep")["EndpointStatus"] == "Updating"
+    _at(harness, P)
+    d = sm.describe_endpoint(EndpointName="ep")
+    assert (d["EndpointStatus"], d["EndpointConfigName"]) == ("InService", "new")
+    assert outcomes == [(REGION, "ep", "committed", "old", "new")]
+
+
 def test_bake_ends_and_kind_are_reported(harness: SageMakerHarness) -> None:
     sm = _endpoint(2)
     _alarm()

@@ -38,8 +38,10 @@ One module per patched area: ``moto_config_patches`` (instance types, InstancePo
 ``moto_shape_patches`` (empty VpcConfig / DataCaptureConfig left out, as AWS does),
 ``moto_endpoint_patches`` (create / describe / list / delete / UpdateEndpoint),
 ``moto_components`` (inference components, scale to zero, the autoscaling dimension), with the
-status schedules they drive in ``moto_timelines``. This module installs them and holds
-the harness's public API (schedules, logs, inventory).
+status schedules they drive in ``moto_timelines``; ``moto_rollouts`` / ``moto_rollout_rules``
+(UpdateEndpoint's and UpdateInferenceComponent's DeploymentConfig: deployment guardrails on
+the clock) and ``moto_sagemaker_metrics`` (SageMaker's AWS/SageMaker invocation metrics).
+This module installs them and holds the harness's public API (schedules, logs, inventory).
 """
 
 from __future__ import annotations
