@@ -385,18 +385,20 @@ def idle_bakes(
     return out
 
 
-def component_rollout(
-    lc: Any, name: str, component: str, rollout: str | None, bake: str | float | None
-) -> Any:
-    """The RolloutSpec of one inference component's update (`rollout=`, `bake=`; design
-    decision 7), checked now on the component's copies (reads only) so a strategy it
-    cannot take is SpecError (exit 2: canary and linear name rolling) before the confirm
-    and before any request changes anything."""
+def component_rollout(lc: Any, name: str, component: str, options: Any) -> Any:
+    """The RolloutSpec of one inference component's update (`options.rollout`, `.bake`;
+    design decision 7; None when neither is given), checked now on the component's copies
+    (reads only) so a strategy it cannot take is SpecError (exit 2: canary and linear name
+    rolling) before the confirm and before any request changes anything."""
     from ..planning.spec.loading import merge_overrides, spec_from_data
     from ..planning.spec.options import rollout_overrides
     from .components import find_component
 
-    doc = merge_overrides({"model": "placeholder"}, rollout_overrides(rollout, bake))
+    if options.rollout is None and options.bake is None:
+        return None
+    doc = merge_overrides(
+        {"model": "placeholder"}, rollout_overrides(options.rollout, options.bake)
+    )
     spec = spec_from_data(doc).endpoint.rollout  # the spec's own checks, the field named
     assert spec is not None
     ic = find_component(lc.sm, name, component)

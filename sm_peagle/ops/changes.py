@@ -416,11 +416,9 @@ class ChangeOps(Session):
 
         change = plan_component_change(lc.sm, name, component, k=k, mode=mode)
         refuse_target_only(change.plan.spec.model)
-        rollout = None
-        if not change.unchanged and (extra.rollout is not None or extra.bake is not None):
-            from ..lifecycle.rollout import component_rollout
+        from ..lifecycle.rollout import component_rollout  # (None without rollout=/bake=)
 
-            rollout = component_rollout(lc, name, component, extra.rollout, extra.bake)
+        rollout = None if change.unchanged else component_rollout(lc, name, component, extra)
         if change.unchanged:
             self._say(f"no changes: {component} already runs these values; nothing sent")
             live = None if dry_run else lc.sm.describe_endpoint(EndpointName=name)

@@ -439,8 +439,10 @@ def test_a_monitored_canary_watches_speculation_latency_and_errors(
         p.pop("Tags"), p.pop("AlarmDescription")
         botocore_valid("PutMetricAlarm", p)
     # Speculation: both fleets write one log group, so the alarm sees the mean of their
-    # lines. With the canary's share s = 1/2, the new K's threshold T = 1 + 0.05 x (1 + 5)
-    # = 1.3 (monitoring's model) and the live fleet's 2.4: s*T + (1-s)*2.4 = 1.85.
+    # lines. The new fleet fails below the higher of K=5's monitoring threshold
+    # 1 + 0.05 x (1 + 5) = 1.3 and half the live fleet's gain, 1 + 0.5 x (2.4 - 1) = 1.7
+    # (the gain capped at 1 + K = 6, not reached): 1.7. With the canary's share s = 1/2 and
+    # the live fleet's 2.4: s x 1.7 + (1 - s) x 2.4 = 2.05.
     assert puts[f"{NAME}-rollout-speculation"] == {
         "AlarmName": f"{NAME}-rollout-speculation",
         "ActionsEnabled": False,
@@ -451,7 +453,7 @@ def test_a_monitored_canary_watches_speculation_latency_and_errors(
         "Period": 60,
         "EvaluationPeriods": 5,
         "DatapointsToAlarm": 3,
-        "Threshold": 1.85,
+        "Threshold": 2.05,
         "ComparisonOperator": "LessThanThreshold",
         "TreatMissingData": "missing",  # an idle bake is INSUFFICIENT_DATA, never ALARM
     }
@@ -628,7 +630,8 @@ def speculation_lines(harness: Any, new_fleet: float, old_fleet: float = 2.4) ->
     ("new_fleet", "rolled_back"),
     [
         # A collapsed new fleet (nothing accepted: 1.0) next to the old one's 2.4 averages
-        # 1.7 while the canary holds half the instances: under 0.5 x 1.3 + 0.5 x 2.4 = 1.85.
+        # 1.7 while the canary holds half the instances: under the mixed threshold
+        # 0.5 x 1.7 + 0.5 x 2.4 = 2.05 (1.7: half the live gain; see the test above).
         (1.0, True),
         # A healthy one (2.3) averages 2.35: over it, and over K=5's 1.3 after the shift.
         (2.3, False),
