@@ -672,6 +672,7 @@ def test_a_rollback_without_a_tripped_alarm_says_so_and_the_json_error_names_non
     # rollout's MaximumExecutionTimeoutInSeconds of 700 s: SageMaker rolls back then.
     sagemaker_harness.provisioning_seconds = 200.0
     sagemaker_harness.rollback_failure_reason = "deployment exceeded its execution timeout"
+    sagemaker_harness.rollback_seconds = 60.0  # traffic returns to the old fleet meanwhile
     spec = tmp_path / "spec.yaml"
     spec.write_text(
         "model: gpt-oss-20b\n"
@@ -682,6 +683,14 @@ def test_a_rollback_without_a_tripped_alarm_says_so_and_the_json_error_names_non
     )
     code, out, err = run(capsys, "apply", "-f", str(spec), "--yes", "--json")
     assert code == 1
+    # One line per phase, in order, then the rollback.
+    lines = err.splitlines()
+    said = [
+        next(i for i, line in enumerate(lines) if line.startswith(prefix))
+        for prefix in ("provisioning the new fleet", "canary: 1 of 2", "final bake: 2 of 2",
+                       "rolling back to the old fleet", "rolled back")
+    ]  # fmt: skip
+    assert said == sorted(said)
     (sent,) = rw.sent("UpdateEndpoint")
     assert (
         sent["DeploymentConfig"]["BlueGreenUpdatePolicy"]["MaximumExecutionTimeoutInSeconds"] == 700
