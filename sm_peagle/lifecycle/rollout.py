@@ -207,6 +207,8 @@ def prepare_rollout(
     )
     rp.notes[:0] = notes
     check_alarms(lc.aws, rp)
+    for note in rp.notes:  # a signal left out is said before anything is sent
+        lc.say(f"rollout note: {note}")
     request = update_request(name, rp.new_config, rp, autoscaled=bool(plan.autoscaling))
     _check_shapes("sagemaker", "UpdateEndpoint", request)
     for alarm in rp.alarms:

@@ -194,6 +194,9 @@ def test_canary_sends_its_deployment_config_and_alarm_and_leaves_only_the_new_se
     assert doc["rollout"]["unverified_bakes"] == []
     assert doc["rollout"]["phases"] == ["canary bake", "final bake"]
     assert "canary: 1 of 2 instances on" in err and "(50%)" in err
+    # The signals left out are said: no monitoring, no live latency to set a threshold from.
+    assert "rollout note: no speculation rollback alarm: the endpoint has no speculation" in err
+    assert "rollout note: no latency rollback alarm: no ModelLatency on the live" in err
     configs, models = inventory()
     assert configs == [new] and len(models) == 1  # the old config and model are gone
     assert alarms_left() == []
