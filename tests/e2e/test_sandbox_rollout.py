@@ -173,7 +173,7 @@ def test_a_canary_splits_invocations_by_its_share_within_a_binomial_bound(
     sb.rollout(name, new, plan)
     sb.advance("10s")  # the new fleet is provisioned (--updating-seconds 3): canary bake
     pending = sb.sm.describe_endpoint(EndpointName=name)["PendingDeploymentSummary"]
-    assert pending["ProductionVariants"][0]["VariantStatus"][0]["Status"] == "Baking"
+    assert pending["ProductionVariants"][0]["VariantStatus"][-1]["Status"] == "Baking"
     start_epoch = sb.epoch()
 
     n, p = 400, 0.5
@@ -234,15 +234,18 @@ def canary(sb: Sandbox, new_env: dict[str, str], new_k: int) -> tuple[str, str, 
     return name, old, new, plan
 
 
-def busy_periods(sb: Sandbox, name: str, periods: int, stop: Any = None) -> None:
+def busy_periods(sb: Sandbox, name: str, periods: int, stop: Any = None) -> Counter[str]:
     """Traffic in each of `periods` alarm periods (60 s): a burst, the stats interval (both
-    fleets write their line), then the rest of the period (the alarms judge it)."""
+    fleets write their line), then the rest of the period (the alarms judge it). How many
+    invocations each config served."""
+    served: Counter[str] = Counter()
     for i in range(periods):
-        sb.invoke(name, 40, f"period {i}")
+        served.update(sb.invoke(name, 40, f"period {i}"))
         sb.advance("10s")
         sb.advance("50s")
         if stop is not None and stop():
-            return
+            break
+    return served
 
 
 def test_a_canary_whose_new_fleet_accepts_nothing_trips_the_mixed_threshold_only(
@@ -263,7 +266,8 @@ def test_a_canary_whose_new_fleet_accepts_nothing_trips_the_mixed_threshold_only
             described
         )
 
-    busy_periods(sb, name, 5, stop=rolled_back)
+    served = busy_periods(sb, name, 5, stop=rolled_back)
+    assert served[new] > 0 and served[old] > 0, served
     assert rolled_back()
     described = sb.sm.describe_endpoint(EndpointName=name)
     assert described["EndpointConfigName"] == old
@@ -284,7 +288,8 @@ def test_a_canary_whose_new_fleet_accepts_nothing_trips_the_mixed_threshold_only
 def test_a_healthy_canary_trips_neither_alarm_and_commits(peagle: Peagle) -> None:
     sb = start(peagle, alpha_eagle3=0.0)
     name, old, new, plan = canary(sb, speculative(2), 2)
-    busy_periods(sb, name, 5)
+    served = busy_periods(sb, name, 5)
+    assert served[new] > 0 and served[old] > 0, served  # both fleets wrote lines: a mix
     for alarm in (rollout_alarm_name(name, "speculation"), f"{name}-speculation"):
         assert not sb.alarm_went_to(alarm, "ALARM"), alarm
         [found] = sb.cw.describe_alarms(AlarmNames=[alarm])["MetricAlarms"]

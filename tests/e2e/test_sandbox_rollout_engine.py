@@ -12,8 +12,10 @@ engine process to start or stop.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -48,6 +50,9 @@ def until(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
 def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
     root = tmp_path_factory.mktemp("rollout-engine")
     cli = Cli(root, fake_engine_home(root))
+    # This checkout's sandbox package too, not only whichever one is installed.
+    repo = Path(__file__).resolve().parents[2]
+    cli.env["PYTHONPATH"] = os.pathsep.join([str(repo), str(repo / "sandbox")])
     cli("sandbox", "start", "--engine", "vllm")
     out = cli("--sandbox", "deploy", "tiny-llama", "--mode", "p-eagle", "-k", "3",
               "--instance-count", "2", "--yes")  # fmt: skip
@@ -126,9 +131,10 @@ def test_a_canary_runs_two_engines_then_commits_and_stops_the_old(real: Cli) -> 
     assert f"endpoint {NAME}, config {new}, new fleet (serving; one engine stands for all" in status
 
     # /ping ended provisioning: the canary bakes with half the traffic on the new engine.
+    real("sandbox", "clock", "advance", "1s")  # past the shift instant (ActivatingTraffic)
     pending = real.client("sagemaker").describe_endpoint(EndpointName=NAME)
     assert (
-        pending["PendingDeploymentSummary"]["ProductionVariants"][0]["VariantStatus"][0]["Status"]
+        pending["PendingDeploymentSummary"]["ProductionVariants"][0]["VariantStatus"][-1]["Status"]
         == "Baking"
     )
     assert served(real, 40) == {old, new}  # each misses all 40 with chance 2**-40
