@@ -195,12 +195,21 @@ def test_a_canary_splits_invocations_by_its_share_within_a_binomial_bound(
     sb.advance("10s")
     lines = sb.spec_lines(name)
     assert len(lines) == 2, lines
-    depths = sorted(
-        len(SPEC_LINE.search(line).group(2).split(", "))  # type: ignore[union-attr]
-        for stream in lines.values()
-        for line in stream
-    )
-    assert depths == [3, 5], lines
+    depths = {
+        len(SPEC_LINE.search(line).group(2).split(", ")): stream  # type: ignore[union-attr]
+        for stream, found in lines.items()
+        for line in found
+    }
+    assert sorted(depths) == [3, 5], lines
+    # The new fleet's stream started as its own container: the NEW config's start-up.
+    started = [
+        e["message"]
+        for e in sb.logs.filter_log_events(
+            logGroupName=f"/aws/sagemaker/Endpoints/{name}", logStreamNames=[depths[5]]
+        )["events"]
+    ]
+    assert any('"num_speculative_tokens": 5' in m for m in started), started
+    assert "(APIServer pid=1) INFO:     Application startup complete." in started
 
     # Past both bakes: committed; every invocation reaches the new config.
     sb.advance("25m")
