@@ -402,7 +402,8 @@ def _history(harness: Any, account: str, region: str) -> list[dict[str, Any]]:
 
 def _states(account: str, region: str) -> dict[str, str]:
     alarms = cloudwatch_backends[account][region].alarms
-    return {name: str(a.state_value) for name, a in alarms.items()}
+    # A copy first: the server's request threads may put an alarm meanwhile.
+    return {name: str(a.state_value) for name, a in list(alarms.items())}
 
 
 Outcome = tuple[str, str, str, str, str]  # region, name, outcome, old config, new config

@@ -38,8 +38,10 @@ One module per patched area: ``moto_config_patches`` (instance types, InstancePo
 ``moto_shape_patches`` (empty VpcConfig / DataCaptureConfig left out, as AWS does),
 ``moto_endpoint_patches`` (create / describe / list / delete / UpdateEndpoint),
 ``moto_components`` (inference components, scale to zero, the autoscaling dimension), with the
-status schedules they drive in ``moto_timelines``. This module installs them and holds
-the harness's public API (schedules, logs, inventory).
+status schedules they drive in ``moto_timelines``; ``moto_rollouts`` / ``moto_rollout_rules``
+(UpdateEndpoint's and UpdateInferenceComponent's DeploymentConfig: deployment guardrails on
+the clock) and ``moto_sagemaker_metrics`` (SageMaker's AWS/SageMaker invocation metrics).
+This module installs them and holds the harness's public API (schedules, logs, inventory).
 """
 
 from __future__ import annotations
@@ -293,6 +295,7 @@ class SageMakerHarness(EndpointTimelines):
         """The stored status, without consuming a scheduled step (unlike DescribeEndpoint)."""
         key = (self.account_id, region or self.region, endpoint_name)
         self._reap(sagemaker_backends[self.account_id][key[1]])
+        self._sync_rollouts()  # a guardrail deployment due to settle by now
         endpoint = find_endpoint(key)
         if endpoint is None:
             raise KeyError(endpoint_name)
