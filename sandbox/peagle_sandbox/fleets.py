@@ -48,10 +48,13 @@ def route(harness: Any, account: str, region: str, view: EndpointView, draw: flo
     return new_fleet_view(harness, account, state) or view
 
 
-def new_fleet_views(harness: Any, account: str) -> list[EndpointView]:
-    """The new fleet of every endpoint with a guardrail deployment in progress."""
+def new_fleet_views(
+    harness: Any, account: str, endpoints: list[EndpointView] | None = None
+) -> list[EndpointView]:
+    """The new fleet of every endpoint (of `endpoints`, default all) with a guardrail
+    deployment in progress."""
     out = []
-    for view in all_endpoints(harness, account):
+    for view in all_endpoints(harness, account) if endpoints is None else endpoints:
         state = harness.rollout_of(view.name, view.region)
         if state is not None:
             fleet = new_fleet_view(harness, account, state)

@@ -272,10 +272,12 @@ class LogSimulator:
         no model of its own has no container of its own), and the new fleet of every
         guardrail deployment in progress."""
         out = []
-        for view in all_endpoints(self.harness, self.account):
+        endpoints = all_endpoints(self.harness, self.account)
+        for view in endpoints:
             hosted = component_views(self.harness, self.account, view)
             out += hosted if hosted else ([view] if view.model_name else [])
-        return out + [v for v in new_fleet_views(self.harness, self.account) if v.model_name]
+        fleets = new_fleet_views(self.harness, self.account, endpoints)
+        return out + [v for v in fleets if v.model_name]
 
     def _life(self, view: EndpointView, now: float, *, current: bool = False) -> _Life:
         """The life of the endpoint's container that `view` names. Only the tick
