@@ -111,10 +111,12 @@ class Sandbox:
                 return out
             kwargs["nextToken"] = page["nextToken"]
 
-    def invocations(self, name: str, config: str, start: float) -> float:
-        """AWS/SageMaker Invocations (Sum) of the fleet of `config` since `start`."""
+    def invocations(
+        self, name: str, config: str, start: float, metric: str = "Invocations"
+    ) -> float:
+        """AWS/SageMaker `metric` (Sum) of the fleet of `config` since `start`."""
         points = self.cw.get_metric_statistics(
-            Namespace="AWS/SageMaker", MetricName="Invocations",
+            Namespace="AWS/SageMaker", MetricName=metric,
             Dimensions=[{"Name": "EndpointName", "Value": name},
                         {"Name": "VariantName", "Value": "AllTraffic"},
                         {"Name": "EndpointConfigName", "Value": config}],
@@ -189,6 +191,14 @@ def test_a_canary_splits_invocations_by_its_share_within_a_binomial_bound(
     assert truth == served
     assert sb.invocations(name, new, start_epoch) == x
     assert sb.invocations(name, old, start_epoch) == n - x
+    # A payload the model refuses (vLLM's 400, SageMaker's ModelError) counts as a 4XX error
+    # of the fleet that refused it.
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        sb.runtime.invoke_endpoint(EndpointName=name, ContentType="application/json", Body=b"{")
+    assert refused.value.response["Error"]["Code"] == "ModelError"
+    by = refused.value.response["ResponseMetadata"]["HTTPHeaders"][HEADER]
+    assert sb.invocations(name, by, start_epoch, "Invocation4XXErrors") == 1
+    assert sb.invocations(name, by, start_epoch, "Invocation5XXErrors") == 0
 
     # Each fleet writes its own stream, its SpecDecoding lines at its own K (one
     # per-position rate per draft position).
