@@ -13,6 +13,8 @@ stands (`harness.rollout_of`: the new fleet's traffic share now). Here:
   (K, drafter), so what it generates, logs and publishes follows the new config.
 - `new_fleet_views`: every new fleet in progress, for the log simulator (each fleet writes
   its own stream, `AllTraffic/i-...` of its own incarnation).
+- `publish`: AWS/SageMaker's metrics of one invocation for the fleet that served it, so the
+  rollout's latency and error alarms (dimension EndpointConfigName) see the new fleet.
 
 The sandbox stands one instance for each fleet, whatever its instance count: one stream
 (SIMULATED) or one engine (`--engine vllm`) per fleet. So the lines each fleet writes per
@@ -22,11 +24,15 @@ the instance shares only when each fleet has one instance (a canary of 1 of 2).
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
 from peagle_sandbox.backend import EndpointView, all_endpoints, config_view
 
-__all__ = ["new_fleet_view", "new_fleet_views", "route"]
+__all__ = ["new_fleet_view", "new_fleet_views", "publish", "route"]
+
+log = logging.getLogger("peagle.sandbox")
 
 
 def new_fleet_view(harness: Any, account: str, state: Any) -> EndpointView | None:
@@ -61,3 +67,22 @@ def new_fleet_views(
             if fleet is not None:
                 out.append(fleet)
     return out
+
+
+def publish(harness: Any, view: EndpointView, arrival: float, code: int) -> None:
+    """AWS/SageMaker's Invocations, ModelLatency and 4XX/5XX of one invocation, for the
+    fleet (`view.config`) that served it (`harness.record_invocation`); `code`: the model's
+    status. ModelLatency: arrival to the last byte; the invocation held the sandbox clock at
+    real time, so these real seconds are sandbox seconds too."""
+    try:
+        harness.record_invocation(
+            view.region,
+            view.name,
+            view.variant,
+            view.config,
+            latency_us=max(int((time.time() - arrival) * 1e6), 0),
+            status_code=code,
+            component=view.component,
+        )
+    except Exception:  # a metrics hiccup must not fail an invocation that was served
+        log.exception("recording the metrics of an invocation of %s failed", view.name)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import logging
 import math
 import random
 import re
@@ -65,7 +64,6 @@ __all__ = ["Runtime"]
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 _INVOKE = re.compile(r"^/endpoints/([^/]+)/(invocations|invocations-response-stream)$")
 _REGION = re.compile(r"Credential=[^/]+/\d{8}/([a-z0-9-]+)/")
-log = logging.getLogger("peagle.sandbox")
 
 
 class Runtime:
@@ -506,21 +504,7 @@ class Runtime:
         return True
 
     def _publish(self, view: EndpointView, arrival: float, code: int) -> None:
-        """AWS/SageMaker's Invocations, ModelLatency and 4XX/5XX of one invocation, for the
-        fleet that served it. ModelLatency: arrival to the last byte; the invocation held the
-        sandbox clock at real time, so these real seconds are sandbox seconds too."""
-        try:
-            self.harness.record_invocation(
-                view.region,
-                view.name,
-                view.variant,
-                view.config,
-                latency_us=max(int((time.time() - arrival) * 1e6), 0),
-                status_code=code,
-                component=view.component,
-            )
-        except Exception:  # a metrics hiccup must not fail an invocation that was served
-            log.exception("recording the metrics of an invocation of %s failed", view.name)
+        fleets.publish(self.harness, view, arrival, code)
 
 
 # ---------------------------------------------------------------------- helpers
