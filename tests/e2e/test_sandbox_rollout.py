@@ -276,8 +276,11 @@ def test_a_canary_whose_new_fleet_accepts_nothing_trips_the_mixed_threshold_only
     name, old, new, plan = canary(sb, speculative(3, parallel=False), 3)
     rollout_alarm = rollout_alarm_name(name, "speculation")
     [request] = [a for a in plan.alarms if a["AlarmName"] == rollout_alarm]
-    # 0.5 * T(K=3) + 0.5 * 2.952: a collapsed canary mixes to 0.5 * 1 + 0.5 * 2.95 ~ 1.98.
-    assert request["Threshold"] == round(0.5 * default_threshold(3) + 0.5 * 2.952, 3) == 2.076
+    # The canary rule (planning/rollout.py's module doc): the new fleet fails below half the
+    # live fleet's gain, T_canary = max(T(K=3), 1 + 0.5 * (min(2.952, 1 + 3) - 1)) = 1.976,
+    # mixed 50/50 with the live 2.952. A collapsed canary mixes to 0.5 * 1 + 0.5 * 2.95.
+    canary_floor = max(default_threshold(3), 1 + 0.5 * (min(2.952, 1 + 3) - 1))
+    assert request["Threshold"] == round(0.5 * canary_floor + 0.5 * 2.952, 3) == 2.464
 
     def rolled_back() -> bool:
         described = sb.sm.describe_endpoint(EndpointName=name)
