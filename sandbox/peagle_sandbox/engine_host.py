@@ -356,9 +356,11 @@ class EngineHost(ComponentEngines):
     def _rollout_settled(
         self, region: str, name: str, outcome: str, old_config: str, new_config: str
     ) -> None:
-        """A guardrail deployment of `name` settled (the harness's rollout listener): stop
-        the loser off the caller's thread. Committed: the new engine becomes the endpoint's
-        and the old one stops; rolled back: the new one stops (or never starts)."""
+        """A guardrail deployment of `name` settled (the harness's rollout listener, called
+        outside its lock on the thread that settled it): the loser leaves the books at once,
+        so no invocation reaches it, then stops before this returns. Committed: the new
+        engine becomes the endpoint's and the old one stops; rolled back: the new one stops
+        (or never starts)."""
         key = (region, ENDPOINT, name)
         with self._lock:
             new = self._new_fleet.pop(key, None)
@@ -373,9 +375,8 @@ class EngineHost(ComponentEngines):
                 losers = [old] if old is not None else []
             for engine in losers:
                 engine.cancelled = True
-        why = f"deployment to {new_config} {outcome}"
-        if losers:
-            self._stop_then(losers, why, lambda: None)
+        for engine in losers:
+            self._stop(engine, f"deployment to {new_config} {outcome}")
 
     def _settle(self, engine: Engine, status: str, reason: str | None = None) -> None:
         if engine.scope == ENDPOINT:
