@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ from .session import Session, check_endpoint_name, seconds
 if TYPE_CHECKING:
     from ..planning.plan_result import Plan
     from ..planning.spec.options import SpecOptions
+    from ..planning.spec.rollout_spec import RolloutSpec
 
 __all__ = [
     "ChangeOps",
@@ -322,7 +323,7 @@ class ChangeOps(Session):
         scale_in_max_step: int | None = None,
         scale_in_cooldown_minutes: int | None = None,
         monitor: bool | None = None,
-        rollout: str | None = None,
+        rollout: str | Mapping[str, Any] | RolloutSpec | None = None,
         bake: str | float | None = None,
         timeout: str | float | None = None,
         confirm: Confirm | None = None,

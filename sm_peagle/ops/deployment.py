@@ -21,7 +21,7 @@ are `Lifecycle.apply` (sm_peagle.lifecycle.manager), which this module drives.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ..planning.plan_result import Plan
     from ..planning.spec.model import DeploymentSpec
     from ..planning.spec.options import SpecOptions
+    from ..planning.spec.rollout_spec import RolloutSpec
 
 __all__ = ["ApplyResult", "DeployOps", "Deployment", "refuse_target_only"]
 
@@ -171,7 +172,7 @@ class DeployOps(Session):
         scale_in_max_step: int | None = None,
         scale_in_cooldown_minutes: int | None = None,
         monitor: bool | None = None,
-        rollout: str | None = None,
+        rollout: str | Mapping[str, Any] | RolloutSpec | None = None,
         bake: str | float | None = None,
         allow_live: bool | None = None,
         jumpstart_spec: dict | None = None,
@@ -247,7 +248,7 @@ class DeployOps(Session):
         scale_in_max_step: int | None = None,
         scale_in_cooldown_minutes: int | None = None,
         monitor: bool | None = None,
-        rollout: str | None = None,
+        rollout: str | Mapping[str, Any] | RolloutSpec | None = None,
         bake: str | float | None = None,
         wait: bool = True,
         timeout: str | float | None = None,
@@ -349,7 +350,7 @@ class DeployOps(Session):
         scale_in_max_step: int | None = None,
         scale_in_cooldown_minutes: int | None = None,
         monitor: bool | None = None,
-        rollout: str | None = None,
+        rollout: str | Mapping[str, Any] | RolloutSpec | None = None,
         bake: str | float | None = None,
     ) -> ApplyPlan:
         """How the live endpoint differs from the spec; changes nothing. "noop" when the
@@ -407,7 +408,7 @@ class DeployOps(Session):
         scale_in_max_step: int | None = None,
         scale_in_cooldown_minutes: int | None = None,
         monitor: bool | None = None,
-        rollout: str | None = None,
+        rollout: str | Mapping[str, Any] | RolloutSpec | None = None,
         bake: str | float | None = None,
         dry_run: bool = False,
         timeout: str | float | None = None,

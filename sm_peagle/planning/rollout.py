@@ -22,12 +22,19 @@ The speculation alarm cannot be split by fleet: both fleets write the same varia
 streams to one log group, and the SpecDecoding line names neither. Its metric averages one
 datapoint per line, and each instance writes one line per stats interval while it drafts,
 so during a step where the new fleet has a share `s` of the instances the period average is
-`s * L_new + (1 - s) * L_old`. The alarm should trip when `L_new < T` (the monitoring
-threshold for the new K), so the threshold for that step is `s * T + (1 - s) * L_old`, with
-`L_old` the live fleet's acceptance over the last hour. A collapsed new fleet (L_new = 1,
-nothing accepted) lowers the mix by `s * (T - 1)` below the threshold; below
-`MIN_VISIBLE` that is within the noise of `L_old`, and the speculation alarm is refused for
-that step size. It is a model, stated as one in docs/guides/rollouts.md.
+`s * L_new + (1 - s) * L_old`, with `L_old` the live fleet's acceptance over the last hour.
+A canary is there to catch a regression against the fleet it replaces, so the new fleet
+fails when it keeps less than half of the live fleet's gain over no speculation (capped at
+what its own K can reach: `1 + K`), or stops paying (the monitoring threshold `T`):
+
+    T_canary = max(T, 1 + REGRESSION * (min(L_old, 1 + K_new) - 1))      REGRESSION = 0.5
+
+and the threshold for the mixed fleets is `s * T_canary + (1 - s) * L_old`: the period
+average crosses it exactly when `L_new` crosses `T_canary`. A collapsed new fleet
+(L_new = 1, nothing accepted) lowers the mix by `s * (T_canary - 1)` below the threshold;
+below `MIN_VISIBLE` that is within the noise of `L_old`, and the speculation alarm is
+refused for that step size. It is a model, stated as one in docs/guides/rollouts.md; the
+all-at-once rollout has one fleet after the flip and uses `T`.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ __all__ = [
     "ROLLOUT_TAG",
     "RolloutPlan",
     "Step",
+    "canary_threshold",
     "mixed_threshold",
     "plan_rollout",
     "rollout_alarm_name",
@@ -59,6 +67,8 @@ __all__ = [
 # The least drop, in mean acceptance length, a collapsed new fleet must cause in the mixed
 # metric for the speculation alarm to see it (an assumption: L_old moves by less over a bake).
 MIN_VISIBLE = 0.05
+# A canary fails when it keeps less than this share of the live fleet's gain (module doc).
+REGRESSION = 0.5
 # Default latency threshold: twice the live p90, and never below this (an assumption).
 LATENCY_FACTOR, LATENCY_FLOOR_MS = 2.0, 1000.0
 ALARM_PERIOD_S = 60
@@ -77,6 +87,13 @@ def mixed_threshold(share: float, threshold: float, live: float) -> float:
     mean of the two fleets' lines crosses it exactly when the new fleet's acceptance
     crosses `threshold` (module doc), rounded to 3 places."""
     return round(share * threshold + (1 - share) * live, 3)
+
+
+def canary_threshold(threshold: float, live: float, k: int) -> float:
+    """The acceptance below which a new fleet next to the live one fails (module doc):
+    the monitoring threshold, or half the live fleet's gain (capped at 1 + K), whichever is
+    higher; rounded to 3 places."""
+    return round(max(threshold, 1 + REGRESSION * (min(live, 1 + k) - 1)), 3)
 
 
 @dataclass(frozen=True)
@@ -244,6 +261,32 @@ def _timeout(spec: RolloutSpec, steps: list[Step], provisioning_s: float) -> int
     return max(MIN_TIMEOUT_S, min(MAX_TIMEOUT_S, wanted))
 
 
+def _check_hosting(strategy: str, fleet: int, *, component: bool, pools: bool) -> None:
+    """Blue/green traffic shifting is the endpoint's, not a component's; no guardrails on
+    fallback pools (undocumented)."""
+    if component and strategy in ("canary", "linear"):
+        raise _refuse(
+            text(
+                "rollout: {s} is blue/green traffic shifting, which inference components do "
+                "not take (UpdateInferenceComponent offers a RollingUpdatePolicy only)",
+                s=strategy,
+            ),
+            fix=text("use {r}", r=Param("rollout", "rolling" if fleet >= 2 else "all-at-once")),
+            value=strategy,
+        )
+    if pools and strategy != "all-at-once":
+        raise _refuse(
+            text(
+                "rollout: {s} on a variant with fallback instance pools is not supported: AWS "
+                "documents no guardrail behaviour for instance pools",
+                s=strategy,
+            ),
+            fix=text("use {aao}, or deploy without fallback instance types",
+                     aao=Param("rollout", "all-at-once")),
+            value=strategy,
+        )  # fmt: skip
+
+
 def plan_rollout(
     spec: RolloutSpec,
     *,
@@ -279,27 +322,7 @@ def plan_rollout(
         tags: the endpoint's user tags, added to the alarms' own.
     """
     strategy = spec.strategy
-    if component and strategy in ("canary", "linear"):
-        raise _refuse(
-            text(
-                "rollout: {s} is blue/green traffic shifting, which inference components do "
-                "not take (UpdateInferenceComponent offers a RollingUpdatePolicy only)",
-                s=strategy,
-            ),
-            fix=text("use {r}", r=Param("rollout", "rolling" if fleet >= 2 else "all-at-once")),
-            value=strategy,
-        )
-    if pools and strategy != "all-at-once":
-        raise _refuse(
-            text(
-                "rollout: {s} on a variant with fallback instance pools is not supported: AWS "
-                "documents no guardrail behaviour for instance pools",
-                s=strategy,
-            ),
-            fix=text("use {aao}, or deploy without fallback instance types",
-                     aao=Param("rollout", "all-at-once")),
-            value=strategy,
-        )  # fmt: skip
+    _check_hosting(strategy, fleet, component=component, pools=pools)
     size = step_count(spec, fleet, component=component)
     steps = _steps(spec, fleet, size)
     notes: list[str] = []
@@ -486,15 +509,17 @@ def _speculation_alarm(
                  f"new threshold ({t_new:g}): the mix cannot tell the fleets apart",
                  "roll out all-at-once")  # fmt: skip
             return None
-        visible = share * (t_new - 1.0)
-        if visible < MIN_VISIBLE - 1e-9:  # 25% at K=3 is exactly the limit: allowed
+        t_canary = canary_threshold(t_new, live, k)
+        visible = share * (t_canary - 1.0)
+        if visible < MIN_VISIBLE - 1e-9:  # exactly the limit is allowed
             skip("speculation", f"a step of {share:.0%} shows a collapsed new fleet as a drop "
                  f"of {visible:.3f} in the mean, under {MIN_VISIBLE} (the noise allowed)",
                  "use a larger first step")  # fmt: skip
             return None
-        t = mixed_threshold(share, t_new, live)
-        how = (f"{share:.0%} new at T={t_new:g} mixed with the live fleet's {live:.2f}: "
-               f"{share:g}*{t_new:g} + {1 - share:g}*{live:.2f}")  # fmt: skip
+        t = mixed_threshold(share, t_canary, live)
+        how = (f"{share:.0%} new at {t_canary:g} (T={t_new:g}, or half the live gain) mixed "
+               f"with the live fleet's {live:.2f}: {share:g}*{t_canary:g} + "
+               f"{1 - share:g}*{live:.2f}")  # fmt: skip
     n, m = periods
     return {
         "AlarmName": rollout_alarm_name(endpoint, "speculation"),

@@ -58,6 +58,7 @@ KEYWORDS: dict[str, str] = {
     "model": "model",
     "model_data": "model_data",
     "monitoring.enabled": "monitor",
+    "endpoint.rollout": "rollout",
     "endpoint.rollout.bake": "bake",
     "endpoint.rollout.size": "rollout",
     "endpoint.rollout.strategy": "rollout",

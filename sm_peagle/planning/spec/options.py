@@ -24,6 +24,7 @@ from ...errors import Call, SpecError, text
 from ..components.specs import parse_component
 from .loading import CLEARED, load_spec, merge_overrides, spec_from_data
 from .model import DeploymentSpec
+from .rollout_spec import RolloutSpec
 
 __all__ = [
     "SPEC_OPTION_NAMES",
@@ -78,7 +79,9 @@ class SpecOptions:
             dashboard that AWS computes from the engine's own lines; False turns it off.
         rollout: how the next update moves traffic (`endpoint.rollout`): "all-at-once",
             "canary", "linear" or "rolling", with an optional step size after a colon
-            ("canary:1", "linear:25%", "rolling:2"); rollback alarms watch each bake.
+            ("canary:1", "linear:25%", "rolling:2"); rollback alarms watch each bake. A
+            mapping or a `RolloutSpec` sets the whole section
+            (`{"strategy": "canary", "rollback_on": ["speculation"]}`).
         bake: how long each rollout step bakes while the alarms watch ("10m", 600).
     """
 
@@ -115,7 +118,8 @@ class SpecOptions:
     scale_in_max_step: int | None = None
     scale_in_cooldown_minutes: int | None = None
     monitor: bool | None = None
-    rollout: str | None = None  # "canary:1": endpoint.rollout.strategy and .size
+    # "canary:1": endpoint.rollout.strategy and .size; a mapping or RolloutSpec: all of it
+    rollout: str | Mapping[str, Any] | RolloutSpec | None = None
     bake: str | float | None = None  # endpoint.rollout.bake
 
     @classmethod
@@ -197,20 +201,31 @@ def options_from(arguments: Mapping[str, Any]) -> SpecOptions:
     return SpecOptions(**{n: arguments[n] for n in SPEC_OPTION_NAMES if n in arguments})
 
 
-def rollout_overrides(rollout: str | None, bake: str | float | None) -> dict[str, Any]:
-    """`rollout="canary:25%"`, `bake="10m"` -> the `endpoint.rollout` fields they set. The
-    strategy and the size are checked by the spec (`RolloutSpec`), so a bad one is the
-    spec's SpecError naming the field, from the CLI and the SDK alike."""
+def rollout_overrides(rollout: Any, bake: str | float | None) -> dict[str, Any]:
+    """`rollout="canary:25%"`, `bake="10m"` -> the `endpoint.rollout` fields they set. A
+    mapping or a `RolloutSpec` (the SDK's) is the whole section. The strategy and the size
+    are checked by the spec (`RolloutSpec`), so a bad one is the spec's SpecError naming the
+    field, from the CLI and the SDK alike."""
     out: dict[str, Any] = dict.fromkeys(
-        ("endpoint.rollout.strategy", "endpoint.rollout.size", "endpoint.rollout.bake")
+        (
+            "endpoint.rollout",  # first: the fields below land on it
+            "endpoint.rollout.strategy",
+            "endpoint.rollout.size",
+            "endpoint.rollout.bake",
+        )
     )
-    if rollout is not None:
+    if isinstance(rollout, Mapping) or hasattr(rollout, "model_dump"):
+        whole = (
+            rollout.model_dump(exclude_unset=True) if hasattr(rollout, "model_dump") else rollout
+        )
+        out["endpoint.rollout"] = dict(whole)
+    elif rollout is not None:
         if not isinstance(rollout, str):
             raise SpecError(
                 text("rollout: a strategy name, e.g. canary or canary:1, not {got!r}", got=rollout),
                 field="rollout",
                 value=rollout,
-                rule="all-at-once, canary[:SIZE], linear[:SIZE] or rolling[:SIZE]",
+                rule="all-at-once, canary[:SIZE], linear[:SIZE] or rolling[:SIZE], or a mapping",
             )
         strategy, _, size = rollout.strip().partition(":")
         out["endpoint.rollout.strategy"] = strategy
