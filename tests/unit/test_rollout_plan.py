@@ -17,7 +17,7 @@ from __future__ import annotations
 import pytest
 
 from sm_peagle.errors import SpecError
-from sm_peagle.planning.rollout import plan_rollout
+from sm_peagle.planning.rollout import canary_threshold, mixed_threshold, plan_rollout
 from sm_peagle.planning.spec.rollout_spec import RolloutSpec
 from sm_peagle.planning.steps.aws_shapes import validate_request
 
@@ -207,17 +207,32 @@ def test_the_three_alarms_watch_the_new_fleet() -> None:
 
 
 def test_mixed_threshold_by_hand() -> None:
-    """K=5: T = 1 + 0.05 x (5 + 1) = 1.3. One canary instance next to four live ones has
-    a share of 0.2 of the lines; the live fleet accepts 2.4. The period mean crosses
-    0.2 x 1.3 + 0.8 x 2.4 = 0.26 + 1.92 = 2.18 exactly when the canary crosses 1.3."""
+    """The mix of one canary instance next to four live ones (share 0.2 of the lines): the
+    period mean crosses s x T + (1 - s) x L_live exactly when the canary crosses T.
+    K=5: T = 1 + 0.05 x (5 + 1) = 1.3; live 2.4: 0.2 x 1.3 + 0.8 x 2.4 = 0.26 + 1.92 = 2.18."""
+    assert mixed_threshold(0.2, 1.3, 2.4) == 2.18
+
+
+def test_canary_threshold_by_hand() -> None:
+    """The canary fails below T_canary = max(T, 1 + 0.5 x (min(L_live, 1 + K) - 1)): it
+    keeps less than half the live fleet's gain, or stops paying (the module's rule)."""
+    assert canary_threshold(1.3, 2.4, 5) == 1.7  # 1 + 0.5 x 1.4
+    assert canary_threshold(1.3, 1.4, 5) == 1.3  # half of 0.4 is 1.2 < T: T holds
+    assert canary_threshold(1.2, 9.0, 3) == 2.5  # the live figure capped at 1 + K = 4
+
+
+def test_the_canary_alarm_threshold_by_hand() -> None:
+    """K=5, T 1.3, live 2.4, one canary in five (share 0.2): T_canary = 1.7 and the alarm's
+    threshold is 0.2 x 1.7 + 0.8 x 2.4 = 0.34 + 1.92 = 2.26."""
     p = _plan(RolloutSpec(strategy="canary", rollback_on=["speculation"]), fleet=5, k=5,
               monitored=True, live_acceptance=2.4)  # fmt: skip
     (alarm,) = p.alarms
     assert alarm["AlarmName"] == "ep-rollout-speculation"
-    assert alarm["Threshold"] == 2.18
+    assert alarm["Threshold"] == 2.26
     assert alarm["ComparisonOperator"] == "LessThanThreshold"
     assert (alarm["Namespace"], alarm["MetricName"]) == ("Peagle/SpeculativeDecoding",
                                                          "AcceptanceLength")  # fmt: skip
+    assert alarm["Dimensions"] == [{"Name": "EndpointName", "Value": EP}]
     # a collapsed canary (nothing accepted: 1.0) pulls the mean to 0.2 + 1.92 = 2.12: ALARM;
     # a healthy one leaves it at 2.4: OK
     assert 0.2 * 1.0 + 0.8 * 2.4 < alarm["Threshold"] < 2.4
@@ -230,18 +245,21 @@ def test_all_at_once_speculation_uses_the_new_k_threshold() -> None:
 
 
 def test_a_canary_too_small_to_see_is_refused_for_speculation() -> None:
-    """1 of 10 instances at K=5: a collapsed canary moves the mean by 0.1 x (1.3 - 1) =
-    0.03, under the 0.05 allowed for noise in the live fleet's acceptance."""
+    """1 of 20 instances at K=5, live 2.4: T_canary = 1.7, so a collapsed canary moves the
+    mean by 0.05 x (1.7 - 1) = 0.035, under the 0.05 allowed for noise."""
     with pytest.raises(SpecError) as e:
-        _plan(RolloutSpec(strategy="canary", rollback_on=["speculation"]), fleet=10, k=5,
+        _plan(RolloutSpec(strategy="canary", rollback_on=["speculation"]), fleet=20, k=5,
               monitored=True, live_acceptance=2.4)  # fmt: skip
     assert "cannot roll back on speculation" in str(e.value)
-    assert "0.030" in str(e.value)
+    assert "0.035" in str(e.value)
     assert e.value.remedy == "use a larger first step"
     # left to the default signals, the same canary goes without it, and says why
-    p = _plan(RolloutSpec(strategy="canary"), fleet=10, k=5, monitored=True, live_acceptance=2.4)
+    p = _plan(RolloutSpec(strategy="canary"), fleet=20, k=5, monitored=True, live_acceptance=2.4)
     assert "ep-rollout-speculation" not in p.alarm_names
-    assert any("no speculation rollback alarm" in n and "0.030" in n for n in p.notes)
+    assert any("no speculation rollback alarm" in n and "0.035" in n for n in p.notes)
+    # one of ten: 0.1 x 0.7 = 0.07, seen
+    p = _plan(RolloutSpec(strategy="canary"), fleet=10, k=5, monitored=True, live_acceptance=2.4)
+    assert "ep-rollout-speculation" in p.alarm_names
 
 
 def test_a_live_fleet_at_the_new_threshold_cannot_be_told_apart() -> None:
