@@ -446,6 +446,8 @@ class DeployOps(Session):
             on_diff(ap)
         if ap.action == "noop":
             self._say(f"no changes: {ap.endpoint} already matches the spec")
+        if ap.rollout_note and (ap.action == "noop" or ap.monitoring_only):
+            self._say(ap.rollout_note)
         if dry_run or ap.action == "noop":
             return ApplyResult(ap, applied=False)
         if ap.live_name is not None:
