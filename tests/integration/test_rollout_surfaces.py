@@ -96,3 +96,78 @@ def test_a_real_change_lists_no_rollout_path(w, capsys, tmp_path) -> None:
     assert not [p for p in paths if p.startswith("endpoint.rollout")]
     assert doc["rollout"] == "this update rolls out canary"
     assert changing(w, n) == []
+
+
+def _answer_last_deployment_config(monkeypatch, config: dict[str, Any]) -> None:
+    """DescribeEndpoint answers `LastDeploymentConfig` as SageMaker does after a guardrail
+    update (botocore's model: "The most recent deployment configuration for the
+    endpoint"). Added to the parsed answer of every DescribeEndpoint made through the one
+    AWS seam, so this test does not depend on the harness having run a rollout."""
+    from sm_peagle.aws import AwsContext
+
+    wrapped = AwsContext.client
+
+    def client(self: AwsContext, service: str, region: str | None = None, **cfg: Any) -> Any:
+        c = wrapped(self, service, region, **cfg)
+        if service == "sagemaker" and not getattr(c, "_last_deployment", False):
+            c._last_deployment = True
+
+            def after(parsed: dict, **_: Any) -> None:
+                parsed.setdefault("LastDeploymentConfig", config)
+
+            c.meta.events.register("after-call.sagemaker.DescribeEndpoint", after)
+        return c
+
+    monkeypatch.setattr(AwsContext, "client", client)
+
+
+def test_adopt_maps_the_last_deployment_config_to_the_rollout(
+    world, capsys, monkeypatch, tmp_path
+) -> None:
+    from tests.integration.test_adopt import NAME as ADOPTED
+    from tests.integration.test_adopt import create_jumpstart_endpoint
+
+    create_jumpstart_endpoint(world.role_arn)
+    _answer_last_deployment_config(
+        monkeypatch,
+        {
+            "BlueGreenUpdatePolicy": {
+                "TrafficRoutingConfiguration": {
+                    "Type": "CANARY",
+                    "WaitIntervalInSeconds": 300,
+                    "CanarySize": {"Type": "INSTANCE_COUNT", "Value": 1},
+                },
+                "TerminationWaitInSeconds": 300,
+                "MaximumExecutionTimeoutInSeconds": 3600,
+            },
+            "AutoRollbackConfiguration": {
+                "Alarms": [
+                    {"AlarmName": f"{ADOPTED}-rollout-errors"},
+                    {"AlarmName": "team-p99"},
+                ]
+            },
+        },
+    )
+    out_file = tmp_path / "adopted.yaml"
+    code, out, err = run(capsys, "adopt", ADOPTED, "--yes", "-o", str(out_file), "--json")
+    assert code == 0, err
+    spec = yaml.safe_load(out_file.read_text())
+    assert spec["endpoint"]["rollout"] == {
+        "strategy": "canary",
+        "size": 1,
+        "bake": 300,
+        "timeout": 3600,
+        "alarms": ["team-p99"],
+    }
+    checks = {c["message"] for c in json.loads(out)["checks"] if c["name"] == "rollout"}
+    assert f"{ADOPTED}-rollout-errors" in " ".join(checks)
+    # outside the spec hash and tags: the tags adopt wrote are those of the spec without it
+    from sm_peagle.planning.spec.loading import spec_from_data
+
+    rest = {k: v for k, v in spec["endpoint"].items() if k != "rollout"}
+    without = spec_from_data({**spec, "endpoint": rest})
+    sm = boto3.client("sagemaker", region_name=REGION)
+    arn = sm.describe_endpoint(EndpointName=ADOPTED)["EndpointArn"]
+    tags = {t["Key"]: t["Value"] for t in sm.list_tags(ResourceArn=arn)["Tags"]}
+    assert tags["peagle:spec-sha256"] == without.sha256()
+    assert not [v for k, v in tags.items() if k.startswith("peagle:spec:") and "rollout" in v]
