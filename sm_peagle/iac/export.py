@@ -263,6 +263,15 @@ def to_terraform(plan: Any) -> dict[str, Any]:
         endpoint["depends_on"] = depends
         floor = max(floor, TF_PROVIDER_MIN_MONITORING, key=_version)
         doc["terraform"]["required_providers"]["aws"]["version"] = f">= {floor}"
+    if getattr(plan, "rollout", None) is not None:
+        from .export_rollout import rollout_comment, tf_rollout
+
+        block, alarms = tf_rollout(plan, rid)
+        if block is not None:
+            endpoint["deployment_config"] = block
+        if alarms:
+            doc["resource"].setdefault("aws_cloudwatch_metric_alarm", {}).update(alarms)
+        endpoint["//"] = rollout_comment(plan, terraform=True)  # Terraform JSON's comment
     return doc
 
 
@@ -330,6 +339,16 @@ def to_cloudformation(plan: Any) -> dict[str, Any]:
         resources, depends = cfn_monitoring(plan)
         template["Resources"].update(resources)
         template["Resources"]["PeagleEndpoint"]["DependsOn"] = depends
+    if getattr(plan, "rollout", None) is not None:
+        from .export_rollout import cfn_rollout, rollout_comment
+
+        deployment_config, alarms = cfn_rollout(plan)
+        if deployment_config is not None:
+            endpoint["DeploymentConfig"] = deployment_config
+        template["Resources"].update(alarms)
+        template["Resources"]["PeagleEndpoint"]["Metadata"] = {
+            "peagle:rollout": rollout_comment(plan, terraform=False)
+        }
     return template
 
 
