@@ -68,7 +68,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import subprocess
 import sys
 import textwrap
@@ -96,6 +95,8 @@ from tests.conformance.health_traffic import (
     sandbox_epoch,
     spec_events,
 )
+from tests.conformance.rollout_cases import canary_completes, canary_rolls_back
+from tests.conformance.rollout_traffic import sandbox_env
 from tests.e2e.clock_gc import check_gc_sees_them_age
 from tests.e2e.test_sandbox_engine_host import Cli, assert_nothing_left, port_free
 from tests.unit.test_bench_schema import keys_and_strings
@@ -162,16 +163,6 @@ def ground_truth(cli: Cli) -> dict[str, dict[str, Any]]:
     url = f"{cli.state()['url']}/_peagle/ground-truth?endpoint={P_EAGLE}"
     with urllib.request.urlopen(url, timeout=10) as r:
         return {t["request_id"]: t for t in json.loads(r.read())["requests"]}
-
-
-def sandbox_env(cli: Cli) -> dict[str, str]:
-    """What `peagle sandbox env` exports, for the child's SDK (as a user's script gets it)."""
-    env = {}
-    for line in cli("sandbox", "env").stdout.splitlines():
-        if line.startswith("export "):
-            key, _, value = shlex.split(line[len("export ") :])[0].partition("=")
-            env[key] = value
-    return env
 
 
 def deployed(cli: Cli, name: str, *deploy_args: str) -> Iterator[Deployed]:
@@ -262,7 +253,9 @@ def vllm_default_rejection_method(engine: EngineEnv) -> str:
 
 @pytest.fixture(scope="class")
 def p_eagle(sandbox: Cli) -> Iterator[Deployed]:
-    yield from deployed(sandbox, P_EAGLE, "--mode", "p-eagle", "-k", "3", "--monitor")
+    # Two instances: the rollouts at the end of the class canary one of them (issue 38).
+    yield from deployed(sandbox, P_EAGLE, "--mode", "p-eagle", "-k", "3", "--monitor",
+                        "--instance-count", "2")  # fmt: skip
 
 
 @pytest.fixture(scope="class")
@@ -279,7 +272,8 @@ def baseline(sandbox: Cli) -> Iterator[Deployed]:
 
 
 class TestPEagle:
-    """The tiny P-EAGLE pair (K=3), deployed once; the tests run in this order on it."""
+    """The tiny P-EAGLE pair (K=3), deployed once; the tests run in this order on it (the
+    rollouts last: they replace its engine)."""
 
     def test_deploy_sets_the_flag_and_vllm_takes_it(self, sandbox: Cli, p_eagle: Deployed) -> None:
         assert f"{P_EAGLE} is InService" in p_eagle.deploy.stdout
@@ -497,6 +491,16 @@ class TestPEagle:
         doc = health(sandbox, P_EAGLE)
         assert doc["verdict"] == "paying", doc
         assert doc["source"] == "metric" and doc["acceptance_length"] > doc["threshold"] == 1.2
+
+    def test_a_canary_to_the_random_head_rolls_back(self, sandbox: Cli, p_eagle: Deployed) -> None:
+        """Issue 38: rolled back by the speculation alarm; the old engine serves after."""
+        canary_rolls_back(sandbox, p_eagle.name, RANDOM_HEAD)
+
+    def test_a_canary_to_the_aligned_head_at_k2_completes(
+        self, sandbox: Cli, p_eagle: Deployed
+    ) -> None:
+        """Issue 38: completes; the new engine replaces the old one."""
+        canary_completes(sandbox, p_eagle.name)
 
 
 class TestUnalignedHead:
