@@ -396,7 +396,24 @@ def _refuse_unexported(plan: Any, target: str) -> None:
         )
 
 
+def _refuse_unplanned_rollout(plan: Any, target: str) -> None:
+    """A spec rollout the plan could not make (its `rollout` check says why): exporting the
+    endpoint without it would drop a setting the spec asks for."""
+    if getattr(plan, "rollout", None) is None and plan.spec.endpoint.rollout is not None:
+        why = next((c for c in plan.checks if c.name == "rollout"), None)
+        raise SpecError(
+            text(
+                "{target} export: the spec's rollout does not fit its endpoint: {why}",
+                target=target, why=why.message if why else "not planned",
+            ),
+            remedy=why.fix if why else None,
+            field="rollout",
+        )  # fmt: skip
+
+
 def export_document(plan: Any, fmt: str) -> dict[str, Any]:
+    if fmt in ("terraform", "cloudformation"):
+        _refuse_unplanned_rollout(plan, "Terraform" if fmt == "terraform" else "CloudFormation")
     if fmt == "terraform":
         _refuse_unexported(plan, "Terraform")
         return to_terraform(plan)

@@ -237,3 +237,17 @@ def test_sagemaker_script_refuses_the_rollout_with_the_reason() -> None:
     with pytest.raises(SpecError, match="does not cover endpoint.rollout") as e:
         export_text(p, "sagemaker")
     assert e.value.field == "rollout"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "mode"), [("terraform", "p-eagle"), ("cloudformation", "baseline")]
+)
+def test_exports_refuse_a_rollout_the_spec_fleet_cannot_take(fmt: str, mode: str) -> None:
+    """One instance cannot canary (CanarySize at most 50% of the instances, at least one):
+    the plan warns; an export without the rollout would drop what the spec asks for."""
+    p = _plan({"strategy": "canary"}, mode=mode, count=1)
+    assert p.rollout is None
+    with pytest.raises(SpecError, match="rollout does not fit its endpoint") as e:
+        export_document(p, fmt)
+    assert "needs at least 2 instances" in str(e.value)
+    assert "all-at-once" in str(e.value.remedy)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...checks import passed, warned
-from ...errors import SpecError
+from ...errors import SpecError, Text, text
 from ..rollout import plan_rollout
 
 __all__ = ["add_rollout", "provisioning_allowance"]
@@ -30,6 +30,14 @@ def provisioning_allowance(create_config: dict[str, Any]) -> float:
         + v.get("ContainerStartupHealthCheckTimeoutInSeconds", 3600)
         + 15 * 60
     )
+
+
+def _unprefixed(message: Text) -> Text:
+    """The refusal without its `rollout: ` prefix: the check's name says it already."""
+    parts = list(message.parts)
+    if parts and isinstance(parts[0], str):
+        parts[0] = parts[0].removeprefix("rollout: ")
+    return Text(parts)
 
 
 def _fleet(p: Any) -> tuple[int, bool]:
@@ -65,7 +73,11 @@ def add_rollout(p: Any) -> None:
             live_facts=False,
         )
     except SpecError as e:
-        p.checks.append(warned("rollout", e.message, e.remedy, field="rollout"))
+        # the spec's fleet, not the live one (autoscaling may have grown it): a warning
+        message = text(
+            "{m} (for the spec's fleet; update judges the live one)", m=_unprefixed(e.message)
+        )
+        p.checks.append(warned("rollout", message, e.remedy, field="rollout"))
         return
     r = p.rollout
     unit = "copies" if component else "instances"
