@@ -57,6 +57,9 @@ class ApplyPlan:
     # all that changes: apply then sends nothing to SageMaker.
     monitoring: Any = field(default=None, repr=False)
     monitoring_only: bool = False
+    # True when the update sends UpdateEndpoint (a new spec hash, so a new config); tags or
+    # monitoring alone do not, and the spec's rollout then waits for the next update.
+    new_config: bool = False
 
     @property
     def rollout_note(self) -> str | None:
@@ -65,9 +68,9 @@ class ApplyPlan:
         r = self.plan.spec.endpoint.rollout
         if r is None or self.action == "create":  # a new endpoint has no fleet to shift from
             return None
-        if self.action == "noop" or self.monitoring_only:
-            return f"the rollout ({r.strategy}) applies to the next update; nothing sent for it"
-        return f"this update rolls out {r.strategy}"
+        if self.new_config:
+            return f"this update rolls out {r.strategy}"
+        return f"the rollout ({r.strategy}) applies to the next update; nothing sent for it"
 
     @property
     def endpoint(self) -> str:
@@ -149,6 +152,7 @@ def compare(new: Plan, aws: Any) -> ApplyPlan:
                 request_changes=diff(request_view(old), request_view(new)),
                 live_name=live_name,
                 monitoring=want,
+                new_config=True,
             )
         # Another spec that sends the same requests (`k: 3` where the deployed spec
         # leaves K to its default 3): the deployed spec stands, tags and all.

@@ -171,3 +171,31 @@ def test_adopt_maps_the_last_deployment_config_to_the_rollout(
     tags = {t["Key"]: t["Value"] for t in sm.list_tags(ResourceArn=arn)["Tags"]}
     assert tags["peagle:spec-sha256"] == without.sha256()
     assert not [v for k, v in tags.items() if k.startswith("peagle:spec:") and "rollout" in v]
+
+
+def test_tags_alone_do_not_carry_the_rollout(w, capsys, tmp_path) -> None:
+    """A spec whose endpoint lags only in its tags is an update that retags and sends no
+    UpdateEndpoint: the rollout waits for the next one, and apply says so."""
+    spec = tmp_path / "d.yaml"
+    doc = yaml.safe_load(spec_file(spec, None).read_text())
+    doc["tags"] = {"team": "ml"}
+    spec.write_text(yaml.safe_dump(doc))
+    code, _, err = run(capsys, "apply", "-f", spec, "--yes", "--json")
+    assert code == 0, err
+    sm = boto3.client("sagemaker", region_name=REGION)
+    sm.delete_tags(ResourceArn=sm.describe_endpoint(EndpointName=NAME)["EndpointArn"],
+                   TagKeys=["team"])  # fmt: skip
+    doc["endpoint"]["rollout"] = {"strategy": "canary"}
+    spec.write_text(yaml.safe_dump(doc))
+    code, out, err = run(capsys, "diff", "-f", spec, "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["action"] == "update"
+    assert [c["path"] for c in d["spec_changes"]] == ["endpoint.tags.team"]
+    assert d["rollout"] == "the rollout (canary) applies to the next update; nothing sent for it"
+    n = len(w.requests)
+    code, out, err = run(capsys, "apply", "-f", spec, "--yes")
+    assert code == 0, err
+    assert "the rollout (canary) applies to the next update" in out + err
+    assert not [op for op, _ in w.requests[n:] if op == "UpdateEndpoint"]
+    assert live_tags()["team"] == "ml"
