@@ -51,8 +51,19 @@ class EngineHarness(SageMakerHarness):
         if self.host is not None:
             self.host.deleted(backend.region_name, endpoint_name)
 
-    def _update_endpoint(self, backend: Any, endpoint_name: str, endpoint_config_name: str) -> str:
-        arn = super()._update_endpoint(backend, endpoint_name, endpoint_config_name)
+    def _rollout_held(self) -> bool:
+        # A guardrail deployment's new fleet provisions until the host's new engine answers
+        # /ping (`fleet_ready`), or fails (`settle` with a reason: a rollback).
+        return self.host is not None
+
+    def _update_endpoint(
+        self,
+        backend: Any,
+        endpoint_name: str,
+        endpoint_config_name: str,
+        deployment: dict[str, Any] | None = None,
+    ) -> str:
+        arn = super()._update_endpoint(backend, endpoint_name, endpoint_config_name, deployment)
         if self.host is not None:
             self.host.submit(backend.region_name, endpoint_name, endpoint_config_name, "update")
         return arn
@@ -61,6 +72,12 @@ class EngineHarness(SageMakerHarness):
         """End the held Creating/Updating now: `status` (with `reason`, a failure). False if
         the endpoint no longer exists (never leaves a plan for a future one)."""
         key = (self.account_id, region, name)
+        if key in self._rollouts:
+            # A guardrail deployment: a failed new fleet rolls back with its reason (as
+            # SageMaker does); an InService without one is the new fleet being ready.
+            if reason is not None or status == "Failed":
+                return self._fail_rollout(key, reason)
+            return self.fleet_ready(region, name)
         with self._lock:
             endpoint = find_endpoint(key)
             if endpoint is None:
@@ -107,8 +124,10 @@ def _component_hooks(harness: EngineHarness) -> dict[str, Any]:
         if harness.host is not None:
             harness.host.component_deleted(backend.region_name, name)
 
-    def update_hook(backend: Any, name: str, specification: Any, runtime_config: Any) -> str:
-        arn = update(backend, name, specification, runtime_config)
+    def update_hook(
+        backend: Any, name: str, specification: Any, runtime_config: Any, *deployment: Any
+    ) -> str:
+        arn = update(backend, name, specification, runtime_config, *deployment)
         if harness.host is not None and specification:
             harness.host.component_replaced(backend.region_name, name)
         elif harness.host is not None:

@@ -6,9 +6,15 @@ treat missing data"), and what is ASSUMED:
 - A new alarm starts INSUFFICIENT_DATA ("Unchecked: Initial alarm creation"); PutMetricAlarm
   on an existing one keeps its state and replaces its configuration (AWS's reference says
   both). Each is a ConfigurationUpdate in the alarm's history.
-- Evaluated: an alarm on one metric (Namespace, MetricName, Dimensions matched exactly,
-  Unit if set) with Statistic (Average, Sum, Minimum, Maximum, SampleCount) or
-  ExtendedStatistic pNN (nearest rank). Not evaluated, left as they are: metric-math and
+- Evaluated: an alarm on one metric (Namespace, MetricName, Dimensions matched exactly:
+  "CloudWatch treats each unique combination of dimensions as a separate metric", so an
+  alarm on {EndpointName, VariantName, EndpointConfigName} sees only that fleet's
+  datapoints, one on {EndpointName, VariantName} only those published with exactly those
+  two (moto_sagemaker_metrics publishes both); Unit if set) with
+  Statistic (Average, Sum, Minimum, Maximum, SampleCount) or ExtendedStatistic pNN.
+  ASSUMPTION: pNN is the nearest-rank percentile of the period's datapoints (CloudWatch's
+  own estimator is not documented; for the few datapoints a test writes nearest rank is
+  exact). Not evaluated, left as they are: metric-math and
   Metrics Insights alarms (`Metrics`), composite alarms, anomaly-detection operators.
 - ASSUMPTION: periods are aligned to the epoch in multiples of Period, and an alarm is
   evaluated once per period boundary that passes on the harness clock (AWS evaluates
@@ -285,6 +291,20 @@ class AlarmEvaluator:
         })  # fmt: skip
         return 1
 
+    def on_set_state(self, backend: CloudWatchBackend, name: str, old: dict[str, Any]) -> None:
+        """After SetAlarmState: a StateUpdate in the history at the clock's time, as AWS
+        records one (a guardrail rollback reads it); the next evaluation may move it back."""
+        alarm = backend.alarms.get(name)
+        if alarm is None or old.get("stateValue") == alarm.state_value:
+            return
+        new = {"stateValue": alarm.state_value, "stateReason": alarm.state_reason}
+        if alarm.state_reason_data:
+            new["stateReasonData"] = json.loads(alarm.state_reason_data)
+        with self._lock:
+            self._record(backend, alarm, _epoch(alarm.state_updated_timestamp), "StateUpdate",
+                         f"Alarm updated from {old['stateValue']} to {alarm.state_value}",
+                         {"version": "1.0", "oldState": old, "newState": new})  # fmt: skip
+
     # ------------------------------------------------------------ history
 
     def _record(
@@ -397,7 +417,8 @@ def _backends() -> Iterable[CloudWatchBackend]:
 def alarm_patches(
     evaluator: Callable[[], AlarmEvaluator], evaluate: Callable[[], object]
 ) -> list[tuple[type, str, Any]]:
-    """DescribeAlarms / DescribeAlarmsForMetric evaluate first; DescribeAlarmHistory."""
+    """DescribeAlarms / DescribeAlarmsForMetric evaluate first; DescribeAlarmHistory;
+    SetAlarmState writes its StateUpdate to the history."""
     describe = CloudWatchResponse.__dict__["describe_alarms"]
     for_metric = CloudWatchResponse.__dict__["describe_alarms_for_metric"]
 
@@ -420,7 +441,17 @@ def alarm_patches(
         items = evaluator().history(self.cloudwatch_backend, params)
         return ActionResult({"AlarmHistoryItems": items})
 
+    set_state = CloudWatchResponse.__dict__["set_alarm_state"]
+
+    def set_alarm_state(self: CloudWatchResponse) -> ActionResult:
+        alarm = self.cloudwatch_backend.alarms.get(self._get_param("AlarmName"))
+        old = {"stateValue": alarm.state_value, "stateReason": alarm.state_reason} if alarm else {}
+        result: ActionResult = set_state(self)
+        evaluator().on_set_state(self.cloudwatch_backend, self._get_param("AlarmName"), old)
+        return result
+
     return [
+        (CloudWatchResponse, "set_alarm_state", set_alarm_state),
         (CloudWatchResponse, "describe_alarms", describe_alarms),
         (CloudWatchResponse, "describe_alarms_for_metric", describe_alarms_for_metric),
         (CloudWatchResponse, "describe_alarm_history", describe_alarm_history),

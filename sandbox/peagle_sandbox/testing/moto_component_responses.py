@@ -57,10 +57,12 @@ def response_patches() -> list[tuple[Any, str, Any]]:
         return EmptyResult()
 
     def update(self: SageMakerResponse) -> ActionResult:
+        deployment = self._get_param("DeploymentConfig")
         arn = self.sagemaker_backend.update_inference_component(
             self._get_param("InferenceComponentName"),
             self._get_param("Specification"),
             self._get_param("RuntimeConfig"),
+            *((deployment,) if deployment else ()),  # a rolling update (moto_rollouts)
         )
         return ActionResult({"InferenceComponentArn": arn})
 

@@ -31,6 +31,7 @@ from moto.core import utils as moto_utils
 from moto.sagemaker.exceptions import ValidationError
 from moto.sagemaker.models import SageMakerModelBackend, arn_formatter, sagemaker_backends
 
+from peagle_sandbox.testing import moto_rollouts
 from peagle_sandbox.testing.moto_component_responses import (
     autoscaling_patches,
     config_patches,
@@ -68,6 +69,9 @@ class FakeInferenceComponent:
     # moto's utcnow, read when made: the sandbox clock while the harness is installed.
     created: Any = field(default_factory=lambda: moto_utils.utcnow())
     modified: Any = field(default_factory=lambda: moto_utils.utcnow())
+    # A rolling update with a DeploymentConfig in progress (moto_rollouts), and the last one.
+    rollout: Any = None
+    last_deployment_config: dict[str, Any] | None = None
 
     def describe(self) -> dict[str, Any]:
         out = {
@@ -84,6 +88,8 @@ class FakeInferenceComponent:
         }
         if self.failure_reason:
             out["FailureReason"] = self.failure_reason
+        if self.last_deployment_config:
+            out["LastDeploymentConfig"] = self.last_deployment_config
         return out
 
 
@@ -130,6 +136,9 @@ def advance_component(
     harness: Any, backend: Any, ic: FakeInferenceComponent, consume: bool
 ) -> None:
     """Move `ic` along its timeline; on the last status, apply the outcome."""
+    if ic.rollout is not None:
+        moto_rollouts.walk_component(harness, ic, harness.clock.now())
+        return
     if ic.timeline is None:
         return
     statuses, reason, seconds, started = ic.timeline
@@ -268,6 +277,8 @@ def component_patches(_harness: Callable[[], Any]) -> list[tuple[Any, str, Any]]
 
     def get(self: SageMakerModelBackend, name: str, consume: bool = True) -> FakeInferenceComponent:
         ic = inference_components_of(self).get(name)
+        if ic is not None and ic.rollout is not None:
+            _harness().evaluate_alarms()  # a rolling update reads the alarms' history
         if ic is not None:
             advance_component(_harness(), self, ic, consume)
         ic = inference_components_of(self).get(name)
@@ -317,8 +328,26 @@ def component_patches(_harness: Callable[[], Any]) -> list[tuple[Any, str, Any]]
         return ic.arn
 
     def update_inference_component(
-        self: SageMakerModelBackend, name: str, specification: Any, runtime_config: Any
+        self: SageMakerModelBackend,
+        name: str,
+        specification: Any,
+        runtime_config: Any,
+        deployment_config: Any = None,
     ) -> str:
+        if deployment_config:
+            harness = _harness()
+            ic = get(self, name, consume=False)
+            if ic.status in ("Creating", "Updating", "Deleting"):
+                raise ValidationError(
+                    message=f"Cannot update inference component {name} in status {ic.status}."
+                )
+            copies = (runtime_config or {}).get("CopyCount")
+            ic.rollout = moto_rollouts.start_component_rollout(
+                harness, ic, specification, copies, deployment_config
+            )
+            ic.timeline, ic.status, ic.failure_reason = None, "Updating", None
+            ic.modified = harness.clock.naive_utcnow()
+            return ic.arn
         if specification:
             get(self, name, consume=False).specification = specification
         return update_runtime(self, name, (runtime_config or {}).get("CopyCount"))

@@ -92,6 +92,7 @@ class StrictDeletes:
             # Nothing scheduled may move it again (e.g. an update settling to InService).
             self.harness._timelines.pop(key, None)
             self.harness._pending_updates.pop(key, None)
+            self.harness._rollouts.pop(key, None)  # nor a guardrail deployment settle it
             endpoint.endpoint_status = "Deleting"
             self._deleting[key] = self.deleting_describes
         if self.deleting_describes <= 0:

@@ -65,16 +65,25 @@ def endpoint_patches(_harness: Callable[[], Any]) -> list[tuple[type, str, Any]]
         self: SageMakerModelBackend,
         endpoint_name: str,
         endpoint_config_name: str,
+        deployment: dict[str, Any] | None = None,
         **_ignored: Any,
     ) -> str:
-        return _harness()._update_endpoint(self, endpoint_name, endpoint_config_name)
+        return _harness()._update_endpoint(self, endpoint_name, endpoint_config_name, deployment)
 
     def response_update_endpoint(self: SageMakerResponse) -> ActionResult:
-        # RetainAllVariantProperties, DeploymentConfig etc. parse fine and are ignored: the
-        # fake has no variant properties or blue/green deployment to honour them with.
+        # DeploymentConfig runs a guardrail deployment (moto_rollouts); the Retain* members
+        # keep the live variant properties / reuse the last DeploymentConfig.
+        members = (
+            "DeploymentConfig",
+            "RetainAllVariantProperties",
+            "ExcludeRetainedVariantProperties",
+            "RetainDeploymentConfig",
+        )
+        deployment = {m: self._get_param(m) for m in members if self._get_param(m) is not None}
         arn = self.sagemaker_backend.update_endpoint(
             endpoint_name=self._get_param("EndpointName"),
             endpoint_config_name=self._get_param("EndpointConfigName"),
+            deployment=deployment,
         )
         return ActionResult({"EndpointArn": arn})
 

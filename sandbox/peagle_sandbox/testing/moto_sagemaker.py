@@ -38,8 +38,10 @@ One module per patched area: ``moto_config_patches`` (instance types, InstancePo
 ``moto_shape_patches`` (empty VpcConfig / DataCaptureConfig left out, as AWS does),
 ``moto_endpoint_patches`` (create / describe / list / delete / UpdateEndpoint),
 ``moto_components`` (inference components, scale to zero, the autoscaling dimension), with the
-status schedules they drive in ``moto_timelines``. This module installs them and holds
-the harness's public API (schedules, logs, inventory).
+status schedules they drive in ``moto_timelines``; ``moto_rollouts`` / ``moto_rollout_rules``
+(UpdateEndpoint's and UpdateInferenceComponent's DeploymentConfig: deployment guardrails on
+the clock) and ``moto_sagemaker_metrics`` (SageMaker's AWS/SageMaker invocation metrics).
+This module installs them and holds the harness's public API (schedules, logs, inventory).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from peagle_sandbox.testing.moto_config_patches import config_patches, valid_ins
 from peagle_sandbox.testing.moto_endpoint_patches import endpoint_patches
 from peagle_sandbox.testing.moto_model_patches import model_patches
 from peagle_sandbox.testing.moto_monitoring import monitoring_patches
+from peagle_sandbox.testing.moto_sagemaker_metrics import metrics_patches, record_invocation
 from peagle_sandbox.testing.moto_shape_patches import shape_patches
 from peagle_sandbox.testing.moto_timelines import (
     DEFAULT_FAILURE_REASON,
@@ -185,6 +188,7 @@ class SageMakerHarness(EndpointTimelines):
             self._update_plans.clear()
             self._known.clear()
             self._deleting.clear()
+            self._rollouts.clear()
         self.alarms.clear()
 
     def __enter__(self) -> SageMakerHarness:
@@ -200,7 +204,29 @@ class SageMakerHarness(EndpointTimelines):
         `now` (default: the clock's now); returns how many changed state. DescribeAlarms
         and DescribeAlarmHistory run it first, so in-process tests need no ticker."""
         self._watch_clock()
-        return self.alarms.evaluate(self.clock.now() if now is None else now)
+        changes = self.alarms.evaluate(self.clock.now() if now is None else now)
+        self._walk_rollouts(now)  # guardrail deployments read the history just written
+        return changes
+
+    def record_invocation(
+        self,
+        region: str,
+        endpoint: str,
+        variant: str,
+        config: str,
+        *,
+        latency_us: float,
+        status_code: int,
+        component: str | None = None,
+        at: float | None = None,
+    ) -> None:
+        """SageMaker's AWS/SageMaker metrics for one invocation served by `config` (its
+        fleet): Invocations, ModelLatency (µs), Invocation4XX/5XXErrors, at `at` (default
+        the clock's now); see moto_sagemaker_metrics."""
+        record_invocation(
+            self.account_id, self.clock.now(), region, endpoint, variant, config,
+            latency_us=latency_us, status_code=status_code, component=component, at=at,
+        )  # fmt: skip
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
@@ -269,6 +295,7 @@ class SageMakerHarness(EndpointTimelines):
         """The stored status, without consuming a scheduled step (unlike DescribeEndpoint)."""
         key = (self.account_id, region or self.region, endpoint_name)
         self._reap(sagemaker_backends[self.account_id][key[1]])
+        self._sync_rollouts()  # a guardrail deployment due to settle by now
         endpoint = find_endpoint(key)
         if endpoint is None:
             raise KeyError(endpoint_name)
@@ -342,6 +369,7 @@ def _patches() -> list[tuple[type, str, Any]]:
         + shape_patches()
         + monitoring_patches(lambda b, name, old: _harness().alarms.on_put(b, name, old))
         + alarm_patches(lambda: _harness().alarms, lambda: _harness().evaluate_alarms())
+        + metrics_patches()
         + request_log_patches(lambda: _harness().requests)
         + clock_patches(lambda: _harness().clock.naive_utcnow())
     )

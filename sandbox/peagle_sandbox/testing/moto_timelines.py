@@ -28,6 +28,8 @@ from moto.sagemaker.models import (
 )
 
 from peagle_sandbox.sandbox_clock import SandboxClock
+from peagle_sandbox.testing import moto_rollouts
+from peagle_sandbox.testing.moto_rollouts import Rollout, RolloutState
 
 __all__ = [
     "DEFAULT_FAILURE_REASON",
@@ -121,6 +123,14 @@ class EndpointTimelines:
     # The sandbox clock: time-based schedules and every timestamp moto writes (the
     # harness patches moto's utcnow to it). Tests freeze and advance it instead of sleeping.
     clock: SandboxClock = field(default_factory=SandboxClock)
+    # Guardrail deployments (UpdateEndpoint with a DeploymentConfig; moto_rollouts): how
+    # long the new fleet provisions (None: `updating_seconds` or 0), how long a rollback
+    # stays Updating, the FailureReason it leaves (None: empty, terraform PR #49020's case),
+    # and callables (region, name, outcome, old_config, new_config) told when one settles.
+    provisioning_seconds: float | None = None
+    rollback_seconds: float = 0.0
+    rollback_failure_reason: str | None = None
+    rollout_listeners: list[Any] = field(default_factory=list)
 
     _timelines: dict[Key, Timeline] = field(default_factory=dict, init=False, repr=False)
     _pending_updates: dict[Key, PendingUpdate] = field(default_factory=dict, init=False, repr=False)
@@ -128,6 +138,7 @@ class EndpointTimelines:
     _update_plans: dict[str, StatusPlan] = field(default_factory=dict, init=False, repr=False)
     _known: set[Key] = field(default_factory=set, init=False, repr=False)
     _deleting: dict[Key, float] = field(default_factory=dict, init=False, repr=False)  # -> due
+    _rollouts: dict[Key, Rollout] = field(default_factory=dict, init=False, repr=False)
     # Re-entrant: the threaded server serves requests concurrently with the test thread.
     _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False)
 
@@ -148,6 +159,7 @@ class EndpointTimelines:
 
     def _on_describe(self, backend: SageMakerModelBackend, endpoint_name: str) -> None:
         self._reap(backend)
+        self._sync_rollouts()
         endpoint = backend.endpoints.get(endpoint_name)
         if endpoint is None:
             return  # moto raises the proper "Could not find endpoint" error
@@ -159,6 +171,7 @@ class EndpointTimelines:
     def _on_list(self, backend: SageMakerModelBackend) -> None:
         # Only time-based timelines move here: a listing must not consume describe steps.
         self._reap(backend)
+        self._sync_rollouts()
         with self._lock:
             for name, endpoint in list(backend.endpoints.items()):
                 self._advance(key_of(backend, name), endpoint, consume=False)
@@ -168,6 +181,7 @@ class EndpointTimelines:
         with self._lock:
             self._timelines.pop(key, None)
             self._pending_updates.pop(key, None)
+            self._rollouts.pop(key, None)
             self._known.discard(key)
 
     def _begin_delete(self, backend: SageMakerModelBackend, endpoint: FakeEndpoint) -> bool:
@@ -182,6 +196,7 @@ class EndpointTimelines:
                 # Nothing scheduled may move it again (e.g. an update settling to InService).
                 self._timelines.pop(key, None)
                 self._pending_updates.pop(key, None)
+                self._rollouts.pop(key, None)
                 endpoint.endpoint_status = "Deleting"
                 endpoint.failure_reason = None
                 endpoint.last_modified_time = self.clock.naive_utcnow()
@@ -205,9 +220,17 @@ class EndpointTimelines:
             self._on_delete(backend, name)
 
     def _update_endpoint(
-        self, backend: SageMakerModelBackend, endpoint_name: str, endpoint_config_name: str
+        self,
+        backend: SageMakerModelBackend,
+        endpoint_name: str,
+        endpoint_config_name: str,
+        deployment: dict[str, Any] | None = None,
     ) -> str:
+        """UpdateEndpoint. `deployment`: its DeploymentConfig, RetainAllVariantProperties and
+        ExcludeRetainedVariantProperties; with a DeploymentConfig the update is a guardrail
+        deployment (moto_rollouts), else the plain status plan below."""
         self._reap(backend)
+        self._sync_rollouts()
         endpoint = backend.endpoints.get(endpoint_name)
         if endpoint is None:
             arn = FakeEndpoint.arn_formatter(endpoint_name, backend.account_id, backend.region_name)
@@ -236,6 +259,21 @@ class EndpointTimelines:
                 )
 
             variants = endpoint._process_production_variants(config.production_variants)
+            deployment = dict(deployment or {})
+            if not deployment.get("DeploymentConfig") and deployment.get("RetainDeploymentConfig"):
+                deployment["DeploymentConfig"] = getattr(endpoint, "last_deployment_config", None)
+            deployment.pop("RetainDeploymentConfig", None)
+            if deployment.get("DeploymentConfig"):
+                plan = self._update_plans.get(endpoint_name)
+                self._rollouts[key] = moto_rollouts.start_endpoint_rollout(
+                    self, key, endpoint, config, variants, deployment,
+                    plan.failure_reason if plan is not None else None,
+                )  # fmt: skip
+                self._update_plans.pop(endpoint_name, None)
+                self._timelines.pop(key, None)
+                return str(endpoint.arn)
+            if deployment.get("RetainAllVariantProperties"):
+                variants = moto_rollouts.retained_variants(endpoint, variants, deployment)
             pending = PendingUpdate(
                 endpoint_config_name=endpoint_config_name,
                 production_variants=variants,
@@ -265,6 +303,81 @@ class EndpointTimelines:
                 plan = make_plan(("InService",), None, None)
             self._start(key, endpoint, plan)
         return str(endpoint.arn)
+
+    # ------------------------------------------------------------------ guardrail rollouts
+
+    def _rollout_held(self) -> bool:
+        """Whether a new fleet provisions until `fleet_ready` (the real-engine sandbox)."""
+        return False
+
+    def evaluate_alarms(self, now: float | None = None) -> int:
+        """Walk the rollouts (the harness also evaluates CloudWatch alarms first)."""
+        self._walk_rollouts(now)
+        return 0
+
+    def _sync_rollouts(self) -> None:
+        """Before a read: bring the rollouts up to the clock. Alarms are evaluated first
+        unless the owner evaluates them in its own tick (the sandbox server)."""
+        if not self._rollouts:
+            return
+        if getattr(self, "evaluate_on_advance", True):
+            self.evaluate_alarms()
+        else:
+            self._walk_rollouts()
+
+    def _walk_rollouts(self, now: float | None = None) -> None:
+        """Commit or roll back what is due by `now` (default: the clock's), in time order
+        per endpoint; then tell the listeners, outside the lock."""
+        if not self._rollouts:
+            return
+        at = self.clock.now() if now is None else now
+        outcomes = []
+        with self._lock:
+            for key, rollout in list(self._rollouts.items()):
+                endpoint = find_endpoint(key)
+                if endpoint is None:
+                    self._rollouts.pop(key, None)
+                    continue
+                outcome = moto_rollouts.walk_endpoint(self, rollout, endpoint, at)
+                if outcome is not None:
+                    self._rollouts.pop(key, None)
+                    outcomes.append(outcome)
+        moto_rollouts.fire(self.rollout_listeners, outcomes)
+
+    def rollout_of(self, name: str, region: str | None = None) -> RolloutState | None:
+        """The guardrail deployment of endpoint `name` in progress now, or None."""
+        self._sync_rollouts()
+        key = (self.account_id, region or self.region, name)
+        with self._lock:
+            rollout = self._rollouts.get(key)
+            return None if rollout is None else rollout.state(self.clock.now(), key[1])
+
+    def fleet_ready(self, region: str, name: str) -> bool:
+        """The new fleet of `name`'s guardrail deployment is up (the engine sandbox calls it
+        on the new engine's /ping): provisioning ends now. False if none is waiting."""
+        key = (self.account_id, region, name)
+        with self._lock:
+            rollout = self._rollouts.get(key)
+            if rollout is None or rollout.rollback_at is not None:
+                return False
+            if rollout.ready_at is None:
+                rollout.ready_at = self.clock.now()
+        self._sync_rollouts()
+        return True
+
+    def _fail_rollout(self, key: Key, reason: str | None) -> bool:
+        """The new fleet failed: roll back now with `reason` as FailureReason."""
+        with self._lock:
+            rollout = self._rollouts.get(key)
+            if rollout is None:
+                return False
+            if rollout.rollback_at is None:
+                now = self.clock.now()
+                rollout.rollback_at = now
+                rollout.rollback_until = now + float(self.rollback_seconds or 0.0)
+                rollout.rollback_reason = reason
+        self._walk_rollouts()
+        return True
 
     # ------------------------------------------------------------------ timeline mechanics
 
