@@ -199,3 +199,52 @@ def test_tags_alone_do_not_carry_the_rollout(w, capsys, tmp_path) -> None:
     assert "the rollout (canary) applies to the next update" in out + err
     assert not [op for op, _ in w.requests[n:] if op == "UpdateEndpoint"]
     assert live_tags()["team"] == "ml"
+
+
+def test_adopt_after_a_guarded_update_the_harness_ran(world, sagemaker_harness, capsys, tmp_path):
+    """End to end on the harness: an all-at-once update with rollback alarms (sent as a
+    stack or another tool would send it) commits on the sandbox clock, DescribeEndpoint
+    answers LastDeploymentConfig, and adopt carries it as endpoint.rollout."""
+    from tests.integration.test_adopt import CONFIG, create_jumpstart_endpoint
+    from tests.integration.test_adopt import NAME as ADOPTED
+
+    sagemaker_harness.provisioning_seconds = 0
+    create_jumpstart_endpoint(world.role_arn)
+    sm = boto3.client("sagemaker", region_name=REGION)
+    cfg = sm.describe_endpoint_config(EndpointConfigName=CONFIG)
+    sm.create_endpoint_config(EndpointConfigName=f"{CONFIG}-2",
+                              ProductionVariants=cfg["ProductionVariants"])  # fmt: skip
+    cw = boto3.client("cloudwatch", region_name=REGION)
+    for alarm in (f"{ADOPTED}-rollout-errors", "team-p99"):
+        cw.put_metric_alarm(
+            AlarmName=alarm, Namespace="Test", MetricName="Signal", Statistic="Maximum",
+            Period=60, EvaluationPeriods=1, Threshold=1.0,
+            ComparisonOperator="GreaterThanThreshold", TreatMissingData="notBreaching",
+        )  # fmt: skip
+    sm.update_endpoint(
+        EndpointName=ADOPTED,
+        EndpointConfigName=f"{CONFIG}-2",
+        DeploymentConfig={
+            "BlueGreenUpdatePolicy": {
+                "TrafficRoutingConfiguration": {"Type": "ALL_AT_ONCE", "WaitIntervalInSeconds": 0},
+                "TerminationWaitInSeconds": 120,
+                "MaximumExecutionTimeoutInSeconds": 1500,
+            },
+            "AutoRollbackConfiguration": {
+                "Alarms": [{"AlarmName": f"{ADOPTED}-rollout-errors"}, {"AlarmName": "team-p99"}]
+            },
+        },
+    )
+    sagemaker_harness.clock.advance(121)  # past the final bake (no provisioning time here)
+    ep = sm.describe_endpoint(EndpointName=ADOPTED)
+    assert (ep["EndpointStatus"], ep["EndpointConfigName"]) == ("InService", f"{CONFIG}-2")
+    assert "LastDeploymentConfig" in ep
+    out_file = tmp_path / "adopted.yaml"
+    code, _, err = run(capsys, "adopt", ADOPTED, "--yes", "-o", str(out_file))
+    assert code == 0, err
+    spec = yaml.safe_load(out_file.read_text())
+    assert spec["endpoint"]["rollout"] == {
+        "bake": 120,  # all-at-once's one bake: TerminationWaitInSeconds
+        "timeout": 1500,
+        "alarms": ["team-p99"],  # peagle's own <endpoint>-rollout-errors left out
+    }  # strategy all-at-once is the default: adopt -o writes the spec without defaults
