@@ -355,3 +355,19 @@ def test_explicit_signals_that_cannot_apply_are_refused_not_dropped() -> None:
     assert "monitoring is off" in str(e)
     e = _refusal(RolloutSpec(strategy="canary", rollback_on=["latency"]), fleet=4)
     assert "set rollout.latency_ms" in str(e.remedy)
+
+
+def test_without_live_facts_a_missing_reading_is_a_note_not_a_refusal() -> None:
+    """`plan` reads no live metric: the alarms whose thresholds need one are left out with
+    a note; `update` (live_facts=True) refuses the same explicit signals without data."""
+    spec = RolloutSpec(strategy="canary", rollback_on=["speculation", "latency"])
+    kw = dict(fleet=4, k=5, monitored=True)
+    with pytest.raises(SpecError, match="cannot roll back on speculation"):
+        _plan(spec, **kw)
+    p = _plan(spec, **kw, live_facts=False)
+    assert p.alarms == []
+    assert [n.split(":")[0] for n in p.notes] == ["ep-rollout-speculation", "ep-rollout-latency"]
+    assert all("update reads and plan does not" in n for n in p.notes)
+    # what no live reading could change is still refused: monitoring off
+    with pytest.raises(SpecError, match="monitoring is off"):
+        _plan(spec, fleet=4, k=5, live_facts=False)
