@@ -119,7 +119,8 @@ class RolloutPlan:
         new_config: the endpoint config the update moves to (the alarms watch it).
         fleet: instances (copies on a component endpoint) the steps are shares of.
         deployment_config: UpdateEndpoint's (UpdateInferenceComponent's) DeploymentConfig,
-            or None for a plain update (all-at-once with nothing to watch).
+            or None for a plain update (an inference component rolled out all at once:
+            components have no blue/green policy).
         alarms: PutMetricAlarm requests for peagle's rollback alarms, in send order.
         alarm_names: every alarm in AutoRollbackConfiguration (peagle's, then the user's).
         user_alarms: the user's own alarms (`rollout.alarms`), which must exist.
