@@ -7,7 +7,7 @@ the same backend objects the control plane writes; no API round trip, no credent
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from moto.sagemaker.models import sagemaker_backends
@@ -15,7 +15,7 @@ from moto.sagemaker.models import sagemaker_backends
 from peagle_sandbox.engine import Speculation
 from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
 
-__all__ = ["EndpointView", "all_endpoints", "lookup"]
+__all__ = ["EndpointView", "all_endpoints", "config_view", "lookup"]
 
 # Statuses in which a real endpoint answers InvokeEndpoint (an update keeps the old config
 # serving until it completes).
@@ -64,37 +64,39 @@ class EndpointView:
         return self.status in SERVING
 
 
-def _view(harness: SageMakerHarness, backend: Any, region: str, name: str) -> EndpointView | None:
+def _view(
+    harness: SageMakerHarness,
+    backend: Any,
+    region: str,
+    name: str,
+    config_name: str | None = None,
+    status: str | None = None,
+) -> EndpointView | None:
     endpoint = backend.endpoints.get(name)
     if endpoint is None:
         return None
     try:
         # Advances a time-based Creating/Updating timeline without consuming describe steps.
-        status = harness.status_of(name, region) if harness.installed else endpoint.endpoint_status
+        live = harness.status_of(name, region) if harness.installed else endpoint.endpoint_status
     except KeyError:  # deleted meanwhile
         return None
     view = EndpointView(
         region=region,
         name=name,
         arn=str(endpoint.arn),
-        status=str(status),
+        status=str(status or live),
         created=str(endpoint.creation_time),
-        config=str(endpoint.endpoint_config_name),
+        config=str(config_name or endpoint.endpoint_config_name),
     )
-    config = backend.endpoint_configs.get(endpoint.endpoint_config_name)
+    config = backend.endpoint_configs.get(view.config)
     variants = getattr(config, "production_variants", None) or []
     if not variants:
         return view
     variant = variants[0]
     model = backend._models.get(variant.get("ModelName"))
     container = (getattr(model, "primary_container", None) or {}) if model else {}
-    return EndpointView(
-        region=region,
-        name=name,
-        arn=view.arn,
-        status=view.status,
-        created=view.created,
-        config=view.config,
+    return replace(
+        view,
         variant=variant.get("VariantName") or "AllTraffic",
         model_name=variant.get("ModelName"),
         image=container.get("Image"),
@@ -105,6 +107,15 @@ def _view(harness: SageMakerHarness, backend: Any, region: str, name: str) -> En
 def lookup(harness: SageMakerHarness, account: str, region: str, name: str) -> EndpointView | None:
     """The endpoint as the runtime sees it now, or None if it does not exist."""
     return _view(harness, sagemaker_backends[account][region], region, name)
+
+
+def config_view(
+    harness: SageMakerHarness, account: str, region: str, name: str, config: str, status: str
+) -> EndpointView | None:
+    """The endpoint as a fleet running `config` serves it (a guardrail deployment's new
+    fleet, before the endpoint itself names that config), with `status` as that fleet's
+    own; None if the endpoint does not exist."""
+    return _view(harness, sagemaker_backends[account][region], region, name, config, status)
 
 
 def all_endpoints(harness: SageMakerHarness, account: str) -> list[EndpointView]:

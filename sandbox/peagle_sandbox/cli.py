@@ -173,6 +173,14 @@ def _render_status(status: Any) -> None:
         f"(engine: {st.get('engine_label', 'SIMULATED')}; not AWS), "
         f"since {st['started_at']}, log {st['log']}"
     )
+    for e in st.get("engines") or []:  # the real engines: one stands for a whole fleet
+        owner = f"component {e['component']}" if e.get("component") else f"endpoint {e['endpoint']}"
+        source = f"config {e['config']}" if "config" in e else f"model {e.get('model')}"
+        state = "serving" if e.get("ready") else "starting"
+        typer.echo(
+            f"  engine pid {e['pid']} port {e['port']}: {owner}, {source}, "
+            f"{e.get('fleet', 'current')} fleet ({state}; one engine stands for all its instances)"
+        )
 
 
 @sandbox_app.command("stop")

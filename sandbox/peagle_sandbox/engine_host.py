@@ -15,6 +15,16 @@ that hosts components, the host, one engine start at a time (each takes about 3 
    first, the owner goes `Failed` (an endpoint update keeps the old engine and reports
    the reason) with vLLM's own last error line as `FailureReason`.
 
+A guardrail update (UpdateEndpoint with a DeploymentConfig: canary, linear, all at once,
+rolling) starts the new config's engine in a second slot while the old one keeps serving;
+its `/ping` tells the harness the new fleet is provisioned (`harness.fleet_ready`), and the
+harness shifts traffic on its schedule: the runtime sends each invocation to the new engine
+by the new fleet's share (fleets.py). When the deployment settles (a rollout listener), the
+loser stops: committed, the old engine (the new one becomes the endpoint's engine); rolled
+back, the new one. A new engine that fails to start, or exits during the deployment, fails
+the update as above (the harness rolls back; the old engine serves on). One engine stands
+for all the instances of a fleet, old or new (`engines()` says which fleet each is).
+
 An endpoint whose variant names no model hosts inference components: it has no engine of
 its own and is `InService` at once; each component gets its own engine
 (`engine_components`). DeleteEndpoint, DeleteInferenceComponent, a copy count of 0, a
@@ -82,11 +92,13 @@ class EngineHost(ComponentEngines):
         self._lock = threading.Lock()
         self._serving: dict[Key, Engine] = {}
         self._starting: dict[Key, Engine] = {}
+        self._new_fleet: dict[Key, Engine] = {}  # a guardrail update's new engine, ready
         self._jobs: queue.Queue[Engine | None] = queue.Queue()
         self._numbers = itertools.count(1)
         self._shim_dir = _write_shim(work_dir / "bin", engine_env.python).parent
         self._worker = threading.Thread(target=self._work, name="peagle-engine-host", daemon=True)
         self._worker.start()
+        harness.rollout_listeners.append(self._rollout_settled)
 
     # ---------------------------------------------------------------- hooks and queries
 
@@ -99,7 +111,11 @@ class EngineHost(ComponentEngines):
                 self._stop(engine, "replaced by an endpoint config without a model")
             self.harness.settle(region, name, "InService")
             return
-        self._queue(Engine(region, name, config, kind, next(self._numbers)))
+        engine = Engine(region, name, config, kind, next(self._numbers))
+        state = self.harness.rollout_of(name, region) if kind == "update" else None
+        if state is not None and state.new_config == config:  # the old engine serves on
+            engine.fleet = "new"
+        self._queue(engine)
 
     def deleted(self, region: str, name: str) -> None:
         """DeleteEndpoint: end every engine on the endpoint (its own, and those of any
@@ -107,30 +123,48 @@ class EngineHost(ComponentEngines):
         with self._lock:
             keys = [
                 k
-                for k, e in [*self._starting.items(), *self._serving.items()]
+                for k, e in [
+                    *self._starting.items(),
+                    *self._serving.items(),
+                    *self._new_fleet.items(),
+                ]
                 if k[0] == region and e.endpoint == name
             ]
         for engine in self._take(*keys):
             self._stop(engine, "endpoint deleted")
 
-    def url_for(self, region: str, name: str, component: str | None = None) -> str | None:
+    def url_for(
+        self, region: str, name: str, component: str | None = None, *, fleet: str = "current"
+    ) -> str | None:
         """Base URL of the engine serving the endpoint, or the component `component` on it
-        (the old engine during an update); None if none is ready."""
+        (the old engine during an update); with `fleet="new"`, the engine of a guardrail
+        update's new fleet. None if none is ready."""
         key = (region, COMPONENT, component) if component else (region, ENDPOINT, name)
         with self._lock:
-            engine = self._serving.get(key)
+            table = self._new_fleet if fleet == "new" else self._serving
+            engine = table.get(key)
         return f"http://127.0.0.1:{engine.port}" if engine and engine.ready else None
 
     def engines(self) -> list[dict[str, Any]]:
+        """Each engine's process, port, owner and the fleet it stands for: during a
+        guardrail update the endpoint's engine is the "old" fleet's, the second the "new"
+        one's; otherwise "current"."""
         with self._lock:
-            live = [*self._serving.values(), *self._starting.values()]
-        return [e.describe() for e in live if e.proc is not None]
+            live = [*self._serving.values(), *self._new_fleet.values(), *self._starting.values()]
+            updating = {e.key for e in [*self._new_fleet.values(), *self._starting.values()]
+                        if e.fleet == "new"}  # fmt: skip
+        out = []
+        for e in live:
+            if e.proc is not None:
+                fleet = "old" if e.fleet == "current" and e.key in updating else e.fleet
+                out.append(e.describe(fleet))
+        return out
 
     def stop_all(self) -> None:
         """Sandbox stop: cancel queued starts and end every engine (in parallel)."""
         self._jobs.put(None)
         with self._lock:
-            keys = {*self._starting, *self._serving}
+            keys = {*self._starting, *self._serving, *self._new_fleet}
         threads = []
         for engine in self._take(*keys):
             t = threading.Thread(target=self._stop, args=(engine, "sandbox stopping"))
@@ -158,7 +192,7 @@ class EngineHost(ComponentEngines):
         out = []
         with self._lock:
             for key in keys:
-                for table in (self._starting, self._serving):
+                for table in (self._starting, self._serving, self._new_fleet):
                     engine = table.pop(key, None)
                     if engine is not None:
                         engine.cancelled = True
@@ -276,10 +310,22 @@ class EngineHost(ComponentEngines):
             if engine.cancelled or self._starting.get(engine.key) is not engine:
                 return
             del self._starting[engine.key]
-            old = self._serving.get(engine.key)
             engine.ready = True
-            self._serving[engine.key] = engine
+            old = None
+            if engine.fleet == "new":  # a second slot: the old engine serves on
+                self._new_fleet[engine.key] = engine
+            else:
+                old = self._serving.get(engine.key)
+                self._serving[engine.key] = engine
         took = time.time() - engine.started
+        if engine.fleet == "new":
+            self._log(
+                engine,
+                [f"peagle-sandbox: /ping answered 200 after {took:.1f} s: the new fleet is "
+                 "provisioned (one engine stands for all its instances)"],
+            )  # fmt: skip
+            self.harness.fleet_ready(engine.region, engine.name)
+            return
         self._log(engine, [f"peagle-sandbox: /ping answered 200 after {took:.1f} s: InService"])
         self._settle(engine, "InService")
         if old is not None:
@@ -295,6 +341,9 @@ class EngineHost(ComponentEngines):
             serving = self._serving.get(engine.key) is engine
             if serving:
                 del self._serving[engine.key]
+            if self._new_fleet.get(engine.key) is engine:  # exited during the deployment
+                del self._new_fleet[engine.key]
+                current = True
         if not (current or serving) or engine.cancelled:
             self._stop(engine, "superseded")
             return
@@ -303,6 +352,31 @@ class EngineHost(ComponentEngines):
         # SageMaker rolls a failed endpoint update back and keeps serving the old config.
         rolled_back = engine.scope == ENDPOINT and engine.kind == "update" and not serving
         self._settle(engine, "InService" if rolled_back else "Failed", reason)
+
+    def _rollout_settled(
+        self, region: str, name: str, outcome: str, old_config: str, new_config: str
+    ) -> None:
+        """A guardrail deployment of `name` settled (the harness's rollout listener, called
+        outside its lock on the thread that settled it): the loser leaves the books at once,
+        so no invocation reaches it, then stops before this returns. Committed: the new
+        engine becomes the endpoint's and the old one stops; rolled back: the new one stops
+        (or never starts)."""
+        key = (region, ENDPOINT, name)
+        with self._lock:
+            new = self._new_fleet.pop(key, None)
+            starting = self._starting.get(key)
+            if new is None and starting is not None and starting.source == new_config:
+                new = self._starting.pop(key)  # rolled back before it answered /ping
+            losers = [new] if new is not None else []
+            if outcome == "committed" and new is not None and new.ready:
+                old = self._serving.get(key)
+                new.fleet = "current"
+                self._serving[key] = new
+                losers = [old] if old is not None else []
+            for engine in losers:
+                engine.cancelled = True
+        for engine in losers:
+            self._stop(engine, f"deployment to {new_config} {outcome}")
 
     def _settle(self, engine: Engine, status: str, reason: str | None = None) -> None:
         if engine.scope == ENDPOINT:

@@ -63,6 +63,9 @@ class Engine:
     number: int
     scope: str = ENDPOINT
     endpoint: str = ""  # the endpoint it runs on (its own name for an endpoint engine)
+    # "current": the endpoint's (component's) engine; "new": a guardrail update's new fleet,
+    # started next to the current one (engine_host.py).
+    fleet: str = "current"
     port: int = 0
     root: Path | None = None
     proc: subprocess.Popen[bytes] | None = None
@@ -93,12 +96,17 @@ class Engine:
             return f"{self.name}/copy-sandbox-{self.number:04d}"[:512]
         return f"AllTraffic/i-sandbox-{self.number:04d}-{self.source}"[:512]
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self, fleet: str | None = None) -> dict[str, Any]:
+        """The engine as `GET /_peagle/engines` lists it; `fleet`: the one it stands for
+        ("current", or "old" / "new" during a guardrail update; default its own)."""
         return {
             "endpoint": self.endpoint,
             "component": self.name if self.scope == COMPONENT else None,
             "region": self.region,
             "config" if self.scope == ENDPOINT else "model": self.source,
+            "fleet": fleet or self.fleet,
+            # One process plays every instance of its fleet, whatever the instance count.
+            "stands_for": "all instances of its fleet",
             "pid": self.proc.pid if self.proc else None,
             "port": self.port,
             "url": f"http://127.0.0.1:{self.port}" if self.port else None,

@@ -1,8 +1,10 @@
 """What really happened to each request, so clients' measurements can be checked against it.
 
-A record per request: endpoint, request id (also sent as ``x-peagle-request-id``), arrival
-time, one entry per engine step (epoch time its last byte was handed to the socket, tokens,
-accepted/drafted draft tokens), prompt/completion tokens and the true TTFT. Served as JSON by
+A record per request: endpoint, request id (also sent as ``x-peagle-request-id``), the
+endpoint config whose fleet served it (``config``, also sent as ``x-peagle-endpoint-config``:
+during a guardrail deployment, the old or the new one), arrival time, one entry per engine
+step (epoch time its last byte was handed to the socket, tokens, accepted/drafted draft
+tokens), prompt/completion tokens and the true TTFT. Served as JSON by
 ``GET /_peagle/ground-truth`` and cleared by ``DELETE``.
 """
 
@@ -73,13 +75,16 @@ class GroundTruth:
             if record["first_byte_s"] is None:
                 record["first_byte_s"] = round(t - record["arrival"], 6)
 
-    def close(self, record: dict[str, Any], status: str = "ok", **fields: Any) -> None:
+    def close(self, record: dict[str, Any], status: str = "ok", **fields: Any) -> bool:
+        """End the record (`status`, `fields`); False if it had ended already (a record
+        ends once, so whatever follows its end happens once)."""
         with self._lock:
             if record["status"] != "running":
-                return
+                return False
             record.update(fields)
             record["status"] = status
             record["total_s"] = round(time.time() - record["arrival"], 6)
+            return True
 
     def query(self, endpoint: str | None = None, request_id: str | None = None) -> list[dict]:
         with self._lock:

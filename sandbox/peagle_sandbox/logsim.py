@@ -13,6 +13,14 @@ steps the engine simulated in that interval (Mean acceptance length = 1 + accept
 Avg Draft acceptance rate = accepted / drafted). Baseline endpoints never log SpecDecoding
 lines. Access-log lines (``"POST /invocations HTTP/1.1" 200``) are written per request.
 
+Guardrail deployments (UpdateEndpoint with a DeploymentConfig): the new fleet is a container
+of its own from the moment the deployment starts, its incarnation the NEW config, so it writes
+its own start-up lines to its own stream (``AllTraffic/i-0...``) and, once it takes traffic,
+its own SpecDecoding lines from the steps it simulated, next to the old fleet's. A commit
+keeps the new fleet's stream going (the endpoint now names its config) and ends the old
+one's; a rollback ends the new one's. One stream per fleet: the sandbox stands one instance
+for each (fleets.py).
+
 Inference components: each component is its own container with its own life, written to
 the component's log group (``component_log_group``), not the endpoint's; an endpoint that
 hosts components and names no model of its own writes nothing itself. The stream name
@@ -41,6 +49,7 @@ from datetime import UTC, datetime
 from peagle_sandbox.backend import EndpointView, all_endpoints
 from peagle_sandbox.components import component_views
 from peagle_sandbox.engine import Step
+from peagle_sandbox.fleets import new_fleet_views
 from peagle_sandbox.openai_format import per_request_level
 from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
 
@@ -185,7 +194,10 @@ class LogSimulator:
         self.clock = harness.clock
         self._lock = threading.Lock()
         self._tick_lock = threading.Lock()  # the ticker thread and an advance's tick
-        self._lives: dict[tuple[str, str, str | None], _Life] = {}
+        self._lives: dict[tuple[str, str, str | None, str], _Life] = {}
+        # Lives the tick ended (an update, a rollback, a delete): a late request of one feeds
+        # the endpoint's life that goes on instead of starting it again.
+        self._ended: set[tuple[str, str, str | None, str]] = set()
         self._client_ports = itertools.cycle(range(40000, 60000))
 
     # ---------------------------------------------------------------- fed by the runtime
@@ -234,10 +246,12 @@ class LogSimulator:
             for key in list(self._lives):
                 if key not in views or self._lives[key].view.incarnation != views[key].incarnation:
                     gone = self._lives.pop(key)  # its last counters still get their line
+                    self._ended.add(key)
                     writes.append(
                         (gone, gone.pending + self._metrics(gone, now - gone.last_flush, now))
                     )
             for view in views.values():
+                self._ended.discard(_key(view))  # e.g. re-created with the same config
                 life = self._life(view, now, current=True)
                 life.view = view
                 lines = self._due(life, now)
@@ -254,19 +268,25 @@ class LogSimulator:
                 )
 
     def _views(self) -> list[EndpointView]:
-        """Every endpoint, and every inference component (an endpoint that hosts
-        components and no model of its own has no container of its own)."""
+        """Every endpoint, every inference component (an endpoint that hosts components and
+        no model of its own has no container of its own), and the new fleet of every
+        guardrail deployment in progress."""
         out = []
-        for view in all_endpoints(self.harness, self.account):
+        endpoints = all_endpoints(self.harness, self.account)
+        for view in endpoints:
             hosted = component_views(self.harness, self.account, view)
             out += hosted if hosted else ([view] if view.model_name else [])
-        return out
+        fleets = new_fleet_views(self.harness, self.account, endpoints)
+        return out + [v for v in fleets if v.model_name]
 
     def _life(self, view: EndpointView, now: float, *, current: bool = False) -> _Life:
-        """The endpoint's life. Only the tick (``current``: the view was just read) replaces
-        one on a new incarnation: a request that outlives an update feeds the new one."""
+        """The life of the endpoint's container that `view` names. Only the tick
+        (``current``: the view was just read) replaces one on a new incarnation: a request
+        that outlives an update (or its fleet) feeds the endpoint's life that goes on."""
         key = _key(view)
         life = self._lives.get(key)
+        if life is None and not current and key in self._ended:
+            life = next((v for k, v in self._lives.items() if k[:3] == key[:3]), None)
         if life is None or (current and life.view.incarnation != view.incarnation):
             early, _ = startup_lines(view, self.upstream, at=now)
             digest = hashlib.sha256(f"{view.arn}{view.incarnation}".encode()).hexdigest()
@@ -328,5 +348,7 @@ class LogSimulator:
         return out
 
 
-def _key(view: EndpointView) -> tuple[str, str, str | None]:
-    return (view.region, view.name, view.component)
+def _key(view: EndpointView) -> tuple[str, str, str | None, str]:
+    # The config too: during a guardrail deployment the old and the new fleet are two
+    # containers of one endpoint, each with its own life and stream.
+    return (view.region, view.name, view.component, view.config)

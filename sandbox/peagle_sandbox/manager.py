@@ -279,7 +279,10 @@ def status() -> dict[str, Any]:
         return {"running": False, "healthy": False, "state_file": str(_state_path())}
     if _dead(info):
         return {**info.to_dict(), "running": False, "healthy": False, "died": True}
-    return {"running": True, "healthy": _healthy(info), **info.to_dict()}
+    doc = health(info.url)  # the real engines' list rides on it (`engines`)
+    healthy = doc is not None and doc.get("pid") == info.pid
+    engines = {"engines": doc["engines"]} if healthy and doc and "engines" in doc else {}
+    return {"running": True, "healthy": healthy, **info.to_dict(), **engines}
 
 
 def start(

@@ -8,7 +8,14 @@ answer; anything else gets SageMaker's ``ValidationError: Endpoint X of account 
 found.`` (HTTP 400), which is also what the real service returns while an endpoint is
 Creating. A payload vLLM would reject comes back as SageMaker's ``ModelError`` (HTTP 424).
 
-Every response carries ``x-peagle-simulated: true`` and ``x-peagle-request-id``.
+Every response carries ``x-peagle-simulated: true``, ``x-peagle-request-id`` and
+``x-peagle-endpoint-config`` (the config whose fleet served it). During a guardrail deployment
+(UpdateEndpoint with a DeploymentConfig) each invocation goes to the old or the new fleet by
+the new fleet's traffic share now (`fleets.route`), and every invocation that reaches a model
+puts AWS/SageMaker's metrics (Invocations, ModelLatency in microseconds from arrival to the
+last byte, Invocation4XXErrors / Invocation5XXErrors by the model's status) for the fleet that
+served it into CloudWatch (`harness.record_invocation`): the rollout's latency and error
+alarms watch the new fleet by its EndpointConfigName.
 
 Time: every invocation (plain or streaming, simulated, forwarded upstream or served by a
 real engine) holds the sandbox clock at real time (``SandboxClock.real_time``) from its
@@ -33,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from peagle_sandbox import quotas
+from peagle_sandbox import fleets, quotas
 from peagle_sandbox.backend import EndpointView, lookup
 from peagle_sandbox.components import no_capacity, route_component
 from peagle_sandbox.engine import CONSTANTS, EngineConstants, Generation, Step, seed_of, simulate
@@ -131,6 +138,8 @@ class Runtime:
             return self._clock(environ, start_response, method)
         if path == "/_peagle/health":
             body: Any = {"ok": True, "simulated": True, "engine": self._engine_name(), **self.info}
+            if self.engine_host is not None:  # `peagle sandbox status` lists them
+                body["engines"] = self.engine_host.engines()
         elif path == "/_peagle/engines":  # the real engines' processes and ports
             body = {"engines": self.engine_host.engines() if self.engine_host else []}
         elif path == "/_peagle/engine":
@@ -215,14 +224,29 @@ class Runtime:
         view, refusal = route_component(self.harness, self.account, region, view, environ)
         if refusal:  # an endpoint with inference components (sandbox/components.py)
             return aws_error(start_response, 400, "ValidationError", {"message": refusal}, headers)
-        headers += [("x-Amzn-Invoked-Production-Variant", view.variant)]
         length = int(environ.get("CONTENT_LENGTH") or 0)
         raw = environ["wsgi.input"].read(length) if length else b""
         operation = "InvokeEndpointWithResponseStream" if streaming else "InvokeEndpoint"
-        rng = random.Random(seed_of("split", self.seed, next(self._counter)))
+        number = next(self._counter)
+        rng = random.Random(seed_of("split", self.seed, number))
         splitter = IrregularSplitter(rng, self.split_policy)
+        # A guardrail deployment in progress: this invocation's fleet (fleets.py); a draw of
+        # its own, so the PayloadPart splits stay what they were without a deployment.
+        draw = random.Random(seed_of("fleet", self.seed, number)).random()
+        served = fleets.route(self.harness, self.account, region, view, draw)
+        base = None
         if self.engine_host is not None:  # SageMaker calls the container's /invocations
-            base = self.engine_host.url_for(region, name, view.component)
+            fleet = "current" if served is view else "new"
+            base = self.engine_host.url_for(region, name, view.component, fleet=fleet)
+            if base is None and served is not view:  # the new engine is gone: the old serves
+                served = view
+                base = self.engine_host.url_for(region, name, view.component)
+        view = served
+        headers += [
+            ("x-Amzn-Invoked-Production-Variant", view.variant),
+            ("x-peagle-endpoint-config", view.config),
+        ]
+        if self.engine_host is not None:
             headers = [(k, "false" if k == "x-peagle-simulated" else v) for k, v in headers]
             if base is None and view.component:  # its engine is stopping: no copy left
                 refusal = no_capacity(view.component)
@@ -231,6 +255,7 @@ class Runtime:
                 )
             if base is None:
                 message = f"the engine of {name} is not running"
+                self._publish(view, time.time(), 503)
                 return model_error(start_response, view, self.account, 503, message, headers)
             return self._invoke_upstream(
                 start_response,
@@ -250,13 +275,15 @@ class Runtime:
         try:
             req = parse_request(raw, max_model_len=view.max_model_len)
         except BadRequest as e:
-            self.truth.close(
-                self.truth.open(
-                    name, request_id, operation=operation, simulated=True, component=view.component
-                ),
-                "model_error",
-                error=str(e),
+            record = self.truth.open(
+                name,
+                request_id,
+                operation=operation,
+                simulated=True,
+                component=view.component,
+                config=view.config,
             )
+            self._finished(record, view, "model_error", 400, error=str(e))
             self.logs.request_finished(view, 400)
             return model_error(start_response, view, self.account, 400, str(e), headers)
         spec = view.speculation
@@ -274,6 +301,7 @@ class Runtime:
             operation=operation,
             simulated=True,
             component=view.component,  # the InferenceComponentName the request carried
+            config=view.config,  # the endpoint config whose fleet serves it
             mode=spec.mode,
             k=spec.k or None,
             kind=req.kind,
@@ -300,9 +328,8 @@ class Runtime:
                 self.truth.add_step(record, t, tag.tokens, tag.accepted, tag.drafted)
 
         def finish(status: str) -> None:
-            if record["status"] == "running":
+            if self._finished(record, view, status, finish_reason=gen.finish_reason):
                 self._release(name)
-            self.truth.close(record, status, finish_reason=gen.finish_reason)
             self.logs.request_finished(view, 200)
 
         content_type = "text/event-stream; charset=utf-8" if req.stream else "application/json"
@@ -412,11 +439,16 @@ class Runtime:
             simulated=False,
             engine=engine,
             component=view.component,
+            config=view.config,
         )
+
+        def done(status: str) -> None:
+            self._finished(record, view, status)
+
         try:
             resp = open_upstream(base or str(self.upstream), raw, route=route)
         except UpstreamError as e:
-            self.truth.close(record, "model_error", error=e.message)
+            self._finished(record, view, "model_error", e.status, error=e.message)
             return model_error(start_response, view, self.account, e.status, e.message, headers)
         content_type = resp.getheader("Content-Type") or "application/json"
         is_sse = content_type.startswith("text/event-stream")
@@ -426,19 +458,12 @@ class Runtime:
             if operation.endswith("Stream"):
                 parts = splitter.frames([(body, None)])
                 self.truth.mark_first_byte(record, time.time())
-                return self._stream(
-                    start_response,
-                    headers,
-                    content_type,
-                    parts,
-                    record,
-                    lambda status: self.truth.close(record, status),
-                )
+                return self._stream(start_response, headers, content_type, parts, record, done)
             start_response(
                 "200 OK",
                 [*headers, ("Content-Type", content_type), ("Content-Length", str(len(body)))],
             )
-            return after_send([body], lambda: self.truth.close(record, "ok"))
+            return after_send([body], lambda: done("ok"))
         last_usage = [0]
 
         def events() -> Iterator[tuple[bytes, Any]]:
@@ -458,14 +483,28 @@ class Runtime:
                 self.truth.add_step(record, t, tokens)
 
         parts = splitter.frames(events(), on_written)
-        return self._stream(
-            start_response,
-            headers,
-            content_type,
-            parts,
-            record,
-            lambda status: self.truth.close(record, status),
-        )
+        return self._stream(start_response, headers, content_type, parts, record, done)
+
+    # ------------------------------------------------------------------ AWS/SageMaker metrics
+
+    def _finished(
+        self,
+        record: dict[str, Any],
+        view: EndpointView,
+        status: str,
+        code: int | None = None,
+        **fields: Any,
+    ) -> bool:
+        """End the ground-truth record and, the first time only, publish the invocation's
+        metrics: `code` is the model's status (a stream that broke: 500; else 200, also when
+        the client hung up: the model answered). False if the record had ended already."""
+        if not self.truth.close(record, status, **fields):
+            return False
+        self._publish(view, record["arrival"], code or (500 if status == "error" else 200))
+        return True
+
+    def _publish(self, view: EndpointView, arrival: float, code: int) -> None:
+        fleets.publish(self.harness, view, arrival, code)
 
 
 # ---------------------------------------------------------------------- helpers

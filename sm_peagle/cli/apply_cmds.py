@@ -22,6 +22,8 @@ def _render(ap: Any) -> None:
         return
     if ap.action == "noop":
         typer.echo(f"{name}: no changes, up to date (spec sha256 {ap.plan.spec_sha256[:12]})")
+        if ap.rollout_note:
+            typer.echo(f"  {ap.rollout_note}")
         return
     typer.echo(f"{name} differs from the spec; apply will update it in place:")
     typer.echo("  spec:")
@@ -30,6 +32,8 @@ def _render(ap: Any) -> None:
     typer.echo("  requests:")
     for c in ap.request_changes:
         typer.echo(f"    ~ {c.path}: {c.old!r} -> {c.new!r}")
+    if ap.rollout_note:
+        typer.echo(f"  {ap.rollout_note}")
 
 
 CHANGES_PENDING = 3  # `diff --detailed-exitcode` (2 is taken by bad input)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["request_lines", "requests_text"]
+__all__ = ["request_lines", "requests_text", "rollout_text"]
 
 _INDENT = "  "
 
@@ -133,4 +133,40 @@ def requests_text(p: Any) -> list[str]:
     for heading, request in _requests(p):
         lines.append(heading)
         lines += request_lines(request)
+    return lines + rollout_text(p)
+
+
+def _step_line(step: Any, unit: str) -> str:
+    share = f"{step.share:.0%} of the {unit} on the new fleet"
+    if step.final:
+        return f"{share}: final bake {step.bake_s} s (TerminationWaitInSeconds)"
+    return f"{share}: bake {step.bake_s} s"
+
+
+def rollout_text(p: Any) -> list[str]:
+    """`endpoint.rollout` as the next update would send it: its steps, the exact
+    DeploymentConfig for the spec's fleet, the rollback alarms and what plan left out.
+    Deploy sends none of it (CreateEndpoint takes no DeploymentConfig)."""
+    r = getattr(p, "rollout", None)
+    if r is None:
+        return []
+    unit = "copies" if r.component else "instances"
+    operation = "UpdateInferenceComponent" if r.component else "UpdateEndpoint"
+    lines = [
+        "",
+        "Rollout of the next update (endpoint.rollout; deploy sends none of it)",
+        f"  strategy: {r.strategy}, over {r.fleet} {unit} (the spec's; update reads the live "
+        "count)",
+        "  steps:",
+        *[f"    - {_step_line(s, unit)}" for s in r.steps],
+    ]
+    if r.deployment_config is None:
+        lines.append(f"  {operation} without DeploymentConfig (nothing to watch)")
+    else:
+        lines.append(f"{operation}  (DeploymentConfig; by update, not deploy)")
+        lines += request_lines({"DeploymentConfig": r.deployment_config})
+    for alarm in r.alarms:
+        lines.append("PutMetricAlarm  (cloudwatch; by update before UpdateEndpoint, deleted after)")
+        lines += request_lines(alarm)
+    lines += [f"  note: {n}" for n in r.notes]
     return lines

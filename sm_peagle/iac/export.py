@@ -263,6 +263,15 @@ def to_terraform(plan: Any) -> dict[str, Any]:
         endpoint["depends_on"] = depends
         floor = max(floor, TF_PROVIDER_MIN_MONITORING, key=_version)
         doc["terraform"]["required_providers"]["aws"]["version"] = f">= {floor}"
+    if getattr(plan, "rollout", None) is not None:
+        from .export_rollout import rollout_comment, tf_rollout
+
+        block, alarms = tf_rollout(plan, rid)
+        if block is not None:
+            endpoint["deployment_config"] = block
+        if alarms:
+            doc["resource"].setdefault("aws_cloudwatch_metric_alarm", {}).update(alarms)
+        endpoint["//"] = rollout_comment(plan, terraform=True)  # Terraform JSON's comment
     return doc
 
 
@@ -330,6 +339,16 @@ def to_cloudformation(plan: Any) -> dict[str, Any]:
         resources, depends = cfn_monitoring(plan)
         template["Resources"].update(resources)
         template["Resources"]["PeagleEndpoint"]["DependsOn"] = depends
+    if getattr(plan, "rollout", None) is not None:
+        from .export_rollout import cfn_rollout, rollout_comment
+
+        deployment_config, alarms = cfn_rollout(plan)
+        if deployment_config is not None:
+            endpoint["DeploymentConfig"] = deployment_config
+        template["Resources"].update(alarms)
+        template["Resources"]["PeagleEndpoint"]["Metadata"] = {
+            "peagle:rollout": rollout_comment(plan, terraform=False)
+        }
     return template
 
 
@@ -377,7 +396,24 @@ def _refuse_unexported(plan: Any, target: str) -> None:
         )
 
 
+def _refuse_unplanned_rollout(plan: Any, target: str) -> None:
+    """A spec rollout the plan could not make (its `rollout` check says why): exporting the
+    endpoint without it would drop a setting the spec asks for."""
+    if getattr(plan, "rollout", None) is None and plan.spec.endpoint.rollout is not None:
+        why = next((c for c in plan.checks if c.name == "rollout"), None)
+        raise SpecError(
+            text(
+                "{target} export: the spec's rollout does not fit its endpoint: {why}",
+                target=target, why=why.message if why else "not planned",
+            ),
+            remedy=why.fix if why else None,
+            field="rollout",
+        )  # fmt: skip
+
+
 def export_document(plan: Any, fmt: str) -> dict[str, Any]:
+    if fmt in ("terraform", "cloudformation"):
+        _refuse_unplanned_rollout(plan, "Terraform" if fmt == "terraform" else "CloudFormation")
     if fmt == "terraform":
         _refuse_unexported(plan, "Terraform")
         return to_terraform(plan)

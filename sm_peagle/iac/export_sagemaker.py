@@ -170,6 +170,20 @@ def _refuse(plan: Any) -> None:
                 json=Param("format", "json"),
             ),
         )
+    if getattr(plan, "rollout", None) is not None:
+        # Refused, not dropped: the script only creates; a rollout is how updates go.
+        raise SpecError(
+            "sagemaker export does not cover endpoint.rollout: the script creates the "
+            "endpoint, and a rollout says how updates move traffic (their DeploymentConfig "
+            "and rollback alarms)",
+            remedy=text(
+                "update with `{apply}` or `{update}`, export with `{tf}`, or drop the rollout",
+                apply=Call("apply", spec="<spec>"),
+                update=Call("update", "NAME", rollout="canary"),
+                tf=Call("export", format="terraform"),
+            ),
+            field="rollout",
+        )
     if getattr(plan, "monitoring", None) is not None:
         # Refused, not dropped: a script that deployed without the monitoring would leave
         # the endpoint unwatched while the spec says it is.

@@ -26,6 +26,7 @@ __all__ = [
     "execution_role_policy",
     "partition",
     "resolve_account",
+    "rollout_alarm_arns",
     "s3_arn",
     "s3_statements",
     "statement",
@@ -240,6 +241,15 @@ def _vpc_statements(plan: Any, region: str, account: str, part: str) -> list[dic
     ]
 
 
+def rollout_alarm_arns(plan: Any, part: str, acct: str) -> list[str]:
+    """The alarms an update's rollout names in AutoRollbackConfiguration: peagle's own
+    `<endpoint>-rollout-*` (planning/rollout.py) and the user's `rollout.alarms`."""
+    region, endpoint = plan.region, plan.names["endpoint"]
+    alarm = f"arn:{part}:cloudwatch:{region}:{acct}:alarm:"
+    user = plan.spec.endpoint.rollout.alarms
+    return [f"{alarm}{endpoint}-rollout-*", *(f"{alarm}{name}" for name in user)]
+
+
 def execution_role_policy(plan: Any, *, account: str | None = None) -> PolicyResult:
     """The execution-role policy and trust policy for `plan` (pure; no AWS calls)."""
     warnings: list[str] = []
@@ -299,6 +309,17 @@ def execution_role_policy(plan: Any, *, account: str | None = None) -> PolicyRes
             {"StringEquals": {"cloudwatch:namespace": METRICS_NAMESPACE}},
         )
     )
+    if plan.spec.endpoint.rollout is not None:
+        # SageMaker reads the rollback alarms as the role: "Ensure that your IAM execution
+        # role has permission to perform the cloudwatch:DescribeAlarms action on the
+        # auto-rollback alarms you specify" (Developer Guide, deployment guardrails).
+        statements.append(
+            statement(
+                "SageMakerReadsRollbackAlarms",
+                ["cloudwatch:DescribeAlarms"],
+                rollout_alarm_arns(plan, part, acct),
+            )
+        )
     kms = plan.create_endpoint_config.get("KmsKeyId")
     if kms:
         statements.append(_kms_statement(kms, region, acct, part, warnings))

@@ -18,9 +18,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from .iam import PolicyResult, partition, resolve_account, s3_statements, statement
+from .iam import (
+    PolicyResult,
+    partition,
+    resolve_account,
+    rollout_alarm_arns,
+    s3_statements,
+    statement,
+)
 
-__all__ = ["DEPLOYER_STAR_SIDS", "deployer_policy"]
+__all__ = ["DEPLOYER_STAR_SIDS", "deployer_policy", "rollout_statements"]
 
 # The Sid of each statement granted on "*": the reason, in the policy itself.
 DEPLOYER_STAR_SIDS = {
@@ -32,6 +39,9 @@ DEPLOYER_STAR_SIDS = {
     # CloudWatch API reference, GetMetricData: no resource type in the Service
     # Authorization Reference; `peagle health` and `status` read the acceptance with it.
     "metrics": "MetricReadStarBecauseGetMetricDataHasNoResourceTypes",
+    # CloudWatch API reference, GetMetricStatistics: no resource type either; a rollout
+    # reads the live fleet's p90 latency and each bake's invocations with it.
+    "rollout_metrics": "RolloutMetricReadStarBecauseMetricReadsHaveNoResourceTypes",
 }
 # With monitoring: what deploy, update and delete send to CloudWatch Logs for the endpoint's
 # log group (lifecycle/monitoring.py), and logs:TagResource, which CreateLogGroup with
@@ -171,6 +181,8 @@ def deployer_policy(plan: Any, *, account: str | None = None) -> PolicyResult:
         statements += _monitoring_statements(plan, part, acct)
     else:
         statements += _monitoring_reads(plan, part, acct)
+    if plan.spec.endpoint.rollout is not None:
+        statements += rollout_statements(plan, part, acct, monitored=plan.monitoring is not None)
     policy = {"Version": "2012-10-17", "Statement": statements}
     return PolicyResult(policy=policy, trust_policy={}, account=acct, warnings=warnings)
 
@@ -235,3 +247,36 @@ def _monitoring_reads(plan: Any, part: str, acct: str) -> list[dict[str, Any]]:
             [f"arn:{part}:logs:{region}:{acct}:log-group:*"],
         ),
     ]
+
+
+def rollout_statements(plan: Any, part: str, acct: str, *, monitored: bool) -> list[dict]:
+    """`endpoint.rollout`: update makes its rollback alarms before UpdateEndpoint and
+    deletes them once it settles, reads the history of every rollback alarm to name the one
+    that rolled it back, checks the user's alarms exist and are not in ALARM, and reads the
+    live fleet's latency and each bake's invocations (lifecycle/rollout.py)."""
+    own, *user = rollout_alarm_arns(plan, part, acct)
+    out = [
+        statement(
+            "RolloutAlarmsOfThisEndpoint",
+            [
+                "cloudwatch:DeleteAlarms",
+                "cloudwatch:DescribeAlarmHistory",
+                "cloudwatch:DescribeAlarms",
+                "cloudwatch:PutMetricAlarm",
+                "cloudwatch:TagResource",
+            ],
+            [own],
+        )
+    ]
+    if user:
+        out.append(
+            statement(
+                "RolloutReadsTheRollbackAlarmsYouName",
+                ["cloudwatch:DescribeAlarmHistory", "cloudwatch:DescribeAlarms"],
+                user,
+            )
+        )
+    # GetMetricData is already granted with monitoring, under its own reason.
+    reads = ["cloudwatch:GetMetricStatistics"] + ([] if monitored else ["cloudwatch:GetMetricData"])
+    out.append(statement(DEPLOYER_STAR_SIDS["rollout_metrics"], reads, "*"))
+    return out

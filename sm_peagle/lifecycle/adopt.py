@@ -15,13 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..checks import Check, warned
+from ..checks import Check, passed, warned
 from ..errors import ETC, Call, NotFound, SpecError, text
 from ..planning.adopt.compare import Difference
 from ..planning.adopt.refusals import refusal
 from ..planning.adopt.spec import Adoption, Deployed, reconstruct
 from ..planning.plan_result import Plan
 from ..planning.spec.model import DeploymentSpec
+from ..planning.spec.rollout_spec import RolloutSpec
 from ..planning.spec.tags import PREFIX as SPEC_PREFIX
 from .inventory import MANAGED
 from .resources import ADOPTED, ORIGIN, not_found, tagged_requests
@@ -221,6 +222,7 @@ def adopt(
         say(f"an earlier adopt of {name} stopped partway; finishing it")
     adoption = reconstruct(d, model=model, jumpstart_spec=_jumpstart_spec(d, model))
     adoption = _with_monitoring(aws, adoption, name, say)
+    adoption = _with_rollout(adoption, d)
     checks = _merged(adoption.notes, adoption.plan.checks) + _head_checks(aws, adoption)
     if dry_run:
         return AdoptResult(
@@ -257,6 +259,20 @@ def _with_monitoring(
         return adoption
     spec = adoption.spec.model_copy(update={"monitoring": live.as_spec()})
     return replace(adoption, spec=spec)
+
+
+def _with_rollout(adoption: Adoption, d: Deployed) -> Adoption:
+    """The spec's `endpoint.rollout` from the endpoint's LastDeploymentConfig (none without
+    one). Outside the spec hash and tags: it changes no difference and no tag."""
+    from ..planning.adopt.rollout import rollout_from
+
+    section, notes = rollout_from(d.endpoint.get("LastDeploymentConfig"), d.name)
+    checks = [(passed if section else warned)("rollout", n) for n in notes]
+    if section is None:
+        return replace(adoption, notes=adoption.notes + checks)
+    endpoint = adoption.spec.endpoint.model_copy(update={"rollout": RolloutSpec(**section)})
+    spec = adoption.spec.model_copy(update={"endpoint": endpoint})
+    return replace(adoption, spec=spec, notes=adoption.notes + checks)
 
 
 def _differences_refusal(name: str, diffs: list[Difference]) -> SpecError:

@@ -13,6 +13,10 @@ filters and log group are its record (`lifecycle.monitoring.read_monitoring`). A
 whose only change is monitoring is an update that sends nothing to SageMaker
 (`ApplyPlan.monitoring_only`): only the CloudWatch Logs and CloudWatch requests that
 differ. A spec without a `monitoring` section leaves the live monitoring as it is.
+
+The rollout (`endpoint.rollout`) is outside them too, and has no live record at all: it
+says how the next update moves traffic, not what runs. It is never a change; a spec that
+has one says so (`ApplyPlan.rollout_note`), and an update apply makes uses it.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from ..planning.plan_result import Plan
 
 # Parts of a request that differ by construction (hash-derived names, tags), not intent.
 _IGNORED = ("Tags", "ModelName", "EndpointConfigName")
+# Spec sections that are not the deployed spec (no hash, no tag): never a spec change.
+_NOT_DEPLOYED: Any = {"monitoring": True, "endpoint": {"rollout"}}
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,20 @@ class ApplyPlan:
     # all that changes: apply then sends nothing to SageMaker.
     monitoring: Any = field(default=None, repr=False)
     monitoring_only: bool = False
+    # True when the update sends UpdateEndpoint (a new spec hash, so a new config); tags or
+    # monitoring alone do not, and the spec's rollout then waits for the next update.
+    new_config: bool = False
+
+    @property
+    def rollout_note(self) -> str | None:
+        """What the spec's rollout does here: nothing now when nothing else changes (it
+        applies to the next update), else how this update moves traffic; None without one."""
+        r = self.plan.spec.endpoint.rollout
+        if r is None or self.action == "create":  # a new endpoint has no fleet to shift from
+            return None
+        if self.new_config:
+            return f"this update rolls out {r.strategy}"
+        return f"the rollout ({r.strategy}) applies to the next update; nothing sent for it"
 
     @property
     def endpoint(self) -> str:
@@ -63,6 +83,8 @@ class ApplyPlan:
             "action": self.action,
             "spec_changes": [c.to_dict() for c in self.spec_changes],
             "request_changes": [c.to_dict() for c in self.request_changes],
+            # only with a rollout in the spec: documents without one stay as they were
+            **({"rollout": self.rollout_note} if self.rollout_note else {}),
         }
 
 
@@ -123,13 +145,14 @@ def compare(new: Plan, aws: Any) -> ApplyPlan:
                 "update",
                 new,
                 spec_changes=diff(
-                    current.model_dump(mode="json", exclude={"monitoring"}),
-                    new.spec.model_dump(mode="json", exclude={"monitoring"}),
+                    current.model_dump(mode="json", exclude=_NOT_DEPLOYED),
+                    new.spec.model_dump(mode="json", exclude=_NOT_DEPLOYED),
                 )
                 + mon,
                 request_changes=diff(request_view(old), request_view(new)),
                 live_name=live_name,
                 monitoring=want,
+                new_config=True,
             )
         # Another spec that sends the same requests (`k: 3` where the deployed spec
         # leaves K to its default 3): the deployed spec stands, tags and all.

@@ -446,6 +446,8 @@ class DeployOps(Session):
             on_diff(ap)
         if ap.action == "noop":
             self._say(f"no changes: {ap.endpoint} already matches the spec")
+        if ap.rollout_note and not ap.new_config:
+            self._say(ap.rollout_note)
         if dry_run or ap.action == "noop":
             return ApplyResult(ap, applied=False)
         if ap.live_name is not None:

@@ -13,6 +13,7 @@ named steps, each in the module that owns it:
 6. pools and scaling        scaling.add_fallback_pools, scaling.add_autoscaling
 7. inference components     components.add_inference_components (hosting only)
 8. speculation health       monitoring.add_monitoring (`monitoring:` only)
+9. the next update's rollout rollout.add_rollout (`endpoint.rollout` only)
    and the request shapes   aws_shapes.check_request_shapes
 """
 
@@ -31,6 +32,7 @@ from .steps.aws_shapes import check_request_shapes
 from .steps.checks import check_deployment
 from .steps.environment import build_environment
 from .steps.requests import build_requests, default_names
+from .steps.rollout import add_rollout
 from .steps.scaling import add_autoscaling, add_fallback_pools
 from .steps.sources import resolve_sources
 from .steps.speculative import k_origin, plan_speculative
@@ -81,6 +83,7 @@ def plan(
         p, lambda sub: plan(sub, jumpstart_spec=jumpstart_spec, jumpstart_source=jumpstart_source)
     )
     add_monitoring(p)
+    add_rollout(p)
     p.checks.append(check_request_shapes(p))
     return p
 

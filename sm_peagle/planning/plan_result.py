@@ -14,6 +14,7 @@ from ..catalog.regional_prices import RegionalPrice
 from ..checks import Check, any_failed
 from ..errors import CheckFailed
 from .monitoring import MonitoringPlan
+from .rollout import RolloutPlan
 from .spec.model import DeploymentSpec
 
 __all__ = ["DEFAULT_REGION", "PLACEHOLDER_ROLE", "KOrigin", "Plan", "variant_instance_types"]
@@ -105,6 +106,10 @@ class Plan:
         component_k_origins: each component's `k_origin`, by component name.
         monitoring: the speculation-health requests (log group, transformer, metric
             filters, alarm, dashboard), or None without `monitoring:`.
+        rollout: how the next `update` moves traffic (`endpoint.rollout`): its
+            DeploymentConfig for the spec's fleet and its rollback alarms, or None
+            without a rollout (or when the fleet cannot take it: the `rollout` check
+            says why). Deploy never sends it.
     """
 
     spec: DeploymentSpec
@@ -145,6 +150,9 @@ class Plan:
     # `monitoring:` (planning/monitoring.py): the CloudWatch Logs and CloudWatch requests
     # for speculation health, sent before CreateEndpoint; None when not asked for.
     monitoring: MonitoringPlan | None = None
+    # `endpoint.rollout` (planning/steps/rollout.py): what the next update sends; the plan's
+    # fleet is the spec's instance_count and it reads no live metric (its notes say so).
+    rollout: RolloutPlan | None = None
 
     @property
     def ok(self) -> bool:
@@ -197,6 +205,7 @@ class Plan:
             },
             "autoscaling": [{"operation": op, "request": req} for op, req in self.autoscaling],
             "monitoring": self.monitoring.to_dict() if self.monitoring else None,
+            "rollout": self.rollout.to_dict() if self.rollout else None,
             "spec_sha256": self.spec_sha256,
             "jumpstart": {
                 "model_id": self.jumpstart.model_id,

@@ -119,7 +119,8 @@ class RolloutPlan:
         new_config: the endpoint config the update moves to (the alarms watch it).
         fleet: instances (copies on a component endpoint) the steps are shares of.
         deployment_config: UpdateEndpoint's (UpdateInferenceComponent's) DeploymentConfig,
-            or None for a plain update (all-at-once with nothing to watch).
+            or None for a plain update (an inference component rolled out all at once:
+            components have no blue/green policy).
         alarms: PutMetricAlarm requests for peagle's rollback alarms, in send order.
         alarm_names: every alarm in AutoRollbackConfiguration (peagle's, then the user's).
         user_alarms: the user's own alarms (`rollout.alarms`), which must exist.
@@ -303,6 +304,7 @@ def plan_rollout(
     live_latency_p90_ms: float | None = None,
     provisioning_s: float = 900.0,
     tags: dict[str, str] | None = None,
+    live_facts: bool = True,
 ) -> RolloutPlan:
     """The rollout of one update, or SpecError (exit 2, nothing sent).
 
@@ -320,6 +322,8 @@ def plan_rollout(
         live_latency_p90_ms: the live fleet's p90 ModelLatency over the last hour, in ms.
         provisioning_s: how long a new fleet may take to come up (download + health check).
         tags: the endpoint's user tags, added to the alarms' own.
+        live_facts: False when the caller reads no live metric (`plan`): an alarm whose
+            threshold needs one is left out with a note that update derives it.
     """
     strategy = spec.strategy
     _check_hosting(strategy, fleet, component=component, pools=pools)
@@ -330,7 +334,7 @@ def plan_rollout(
         spec, endpoint, new_config, variant, steps, k=k, monitored=monitored,
         threshold=threshold, live_acceptance=live_acceptance,
         live_latency_p90_ms=live_latency_p90_ms, tags=tags or {}, notes=notes,
-        component=component,
+        component=component, live_facts=live_facts,
     )  # fmt: skip
     names = [a["AlarmName"] for a in alarms] + list(spec.alarms)
     if len(names) > MAX_ALARMS:
@@ -407,7 +411,7 @@ def _alarms(
     spec: RolloutSpec, endpoint: str, new_config: str, variant: str, steps: list[Step], *,
     k: int | None, monitored: bool, threshold: float | None, live_acceptance: float | None,
     live_latency_p90_ms: float | None, tags: dict[str, str], notes: list[str],
-    component: bool,
+    component: bool, live_facts: bool = True,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """PutMetricAlarm requests for `rollback_on` (default: every signal that applies)."""
     explicit = spec.rollback_on is not None
@@ -418,7 +422,9 @@ def _alarms(
            ROLLOUT_TAG: new_config}  # fmt: skip
     out: list[dict[str, Any]] = []
 
-    def skip(signal: str, why: Any, fix: Any) -> None:
+    def skip(signal: str, why: Any, fix: Any, live: str | None = None) -> None:
+        if live is not None and not live_facts:  # plan: a gap update fills, not a refusal
+            return notes.append(_unread(rollout_alarm_name(endpoint, signal), live))
         if explicit:
             raise _refuse(text("rollout: cannot roll back on {s}: {why}", s=signal, why=why),
                           fix=fix, value=signal)  # fmt: skip
@@ -458,7 +464,7 @@ def _alarms(
             source = f"2 x the live p90 ({live_latency_p90_ms:.0f} ms), at least 1000 ms"
         if limit is None:
             skip("latency", "no ModelLatency on the live endpoint in the last hour to set a "
-                 "threshold from", "set rollout.latency_ms")  # fmt: skip
+                 "threshold from", "set rollout.latency_ms", live="p90 ModelLatency")  # fmt: skip
         elif fleet_dims is None:
             skip("latency", "a component's metrics are not split by fleet",
                  "drop latency from rollout.rollback_on")  # fmt: skip
@@ -482,6 +488,11 @@ def _alarms(
     return out
 
 
+def _unread(alarm: str, live: str) -> str:
+    return (f"{alarm}: its threshold needs the live fleet's {live} over the last hour, which "
+            "update reads and plan does not")  # fmt: skip
+
+
 def _speculation_alarm(
     endpoint: str, steps: list[Step], *, k: int | None, monitored: bool,
     threshold: float | None, live: float | None, periods: tuple[int, int], skip: Any,
@@ -502,7 +513,7 @@ def _speculation_alarm(
         if live is None:
             skip("speculation", "no acceptance measured on the live fleet in the last hour, "
                  "so the threshold for the mixed fleets cannot be derived",
-                 "send traffic first, or roll out all-at-once")  # fmt: skip
+                 "send traffic first, or roll out all-at-once", live="acceptance")  # fmt: skip
             return None
         if live <= t_new:
             skip("speculation", f"the live fleet's acceptance ({live:.2f}) is not above the "

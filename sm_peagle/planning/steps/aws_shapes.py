@@ -230,6 +230,28 @@ def validate_request(service: str, operation: str, params: dict) -> list[str]:
     return errors
 
 
+def _rollout_errors(p: Any) -> list[str]:
+    """The next update's requests (`endpoint.rollout`): its DeploymentConfig on
+    UpdateEndpoint (UpdateInferenceComponent on a component endpoint) and its alarms."""
+    rollout = getattr(p, "rollout", None)
+    if rollout is None:
+        return []
+    errors = [
+        e for a in rollout.alarms for e in validate_request("cloudwatch", "PutMetricAlarm", a)
+    ]
+    if rollout.deployment_config is not None:
+        if rollout.component:
+            name = p.inference_components[0]["InferenceComponentName"]
+            op, request = "UpdateInferenceComponent", {"InferenceComponentName": name}
+        else:
+            op, request = "UpdateEndpoint", {
+                "EndpointName": rollout.endpoint, "EndpointConfigName": rollout.new_config,
+            }  # fmt: skip
+        request["DeploymentConfig"] = rollout.deployment_config
+        errors += validate_request("sagemaker", op, request)
+    return errors
+
+
 def check_request_shapes(p: Any) -> Check:
     """Every request of plan `p` against botocore's model: one check naming the first
     errors, so a plan that AWS would reject fails here instead."""
@@ -243,6 +265,7 @@ def check_request_shapes(p: Any) -> Check:
             for service, operation, request in (p.monitoring.requests() if p.monitoring else [])
             for e in validate_request(service, operation, request)
         ],
+        *_rollout_errors(p),
     ]
     if shape_errors:
         return failed(
