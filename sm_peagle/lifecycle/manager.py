@@ -52,7 +52,8 @@ def _cleanup(
     # A deploy stopped before CreateEndpoint with monitoring made: `delete` finds that
     # (its configs, models and monitoring by their tags); gc --operation would not (the
     # monitoring carries no operation tag).
-    made_monitoring = any(k in MONITORING_KINDS for k, _ in todo)
+    # (A rollout's alarms are an update's: the endpoint stays, so never `delete` for them.)
+    made_monitoring = any(k in MONITORING_KINDS and k != "rollout_alarm" for k, _ in todo)
     if made_monitoring and deployment is not None:
         return Call("delete", deployment)
     if endpoint is not None or (op is None and deployment is not None):

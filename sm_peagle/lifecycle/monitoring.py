@@ -372,11 +372,14 @@ class MonitoringRemoval:
     transformer: str | None = None  # the log group it is on
     log_group: str | None = None  # owned, and not kept
     kept_log_group: str | None = None  # why the group stays, when one exists
+    # A rollout's alarms an interrupted update left (they go first, whatever else there is)
+    rollout_alarms: list[str] = field(default_factory=list)
 
     @property
     def names(self) -> list[str]:
         """What goes, in deletion order, each named with its kind (`monitoring_label`)."""
-        out = [monitoring_label("alarm", self.alarm)] if self.alarm else []
+        out = [monitoring_label("rollout_alarm", a) for a in self.rollout_alarms]
+        out += [monitoring_label("alarm", self.alarm)] if self.alarm else []
         out += [monitoring_label("dashboard", self.dashboard)] if self.dashboard else []
         out += [monitoring_label("metric_filter", f) for f in self.filters]
         if self.transformer:
@@ -393,17 +396,24 @@ class MonitoringRemoval:
             "transformer": self.transformer,
             "log_group": self.log_group,
             "kept_log_group": self.kept_log_group,
+            "rollout_alarms": self.rollout_alarms,
         }
 
 
 def plan_removal(
     aws: Any, endpoint: str, *, keep_logs: bool = False, live: LiveMonitoring | None = None
 ) -> MonitoringRemoval | None:
-    """What removing `endpoint`'s monitoring deletes (None: it has none). Read only."""
+    """What removing `endpoint`'s monitoring deletes (None: it has none), with any rollout
+    alarms an interrupted update left. Read only."""
+    from .monitoring_read import rollout_alarm_names
+
     live = live or read_monitoring(aws, endpoint)
+    rollout_alarms = rollout_alarm_names(aws.client("cloudwatch"), endpoint)
     if live is None:
-        return None
-    out = MonitoringRemoval(endpoint)
+        return (
+            MonitoringRemoval(endpoint, rollout_alarms=rollout_alarms) if rollout_alarms else None
+        )
+    out = MonitoringRemoval(endpoint, rollout_alarms=rollout_alarms)
     out.alarm = live.alarm["AlarmName"] if live.alarm else None
     out.dashboard = dashboard_name(endpoint) if live.dashboard_body is not None else None
     out.filters = list(live.filters)
@@ -436,6 +446,9 @@ def remove_monitoring(
         return []
     group = endpoint_log_group(endpoint)
     deleted: list[str] = []
+    for name in plan.rollout_alarms:
+        if remove_one(aws, "rollout_alarm", name, endpoint):
+            deleted.append(monitoring_label("rollout_alarm", name))
     if plan.alarm and remove_one(aws, "alarm", plan.alarm, endpoint):
         deleted.append(monitoring_label("alarm", plan.alarm))
     if plan.dashboard and remove_one(aws, "dashboard", plan.dashboard, endpoint):
@@ -462,6 +475,10 @@ def remove_one(aws: Any, kind: str, name: str, endpoint: str) -> bool:
             if peagle_alarm(cw, endpoint) is None:
                 return False
             cw.delete_alarms(AlarmNames=[name])
+        elif kind == "rollout_alarm":
+            from .rollout import remove_rollout_alarm  # checks its tags itself
+
+            return remove_rollout_alarm(aws, name, endpoint)
         elif kind == "dashboard":
             if peagle_dashboard(cw, endpoint) is None:
                 return False

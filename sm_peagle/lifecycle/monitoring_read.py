@@ -30,7 +30,11 @@ __all__ = [
 KEEP_LOGS = "peagle:keep-logs"
 # The kinds a deploy records in `created` for its rollback (the name of a metric filter is
 # "<log group>:<filter>": neither a log group name nor a filter name may hold a colon).
-MONITORING_KINDS = ("log_group", "transformer", "metric_filter", "alarm", "dashboard")
+MONITORING_KINDS = (
+    "log_group", "transformer", "metric_filter", "alarm", "dashboard", "rollout_alarm"
+)  # fmt: skip
+# A rollout's own alarms (planning/rollout.py: `<endpoint>-rollout-<signal>`).
+ROLLOUT_SUFFIXES = ("-rollout-speculation", "-rollout-latency", "-rollout-errors")
 PEAGLE_FILTERS = frozenset(FILTER_NAMES.values())
 
 
@@ -58,6 +62,8 @@ def monitoring_label(kind: str, name: str) -> str:
         return f"metric filter {f} on {group}" if group else f"metric filter {f}"
     if kind == "transformer":
         return f"transformer on {name}"
+    if kind == "rollout_alarm":
+        return f"rollout alarm {name}"
     return f"{kind.replace('_', ' ')} {name}"
 
 
@@ -136,6 +142,25 @@ def peagle_alarm(cw: Any, endpoint: str) -> tuple[dict[str, Any], dict[str, str]
         if owned_by(tags, endpoint):
             return a, tags
     return None
+
+
+def rollout_alarm_names(cw: Any, endpoint: str) -> list[str]:
+    """The rollout alarms peagle left on `endpoint` (an update interrupted twice, or one
+    whose clean-up failed): named `<endpoint>-rollout-<signal>` and tagged for this
+    endpoint's rollout. Read only."""
+    from ..planning.rollout import ROLLOUT_TAG
+
+    found = cw.describe_alarms(AlarmNamePrefix=f"{endpoint}-rollout-").get("MetricAlarms", [])
+    out = []
+    for a in found:
+        if not a["AlarmName"].endswith(ROLLOUT_SUFFIXES):
+            continue
+        if a["AlarmName"].rsplit("-rollout-", 1)[0] != endpoint:
+            continue  # `<endpoint>-rollout-x-rollout-errors` is another endpoint's
+        tags = cloudwatch_tags(cw, a["AlarmArn"])
+        if owned_by(tags, endpoint) and ROLLOUT_TAG in tags:
+            out.append(a["AlarmName"])
+    return out
 
 
 def peagle_dashboard(cw: Any, endpoint: str) -> dict[str, Any] | None:
@@ -281,15 +306,21 @@ def find_orphans(aws: Any, live: set[str], now: Any, min_age_seconds: float) -> 
             when = datetime.fromtimestamp(when / 1000, tz=UTC)
         return when is None or when <= cutoff
 
+    from ..planning.rollout import ROLLOUT_TAG
+
     suffix = "-speculation"
     for page in cw.get_paginator("describe_alarms").paginate(AlarmTypes=["MetricAlarm"]):
         for a in page.get("MetricAlarms", []):
-            ep = a["AlarmName"].removesuffix(suffix)
-            if not a["AlarmName"].endswith(suffix) or ep in live:
+            name = a["AlarmName"]
+            rollout = name.endswith(ROLLOUT_SUFFIXES)  # a rollout's: `<ep>-rollout-<signal>`
+            ep = name.rsplit("-rollout-", 1)[0] if rollout else name.removesuffix(suffix)
+            if not name.endswith(suffix) and not rollout or ep in live:
                 continue
             tags = cloudwatch_tags(cw, a["AlarmArn"])
+            if rollout and ROLLOUT_TAG not in tags:
+                continue
             if owned_by(tags, ep) and old(a.get("AlarmConfigurationUpdatedTimestamp")):
-                found.setdefault(ep, []).append(("alarm", a["AlarmName"]))
+                found.setdefault(ep, []).append(("rollout_alarm" if rollout else "alarm", name))
     for page in cw.get_paginator("list_dashboards").paginate():
         for d in page.get("DashboardEntries", []):
             ep = d["DashboardName"].removesuffix(suffix)
@@ -314,7 +345,7 @@ def find_orphans(aws: Any, live: set[str], now: Any, min_age_seconds: float) -> 
     out: list[Orphan] = []
     for ep, items in sorted(found.items()):
         group = endpoint_log_group(ep)
-        out += [(k, n, ep) for k, n in items if k in ("alarm", "dashboard")]
+        out += [(k, n, ep) for k, n in items if k in ("rollout_alarm", "alarm", "dashboard")]
         out += [("metric_filter", f"{group}:{f}", ep) for f in peagle_filters(logs, group)]
         if is_peagles_transformer(transformer_of(logs, group)):
             out.append(("transformer", group, ep))

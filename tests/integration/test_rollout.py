@@ -502,9 +502,9 @@ def test_all_at_once_and_an_autoscaled_endpoint_keep_their_fleet(rw, capsys, sag
     botocore_valid("UpdateEndpoint", sent)
 
 
-def test_a_second_interrupt_names_the_rollout_alarm_and_update_finishes_it(
-    rw, capsys, sagemaker_harness, monkeypatch
-):
+def interrupt_twice(rw: World, capsys: Any, harness: Any, monkeypatch: Any) -> str:
+    """An update with a canary, Ctrl-C in its bake and again while it settles: the
+    rollout's errors alarm is left behind (and named). The config served before."""
     from sm_peagle.errors import Interrupted
     from sm_peagle.lifecycle.manager import Lifecycle
 
@@ -527,7 +527,7 @@ def test_a_second_interrupt_names_the_rollout_alarm_and_update_finishes_it(
     monkeypatch.setattr(Lifecycle, "__init__", patched)
 
     def stop(state: Any) -> None:
-        now = sagemaker_harness.rollout_of(NAME)
+        now = harness.rollout_of(NAME)
         if now is not None and now.phase == "baking" and not armed:
             armed.append(True)
             raise KeyboardInterrupt
@@ -537,6 +537,13 @@ def test_a_second_interrupt_names_the_rollout_alarm_and_update_finishes_it(
     assert ("rollout_alarm", ERRORS) in e.value.left
     assert "rollout alarm " + ERRORS in str(e.value)
     assert alarms_left() == [ERRORS]
+    return old
+
+
+def test_a_second_interrupt_names_the_rollout_alarm_and_update_finishes_it(
+    rw, capsys, sagemaker_harness, monkeypatch
+):
+    old = interrupt_twice(rw, capsys, sagemaker_harness, monkeypatch)
     # The command it names finishes the update, the rollout's alarm included.
     code, _, err = run(capsys, "update", NAME, "--yes")
     assert code == 0, err

@@ -1,0 +1,53 @@
+"""What a rollout interrupted twice leaves (its rollback alarm) is removed by `delete` of the
+endpoint and, once the endpoint is gone, by `gc`: by the alarm's name
+(`<endpoint>-rollout-<signal>`) and its tags (peagle:managed, peagle:deployment, and
+peagle:rollout), never an alarm without them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+
+from tests.integration.lifecycle_env import run
+from tests.integration.test_rollout import ERRORS, NAME, alarms_left, interrupt_twice, rw
+
+__all__ = ["rw"]  # the fixture, used by name
+
+
+def foreign_alarm(name: str) -> None:
+    """An alarm named like a rollout's that peagle did not make (no tags)."""
+    boto3.client("cloudwatch").put_metric_alarm(
+        AlarmName=name, Namespace="AWS/SageMaker", MetricName="ModelLatency",
+        Dimensions=[{"Name": "EndpointName", "Value": NAME}], Statistic="Average", Period=60,
+        EvaluationPeriods=1, Threshold=1.0, ComparisonOperator="GreaterThanThreshold",
+    )  # fmt: skip
+
+
+def test_delete_removes_the_rollout_alarm_an_interrupted_update_left(
+    rw: Any, capsys: Any, sagemaker_harness: Any, monkeypatch: Any
+) -> None:
+    interrupt_twice(rw, capsys, sagemaker_harness, monkeypatch)
+    foreign_alarm(f"{NAME}-rollout-latency")
+    code, out, err = run(capsys, "delete", NAME, "--dry-run", "--json")
+    assert code == 0, err
+    assert f"rollout alarm {ERRORS}" in out and f"{NAME}-rollout-latency" not in out
+    code, _, err = run(capsys, "delete", NAME, "--yes")
+    assert code == 0, err
+    assert f"rollout alarm {ERRORS}" in err
+    assert alarms_left() == [f"{NAME}-rollout-latency"]  # not peagle's: kept
+
+
+def test_gc_removes_the_rollout_alarm_of_an_endpoint_that_is_gone(
+    rw: Any, capsys: Any, sagemaker_harness: Any, monkeypatch: Any
+) -> None:
+    interrupt_twice(rw, capsys, sagemaker_harness, monkeypatch)
+    foreign_alarm(f"{NAME}-rollout-latency")
+    boto3.client("sagemaker").delete_endpoint(EndpointName=NAME)  # by hand, not by peagle
+    sagemaker_harness.clock.advance(3600)  # older than gc's --min-age
+    code, out, err = run(capsys, "gc", "--dry-run")
+    assert code == 0, err
+    assert f"rollout alarm {ERRORS}" in out + err
+    code, _, err = run(capsys, "gc", "--yes")
+    assert code == 0, err
+    assert alarms_left() == [f"{NAME}-rollout-latency"]
