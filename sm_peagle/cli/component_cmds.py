@@ -21,6 +21,11 @@ def render_update(result: Any) -> None:
             else ", ".join(result.changes)
         )
         typer.echo(f"{result.endpoint}: would change {what} (dry run: nothing changed)")
+        planned = getattr(result, "rollout", None)
+        if planned is not None:  # the rollout it would run, from the live fleet
+            shares = ", ".join(f"{s['share']:.0%} for {s['bake_s']}s" for s in planned.steps)
+            alarms = ", ".join(planned.alarms) or "none"
+            typer.echo(f"would roll out {planned.strategy}: {shares}; rollback alarms: {alarms}")
         return
     if not result.changed:
         return  # the SDK's note already said `no changes: …; nothing sent` (one line)

@@ -57,7 +57,7 @@ class RolloutReport:
         phases: the phases seen, in order ("provisioning", "canary bake", "final bake",
             "rolling back").
         unverified_bakes: the bakes (1-based) that saw no invocation on the new fleet.
-        outcome: "completed" or "rolled-back".
+        outcome: "completed", "rolled-back", or "planned" (`update --dry-run`).
         deployment_config: the DeploymentConfig sent (None: a plain update).
         new_config: the endpoint config the rollout moved to.
     """
@@ -214,6 +214,36 @@ def prepare_rollout(
     for alarm in rp.alarms:
         _check_shapes("cloudwatch", "PutMetricAlarm", alarm)
     return rp
+
+
+def planned_rollout(lc: Any, plan: Any) -> RolloutReport | None:
+    """What `update --dry-run` would roll out (outcome "planned"), from the same live
+    facts and checks as the update itself; None without a rollout. Reads only."""
+    from .resources import tagged_requests
+
+    if plan.spec.endpoint.rollout is None:
+        return None
+    current = lc.sm.describe_endpoint(EndpointName=plan.names["endpoint"])
+    rp = prepare_rollout(lc, plan, current, tagged_requests(plan)[1])
+    if rp is None:
+        return None
+    return RolloutReport(
+        rp.strategy,
+        steps=[s.to_dict() for s in rp.steps],
+        alarms=list(rp.alarm_names),
+        notes=list(rp.notes),
+        outcome="planned",
+        deployment_config=rp.deployment_config,
+        new_config=rp.new_config,
+    )
+
+
+def unused(plan: Any) -> str:
+    """What an update with nothing to change says of the rollout it was given: it moves
+    nothing, and it is not kept (the endpoint's tags never carry it)."""
+    if plan.spec.endpoint.rollout is None:
+        return ""
+    return " (the rollout applies only to an update that changes what runs)"
 
 
 def _provisioning_s(variant: dict[str, Any]) -> float:

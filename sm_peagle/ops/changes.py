@@ -520,6 +520,7 @@ class ChangeOps(Session):
         """A one-model endpoint (or a component endpoint's top level): its spec re-planned
         with the options, a new model and config, UpdateEndpoint."""
         from ..lifecycle.resolve import plan
+        from ..lifecycle.rollout import planned_rollout, unused
         from ..lifecycle.spec_tags import deployed_spec
         from ..planning.components.change import refuse_top_level_change
         from ..planning.meaning import changed_values, same_meaning
@@ -544,9 +545,8 @@ class ChangeOps(Session):
         new = plan(build_spec(None, None, options, base=base))
         if new.names["endpoint"] != name:
             # The name only when the spec would not give this one (the default name says the
-            # mode): set on a spec that names it by default, it changes the spec's hash, and
-            # with it the config and model names: an update with nothing to change then
-            # made a new model and config.
+            # mode): set on a spec that names it by default, it changes the hash and with it
+            # the names: an update with nothing to change then made a new model and config.
             options = dataclasses.replace(options, name=name)
             new = plan(build_spec(None, None, options, base=base))
         new.raise_for_failures()
@@ -562,7 +562,7 @@ class ChangeOps(Session):
             monitored = self._update_monitoring(lc, name, asked, live, confirm, dry_run)
             if monitored is not None:
                 return monitored
-            self._say(f"no changes: {name} already runs this spec; nothing sent")
+            self._say(f"no changes: {name} already runs this spec; nothing sent{unused(asked)}")
             return UpdateResult(
                 "endpoint",
                 name,
@@ -582,6 +582,7 @@ class ChangeOps(Session):
                 endpoint_config=new.names["endpoint_config"],
                 speculative_config=new.speculative_config,
                 dry_run=True,
+                rollout=planned_rollout(lc, new),
             )
         if confirm is not None:
             confirm(f"Update {name} ({', '.join(changes) or 'no change'})?")

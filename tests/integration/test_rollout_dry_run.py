@@ -1,0 +1,47 @@
+"""`update --dry-run` with a rollout shows the rollout it would run, planned from the live
+fleet, and sends nothing that changes anything; an update with nothing to change says the
+rollout it was given moved nothing (the endpoint's tags never carry a rollout)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.integration.lifecycle_env import run
+from tests.integration.test_rollout import NAME, deploy, mutating, rw
+
+__all__ = ["rw"]  # the fixture, used by name
+
+
+def test_a_dry_run_shows_the_canary_it_would_send_and_changes_nothing(rw: Any, capsys: Any) -> None:
+    deploy(rw, capsys, count=4)
+    code, out, err = run(capsys, "update", NAME, "-k", "5", "--rollout", "canary", "--bake", "5m",
+                         "--dry-run", "--json")  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)["rollout"]
+    assert doc["outcome"] == "planned" and doc["strategy"] == "canary"
+    # CanarySize: one instance of the live four; 300 s bake, the final bake the same.
+    routing = doc["deployment_config"]["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"]
+    assert routing == {"Type": "CANARY", "WaitIntervalInSeconds": 300,
+                       "CanarySize": {"Type": "INSTANCE_COUNT", "Value": 1}}  # fmt: skip
+    assert doc["deployment_config"]["BlueGreenUpdatePolicy"]["TerminationWaitInSeconds"] == 300
+    assert [s["share"] for s in doc["steps"]] == [0.25, 1.0]
+    assert mutating(rw) == []
+    code, out, _ = run(capsys, "update", NAME, "-k", "5", "--rollout", "canary", "--dry-run")
+    assert "would roll out canary: 25% for 600s, 100% for 600s" in out  # the default bake
+    assert mutating(rw) == []
+
+
+def test_a_one_instance_canary_dry_run_is_exit_2_like_the_update(rw: Any, capsys: Any) -> None:
+    deploy(rw, capsys, count=1)
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--rollout", "canary", "--dry-run")
+    assert code == 2 and "--rollout all-at-once" in err, err
+    assert mutating(rw) == []
+
+
+def test_nothing_to_change_says_the_rollout_moved_nothing(rw: Any, capsys: Any) -> None:
+    deploy(rw, capsys)
+    code, _, err = run(capsys, "update", NAME, "--rollout", "canary", "--yes")
+    assert code == 0, err
+    assert "nothing sent (the rollout applies only to an update that changes what runs)" in err
+    assert mutating(rw) == []
