@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import Param, SpecError, text
 from ..planning.rollout import ROLLOUT_TAG, RolloutPlan, plan_rollout
+from ..planning.steps.rollout import provisioning_allowance
 
 __all__ = [
     "ROLLOUT_ALARM",
@@ -202,7 +203,7 @@ def prepare_rollout(
         threshold=plan.monitoring.threshold if plan.monitoring is not None else None,
         live_acceptance=acceptance,
         live_latency_p90_ms=latency,
-        provisioning_s=_provisioning_s(new),
+        provisioning_s=provisioning_allowance(config_req),
         tags=user_tags,
     )
     rp.notes[:0] = notes
@@ -244,15 +245,6 @@ def unused(plan: Any) -> str:
     if plan.spec.endpoint.rollout is None:
         return ""
     return " (the rollout applies only to an update that changes what runs)"
-
-
-def _provisioning_s(variant: dict[str, Any]) -> float:
-    """How long a new fleet may take to come up: the variant's download and health-check
-    windows (AWS's defaults when unset), as the plain update's own wait allows."""
-    return float(
-        variant.get("ModelDataDownloadTimeoutInSeconds", 3600)
-        + variant.get("ContainerStartupHealthCheckTimeoutInSeconds", 3600)
-    )
 
 
 def _check_shapes(service: str, operation: str, request: dict[str, Any]) -> None:

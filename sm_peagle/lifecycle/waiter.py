@@ -63,13 +63,11 @@ def parse_duration(text: str, field: str | None = None) -> float:
 
 
 def default_timeout(create_config: dict[str, Any]) -> float:
-    """Download + health-check windows of the variant, plus margin for provisioning."""
-    v = create_config["ProductionVariants"][0]
-    return (
-        v.get("ModelDataDownloadTimeoutInSeconds", 3600)
-        + v.get("ContainerStartupHealthCheckTimeoutInSeconds", 3600)
-        + 15 * 60
-    )
+    """Download + health-check windows of the variant, plus margin for provisioning (the
+    same allowance a rollout's execution timeout gives each new fleet)."""
+    from ..planning.steps.rollout import provisioning_allowance
+
+    return provisioning_allowance(create_config)
 
 
 def wait_for_endpoint(

@@ -45,3 +45,17 @@ def test_nothing_to_change_says_the_rollout_moved_nothing(rw: Any, capsys: Any) 
     assert code == 0, err
     assert "nothing sent (the rollout applies only to an update that changes what runs)" in err
     assert mutating(rw) == []
+
+
+def test_plan_and_the_update_send_the_same_policy(rw: Any, capsys: Any) -> None:
+    """`plan` shows the policy for the spec's instance count, the update sends it for the
+    live fleet: the same fleet gives the same BlueGreenUpdatePolicy, its execution timeout
+    included (one provisioning allowance for both)."""
+    deploy(rw, capsys, count=4)
+    args = ("-k", "5", "--rollout", "canary", "--bake", "5m")
+    code, out, err = run(capsys, "plan", "gpt-oss-20b", "--instance-count", "4", *args, "--json")
+    assert code == 0, err
+    planned = json.loads(out)["rollout"]["deployment_config"]["BlueGreenUpdatePolicy"]
+    code, out, err = run(capsys, "update", NAME, *args, "--dry-run", "--json")
+    assert code == 0, err
+    assert json.loads(out)["rollout"]["deployment_config"]["BlueGreenUpdatePolicy"] == planned

@@ -22,8 +22,8 @@ __all__ = ["add_rollout", "provisioning_allowance"]
 
 def provisioning_allowance(create_config: dict[str, Any]) -> float:
     """How long a new fleet may take to come up: the variant's download and health-check
-    windows plus 15 minutes, the allowance update's waiter gives a new endpoint
-    (lifecycle/waiter.default_timeout, which planning cannot import)."""
+    windows plus 15 minutes: the allowance the update's waiter gives a new endpoint too
+    (lifecycle/waiter.default_timeout), so the plan and the update send the same timeout."""
     v = create_config["ProductionVariants"][0]
     return float(
         v.get("ModelDataDownloadTimeoutInSeconds", 3600)
