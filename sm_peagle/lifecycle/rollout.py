@@ -159,6 +159,24 @@ def _monitored(aws: Any, endpoint: str, notes: list[str]) -> bool:
         return False
 
 
+def _threshold(aws: Any, plan: Any) -> float | None:
+    """The "stops paying" threshold the speculation alarm starts from: the spec's own
+    (`monitoring.threshold`), else the one the live alarm was given by a spec (its
+    `peagle:threshold` tag says "spec"), else None (the default for the new K)."""
+    from ..planning.monitoring import THRESHOLD_TAG
+    from .monitoring_read import peagle_alarm
+
+    if plan.spec.monitoring is not None and plan.spec.monitoring.threshold is not None:
+        return float(plan.spec.monitoring.threshold)
+    try:
+        found = peagle_alarm(aws.client("cloudwatch"), plan.names["endpoint"])
+    except Exception:  # unreadable tags: the default for K, as a fresh alarm would have
+        return None
+    if found is not None and found[1].get(THRESHOLD_TAG) == "spec":
+        return float(found[0]["Threshold"])
+    return None
+
+
 def prepare_rollout(
     lc: Any, plan: Any, current: dict[str, Any], config_req: dict[str, Any]
 ) -> RolloutPlan | None:
@@ -200,7 +218,7 @@ def prepare_rollout(
         pools=bool(plan.spec.endpoint.fallback_instance_types),
         k=k,
         monitored=monitored,
-        threshold=plan.monitoring.threshold if plan.monitoring is not None else None,
+        threshold=_threshold(lc.aws, plan) if monitored else None,
         live_acceptance=acceptance,
         live_latency_p90_ms=latency,
         provisioning_s=provisioning_allowance(config_req),

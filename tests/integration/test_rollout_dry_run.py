@@ -59,3 +59,32 @@ def test_plan_and_the_update_send_the_same_policy(rw: Any, capsys: Any) -> None:
     code, out, err = run(capsys, "update", NAME, *args, "--dry-run", "--json")
     assert code == 0, err
     assert json.loads(out)["rollout"]["deployment_config"]["BlueGreenUpdatePolicy"] == planned
+
+
+def test_a_threshold_the_spec_gave_the_live_alarm_is_where_the_canary_starts(
+    rw: Any, capsys: Any, sagemaker_harness: Any, tmp_path: Any
+) -> None:
+    """The endpoint's alarm was given 1.9 by its spec (`monitoring.threshold`); an update
+    without a monitoring section keeps that rule for the new fleet: the canary fails below
+    the higher of 1.9 and half the live gain (1 + 0.5 x (2.4 - 1) = 1.7), mixed with the
+    live fleet's 2.4 at the canary's share 1/2: 0.5 x 1.9 + 0.5 x 2.4 = 2.15. (K=5's default,
+    1.3, would give 0.5 x 1.7 + 0.5 x 2.4 = 2.05.)"""
+    from tests.integration.test_rollout import seed_live, traffic
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "model: gpt-oss-20b\n"
+        "monitoring: {enabled: true, threshold: 1.9}\n"
+        "endpoint: {instance_count: 2}\n"
+    )
+    code, _, err = run(capsys, "apply", "-f", str(spec), "--yes")
+    assert code == 0, err
+    seed_live(sagemaker_harness, 2.4)
+    traffic(sagemaker_harness)
+    rw.requests.clear()
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--rollout", "canary", "--bake", "5m",
+                       "--yes")  # fmt: skip
+    assert code == 0, err
+    [put] = [p for p in rw.sent("PutMetricAlarm") if p["AlarmName"].endswith("-speculation")
+             and "-rollout-" in p["AlarmName"]]  # fmt: skip
+    assert put["Threshold"] == 2.15
