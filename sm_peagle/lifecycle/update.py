@@ -205,6 +205,11 @@ def _settle(
             _switch_over(lc, arn, config_req, old_config, old_models, name, op, removed)
             remove_rollout_alarms(lc, created, name)
             return True
+        if _mixed(lc, name, settled):  # both fleets serve: neither set may go
+            remove_rollout_alarms(lc, created, name)
+            lc.say(f"kept {new_config} and its models, and {old_config}: {name} is "
+                   "UpdateRollbackFailed, a mix of the old and new fleets serves")  # fmt: skip
+            return False
         lc.rollback(created, name, op=op)
         return False
     except Interrupted:
@@ -236,6 +241,16 @@ def _settle(
             region=getattr(lc.aws, "region", None),
             note=note,
         ) from stop
+
+
+def _mixed(lc: Any, name: str, settled: dict[str, Any]) -> bool:
+    """The endpoint is UpdateRollbackFailed: "Both the rolling deployment and auto-rollback
+    failed. Your endpoint is in service with a mix of the old and new endpoint
+    configurations" (botocore's model), so the new config and models are in use."""
+    if not settled:  # the wait gave up on a bad status: read it once
+        with contextlib.suppress(Exception):
+            settled = lc.sm.describe_endpoint(EndpointName=name)
+    return settled.get("EndpointStatus") == "UpdateRollbackFailed"
 
 
 def _unmarked(lc: Any, arn: str) -> list[dict[str, str]]:

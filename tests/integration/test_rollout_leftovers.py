@@ -51,3 +51,25 @@ def test_gc_removes_the_rollout_alarm_of_an_endpoint_that_is_gone(
     code, _, err = run(capsys, "gc", "--yes")
     assert code == 0, err
     assert alarms_left() == [f"{NAME}-rollout-latency"]
+
+
+def test_an_update_rollback_failed_endpoint_keeps_both_sets(
+    rw: Any, capsys: Any, sagemaker_harness: Any
+) -> None:
+    """UpdateRollbackFailed: "Both the rolling deployment and auto-rollback failed. Your
+    endpoint is in service with a mix of the old and new endpoint configurations" (botocore
+    1.44.8's EndpointStatus doc). The new config and model are in use, so the failed
+    update removes neither (nor the old ones), and says so; exit 1."""
+    from tests.integration.test_rollout import deploy, inventory
+
+    old = deploy(rw, capsys)
+    before = inventory()
+    sagemaker_harness.schedule_update(
+        NAME, ("Updating", "UpdateRollbackFailed"), failure_reason="rollback failed (test)"
+    )
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--yes")
+    assert code == 1, err
+    assert "UpdateRollbackFailed" in err.strip().splitlines()[-1]
+    assert "a mix of the old and new fleets serves" in err
+    configs, models = inventory()
+    assert old in configs and len(configs) == 2 and len(models) == len(before[1]) + 1
