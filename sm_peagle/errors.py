@@ -278,6 +278,8 @@ class RolloutRolledBack(DeploymentFailed):
         self.still_serving = still_serving
 
     def to_dict(self) -> dict:
+        """The error's document (`--json`): the base fields, and the rollout's: the alarm,
+        its reason, the phase and the config still serving."""
         return {
             **super().to_dict(),
             "alarm": self.alarm,
@@ -313,6 +315,8 @@ class RolloutUnverified(DeploymentFailed):
         self.rollout = rollout
 
     def to_dict(self) -> dict:
+        """The error's document (`--json`): the base fields, and the rollout's: the bakes
+        that saw no invocation and the config now serving."""
         return {
             **super().to_dict(),
             "unverified_bakes": self.unverified_bakes,
