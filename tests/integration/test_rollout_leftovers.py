@@ -73,3 +73,26 @@ def test_an_update_rollback_failed_endpoint_keeps_both_sets(
     assert "a mix of the old and new fleets serves" in err
     configs, models = inventory()
     assert old in configs and len(configs) == 2 and len(models) == len(before[1]) + 1
+
+
+def test_a_rollout_right_after_a_rolled_back_one_is_not_judged_by_its_alarms_history(
+    rw: Any, capsys: Any, sagemaker_harness: Any
+) -> None:
+    """Each rollout puts its `<endpoint>-rollout-*` alarms afresh. The last one's errors
+    alarm went to ALARM; its history stays under the name (as AWS keeps a deleted alarm's),
+    but a new alarm starts INSUFFICIENT_DATA: the next canary, started at once (no alarm
+    period has passed), bakes and completes."""
+    from tests.integration.test_rollout import deploy, traffic, trip_in_canary_bake
+
+    old = deploy(rw, capsys)
+    trip_in_canary_bake(sagemaker_harness, ERRORS)
+    code, _, _ = run(capsys, "update", NAME, "-k", "5", "--rollout", "canary", "--bake", "5m",
+                     "--yes")  # fmt: skip
+    assert code == 1  # rolled back by the tripped alarm
+    sagemaker_harness.clock.on_advance(lambda: None)  # (the trip fired once; it stays idle)
+    traffic(sagemaker_harness)
+    code, _, err = run(capsys, "update", NAME, "-k", "5", "--rollout", "canary", "--bake", "5m",
+                       "--yes")  # fmt: skip
+    assert code == 0, err
+    desc = boto3.client("sagemaker").describe_endpoint(EndpointName=NAME)
+    assert desc["EndpointConfigName"] != old

@@ -397,7 +397,18 @@ def render(rollout: Rollout, endpoint: Any, now: float) -> None:
 
 
 def _history(harness: Any, account: str, region: str) -> list[dict[str, Any]]:
-    return list(harness.alarms._history.get((account, region), []))
+    """The alarm history that speaks for the alarms as they are now: a StateUpdate of an
+    earlier alarm of the same name (deleted, then put again, as each rollout puts its
+    `<endpoint>-rollout-*` alarms afresh) is not the new alarm's. AWS keeps that history
+    under the name too; a new alarm starts INSUFFICIENT_DATA whatever the old one was.
+    By position, not time: on a frozen clock both can carry the same timestamp."""
+    items = list(harness.alarms._history.get((account, region), []))
+    born: dict[str, int] = {}  # each name's last "created" entry
+    for i, item in enumerate(items):
+        created = str(item.get("HistorySummary", "")).endswith(" created")
+        if item["HistoryItemType"] == "ConfigurationUpdate" and created:
+            born[item["AlarmName"]] = i
+    return [item for i, item in enumerate(items) if i >= born.get(item["AlarmName"], 0)]
 
 
 def _states(account: str, region: str) -> dict[str, str]:
