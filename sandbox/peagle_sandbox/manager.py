@@ -71,6 +71,11 @@ _DROP = (
 )
 
 
+# How long a new sandbox may take to answer: importing moto and binding is about 2 s, but
+# on two CPUs busy with real engines (two conformance modules at once) it took over 10 s.
+START_TIMEOUT_S = 30.0
+
+
 class SandboxError(PeagleError):
     """The sandbox could not be started, reached or stopped."""
 
@@ -289,7 +294,7 @@ def start(
     port: int | None = None,
     upstream: str | None = None,
     *,
-    timeout: float = 10.0,
+    timeout: float = START_TIMEOUT_S,
     engine: str | None = None,
     **timings: float | None,
 ) -> SandboxInfo:
@@ -302,7 +307,7 @@ def start_or_join(
     port: int | None = None,
     upstream: str | None = None,
     *,
-    timeout: float = 10.0,
+    timeout: float = START_TIMEOUT_S,
     engine: str | None = None,
     join: bool = True,
     **timings: float | None,
@@ -525,7 +530,7 @@ def ensure(**options: Any) -> Joined:
             options.get("port"),
             options.get("upstream"),
             Timings.of(options),
-            float(options.get("timeout") or 10.0),
+            float(options.get("timeout") or START_TIMEOUT_S),
             engine_args(engine),
         )
         return Joined(info, replaced=replaced, why=why)
