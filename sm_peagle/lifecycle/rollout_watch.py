@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import Call, DeploymentFailed, DeploymentTimeout, NotFound, text
+from ..errors import Call, DeploymentFailed, DeploymentTimeout, text
 from ..planning.rollout import RolloutPlan
-from .waiter import WaitState
+from .waiter import WaitState, describe_or_gone
 
 __all__ = [
     "Watch",
@@ -150,18 +150,12 @@ def watch_rollout(
     """Poll DescribeEndpoint until the update settles (InService, on either config); one
     line per phase change (`lc.say`). DeploymentFailed for Failed/UpdateRollbackFailed,
     DeploymentTimeout after `limit` seconds."""
-    from botocore.exceptions import ClientError
 
     w = seen if seen is not None else Watch()
     start = time.monotonic()
     interval, polls, last_status = lc.poll_initial, 0, None
     while True:
-        try:
-            desc = lc.sm.describe_endpoint(EndpointName=name)
-        except ClientError as e:
-            if "Could not find" in str(e):
-                raise NotFound(f"endpoint {name} does not exist (it was deleted)") from None
-            raise
+        desc = describe_or_gone(lc.sm, name)
         polls += 1
         status = desc["EndpointStatus"]
         pds = desc.get("PendingDeploymentSummary") or {}

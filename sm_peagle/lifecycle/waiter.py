@@ -70,6 +70,18 @@ def default_timeout(create_config: dict[str, Any]) -> float:
     return provisioning_allowance(create_config)
 
 
+def describe_or_gone(sm: Any, name: str) -> dict[str, Any]:
+    """DescribeEndpoint while waiting on it: NotFound when it was deleted meanwhile."""
+    from botocore.exceptions import ClientError
+
+    try:
+        return dict(sm.describe_endpoint(EndpointName=name))
+    except ClientError as e:
+        if "Could not find" in str(e):
+            raise NotFound(f"endpoint {name} does not exist (it was deleted)") from None
+        raise
+
+
 def wait_for_endpoint(
     sm: Any,
     name: str,
@@ -84,19 +96,13 @@ def wait_for_endpoint(
     clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, Any]:
     """Poll until `wanted`; raise DeploymentFailed / DeploymentTimeout otherwise."""
-    from botocore.exceptions import ClientError
 
     start = clock()
     interval = poll_initial
     polls = 0
     last_status = None
     while True:
-        try:
-            desc = sm.describe_endpoint(EndpointName=name)
-        except ClientError as e:
-            if "Could not find" in str(e):
-                raise NotFound(f"endpoint {name} does not exist (it was deleted)") from None
-            raise
+        desc = describe_or_gone(sm, name)
         polls += 1
         status = desc["EndpointStatus"]
         state = WaitState(

@@ -270,6 +270,12 @@ def _retained(variants: list[dict[str, Any]], old: list[dict[str, Any]],
     return out
 
 
+def _provisioning_s(harness: Any) -> float:
+    """How long a new fleet provisions: `provisioning_seconds`, else `updating_seconds`."""
+    prov = harness.provisioning_seconds
+    return float(harness.updating_seconds or 0.0 if prov is None else prov)
+
+
 def start_endpoint_rollout(
     harness: Any,
     key: Key,
@@ -305,9 +311,6 @@ def start_endpoint_rollout(
     if retain:
         variants = _retained(variants, endpoint.production_variants, excluded)
     now = harness.clock.now()
-    prov = harness.provisioning_seconds
-    if prov is None:
-        prov = harness.updating_seconds or 0.0
     rollout = Rollout(
         key=key,
         old_config=endpoint.endpoint_config_name,
@@ -318,7 +321,7 @@ def start_endpoint_rollout(
         deployment_config=dc,
         started=now,
         fleet=fleet,
-        provisioning_s=float(prov),
+        provisioning_s=_provisioning_s(harness),
         held=harness._rollout_held(),
         timeout_s=timeout,
         failure=failure,
@@ -489,9 +492,6 @@ def start_component_rollout(
         "UpdateInferenceComponent", request, fleet=fleet, alarms_region=(account, region),
         component=True,
     )  # fmt: skip
-    prov = harness.provisioning_seconds
-    if prov is None:
-        prov = harness.updating_seconds or 0.0
     now = harness.clock.now()
     return Rollout(
         key=(account, region, ic.name),
@@ -503,7 +503,7 @@ def start_component_rollout(
         deployment_config=dc,
         started=now,
         fleet=fleet,
-        provisioning_s=float(prov),
+        provisioning_s=_provisioning_s(harness),
         timeout_s=timeout,
         payload={"specification": specification or ic.specification, "copies": fleet},
     )
