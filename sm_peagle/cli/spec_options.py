@@ -146,6 +146,26 @@ BakeOpt = Annotated[
     ),
 ]
 
+TtlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ttl",
+        metavar="DURATION|TIME",
+        help="Delete the endpoint after this long (4h, 90m, 1d) or at this UTC time "
+        "(2026-12-01T18:00Z), by an EventBridge Scheduler schedule: no peagle process runs "
+        "(spec `endpoint.ttl`; 15 minutes at least).",
+    ),
+]
+TtlRoleOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ttl-role",
+        metavar="ARN",
+        help="The role the expiry schedule runs as, instead of the one peagle makes "
+        "(it must trust scheduler.amazonaws.com and allow sagemaker:DeleteEndpoint).",
+    ),
+]
+
 
 @dataclass(frozen=True)
 class SpecOption:
@@ -214,6 +234,8 @@ SPEC_OPTIONS: tuple[SpecOption, ...] = (
     SpecOption("monitor", MonitorOpt),
     SpecOption("rollout", RolloutOpt),
     SpecOption("bake", BakeOpt),
+    SpecOption("ttl", TtlOpt),
+    SpecOption("ttl_role", TtlRoleOpt),
 )
 
 

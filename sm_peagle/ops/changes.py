@@ -336,6 +336,8 @@ class ChangeOps(Session):
         monitor: bool | None = None,
         rollout: str | Mapping[str, Any] | RolloutSpec | None = None,
         bake: str | float | None = None,
+        ttl: str | float | None = None,
+        ttl_role: str | None = None,
         timeout: str | float | None = None,
         confirm: Confirm | None = None,
         dry_run: bool = False,
@@ -352,8 +354,7 @@ class ChangeOps(Session):
         - `component=..., copies=N`: UpdateInferenceComponentRuntimeConfig (0 scales to
           zero).
 
-        An update whose requests equal the deployed ones (`k=3` where K is the default 3)
-        sends nothing and leaves the tags as they are.
+        An update whose requests equal the deployed ones sends nothing, tags untouched.
 
         Args:
             name: the endpoint.
@@ -364,10 +365,9 @@ class ChangeOps(Session):
             component: the inference component to change: its K or mode, or `copies`.
             copies: the copies `component` keeps (0 scales it to zero). Unlike `deploy`'s
                 `copies`, it changes one component's running copy count.
-            k_schedule: … `scale_in_cooldown_minutes`: any other spec option (as
-                `SpecOptions` documents them) for a one-model endpoint; `name`,
-                `components` and `region` cannot change in place, so `update` does not
-                take them (the endpoint is in the client's region).
+            k_schedule: … `ttl_role`: any other spec option (`SpecOptions` documents
+                them) for a one-model endpoint; `name`, `components` and `region` cannot
+                change in place, so `update` does not take them.
             timeout: give up waiting after this long: "2h", "90m" or seconds.
             confirm: asked with what would change; it raises to stop.
             dry_run: read what is deployed, plan the change and return what would change,

@@ -174,6 +174,8 @@ class DeployOps(Session):
         monitor: bool | None = None,
         rollout: str | Mapping[str, Any] | RolloutSpec | None = None,
         bake: str | float | None = None,
+        ttl: str | float | None = None,
+        ttl_role: str | None = None,
         allow_live: bool | None = None,
         jumpstart_spec: dict | None = None,
         jumpstart_source: str | None = None,
@@ -250,6 +252,8 @@ class DeployOps(Session):
         monitor: bool | None = None,
         rollout: str | Mapping[str, Any] | RolloutSpec | None = None,
         bake: str | float | None = None,
+        ttl: str | float | None = None,
+        ttl_role: str | None = None,
         wait: bool = True,
         timeout: str | float | None = None,
         keep_on_failure: bool = False,
@@ -352,6 +356,8 @@ class DeployOps(Session):
         monitor: bool | None = None,
         rollout: str | Mapping[str, Any] | RolloutSpec | None = None,
         bake: str | float | None = None,
+        ttl: str | float | None = None,
+        ttl_role: str | None = None,
     ) -> ApplyPlan:
         """How the live endpoint differs from the spec; changes nothing. "noop" when the
         spec sends the requests the deployed one sends (defaults filled in), however it
@@ -410,6 +416,8 @@ class DeployOps(Session):
         monitor: bool | None = None,
         rollout: str | Mapping[str, Any] | RolloutSpec | None = None,
         bake: str | float | None = None,
+        ttl: str | float | None = None,
+        ttl_role: str | None = None,
         dry_run: bool = False,
         timeout: str | float | None = None,
         confirm: Confirm | None = None,

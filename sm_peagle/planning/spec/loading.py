@@ -62,6 +62,8 @@ KEYWORDS: dict[str, str] = {
     "endpoint.rollout.bake": "bake",
     "endpoint.rollout.size": "rollout",
     "endpoint.rollout.strategy": "rollout",
+    "endpoint.ttl": "ttl",
+    "endpoint.ttl_role": "ttl_role",
     "region": "region",
     "role": "role",
     "speculative.mode": "mode",

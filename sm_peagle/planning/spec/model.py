@@ -244,6 +244,34 @@ class EndpointSpec(_Strict):
     )
     # How the next update moves traffic (planning/rollout.py); outside the spec hash and tags.
     rollout: RolloutSpec | None = None
+    # When the endpoint deletes itself (planning/expiry.py); outside the spec hash and tags:
+    # the live schedule and the endpoint's `peagle:expires` tag are its record.
+    ttl: str | int | None = Field(
+        default=None,
+        description="Delete the endpoint after this long (4h, 90m, 1d) or at this UTC time "
+        "(2026-12-01T18:00Z), by an EventBridge Scheduler schedule: no peagle process runs.",
+    )
+    ttl_role: str | None = Field(
+        default=None,
+        description="The role the expiry schedule runs as (default: peagle-ttl-deleter, made "
+        "and reused by peagle); it must trust scheduler.amazonaws.com.",
+    )
+
+    @field_validator("ttl")
+    @classmethod
+    def _ttl(cls, v: str | int | None) -> str | int | None:
+        if v is not None:
+            from ..expiry import parse_expiry
+
+            parse_expiry(v)
+        return v
+
+    @field_validator("ttl_role")
+    @classmethod
+    def _ttl_role(cls, v: str | None) -> str | None:
+        if v is not None and not ROLE_ARN_RE.match(v):
+            raise ValueError(f"{v!r} is not an IAM role ARN (arn:aws:iam::123456789012:role/…)")
+        return v
 
     @field_validator("fallback_instance_types")
     @classmethod
@@ -521,6 +549,9 @@ class DeploymentSpec(_Strict):
         data.pop("monitoring", None)
         # So is the rollout: it says how the next update changes the endpoint, not what runs.
         data["endpoint"].pop("rollout", None)
+        # So is the expiry: the schedule and the endpoint's tag are its record.
+        data["endpoint"].pop("ttl", None)
+        data["endpoint"].pop("ttl_role", None)
         # Hosting fields at their defaults hash as before they existed, so endpoints an
         # older peagle deployed show no drift.
         if data.get("inference_components") is None:

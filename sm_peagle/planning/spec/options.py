@@ -83,6 +83,9 @@ class SpecOptions:
             mapping or a `RolloutSpec` sets the whole section
             (`{"strategy": "canary", "rollback_on": ["speculation"]}`).
         bake: how long each rollout step bakes while the alarms watch ("10m", 600).
+        ttl: delete the endpoint after this long ("4h") or at this UTC time
+            ("2026-12-01T18:00Z"), by an EventBridge Scheduler schedule (`endpoint.ttl`).
+        ttl_role: the role that schedule runs as (default: peagle's own).
     """
 
     instance_type: str | None = None
@@ -121,6 +124,8 @@ class SpecOptions:
     # "canary:1": endpoint.rollout.strategy and .size; a mapping or RolloutSpec: all of it
     rollout: str | Mapping[str, Any] | RolloutSpec | None = None
     bake: str | float | None = None  # endpoint.rollout.bake
+    ttl: str | float | None = None  # endpoint.ttl: "4h", "2026-12-01T18:00Z"
+    ttl_role: str | None = None  # endpoint.ttl_role
 
     @classmethod
     def from_keywords(cls, options: dict[str, Any]) -> SpecOptions:
@@ -175,6 +180,8 @@ class SpecOptions:
             "inference_components.scale_in.cooldown_minutes": self.scale_in_cooldown_minutes,
             "monitoring.enabled": self.monitor,
             **rollout_overrides(self.rollout, self.bake),
+            "endpoint.ttl": self.ttl,
+            "endpoint.ttl_role": self.ttl_role,
         }
 
     def _component_options_given(self) -> bool:

@@ -91,7 +91,8 @@ def spec_tag_list(spec: DeploymentSpec) -> list[dict[str, str]]:
     # rollout says how the next update changes the endpoint, not what runs on it.
     data = spec.model_dump(mode="json", exclude_defaults=True, exclude={"monitoring"})
     endpoint = data.get("endpoint", {})
-    endpoint.pop("rollout", None)
+    for key in ("rollout", "ttl", "ttl_role"):  # how it changes and when it goes: not what runs
+        endpoint.pop(key, None)
     if not endpoint:  # only the rollout was set there: tags as if it never was
         data.pop("endpoint", None)
     return [{"Key": k, "Value": v} for k, v in encode_spec(data).items()]
