@@ -91,6 +91,7 @@ def _render_healthy(name: str, st: Any) -> None:
     if (row := speculation_row(st)) is not None:
         rows.append(row)
     rows += [["age", f"{(st.age_seconds or 0) // 60} min"], ["cost", price]]
+    rows += spend_rows(st)
     if st.autoscaling:
         a = st.autoscaling
         rows.append(["autoscaling", f"min {a['min']} / max {a['max']}"])
@@ -132,27 +133,59 @@ def _components_table(endpoint: str, comps: list[Any]) -> object:
     )
 
 
+IdleOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--idle",
+        metavar="DURATION",
+        help="Only endpoints with no invocations over this window (2h, 1d): InService for "
+        "all of it and no AWS/SageMaker Invocations on any variant or inference component, "
+        "on AWS's clock.",
+    ),
+]
+
+
 def ls_command(
     all_: Annotated[
         bool, typer.Option("--all", help="Include endpoints not made by peagle.")
     ] = False,
+    idle: IdleOpt = None,
     region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """List endpoints managed by peagle (by tag)."""
+    """List endpoints managed by peagle (by tag), with an estimate of what each has cost
+    so far and would cost over 30 days at its current size."""
     from .context import client
 
-    rows = client(region).ls(include_unmanaged=all_)
-    current().result(rows, render=lambda rows: _render_ls(rows, all_))
+    rows = client(region).ls(include_unmanaged=all_, idle=idle)
+    current().result(rows, render=lambda rows: _render_ls(rows, all_, idle))
 
 
-def _render_ls(rows: list[Any], all_: bool) -> None:
+def _usd(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.2f}"
+
+
+def spend_rows(st: Any) -> list[list[str]]:
+    """`status`'s spend rows: the estimate so far and over 30 days, and its basis."""
+    if st.spend_note is None:
+        return []
+    return [
+        ["spend so far (estimate)", _usd(st.spend_usd)],
+        ["30 days at this size (estimate)", _usd(st.projected_30d_usd)],
+        ["spend basis", st.spend_note],
+    ]
+
+
+def _render_ls(rows: list[Any], all_: bool, idle: str | None = None) -> None:
     """A table titled with where the endpoints were listed ([AWS], or a plugin target's
-    label)."""
+    label), then how the spend was estimated."""
     label = f"[{current().label}]"
     if not rows:
         more = "" if all_ else " (--all shows every endpoint)"
-        typer.echo(f"{label} no peagle endpoints{more}")
+        if idle:
+            typer.echo(f"{label} no endpoints idle for {idle}{more}")
+        else:
+            typer.echo(f"{label} no peagle endpoints{more}")
         return
 
     from rich.markup import escape
@@ -163,10 +196,11 @@ def _render_ls(rows: list[Any], all_: bool) -> None:
         names = [component_short_name(r.endpoint, c) for c in r.components]
         return ", ".join(names) or "-"
 
+    title = escape(label) + (f" idle for {idle}" if idle else "")
     console().print(
         table(
-            escape(label),
-            ["endpoint", "status", "created", "peagle", "components"],
+            title,
+            ["endpoint", "status", "created", "peagle", "components", "spend*", "30 d*"],
             [
                 [
                     r.endpoint,
@@ -174,11 +208,20 @@ def _render_ls(rows: list[Any], all_: bool) -> None:
                     r.created[:19],
                     "yes" if r.managed else "no",
                     short(r),
+                    _usd(r.spend_usd),
+                    _usd(r.projected_30d_usd),
                 ]
                 for r in rows
             ],
         )
     )
+    note(
+        "* estimates: on-demand catalog price x instances x hours since creation on AWS's "
+        "clock (30 d: at the current size); `peagle status NAME` says what each cannot see"
+    )
+    for r in rows:
+        if r.spend_usd is None and r.spend_note:
+            note(f"{r.endpoint}: spend {r.spend_note}")
 
 
 def logs_command(
@@ -311,6 +354,16 @@ def gc_command(
         ),
     ] = None,
     force: GcForceOpt = False,
+    idle: Annotated[
+        str | None,
+        typer.Option(
+            "--idle",
+            metavar="DURATION",
+            help="Instead: delete the endpoints with no invocations over this window (24h, "
+            "1d; as `ls --idle` lists them) that `delete` would delete without --force, "
+            "each as `delete` does. Never one without the peagle:managed tag.",
+        ),
+    ] = None,
     yes: YesOpt = False,
     region: RegionOpt = None,
     json_out: JsonOpt = False,
@@ -318,7 +371,8 @@ def gc_command(
     """Delete what peagle made that no finished deployment uses: endpoints whose deploy
     never completed or whose config or model is missing, inference components whose
     endpoint is gone, then endpoint configs and models nothing uses. What an operation
-    that may still be running made is left alone; adopted resources are never touched."""
+    that may still be running made is left alone; adopted resources are never touched.
+    With --idle, the idle peagle endpoints instead."""
     from .context import client
 
     result = client(region).gc(
@@ -327,12 +381,15 @@ def gc_command(
         operation=operation,
         force=force,
         confirm=asker(yes),
+        idle=idle,
     )
-    current().result(result, render=lambda r: _render_gc(r, dry_run, min_age))
+    current().result(result, render=lambda r: _render_gc(r, dry_run, min_age, idle))
 
 
-def _render_gc(result: Any, dry_run: bool, min_age: str) -> None:
+def _render_gc(result: Any, dry_run: bool, min_age: str, idle: str | None = None) -> None:
     names, young = result.orphans, result.skipped_young
+    for ep, why in result.idle_kept.items():
+        note(f"left {ep}, idle: {why}")
     verb = "would delete" if dry_run else "deleted"
     for n in names:
         why = result.endpoints.get(n)
@@ -351,7 +408,7 @@ def _render_gc(result: Any, dry_run: bool, min_age: str) -> None:
             f"`{finish}` waits for it and finishes it"
         )
     if not names and not result.finished and not result.settling:
-        typer.echo("nothing to collect")
+        typer.echo(f"no peagle endpoint idle for {idle}" if idle else "nothing to collect")
 
     for op, held in result.running.items():
         remove = render(Suggestion.of("gc", operation=op, force=True, yes=True))

@@ -69,7 +69,11 @@ class EndpointOps(Session):
             S3 URIs of its weights (`model_data`) and other data sources
             (`additional_data`, channel -> URI: the drafter's is `eagle`), age and $/h,
             and (`speculation`) peagle's alarm state and the last hour's acceptance when
-            monitoring is on (one DescribeAlarms; GetMetricData only with the alarm).
+            monitoring is on (one DescribeAlarms; GetMetricData only with the alarm), and
+            an estimate of its spend so far and over 30 days at its current size
+            (`spend_usd`, `projected_30d_usd`, `spend_note`: on-demand catalog price x
+            instances x hours on AWS's clock, following DescribeScalingActivities; None
+            when peagle has no price for its type in its region).
 
         Raises:
             SpecError: `name` is not a SageMaker name (nothing is sent).
@@ -89,23 +93,39 @@ class EndpointOps(Session):
             from ..lifecycle.rollout_watch import rollout_status
 
             doc["rollout"] = rollout_status(ctx, name, sm.describe_endpoint(EndpointName=name))
+        if not doc.get("problem"):
+            from .endpoints_spend import status_spend
+
+            doc.update(status_spend(ctx, name))
         return EndpointStatus.from_dict(doc)
 
-    def ls(self, *, include_unmanaged: bool = False) -> list[EndpointSummary]:
-        """The endpoints peagle manages, each with its inference components.
+    def ls(
+        self, *, include_unmanaged: bool = False, idle: str | float | None = None
+    ) -> list[EndpointSummary]:
+        """The endpoints peagle manages, each with its inference components and an estimate
+        of its spend so far and over 30 days at its current size.
 
         Args:
             include_unmanaged: list every endpoint of the region, not only those tagged
                 `peagle:managed`.
+            idle: only the endpoints without traffic over this window ("2h", "1d" or
+                seconds, at least a minute): InService for all of it (created and last
+                changed before it began) and no AWS/SageMaker Invocations on any variant
+                or inference component in it (one GetMetricData), on AWS's clock.
 
         Returns:
             One `EndpointSummary` per endpoint.
+
+        Raises:
+            SpecError: a malformed `idle`, or one under a minute (nothing is sent).
         """
         from ..lifecycle.inventory import list_endpoints
+        from .endpoints_spend import check_idle, listing
 
+        window = check_idle(idle)
         ctx = self._connect()
         rows = list_endpoints(ctx.client("sagemaker"), include_unmanaged=include_unmanaged)
-        return [EndpointSummary(**r) for r in rows]
+        return listing(ctx, rows, window)
 
     def _lifecycle(self, ctx: Any) -> Any:
         from ..lifecycle.manager import Lifecycle
@@ -183,6 +203,7 @@ class EndpointOps(Session):
         operation: str | None = None,
         force: bool = False,
         confirm: Confirm | None = None,
+        idle: str | float | None = None,
     ) -> GcResult:
         """Delete what peagle made that no finished deployment uses (`lifecycle.garbage`):
         endpoints whose deployment never completed or whose config or model is missing
@@ -201,20 +222,40 @@ class EndpointOps(Session):
             operation: only this operation's resources.
             force: with `operation`, even if that operation may still be running.
             confirm: asked before anything is deleted; it raises to stop.
+            idle: instead of the leftovers, delete the endpoints without traffic over
+                this window ("24h", "1d" or seconds; as `ls(idle=)` finds them) that
+                `delete` would delete without `force`, each as `delete` deletes it. An
+                endpoint without the peagle:managed tag, or hosting components peagle did
+                not create, is never deleted (`idle_kept` says why). `min_age` does not
+                apply.
 
         Returns:
             What was found, skipped, finished and deleted (nothing on a dry run).
 
         Raises:
-            SpecError: a malformed `min_age` or `operation`, or `force` without
-                `operation` (nothing is sent).
+            SpecError: a malformed `min_age`, `operation` or `idle`, `force` without
+                `operation`, or `idle` with `operation` (nothing is sent).
         """
         from ..lifecycle.components import deregister_component_scaling, split_components
         from ..lifecycle.garbage import find_garbage
         from ..lifecycle.monitoring_read import monitoring_label
         from ..lifecycle.operation import check_id
+        from .endpoints_spend import check_idle, gc_idle
 
         min_age_seconds = seconds(min_age, "min_age") or 0.0
+        window = check_idle(idle)
+        if window is not None and (operation is not None or force):
+            raise SpecError(
+                text(
+                    "{idle} deletes idle endpoints, not one operation's resources",
+                    idle=Param("idle"),
+                ),  # fmt: skip
+                remedy=text(
+                    "run {idle} and {op} as two commands", idle=Param("idle"), op=Param("operation")
+                ),
+                field="idle",
+                rule="idle without operation or force",
+            )
         if operation is not None:
             operation = check_id(operation)
         if force and operation is None:
@@ -230,6 +271,8 @@ class EndpointOps(Session):
                 rule="force needs an operation",
             )
         lc = self._lifecycle(self._connect())
+        if window is not None:
+            return gc_idle(lc, window, dry_run=dry_run, confirm=confirm)
         found = find_garbage(
             lc.sm, min_age_seconds=min_age_seconds, operation=operation, force=force, aws=lc.aws
         )

@@ -128,6 +128,12 @@ class EndpointStatus(DocumentResult):
         rollout: A deployment in progress (`new_config`, `strategy`, `phase`,
             `new_share`, `bake_started`, `bake_left_s`, `alarms` with their `state`), or
             None when none is pending.
+        spend_usd: An estimate of what it has cost since its creation (on-demand price x
+            instances x hours on AWS's clock, following its scaling history), or None
+            when the price is unknown (`spend_note` says why).
+        projected_30d_usd: An estimate of 30 days at its current size, or None likewise.
+        spend_note: How the estimate was made and what it cannot see, or why it is
+            unknown.
     """
 
     endpoint: str
@@ -159,6 +165,9 @@ class EndpointStatus(DocumentResult):
     fix: str | None = None
     speculation: dict[str, Any] | None = None
     rollout: dict[str, Any] | None = None
+    spend_usd: float | None = None
+    projected_30d_usd: float | None = None
+    spend_note: str | None = None
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> EndpointStatus:
@@ -250,6 +259,11 @@ class EndpointSummary:
         managed: Whether peagle manages it (tagged `peagle:managed`).
         spec_sha256: The hash of the spec it was deployed from, or None.
         components: The inference components it hosts (full names).
+        spend_usd: An estimate of what it has cost since its creation, or None when the
+            price is unknown (`spend_note` says why); as `EndpointStatus.spend_usd`.
+        projected_30d_usd: An estimate of 30 days at its current size, or None likewise.
+        spend_note: How the estimate was made and what it cannot see, or why it is
+            unknown.
     """
 
     endpoint: str
@@ -258,6 +272,9 @@ class EndpointSummary:
     managed: bool
     spec_sha256: str | None
     components: list[str] = field(default_factory=list)
+    spend_usd: float | None = None
+    projected_30d_usd: float | None = None
+    spend_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The row `peagle ls --json` prints for this endpoint."""
@@ -268,6 +285,14 @@ class EndpointSummary:
             "managed": self.managed,
             "spec_sha256": self.spec_sha256,
             "components": list(self.components),
+            **self._spend(),
+        }
+
+    def _spend(self) -> dict[str, Any]:
+        return {
+            "spend_usd": self.spend_usd,
+            "projected_30d_usd": self.projected_30d_usd,
+            "spend_note": self.spend_note,
         }
 
 
@@ -294,6 +319,9 @@ class GcResult:
         monitoring: The monitoring of endpoints that are gone: peagle's alarms,
             dashboards, log groups (by their tags), metric filters ("<group>:<filter>") and
             transformers (the group's name).
+        idle_kept: With `idle`: endpoint -> why an idle endpoint was left alone (`delete`
+            would refuse it without `force`: not peagle's, or it hosts components peagle
+            did not create). The idle endpoints deleted are in `endpoints`.
     """
 
     inference_components: list[str]
@@ -309,6 +337,7 @@ class GcResult:
     # flight, perhaps one interrupted twice); `peagle update NAME --yes` finishes it
     settling: dict[str, dict[str, str | None]] = field(default_factory=dict)
     monitoring: list[str] = field(default_factory=list)
+    idle_kept: dict[str, str] = field(default_factory=dict)
 
     @property
     def orphans(self) -> list[str]:
@@ -337,6 +366,7 @@ class GcResult:
             "monitoring": self.monitoring,
             "deleted": self.deleted,
             "dry_run": self.dry_run,
+            "idle_kept": self.idle_kept,
         }
 
 

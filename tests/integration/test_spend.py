@@ -1,0 +1,147 @@
+"""Spend so far and 30 days at the current size on `status` and `ls` (issue 39, item 3),
+checked by hand: an endpoint created at a fixed time on the harness's frozen clock, the
+clock moved on, and the figure worked out here from the catalog's price as the catalog's
+source publishes it (never computed by the code under test).
+
+The price: ml.g7e.2xlarge, $4.20/h on-demand in us-east-1 (AWS's blog, which
+sm_peagle/catalog/instances.py cites). peagle has no price for ml.g7e.4xlarge, and its
+price of ml.g7e.2xlarge is for us-east-1 only: those give "unknown", never a figure.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+
+import sm_peagle
+from peagle_sandbox.sandbox_clock import SandboxClock
+from tests.integration.lifecycle_env import REGION, World, run
+
+G7E_2XL_USD_PER_HOUR = 4.20  # AWS blog, us-east-1 (the catalog's source)
+T0 = 1796083200.0  # 2026-12-01T00:00:00Z: a whole second, as the Date header has
+MANAGED = [{"Key": "peagle:managed", "Value": "true"}]
+
+
+def sm(region: str = REGION) -> Any:
+    return boto3.client("sagemaker", region_name=region)
+
+
+def make_endpoint(
+    role: str,
+    name: str,
+    *,
+    instance: str = "ml.g7e.2xlarge",
+    count: int = 1,
+    managed: bool = True,
+    region: str = REGION,
+) -> None:
+    """A one-model endpoint of `count` x `instance`, tagged peagle:managed when `managed`,
+    InService when this returns."""
+    c = sm(region)
+    c.create_model(
+        ModelName=f"{name}-m", ExecutionRoleArn=role, PrimaryContainer={"Image": "x.dkr/img:1"}
+    )
+    c.create_endpoint_config(
+        EndpointConfigName=f"{name}-c",
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": f"{name}-m",
+                "InstanceType": instance,
+                "InitialInstanceCount": count,
+            }
+        ],
+    )
+    c.create_endpoint(
+        EndpointName=name, EndpointConfigName=f"{name}-c", Tags=MANAGED if managed else []
+    )
+    in_service(name, region)
+
+
+def in_service(name: str, region: str = REGION) -> None:
+    for _ in range(10):  # the harness moves a new endpoint on per describe
+        if sm(region).describe_endpoint(EndpointName=name)["EndpointStatus"] == "InService":
+            return
+    raise AssertionError(f"{name} never InService")
+
+
+@pytest.fixture
+def clock(sagemaker_harness: Any) -> SandboxClock:
+    sagemaker_harness.clock = SandboxClock(start=T0, frozen=True)
+    return sagemaker_harness.clock
+
+
+def test_spend_of_90_minutes_on_one_instance(
+    world: World, clock: SandboxClock, capsys: pytest.CaptureFixture
+) -> None:
+    """Created at T0, read 90 AWS minutes later: 1.5 h x 1 x $4.20 = $6.30 so far, and
+    720 h x 1 x $4.20 = $3,024.00 over 30 days; the same in `status`, `ls` and their
+    --json, labelled an estimate."""
+    make_endpoint(world.role_arn, "ep")
+    clock.advance(90 * 60)
+    client = sm_peagle.Client(region=REGION)
+
+    st = client.status("ep")
+    assert (st.spend_usd, st.projected_30d_usd) == (6.30, 3024.00)
+    assert st.spend_note.startswith("estimate: ")
+    (row,) = client.ls()
+    assert (row.spend_usd, row.projected_30d_usd) == (6.30, 3024.00)
+
+    code, out, err = run(capsys, "--json", "status", "ep")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert (doc["spend_usd"], doc["projected_30d_usd"]) == (6.30, 3024.00)
+    code, out, err = run(capsys, "--json", "ls")
+    assert code == 0, err
+    (listed,) = json.loads(out)
+    assert (listed["spend_usd"], listed["projected_30d_usd"]) == (6.30, 3024.00)
+    assert listed["spend_note"].startswith("estimate: ")
+
+    code, out, err = run(capsys, "status", "ep")
+    assert code == 0, err
+    assert "spend so far (estimate)" in out and "$6.30" in out and "$3,024.00" in out
+    code, out, err = run(capsys, "ls")
+    assert code == 0, err
+    assert "$6.30" in out and "$3,024.00" in out and "estimate" in out + err
+
+
+def test_spend_counts_every_instance_on_aws_s_clock(world: World, clock: SandboxClock) -> None:
+    """Two instances for 3 AWS hours: 2 x 3 h x $4.20 = $25.20; 30 days: 2 x 720 x $4.20.
+    The local clock has not moved: the hours are AWS's."""
+    make_endpoint(world.role_arn, "two", count=2)
+    clock.advance(3 * 3600)
+    st = sm_peagle.Client(region=REGION).status("two")
+    assert (st.spend_usd, st.projected_30d_usd) == (25.20, 6048.00)
+
+
+def test_unknown_type_is_unknown_never_another_type_s_price(
+    world: World, clock: SandboxClock, capsys: pytest.CaptureFixture
+) -> None:
+    """ml.g7e.4xlarge has no catalog price: spend and projection are None ("unknown"),
+    and the note says why; ml.g7e.2xlarge's $4.20 is not borrowed."""
+    make_endpoint(world.role_arn, "big", instance="ml.g7e.4xlarge")
+    clock.advance(3600)
+    st = sm_peagle.Client(region=REGION).status("big")
+    assert (st.spend_usd, st.projected_30d_usd) == (None, None)
+    assert st.spend_note.startswith("unknown: ") and "ml.g7e.4xlarge" in st.spend_note
+    code, out, err = run(capsys, "ls")
+    assert code == 0, err
+    assert "unknown" in out and "$" not in out
+
+
+def test_unknown_region_is_unknown_never_another_region_s_price(
+    world: World, clock: SandboxClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The catalog's $4.20 is us-east-1's: the same type in eu-west-1 is unknown."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    make_endpoint(world.role_arn, "eu", region="eu-west-1")
+    clock.advance(3600)
+    client = sm_peagle.Client(region="eu-west-1")
+    st = client.status("eu")
+    assert (st.spend_usd, st.projected_30d_usd) == (None, None)
+    assert "us-east-1" in st.spend_note  # says whose price peagle has
+    (row,) = client.ls()
+    assert (row.spend_usd, row.projected_30d_usd) == (None, None)
