@@ -68,6 +68,7 @@ def idle_endpoints(
     """The names of `endpoints` (DescribeEndpoint answers: status, times, variants) idle over
     the `window_s` seconds before `now` (AWS's clock), `components` naming the inference
     components each hosts; in the order given."""
+    now = now.replace(microsecond=0)  # AWS's Date has whole seconds; so does the window
     since = now - timedelta(seconds=window_s)
     candidates = [e for e in endpoints if in_service_throughout(e, since)]
     if not candidates:

@@ -247,12 +247,13 @@ class EndpointOps(Session):
         if window is not None and (operation is not None or force):
             raise SpecError(
                 text(
-                    "{idle} deletes idle endpoints, not one operation's resources",
+                    "{idle} deletes idle endpoints; {op} and {force} are for one operation's "
+                    "leftovers",
                     idle=Param("idle"),
-                ),  # fmt: skip
-                remedy=text(
-                    "run {idle} and {op} as two commands", idle=Param("idle"), op=Param("operation")
+                    op=Param("operation"),
+                    force=Param("force"),
                 ),
+                remedy="run them as two commands",
                 field="idle",
                 rule="idle without operation or force",
             )

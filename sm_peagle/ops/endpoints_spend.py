@@ -22,7 +22,16 @@ MIN_IDLE_S = 60  # SageMaker publishes Invocations per minute: a shorter window 
 def check_idle(idle: str | float | None) -> float | None:
     """The idle window in seconds, checked before any request: SpecError (exit 2, field
     `idle`) for a malformed duration or one under a minute."""
-    window = seconds(idle, "idle")
+    try:
+        window = seconds(idle, "idle")
+    except SpecError as e:  # name the parameter: `--idle soon`, not "duration 'soon'"
+        raise SpecError(
+            text("{idle}: {v} is not a duration", idle=Param("idle"), v=repr(idle)),
+            remedy=e.remedy,
+            field="idle",
+            value=str(idle),
+            rule=e.rule,
+        ) from None
     if window is not None and window < MIN_IDLE_S:
         raise SpecError(
             text(

@@ -18,7 +18,7 @@ import pytest
 
 import sm_peagle
 from peagle_sandbox.sandbox_clock import SandboxClock
-from tests.integration.lifecycle_env import REGION, World, run
+from tests.integration.lifecycle_env import REGION, World, record_requests, run
 
 G7E_2XL_USD_PER_HOUR = 4.20  # AWS blog, us-east-1 (the catalog's source)
 T0 = 1796083200.0  # 2026-12-01T00:00:00Z: a whole second, as the Date header has
@@ -145,3 +145,35 @@ def test_unknown_region_is_unknown_never_another_region_s_price(
     assert "us-east-1" in st.spend_note  # says whose price peagle has
     (row,) = client.ls()
     assert (row.spend_usd, row.projected_30d_usd) == (None, None)
+
+
+def test_a_scaled_endpoint_s_spend_follows_its_instance_count_history(
+    world: World, sagemaker_harness: Any, clock: SandboxClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1 instance for 60 min, scaled to 3 (an Application Auto Scaling activity at T0+60m),
+    read 30 min later: $4.20 x (1 x 1 h + 3 x 0.5 h) = $4.20 x 2.5 = $10.50; 30 days at 3
+    instances: 3 x 720 x $4.20 = $9,072.00. Then scaled in to 2 at T0+120m and read at
+    T0+180m: $4.20 x (1 + 3 x 1 + 2 x 1) = $25.20. A Failed activity changes nothing."""
+    record_requests(world, monkeypatch, "application-autoscaling")
+    make_endpoint(world.role_arn, "scaled")
+    client = sm_peagle.Client(region=REGION)
+    clock.advance(60 * 60)
+    sagemaker_harness.record_scaling("scaled", "AllTraffic", 3)
+    sagemaker_harness.record_scaling("scaled", "AllTraffic", 9, status="Failed")
+    clock.advance(30 * 60)
+    st = client.status("scaled")
+    assert (st.instance_count, st.spend_usd, st.projected_30d_usd) == (3, 10.50, 9072.00)
+    assert "not read" not in st.spend_note  # the history was read
+    # status asks for this variant's history; ls for the region's in one call
+    assert {
+        (p.get("ResourceId"), p.get("ScalableDimension"))
+        for p in world.sent("DescribeScalingActivities")
+    } == {("endpoint/scaled/variant/AllTraffic", "sagemaker:variant:DesiredInstanceCount")}
+    (row,) = client.ls()
+    assert (row.spend_usd, row.projected_30d_usd) == (10.50, 9072.00)
+
+    clock.advance(30 * 60)
+    sagemaker_harness.record_scaling("scaled", "AllTraffic", 2)
+    clock.advance(60 * 60)
+    st = client.status("scaled")
+    assert (st.spend_usd, st.projected_30d_usd) == (25.20, 6048.00)
