@@ -7,7 +7,14 @@ from typing import Annotated, Any
 import typer
 
 from .lifecycle_cmds import YesOpt, asker
-from .options import DryRunOpt, component_option, dry_run_option, force_option, json_option
+from .options import (
+    DryRunOpt,
+    component_option,
+    dry_run_option,
+    force_option,
+    idle_option,
+    json_option,
+)
 from .output import console, current, note, table
 from .spec_options import JsonOpt, RegionOpt
 
@@ -133,16 +140,15 @@ def _components_table(endpoint: str, comps: list[Any]) -> object:
     )
 
 
-IdleOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--idle",
-        metavar="DURATION",
-        help="Only endpoints with no invocations over this window (2h, 1d): InService for "
-        "all of it and no AWS/SageMaker Invocations on any variant or inference component, "
-        "on AWS's clock.",
-    ),
-]
+IdleOpt = idle_option(
+    "Only endpoints with no invocations over this window (2h, 1d): InService for all of it "
+    "and no AWS/SageMaker Invocations on any variant or inference component, on AWS's clock."
+)
+GcIdleOpt = idle_option(
+    "Instead: delete the endpoints with no invocations over this window (24h, 1d; as `ls "
+    "--idle` lists them) that `delete` would delete without --force, each as `delete` "
+    "does. Never one without the peagle:managed tag."
+)
 
 
 def ls_command(
@@ -354,16 +360,7 @@ def gc_command(
         ),
     ] = None,
     force: GcForceOpt = False,
-    idle: Annotated[
-        str | None,
-        typer.Option(
-            "--idle",
-            metavar="DURATION",
-            help="Instead: delete the endpoints with no invocations over this window (24h, "
-            "1d; as `ls --idle` lists them) that `delete` would delete without --force, "
-            "each as `delete` does. Never one without the peagle:managed tag.",
-        ),
-    ] = None,
+    idle: GcIdleOpt = None,
     yes: YesOpt = False,
     region: RegionOpt = None,
     json_out: JsonOpt = False,

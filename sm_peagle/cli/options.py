@@ -217,6 +217,11 @@ def copies_option(help: str) -> Any:
     return Annotated[int | None, typer.Option("--copies", help=help)]
 
 
+def idle_option(help: str) -> Any:
+    """`--idle DURATION` (`ls`, `gc`): endpoints without traffic over the window."""
+    return Annotated[str | None, typer.Option("--idle", metavar="DURATION", help=help)]
+
+
 def force_option(help: str) -> Any:
     """`--force`: go past the command's own refusal; the help names which."""
     return Annotated[bool, typer.Option("--force", help=help)]
