@@ -121,7 +121,7 @@ def fleets_of(sm: Any, endpoint: dict[str, Any], history: History) -> tuple[list
                 current_for_uptime=not v.get("ModelName"),
             )
         )
-    if history.problem and fleets:
+    if history.problem and any(not f.current_for_uptime for f in fleets):
         notes.append(f"{history.problem}: counted at the config's initial instance count")
     return fleets, notes
 

@@ -20,7 +20,7 @@ import pytest
 import sm_peagle
 from peagle_sandbox.sandbox_clock import SandboxClock
 from tests.integration.lifecycle_env import REGION, World, record_requests, run
-from tests.integration.test_spend import MANAGED, T0, in_service, make_endpoint
+from tests.integration.test_spend import T0, make_component_endpoint, make_endpoint
 
 HOUR = 3600.0
 VARIANT = "AllTraffic"
@@ -28,46 +28,6 @@ VARIANT = "AllTraffic"
 
 def sm() -> Any:
     return boto3.client("sagemaker", region_name=REGION)
-
-
-def make_component_endpoint(role: str, name: str) -> str:
-    """A peagle endpoint hosting one peagle inference component; returns the component."""
-    c = sm()
-    c.create_model(
-        ModelName=f"{name}-m", ExecutionRoleArn=role, PrimaryContainer={"Image": "x.dkr/img:1"}
-    )
-    c.create_endpoint_config(
-        EndpointConfigName=f"{name}-c",
-        ExecutionRoleArn=role,
-        ProductionVariants=[
-            {
-                "VariantName": VARIANT,
-                "InstanceType": "ml.g7e.12xlarge",
-                "InitialInstanceCount": 1,
-                "ManagedInstanceScaling": {
-                    "Status": "ENABLED",
-                    "MinInstanceCount": 1,
-                    "MaxInstanceCount": 2,
-                },
-                "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
-            }
-        ],
-    )
-    c.create_endpoint(EndpointName=name, EndpointConfigName=f"{name}-c", Tags=MANAGED)
-    in_service(name)
-    ic = f"{name}-ic"
-    c.create_inference_component(
-        InferenceComponentName=ic,
-        EndpointName=name,
-        VariantName=VARIANT,
-        Specification={
-            "ModelName": f"{name}-m",
-            "ComputeResourceRequirements": {"MinMemoryRequiredInMb": 1024},
-        },
-        RuntimeConfig={"CopyCount": 1},
-        Tags=MANAGED,
-    )
-    return ic
 
 
 @pytest.fixture

@@ -68,6 +68,46 @@ def in_service(name: str, region: str = REGION) -> None:
     raise AssertionError(f"{name} never InService")
 
 
+def make_component_endpoint(role: str, name: str, instance: str = "ml.g7e.12xlarge") -> str:
+    """A peagle endpoint hosting one peagle inference component; returns the component."""
+    c = sm()
+    c.create_model(
+        ModelName=f"{name}-m", ExecutionRoleArn=role, PrimaryContainer={"Image": "x.dkr/img:1"}
+    )
+    c.create_endpoint_config(
+        EndpointConfigName=f"{name}-c",
+        ExecutionRoleArn=role,
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "InstanceType": instance,
+                "InitialInstanceCount": 1,
+                "ManagedInstanceScaling": {
+                    "Status": "ENABLED",
+                    "MinInstanceCount": 1,
+                    "MaxInstanceCount": 2,
+                },
+                "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
+            }
+        ],
+    )
+    c.create_endpoint(EndpointName=name, EndpointConfigName=f"{name}-c", Tags=MANAGED)
+    in_service(name)
+    ic = f"{name}-ic"
+    c.create_inference_component(
+        InferenceComponentName=ic,
+        EndpointName=name,
+        VariantName="AllTraffic",
+        Specification={
+            "ModelName": f"{name}-m",
+            "ComputeResourceRequirements": {"MinMemoryRequiredInMb": 1024},
+        },
+        RuntimeConfig={"CopyCount": 1},
+        Tags=MANAGED,
+    )
+    return ic
+
+
 @pytest.fixture
 def clock(sagemaker_harness: Any) -> SandboxClock:
     sagemaker_harness.clock = SandboxClock(start=T0, frozen=True)
@@ -177,3 +217,15 @@ def test_a_scaled_endpoint_s_spend_follows_its_instance_count_history(
     clock.advance(60 * 60)
     st = client.status("scaled")
     assert (st.spend_usd, st.projected_30d_usd) == (25.20, 6048.00)
+
+
+def test_a_component_endpoint_counts_its_current_instances_over_its_uptime(
+    world: World, clock: SandboxClock
+) -> None:
+    """Managed instance scaling leaves no Application Auto Scaling activity: 1 instance
+    now x 2 h x $4.20 = $8.40, and the note says how it was counted."""
+    make_component_endpoint(world.role_arn, "ic-ep", instance="ml.g7e.2xlarge")
+    clock.advance(2 * 3600)
+    st = sm_peagle.Client(region=REGION).status("ic-ep")
+    assert (st.instance_count, st.spend_usd, st.projected_30d_usd) == (1, 8.40, 3024.00)
+    assert "managed instance scaling" in st.spend_note
