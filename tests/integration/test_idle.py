@@ -6,7 +6,8 @@ The fixtures, all older than the window unless said: a peagle endpoint without t
 with an invocation inside the window, one whose only invocation is older than the window, a
 component endpoint without traffic, one whose component took an invocation (dimension
 InferenceComponentName: AWS's metrics page for components), an endpoint without the
-peagle tag and without traffic, and a peagle endpoint created inside the window.
+peagle tag and without traffic, a peagle endpoint created inside the window, and one
+updated (UpdateEndpoint) inside it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 import sm_peagle
 from peagle_sandbox.sandbox_clock import SandboxClock
 from tests.integration.lifecycle_env import REGION, World, record_requests, run
-from tests.integration.test_spend import T0, make_component_endpoint, make_endpoint
+from tests.integration.test_spend import T0, in_service, make_component_endpoint, make_endpoint
 
 HOUR = 3600.0
 VARIANT = "AllTraffic"
@@ -37,7 +38,7 @@ def fleet(world: World, sagemaker_harness: Any, monkeypatch: pytest.MonkeyPatch)
     record_requests(world, monkeypatch, "cloudwatch")
     clock = sagemaker_harness.clock = SandboxClock(start=T0, frozen=True)
     role = world.role_arn
-    for name in ("quiet", "busy", "long-ago"):
+    for name in ("quiet", "busy", "long-ago", "updated"):
         make_endpoint(role, name)
     make_endpoint(role, "foreign", managed=False)
     quiet_ic = make_component_endpoint(role, "ic-quiet")
@@ -54,6 +55,17 @@ def fleet(world: World, sagemaker_harness: Any, monkeypatch: pytest.MonkeyPatch)
     invoke("ic-busy", T0 + 2.5 * HOUR, component=busy_ic)
     clock.advance(2.5 * HOUR)
     make_endpoint(role, "new")  # created inside the window: not InService for all of it
+    # "updated", made with the others, changed inside the window (LastModifiedTime):
+    # not InService for all of it either.
+    sm().create_endpoint_config(
+        EndpointConfigName="updated-c2",
+        ProductionVariants=[
+            {"VariantName": VARIANT, "ModelName": "updated-m",
+             "InstanceType": "ml.g7e.2xlarge", "InitialInstanceCount": 1}
+        ],
+    )  # fmt: skip
+    sm().update_endpoint(EndpointName="updated", EndpointConfigName="updated-c2")
+    in_service("updated")
     clock.advance(0.5 * HOUR)
     world.requests.clear()
     return {"quiet_ic": quiet_ic, "busy_ic": busy_ic, "clock": clock}
@@ -72,7 +84,7 @@ def test_ls_idle_lists_exactly_the_endpoints_without_traffic(
     )
     # Without --idle: every peagle endpoint, busy or new.
     assert sorted(r.endpoint for r in client.ls()) == sorted(
-        [*IDLE_MANAGED, "busy", "ic-busy", "new"]
+        [*IDLE_MANAGED, "busy", "ic-busy", "new", "updated"]
     )
     # A 4 h window reaches back before "long-ago"'s invocation and before all of them
     # were made: none was InService for all of it.
@@ -135,13 +147,13 @@ def test_gc_idle_deletes_exactly_the_idle_endpoints_peagle_owns(
     code, out, err = run(capsys, "gc", "--idle", "2h", "--yes")
     assert code == 0, err
     left = sorted(e["EndpointName"] for e in sm().list_endpoints()["Endpoints"])
-    assert left == ["busy", "foreign", "ic-busy", "new"]
+    assert left == ["busy", "foreign", "ic-busy", "new", "updated"]
     assert sorted(p["EndpointName"] for p in world.sent("DeleteEndpoint")) == IDLE_MANAGED
     assert [p["InferenceComponentName"] for p in world.sent("DeleteInferenceComponent")] == [
         fleet["quiet_ic"]
     ]
     models = {m["ModelName"] for m in sm().list_models()["Models"]}
-    assert models == {"busy-m", "foreign-m", "ic-busy-m", "new-m"}
+    assert models == {"busy-m", "foreign-m", "ic-busy-m", "new-m", "updated-m"}
     assert "left foreign" in err
 
 
