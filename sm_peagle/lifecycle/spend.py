@@ -132,6 +132,12 @@ def endpoint_spend(
     """The spend estimate of a described endpoint (DescribeEndpoint's answer) at `now` (AWS's
     clock): its config's fleets priced from the catalog for the endpoint's region, and the
     count history in `history`."""
+    if endpoint.get("EndpointStatus") == "Failed":
+        # Its instances ran from creation until it failed, a time SageMaker does not
+        # report (LastModifiedTime moves for other reasons too): no figure beats a wrong one.
+        return SpendEstimate(
+            None, None, "unknown: the endpoint Failed, and when its instances stopped is not known"
+        )
     fleets, notes = fleets_of(sm, endpoint, history)
     est = estimate(endpoint["CreationTime"], now, fleets)
     if notes and est.spend_usd is not None:

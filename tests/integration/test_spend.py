@@ -229,3 +229,32 @@ def test_a_component_endpoint_counts_its_current_instances_over_its_uptime(
     st = sm_peagle.Client(region=REGION).status("ic-ep")
     assert (st.instance_count, st.spend_usd, st.projected_30d_usd) == (1, 8.40, 3024.00)
     assert "managed instance scaling" in st.spend_note
+
+
+def test_a_failed_endpoint_s_spend_is_unknown(
+    world: World, sagemaker_harness: Any, clock: SandboxClock
+) -> None:
+    """A Failed endpoint's instances stopped at a time SageMaker does not report: no
+    figure (which would keep growing with the clock), and the note says why."""
+    sagemaker_harness.schedule("broken", ["Creating", "Failed"], failure_reason="no start")
+    c = sm()
+    c.create_model(
+        ModelName="broken-m", ExecutionRoleArn=world.role_arn,
+        PrimaryContainer={"Image": "x.dkr/img:1"},
+    )  # fmt: skip
+    c.create_endpoint_config(
+        EndpointConfigName="broken-c",
+        ProductionVariants=[
+            {"VariantName": "AllTraffic", "ModelName": "broken-m",
+             "InstanceType": "ml.g7e.2xlarge", "InitialInstanceCount": 1}
+        ],
+    )  # fmt: skip
+    c.create_endpoint(EndpointName="broken", EndpointConfigName="broken-c", Tags=MANAGED)
+    clock.advance(3600)
+    client = sm_peagle.Client(region=REGION)
+    for _ in range(5):  # the harness moves it on per describe
+        if (st := client.status("broken")).status == "Failed":
+            break
+    assert st.status == "Failed"
+    assert (st.spend_usd, st.projected_30d_usd) == (None, None)
+    assert st.spend_note.startswith("unknown: ") and "Failed" in st.spend_note
