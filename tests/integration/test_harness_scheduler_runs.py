@@ -17,6 +17,7 @@ retry gaps 1, 2, 4 ... min; a past `at()` runs at the next tick.
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -26,6 +27,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from peagle_sandbox.groundtruth import GroundTruth
+from peagle_sandbox.logsim import LogSimulator
 from peagle_sandbox.runtime import Runtime
 from peagle_sandbox.sandbox_clock import SandboxClock
 from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
@@ -414,3 +416,47 @@ def test_the_admin_route_lists_the_attempts(harness: Any) -> None:
         "2027-01-15T08:15:00Z",
     )
     assert "does not exist" in run["error"]
+
+
+def test_a_component_invocation_in_the_sandbox_counts_for_the_component(harness: Any) -> None:
+    """The sandbox's runtime publishes AWS/SageMaker Invocations for a component's
+    invocation with {InferenceComponentName} (what `ls --idle` reads per component), and
+    none with the endpoint's variant dimensions."""
+    _component_endpoint()
+    sm = _sm()
+    for _ in range(4):  # the component's Creating steps (one per describe)
+        sm.describe_inference_component(InferenceComponentName="ic")
+    runtime = Runtime(
+        harness, ACCOUNT, LogSimulator(harness, ACCOUNT, creating_seconds=0), GroundTruth()
+    )
+    app = runtime.wrap(lambda environ, start: [])
+    raw = json.dumps({"prompt": "hello", "max_tokens": 4}).encode()
+    status: list[str] = []
+    environ = {
+        "PATH_INFO": "/endpoints/e/invocations",
+        "REQUEST_METHOD": "POST",
+        "CONTENT_LENGTH": str(len(raw)),
+        "CONTENT_TYPE": "application/json",
+        "HTTP_X_AMZN_SAGEMAKER_INFERENCE_COMPONENT": "ic",
+        "wsgi.input": io.BytesIO(raw),
+    }
+    body = app(environ, lambda s, h: status.append(s))
+    b"".join(body)
+    getattr(body, "close", lambda: None)()
+    assert status[0].startswith("200"), status
+    cw = boto3.client("cloudwatch", region_name=REGION)
+
+    def invocations(dims: list[dict[str, str]]) -> float:
+        points = cw.get_metric_statistics(
+            Namespace="AWS/SageMaker", MetricName="Invocations", Dimensions=dims,
+            StartTime=datetime.fromtimestamp(T0 - 60, UTC),
+            EndTime=datetime.fromtimestamp(T0 + 120, UTC), Period=60, Statistics=["Sum"],
+        )["Datapoints"]  # fmt: skip
+        return sum(p["Sum"] for p in points)
+
+    assert invocations([{"Name": "InferenceComponentName", "Value": "ic"}]) == 1.0
+    variant = [
+        {"Name": "EndpointName", "Value": "e"},
+        {"Name": "VariantName", "Value": "AllTraffic"},
+    ]
+    assert invocations(variant) == 0.0
