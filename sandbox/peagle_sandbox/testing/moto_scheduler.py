@@ -22,7 +22,11 @@ The front door (every scheduler operation; botocore 1.44.8's `scheduler` model):
 
 Execution (`ScheduleRunner.run`, the harness's `run_schedules`): see `_attempt` and
 moto_iam_eval for the role checks. Only `at()` schedules run; rate/cron are stored, never
-run [INF: peagle makes none].
+run [INF: peagle makes none]. Not emulated [INF]: users report CreateSchedule itself
+refusing a role Scheduler cannot assume ("The execution role you provide must allow AWS
+EventBridge Scheduler to assume the role.", a ValidationException; not in the API
+reference); here the role is judged only when the schedule runs, so a role broken after
+creation and one broken from the start fail the same visible way.
 """
 
 from __future__ import annotations
