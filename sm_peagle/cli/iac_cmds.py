@@ -77,10 +77,11 @@ def iam_policy_command(
         str,
         typer.Option(
             "--for",
-            metavar="<execution-role|deployer>",
+            metavar="<execution-role|deployer|ttl-role>",
             help="Whose policy: execution-role (the role SageMaker runs the container as, "
-            "with its trust policy) or deployer (whoever runs peagle deploy/update/bench/"
-            "delete: attach it to your own user or role).",
+            "with its trust policy), deployer (whoever runs peagle deploy/update/bench/"
+            "delete: attach it to your own user or role) or ttl-role (the role an expiry "
+            "schedule runs as, with its trust policy: for --ttl-role).",
         ),
     ] = "execution-role",
     account: Annotated[
@@ -94,7 +95,8 @@ def iam_policy_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Print the least-privilege execution-role policy and trust policy for a deployment
-    (--for deployer: the policy of whoever runs peagle)."""
+    (--for deployer: the policy of whoever runs peagle; --for ttl-role: the role an expiry
+    schedule runs as)."""
     from .context import client
 
     result = client(region).iam_policy(
@@ -116,6 +118,15 @@ def _show_policy(result: Any) -> None:
             "to the user or role that runs peagle"
         )
         typer.echo(json.dumps(result.policy, indent=2))
+        return
+    if result.for_ == "ttl-role":
+        typer.echo(
+            f"# TTL-role permission policy (account {result.account}): what the role given "
+            "with --ttl-role needs; peagle's own peagle-ttl-deleter has exactly this"
+        )
+        typer.echo(json.dumps(result.policy, indent=2))
+        typer.echo("# Trust policy (attach as the role's assume-role policy)")
+        typer.echo(json.dumps(result.trust_policy, indent=2))
         return
     typer.echo(f"# Execution-role policy for {result.endpoint} (account {result.account})")
     typer.echo(json.dumps(result.policy, indent=2))

@@ -22,9 +22,10 @@ from .session import Session, check_output_path
 
 __all__ = ["EXPORT_FORMATS", "IAM_POLICY_FOR", "ExportResult", "IacOps", "IamPolicy"]
 
-# Whose policy `iam_policy` prints: the role SageMaker runs the container as, or the
-# principal that runs peagle (deploy, update, bench, delete).
-IAM_POLICY_FOR = ("execution-role", "deployer")
+# Whose policy `iam_policy` prints: the role SageMaker runs the container as, the
+# principal that runs peagle (deploy, update, bench, delete), or the role the expiry
+# schedules run as (for `ttl_role`: peagle's own has the same policies).
+IAM_POLICY_FOR = ("execution-role", "deployer", "ttl-role")
 
 Progress = Callable[[str], None] | None
 SpecInput = Any  # DeploymentSpec | dict | str | Path | None
@@ -69,10 +70,10 @@ class IamPolicy:
         endpoint: The endpoint the policy is for.
         account: The AWS account its ARNs name.
         policy: The permissions policy.
-        trust_policy: The execution role's trust policy (empty for the deployer: that
-            policy goes on your own user or role).
+        trust_policy: The role's trust policy: the execution role's, or the TTL role's
+            (empty for the deployer: that policy goes on your own user or role).
         warnings: The warnings planning and building it gave, one line each.
-        for_: Whose policy: `execution-role` or `deployer`.
+        for_: Whose policy: `execution-role`, `deployer` or `ttl-role`.
     """
 
     endpoint: str
@@ -84,9 +85,9 @@ class IamPolicy:
 
     def to_dict(self) -> dict[str, Any]:
         """The document `peagle iam-policy --json` prints: whose policy (`for`), the
-        permissions policy and, for the execution role, its trust policy."""
+        permissions policy and, for a role (execution or TTL), its trust policy."""
         doc: dict[str, Any] = {"for": self.for_, "policy": self.policy}
-        if self.for_ == "execution-role":
+        if self.for_ != "deployer":  # a role: its trust policy too
             doc["trust_policy"] = self.trust_policy
         return doc
 
@@ -193,6 +194,7 @@ class IacOps(Session):
             )
         from ..iac.iam import execution_role_policy
         from ..iac.iam_deployer import deployer_policy
+        from ..iac.iam_expiry import ttl_role_policy
 
         warnings: list[str] = []
         # This command is how the role gets made: "no role given" is the expected state
@@ -208,7 +210,10 @@ class IacOps(Session):
             self._say,
             quiet_checks=("role",),
         )
-        build = deployer_policy if for_ == "deployer" else execution_role_policy
+        build = {
+            "deployer": deployer_policy,
+            "ttl-role": ttl_role_policy,
+        }.get(for_, execution_role_policy)
         result = build(p, account=account)
         for w in result.warnings:
             _warn("warning: " + w, warnings, self._say)  # + keeps a Text's parts

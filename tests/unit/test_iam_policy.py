@@ -311,6 +311,11 @@ STAR_REASONS = {
     "application-autoscaling:DescribeScalableTargets": (
         "ScalingReadStarBecauseDescribeScalableTargetsHasNoResourceTypes"
     ),
+    # issue 39: status/ls read the scaling history for the spend; gc lists peagle's schedules
+    "application-autoscaling:DescribeScalingActivities": (
+        "SpendReadStarBecauseDescribeScalingActivitiesHasNoResourceTypes"
+    ),
+    "scheduler:ListSchedules": "ScheduleListStarBecauseListSchedulesHasNoResourceTypes",
 }
 
 
