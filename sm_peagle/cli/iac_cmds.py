@@ -19,6 +19,8 @@ from .spec_options import (
     RegionOpt,
     RoleOpt,
     SpecFileOpt,
+    TtlOpt,
+    TtlRoleOpt,
     VllmVersionOpt,
 )
 
@@ -44,6 +46,8 @@ def export_command(
     region: RegionOpt = None,
     image: ImageOpt = None,
     vllm_version: VllmVersionOpt = None,
+    ttl: TtlOpt = None,
+    ttl_role: TtlRoleOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Export the planned deployment as Terraform JSON, CloudFormation, the raw plan, or a
@@ -59,6 +63,8 @@ def export_command(
         role=role,
         image=image,
         vllm_version=vllm_version,
+        ttl=ttl,
+        ttl_role=ttl_role,
     )
     if result.output is not None:
         note(f"wrote {result.format} export of {result.endpoint} to {result.output}")
@@ -92,6 +98,8 @@ def iam_policy_command(
     region: RegionOpt = None,
     image: ImageOpt = None,
     vllm_version: VllmVersionOpt = None,
+    ttl: TtlOpt = None,
+    ttl_role: TtlRoleOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Print the least-privilege execution-role policy and trust policy for a deployment
@@ -107,6 +115,8 @@ def iam_policy_command(
         role=role,
         image=image,
         vllm_version=vllm_version,
+        ttl=ttl,
+        ttl_role=ttl_role,
     )
     current().result(result, render=_show_policy)
 

@@ -162,8 +162,6 @@ def expiry_text(p: Any) -> list[str]:
     e = getattr(p, "expiry", None)
     if e is None:
         return []
-    import json
-
     role = f"{e.role_arn} (peagle's: made on first use, reused)" if e.own_role else (
         f"{e.role_arn} (given: used as it is, never edited)"
     )  # fmt: skip
@@ -173,9 +171,9 @@ def expiry_text(p: Any) -> list[str]:
         f"  expires: {e.expires}",
         f"  role: {role}",
         "  trust policy:",
-        *(f"    {ln}" for ln in json.dumps(e.trust_policy, indent=2).splitlines()),
+        *request_lines(e.trust_policy, depth=2),
         "  permission policy:",
-        *(f"    {ln}" for ln in json.dumps(e.permission_policy, indent=2).splitlines()),
+        *request_lines(e.permission_policy, depth=2),
         "  endpoint tags (with CreateEndpoint):",
         *(f"    - {t['Key']}: {t['Value']}" for t in e.tags),
     ]

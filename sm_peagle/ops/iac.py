@@ -107,6 +107,8 @@ class IacOps(Session):
         role: str | None = None,
         image: str | None = None,
         vllm_version: str | None = None,
+        ttl: str | float | None = None,
+        ttl_role: str | None = None,
     ) -> ExportResult:
         """Export the planned deployment as infrastructure code. Warnings of the plan go
         to the client's `progress` as they are found.
@@ -120,6 +122,9 @@ class IacOps(Session):
             role: the execution role's ARN.
             image: the serving image.
             vllm_version: the vLLM version of the serving image.
+            ttl: the endpoint expires (`endpoint.ttl`): Terraform and CloudFormation get
+                its schedule, the time fixed now (a duration counts from the export).
+            ttl_role: the role that schedule runs as (default: one of the stack's own).
 
         Returns:
             The exported text, where it went, and the plan's warnings.
@@ -135,8 +140,9 @@ class IacOps(Session):
 
         warnings: list[str] = []
         p = _planned(
-            spec_or_model, spec_file, role, self.region, image, vllm_version, warnings, self._say
-        )
+            spec_or_model, spec_file, role, self.region, image, vllm_version, warnings,
+            self._say, ttl=ttl, ttl_role=ttl_role,
+        )  # fmt: skip
         text_ = export_text(p, format)
         if target is not None:
             try:
@@ -155,6 +161,8 @@ class IacOps(Session):
         role: str | None = None,
         image: str | None = None,
         vllm_version: str | None = None,
+        ttl: str | float | None = None,
+        ttl_role: str | None = None,
     ) -> IamPolicy:
         """The least-privilege policy for the planned deployment of `spec_or_model`.
 
@@ -169,9 +177,12 @@ class IacOps(Session):
             role: the execution role's ARN.
             image: the serving image.
             vllm_version: the vLLM version of the serving image.
+            ttl: the endpoint expires (`endpoint.ttl`): the deployer's policy covers its
+                schedules and role.
+            ttl_role: the role the expiry schedules run as.
 
         Returns:
-            The policy (and, for the execution role, its trust policy).
+            The policy (and, for a role, its trust policy).
 
         Raises:
             SpecError: a bad `for_` or `account` (before planning).
@@ -209,6 +220,8 @@ class IacOps(Session):
             warnings,
             self._say,
             quiet_checks=("role",),
+            ttl=ttl,
+            ttl_role=ttl_role,
         )
         build = {
             "deployer": deployer_policy,
@@ -249,6 +262,8 @@ def _planned(
     warnings: list[str],
     progress: Progress | None,
     quiet_checks: tuple[str, ...] = (),
+    ttl: str | float | None = None,
+    ttl_role: str | None = None,
 ) -> Any:
     """Resolve and plan as `peagle plan` does; a failed check raises CheckFailed. Warnings
     of the checks named in `quiet_checks` are not reported."""
@@ -256,7 +271,10 @@ def _planned(
     from ..planning.spec.model import DeploymentSpec
     from ..planning.spec.options import SpecOptions, build_spec
 
-    options = SpecOptions(role=role, region=region, image=image, vllm_version=vllm_version)
+    options = SpecOptions(
+        role=role, region=region, image=image, vllm_version=vllm_version, ttl=ttl,
+        ttl_role=ttl_role,
+    )  # fmt: skip
     model: str | None = None
     base: dict[str, Any] | None = None
     if isinstance(spec_or_model, DeploymentSpec):

@@ -22,7 +22,11 @@ its schema), AWS::Scheduler::ScheduleGroup and AWS::IAM::Role.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+from datetime import UTC, datetime
 from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +34,7 @@ import pytest
 import sm_peagle
 from sm_peagle.cli.app import main
 from sm_peagle.errors import SpecError
+from sm_peagle.iac.export import export_text
 from sm_peagle.iac.iam_deployer import deployer_policy
 
 ACCOUNT = "123456789012"
@@ -175,3 +180,148 @@ def test_iam_policy_for_an_unknown_role_kind_exits_2(capsys) -> None:
     assert "execution-role, deployer, ttl-role" in err
     with pytest.raises(SpecError, match="ttl"):
         sm_peagle.Client().iam_policy("gpt-oss-20b", for_="ttl")
+
+
+# --- exports ----------------------------------------------------------------------------------
+
+NOW = datetime(2026, 11, 30, 1, 0, 10, tzinfo=UTC)  # when the export is written
+# The schedule deploy would send, for an expiry fixed at the export: NOW + 4h, rounded up.
+SCHEDULE_AT = "at(2026-11-30T05:01:00)"
+
+
+def _exported(fmt: str, **kw: Any) -> tuple[Any, dict[str, Any]]:
+    mode = "p-eagle" if fmt == "terraform" else "baseline"  # CFN: no drafter channel
+    p = sm_peagle.plan({"model": "gpt-oss-20b", "role": ROLE, "speculative": {"mode": mode},
+                        "endpoint": {"ttl": "4h", **kw}})  # fmt: skip
+    return p, json.loads(export_text(p, fmt, now=NOW))
+
+
+def test_terraform_schedule_and_its_own_role() -> None:
+    p, doc = _exported("terraform")
+    ep = p.names["endpoint"]
+    rid = ep.replace("-", "_")
+    res = doc["resource"]
+    schedule = res["aws_scheduler_schedule"][rid]
+    comment = schedule.pop("//")
+    assert schedule == {
+        "name": ep,
+        "group_name": "peagle",
+        "schedule_expression": SCHEDULE_AT,
+        "schedule_expression_timezone": "UTC",
+        "flexible_time_window": {"mode": "OFF"},
+        "action_after_completion": "DELETE",
+        "state": "ENABLED",
+        "description": f"peagle ttl: endpoint={ep} op=export expires=2026-11-30T05:01:00Z",
+        "target": {
+            "arn": "arn:aws:scheduler:::aws-sdk:sagemaker:deleteEndpoint",
+            "role_arn": f"${{aws_iam_role.{rid}_ttl.arn}}",
+            "input": json.dumps({"EndpointName": ep}, separators=(",", ":")),
+            "retry_policy": {"maximum_event_age_in_seconds": 86400, "maximum_retry_attempts": 185},
+        },
+        "region": "us-east-1",
+        "depends_on": [f"aws_iam_role_policy.{rid}_ttl"],
+    }
+    # the time is fixed at export, and said so; the shared group is not the stack's
+    assert "2026-11-30T05:01:00Z, a time fixed when this file was exported" in comment
+    assert "re-export before applying" in comment
+    assert "the schedule group 'peagle' must exist" in comment
+    assert "aws_scheduler_schedule_group" not in res
+    role = res["aws_iam_role"][f"{rid}_ttl"]
+    assert role["name_prefix"] == "peagle-ttl-"  # never the account's shared peagle-ttl-deleter
+    trust = json.loads(role["assume_role_policy"])["Statement"][0]
+    assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    assert trust["Condition"]["ArnLike"] == {
+        "aws:SourceArn": f"arn:aws:scheduler:*:{ACCOUNT}:schedule-group/peagle*"
+    }
+    policy = res["aws_iam_role_policy"][f"{rid}_ttl"]
+    assert policy["role"] == f"${{aws_iam_role.{rid}_ttl.id}}"
+    deletes = json.loads(policy["policy"])["Statement"][0]
+    assert "sagemaker:DeleteEndpoint" in deletes["Action"]
+
+
+def test_terraform_with_a_given_role_makes_none() -> None:
+    theirs = f"arn:aws:iam::{ACCOUNT}:role/team-scheduler"
+    p, doc = _exported("terraform", ttl_role=theirs)
+    res = doc["resource"]
+    assert "aws_iam_role" not in res and "aws_iam_role_policy" not in res
+    (schedule,) = res["aws_scheduler_schedule"].values()
+    assert schedule["target"]["role_arn"] == theirs
+    assert "depends_on" not in schedule
+
+
+def test_cloudformation_schedule_has_no_action_after_completion_and_says_so(
+    tmp_path: Path,
+) -> None:
+    p, template = _exported("cloudformation")
+    ep = p.names["endpoint"]
+    res = template["Resources"]
+    schedule = res["PeagleExpirySchedule"]
+    assert schedule["Type"] == "AWS::Scheduler::Schedule"
+    props = schedule["Properties"]
+    assert props == {
+        "Name": ep,
+        "GroupName": "peagle",
+        "ScheduleExpression": SCHEDULE_AT,
+        "ScheduleExpressionTimezone": "UTC",
+        "FlexibleTimeWindow": {"Mode": "OFF"},
+        "State": "ENABLED",
+        "Description": f"peagle ttl: endpoint={ep} op=export expires=2026-11-30T05:01:00Z",
+        "Target": {
+            "Arn": "arn:aws:scheduler:::aws-sdk:sagemaker:deleteEndpoint",
+            "RoleArn": {"Fn::GetAtt": ["PeagleTtlRole", "Arn"]},
+            "Input": json.dumps({"EndpointName": ep}, separators=(",", ":")),
+            "RetryPolicy": {"MaximumEventAgeInSeconds": 86400, "MaximumRetryAttempts": 185},
+        },
+    }
+    note = schedule["Metadata"]["peagle:expiry"]
+    assert "has no ActionAfterCompletion" in note and "until the stack is deleted" in note
+    assert "fixed when this file was exported" in note
+    role = res["PeagleTtlRole"]
+    assert role["Type"] == "AWS::IAM::Role" and "RoleName" not in role["Properties"]
+    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
+        "Service": "scheduler.amazonaws.com"
+    }
+    # the schema cfn-lint ships: every property known, and no ActionAfterCompletion in it
+    from tests.unit.test_templates import _cfn_schema
+
+    pytest.importorskip("cfnlint")
+    schema = _cfn_schema("AWS::Scheduler::Schedule")
+    assert "ActionAfterCompletion" not in schema["properties"]
+    assert set(props) <= set(schema["properties"])
+    assert set(props["Target"]) <= set(schema["definitions"]["Target"]["properties"])
+    path = tmp_path / "stack.json"
+    path.write_text(json.dumps(template))
+    exe = shutil.which("cfn-lint")
+    if exe is None:
+        pytest.skip("cfn-lint is not installed")
+    result = subprocess.run([exe, "--", str(path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_an_absolute_ttl_already_near_or_past_at_export_is_refused() -> None:
+    p = sm_peagle.plan("gpt-oss-20b", role=ROLE, ttl="2026-11-30T01:10Z")  # plan reads no clock
+    with pytest.raises(SpecError, match="export's clock") as e:
+        export_text(p, "terraform", now=NOW)
+    assert e.value.field == "ttl"
+
+
+def test_sagemaker_script_refuses_the_ttl_with_the_reason() -> None:
+    p = sm_peagle.plan({"model": "gpt-oss-20b", "role": ROLE, "speculative": {"mode": "baseline"},
+                        "endpoint": {"ttl": "4h"}})  # fmt: skip
+    with pytest.raises(SpecError, match="does not cover endpoint.ttl") as e:
+        export_text(p, "sagemaker")
+    assert e.value.field == "ttl"
+
+
+def test_export_and_iam_policy_take_ttl_from_the_cli_and_the_sdk(capsys) -> None:
+    assert main(["export", "gpt-oss-20b", "--role", ROLE, "--ttl", "4h"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert list(doc["resource"]["aws_scheduler_schedule"].values())[0]["group_name"] == "peagle"
+    sdk = json.loads(sm_peagle.Client().export("gpt-oss-20b", role=ROLE, ttl="4h").text)
+    assert set(sdk["resource"]) == set(doc["resource"])
+    assert main(["iam-policy", "gpt-oss-20b", "--for", "deployer", "--role", ROLE,
+                 "--ttl", "4h", "--json"]) == 0  # fmt: skip
+    policy = json.loads(capsys.readouterr().out)["policy"]
+    assert _granted(policy, "iam:CreateRole", TTL_ROLE)
+    assert main(["export", "gpt-oss-20b", "--ttl", "10m"]) == 2
+    assert "shorter than 15 minutes" in capsys.readouterr().err

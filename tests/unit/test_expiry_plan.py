@@ -312,8 +312,8 @@ def test_text_shows_the_schedules_first_and_the_role_and_its_policies(capsys) ->
     block = out[out.index("Expiry (endpoint.ttl") :]
     assert "expires: deploy start + 4h" in block
     assert f"role: arn:aws:iam::{ACCOUNT}:role/peagle-ttl-deleter" in block
-    assert '"Service": "scheduler.amazonaws.com"' in block
-    assert '"sagemaker:DeleteEndpoint"' in block
+    assert "Service: scheduler.amazonaws.com" in block
+    assert "- sagemaker:DeleteEndpoint" in block
     assert "note: a plan has no deploy time" in block
 
 

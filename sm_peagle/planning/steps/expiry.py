@@ -44,8 +44,10 @@ __all__ = [
     "role_requests",
 ]
 
-# The inline policy peagle puts on its role (PutRolePolicy's PolicyName).
-ROLE_POLICY_NAME = "peagle-ttl-delete-endpoints"
+# The inline policy peagle puts on its role (PutRolePolicy's PolicyName) and the role's
+# Description: as lifecycle/expiry.py sends them (a plan shows what deploy sends).
+ROLE_POLICY_NAME = "peagle-ttl-delete"
+ROLE_DESCRIPTION = "Deletes peagle endpoints when their TTL ends (EventBridge Scheduler)"
 # The account a plan names when the spec gives no role to take it from (plan reads no
 # caller identity); deploy uses the caller's.
 PLACEHOLDER_ACCOUNT = "000000000000"
@@ -78,8 +80,7 @@ def role_requests(account: str, partition: str = "aws") -> list[tuple[str, dict[
             {
                 "RoleName": ROLE_NAME,
                 "AssumeRolePolicyDocument": json.dumps(trust_policy(account, partition)),
-                "Description": "Deletes peagle endpoints when their TTL runs out "
-                "(assumed by EventBridge Scheduler)",
+                "Description": ROLE_DESCRIPTION,
                 "Tags": [{"Key": "peagle:managed", "Value": "true"}],
             },
         ),
