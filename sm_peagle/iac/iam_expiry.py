@@ -19,10 +19,11 @@ the request names of design39 decision 4-9 give them:
   AmazonEventBridgeSchedulerFullAccess grants it with that condition); peagle's own role:
   `GetRole`, `CreateRole`, `TagRole` (CreateRole with Tags), `PutRolePolicy`; a
   `--ttl-role`: `GetRole` only (peagle checks its trust, never edits it);
-- `ListSchedules` has no resource type (it lists a group): granted on "*" with its reason;
 - status/ls spend: Application Auto Scaling `DescribeScalingActivities` (no resource type).
-gc's account-wide sweep (schedules of gone endpoints, the unused role: DeleteRolePolicy,
-DeleteRole) is not one deployment's, and not in this policy (docs/guides/expiry.md).
+gc's account-wide sweep (ListSchedules, schedules of gone endpoints, the unused role:
+DeleteRolePolicy, DeleteRole) is not one deployment's, and not in this policy
+(docs/guides/expiry.md); neither is `status`'s GetSchedule of an overdue endpoint beyond
+this one's.
 """
 
 from __future__ import annotations
@@ -40,9 +41,6 @@ __all__ = [
 ]
 
 EXPIRY_STAR_SIDS = {
-    # Service Authorization Reference, EventBridge Scheduler: ListSchedules has no
-    # resource type (it lists a group's schedules by a name prefix).
-    "list": "ScheduleListStarBecauseListSchedulesHasNoResourceTypes",
     # Application Auto Scaling's Describe* actions have no resource types; status and ls
     # read the endpoint's instance-count history for its spend.
     "spend": "SpendReadStarBecauseDescribeScalingActivitiesHasNoResourceTypes",
@@ -110,7 +108,6 @@ def expiry_statements(plan: Any, part: str, acct: str) -> list[dict[str, Any]]:
             ],
             groups,
         ),
-        statement(EXPIRY_STAR_SIDS["list"], ["scheduler:ListSchedules"], "*"),
         statement(
             "PassTtlRoleToSchedulerOnly",
             ["iam:PassRole"],

@@ -88,11 +88,12 @@ def test_deployer_with_a_ttl_may_send_each_expiry_request() -> None:
         ("scheduler:UpdateSchedule", f"{SCH}:schedule/peagle-components/{component}"),
         ("scheduler:DeleteSchedule", f"{SCH}:schedule/peagle/{ep}"),  # delete, rollback
         ("scheduler:DeleteSchedule", f"{SCH}:schedule/peagle-components/{component}"),
-        ("scheduler:ListSchedules", "*"),
         ("application-autoscaling:DescribeScalingActivities", "*"),  # status's spend
     ]
     for action, arn in requests:
         assert _granted(policy, action, arn), (action, arn)
+    # gc's sweep (every schedule of the groups) is not one deployment's
+    assert not _granted(policy, "scheduler:ListSchedules", "*")
     # another endpoint's schedule and the default group are not this deployment's
     assert not _granted(policy, "scheduler:CreateSchedule", f"{SCH}:schedule/peagle/other")
     assert not _granted(policy, "scheduler:DeleteSchedule", f"{SCH}:schedule/default/{ep}")
