@@ -157,6 +157,23 @@ def test_gc_idle_deletes_exactly_the_idle_endpoints_peagle_owns(
     assert "left foreign" in err
 
 
+def test_gc_idle_keeps_an_idle_endpoint_hosting_a_component_peagle_did_not_create(
+    world: World, sagemaker_harness: Any
+) -> None:
+    """`delete` refuses it without `force`: so does `gc --idle`, saying why; `ls --idle`
+    still lists it (it is idle)."""
+    clock = sagemaker_harness.clock = SandboxClock(start=T0, frozen=True)
+    theirs = make_component_endpoint(world.role_arn, "mixed", peagle_component=False)
+    clock.advance(3 * HOUR)
+    client = sm_peagle.Client(region=REGION)
+    assert [r.endpoint for r in client.ls(idle="2h")] == ["mixed"]
+    result = client.gc(idle="2h")
+    assert (result.endpoints, result.deleted) == ({}, [])
+    assert theirs in result.idle_kept["mixed"] and "did not create" in result.idle_kept["mixed"]
+    assert [e["EndpointName"] for e in sm().list_endpoints()["Endpoints"]] == ["mixed"]
+    assert not world.sent("DeleteEndpoint") and not world.sent("DeleteInferenceComponent")
+
+
 def test_a_bad_idle_window_is_exit_2_before_any_request(
     world: World, sagemaker_harness: Any, capsys: pytest.CaptureFixture
 ) -> None:

@@ -68,8 +68,11 @@ def in_service(name: str, region: str = REGION) -> None:
     raise AssertionError(f"{name} never InService")
 
 
-def make_component_endpoint(role: str, name: str, instance: str = "ml.g7e.12xlarge") -> str:
-    """A peagle endpoint hosting one peagle inference component; returns the component."""
+def make_component_endpoint(
+    role: str, name: str, instance: str = "ml.g7e.12xlarge", *, peagle_component: bool = True
+) -> str:
+    """A peagle endpoint hosting one inference component (peagle's, unless
+    `peagle_component` is False); returns the component."""
     c = sm()
     c.create_model(
         ModelName=f"{name}-m", ExecutionRoleArn=role, PrimaryContainer={"Image": "x.dkr/img:1"}
@@ -103,7 +106,7 @@ def make_component_endpoint(role: str, name: str, instance: str = "ml.g7e.12xlar
             "ComputeResourceRequirements": {"MinMemoryRequiredInMb": 1024},
         },
         RuntimeConfig={"CopyCount": 1},
-        Tags=MANAGED,
+        Tags=MANAGED if peagle_component else [],
     )
     return ic
 
