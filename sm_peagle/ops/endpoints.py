@@ -89,6 +89,7 @@ class EndpointOps(Session):
             from ..lifecycle.rollout_watch import rollout_status
 
             doc["rollout"] = rollout_status(ctx, name, sm.describe_endpoint(EndpointName=name))
+        doc.update(_expiry_of(ctx, sm, name))
         return EndpointStatus.from_dict(doc)
 
     def ls(self, *, include_unmanaged: bool = False) -> list[EndpointSummary]:
@@ -104,8 +105,9 @@ class EndpointOps(Session):
         from ..lifecycle.inventory import list_endpoints
 
         ctx = self._connect()
-        rows = list_endpoints(ctx.client("sagemaker"), include_unmanaged=include_unmanaged)
-        return [EndpointSummary(**r) for r in rows]
+        sm = ctx.client("sagemaker")
+        rows = list_endpoints(sm, include_unmanaged=include_unmanaged)
+        return [EndpointSummary(**_with_expiry(r, sm)) for r in rows]
 
     def _lifecycle(self, ctx: Any) -> Any:
         from ..lifecycle.manager import Lifecycle
@@ -434,3 +436,27 @@ def _through_first(events: Any, wanted: str) -> Iterator[dict[str, Any]]:
         yield e
         if wanted in e["message"]:
             return
+
+
+def _expiry_of(ctx: Any, sm: Any, name: str) -> dict[str, Any]:
+    """`status`'s expiry fields (lifecycle/expiry_read.py), on AWS's clock; with
+    `expiry_problem` saying why an overdue endpoint is still there."""
+    from ..aws import aws_now
+    from ..lifecycle.expiry_read import expiry_fields, schedule_problem
+    from ..lifecycle.spec_tags import tag_dict
+
+    arn = sm.describe_endpoint(EndpointName=name)["EndpointArn"]
+    tags = tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", []))
+    out = expiry_fields(tags, aws_now(sm))
+    out["expiry_problem"] = schedule_problem(ctx, name) if out["expiry"] == "overdue" else None
+    return out
+
+
+def _with_expiry(row: dict[str, Any], sm: Any) -> dict[str, Any]:
+    """An `ls` row with its expiry fields, on AWS's clock (the last answer's Date)."""
+    from ..aws import aws_now
+    from ..lifecycle.expiry_read import expiry_fields
+
+    tag = row.pop("expires_at", None)
+    fields = expiry_fields({"peagle:expires": tag} if tag else {}, aws_now(sm))
+    return {**row, **{k: fields[k] for k in ("expires_at", "expires_in_s", "expiry")}}

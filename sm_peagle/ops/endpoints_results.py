@@ -128,6 +128,14 @@ class EndpointStatus(DocumentResult):
         rollout: A deployment in progress (`new_config`, `strategy`, `phase`,
             `new_share`, `bake_started`, `bake_left_s`, `alarms` with their `state`), or
             None when none is pending.
+        expires_at: When an EventBridge Scheduler schedule deletes it (`--ttl`; ISO UTC,
+            its `peagle:expires` tag), or None.
+        expires_in_s: Seconds left on AWS's clock (negative once past), or None.
+        expiry: "scheduled", "overdue" (two minutes past `expires_at` and still there),
+            or "none".
+        expiry_role: The `--ttl-role` its schedule runs as, or None (peagle's own role).
+        expiry_problem: With "overdue": what is known of why (the schedule's state, and
+            on the sandbox its last attempt's error), else None.
     """
 
     endpoint: str
@@ -159,6 +167,12 @@ class EndpointStatus(DocumentResult):
     fix: str | None = None
     speculation: dict[str, Any] | None = None
     rollout: dict[str, Any] | None = None
+    # expiry (issue 39; lifecycle/expiry_read.py), on AWS's clock
+    expires_at: str | None = None
+    expires_in_s: int | None = None
+    expiry: str = "none"
+    expiry_role: str | None = None
+    expiry_problem: str | None = None
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> EndpointStatus:
@@ -250,6 +264,9 @@ class EndpointSummary:
         managed: Whether peagle manages it (tagged `peagle:managed`).
         spec_sha256: The hash of the spec it was deployed from, or None.
         components: The inference components it hosts (full names).
+        expires_at: When its schedule deletes it (`--ttl`; ISO UTC), or None.
+        expires_in_s: Seconds left on AWS's clock (negative once past), or None.
+        expiry: "scheduled", "overdue" or "none" (as `EndpointStatus.expiry`).
     """
 
     endpoint: str
@@ -258,6 +275,10 @@ class EndpointSummary:
     managed: bool
     spec_sha256: str | None
     components: list[str] = field(default_factory=list)
+    # expiry (issue 39), on AWS's clock
+    expires_at: str | None = None
+    expires_in_s: int | None = None
+    expiry: str = "none"
 
     def to_dict(self) -> dict[str, Any]:
         """The row `peagle ls --json` prints for this endpoint."""
@@ -268,6 +289,14 @@ class EndpointSummary:
             "managed": self.managed,
             "spec_sha256": self.spec_sha256,
             "components": list(self.components),
+            **self._expiry_dict(),
+        }
+
+    def _expiry_dict(self) -> dict[str, Any]:
+        return {
+            "expires_at": self.expires_at,
+            "expires_in_s": self.expires_in_s,
+            "expiry": self.expiry,
         }
 
 
