@@ -64,6 +64,8 @@ from peagle_sandbox.testing.moto_endpoint_patches import endpoint_patches
 from peagle_sandbox.testing.moto_model_patches import model_patches
 from peagle_sandbox.testing.moto_monitoring import monitoring_patches
 from peagle_sandbox.testing.moto_sagemaker_metrics import metrics_patches, record_invocation
+from peagle_sandbox.testing.moto_scaling import ScalingActivities, scaling_patches
+from peagle_sandbox.testing.moto_scheduler import scheduler_patches
 from peagle_sandbox.testing.moto_shape_patches import shape_patches
 from peagle_sandbox.testing.moto_timelines import (
     DEFAULT_FAILURE_REASON,
@@ -141,6 +143,8 @@ class SageMakerHarness(EndpointTimelines):
     requests: RequestLog = field(default_factory=RequestLog, init=False, repr=False)
     # Metric alarms' evaluation progress and history (moto_alarms.py).
     alarms: AlarmEvaluator = field(default_factory=AlarmEvaluator, init=False, repr=False)
+    # Application Auto Scaling's scaling activities (moto_scaling.py; record_scaling).
+    scaling: ScalingActivities = field(default_factory=ScalingActivities, init=False, repr=False)
     # Evaluate alarms whenever the clock is advanced or resumed. The sandbox server turns
     # this off and evaluates in its own tick, after the log simulator has written what
     # became due (so a line is ingested before its period is judged).
@@ -190,6 +194,7 @@ class SageMakerHarness(EndpointTimelines):
             self._deleting.clear()
             self._rollouts.clear()
         self.alarms.clear()
+        self.scaling.clear()
 
     def __enter__(self) -> SageMakerHarness:
         return self.install()
@@ -226,6 +231,25 @@ class SageMakerHarness(EndpointTimelines):
         record_invocation(
             self.account_id, self.clock.now(), region, endpoint, variant, config,
             latency_us=latency_us, status_code=status_code, component=component, at=at,
+        )  # fmt: skip
+
+    def record_scaling(
+        self,
+        endpoint: str,
+        variant: str,
+        desired: int,
+        at: float | None = None,
+        *,
+        region: str | None = None,
+        status: str = "Successful",
+    ) -> dict[str, Any]:
+        """A DescribeScalingActivities activity setting `variant`'s desired instance count to
+        `desired`, at `at` (default: the clock's now); a Successful one also sets the
+        endpoint's instance counts (moto_scaling)."""
+        when = self.clock.now() if at is None else at
+        return self.scaling.record(
+            self.account_id, region or self.region, endpoint, variant, desired, when,
+            status=status,
         )  # fmt: skip
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -370,6 +394,8 @@ def _patches() -> list[tuple[type, str, Any]]:
         + monitoring_patches(lambda b, name, old: _harness().alarms.on_put(b, name, old))
         + alarm_patches(lambda: _harness().alarms, lambda: _harness().evaluate_alarms())
         + metrics_patches()
+        + scheduler_patches()
+        + scaling_patches(lambda: _harness().scaling, lambda: _harness().clock.now())
         + request_log_patches(lambda: _harness().requests)
         + clock_patches(lambda: _harness().clock.naive_utcnow())
     )
