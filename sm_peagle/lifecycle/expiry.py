@@ -324,3 +324,65 @@ def remove_schedules(lc: Any, endpoint: str, components: list[str]) -> list[str]
                 raise
             lc.say(f"warning: schedule {key} not checked: {e}")
     return gone
+
+
+def set_ttl(
+    lc: Any, endpoint: str, ttl: str | float, ttl_role: str | None, *, dry_run: bool = False
+) -> tuple[list[str], list[tuple[str, str]], str | None]:
+    """`update NAME --ttl`: the new expiry counts from AWS's now (or is the time given);
+    UpdateSchedule (the whole request: it resets what it is not given) of each schedule
+    there, CreateSchedule of each missing (a TTL given to an endpoint without one), then
+    the endpoint's tags. `ttl="none"` deletes the schedules and the tags. Nothing else is
+    sent. Returns (the changes, the schedules written, the new expiry or None)."""
+    from botocore.exceptions import ClientError
+
+    from ..errors import NotFound
+    from ..planning.expiry import EXPIRES_TAG, ROLE_TAG
+    from .components import split_components
+    from .operation import Operation
+    from .resources import not_found
+    from .spec_tags import tag_dict
+
+    try:
+        desc = lc.sm.describe_endpoint(EndpointName=endpoint)
+    except ClientError as e:
+        if not_found(e):
+            raise NotFound(f"endpoint {endpoint} does not exist") from None
+        raise
+    arn = desc["EndpointArn"]
+    tags = tag_dict(lc.sm.list_tags(ResourceArn=arn).get("Tags", []))
+    was = tags.get(EXPIRES_TAG)
+    components = split_components(lc.sm, endpoint)[0]
+    if str(ttl).strip().lower() == "none":
+        if dry_run:
+            return [f"expires {was or 'never'} -> never"], [], None
+        gone = remove_schedules(lc, endpoint, components)
+        old = [k for k in (EXPIRES_TAG, ROLE_TAG) if k in tags]
+        if old:
+            lc.sm.delete_tags(ResourceArn=arn, TagKeys=old)
+        return [f"expires {was or 'never'} -> never"], [(SCHEDULE, k) for k in gone], None
+    now = lc.aws.synced_aws_now()
+    op = Operation.start(0, now)
+    op.end()  # only its id: the Description names the run that wrote the schedule
+    role = ttl_role or tags.get(ROLE_TAG)
+    exp = plan_expiry(lc.aws, endpoint, ttl, role, now, op.id, components)
+    change = [f"expires {was or 'never'} -> {exp.tags[0]['Value']}"]
+    if dry_run:
+        return change, [], exp.tags[0]["Value"]
+    written: list[tuple[str, str]] = []
+    missing = [r for r in exp.schedules if get_schedule(lc.aws, r["GroupName"], r["Name"]) is None]
+    if missing:  # only what CreateSchedule needs: the groups and peagle's role
+        arm(lc, ExpiryPlan(endpoint, exp.expires, exp.role_arn, exp.own_role, missing), [], [])
+    for req in exp.schedules:
+        key = schedule_key(req["GroupName"], req["Name"])
+        if req not in missing:
+            lc.aws.client("scheduler").update_schedule(**req)
+            lc.say(f"updated schedule {key} ({req['ScheduleExpression']})")
+        written.append((SCHEDULE, key))
+    wanted = {t["Key"]: t["Value"] for t in exp.tags}
+    add = [{"Key": k, "Value": v} for k, v in wanted.items() if tags.get(k) != v]
+    if add:
+        lc.sm.add_tags(ResourceArn=arn, Tags=add)
+    if ROLE_TAG in tags and ROLE_TAG not in wanted:
+        lc.sm.delete_tags(ResourceArn=arn, TagKeys=[ROLE_TAG])
+    return change, written, exp.tags[0]["Value"]

@@ -64,6 +64,18 @@ _NAME = Metavar("NAME")
 _ROLLOUT = ("rollout", "bake")
 
 
+def _ttl_alone(extra: SpecOptions, *given: Any) -> None:
+    """`update --ttl` moves the expiry only: with another change it is refused (exit 2),
+    so that what it sends stays the schedules and the tag."""
+    rest = dataclasses.replace(extra, ttl=None, ttl_role=None)
+    if any(v is not None for v in given) or rest != type(extra)():
+        raise SpecError(
+            "ttl changes the expiry alone; update it and the rest in two calls",
+            remedy=text("run `{u}` by itself", u=Call("update", _NAME, ttl="2h")),
+            field="ttl",
+        )
+
+
 def _check_extra(extra: SpecOptions, component: str | None) -> None:
     """The other spec options of an endpoint update are refused with `component` (its
     update takes k and mode)."""
@@ -294,12 +306,16 @@ class ChangeOps(Session):
             options_from(locals()),  # `name` and `copies` here are update's own, not the spec's
             k=None, mode=None, instance_type=None, instance_count=None, copies=None, name=None,
         )  # fmt: skip
+        if ttl is not None:
+            _ttl_alone(extra, k, mode, instance_type, instance_count, component, copies)
         _check_extra(extra, component)
         wait_s = seconds(timeout, "timeout")
         ctx = self._connect()
         from ..lifecycle.manager import Lifecycle
 
         lc = Lifecycle(ctx, say=self._say)
+        if ttl is not None:  # its schedules and the tag, nothing else
+            return self._update_ttl(lc, name, ttl, ttl_role, confirm, dry_run)
         if component is not None and (k is not None or mode is not None):  # its configuration
             return self._update_component(
                 lc, name, component, k, mode, wait_s, confirm, dry_run, extra
@@ -309,6 +325,22 @@ class ChangeOps(Session):
             return self._update_copies(lc, name, component, copies, wait_s, confirm, dry_run)
         return self._update_endpoint(lc, name, extra, k, mode, instance_type, instance_count,
                                      wait_s, confirm, dry_run)  # fmt: skip
+
+    def _update_ttl(
+        self, lc: Any, name: str, ttl: str | float, ttl_role: str | None,
+        confirm: Confirm | None, dry_run: bool,
+    ) -> UpdateResult:  # fmt: skip
+        """`ttl=`: the expiry moved (from AWS's now), given or removed ("none")."""
+        from ..lifecycle.expiry import set_ttl
+
+        changes, _, expires = set_ttl(lc, name, ttl, ttl_role, dry_run=True)
+        if dry_run:
+            return UpdateResult("expiry", name, None, changes, dry_run=True, expires_at=expires)
+        if confirm is not None:
+            confirm(f"Update {name} ({', '.join(changes)})?")
+        changes, written, expires = set_ttl(lc, name, ttl, ttl_role)
+        status = lc.sm.describe_endpoint(EndpointName=name)["EndpointStatus"]
+        return UpdateResult("expiry", name, status, changes, written, expires_at=expires)
 
     def _update_component(
         self, lc: Any, name: str, component: str, k: int | None, mode: str | None,

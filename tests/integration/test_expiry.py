@@ -273,3 +273,73 @@ def test_an_endpoint_still_there_after_its_expiry_is_overdue_with_the_remedy(
     code, out, err = run(capsys, "status", NAME)
     assert code == 0
     assert f"peagle delete {NAME}" in out + err
+
+
+MUTATING = ("Create", "Update", "Delete", "Put", "Add", "Tag", "Untag", "Register")
+
+
+def mutations(world: World) -> list[str]:
+    return [op for op in ops(world) if op.startswith(MUTATING)]
+
+
+def test_update_ttl_sends_only_update_schedule_and_the_tag(ttl, sagemaker_harness, capsys):
+    sm_peagle.deploy("gpt-oss-20b", ttl="4h", role=ttl.role_arn, region=REGION)
+    sagemaker_harness.clock.advance(3600)  # AWS's now: 02:00:10
+    ttl.requests.clear()
+    code, out, err = run(capsys, "update", NAME, "--ttl", "2h", "--yes", "--json")
+    assert code == 0, err
+    assert mutations(ttl) == ["UpdateSchedule", "AddTags"]
+    (upd,) = ttl.sent("UpdateSchedule")
+    valid("scheduler", "UpdateSchedule", upd)
+    new = "2026-11-30T04:01:00Z"  # 02:00:10 + 2 h, rounded up to the minute
+    # the whole request (UpdateSchedule resets what it is not given)
+    assert upd["ScheduleExpression"] == "at(2026-11-30T04:01:00)"
+    assert upd["ActionAfterCompletion"] == "DELETE"
+    assert upd["FlexibleTimeWindow"] == {"Mode": "OFF"}
+    assert upd["Target"] == {
+        "Arn": "arn:aws:scheduler:::aws-sdk:sagemaker:deleteEndpoint",
+        "RoleArn": ROLE,
+        "Input": json.dumps({"EndpointName": NAME}, separators=(",", ":")),
+        "RetryPolicy": {"MaximumEventAgeInSeconds": 86400, "MaximumRetryAttempts": 185},
+    }
+    assert upd["Description"].endswith(f"expires={new}")
+    (tags,) = ttl.sent("AddTags")
+    assert tags["Tags"] == [{"Key": "peagle:expires", "Value": new}]
+    doc = json.loads(out)
+    assert doc["expires_at"] == new and doc["changed"] is True
+    assert sm_peagle.status(NAME).expires_at == new
+
+
+def test_update_ttl_gives_an_endpoint_without_one_a_schedule(ttl, capsys):
+    sm_peagle.deploy("gpt-oss-20b", role=ttl.role_arn, region=REGION)
+    ttl.requests.clear()
+    code, _, err = run(capsys, "update", NAME, "--ttl", "1h", "--yes")
+    assert code == 0, err
+    assert mutations(ttl) == [
+        "CreateScheduleGroup",
+        "CreateRole",
+        "PutRolePolicy",
+        "CreateSchedule",
+        "AddTags",
+    ]
+    assert schedules() == {"peagle": [NAME]}
+
+
+def test_update_ttl_none_removes_the_schedule_and_the_tag(ttl, capsys):
+    sm_peagle.deploy("gpt-oss-20b", ttl="4h", role=ttl.role_arn, region=REGION)
+    ttl.requests.clear()
+    code, _, err = run(capsys, "update", NAME, "--ttl", "none", "--yes")
+    assert code == 0, err
+    assert mutations(ttl) == ["DeleteSchedule", "DeleteTags"]
+    assert schedules() == {} and "peagle:expires" not in endpoint_tags()
+    assert sm_peagle.status(NAME).expiry == "none"
+
+
+def test_update_ttl_with_another_change_or_too_short_is_exit_2(ttl, capsys):
+    sm_peagle.deploy("gpt-oss-20b", ttl="4h", role=ttl.role_arn, region=REGION)
+    ttl.requests.clear()
+    for argv in (["--ttl", "2h", "-k", "3"], ["--ttl", "5m"]):
+        code, _, err = run(capsys, "update", NAME, *argv, "--yes")
+        assert code == 2, err
+        assert "Traceback" not in err and "error: " in err
+    assert mutations(ttl) == []
