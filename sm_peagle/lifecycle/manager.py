@@ -21,6 +21,7 @@ from .. import settings
 from ..errors import Call, DeploymentFailed, Interrupted, Param, text
 from ..planning.plan_result import Plan
 from .expiry import SCHEDULE, arm, check_ttl, start_expiry, undo_schedule
+from .expiry_update import follow_ttl
 from .operation import COMPLETED, OPERATION, Operation
 from .resources import ARNS, KINDS, DeployResult, as_error, not_found, tagged_requests
 from .spec_tags import tag_dict
@@ -543,6 +544,7 @@ class Lifecycle:
             check_monitoring(self.aws, want)
         result = update_in_place(self, plan, timeout=timeout, on_poll=on_poll)
         self.follow_monitoring(plan, monitoring, updated=True)
+        follow_ttl(self, plan)  # apply's spec gaining a TTL (never extends one)
         if result.rollout is not None:  # an idle bake: the update is done, not verified
             from .rollout_finish import unverified_error
 

@@ -331,7 +331,7 @@ class ChangeOps(Session):
         confirm: Confirm | None, dry_run: bool,
     ) -> UpdateResult:  # fmt: skip
         """`ttl=`: the expiry moved (from AWS's now), given or removed ("none")."""
-        from ..lifecycle.expiry import set_ttl
+        from ..lifecycle.expiry_update import set_ttl
 
         changes, _, expires = set_ttl(lc, name, ttl, ttl_role, dry_run=True)
         if dry_run:

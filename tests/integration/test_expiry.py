@@ -343,3 +343,46 @@ def test_update_ttl_with_another_change_or_too_short_is_exit_2(ttl, capsys):
         assert code == 2, err
         assert "Traceback" not in err and "error: " in err
     assert mutations(ttl) == []
+
+
+def _spec(path: Any, **endpoint: Any) -> Any:
+    import yaml
+
+    doc: dict[str, Any] = {"model": "gpt-oss-20b", "region": REGION}
+    if endpoint:
+        doc["endpoint"] = endpoint
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_reapplying_an_unchanged_spec_sends_nothing_and_keeps_the_expiry(
+    ttl, sagemaker_harness, capsys, tmp_path
+):
+    spec = _spec(tmp_path / "d.yaml", ttl="4h")
+    code, _, err = run(capsys, "apply", "-f", str(spec), "--yes")
+    assert code == 0, err
+    assert endpoint_tags()["peagle:expires"] == EXPIRES
+    sagemaker_harness.clock.advance(3600)  # an hour on: a re-apply must not extend it
+    ttl.requests.clear()
+    code, out, err = run(capsys, "apply", "-f", str(spec), "--yes", "--json")
+    assert code == 0, err
+    assert json.loads(out)["applied"] is False
+    assert mutations(ttl) == []
+    assert endpoint_tags()["peagle:expires"] == EXPIRES
+
+
+def test_a_spec_newly_gaining_ttl_adds_only_the_schedule_and_tag(
+    ttl, sagemaker_harness, capsys, tmp_path
+):
+    spec = _spec(tmp_path / "d.yaml")
+    assert run(capsys, "apply", "-f", str(spec), "--yes")[0] == 0
+    sagemaker_harness.clock.advance(3600)  # 02:00:10: the TTL counts from now
+    ttl.requests.clear()
+    _spec(spec, ttl="4h")
+    code, _, err = run(capsys, "apply", "-f", str(spec), "--yes")
+    assert code == 0, err
+    assert [op for op in mutations(ttl) if op not in IAM_OPS + ("CreateScheduleGroup",)] == [
+        "CreateSchedule",
+        "AddTags",
+    ]
+    assert endpoint_tags()["peagle:expires"] == "2026-11-30T06:01:00Z"
