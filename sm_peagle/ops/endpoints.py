@@ -245,6 +245,7 @@ class EndpointOps(Session):
             endpoints=found.endpoints,
             running=found.running,
             monitoring=[monitoring_label(kind, name) for kind, name, _ in found.monitoring],
+            expiry=found.expiry,
             settling={
                 ep: {"status": status, "operation": op}
                 for ep, (status, op) in found.settling.items()
@@ -292,6 +293,7 @@ class EndpointOps(Session):
             for kind, n, ep in found.monitoring:
                 if remove_one(lc.aws, kind, n, ep):
                     result.deleted.append(monitoring_label(kind, n))
+        _remove_expiry(lc, found.expiry, result.deleted)
         return result
 
     def logs(
@@ -460,3 +462,11 @@ def _with_expiry(row: dict[str, Any], sm: Any) -> dict[str, Any]:
     tag = row.pop("expires_at", None)
     fields = expiry_fields({"peagle:expires": tag} if tag else {}, aws_now(sm))
     return {**row, **{k: fields[k] for k in ("expires_at", "expires_in_s", "expiry")}}
+
+
+def _remove_expiry(lc: Any, labels: list[str], deleted: list[str]) -> None:
+    """gc's last step: the expiry schedules of gone endpoints, then peagle's unused role."""
+    if labels:
+        from ..lifecycle.expiry_gc import remove_expiry_garbage
+
+        deleted.extend(remove_expiry_garbage(lc.aws, labels))

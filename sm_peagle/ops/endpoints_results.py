@@ -323,6 +323,8 @@ class GcResult:
         monitoring: The monitoring of endpoints that are gone: peagle's alarms,
             dashboards, log groups (by their tags), metric filters ("<group>:<filter>") and
             transformers (the group's name).
+        expiry: Expiry schedules of endpoints or components that are gone ("schedule
+            peagle/<name>"), then "role peagle-ttl-deleter" once no schedule uses it.
     """
 
     inference_components: list[str]
@@ -338,17 +340,19 @@ class GcResult:
     # flight, perhaps one interrupted twice); `peagle update NAME --yes` finishes it
     settling: dict[str, dict[str, str | None]] = field(default_factory=dict)
     monitoring: list[str] = field(default_factory=list)
+    expiry: list[str] = field(default_factory=list)
 
     @property
     def orphans(self) -> list[str]:
         """Everything found, in deletion order: the endpoints, then components (they
-        name models), configs, models."""
+        name models), configs, models, monitoring, expiry schedules and role."""
         return [
             *self.endpoints,
             *self.inference_components,
             *self.endpoint_configs,
             *self.models,
             *self.monitoring,
+            *self.expiry,
         ]
 
     def to_dict(self) -> dict[str, Any]:
@@ -364,6 +368,7 @@ class GcResult:
             "finished": self.finished,
             "settling": self.settling,
             "monitoring": self.monitoring,
+            "expiry": self.expiry,
             "deleted": self.deleted,
             "dry_run": self.dry_run,
         }

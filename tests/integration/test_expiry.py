@@ -386,3 +386,54 @@ def test_a_spec_newly_gaining_ttl_adds_only_the_schedule_and_tag(
         "AddTags",
     ]
     assert endpoint_tags()["peagle:expires"] == "2026-11-30T06:01:00Z"
+
+
+def _delete_by_hand() -> None:
+    """What a deletion outside peagle does: the endpoint, its config and model."""
+    sm = boto3.client("sagemaker", region_name=REGION)
+    sm.delete_endpoint(EndpointName=NAME)
+    for c in sm.list_endpoint_configs()["EndpointConfigs"]:
+        sm.delete_endpoint_config(EndpointConfigName=c["EndpointConfigName"])
+    for m in sm.list_models()["Models"]:
+        sm.delete_model(ModelName=m["ModelName"])
+
+
+def roles() -> set[str]:
+    return {r["RoleName"] for r in boto3.client("iam", region_name=REGION).list_roles()["Roles"]}
+
+
+def test_gc_keeps_a_live_endpoint_s_schedule_and_the_role(ttl, capsys):
+    sm_peagle.deploy("gpt-oss-20b", ttl="4h", role=ttl.role_arn, region=REGION)
+    code, out, err = run(capsys, "gc", "--yes", "--json")
+    assert code == 0, err
+    assert json.loads(out)["expiry"] == []
+    assert schedules() == {"peagle": [NAME]} and "peagle-ttl-deleter" in roles()
+
+
+def test_gc_removes_a_gone_endpoint_s_schedule_then_the_unused_role(ttl, sagemaker_harness, capsys):
+    sm_peagle.deploy("gpt-oss-20b", ttl="4h", role=ttl.role_arn, region=REGION)
+    _delete_by_hand()
+    # A schedule without its endpoint may be a deploy in progress: gc waits out its run.
+    code, out, _ = run(capsys, "gc", "--dry-run", "--json")
+    assert code == 0 and json.loads(out)["expiry"] == []
+    sagemaker_harness.clock.advance(7 * 3600)
+    ttl.requests.clear()
+    code, out, err = run(capsys, "gc", "--yes", "--json")
+    assert code == 0, err
+    assert json.loads(out)["expiry"] == [f"schedule peagle/{NAME}", "role peagle-ttl-deleter"]
+    assert mutations(ttl) == ["DeleteSchedule", "DeleteRolePolicy", "DeleteRole"]
+    assert schedules() == {} and "peagle-ttl-deleter" not in roles()
+
+
+def test_gc_never_deletes_a_ttl_role(ttl, sagemaker_harness, capsys):
+    iam = boto3.client("iam", region_name=REGION)
+    arn = iam.create_role(RoleName="my-deleter", AssumeRolePolicyDocument=json.dumps(TRUST))[
+        "Role"
+    ]["Arn"]
+    sm_peagle.deploy("gpt-oss-20b", ttl="4h", ttl_role=arn, role=ttl.role_arn, region=REGION)
+    _delete_by_hand()
+    sagemaker_harness.clock.advance(7 * 3600)
+    code, out, err = run(capsys, "gc", "--yes", "--json")
+    assert code == 0, err
+    assert json.loads(out)["expiry"] == [f"schedule peagle/{NAME}"]
+    assert "my-deleter" in roles()
