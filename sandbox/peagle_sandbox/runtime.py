@@ -149,6 +149,8 @@ class Runtime:
             body = {"cleared": True}
         elif path == "/_peagle/requests":  # every AWS request received (request_log.py)
             body = {"requests": self.harness.requests.to_list()}
+        elif path == "/_peagle/schedules":  # every scheduled attempt (moto_scheduler.py)
+            body = {"runs": self.harness.schedule_runs}
         elif path == "/_peagle/ground-truth" and method == "DELETE":
             body = {"deleted": self.truth.reset(query.get("endpoint"))}
         elif path == "/_peagle/ground-truth":

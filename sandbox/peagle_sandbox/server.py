@@ -316,6 +316,12 @@ def main(argv: list[str] | None = None) -> int:
             except Exception:  # a log hiccup must not take the sandbox down
                 log.exception("log simulator tick failed")
         try:
+            # EventBridge Scheduler's schedules due by now run (an expiry deletes its
+            # endpoint with no peagle process), before alarms judge the minute.
+            harness.run_schedules()
+        except Exception:
+            log.exception("running schedules failed")
+        try:
             # Alarms judge each period boundary that passed, after the lines due by then
             # were ingested (metric filters run on ingestion).
             harness.evaluate_alarms()

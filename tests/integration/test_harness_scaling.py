@@ -91,3 +91,19 @@ def test_scalable_targets_are_stamped_on_the_sandbox_clock(harness: Any) -> None
     )
     target = aas.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"][0]
     assert target["CreationTime"] == datetime.fromtimestamp(T0, UTC)
+
+
+def test_a_successful_activity_sets_the_endpoints_instance_counts(harness: Any) -> None:
+    sm = boto3.client("sagemaker", region_name=REGION)
+    role = "arn:aws:iam::123456789012:role/exec"
+    sm.create_model(ModelName="m", ExecutionRoleArn=role, PrimaryContainer={"Image": "i:1"})
+    variant = {"VariantName": "AllTraffic", "InstanceType": "ml.g6e.xlarge",
+               "InitialInstanceCount": 1, "ModelName": "m"}  # fmt: skip
+    sm.create_endpoint_config(EndpointConfigName="c", ProductionVariants=[variant])
+    sm.create_endpoint(EndpointName="my-endpoint", EndpointConfigName="c")
+    harness.record_scaling("my-endpoint", "AllTraffic", 3)
+    (v,) = sm.describe_endpoint(EndpointName="my-endpoint")["ProductionVariants"]
+    assert (v["CurrentInstanceCount"], v["DesiredInstanceCount"]) == (3, 3)
+    harness.record_scaling("my-endpoint", "AllTraffic", 5, status="Failed")
+    (v,) = sm.describe_endpoint(EndpointName="my-endpoint")["ProductionVariants"]
+    assert v["CurrentInstanceCount"] == 3  # a failed activity changed nothing

@@ -21,6 +21,10 @@ useless for testing a vLLM deployer, plus two conveniences the tests and the loc
 8. CloudWatch Logs transformers and metric filters computed on ingestion, dashboard tags
    (``moto_monitoring``), and metric alarms evaluated on the clock with their history
    (``moto_alarms``; ``evaluate_alarms``).
+9. EventBridge Scheduler requests checked as AWS checks them, and one-time schedules run on
+   the clock behind the role checks (``moto_scheduler``, ``moto_iam_eval``;
+   ``run_schedules``, ``schedule_runs``); Application Auto Scaling's scaling activities
+   (``moto_scaling``; ``record_scaling``).
 
 Everything is patched on moto's *classes* (not on backend instances), because moto keeps its
 backends in module globals that ``mock_aws`` resets and ``ThreadedMotoServer`` shares with the
@@ -47,6 +51,7 @@ This module installs them and holds the harness's public API (schedules, logs, i
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -65,7 +70,7 @@ from peagle_sandbox.testing.moto_model_patches import model_patches
 from peagle_sandbox.testing.moto_monitoring import monitoring_patches
 from peagle_sandbox.testing.moto_sagemaker_metrics import metrics_patches, record_invocation
 from peagle_sandbox.testing.moto_scaling import ScalingActivities, scaling_patches
-from peagle_sandbox.testing.moto_scheduler import scheduler_patches
+from peagle_sandbox.testing.moto_scheduler import ScheduleRunner, scheduler_patches
 from peagle_sandbox.testing.moto_shape_patches import shape_patches
 from peagle_sandbox.testing.moto_timelines import (
     DEFAULT_FAILURE_REASON,
@@ -73,7 +78,11 @@ from peagle_sandbox.testing.moto_timelines import (
     find_endpoint,
     make_plan,
 )
-from peagle_sandbox.testing.request_log import RequestLog, request_log_patches
+from peagle_sandbox.testing.request_log import (
+    RecordedRequest,
+    RequestLog,
+    request_log_patches,
+)
 
 __all__ = [
     "DEFAULT_FAILURE_REASON",
@@ -145,9 +154,11 @@ class SageMakerHarness(EndpointTimelines):
     alarms: AlarmEvaluator = field(default_factory=AlarmEvaluator, init=False, repr=False)
     # Application Auto Scaling's scaling activities (moto_scaling.py; record_scaling).
     scaling: ScalingActivities = field(default_factory=ScalingActivities, init=False, repr=False)
-    # Evaluate alarms whenever the clock is advanced or resumed. The sandbox server turns
-    # this off and evaluates in its own tick, after the log simulator has written what
-    # became due (so a line is ingested before its period is judged).
+    # EventBridge Scheduler's one-time schedules run on the clock (moto_scheduler.py).
+    schedules: ScheduleRunner = field(default_factory=ScheduleRunner, init=False, repr=False)
+    # Run due schedules and evaluate alarms whenever the clock is advanced or resumed. The
+    # sandbox server turns this off and does both in its own tick, after the log simulator
+    # has written what became due (so a line is ingested before its period is judged).
     evaluate_on_advance: bool = True
     _watched: SandboxClock | None = field(default=None, init=False, repr=False)
 
@@ -195,6 +206,7 @@ class SageMakerHarness(EndpointTimelines):
             self._rollouts.clear()
         self.alarms.clear()
         self.scaling.clear()
+        self.schedules.clear()
 
     def __enter__(self) -> SageMakerHarness:
         return self.install()
@@ -233,6 +245,23 @@ class SageMakerHarness(EndpointTimelines):
             latency_us=latency_us, status_code=status_code, component=component, at=at,
         )  # fmt: skip
 
+    def run_schedules(self, now: float | None = None) -> int:
+        """Run every EventBridge Scheduler schedule due by `now` (default: the clock's now):
+        the role checks, then the target call; returns the attempts made. Run on every
+        clock advance in process, and by the sandbox server's tick."""
+        self._watch_clock()
+
+        def record(service: str, operation: str, params: dict[str, Any]) -> None:
+            # The scheduled call reaches SageMaker as a request of its own (made by the role).
+            self.requests.record(RecordedRequest(service, operation, params, time.time()))
+
+        return self.schedules.run(self.clock.now() if now is None else now, record)
+
+    @property
+    def schedule_runs(self) -> list[dict[str, Any]]:
+        """Every scheduled attempt, oldest first (moto_scheduler.ScheduleRunner.runs)."""
+        return self.schedules.runs
+
     def record_scaling(
         self,
         endpoint: str,
@@ -266,6 +295,7 @@ class SageMakerHarness(EndpointTimelines):
 
         def moved() -> None:
             if self.installed and self.clock is clock and self.evaluate_on_advance:
+                self.run_schedules()  # a deletion lands before alarms judge the minute
                 self.evaluate_alarms()
 
         clock.on_advance(moved)
