@@ -156,7 +156,7 @@ def test_a_role_that_cannot_delete_fails_visibly_and_status_says_so(sandbox: San
     assert status["expiry"] == "overdue"
     assert failed[-1]["error"] in status["expiry_problem"]
     text = sb.cli("--sandbox", "status", NAME)
-    assert f"peagle delete {NAME}" in text.stdout + text.stderr
+    assert f"delete {NAME}`" in text.stdout + text.stderr  # the remedy, as a command
     sb.cli("--sandbox", "delete", NAME, "--yes")
     sb.cli("--sandbox", "gc", "--yes")
     nothing_left(sb)
