@@ -19,6 +19,8 @@ from .spec_options import (
     RegionOpt,
     RoleOpt,
     SpecFileOpt,
+    TtlOpt,
+    TtlRoleOpt,
     VllmVersionOpt,
 )
 
@@ -44,6 +46,8 @@ def export_command(
     region: RegionOpt = None,
     image: ImageOpt = None,
     vllm_version: VllmVersionOpt = None,
+    ttl: TtlOpt = None,
+    ttl_role: TtlRoleOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Export the planned deployment as Terraform JSON, CloudFormation, the raw plan, or a
@@ -59,6 +63,8 @@ def export_command(
         role=role,
         image=image,
         vllm_version=vllm_version,
+        ttl=ttl,
+        ttl_role=ttl_role,
     )
     if result.output is not None:
         note(f"wrote {result.format} export of {result.endpoint} to {result.output}")
@@ -77,10 +83,11 @@ def iam_policy_command(
         str,
         typer.Option(
             "--for",
-            metavar="<execution-role|deployer>",
+            metavar="<execution-role|deployer|ttl-role>",
             help="Whose policy: execution-role (the role SageMaker runs the container as, "
-            "with its trust policy) or deployer (whoever runs peagle deploy/update/bench/"
-            "delete: attach it to your own user or role).",
+            "with its trust policy), deployer (whoever runs peagle deploy/update/bench/"
+            "delete: attach it to your own user or role) or ttl-role (the role an expiry "
+            "schedule runs as, with its trust policy: for --ttl-role).",
         ),
     ] = "execution-role",
     account: Annotated[
@@ -91,10 +98,13 @@ def iam_policy_command(
     region: RegionOpt = None,
     image: ImageOpt = None,
     vllm_version: VllmVersionOpt = None,
+    ttl: TtlOpt = None,
+    ttl_role: TtlRoleOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Print the least-privilege execution-role policy and trust policy for a deployment
-    (--for deployer: the policy of whoever runs peagle)."""
+    (--for deployer: the policy of whoever runs peagle; --for ttl-role: the role an expiry
+    schedule runs as)."""
     from .context import client
 
     result = client(region).iam_policy(
@@ -105,6 +115,8 @@ def iam_policy_command(
         role=role,
         image=image,
         vllm_version=vllm_version,
+        ttl=ttl,
+        ttl_role=ttl_role,
     )
     current().result(result, render=_show_policy)
 
@@ -116,6 +128,15 @@ def _show_policy(result: Any) -> None:
             "to the user or role that runs peagle"
         )
         typer.echo(json.dumps(result.policy, indent=2))
+        return
+    if result.for_ == "ttl-role":
+        typer.echo(
+            f"# TTL-role permission policy (account {result.account}): what the role given "
+            "with --ttl-role needs; peagle's own peagle-ttl-deleter has exactly this"
+        )
+        typer.echo(json.dumps(result.policy, indent=2))
+        typer.echo("# Trust policy (attach as the role's assume-role policy)")
+        typer.echo(json.dumps(result.trust_policy, indent=2))
         return
     typer.echo(f"# Execution-role policy for {result.endpoint} (account {result.account})")
     typer.echo(json.dumps(result.policy, indent=2))

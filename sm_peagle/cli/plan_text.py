@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["request_lines", "requests_text", "rollout_text"]
+__all__ = ["expiry_text", "request_lines", "requests_text", "rollout_text"]
 
 _INDENT = "  "
 
@@ -76,8 +76,10 @@ def _requests(p: Any) -> list[tuple[str, dict[str, Any]]]:
     """(heading, request) in the order `deploy` sends them (lifecycle/manager.py and
     planning/spec/tags.deploy_requests): the models, the config, the monitoring (before
     the endpoint, so SageMaker never writes to its log group first), the endpoint, then
-    the inference components and the autoscaling registered once it is in service."""
-    out: list[tuple[str, dict[str, Any]]] = []
+    the inference components and the autoscaling registered once it is in service. With a
+    TTL the schedules come first (and the groups and role they need), so an interrupted
+    deploy still expires."""
+    out: list[tuple[str, dict[str, Any]]] = _expiry_requests(p)
     if p.inference_components:
         out += [("CreateModel", m) for m in p.component_models]
     else:
@@ -93,6 +95,24 @@ def _requests(p: Any) -> list[tuple[str, dict[str, Any]]]:
         out.append((f"CreateInferenceComponent{origin}", ic))
     for operation, request in p.autoscaling:
         out.append((f"{_camel(operation)}  (application-autoscaling, once InService)", request))
+    return out
+
+
+def _expiry_requests(p: Any) -> list[tuple[str, dict[str, Any]]]:
+    e = getattr(p, "expiry", None)
+    if e is None:
+        return []
+    out: list[tuple[str, dict[str, Any]]] = [
+        (f"CreateScheduleGroup  (scheduler; only if {g['Name']} does not exist)", g)
+        for g in e.group_requests
+    ]
+    out += [
+        (f"{op}  (iam; only if the role does not exist yet)", request)
+        for op, request in e.role_requests
+    ]
+    for request in e.schedules:
+        what = "component" if "InferenceComponentName" in request["Target"]["Input"] else "endpoint"
+        out.append((f"CreateSchedule  (scheduler; deletes the {what} at its expiry)", request))
     return out
 
 
@@ -133,7 +153,31 @@ def requests_text(p: Any) -> list[str]:
     for heading, request in _requests(p):
         lines.append(heading)
         lines += request_lines(request)
-    return lines + rollout_text(p)
+    return lines + expiry_text(p) + rollout_text(p)
+
+
+def expiry_text(p: Any) -> list[str]:
+    """`endpoint.ttl`: when the endpoint expires (a plan has no deploy time: "deploy start +
+    4h"), the role the schedules run as and its two policies, the tags, and the notes."""
+    e = getattr(p, "expiry", None)
+    if e is None:
+        return []
+    role = f"{e.role_arn} (peagle's: made on first use, reused)" if e.own_role else (
+        f"{e.role_arn} (given: used as it is, never edited)"
+    )  # fmt: skip
+    lines = [
+        "",
+        "Expiry (endpoint.ttl; the CreateSchedule requests are above)",
+        f"  expires: {e.expires}",
+        f"  role: {role}",
+        "  trust policy:",
+        *request_lines(e.trust_policy, depth=2),
+        "  permission policy:",
+        *request_lines(e.permission_policy, depth=2),
+        "  endpoint tags (with CreateEndpoint):",
+        *(f"    - {t['Key']}: {t['Value']}" for t in e.tags),
+    ]
+    return lines + [f"  note: {n}" for n in e.notes]
 
 
 def _step_line(step: Any, unit: str) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from typing import Any
 
 from ..errors import Call, Param, SpecError, text
@@ -220,8 +221,9 @@ def tf_resource_id(plan: Any) -> str:
     return ident if re.match(r"[A-Za-z_]", ident) else f"peagle_{ident}"
 
 
-def to_terraform(plan: Any) -> dict[str, Any]:
-    """Terraform JSON (`*.tf.json`): model, endpoint configuration and endpoint."""
+def to_terraform(plan: Any, now: datetime | None = None) -> dict[str, Any]:
+    """Terraform JSON (`*.tf.json`): model, endpoint configuration and endpoint (and the
+    expiry's schedule, its time fixed at `now`: export_expiry.py)."""
     rid = tf_resource_id(plan)
     (model_req, *_), config_req, endpoint_req = tagged_requests(plan)
     model = _translate(model_req, _TF_MODEL, "CreateModel", "Terraform")
@@ -272,6 +274,14 @@ def to_terraform(plan: Any) -> dict[str, Any]:
         if alarms:
             doc["resource"].setdefault("aws_cloudwatch_metric_alarm", {}).update(alarms)
         endpoint["//"] = rollout_comment(plan, terraform=True)  # Terraform JSON's comment
+    if getattr(plan, "expiry", None) is not None:
+        from .export_expiry import expiry_comment, tf_expiry
+
+        resources, expires = tf_expiry(plan, rid, now)
+        for kind, items in resources.items():
+            doc["resource"].setdefault(kind, {}).update(items)
+        schedule = doc["resource"]["aws_scheduler_schedule"][rid]
+        schedule["//"] = expiry_comment(plan, expires, cloudformation=False)
     return doc
 
 
@@ -287,8 +297,9 @@ def tf_provider_floor(create_endpoint_config: dict[str, Any]) -> str:
     return TF_PROVIDER_MIN
 
 
-def to_cloudformation(plan: Any) -> dict[str, Any]:
-    """A CloudFormation template; refuses deployments with a drafter channel."""
+def to_cloudformation(plan: Any, now: datetime | None = None) -> dict[str, Any]:
+    """A CloudFormation template; refuses deployments with a drafter channel. The expiry's
+    schedule has its time fixed at `now` (export_expiry.py)."""
     extra = plan.create_model["PrimaryContainer"].get("AdditionalModelDataSources", [])
     if extra:
         src = extra[0]
@@ -349,6 +360,14 @@ def to_cloudformation(plan: Any) -> dict[str, Any]:
         template["Resources"]["PeagleEndpoint"]["Metadata"] = {
             "peagle:rollout": rollout_comment(plan, terraform=False)
         }
+    if getattr(plan, "expiry", None) is not None:
+        from .export_expiry import cfn_expiry, expiry_comment
+
+        resources, expires = cfn_expiry(plan, now)
+        resources["PeagleExpirySchedule"]["Metadata"] = {
+            "peagle:expiry": expiry_comment(plan, expires, cloudformation=True)
+        }
+        template["Resources"].update(resources)
     return template
 
 
@@ -411,15 +430,17 @@ def _refuse_unplanned_rollout(plan: Any, target: str) -> None:
         )  # fmt: skip
 
 
-def export_document(plan: Any, fmt: str) -> dict[str, Any]:
+def export_document(plan: Any, fmt: str, now: datetime | None = None) -> dict[str, Any]:
+    """The exported document; `now` fixes an expiry's time (default: this machine's UTC
+    clock, when the export is written)."""
     if fmt in ("terraform", "cloudformation"):
         _refuse_unplanned_rollout(plan, "Terraform" if fmt == "terraform" else "CloudFormation")
     if fmt == "terraform":
         _refuse_unexported(plan, "Terraform")
-        return to_terraform(plan)
+        return to_terraform(plan, now)
     if fmt == "cloudformation":
         _refuse_unexported(plan, "CloudFormation")
-        return to_cloudformation(plan)
+        return to_cloudformation(plan, now)
     if fmt == "json":
         return plan.to_dict()
     raise SpecError(
@@ -431,11 +452,11 @@ def export_document(plan: Any, fmt: str) -> dict[str, Any]:
     )
 
 
-def export_text(plan: Any, fmt: str) -> str:
+def export_text(plan: Any, fmt: str, now: datetime | None = None) -> str:
     """The exported document as written to a file: stable 2-space JSON, trailing newline
     (the sagemaker format is a Python script)."""
     if fmt == "sagemaker":
         from .export_sagemaker import to_sagemaker_script
 
         return to_sagemaker_script(plan, _provenance(plan))
-    return json.dumps(export_document(plan, fmt), indent=2) + "\n"
+    return json.dumps(export_document(plan, fmt, now), indent=2) + "\n"

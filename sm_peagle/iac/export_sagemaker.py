@@ -184,6 +184,19 @@ def _refuse(plan: Any) -> None:
             ),
             field="rollout",
         )
+    if getattr(plan, "expiry", None) is not None:
+        # Refused, not dropped: an endpoint the spec says expires would then run until
+        # someone remembers it, which is what the TTL is there to prevent.
+        raise SpecError(
+            "sagemaker export does not cover endpoint.ttl: sagemaker-core has no resource "
+            "classes for EventBridge Scheduler schedules or IAM roles",
+            remedy=text(
+                "deploy with `{deploy}`, export with `{tf}`, or drop the TTL",
+                deploy=Call("deploy", ttl="4h"),
+                tf=Call("export", format="terraform"),
+            ),
+            field="ttl",
+        )
     if getattr(plan, "monitoring", None) is not None:
         # Refused, not dropped: a script that deployed without the monitoring would leave
         # the endpoint unwatched while the spec says it is.

@@ -26,6 +26,7 @@ from .iam import (
     s3_statements,
     statement,
 )
+from .iam_expiry import expiry_statements, spend_statement
 
 __all__ = ["DEPLOYER_STAR_SIDS", "deployer_policy", "rollout_statements"]
 
@@ -183,6 +184,7 @@ def deployer_policy(plan: Any, *, account: str | None = None) -> PolicyResult:
         statements += _monitoring_reads(plan, part, acct)
     if plan.spec.endpoint.rollout is not None:
         statements += rollout_statements(plan, part, acct, monitored=plan.monitoring is not None)
+    statements += [*expiry_statements(plan, part, acct), spend_statement()]
     policy = {"Version": "2012-10-17", "Statement": statements}
     return PolicyResult(policy=policy, trust_policy={}, account=acct, warnings=warnings)
 

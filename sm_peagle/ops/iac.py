@@ -22,9 +22,10 @@ from .session import Session, check_output_path
 
 __all__ = ["EXPORT_FORMATS", "IAM_POLICY_FOR", "ExportResult", "IacOps", "IamPolicy"]
 
-# Whose policy `iam_policy` prints: the role SageMaker runs the container as, or the
-# principal that runs peagle (deploy, update, bench, delete).
-IAM_POLICY_FOR = ("execution-role", "deployer")
+# Whose policy `iam_policy` prints: the role SageMaker runs the container as, the
+# principal that runs peagle (deploy, update, bench, delete), or the role the expiry
+# schedules run as (for `ttl_role`: peagle's own has the same policies).
+IAM_POLICY_FOR = ("execution-role", "deployer", "ttl-role")
 
 Progress = Callable[[str], None] | None
 SpecInput = Any  # DeploymentSpec | dict | str | Path | None
@@ -69,10 +70,10 @@ class IamPolicy:
         endpoint: The endpoint the policy is for.
         account: The AWS account its ARNs name.
         policy: The permissions policy.
-        trust_policy: The execution role's trust policy (empty for the deployer: that
-            policy goes on your own user or role).
+        trust_policy: The role's trust policy: the execution role's, or the TTL role's
+            (empty for the deployer: that policy goes on your own user or role).
         warnings: The warnings planning and building it gave, one line each.
-        for_: Whose policy: `execution-role` or `deployer`.
+        for_: Whose policy: `execution-role`, `deployer` or `ttl-role`.
     """
 
     endpoint: str
@@ -84,9 +85,9 @@ class IamPolicy:
 
     def to_dict(self) -> dict[str, Any]:
         """The document `peagle iam-policy --json` prints: whose policy (`for`), the
-        permissions policy and, for the execution role, its trust policy."""
+        permissions policy and, for a role (execution or TTL), its trust policy."""
         doc: dict[str, Any] = {"for": self.for_, "policy": self.policy}
-        if self.for_ == "execution-role":
+        if self.for_ != "deployer":  # a role: its trust policy too
             doc["trust_policy"] = self.trust_policy
         return doc
 
@@ -106,6 +107,8 @@ class IacOps(Session):
         role: str | None = None,
         image: str | None = None,
         vllm_version: str | None = None,
+        ttl: str | float | None = None,
+        ttl_role: str | None = None,
     ) -> ExportResult:
         """Export the planned deployment as infrastructure code. Warnings of the plan go
         to the client's `progress` as they are found.
@@ -119,6 +122,9 @@ class IacOps(Session):
             role: the execution role's ARN.
             image: the serving image.
             vllm_version: the vLLM version of the serving image.
+            ttl: the endpoint expires (`endpoint.ttl`): Terraform and CloudFormation get
+                its schedule, the time fixed now (a duration counts from the export).
+            ttl_role: the role that schedule runs as (default: one of the stack's own).
 
         Returns:
             The exported text, where it went, and the plan's warnings.
@@ -134,8 +140,9 @@ class IacOps(Session):
 
         warnings: list[str] = []
         p = _planned(
-            spec_or_model, spec_file, role, self.region, image, vllm_version, warnings, self._say
-        )
+            spec_or_model, spec_file, role, self.region, image, vllm_version, warnings,
+            self._say, ttl=ttl, ttl_role=ttl_role,
+        )  # fmt: skip
         text_ = export_text(p, format)
         if target is not None:
             try:
@@ -154,6 +161,8 @@ class IacOps(Session):
         role: str | None = None,
         image: str | None = None,
         vllm_version: str | None = None,
+        ttl: str | float | None = None,
+        ttl_role: str | None = None,
     ) -> IamPolicy:
         """The least-privilege policy for the planned deployment of `spec_or_model`.
 
@@ -168,9 +177,12 @@ class IacOps(Session):
             role: the execution role's ARN.
             image: the serving image.
             vllm_version: the vLLM version of the serving image.
+            ttl: the endpoint expires (`endpoint.ttl`): the deployer's policy covers its
+                schedules and role.
+            ttl_role: the role the expiry schedules run as.
 
         Returns:
-            The policy (and, for the execution role, its trust policy).
+            The policy (and, for a role, its trust policy).
 
         Raises:
             SpecError: a bad `for_` or `account` (before planning).
@@ -193,6 +205,7 @@ class IacOps(Session):
             )
         from ..iac.iam import execution_role_policy
         from ..iac.iam_deployer import deployer_policy
+        from ..iac.iam_expiry import ttl_role_policy
 
         warnings: list[str] = []
         # This command is how the role gets made: "no role given" is the expected state
@@ -207,8 +220,13 @@ class IacOps(Session):
             warnings,
             self._say,
             quiet_checks=("role",),
+            ttl=ttl,
+            ttl_role=ttl_role,
         )
-        build = deployer_policy if for_ == "deployer" else execution_role_policy
+        build = {
+            "deployer": deployer_policy,
+            "ttl-role": ttl_role_policy,
+        }.get(for_, execution_role_policy)
         result = build(p, account=account)
         for w in result.warnings:
             _warn("warning: " + w, warnings, self._say)  # + keeps a Text's parts
@@ -244,6 +262,8 @@ def _planned(
     warnings: list[str],
     progress: Progress | None,
     quiet_checks: tuple[str, ...] = (),
+    ttl: str | float | None = None,
+    ttl_role: str | None = None,
 ) -> Any:
     """Resolve and plan as `peagle plan` does; a failed check raises CheckFailed. Warnings
     of the checks named in `quiet_checks` are not reported."""
@@ -251,7 +271,10 @@ def _planned(
     from ..planning.spec.model import DeploymentSpec
     from ..planning.spec.options import SpecOptions, build_spec
 
-    options = SpecOptions(role=role, region=region, image=image, vllm_version=vllm_version)
+    options = SpecOptions(
+        role=role, region=region, image=image, vllm_version=vllm_version, ttl=ttl,
+        ttl_role=ttl_role,
+    )  # fmt: skip
     model: str | None = None
     base: dict[str, Any] | None = None
     if isinstance(spec_or_model, DeploymentSpec):

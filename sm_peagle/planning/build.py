@@ -14,6 +14,7 @@ named steps, each in the module that owns it:
 7. inference components     components.add_inference_components (hosting only)
 8. speculation health       monitoring.add_monitoring (`monitoring:` only)
 9. the next update's rollout rollout.add_rollout (`endpoint.rollout` only)
+10. the expiry              expiry.add_expiry (`endpoint.ttl` only)
    and the request shapes   aws_shapes.check_request_shapes
 """
 
@@ -31,6 +32,7 @@ from .spec.model import DeploymentSpec
 from .steps.aws_shapes import check_request_shapes
 from .steps.checks import check_deployment
 from .steps.environment import build_environment
+from .steps.expiry import add_expiry
 from .steps.requests import build_requests, default_names
 from .steps.rollout import add_rollout
 from .steps.scaling import add_autoscaling, add_fallback_pools
@@ -84,6 +86,7 @@ def plan(
     )
     add_monitoring(p)
     add_rollout(p)
+    add_expiry(p)
     p.checks.append(check_request_shapes(p))
     return p
 

@@ -16,6 +16,7 @@ from ..errors import CheckFailed
 from .monitoring import MonitoringPlan
 from .rollout import RolloutPlan
 from .spec.model import DeploymentSpec
+from .steps.expiry import PlannedExpiry
 
 __all__ = ["DEFAULT_REGION", "PLACEHOLDER_ROLE", "KOrigin", "Plan", "variant_instance_types"]
 
@@ -110,6 +111,9 @@ class Plan:
             DeploymentConfig for the spec's fleet and its rollback alarms, or None
             without a rollout (or when the fleet cannot take it: the `rollout` check
             says why). Deploy never sends it.
+        expiry: the schedules that delete the endpoint when its TTL runs out
+            (`endpoint.ttl`), the role they run as and its policies, or None without a
+            TTL. A plan has no deploy time: a relative TTL shows as "deploy start + 4h".
     """
 
     spec: DeploymentSpec
@@ -153,6 +157,8 @@ class Plan:
     # `endpoint.rollout` (planning/steps/rollout.py): what the next update sends; the plan's
     # fleet is the spec's instance_count and it reads no live metric (its notes say so).
     rollout: RolloutPlan | None = None
+    # `endpoint.ttl` (planning/steps/expiry.py): the schedules, the role, the tags.
+    expiry: PlannedExpiry | None = None
 
     @property
     def ok(self) -> bool:
@@ -206,6 +212,7 @@ class Plan:
             "autoscaling": [{"operation": op, "request": req} for op, req in self.autoscaling],
             "monitoring": self.monitoring.to_dict() if self.monitoring else None,
             "rollout": self.rollout.to_dict() if self.rollout else None,
+            "expiry": self.expiry.to_dict() if self.expiry else None,
             "spec_sha256": self.spec_sha256,
             "jumpstart": {
                 "model_id": self.jumpstart.model_id,

@@ -39,6 +39,7 @@ PREFIX = {
     "logs": "logs",
     "s3": "s3",
     "sagemaker": "sagemaker",
+    "scheduler": "scheduler",
     "sagemaker-runtime": "sagemaker",
     "service-quotas": "servicequotas",
 }
@@ -57,6 +58,14 @@ RENAMED = {
 IMPLIED = {
     ("sagemaker", "CreateModel"): "iam:PassRole",
     ("logs", "CreateLogGroup"): "logs:TagResource",
+    # Issue 39. The schedule hands its role to EventBridge Scheduler (the managed policy
+    # AmazonEventBridgeSchedulerFullAccess grants iam:PassRole for it); creating a role or a
+    # schedule group with Tags is authorized as tagging too (IAM User Guide, "Tagging IAM
+    # resources": CreateRole with tags needs iam:TagRole; ASSUMED for Scheduler's groups).
+    ("scheduler", "CreateSchedule"): "iam:PassRole",
+    ("scheduler", "UpdateSchedule"): "iam:PassRole",
+    ("iam", "CreateRole"): "iam:TagRole",
+    ("scheduler", "CreateScheduleGroup"): "scheduler:TagResource",
 }
 # Needs no permission (STS API reference, GetCallerIdentity: "No permissions are required
 # to perform this operation"): the account for the monitoring dashboard's alarm widget.
@@ -64,6 +73,9 @@ NO_PERMISSION = {("sts", "GetCallerIdentity")}
 # Granted with monitoring for `peagle health` and `status` (the alarm's history, the
 # acceptance metrics), which the commands run here do not send.
 HEALTH_READS = {"cloudwatch:DescribeAlarmHistory", "cloudwatch:GetMetricData"}
+# Granted for `status` and `ls` (the spend estimate's scaling history), which the commands
+# run here do not send.
+SPEND_READS = {"application-autoscaling:DescribeScalingActivities"}
 _SAGEMAKER_NAMES = {
     "EndpointName": "endpoint",
     "EndpointConfigName": "endpoint-config",
@@ -97,6 +109,11 @@ def _resources(r: dict[str, Any], account: str) -> list[str]:
         return [f"arn:aws:s3:::{p['Bucket']}{key}"]
     if r["service"] == "iam":
         return [f"arn:aws:iam::{account}:role/{p['RoleName']}"]
+    if r["service"] == "scheduler":  # botocore's ScheduleArn / schedule-group ARN forms
+        sch = f"arn:aws:scheduler:{REGION}:{account}"
+        if "GroupName" in p:
+            return [f"{sch}:schedule/{p['GroupName']}/{p['Name']}"]
+        return [f"{sch}:schedule-group/{p['Name']}"]
     if r["service"] == "logs":
         group = p.get("logGroupName") or p.get("logGroupIdentifier")
         if group is None and "resourceArn" in p:
@@ -206,7 +223,7 @@ def test_deployer_policy_is_exactly_what_the_commands_send(
             "logs:UntagResource",
             "logs:DeleteLogGroup",
         } <= sent
-    expected = sent | implied | (HEALTH_READS if monitored else set())
+    expected = sent | implied | SPEND_READS | (HEALTH_READS if monitored else set())
     assert granted == expected, (sorted(expected - granted), sorted(granted - expected))
 
     for r in log:
@@ -217,3 +234,71 @@ def test_deployer_policy_is_exactly_what_the_commands_send(
     assert pass_role["Condition"] == {
         "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}
     }
+
+
+def test_deployer_policy_with_a_ttl_is_exactly_what_the_commands_send(
+    sb: Sandbox, tmp_path: Path
+) -> None:
+    """Issue 39: deploy --ttl (the group, peagle's role made on first use, the schedule),
+    update --ttl (UpdateSchedule and the tag) and delete (the schedule first). The rest of
+    the policy is the cases above's; here, its Scheduler calls and those on the TTL role."""
+    _OPENER.open(urllib.request.Request(f"{sb.url}/_peagle/requests", method="DELETE")).read()
+    for args in (
+        ["deploy", "gpt-oss-20b", "--ttl", "4h", "--yes"],
+        ["update", NAME, "--ttl", "2h", "--yes"],
+        ["delete", NAME, "--yes"],
+    ):
+        sb.cli("--sandbox", *args)
+    log = [r for r in _requests(sb) if (r["service"], r["operation"]) not in NO_PERMISSION]
+    [create] = [r["params"] for r in log if r["operation"] == "CreateModel"][:1]
+    role = create["ExecutionRoleArn"]
+    account = role.split(":")[4]
+    [schedule] = [r["params"] for r in log if r["operation"] == "CreateSchedule"]
+    ttl_role = schedule["Target"]["RoleArn"]
+    assert ttl_role == f"arn:aws:iam::{account}:role/peagle-ttl-deleter"
+    expiry = [
+        r for r in log
+        if r["service"] == "scheduler"
+        or (r["service"] == "iam" and r["params"].get("RoleName") == "peagle-ttl-deleter")
+    ]  # fmt: skip
+    operations = {(r["service"], r["operation"]) for r in expiry}
+    # the first TTL in the account: peagle's role and group are made, then the schedule
+    assert {
+        ("iam", "CreateRole"),
+        ("iam", "PutRolePolicy"),
+        ("scheduler", "CreateScheduleGroup"),
+        ("scheduler", "CreateSchedule"),
+        ("scheduler", "UpdateSchedule"),
+        ("scheduler", "DeleteSchedule"),
+    } <= operations
+    models = botocore.session.get_session()
+    for service, operation in operations:
+        assert operation in models.get_service_model(service).operation_names, operation
+
+    spec = tmp_path / "deployment.yaml"
+    spec.write_text("model: gpt-oss-20b\nendpoint:\n  ttl: 4h\n")
+    out = sb.cli("iam-policy", "-f", spec, "--for", "deployer", "--role", role, "--json")
+    policy = json.loads(out.stdout)["policy"]
+    scheduler = f"arn:aws:scheduler:{REGION}:{account}:"
+    granted = {
+        a
+        for s in policy["Statement"]
+        for a in s["Action"]
+        if any(r.startswith(scheduler) or r == ttl_role for r in _listed(s["Resource"]))
+    }
+    expected = {_action(r) for r in expiry} | {IMPLIED[key] for key in operations if key in IMPLIED}
+    assert granted == expected, (sorted(expected - granted), sorted(granted - expected))
+    for r in expiry:
+        for arn in _resources(r, account):
+            assert _granted(policy, _action(r), arn, r), (r["operation"], arn)
+    passing = [
+        s for s in policy["Statement"]
+        if "iam:PassRole" in s["Action"] and ttl_role in s["Resource"]
+    ]  # fmt: skip
+    assert [s["Condition"] for s in passing] == [
+        {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}}
+    ]
+
+
+def _listed(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else value

@@ -159,3 +159,20 @@ def test_a_second_model_or_config_of_one_name_is_refused_as_sagemaker_does(
             f'Cannot create already existing endpoint configuration "{arn}:endpoint-config/c".'
         )
     assert sagemaker_harness.resources().models == ("m",)
+
+
+def test_a_rest_request_names_the_members_of_its_uri(sagemaker_harness: SageMakerHarness):
+    # EventBridge Scheduler (rest-json) names a schedule only in its path,
+    # `GET /schedules/{Name}?groupName=` (botocore's model): the record says which one.
+    sch = boto3.client("scheduler", region_name="us-east-1")
+    sch.create_schedule_group(Name="peagle")
+    with contextlib.suppress(sch.exceptions.ResourceNotFoundException):
+        sch.get_schedule(Name="my-endpoint", GroupName="peagle")
+    with contextlib.suppress(sch.exceptions.ResourceNotFoundException):
+        sch.delete_schedule(Name="my-endpoint", GroupName="peagle")
+    log = sagemaker_harness.requests
+    assert log.params("GetSchedule") == [{"Name": "my-endpoint", "GroupName": "peagle"}]
+    (delete,) = log.params("DeleteSchedule")
+    assert delete["Name"] == "my-endpoint" and delete["GroupName"] == "peagle"
+    (group,) = log.params("CreateScheduleGroup")  # its ClientToken is botocore's
+    assert group["Name"] == "peagle"

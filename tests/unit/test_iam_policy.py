@@ -311,6 +311,10 @@ STAR_REASONS = {
     "application-autoscaling:DescribeScalableTargets": (
         "ScalingReadStarBecauseDescribeScalableTargetsHasNoResourceTypes"
     ),
+    # issue 39: status/ls read the scaling history for the spend
+    "application-autoscaling:DescribeScalingActivities": (
+        "SpendReadStarBecauseDescribeScalingActivitiesHasNoResourceTypes"
+    ),
 }
 
 

@@ -13,12 +13,14 @@ clears it, for tests that drive the CLI in a subprocess.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 from moto.core.responses import BaseResponse
 from moto.s3.responses import S3Response
@@ -85,6 +87,41 @@ def _params(response: BaseResponse) -> dict[str, Any]:
             return {k: v[0] if len(v) == 1 else v for k, v in form.items() if k != "Action"}
     query = getattr(response, "querystring", None) or {}
     return {k: v[0] if len(v) == 1 else v for k, v in query.items() if k != "Action"}
+
+
+@lru_cache(maxsize=16)
+def _rest_model(service: str) -> Any:
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model(service)
+    return model if model.protocol == "rest-json" else None
+
+
+def _uri_members(response: BaseResponse, operation: str) -> dict[str, Any]:
+    """A rest-json request's members that travel in its URI path and query string (EventBridge
+    Scheduler's `GetSchedule` names its schedule only in `/schedules/{Name}`), by their
+    member names in botocore's model, so the record says what was asked for."""
+    model = _rest_model(str(getattr(response, "service_name", "") or ""))
+    if model is None or operation not in model.operation_names:
+        return {}
+    op = model.operation_model(operation)
+    template = op.http["requestUri"].split("?")[0]
+    pattern = re.sub(r"\\{(\w+)(?:\\\+)?\\}", r"(?P<\1>[^?]+?)", re.escape(template))
+    path = urlparse(str(getattr(response, "path", "") or "")).path
+    found = re.fullmatch(pattern, path)
+    by_location = {
+        (m.serialization.get("location"), m.serialization.get("name", name)): name
+        for name, m in op.input_shape.members.items()
+    } if op.input_shape else {}  # fmt: skip
+    out: dict[str, Any] = {}
+    for location, value in (found.groupdict() if found else {}).items():
+        if ("uri", location) in by_location:
+            out[by_location[("uri", location)]] = unquote(value)
+    query = getattr(response, "querystring", None) or {}
+    for location, values in query.items():
+        if ("querystring", location) in by_location:
+            out[by_location[("querystring", location)]] = values[0] if len(values) == 1 else values
+    return out
 
 
 def _flat(query: dict[str, list[str]]) -> dict[str, Any]:
@@ -168,10 +205,17 @@ def request_log_patches(log: Callable[[], RequestLog]) -> list[tuple[type, str, 
     def call_action(self: BaseResponse) -> Any:
         try:
             operation = self._get_action()
+            params = _params(self)
+            uri = _uri_members(self, str(operation or ""))
+            if uri:  # the URI's members by name, instead of their raw query spelling
+                params = {
+                    **{k: v for k, v in params.items() if k not in self.querystring},
+                    **uri,
+                }
             item = RecordedRequest(
                 service=str(getattr(self, "service_name", "") or ""),
                 operation=str(operation or ""),
-                params=_params(self),
+                params=params,
                 time=time.time(),
             )
         except Exception:  # recording must never change what moto answers

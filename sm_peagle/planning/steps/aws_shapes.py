@@ -46,6 +46,10 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "application-autoscaling": ("RegisterScalableTarget", "PutScalingPolicy"),
     "cloudwatch": ("PutMetricAlarm", "PutDashboard"),
     "logs": ("CreateLogGroup", "PutRetentionPolicy", "PutTransformer", "PutMetricFilter"),
+    # `endpoint.ttl` (planning/steps/expiry.py): the schedules (UpdateSchedule takes the
+    # whole CreateSchedule request) and peagle's deleting role.
+    "scheduler": ("CreateScheduleGroup", "CreateSchedule", "UpdateSchedule"),
+    "iam": ("CreateRole", "PutRolePolicy"),
 }
 # Shapes looked up by name (enums the catalog checks against).
 EXTRA_SHAPES = {"sagemaker": ("ProductionVariantInstanceType",)}
@@ -252,6 +256,28 @@ def _rollout_errors(p: Any) -> list[str]:
     return errors
 
 
+def _expiry_errors(p: Any) -> list[str]:
+    """The expiry's schedules (as CreateSchedule and, whole, as UpdateSchedule: `update
+    --ttl` sends the same request) at a sample instant, and the role's requests."""
+    expiry = getattr(p, "expiry", None)
+    if expiry is None:
+        return []
+    return [
+        *(
+            e
+            for r in expiry.sample_schedules
+            for op in ("CreateSchedule", "UpdateSchedule")
+            for e in validate_request("scheduler", op, r)
+        ),
+        *(
+            e
+            for r in expiry.group_requests
+            for e in validate_request("scheduler", "CreateScheduleGroup", r)
+        ),
+        *(e for op, r in expiry.role_requests for e in validate_request("iam", op, r)),
+    ]
+
+
 def check_request_shapes(p: Any) -> Check:
     """Every request of plan `p` against botocore's model: one check naming the first
     errors, so a plan that AWS would reject fails here instead."""
@@ -266,6 +292,7 @@ def check_request_shapes(p: Any) -> Check:
             for e in validate_request(service, operation, request)
         ],
         *_rollout_errors(p),
+        *_expiry_errors(p),
     ]
     if shape_errors:
         return failed(
