@@ -51,15 +51,15 @@ def schedule_key(group: str, name: str) -> str:
     return f"{group}/{name}"
 
 
-def _code(e: Exception) -> str:
+def error_code(e: Exception) -> str:
     return str(getattr(e, "response", {}).get("Error", {}).get("Code", ""))
 
 
-def _missing(e: Exception) -> bool:
-    return _code(e) in ("ResourceNotFoundException", "NoSuchEntity", "NoSuchEntityException")
+def is_missing(e: Exception) -> bool:
+    return error_code(e) in ("ResourceNotFoundException", "NoSuchEntity", "NoSuchEntityException")
 
 
-def _ttl_error(ttl: Any, e: ValueError) -> SpecError:
+def ttl_error(ttl: Any, e: ValueError) -> SpecError:
     return SpecError(
         str(e),
         remedy=text("give a TTL of 15 minutes or more, e.g. {ttl}", ttl="--ttl 4h"),
@@ -77,7 +77,7 @@ def check_ttl(aws: Any, plan: Any) -> datetime:
         try:
             expiry_at(ttl, now)
         except ValueError as e:
-            raise _ttl_error(ttl, e) from None
+            raise ttl_error(ttl, e) from None
     return now
 
 
@@ -98,7 +98,7 @@ def plan_expiry(
     try:
         expires = expiry_at(ttl, start)
     except ValueError as e:
-        raise _ttl_error(ttl, e) from None
+        raise ttl_error(ttl, e) from None
     part = partition(aws.region)
     role = ttl_role or f"arn:{part}:iam::{aws.account_id()}:role/{ROLE_NAME}"
     schedules = [
@@ -116,12 +116,12 @@ def ensure_group(aws: Any, group: str) -> None:
         sch.get_schedule_group(Name=group)
         return
     except Exception as e:
-        if not _missing(e):
+        if not is_missing(e):
             raise
     try:
         sch.create_schedule_group(Name=group, Tags=[{"Key": "peagle:managed", "Value": "true"}])
     except Exception as e:
-        if _code(e) != "ConflictException":  # a deploy racing this one made it
+        if error_code(e) != "ConflictException":  # a deploy racing this one made it
             raise
 
 
@@ -134,7 +134,7 @@ def ensure_role(aws: Any, say: Callable[[str], None]) -> bool:
         iam.get_role(RoleName=ROLE_NAME)
         return False
     except Exception as e:
-        if not _missing(e):
+        if not is_missing(e):
             raise
     account, part = aws.account_id(), partition(aws.region)
     iam.create_role(
@@ -209,7 +209,7 @@ def _create_schedule(
             sch.create_schedule(**req)
             return
         except Exception as e:
-            assume = _code(e) == "ValidationException" and "assume" in str(e).lower()
+            assume = error_code(e) == "ValidationException" and "assume" in str(e).lower()
             if not assume or time.monotonic() > deadline:
                 raise
             sleep(2.0)
@@ -222,7 +222,7 @@ def delete_schedule(aws: Any, key: str) -> bool:
         aws.client("scheduler").delete_schedule(Name=name, GroupName=group)
         return True
     except Exception as e:
-        if _missing(e):
+        if is_missing(e):
             return False
         raise
 
@@ -238,7 +238,7 @@ def get_schedule(aws: Any, group: str, name: str, *, quiet: bool = False) -> dic
     try:
         return dict(aws.client("scheduler").get_schedule(Name=name, GroupName=group))
     except Exception as e:
-        if _missing(e) or (quiet and _code(e) in ("AccessDeniedException", "AccessDenied")):
+        if is_missing(e) or (quiet and error_code(e) in ("AccessDeniedException", "AccessDenied")):
             return None
         raise
 
@@ -320,7 +320,7 @@ def remove_schedules(lc: Any, endpoint: str, components: list[str]) -> list[str]
             if delete_schedule(lc.aws, key):
                 gone.append(key)
         except Exception as e:
-            if _code(e) not in ("AccessDeniedException", "AccessDenied"):
+            if error_code(e) not in ("AccessDeniedException", "AccessDenied"):
                 raise
             lc.say(f"warning: schedule {key} not checked: {e}")
     return gone

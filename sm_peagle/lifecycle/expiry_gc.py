@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..planning.expiry import COMPONENT_GROUP, GROUP, ROLE_NAME
-from .expiry import POLICY_NAME, _code, _missing, delete_schedule, get_schedule, schedule_key
+from .expiry import POLICY_NAME, delete_schedule, error_code, get_schedule, is_missing, schedule_key
 
 __all__ = ["ROLE_LABEL", "find_expiry_garbage", "remove_expiry_garbage"]
 
@@ -31,25 +31,25 @@ def _schedules(aws: Any, group: str) -> list[dict[str, Any]]:
         pages = sch.get_paginator("list_schedules").paginate(GroupName=group)
         return [s for page in pages for s in page.get("Schedules", [])]
     except Exception as e:
-        if _missing(e):
+        if is_missing(e):
             return []
         raise
 
 
 def _may_run(schedule: dict[str, Any], now: datetime) -> bool:
-    """Its operation (named in the Description) may still be running."""
-    from .operation import _ACTIVE
+    """Its operation (named in the Description; the id says when it started) may still
+    be running: until that start plus RUNNING_S, judged as gc judges any operation."""
+    from .operation import Operation
 
     for word in str(schedule.get("Description", "")).split():
         if word.startswith("op="):
             op = word[3:]
-            if op in _ACTIVE:
-                return True
             try:
                 started = datetime.strptime(op.split("-")[1], "%Y%m%dT%H%M%SZ")
             except (IndexError, ValueError):
                 return False
-            return started.replace(tzinfo=UTC) + timedelta(seconds=RUNNING_S) > now
+            until = started.replace(tzinfo=UTC) + timedelta(seconds=RUNNING_S)
+            return Operation(id=op, owner="", until=until).may_be_running(now)
     return False
 
 
@@ -84,7 +84,7 @@ def _role_is_peagle_s(aws: Any) -> bool:
     try:
         role = aws.client("iam").get_role(RoleName=ROLE_NAME)["Role"]
     except Exception as e:
-        if _missing(e) or _code(e) == "AccessDenied":
+        if is_missing(e) or error_code(e) == "AccessDenied":
             return False
         raise
     tags = {t["Key"]: t["Value"] for t in role.get("Tags", [])}
@@ -103,7 +103,7 @@ def remove_expiry_garbage(aws: Any, labels: list[str]) -> list[str]:
             try:
                 iam.delete_role_policy(RoleName=ROLE_NAME, PolicyName=POLICY_NAME)
             except Exception as e:
-                if not _missing(e):
+                if not is_missing(e):
                     raise
             iam.delete_role(RoleName=ROLE_NAME)
             gone.append(label)

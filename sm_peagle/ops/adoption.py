@@ -137,7 +137,7 @@ def _check_ttl(ctx: Any, ttl: str | float, ttl_role: str | None) -> None:
     from pydantic import ValidationError
 
     from ..errors import SpecError
-    from ..lifecycle.expiry import _ttl_error
+    from ..lifecycle.expiry import ttl_error
     from ..planning.expiry import expiry_at
     from ..planning.spec.model import EndpointSpec
 
@@ -150,4 +150,4 @@ def _check_ttl(ctx: Any, ttl: str | float, ttl_role: str | None) -> None:
     try:
         expiry_at(ttl, ctx.synced_aws_now())
     except ValueError as e:
-        raise _ttl_error(ttl, e) from None
+        raise ttl_error(ttl, e) from None
