@@ -165,10 +165,9 @@ def find_garbage(
     force: bool = False,
     aws: Any = None,
 ) -> Garbage:
-    """What gc would delete (module docstring). `operation`: only that operation's
-    resources; `force` (with `operation`): even if it may still be running. `aws` (the
-    AwsContext): also the monitoring of endpoints that are gone (not with `operation`:
-    monitoring resources carry no operation tag)."""
+    """What gc would delete (module docstring). `operation`: only its resources; `force`
+    (with `operation`): even if it may be running. `aws`: also the monitoring and expiry
+    schedules of gone endpoints (not with `operation`: those carry no operation tag)."""
     from .components import listed_components
     from .inventory import resource_users
 
