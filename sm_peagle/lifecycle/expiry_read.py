@@ -59,13 +59,13 @@ def schedule_problem(aws: Any, endpoint: str) -> str:
             "gone; delete the endpoint"
         )
     why = f"the scheduled deletion has not happened (schedule {GROUP}/{endpoint} remains"
-    error = _sandbox_error(aws, endpoint)
+    error = _local_attempt_error(aws, endpoint)
     if error:
         return f"{why}; its last attempt failed: {error})"
     return f"{why}: its role, a component left, or a Creating endpoint may block it)"
 
 
-def _sandbox_error(aws: Any, endpoint: str) -> str | None:
+def _local_attempt_error(aws: Any, endpoint: str) -> str | None:
     """The last failed attempt of schedule peagle/<endpoint> the sandbox ran (GET
     /_peagle/schedules); None elsewhere (AWS publishes no such history)."""
     import urllib.request
