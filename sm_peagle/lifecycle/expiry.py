@@ -18,7 +18,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from ..errors import SpecError, text
+from ..errors import Call, Param, SpecError, text
 from ..planning.expiry import (
     COMPONENT_GROUP,
     GROUP,
@@ -62,7 +62,7 @@ def is_missing(e: Exception) -> bool:
 def ttl_error(ttl: Any, e: ValueError) -> SpecError:
     return SpecError(
         str(e),
-        remedy=text("give a TTL of 15 minutes or more, e.g. {ttl}", ttl="--ttl 4h"),
+        remedy=text("give a TTL of 15 minutes or more, e.g. {ttl}", ttl=Param("ttl", "4h")),
         field="ttl",
         value=str(ttl),
     )
@@ -167,8 +167,12 @@ def check_user_role(aws: Any, role_arn: str, say: Callable[[str], None]) -> None
         doc = json.loads(unquote(doc))
     if "scheduler.amazonaws.com" not in json.dumps(doc):
         say(
-            f"warning: role {name} does not trust scheduler.amazonaws.com; the expiry "
-            "schedule will fail to run (see `peagle iam-policy --for ttl-role`)"
+            text(
+                "warning: role {name} does not trust scheduler.amazonaws.com; the expiry "
+                "schedule will fail to run (see `{p}`)",
+                name=name,
+                p=Call("iam_policy", for_="ttl-role"),
+            )
         )
 
 

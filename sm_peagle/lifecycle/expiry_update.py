@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from ..errors import Call, text
 from ..planning.expiry import ExpiryPlan
 from .expiry import SCHEDULE, arm, get_schedule, plan_expiry, remove_schedules, schedule_key
 
@@ -97,5 +98,12 @@ def follow_ttl(lc: Any, plan: Any) -> bool:
         return True
     kind, at = parse_expiry(ttl)
     if kind == "absolute" and datetime.fromtimestamp(at, UTC).strftime("%H:%M") not in has:
-        say(f"{name} keeps its expiry {has}; `peagle update {name} --ttl {ttl}` moves it")
+        say(
+            text(
+                "{name} keeps its expiry {has}; `{u}` moves it",
+                name=name,
+                has=has,
+                u=Call("update", name, ttl=str(ttl)),
+            )
+        )
     return False
