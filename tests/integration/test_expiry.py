@@ -260,11 +260,23 @@ def test_status_and_ls_show_the_expiry_on_aws_s_clock(ttl, sagemaker_harness, ca
 def test_an_endpoint_still_there_after_its_expiry_is_overdue_with_the_remedy(
     ttl, sagemaker_harness, capsys
 ):
-    """Stock moto never runs a schedule: the endpoint outlives its expiry, as it does on
-    AWS when the schedule's role cannot delete it."""
-    if hasattr(sagemaker_harness, "run_schedules"):
-        pytest.skip("the harness runs schedules: test_sandbox_expiry covers the failure")
-    sm_peagle.deploy("gpt-oss-20b", ttl="4h", role=ttl.role_arn, region=REGION)
+    """A role Scheduler may not assume (it trusts SageMaker only): the harness's attempts
+    fail, the endpoint outlives its expiry, as on AWS."""
+    iam = boto3.client("iam", region_name=REGION)
+    sagemaker_only = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "sagemaker.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+            }
+        ],
+    }
+    bad = iam.create_role(
+        RoleName="not-for-scheduler", AssumeRolePolicyDocument=json.dumps(sagemaker_only)
+    )["Role"]["Arn"]
+    sm_peagle.deploy("gpt-oss-20b", ttl="4h", ttl_role=bad, role=ttl.role_arn, region=REGION)
     sagemaker_harness.clock.advance(4 * 3600 + 50 + 121)  # 2 min 1 s past the expiry
     st = sm_peagle.status(NAME)
     assert st.expiry == "overdue" and st.expires_in_s in (-121, -122)
