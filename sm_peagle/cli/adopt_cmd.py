@@ -9,7 +9,7 @@ import typer
 from .lifecycle_cmds import YesOpt, asker
 from .options import dry_run_option, model_option, output_option
 from .output import STATUS_STYLE, console, current, table
-from .spec_options import JsonOpt, RegionOpt
+from .spec_options import JsonOpt, RegionOpt, TtlOpt, TtlRoleOpt
 
 
 def render_adoption(result: Any) -> None:
@@ -64,6 +64,8 @@ def adopt_command(
         ),
     ] = False,
     output: AdoptOutputOpt = None,
+    ttl: TtlOpt = None,
+    ttl_role: TtlRoleOpt = None,
     region: RegionOpt = None,
     yes: YesOpt = False,
     json_out: JsonOpt = False,
@@ -80,6 +82,8 @@ def adopt_command(
         accept_differences=accept_differences,
         output=output,
         confirm=asker(yes),
+        ttl=ttl,
+        ttl_role=ttl_role,
         on_result=current().human(render_adoption),  # before the prompt, for people
     )
     current().result(result, render=lambda r: _render_adopted(r, name, dry_run))

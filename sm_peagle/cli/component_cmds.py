@@ -36,6 +36,9 @@ def render_update(result: Any) -> None:
         )
         return
     name, changes = result.endpoint, ", ".join(result.changes)
+    if result.kind == "expiry":  # its schedules and tag only
+        typer.echo(f"{name} is {result.status} ({changes})")
+        return
     if result.kind == "component":
         typer.echo(f"{name} is {result.status} ({changes or 'components updated'})")
     else:

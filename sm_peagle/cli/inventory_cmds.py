@@ -106,9 +106,29 @@ def _render_healthy(name: str, st: Any) -> None:
         rows.append(["failure reason", st.failure_reason])
     if st.rollout:
         rows.append(["rollout", _rollout_row(st.rollout)])
+    rows += _expiry_rows(st)
     console().print(table(name, ["field", "value"], rows))
+    if st.expiry == "overdue":  # the scheduled deletion failed or is late: say so, and the fix
+        note(f"{name} expired at {st.expires_at}: {st.expiry_problem}; `peagle delete {name}`")
     if st.components is not None:
         console().print(_components_table(name, st.components))
+
+
+def _expiry_rows(st: Any) -> list[list[str]]:
+    """`expires`: the time and what is left (AWS's clock), or nothing without a TTL."""
+    if st.expiry == "none":
+        return []
+    role = f", as {st.expiry_role}" if st.expiry_role else ""
+    return [["expires", f"{st.expires_at} ({_countdown(st.expires_in_s, st.expiry)}{role})"]]
+
+
+def _countdown(seconds: int | None, expiry: str) -> str:
+    """`3h59m`, `14m`, or `overdue by 5m`: the `ls` column (AWS's clock)."""
+    if seconds is None:
+        return "-"
+    s = abs(seconds)
+    said = f"{s // 3600}h{(s % 3600) // 60:02d}m" if s >= 3600 else f"{s // 60}m"
+    return f"overdue by {said}" if expiry == "overdue" else said
 
 
 def _components_table(endpoint: str, comps: list[Any]) -> object:
@@ -206,7 +226,16 @@ def _render_ls(rows: list[Any], all_: bool, idle: str | None = None) -> None:
     console().print(
         table(
             title,
-            ["endpoint", "status", "created", "peagle", "components", "spend*", "30 d*"],
+            [
+                "endpoint",
+                "status",
+                "created",
+                "peagle",
+                "components",
+                "spend*",
+                "30 d*",
+                "expires in",
+            ],
             [
                 [
                     r.endpoint,
@@ -216,6 +245,7 @@ def _render_ls(rows: list[Any], all_: bool, idle: str | None = None) -> None:
                     short(r),
                     _usd(r.spend_usd),
                     _usd(r.projected_30d_usd),
+                    _countdown(r.expires_in_s, r.expiry),
                 ]
                 for r in rows
             ],

@@ -29,6 +29,8 @@ from .spec_options import (
     RegionOpt,
     RolloutOpt,
     SpecFileOpt,
+    TtlOpt,
+    TtlRoleOpt,
     with_spec_options,
 )
 
@@ -159,12 +161,16 @@ def update_command(
     monitor: MonitorOpt = None,
     rollout: RolloutOpt = None,
     bake: BakeOpt = None,
+    ttl: TtlOpt = None,
+    ttl_role: TtlRoleOpt = None,
     timeout: TimeoutOpt = None,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Change K, mode or instances in place: new model + config, UpdateEndpoint, wait.
+    `--ttl 2h` moves the expiry to 2 h from now (`--ttl none` removes it): the schedules
+    and the tag only.
     On an endpoint hosting inference components, K and mode are per component:
     `--component NAME -k N` changes that component (new model, UpdateInferenceComponent).
     `--rollout canary` (linear, rolling) moves traffic in steps that bake while rollback
@@ -187,6 +193,8 @@ def update_command(
                 monitor=monitor,
                 rollout=rollout,
                 bake=bake,
+                ttl=ttl,
+                ttl_role=ttl_role,
                 timeout=timeout,
                 confirm=asker(yes),
                 dry_run=dry_run,

@@ -23,6 +23,7 @@ from ..planning.components.hosting import (
     step_policy_arn_placeholder,
 )
 from ..planning.plan_result import Plan
+from .expiry import arm, check_ttl, start_expiry
 from .operation import Operation
 from .resources import DeployResult, as_error, is_managed, not_found, tagged_requests
 from .waiter import default_timeout, wait_for_endpoint
@@ -183,6 +184,7 @@ def apply_components(
 ) -> DeployResult:
     """Create a component endpoint; on any failure remove what this run created."""
     plan.raise_for_failures()
+    now = check_ttl(lc.aws, plan)  # a bad TTL: SpecError before the preflight's reads
     if preflight:
         from .preflight import run_preflight
 
@@ -190,9 +192,10 @@ def apply_components(
             if c.status == "warn":
                 lc.say("warning: " + c.line(with_fix=False))
     limit = timeout or default_timeout({"ProductionVariants": [_startup(plan)]})
-    op = Operation.start(limit, lc.aws.synced_aws_now())
+    op = Operation.start(limit, now)
     _, config_req, endpoint_req = tagged_requests(plan)
     config_req, endpoint_req = op.stamp(config_req), op.stamp(endpoint_req)
+    expiry = start_expiry(lc, plan, op, now, endpoint_req)  # a bad TTL: nothing sent
     model_reqs, component_reqs = (list(map(op.stamp, r)) for r in tagged_components(plan))
     created: list[tuple[str, str]] = []
     trying: list[tuple[str, str]] = []  # the Create* in flight: sent, not yet answered
@@ -200,6 +203,7 @@ def apply_components(
     try:
         if plan.drafter_push:
             lc.push_drafter(plan)
+        arm(lc, expiry, created, trying, lc.sleep)  # the components' first; before CreateEndpoint
         for req in model_reqs:
             trying[:] = [("model", req["ModelName"])]
             lc.sm.create_model(**req)

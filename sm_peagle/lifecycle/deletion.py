@@ -183,12 +183,16 @@ def delete_endpoint(
     the log group peagle made), then the config and models it uses that nothing else
     uses (`deletion` says which, and what is refused)."""
     from .components import deregister_component_scaling
+    from .expiry import remove_schedules
     from .monitoring import remove_monitoring
 
     plan = plan_deletion(lc, endpoint, keep_model=keep_model, force=force, keep_logs=keep_logs)
+    # Its expiry schedules first: none may fire while the delete runs.
+    schedules = remove_schedules(lc, endpoint, plan.components if plan else [])
     if plan is None:
-        return {"endpoint": endpoint, "deleted": [], "note": "already gone"}
-    deleted: list[str] = []
+        note = "already gone" if not schedules else "already gone; removed its schedule"
+        return {"endpoint": endpoint, "deleted": schedules, "note": note}
+    deleted: list[str] = [*schedules]
 
     def remove(kind: str, name: str) -> None:
         if kind == "inference_component":

@@ -53,6 +53,9 @@ class Garbage:
     settling: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     # (kind, name, endpoint): monitoring of endpoints that are gone, in deletion order
     monitoring: list[tuple[str, str, str]] = field(default_factory=list)
+    # "schedule <group>/<name>" of gone endpoints, then "role peagle-ttl-deleter" once
+    # unused (lifecycle/expiry_gc.py)
+    expiry: list[str] = field(default_factory=list)
 
     @property
     def names(self) -> list[str]:
@@ -63,6 +66,7 @@ class Garbage:
             *self.endpoint_configs,
             *self.models,
             *(monitoring_label(kind, name) for kind, name, _ in self.monitoring),
+            *self.expiry,
         ]
 
 
@@ -161,10 +165,9 @@ def find_garbage(
     force: bool = False,
     aws: Any = None,
 ) -> Garbage:
-    """What gc would delete (module docstring). `operation`: only that operation's
-    resources; `force` (with `operation`): even if it may still be running. `aws` (the
-    AwsContext): also the monitoring of endpoints that are gone (not with `operation`:
-    monitoring resources carry no operation tag)."""
+    """What gc would delete (module docstring). `operation`: only its resources; `force`
+    (with `operation`): even if it may be running. `aws`: also the monitoring and expiry
+    schedules of gone endpoints (not with `operation`: those carry no operation tag)."""
     from .components import listed_components
     from .inventory import resource_users
 
@@ -232,4 +235,20 @@ def find_garbage(
         except Exception as e:  # a caller who may not list alarms still collects the rest
             if getattr(e, "response", {}).get("Error", {}).get("Code") not in DENIED:
                 raise
+        _expiry(out, aws, sm, staying, judge.now)
     return out
+
+
+def _expiry(out: Garbage, aws: Any, sm: Any, staying: set[str], now: datetime) -> None:
+    """The schedules of endpoints and components that are gone (or go in this gc), and
+    peagle's role once unused. A caller who may not list schedules collects the rest."""
+    from .components import listed_components
+    from .expiry_gc import find_expiry_garbage
+
+    going = set(out.inference_components)
+    comps = {c["InferenceComponentName"] for c in listed_components(sm)} - going
+    try:
+        out.expiry = find_expiry_garbage(aws, staying, comps, now)
+    except Exception as e:
+        if "AccessDenied" not in str(getattr(e, "response", {}).get("Error", {}).get("Code")):
+            raise

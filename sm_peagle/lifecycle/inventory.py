@@ -226,6 +226,8 @@ def list_endpoints(sm: Any, *, include_unmanaged: bool = False) -> list[dict[str
                     "managed": managed,
                     "spec_sha256": tags.get("peagle:spec-sha256"),
                     "components": sorted(components.get(ep["EndpointName"], [])),
+                    # the expiry `ls` shows (lifecycle/expiry_read.py): read here, one ListTags
+                    "expires_at": tags.get("peagle:expires"),
                 }
             )
     return rows

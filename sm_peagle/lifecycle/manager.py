@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from .. import settings
 from ..errors import Call, DeploymentFailed, Interrupted, Param, text
 from ..planning.plan_result import Plan
+from .expiry import SCHEDULE, arm, check_ttl, start_expiry, undo_schedule
+from .expiry_update import follow_ttl
 from .operation import COMPLETED, OPERATION, Operation
 from .resources import ARNS, KINDS, DeployResult, as_error, not_found, tagged_requests
 from .spec_tags import tag_dict
@@ -103,18 +105,21 @@ class Lifecycle:
 
             return apply_components(self, plan, wait, timeout, keep_on_failure, preflight, on_poll)
         plan.raise_for_failures()
+        now = check_ttl(self.aws, plan)  # a bad TTL: SpecError before the preflight's reads
         group_exists = self._preflight(plan, preflight)
         limit = timeout or default_timeout(plan.create_endpoint_config)
-        op = Operation.start(limit, self.aws.synced_aws_now())
+        op = Operation.start(limit, now)
         model_reqs, config_req, endpoint_req = tagged_requests(plan)
         model_reqs = [op.stamp(m) for m in model_reqs]
         config_req, endpoint_req = op.stamp(config_req), op.stamp(endpoint_req)
+        expiry = start_expiry(self, plan, op, now, endpoint_req)  # a bad TTL: nothing sent
         created: list[tuple[str, str]] = []
         trying: list[tuple[str, str]] = []  # the Create* in flight: sent, not yet answered
         start = time.monotonic()
         try:
             if plan.drafter_push:
                 self.push_drafter(plan)
+            arm(self, expiry, created, trying, self.sleep)  # before CreateEndpoint: see expiry
             arn = self._create(
                 model_reqs, config_req, endpoint_req, created, trying, plan, group_exists
             )
@@ -316,10 +321,10 @@ class Lifecycle:
         decides, not what the run heard back: each name the run created, or was creating
         when it stopped (`in_flight`: its Create* sent, no answer yet), is deleted if it
         carries the operation's tag, and left alone if it does not (someone else's, of
-        the same name: a deploy racing this one). An inference component that cannot be
-        deleted stops it before the endpoint, config and models (SageMaker refuses
-        DeleteEndpoint while one remains). A second interrupt stops it; then every
-        resource left is named, with the one command that removes exactly those."""
+        the same name: a deploy racing this one). A component that cannot be deleted stops
+        it before the endpoint, config and models (DeleteEndpoint is refused while one
+        remains). A second interrupt stops it, naming what is left and the one command
+        that removes exactly those."""
         from .components import SCALING, deregister_component_scaling
         from .monitoring import MONITORING_KINDS, remove_one
         from .rollout import ROLLOUT_ALARM, remove_rollout_alarm
@@ -345,6 +350,8 @@ class Lifecycle:
                     elif kind == ROLLOUT_ALARM:
                         self.say(f"rolling back rollout alarm {name}")
                         remove_rollout_alarm(self.aws, name, str(deployment))
+                    elif kind == SCHEDULE:
+                        undo_schedule(self, name)
                     elif kind in MONITORING_KINDS:
                         # peagle's own by its tags or name, checked again by remove_one
                         self.say(f"rolling back {kind.replace('_', ' ')} {name}")
@@ -358,10 +365,9 @@ class Lifecycle:
                     self.say(f"could not delete {name}: {e}")
                 done.add(i)
         except KeyboardInterrupt as stop:
-            # Named by kind and name, on the error itself: the CLI prints it as its last
-            # line (also under --quiet and in --json), an SDK caller reads it off the error.
+            # Named on the error: the CLI's last line (--quiet, --json too); the SDK's field.
             rest = [todo[i] for i in range(len(todo)) if i not in done]
-            kinds = (*KINDS, *MONITORING_KINDS, ROLLOUT_ALARM)
+            kinds = (*KINDS, *MONITORING_KINDS, ROLLOUT_ALARM, SCHEDULE)
             named = [(k, n) for k, n in reversed(rest) if k in kinds]
             named += [(k, n) for k, n in reversed(todo) if n in left]
             raise Interrupted(
@@ -538,6 +544,7 @@ class Lifecycle:
             check_monitoring(self.aws, want)
         result = update_in_place(self, plan, timeout=timeout, on_poll=on_poll)
         self.follow_monitoring(plan, monitoring, updated=True)
+        follow_ttl(self, plan)  # apply's spec gaining a TTL (never extends one)
         if result.rollout is not None:  # an idle bake: the update is done, not verified
             from .rollout_finish import unverified_error
 

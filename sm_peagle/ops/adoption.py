@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError, text
 from .deployment import refuse_target_only
@@ -55,6 +55,8 @@ class AdoptOps(Session):
         output: str | Path | None = None,
         confirm: Confirm | None = None,
         on_result: Callable[[AdoptResult], None] | None = None,
+        ttl: str | float | None = None,
+        ttl_role: str | None = None,
     ) -> AdoptResult:
         """Take an endpoint made elsewhere (console, sagemaker SDK, boto3) under peagle's
         management: reconstruct its spec, run plan's checks, tag it as peagle's.
@@ -70,6 +72,10 @@ class AdoptOps(Session):
                 answer, before the first tag).
             confirm: asked before tagging; it raises to stop.
             on_result: sees the result before `confirm` is asked.
+            ttl: also give it an expiry ("4h", or a UTC time): its EventBridge Scheduler
+                schedule and `peagle:expires` tag only, once adopted (nothing else is
+                created). 15 minutes at least, checked before any tag is written.
+            ttl_role: the role that schedule runs as (default: peagle's own).
 
         Returns:
             An AdoptResult: `.spec`, `.checks`, `.differences`, `.tagged` (empty on a dry
@@ -91,6 +97,8 @@ class AdoptOps(Session):
             if find_model(model) is not None:
                 refuse_target_only(model)
         ctx = self._connect()
+        if ttl is not None:  # a short or past TTL: SpecError before anything is tagged
+            _check_ttl(ctx, ttl, ttl_role)
 
         def ask(result: AdoptResult) -> None:
             if on_result is not None:
@@ -115,4 +123,31 @@ class AdoptOps(Session):
         )
         if dry_run and output is not None:
             _write_spec(Path(output), result, self._say)
+        if ttl is not None and not dry_run:
+            from ..lifecycle.expiry_update import set_ttl
+            from ..lifecycle.manager import Lifecycle
+
+            set_ttl(Lifecycle(ctx, say=self._say), name, ttl, ttl_role)
         return result
+
+
+def _check_ttl(ctx: Any, ttl: str | float, ttl_role: str | None) -> None:
+    """The spec's own rules on `ttl` and `ttl_role` (field "ttl"/"ttl_role"), then the
+    15-minute minimum on AWS's clock."""
+    from pydantic import ValidationError
+
+    from ..errors import SpecError
+    from ..lifecycle.expiry import ttl_error
+    from ..planning.expiry import expiry_at
+    from ..planning.spec.model import EndpointSpec
+
+    try:
+        EndpointSpec.model_validate({"ttl": ttl, "ttl_role": ttl_role})
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = str(err["loc"][0]) if err.get("loc") else "ttl"
+        raise SpecError(err["msg"], field=field, value=str(ttl)) from None
+    try:
+        expiry_at(ttl, ctx.synced_aws_now())
+    except ValueError as e:
+        raise ttl_error(ttl, e) from None

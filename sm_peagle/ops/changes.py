@@ -21,13 +21,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Call, Param, SpecError, text
 from ..planning.spec.options import documents_spec_options
 from .deployment import refuse_target_only
 from .session import Session, check_endpoint_name, seconds
+from .update_results import UpdateResult  # re-exported: `sm_peagle.ops.changes.UpdateResult`
 
 if TYPE_CHECKING:
     from ..planning.plan_result import Plan
@@ -46,102 +46,6 @@ Confirm = Callable[[str], None]
 # -- update ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class UpdateResult:
-    """What `update` did; `to_dict()` is the `peagle update --json` document.
-
-    Attributes:
-        kind: "endpoint" (K, mode or instances of a one-model endpoint), "component" (K or
-            mode of one inference component) or "copies" (an inference component's copy
-            count).
-        endpoint: The endpoint's name.
-        status: Its EndpointStatus after the update; None for a dry run (nothing was asked
-            of the endpoint).
-        changes: What changes, "K 5 -> 3", ... (empty: nothing to change).
-        created: The resources created, (kind, name) pairs in order.
-        endpoint_config: The endpoint config it now runs (kind "endpoint"), else None.
-        speculative_config: vLLM's speculative config now served, or None.
-        component: The inference component changed (kinds "component", "copies"), else None.
-        desired_copies: The copy count asked for (kind "copies"), else None.
-        current_copies: The copies running when it returned (kind "copies"), else None.
-        dry_run: True when nothing was changed, only planned.
-        plan: The endpoint's new plan (not part of the document), or None.
-        rollout: What the update's rollout did (`RolloutReport`: strategy, steps, alarms,
-            phases seen, unverified bakes, outcome), or None when it had none; `rollout`
-            in the document.
-    """
-
-    kind: str
-    endpoint: str
-    status: str | None  # None for a dry run: nothing was asked of the endpoint
-    changes: list[str] = field(default_factory=list)
-    created: list[tuple[str, str]] = field(default_factory=list)
-    endpoint_config: str | None = None
-    speculative_config: dict | None = None
-    component: str | None = None
-    desired_copies: int | None = None
-    current_copies: int | None = None
-    dry_run: bool = False
-    plan: Plan | None = field(default=None, repr=False)  # the endpoint's new plan
-    rollout: Any = None  # lifecycle.rollout.RolloutReport
-
-    @property
-    def changed(self) -> bool:
-        """True when the update asked SageMaker for a change: resources were created, or an
-        inference component's copy count was set (`changes` names it). False for a dry run and
-        when nothing was to change."""
-        if self.dry_run:
-            return False
-        return bool(self.created) if self.kind != "copies" else bool(self.changes)
-
-    @property
-    def scaled_to_zero(self) -> bool:
-        """True when an inference component's copies were set to 0 and none remain."""
-        return self.desired_copies == 0 and self.current_copies == 0
-
-    def __getitem__(self, key: str) -> Any:
-        """Deprecated: `result["status"]`, as `Endpoint.update` returned before (a
-        FutureWarning; read `result.status`); `result["created"]` is the created resources'
-        names, as it was then."""
-        import warnings
-
-        instead = "[name for _, name in .created]" if key == "created" else f".{key}"
-        warnings.warn(
-            f"UpdateResult[{key!r}] is deprecated: use {instead}", FutureWarning, stacklevel=2
-        )
-        if key == "created":
-            return [n for _, n in self.created]
-        return self.to_dict()[key]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The document `peagle update --json` prints."""
-        if self.kind == "copies":
-            return {
-                "endpoint": self.endpoint,
-                "component": self.component,
-                "status": self.status,
-                "changed": self.changed,
-                "desired_copies": self.desired_copies,
-                "current_copies": self.current_copies,
-                "scaled_to_zero": self.scaled_to_zero,
-                **({"dry_run": True} if self.dry_run else {}),
-            }
-        doc: dict[str, Any] = {"endpoint": self.endpoint, "status": self.status}
-        if self.dry_run:
-            doc["dry_run"] = True
-        if self.kind == "endpoint":
-            doc["endpoint_config"] = self.endpoint_config
-        doc["changed"] = self.changed
-        doc["changes"] = self.changes
-        if self.kind == "endpoint":
-            doc["speculative_config"] = self.speculative_config
-        else:
-            doc["created"] = [{"kind": kind, "name": n} for kind, n in self.created]
-        if self.rollout is not None:
-            doc["rollout"] = self.rollout.to_dict()
-        return doc
-
-
 def _shown(value: Any) -> str:
     return "none" if value is None else str(value)
 
@@ -158,6 +62,18 @@ _NAME = Metavar("NAME")
 
 
 _ROLLOUT = ("rollout", "bake")
+
+
+def _ttl_alone(extra: SpecOptions, *given: Any) -> None:
+    """`update --ttl` moves the expiry only: with another change it is refused (exit 2),
+    so that what it sends stays the schedules and the tag."""
+    rest = dataclasses.replace(extra, ttl=None, ttl_role=None)
+    if any(v is not None for v in given) or rest != type(extra)():
+        raise SpecError(
+            "ttl changes the expiry alone; update it and the rest in two calls",
+            remedy=text("run `{u}` by itself", u=Call("update", _NAME, ttl="2h")),
+            field="ttl",
+        )
 
 
 def _check_extra(extra: SpecOptions, component: str | None) -> None:
@@ -390,12 +306,16 @@ class ChangeOps(Session):
             options_from(locals()),  # `name` and `copies` here are update's own, not the spec's
             k=None, mode=None, instance_type=None, instance_count=None, copies=None, name=None,
         )  # fmt: skip
+        if ttl is not None:
+            _ttl_alone(extra, k, mode, instance_type, instance_count, component, copies)
         _check_extra(extra, component)
         wait_s = seconds(timeout, "timeout")
         ctx = self._connect()
         from ..lifecycle.manager import Lifecycle
 
         lc = Lifecycle(ctx, say=self._say)
+        if ttl is not None:  # its schedules and the tag, nothing else
+            return self._update_ttl(lc, name, ttl, ttl_role, confirm, dry_run)
         if component is not None and (k is not None or mode is not None):  # its configuration
             return self._update_component(
                 lc, name, component, k, mode, wait_s, confirm, dry_run, extra
@@ -405,6 +325,22 @@ class ChangeOps(Session):
             return self._update_copies(lc, name, component, copies, wait_s, confirm, dry_run)
         return self._update_endpoint(lc, name, extra, k, mode, instance_type, instance_count,
                                      wait_s, confirm, dry_run)  # fmt: skip
+
+    def _update_ttl(
+        self, lc: Any, name: str, ttl: str | float, ttl_role: str | None,
+        confirm: Confirm | None, dry_run: bool,
+    ) -> UpdateResult:  # fmt: skip
+        """`ttl=`: the expiry moved (from AWS's now), given or removed ("none")."""
+        from ..lifecycle.expiry_update import set_ttl
+
+        changes, _, expires = set_ttl(lc, name, ttl, ttl_role, dry_run=True)
+        if dry_run:
+            return UpdateResult("expiry", name, None, changes, dry_run=True, expires_at=expires)
+        if confirm is not None:
+            confirm(f"Update {name} ({', '.join(changes)})?")
+        changes, written, expires = set_ttl(lc, name, ttl, ttl_role)
+        status = lc.sm.describe_endpoint(EndpointName=name)["EndpointStatus"]
+        return UpdateResult("expiry", name, status, changes, written, expires_at=expires)
 
     def _update_component(
         self, lc: Any, name: str, component: str, k: int | None, mode: str | None,

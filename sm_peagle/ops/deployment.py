@@ -443,6 +443,7 @@ class DeployOps(Session):
             CheckFailed: the spec's plan fails a check (nothing sent).
             DeploymentFailed, DeploymentTimeout: creating or updating failed.
         """
+        from ..lifecycle.expiry_update import follow_ttl
         from ..lifecycle.manager import Lifecycle
         from ..planning.spec.options import options_from
 
@@ -456,11 +457,11 @@ class DeployOps(Session):
             self._say(f"no changes: {ap.endpoint} already matches the spec")
         if ap.rollout_note and not ap.new_config:
             self._say(ap.rollout_note)
-        if dry_run or ap.action == "noop":
-            return ApplyResult(ap, applied=False)
+        lc = Lifecycle(ctx, say=self._say)
+        if dry_run or ap.action == "noop":  # an expiry the endpoint lacks: schedule + tag
+            return ApplyResult(ap, applied=not dry_run and follow_ttl(lc, ap.plan))
         if ap.live_name is not None:
-            # Updating would create the plan's name beside it: change it where it was made.
-            raise SpecError(
+            raise SpecError(  # updating would create the plan's name beside it
                 f"{ap.live_name} is deployment {ap.plan.names['endpoint']} under another name "
                 "(made by a CloudFormation stack?); apply updates endpoints by the plan's name",
                 remedy=text(
@@ -470,7 +471,6 @@ class DeployOps(Session):
             )
         if confirm is not None:
             confirm(f"{ap.action.capitalize()} {ap.plan.names['endpoint']}?")
-        lc = Lifecycle(ctx, say=self._say)
         if ap.action == "create":
             result = lc.apply(ap.plan, timeout=wait_s, on_poll=self.on_poll)
         elif ap.monitoring_only:  # CloudWatch only: nothing is sent to SageMaker

@@ -97,6 +97,7 @@ class EndpointOps(Session):
             from .endpoints_spend import status_spend
 
             doc.update(status_spend(ctx, name))
+        doc.update(_expiry_of(ctx, sm, name))
         return EndpointStatus.from_dict(doc)
 
     def ls(
@@ -124,8 +125,9 @@ class EndpointOps(Session):
 
         window = check_idle(idle)
         ctx = self._connect()
-        rows = list_endpoints(ctx.client("sagemaker"), include_unmanaged=include_unmanaged)
-        return listing(ctx, rows, window)
+        sm = ctx.client("sagemaker")
+        rows = list_endpoints(sm, include_unmanaged=include_unmanaged)
+        return listing(ctx, [_with_expiry(r, sm) for r in rows], window)
 
     def _lifecycle(self, ctx: Any) -> Any:
         from ..lifecycle.manager import Lifecycle
@@ -287,6 +289,7 @@ class EndpointOps(Session):
             endpoints=found.endpoints,
             running=found.running,
             monitoring=[monitoring_label(kind, name) for kind, name, _ in found.monitoring],
+            expiry=found.expiry,
             settling={
                 ep: {"status": status, "operation": op}
                 for ep, (status, op) in found.settling.items()
@@ -334,6 +337,7 @@ class EndpointOps(Session):
             for kind, n, ep in found.monitoring:
                 if remove_one(lc.aws, kind, n, ep):
                     result.deleted.append(monitoring_label(kind, n))
+        _remove_expiry(lc, found.expiry, result.deleted)
         return result
 
     def logs(
@@ -478,3 +482,35 @@ def _through_first(events: Any, wanted: str) -> Iterator[dict[str, Any]]:
         yield e
         if wanted in e["message"]:
             return
+
+
+def _expiry_of(ctx: Any, sm: Any, name: str) -> dict[str, Any]:
+    """`status`'s expiry fields (lifecycle/expiry_read.py), on AWS's clock; with
+    `expiry_problem` saying why an overdue endpoint is still there."""
+    from ..aws import aws_now
+    from ..lifecycle.expiry_read import expiry_fields, schedule_problem
+    from ..lifecycle.spec_tags import tag_dict
+
+    arn = sm.describe_endpoint(EndpointName=name)["EndpointArn"]
+    tags = tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", []))
+    out = expiry_fields(tags, aws_now(sm))
+    out["expiry_problem"] = schedule_problem(ctx, name) if out["expiry"] == "overdue" else None
+    return out
+
+
+def _with_expiry(row: dict[str, Any], sm: Any) -> dict[str, Any]:
+    """An `ls` row with its expiry fields, on AWS's clock (the last answer's Date)."""
+    from ..aws import aws_now
+    from ..lifecycle.expiry_read import expiry_fields
+
+    tag = row.pop("expires_at", None)
+    fields = expiry_fields({"peagle:expires": tag} if tag else {}, aws_now(sm))
+    return {**row, **{k: fields[k] for k in ("expires_at", "expires_in_s", "expiry")}}
+
+
+def _remove_expiry(lc: Any, labels: list[str], deleted: list[str]) -> None:
+    """gc's last step: the expiry schedules of gone endpoints, then peagle's unused role."""
+    if labels:
+        from ..lifecycle.expiry_gc import remove_expiry_garbage
+
+        deleted.extend(remove_expiry_garbage(lc.aws, labels))

@@ -134,6 +134,14 @@ class EndpointStatus(DocumentResult):
         projected_30d_usd: An estimate of 30 days at its current size, or None likewise.
         spend_note: How the estimate was made and what it cannot see, or why it is
             unknown.
+        expires_at: When an EventBridge Scheduler schedule deletes it (`--ttl`; ISO UTC,
+            its `peagle:expires` tag), or None.
+        expires_in_s: Seconds left on AWS's clock (negative once past), or None.
+        expiry: "scheduled", "overdue" (two minutes past `expires_at` and still there),
+            or "none".
+        expiry_role: The `--ttl-role` its schedule runs as, or None (peagle's own role).
+        expiry_problem: With "overdue": what is known of why (the schedule's state, and
+            on the sandbox its last attempt's error), else None.
     """
 
     endpoint: str
@@ -168,6 +176,12 @@ class EndpointStatus(DocumentResult):
     spend_usd: float | None = None
     projected_30d_usd: float | None = None
     spend_note: str | None = None
+    # expiry (issue 39; lifecycle/expiry_read.py), on AWS's clock
+    expires_at: str | None = None
+    expires_in_s: int | None = None
+    expiry: str = "none"
+    expiry_role: str | None = None
+    expiry_problem: str | None = None
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> EndpointStatus:
@@ -264,6 +278,9 @@ class EndpointSummary:
         projected_30d_usd: An estimate of 30 days at its current size, or None likewise.
         spend_note: How the estimate was made and what it cannot see, or why it is
             unknown.
+        expires_at: When its schedule deletes it (`--ttl`; ISO UTC), or None.
+        expires_in_s: Seconds left on AWS's clock (negative once past), or None.
+        expiry: "scheduled", "overdue" or "none" (as `EndpointStatus.expiry`).
     """
 
     endpoint: str
@@ -275,6 +292,10 @@ class EndpointSummary:
     spend_usd: float | None = None
     projected_30d_usd: float | None = None
     spend_note: str | None = None
+    # expiry (issue 39), on AWS's clock
+    expires_at: str | None = None
+    expires_in_s: int | None = None
+    expiry: str = "none"
 
     def to_dict(self) -> dict[str, Any]:
         """The row `peagle ls --json` prints for this endpoint."""
@@ -286,6 +307,7 @@ class EndpointSummary:
             "spec_sha256": self.spec_sha256,
             "components": list(self.components),
             **self._spend(),
+            **self._expiry_dict(),
         }
 
     def _spend(self) -> dict[str, Any]:
@@ -293,6 +315,13 @@ class EndpointSummary:
             "spend_usd": self.spend_usd,
             "projected_30d_usd": self.projected_30d_usd,
             "spend_note": self.spend_note,
+        }
+
+    def _expiry_dict(self) -> dict[str, Any]:
+        return {
+            "expires_at": self.expires_at,
+            "expires_in_s": self.expires_in_s,
+            "expiry": self.expiry,
         }
 
 
@@ -319,6 +348,8 @@ class GcResult:
         monitoring: The monitoring of endpoints that are gone: peagle's alarms,
             dashboards, log groups (by their tags), metric filters ("<group>:<filter>") and
             transformers (the group's name).
+        expiry: Expiry schedules of endpoints or components that are gone ("schedule
+            peagle/<name>"), then "role peagle-ttl-deleter" once no schedule uses it.
         idle_kept: With `idle`: endpoint -> why an idle endpoint was left alone (`delete`
             would refuse it without `force`: not peagle's, or it hosts components peagle
             did not create). The idle endpoints deleted are in `endpoints`.
@@ -337,18 +368,20 @@ class GcResult:
     # flight, perhaps one interrupted twice); `peagle update NAME --yes` finishes it
     settling: dict[str, dict[str, str | None]] = field(default_factory=dict)
     monitoring: list[str] = field(default_factory=list)
+    expiry: list[str] = field(default_factory=list)
     idle_kept: dict[str, str] = field(default_factory=dict)
 
     @property
     def orphans(self) -> list[str]:
         """Everything found, in deletion order: the endpoints, then components (they
-        name models), configs, models."""
+        name models), configs, models, monitoring, expiry schedules and role."""
         return [
             *self.endpoints,
             *self.inference_components,
             *self.endpoint_configs,
             *self.models,
             *self.monitoring,
+            *self.expiry,
         ]
 
     def to_dict(self) -> dict[str, Any]:
@@ -364,6 +397,7 @@ class GcResult:
             "finished": self.finished,
             "settling": self.settling,
             "monitoring": self.monitoring,
+            "expiry": self.expiry,
             "deleted": self.deleted,
             "dry_run": self.dry_run,
             "idle_kept": self.idle_kept,
