@@ -68,16 +68,19 @@ def ttl_error(ttl: Any, e: ValueError) -> SpecError:
     )
 
 
-def check_ttl(aws: Any, plan: Any) -> datetime:
-    """AWS's now (the deploy's start: its expiry counts from here), after checking the
-    plan's TTL against it: SpecError (field "ttl") before anything is sent."""
-    now: datetime = aws.synced_aws_now()
+def check_ttl(aws: Any, plan: Any) -> datetime | None:
+    """With a TTL: AWS's now (the deploy's start: its expiry counts from here), after
+    checking the TTL against it: SpecError (field "ttl") before anything is sent. Without
+    one: None, and no request (the deploy reads AWS's time after its preflight, as before
+    TTLs: an unreachable AWS then fails the preflight's first call, not a silent extra one)."""
     ttl = getattr(plan.spec.endpoint, "ttl", None)
-    if ttl is not None:
-        try:
-            expiry_at(ttl, now)
-        except ValueError as e:
-            raise ttl_error(ttl, e) from None
+    if ttl is None:
+        return None
+    now: datetime = aws.synced_aws_now()
+    try:
+        expiry_at(ttl, now)
+    except ValueError as e:
+        raise ttl_error(ttl, e) from None
     return now
 
 
@@ -314,14 +317,18 @@ def start_expiry(
 
 def remove_schedules(lc: Any, endpoint: str, components: list[str]) -> list[str]:
     """`delete`, first of all (nothing may fire mid-delete): the endpoint's schedule and
-    its components' (not found: fine). A caller who may not touch schedules (a deployer
-    policy from before TTLs) deletes all the same, warned. The keys deleted."""
+    its components'. Each is read first (GetSchedule) and deleted only when it is there and
+    peagle's, so an endpoint without a TTL gets no DeleteSchedule (no mutating request when
+    nothing needs to change). A caller who may not touch schedules (a deployer policy from
+    before TTLs) deletes all the same, warned. The keys deleted."""
     keys = [schedule_key(COMPONENT_GROUP, c) for c in components]
     keys.append(schedule_key(GROUP, endpoint))
     gone: list[str] = []
     for key in keys:
+        group, name = key.split("/", 1)
         try:
-            if delete_schedule(lc.aws, key):
+            found = get_schedule(lc.aws, group, name)
+            if found is not None and is_peagle_schedule(found) and delete_schedule(lc.aws, key):
                 gone.append(key)
         except Exception as e:
             if error_code(e) not in ("AccessDeniedException", "AccessDenied"):

@@ -164,12 +164,12 @@ def test_iam_policy_unknown_for_lists_the_choices_before_planning(capsys, no_pla
     with pytest.raises(SpecError) as e:
         sm_peagle.iam_policy("gpt-oss-20b", for_="admin")
     assert e.value.message == "for_=: unknown value 'admin'"  # the SDK's own name for it
-    assert e.value.remedy == "use one of execution-role, deployer"
+    assert e.value.remedy == "use one of execution-role, deployer, ttl-role"
     code, out, err = run_cli(capsys, "iam-policy", "gpt-oss-20b", "--for", "admin")
     assert code == 2 and out == ""
     assert (
         err.strip()
-        == "error: --for: unknown value 'admin' (fix: use one of execution-role, deployer)"
+        == "error: --for: unknown value 'admin' (fix: use one of execution-role, deployer, ttl-role)"
     )
 
 
