@@ -203,6 +203,13 @@ class AwsTarget(Protocol):
 
     def current(self) -> TargetState | None: ...
 
+    # Optional (peagle asks with getattr; a target without it is asked nothing):
+    # `schedule_error(url: str, schedule: str) -> str | None`, the last failed run of the
+    # EventBridge Scheduler schedule "<group>/<name>" when the control plane at `url` is
+    # this target's and it keeps its runs. AWS publishes no per-schedule history (a
+    # dead-letter queue would hold it), so on AWS `status` says only that the deletion has
+    # not happened; a target that runs schedules itself can say why.
+
 
 @dataclass(frozen=True)
 class DoctorCheck:

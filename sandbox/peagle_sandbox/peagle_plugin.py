@@ -124,6 +124,24 @@ class SandboxTarget:
             ),
         )
 
+    def schedule_error(self, url: str, schedule: str) -> str | None:
+        """The contract's optional hook: the last failed run of `schedule` ("group/name")
+        the sandbox at `url` ran (its GET /_peagle/schedules, moto_scheduler.py), or None
+        when `url` is not a local sandbox."""
+        import json
+        import urllib.request
+
+        if not url.startswith(("http://127.0.0.1", "http://localhost")):
+            return None
+        with urllib.request.urlopen(url.rstrip("/") + "/_peagle/schedules", timeout=5) as r:
+            doc = json.loads(r.read())
+        runs = doc.get("runs", []) if isinstance(doc, dict) else doc
+        failed = [
+            r for r in runs
+            if isinstance(r, dict) and r.get("schedule") == schedule and r.get("error")
+        ]  # fmt: skip
+        return str(failed[-1]["error"]) if failed else None
+
 
 # What a result produced on the sandbox records of how it ran (its record's extra fields):
 # the SIMULATED engine's step times scale with step_time_factor (the state file also says

@@ -192,8 +192,7 @@ def apply_components(
             if c.status == "warn":
                 lc.say("warning: " + c.line(with_fix=False))
     limit = timeout or default_timeout({"ProductionVariants": [_startup(plan)]})
-    now = now or lc.aws.synced_aws_now()  # the start, without a TTL
-    op = Operation.start(limit, now)
+    op = Operation.start(limit, now := now or lc.aws.synced_aws_now())  # no TTL: read now
     _, config_req, endpoint_req = tagged_requests(plan)
     config_req, endpoint_req = op.stamp(config_req), op.stamp(endpoint_req)
     expiry = start_expiry(lc, plan, op, now, endpoint_req)  # a bad TTL: nothing sent

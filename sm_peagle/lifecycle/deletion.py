@@ -8,7 +8,7 @@ call these; creating, waiting and rolling back are `lifecycle/manager.py`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Call, Interrupted, text
@@ -36,6 +36,8 @@ class Deletion:
     # peagle's alarm, dashboard, filters, transformer and owned log group: removed after
     # the endpoint is gone (None: the endpoint is not monitored)
     monitoring: MonitoringRemoval | None = None
+    # its expiry schedules ("<group>/<name>"), removed first of all
+    schedules: list[str] = field(default_factory=list)
 
     @property
     def endpoint_exists(self) -> bool:
@@ -46,6 +48,7 @@ class Deletion:
         return {
             "endpoint": self.endpoint,
             "would_delete": [
+                *(f"schedule {k}" for k in self.schedules),
                 *self.components,
                 *ep,
                 *(self.monitoring.names if self.monitoring else []),
@@ -65,10 +68,32 @@ def plan_deletion(
     force: bool = False,
     keep_logs: bool = False,
 ) -> Deletion | None:
-    """What `delete` removes, read only (None: the endpoint is gone already). The same
-    refusals as `delete`: an endpoint, or a component on it, that peagle did not create
-    (SpecError, unless `force`). A config or model something else uses is kept, and so
-    is the model of a component peagle did not create."""
+    """What `delete` removes, read only (None: the endpoint and everything of it are gone
+    already). The same refusals as `delete`: an endpoint, or a component on it, that peagle
+    did not create (SpecError, unless `force`). A config or model something else uses is
+    kept, and so is the model of a component peagle did not create. Its expiry schedules
+    that exist are listed (removed first)."""
+    from .expiry import existing_schedules
+
+    plan = _plan_resources(lc, endpoint, keep_model=keep_model, force=force, keep_logs=keep_logs)
+    schedules = existing_schedules(lc, endpoint, plan.components if plan else [])
+    if plan is None and schedules:
+        plan = _nothing_but_schedules(endpoint)
+    if plan is not None:
+        plan.schedules = schedules
+    return plan
+
+
+def _nothing_but_schedules(endpoint: str) -> Deletion:
+    return Deletion(
+        endpoint=endpoint, described=None, components=[], configs=[], models=[],
+        kept_models=[], kept_shared={}, kept_component_models=[],
+    )  # fmt: skip
+
+
+def _plan_resources(
+    lc: Lifecycle, endpoint: str, *, keep_model: bool, force: bool, keep_logs: bool
+) -> Deletion | None:
     from botocore.exceptions import ClientError
 
     from ..errors import SpecError
@@ -187,11 +212,21 @@ def delete_endpoint(
     from .monitoring import remove_monitoring
 
     plan = plan_deletion(lc, endpoint, keep_model=keep_model, force=force, keep_logs=keep_logs)
-    # Its expiry schedules first: none may fire while the delete runs.
-    schedules = remove_schedules(lc, endpoint, plan.components if plan else [])
     if plan is None:
-        note = "already gone" if not schedules else "already gone; removed its schedule"
-        return {"endpoint": endpoint, "deleted": schedules, "note": note}
+        return {"endpoint": endpoint, "deleted": [], "note": "already gone"}
+    # Its expiry schedules first: none may fire while the delete runs.
+    schedules = remove_schedules(lc, endpoint, plan.components, plan.schedules)
+    if (
+        not plan.endpoint_exists
+        and not plan.configs
+        and not plan.models
+        and (plan.monitoring is None or not plan.monitoring.names)
+    ):
+        return {
+            "endpoint": endpoint,
+            "deleted": schedules,
+            "note": "already gone; removed its schedule",
+        }
     deleted: list[str] = [*schedules]
 
     def remove(kind: str, name: str) -> None:

@@ -18,17 +18,17 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from ..errors import Call, Param, SpecError, text
+from ..errors import Call, SpecError, text
 from ..planning.expiry import (
     COMPONENT_GROUP,
     GROUP,
     ROLE_NAME,
     ExpiryPlan,
     expiry_at,
-    permission_policy,
     schedule_request,
-    trust_policy,
+    short_ttl_error,
 )
+from ..planning.steps.expiry import role_requests
 
 __all__ = [
     "SCHEDULE",
@@ -40,7 +40,6 @@ __all__ = [
 ]
 
 SCHEDULE = "schedule"  # the rollback kind; its name is "<group>/<schedule name>"
-POLICY_NAME = "peagle-ttl-delete"  # the role's inline permission policy
 # A role IAM has just made may not be assumable for some seconds (IAM is eventually
 # consistent): CreateSchedule refuses it meanwhile. An assumption, retried this long.
 PROPAGATION_S = 30.0
@@ -60,12 +59,8 @@ def is_missing(e: Exception) -> bool:
 
 
 def ttl_error(ttl: Any, e: ValueError) -> SpecError:
-    return SpecError(
-        str(e),
-        remedy=text("give a TTL of 15 minutes or more, e.g. {ttl}", ttl=Param("ttl", "4h")),
-        field="ttl",
-        value=str(ttl),
-    )
+    """`expiry_at`'s ValueError as the one short-TTL SpecError (planning/expiry.py)."""
+    return short_ttl_error(ttl, str(e))
 
 
 def check_ttl(aws: Any, plan: Any) -> datetime | None:
@@ -139,18 +134,10 @@ def ensure_role(aws: Any, say: Callable[[str], None]) -> bool:
     except Exception as e:
         if not is_missing(e):
             raise
-    account, part = aws.account_id(), partition(aws.region)
-    iam.create_role(
-        RoleName=ROLE_NAME,
-        AssumeRolePolicyDocument=json.dumps(trust_policy(account, part)),
-        Description="Deletes peagle endpoints when their TTL ends (EventBridge Scheduler)",
-        Tags=[{"Key": "peagle:managed", "Value": "true"}],
-    )
-    iam.put_role_policy(
-        RoleName=ROLE_NAME,
-        PolicyName=POLICY_NAME,
-        PolicyDocument=json.dumps(permission_policy(account, part)),
-    )
+    calls = {"CreateRole": iam.create_role, "PutRolePolicy": iam.put_role_policy}
+    # The plan's own requests (planning/steps/expiry.py): plan shows what deploy sends.
+    for operation, request in role_requests(aws.account_id(), partition(aws.region)):
+        calls[operation](**request)
     say(f"created role {ROLE_NAME} (EventBridge Scheduler deletes expired endpoints with it)")
     return True
 
@@ -315,23 +302,44 @@ def start_expiry(
     return exp
 
 
-def remove_schedules(lc: Any, endpoint: str, components: list[str]) -> list[str]:
-    """`delete`, first of all (nothing may fire mid-delete): the endpoint's schedule and
-    its components'. Each is read first (GetSchedule) and deleted only when it is there and
-    peagle's, so an endpoint without a TTL gets no DeleteSchedule (no mutating request when
-    nothing needs to change). A caller who may not touch schedules (a deployer policy from
-    before TTLs) deletes all the same, warned. The keys deleted."""
+def existing_schedules(lc: Any, endpoint: str, components: list[str]) -> list[str]:
+    """The keys ("<group>/<name>") of the endpoint's and its components' peagle schedules
+    that exist, read only (GetSchedule each): what `delete` removes, and what its dry run
+    lists. A caller who may not read schedules (a deployer policy from before TTLs) is
+    warned and gets none."""
     keys = [schedule_key(COMPONENT_GROUP, c) for c in components]
     keys.append(schedule_key(GROUP, endpoint))
-    gone: list[str] = []
+    found: list[str] = []
     for key in keys:
         group, name = key.split("/", 1)
         try:
-            found = get_schedule(lc.aws, group, name)
-            if found is not None and is_peagle_schedule(found) and delete_schedule(lc.aws, key):
-                gone.append(key)
+            schedule = get_schedule(lc.aws, group, name)
         except Exception as e:
             if error_code(e) not in ("AccessDeniedException", "AccessDenied"):
                 raise
             lc.say(f"warning: schedule {key} not checked: {e}")
+            continue
+        if schedule is not None and is_peagle_schedule(schedule):
+            found.append(key)
+    return found
+
+
+def remove_schedules(
+    lc: Any, endpoint: str, components: list[str], keys: list[str] | None = None
+) -> list[str]:
+    """`delete`, first of all (nothing may fire mid-delete): the endpoint's and its
+    components' schedules that exist (`keys`, else `existing_schedules`), so an endpoint
+    without a TTL gets no DeleteSchedule (no mutating request when nothing needs to
+    change). The keys deleted."""
+    if keys is None:
+        keys = existing_schedules(lc, endpoint, components)
+    gone: list[str] = []
+    for key in keys:
+        try:
+            if delete_schedule(lc.aws, key):
+                gone.append(key)
+        except Exception as e:
+            if error_code(e) not in ("AccessDeniedException", "AccessDenied"):
+                raise
+            lc.say(f"warning: schedule {key} not deleted: {e}")
     return gone

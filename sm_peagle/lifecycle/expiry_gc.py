@@ -15,7 +15,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..planning.expiry import COMPONENT_GROUP, GROUP, ROLE_NAME
-from .expiry import POLICY_NAME, delete_schedule, error_code, get_schedule, is_missing, schedule_key
+from ..planning.steps.expiry import ROLE_POLICY_NAME
+from .expiry import delete_schedule, error_code, get_schedule, is_missing, schedule_key
 
 __all__ = ["ROLE_LABEL", "find_expiry_garbage", "remove_expiry_garbage"]
 
@@ -101,7 +102,7 @@ def remove_expiry_garbage(aws: Any, labels: list[str]) -> list[str]:
         elif label == ROLE_LABEL:
             iam = aws.client("iam")
             try:
-                iam.delete_role_policy(RoleName=ROLE_NAME, PolicyName=POLICY_NAME)
+                iam.delete_role_policy(RoleName=ROLE_NAME, PolicyName=ROLE_POLICY_NAME)
             except Exception as e:
                 if not is_missing(e):
                     raise

@@ -7,7 +7,6 @@ margin, and the endpoint still there). For an overdue one `status` reads the sch
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -66,22 +65,22 @@ def schedule_problem(aws: Any, endpoint: str) -> str:
 
 
 def _local_attempt_error(aws: Any, endpoint: str) -> str | None:
-    """The last failed attempt of schedule peagle/<endpoint> the sandbox ran (GET
-    /_peagle/schedules); None elsewhere (AWS publishes no such history)."""
-    import urllib.request
+    """The last failed attempt of schedule peagle/<endpoint>, from a plugin's target that
+    runs schedules itself and keeps their runs (the contract's optional
+    `AwsTarget.schedule_error`); None on AWS, which publishes no such history."""
+    from .. import plugins
 
     base = aws.endpoint_url_for("sagemaker") if hasattr(aws, "endpoint_url_for") else None
-    if not base or not base.startswith(("http://127.0.0.1", "http://localhost")):
+    if not base:
         return None
-    try:
-        with urllib.request.urlopen(base.rstrip("/") + "/_peagle/schedules", timeout=5) as r:
-            doc = json.loads(r.read())
-    except Exception:
-        return None
-    runs = doc.get("runs", []) if isinstance(doc, dict) else doc
-    mine = [
-        r
-        for r in runs
-        if isinstance(r, dict) and r.get("schedule") == f"{GROUP}/{endpoint}" and r.get("error")
-    ]
-    return str(mine[-1]["error"]) if mine else None
+    for target in plugins.targets():
+        ask = getattr(target, "schedule_error", None)
+        if ask is None:
+            continue
+        try:
+            error = ask(base, f"{GROUP}/{endpoint}")
+        except Exception:  # a read for a message: never fail `status` over it
+            continue
+        if error:
+            return str(error)
+    return None

@@ -41,6 +41,22 @@ def _managed_scaling(variant: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def _left_behind(sm: Any, name: str) -> None:
+    """NotFound naming what the gone endpoint's deployment left, if anything. The tags
+    cannot tell an interrupted operation from an endpoint deleted alone (by its expiry
+    schedule, which deletes only the endpoint, or outside peagle): the message says both."""
+    from .unfinished import unfinished
+
+    left = [r for u in unfinished(sm, name, None) for r in u["resources"]]
+    if left:
+        raise NotFound(
+            f"endpoint {name} does not exist, but its deployment left {', '.join(left)} "
+            "(an interrupted operation, or the endpoint was deleted alone: by its "
+            "expiry schedule or outside peagle)",
+            remedy=text("`{delete}` removes exactly these", delete=Call("delete", name)),
+        ) from None
+
+
 def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
     """Everything `peagle status` shows, from describe calls only (age: on AWS's clock)."""
     from botocore.exceptions import ClientError
@@ -53,13 +69,7 @@ def endpoint_status(sm: Any, name: str, *, aas: Any = None) -> dict[str, Any]:
         if not _not_found(e):
             raise
         _elsewhere(sm, name)
-        left = [r for u in unfinished(sm, name, None) for r in u["resources"]]
-        if left:
-            raise NotFound(
-                f"endpoint {name} does not exist, but an operation that did not finish "
-                f"left {', '.join(left)}",
-                remedy=text("`{delete}` removes exactly these", delete=Call("delete", name)),
-            ) from None
+        _left_behind(sm, name)
         raise NotFound(
             f"endpoint {name} does not exist", remedy=text("see `{ls}`", ls=Call("ls"))
         ) from None

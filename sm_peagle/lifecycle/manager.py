@@ -108,8 +108,7 @@ class Lifecycle:
         now = check_ttl(self.aws, plan)  # a bad TTL: SpecError before the preflight's reads
         group_exists = self._preflight(plan, preflight)
         limit = timeout or default_timeout(plan.create_endpoint_config)
-        now = now or self.aws.synced_aws_now()  # the start, without a TTL
-        op = Operation.start(limit, now)
+        op = Operation.start(limit, now := now or self.aws.synced_aws_now())  # no TTL: read now
         model_reqs, config_req, endpoint_req = tagged_requests(plan)
         model_reqs = [op.stamp(m) for m in model_reqs]
         config_req, endpoint_req = op.stamp(config_req), op.stamp(endpoint_req)

@@ -31,7 +31,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ..errors import Param, SpecError, text
+
 __all__ = [
+    "short_ttl_error",
     "COMPONENT_GROUP",
     "COMPONENT_LEAD_S",
     "EXPIRES_TAG",
@@ -115,6 +118,18 @@ def expiry_at(ttl: str | float | int, start: datetime) -> datetime:
             "(a schedule fires within its minute, components go 5 minutes before)"
         )
     return rounded
+
+
+def short_ttl_error(ttl: Any, message: str) -> SpecError:
+    """The one SpecError (field "ttl") for a TTL under MIN_TTL_S or in the past, for plan
+    (a duration, known without a clock) and deploy/update/adopt (on AWS's clock) alike."""
+    return SpecError(
+        message,
+        remedy=text("give {ttl} or longer", ttl=Param("ttl", f"{MIN_TTL_S // 60}m")),
+        field="ttl",
+        value=str(ttl),
+        rule=f"{MIN_TTL_S // 60} minutes or more",
+    )
 
 
 def iso(when: datetime) -> str:

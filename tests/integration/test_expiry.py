@@ -208,6 +208,26 @@ def test_delete_removes_the_schedule_first(ttl, capsys):
     assert schedules() == {}
 
 
+def test_delete_dry_run_lists_the_schedule_and_sends_nothing(ttl, capsys):
+    sm_peagle.deploy("gpt-oss-20b", ttl="4h", role=ttl.role_arn, region=REGION)
+    ttl.requests.clear()
+    code, out, err = run(capsys, "delete", NAME, "--dry-run")
+    assert code == 0, err
+    assert out.splitlines()[0].startswith(f"would delete: schedule peagle/{NAME}, {NAME}")
+    assert ops(ttl, "DeleteSchedule", "CreateSchedule", "UpdateSchedule") == []
+    assert schedules() == {"peagle": [NAME]}
+
+
+def test_delete_of_an_endpoint_without_a_ttl_sends_no_delete_schedule(ttl, capsys):
+    """Nothing to remove, nothing sent: the schedule is read (GetSchedule), not blindly
+    deleted."""
+    sm_peagle.deploy("gpt-oss-20b", role=ttl.role_arn, region=REGION)
+    ttl.requests.clear()
+    code, _, err = run(capsys, "delete", NAME, "--yes")
+    assert code == 0, err
+    assert ops(ttl, "DeleteSchedule") == [] and ops(ttl, "GetSchedule") == ["GetSchedule"]
+
+
 def test_a_rolled_back_deploy_removes_its_schedule(ttl, monkeypatch, capsys):
     from tests.integration.test_operations import inject
 
@@ -426,8 +446,8 @@ def test_gc_removes_a_gone_endpoint_s_schedule_then_the_unused_role(ttl, sagemak
     sm_peagle.deploy("gpt-oss-20b", ttl="4h", role=ttl.role_arn, region=REGION)
     _delete_by_hand()
     # A schedule without its endpoint may be a deploy in progress: gc waits out its run.
-    code, out, _ = run(capsys, "gc", "--dry-run", "--json")
-    assert code == 0 and json.loads(out)["expiry"] == []
+    code, out, err = run(capsys, "gc", "--dry-run", "--json")
+    assert code == 0 and json.loads(out)["expiry"] == [], err
     sagemaker_harness.clock.advance(7 * 3600)
     ttl.requests.clear()
     code, out, err = run(capsys, "gc", "--yes", "--json")

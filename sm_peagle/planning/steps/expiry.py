@@ -19,7 +19,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ...checks import passed
-from ...errors import Param, SpecError, text
 from ..expiry import (
     COMPONENT_GROUP,
     COMPONENT_LEAD_S,
@@ -31,6 +30,7 @@ from ..expiry import (
     parse_expiry,
     permission_policy,
     schedule_request,
+    short_ttl_error,
     trust_policy,
 )
 
@@ -243,15 +243,11 @@ def add_expiry(p: Any) -> None:
     kind, amount = parse_expiry(ttl)
     if kind == "relative" and amount < MIN_TTL_S:
         # Known without a clock: a duration under the minimum is short from any start.
-        raise SpecError(
-            text(
-                "endpoint.ttl: {v!r} is shorter than {m} minutes, the shortest TTL (a schedule "
-                "fires within its minute, components go 5 minutes before the endpoint)",
-                v=ttl, m=MIN_TTL_S // 60,
-            ),
-            remedy=text("give {ttl} or longer", ttl=Param("ttl", "15m")),
-            field="ttl", value=ttl, rule="15 minutes or more",
-        )  # fmt: skip
+        raise short_ttl_error(
+            ttl,
+            f"endpoint.ttl: {ttl!r} is shorter than {MIN_TTL_S // 60} minutes, the shortest TTL "
+            "(a schedule fires within its minute, components go 5 minutes before the endpoint)",
+        )
     said = describe_ttl(ttl)
     if kind == "absolute":
         expires = datetime.fromtimestamp(amount, UTC)
