@@ -43,6 +43,10 @@ SCHEDULE = "schedule"  # the rollback kind; its name is "<group>/<schedule name>
 # A role IAM has just made may not be assumable for some seconds (IAM is eventually
 # consistent): CreateSchedule refuses it meanwhile. An assumption, retried this long.
 PROPAGATION_S = 30.0
+# A deploy writes its schedules seconds before CreateEndpoint (after its models and config):
+# a schedule of the name written this recently, without its endpoint, may be a racing
+# deploy's, not a stale one.
+RACING_S = 600
 _DESCRIPTION = "peagle ttl:"  # how every peagle schedule's Description starts
 
 
@@ -221,8 +225,17 @@ def delete_schedule(aws: Any, key: str) -> bool:
         raise
 
 
-def undo_schedule(lc: Any, key: str) -> None:
-    """A rollback's step for kind SCHEDULE."""
+def undo_schedule(lc: Any, key: str, op: Any = None) -> None:
+    """A rollback's step for kind SCHEDULE: only a schedule this operation wrote (its
+    Description names `op=<id>`). A CreateSchedule that met a ConflictException found
+    another deploy's schedule of the name: that one stays."""
+    group, name = key.split("/", 1)
+    found = get_schedule(lc.aws, group, name)
+    if found is None:
+        return
+    if op is not None and f"op={op.id}" not in str(found.get("Description", "")).split():
+        lc.say(f"kept schedule {key}: another operation wrote it")
+        return
     lc.say(f"rolling back schedule {key}")
     delete_schedule(lc.aws, key)
 
@@ -254,13 +267,30 @@ def remove_stale(lc: Any, endpoint: str, *, quiet: bool) -> None:
     outside peagle) would delete the new one at the old time: a deploy removes it when
     the endpoint it names is gone. `quiet`: a caller who may not read schedules (a
     deployer policy from before TTLs) deploys without a TTL all the same."""
+
+
+    _remove_stale_one(lc, GROUP, endpoint, endpoint, quiet=quiet)
+
+
+def remove_stale_components(lc: Any, endpoint: str, components: list[str]) -> None:
+    """The same for the components' schedules (`peagle-components/<component>`): a
+    component of this name deleted outside peagle left one that would delete the new
+    component at the old time. Stale when the endpoint it names is gone."""
+    for component in components:
+        _remove_stale_one(lc, COMPONENT_GROUP, component, endpoint, quiet=True)
+
+
+def _remove_stale_one(lc: Any, group: str, name: str, endpoint: str, *, quiet: bool) -> None:
     from botocore.exceptions import ClientError
 
     from .resources import not_found
 
-    found = get_schedule(lc.aws, GROUP, endpoint, quiet=quiet)
+    found = get_schedule(lc.aws, group, name, quiet=quiet)
     if found is None or not is_peagle_schedule(found):
         return
+    written = found.get("LastModificationDate") or found.get("CreationDate")
+    if written is not None and (lc.aws.synced_aws_now() - written).total_seconds() < RACING_S:
+        return  # a deploy racing this one wrote it just now and may still create its endpoint
     named = described_endpoint(found) or endpoint
     try:
         lc.sm.describe_endpoint(EndpointName=named)
@@ -268,8 +298,8 @@ def remove_stale(lc: Any, endpoint: str, *, quiet: bool) -> None:
     except ClientError as e:
         if not not_found(e):
             raise
-    delete_schedule(lc.aws, schedule_key(GROUP, endpoint))
-    lc.say(f"deleted stale schedule {GROUP}/{endpoint} (its endpoint was deleted outside peagle)")
+    delete_schedule(lc.aws, schedule_key(group, name))
+    lc.say(f"deleted stale schedule {group}/{name} (its endpoint was deleted outside peagle)")
 
 
 def for_deploy(lc: Any, plan: Any, op: Any, start: datetime) -> ExpiryPlan | None:
@@ -278,10 +308,11 @@ def for_deploy(lc: Any, plan: Any, op: Any, start: datetime) -> ExpiryPlan | Non
     endpoint_spec = plan.spec.endpoint
     ttl = getattr(endpoint_spec, "ttl", None)
     name = plan.names["endpoint"]
+    components = [c["InferenceComponentName"] for c in plan.inference_components or []]
+    remove_stale_components(lc, name, components)
     if ttl is None:
         remove_stale(lc, name, quiet=True)
         return None
-    components = [c["InferenceComponentName"] for c in plan.inference_components or []]
     exp = plan_expiry(lc.aws, name, ttl, endpoint_spec.ttl_role, start, op.id, components)
     remove_stale(lc, name, quiet=False)
     return exp

@@ -73,9 +73,35 @@ def find_expiry_garbage(
             keep_role = keep_role or str(full.get("Target", {}).get("RoleArn", "")).endswith(
                 role_tail
             )
-    if not keep_role and _role_is_peagle_s(aws):
+    if not keep_role and _role_is_peagle_s(aws) and not _schedules_elsewhere(aws):
         out.append(ROLE_LABEL)
     return out
+
+
+# The errors of a region this account has not enabled (opt-in regions): it holds nothing.
+_NOT_ENABLED = ("UnrecognizedClientException", "InvalidSignatureException", "AuthFailure")
+
+
+def _schedules_elsewhere(aws: Any) -> bool:
+    """Whether peagle's groups hold a schedule in another region. The role is the
+    account's (IAM is global) and its policies name every region, so a gc in one region
+    must not delete it while another region's endpoints expire with it. Read only when the
+    role would otherwise go (ListSchedules per region); a region that cannot be read keeps
+    it, except one the account has not enabled."""
+    regions = aws.session.get_available_regions("scheduler") or []
+    for region in regions:
+        if region == aws.region:
+            continue
+        sch = aws.client("scheduler", region=region)
+        for group in (GROUP, COMPONENT_GROUP):
+            try:
+                if sch.list_schedules(GroupName=group, MaxResults=1).get("Schedules"):
+                    return True
+            except Exception as e:
+                if is_missing(e) or error_code(e) in _NOT_ENABLED:
+                    continue  # no such group there, or the region is not enabled
+                return True  # cannot tell: keep the role
+    return False
 
 
 def _role_is_peagle_s(aws: Any) -> bool:

@@ -84,6 +84,7 @@ def idle_endpoints(
             owner[qid] = name
             queries.append({"Id": qid, **q})
     busy: set[str] = set()
+    complete: set[str] = set()  # query Ids whose data CloudWatch says is whole
     for i in range(0, len(queries), MAX_QUERIES):
         pages = cw.get_paginator("get_metric_data").paginate(
             MetricDataQueries=queries[i : i + MAX_QUERIES], StartTime=since, EndTime=now
@@ -92,4 +93,9 @@ def idle_endpoints(
             for r in page.get("MetricDataResults", []):
                 if sum(r.get("Values", [])) > 0:
                     busy.add(owner[r["Id"]])
+                if r.get("StatusCode") == "Complete":
+                    complete.add(r["Id"])
+    # A query that never came back Complete (InternalError, Forbidden) says nothing: its
+    # endpoint is not called idle, so `gc --idle` never deletes on a failed read.
+    busy |= {owner[q["Id"]] for q in queries if q["Id"] not in complete}
     return [e["EndpointName"] for e in candidates if e["EndpointName"] not in busy]

@@ -351,7 +351,7 @@ class Lifecycle:
                         self.say(f"rolling back rollout alarm {name}")
                         remove_rollout_alarm(self.aws, name, str(deployment))
                     elif kind == SCHEDULE:
-                        undo_schedule(self, name)
+                        undo_schedule(self, name, op)
                     elif kind in MONITORING_KINDS:
                         # peagle's own by its tags or name, checked again by remove_one
                         self.say(f"rolling back {kind.replace('_', ' ')} {name}")

@@ -242,20 +242,29 @@ def _boom() -> None:
     raise RuntimeError("CreateEndpoint failed")
 
 
-def test_a_stale_schedule_of_the_name_is_removed_by_the_next_deploy(ttl):
+def test_a_stale_schedule_of_the_name_is_removed_by_the_next_deploy(ttl, sagemaker_harness):
     """An endpoint deleted outside peagle leaves its schedule; without this the new
     endpoint of the same name would be deleted at the old time."""
     sm_peagle.deploy("gpt-oss-20b", ttl="4h", role=ttl.role_arn, region=REGION)
-    sm = boto3.client("sagemaker", region_name=REGION)
-    sm.delete_endpoint(EndpointName=NAME)  # by hand: the config and model go the same way
-    for c in sm.list_endpoint_configs()["EndpointConfigs"]:
-        sm.delete_endpoint_config(EndpointConfigName=c["EndpointConfigName"])
-    for m in sm.list_models()["Models"]:
-        sm.delete_model(ModelName=m["ModelName"])
+    _delete_by_hand()
+    sagemaker_harness.clock.advance(11 * 60)  # older than a racing deploy's (10 minutes)
     ttl.requests.clear()
     sm_peagle.deploy("gpt-oss-20b", role=ttl.role_arn, region=REGION)  # no TTL this time
     assert ops(ttl, *SCHEDULER_OPS) == ["DeleteSchedule"]
     assert schedules() == {}
+
+
+def test_a_schedule_written_just_now_may_be_a_racing_deploy_s_and_stays(ttl, capsys):
+    """Two deploys of one name at once: the second must not delete the first's schedule,
+    neither as stale (its endpoint is not there yet) nor in its own rollback."""
+    sm_peagle.deploy("gpt-oss-20b", ttl="4h", role=ttl.role_arn, region=REGION)
+    _delete_by_hand()  # the first deploy's endpoint "not yet created", as seen by the second
+    ttl.requests.clear()
+    with pytest.raises(sm_peagle.PeagleError) as e:
+        sm_peagle.deploy("gpt-oss-20b", ttl="4h", role=ttl.role_arn, region=REGION)
+    assert "ConflictException" in str(e.value) or "already exists" in str(e.value), e.value
+    assert ops(ttl, "DeleteSchedule") == []
+    assert schedules() == {"peagle": [NAME]}
 
 
 def test_status_and_ls_show_the_expiry_on_aws_s_clock(ttl, sagemaker_harness, capsys):

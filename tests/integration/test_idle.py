@@ -190,3 +190,29 @@ def test_a_bad_idle_window_is_exit_2_before_any_request(
     with pytest.raises(sm_peagle.SpecError) as e:
         sm_peagle.Client(region=REGION).ls(idle="30s")
     assert e.value.field == "idle"
+
+
+def test_a_metric_read_that_did_not_complete_never_makes_an_endpoint_idle(
+    world: World, fleet: Any, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CloudWatch answers a query it could not serve with StatusCode InternalError (or
+    Forbidden) and no values (GetMetricData's API reference): that is not "no traffic",
+    so gc --idle deletes nothing on it."""
+    import botocore.client
+
+    real = botocore.client.BaseClient._make_api_call
+
+    def failing(self: Any, operation: str, params: dict[str, Any]) -> Any:
+        answer = real(self, operation, params)
+        if operation == "GetMetricData":
+            for r in answer.get("MetricDataResults", []):
+                r.update(StatusCode="InternalError", Values=[], Timestamps=[])
+        return answer
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", failing)
+    code, out, err = run(capsys, "--json", "ls", "--idle", "2h")
+    assert code == 0, err
+    assert json.loads(out) == []
+    code, _, err = run(capsys, "gc", "--idle", "2h", "--yes")
+    assert code == 0, err
+    assert not world.sent("DeleteEndpoint")
