@@ -71,11 +71,14 @@ def instance_hours(
     start: datetime, now: datetime, initial: int, changes: list[tuple[datetime, int]]
 ) -> float:
     """Instance-hours from `start` to `now`: `initial` instances until the first change,
-    then each change's count until the next. Changes outside [start, now] count from the
-    edge they fall beyond (one before `start` sets the count at `start`)."""
+    then each change's count until the next. A change before `start` is ignored: the
+    scaling history is kept by resource id (`endpoint/<name>/variant/<v>`), so it belongs
+    to an earlier endpoint of the same name. One after `now` counts from `now`."""
     count, t, total = initial, start, 0.0
     for at, n in sorted(changes):
-        at = min(max(at, start), now)
+        if at < start:
+            continue
+        at = min(at, now)
         total += count * (at - t).total_seconds()
         count, t = n, at
     total += count * max((now - t).total_seconds(), 0.0)
