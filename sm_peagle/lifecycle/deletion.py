@@ -214,20 +214,15 @@ def delete_endpoint(
     plan = plan_deletion(lc, endpoint, keep_model=keep_model, force=force, keep_logs=keep_logs)
     if plan is None:
         return {"endpoint": endpoint, "deleted": [], "note": "already gone"}
-    # Its expiry schedules first: none may fire while the delete runs.
-    schedules = remove_schedules(lc, endpoint, plan.components, plan.schedules)
     if (
         not plan.endpoint_exists
         and not plan.configs
         and not plan.models
         and (plan.monitoring is None or not plan.monitoring.names)
     ):
-        return {
-            "endpoint": endpoint,
-            "deleted": schedules,
-            "note": "already gone; removed its schedule",
-        }
-    deleted: list[str] = [*schedules]
+        gone = remove_schedules(lc, endpoint, plan.components, plan.schedules)
+        return {"endpoint": endpoint, "deleted": gone, "note": "already gone; removed its schedule"}
+    deleted: list[str] = []
 
     def remove(kind: str, name: str) -> None:
         if kind == "inference_component":
@@ -236,6 +231,9 @@ def delete_endpoint(
             lc.deregister_autoscaling(endpoint, plan.described or {})
         elif kind == "monitoring":
             deleted.extend(remove_monitoring(lc.aws, name, say=lc.say, removal=plan.monitoring))
+            return
+        elif kind == "schedule":
+            deleted.extend(remove_schedules(lc, endpoint, plan.components, [name]))
             return
         if lc.delete_and_confirm(kind, name):
             deleted.append(name)
@@ -246,6 +244,10 @@ def delete_endpoint(
         lc.say(f"endpoint {endpoint} was already gone; removing what it left")
     else:
         steps.append(("endpoint", endpoint))
+    # Its expiry schedules once the endpoint is gone, not before: a delete that fails or is
+    # stopped earlier leaves the endpoint with its expiry. One firing meanwhile meets a
+    # Deleting endpoint and changes nothing.
+    steps += [("schedule", key) for key in plan.schedules]
     if plan.monitoring is not None:  # after the endpoint: it writes to the log group
         steps.append(("monitoring", endpoint))
     steps += [("endpoint_config", c) for c in plan.configs]

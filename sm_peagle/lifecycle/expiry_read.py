@@ -26,10 +26,11 @@ def _parse(value: str) -> datetime | None:
         return None
 
 
-def expiry_fields(tags: dict[str, str], now: datetime) -> dict[str, Any]:
+def expiry_fields(tags: dict[str, str], now: datetime, status: str | None = None) -> dict[str, Any]:
     """`expires_at` (ISO UTC), `expires_in_s` (negative once past), `expiry` ("scheduled",
     "overdue", "none") and `expiry_role` (a `--ttl-role`'s ARN) from the endpoint's tags
-    and AWS's `now`."""
+    and AWS's `now`. An endpoint already Deleting (`status`) is never overdue: its
+    deletion is under way."""
     when = _parse(tags.get(EXPIRES_TAG, ""))
     if when is None:
         return {"expires_at": None, "expires_in_s": None, "expiry": "none", "expiry_role": None}
@@ -37,7 +38,7 @@ def expiry_fields(tags: dict[str, str], now: datetime) -> dict[str, Any]:
     return {
         "expires_at": tags[EXPIRES_TAG],
         "expires_in_s": left,
-        "expiry": "overdue" if left < -OVERDUE_AFTER_S else "scheduled",
+        "expiry": "overdue" if left < -OVERDUE_AFTER_S and status != "Deleting" else "scheduled",
         "expiry_role": tags.get(ROLE_TAG),
     }
 

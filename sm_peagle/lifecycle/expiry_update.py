@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ..errors import Call, text
+from ..errors import Call, SpecError, text
 from ..planning.expiry import ExpiryPlan
 from .expiry import SCHEDULE, arm, get_schedule, plan_expiry, remove_schedules, schedule_key
 
@@ -39,6 +39,17 @@ def set_ttl(
         raise
     arn = desc["EndpointArn"]
     tags = tag_dict(lc.sm.list_tags(ResourceArn=arn).get("Tags", []))
+    if tags.get("peagle:managed") != "true":
+        # peagle's role may delete only peagle:managed endpoints, and `delete` refuses
+        # this one: an expiry would be a countdown that never fires, or a deletion delete
+        # itself would refuse. Adopting it first makes it peagle's (and takes a TTL).
+        raise SpecError(
+            f"endpoint {endpoint} was not created by peagle (no peagle:managed tag); "
+            "nothing was sent",
+            remedy=text("adopt it with a TTL: `{a}`", a=Call("adopt", endpoint, ttl=str(ttl))),
+            field="name",
+            value=endpoint,
+        )
     was = tags.get(EXPIRES_TAG)
     components = split_components(lc.sm, endpoint)[0]
     if str(ttl).strip().lower() == "none":
@@ -58,12 +69,13 @@ def set_ttl(
     if dry_run:
         return change, [], exp.tags[0]["Value"]
     written: list[tuple[str, str]] = []
-    missing = [r for r in exp.schedules if get_schedule(lc.aws, r["GroupName"], r["Name"]) is None]
+    live = {id(r): get_schedule(lc.aws, r["GroupName"], r["Name"]) for r in exp.schedules}
+    missing = [r for r in exp.schedules if live[id(r)] is None]
     if missing:  # only what CreateSchedule needs: the groups and peagle's role
         arm(lc, ExpiryPlan(endpoint, exp.expires, exp.role_arn, exp.own_role, missing), [], [])
     for req in exp.schedules:
         key = schedule_key(req["GroupName"], req["Name"])
-        if req not in missing:
+        if req not in missing and not _same_time_and_role(live[id(req)], req):
             lc.aws.client("scheduler").update_schedule(**req)
             lc.say(f"updated schedule {key} ({req['ScheduleExpression']})")
         written.append((SCHEDULE, key))
@@ -74,6 +86,16 @@ def set_ttl(
     if ROLE_TAG in tags and ROLE_TAG not in wanted:
         lc.sm.delete_tags(ResourceArn=arn, TagKeys=[ROLE_TAG])
     return change, written, exp.tags[0]["Value"]
+
+
+def _same_time_and_role(live: dict[str, Any] | None, req: dict[str, Any]) -> bool:
+    """The schedule already fires at this time as this role: nothing to send (only the
+    Description's operation id would differ)."""
+    if live is None:
+        return False
+    return live.get("ScheduleExpression") == req["ScheduleExpression"] and (
+        live.get("Target", {}).get("RoleArn") == req["Target"]["RoleArn"]
+    )
 
 
 def follow_ttl(lc: Any, plan: Any) -> bool:

@@ -74,6 +74,28 @@ def _ttl_alone(extra: SpecOptions, *given: Any) -> None:
             remedy=text("run `{u}` by itself", u=Call("update", _NAME, ttl="2h")),
             field="ttl",
         )
+    _check_ttl_values(extra.ttl, extra.ttl_role)
+
+
+def _check_ttl_values(ttl: Any, ttl_role: str | None) -> None:
+    """The spec's own rules on `ttl` and `ttl_role` (a role ARN, a duration or UTC time),
+    before any request ("none" removes the expiry: no TTL to check)."""
+    from pydantic import ValidationError
+
+    from ..planning.spec.model import EndpointSpec
+
+    doc: dict[str, Any] = {"ttl_role": ttl_role}
+    if str(ttl).strip().lower() != "none":
+        doc["ttl"] = ttl
+    try:
+        EndpointSpec.model_validate(doc)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = str(err["loc"][0]) if err.get("loc") else "ttl"
+        said = str(err["msg"]).removeprefix("Value error, ")
+        raise SpecError(
+            text("{p}: {m}", p=Param(field), m=said), field=field, value=str(doc.get(field))
+        ) from None
 
 
 def _check_extra(extra: SpecOptions, component: str | None) -> None:

@@ -491,9 +491,9 @@ def _expiry_of(ctx: Any, sm: Any, name: str) -> dict[str, Any]:
     from ..lifecycle.expiry_read import expiry_fields, schedule_problem
     from ..lifecycle.spec_tags import tag_dict
 
-    arn = sm.describe_endpoint(EndpointName=name)["EndpointArn"]
-    tags = tag_dict(sm.list_tags(ResourceArn=arn).get("Tags", []))
-    out = expiry_fields(tags, aws_now(sm))
+    desc = sm.describe_endpoint(EndpointName=name)
+    tags = tag_dict(sm.list_tags(ResourceArn=desc["EndpointArn"]).get("Tags", []))
+    out = expiry_fields(tags, aws_now(sm), desc.get("EndpointStatus"))
     out["expiry_problem"] = schedule_problem(ctx, name) if out["expiry"] == "overdue" else None
     return out
 
@@ -504,7 +504,7 @@ def _with_expiry(row: dict[str, Any], sm: Any) -> dict[str, Any]:
     from ..lifecycle.expiry_read import expiry_fields
 
     tag = row.pop("expires_at", None)
-    fields = expiry_fields({"peagle:expires": tag} if tag else {}, aws_now(sm))
+    fields = expiry_fields({"peagle:expires": tag} if tag else {}, aws_now(sm), row.get("status"))
     return {**row, **{k: fields[k] for k in ("expires_at", "expires_in_s", "expiry")}}
 
 

@@ -195,13 +195,15 @@ def test_a_short_or_past_ttl_is_exit_2_with_nothing_sent(ttl, capsys, bad):
     assert not [op for op in sent if not op.startswith("GetCallerIdentity")], sent
 
 
-def test_delete_removes_the_schedule_first(ttl, capsys):
+def test_delete_removes_the_schedule_once_the_endpoint_is_gone(ttl, capsys):
+    """After DeleteEndpoint, not before: a delete that fails or is stopped before it
+    leaves the endpoint with its expiry."""
     sm_peagle.deploy("gpt-oss-20b", ttl="4h", role=ttl.role_arn, region=REGION)
     ttl.requests.clear()
     code, _, err = run(capsys, "delete", NAME, "--yes")
     assert code == 0, err
     order = ops(ttl)
-    assert order.index("DeleteSchedule") < order.index("DeleteEndpoint")
+    assert order.index("DeleteEndpoint") < order.index("DeleteSchedule")
     (gone,) = ttl.sent("DeleteSchedule")
     valid("scheduler", "DeleteSchedule", without_token(gone))
     assert without_token(gone) == {"Name": NAME, "GroupName": "peagle"}
@@ -349,6 +351,39 @@ def test_update_ttl_sends_only_update_schedule_and_the_tag(ttl, sagemaker_harnes
     doc = json.loads(out)
     assert doc["expires_at"] == new and doc["changed"] is True
     assert sm_peagle.status(NAME).expires_at == new
+
+
+def test_update_ttl_to_the_time_it_already_has_sends_nothing(ttl, capsys):
+    sm_peagle.deploy("gpt-oss-20b", ttl="2026-11-30T09:00Z", role=ttl.role_arn, region=REGION)
+    ttl.requests.clear()
+    code, _, err = run(capsys, "update", NAME, "--ttl", "2026-11-30T09:00Z", "--yes")
+    assert code == 0, err
+    assert mutations(ttl) == []
+
+
+def test_update_ttl_of_an_endpoint_peagle_did_not_create_is_refused(ttl, capsys):
+    """peagle's role deletes only peagle:managed endpoints (its permission policy), and
+    delete refuses this one: its expiry would never fire. adopt --ttl is the way."""
+    sm_peagle.deploy("gpt-oss-20b", role=ttl.role_arn, region=REGION)
+    sm = boto3.client("sagemaker", region_name=REGION)
+    arn = sm.describe_endpoint(EndpointName=NAME)["EndpointArn"]
+    sm.delete_tags(ResourceArn=arn, TagKeys=["peagle:managed"])
+    ttl.requests.clear()
+    code, _, err = run(capsys, "update", NAME, "--ttl", "4h", "--yes")
+    assert code == 2, err
+    assert err.strip().splitlines()[-1] == (
+        f"error: endpoint {NAME} was not created by peagle (no peagle:managed tag); nothing "
+        f"was sent (fix: adopt it with a TTL: `peagle adopt {NAME} --ttl 4h`)"
+    )
+    assert mutations(ttl) == []
+
+
+def test_update_ttl_role_that_is_not_a_role_arn_is_exit_2_before_any_request(ttl, capsys):
+    sm_peagle.deploy("gpt-oss-20b", ttl="4h", role=ttl.role_arn, region=REGION)
+    ttl.requests.clear()
+    code, _, err = run(capsys, "update", NAME, "--ttl", "4h", "--ttl-role", "my-role", "--yes")
+    assert code == 2 and "--ttl-role" in err, err
+    assert ttl.requests == []
 
 
 def test_update_ttl_gives_an_endpoint_without_one_a_schedule(ttl, capsys):
