@@ -121,7 +121,13 @@ def expiry_statements(plan: Any, part: str, acct: str) -> list[dict[str, Any]]:
         out.append(
             statement(
                 "MakePeagleTtlRoleOnFirstUse",
-                ["iam:CreateRole", "iam:GetRole", "iam:PutRolePolicy", "iam:TagRole"],
+                [
+                    "iam:CreateRole",
+                    "iam:GetRole",
+                    "iam:GetRolePolicy",
+                    "iam:PutRolePolicy",
+                    "iam:TagRole",
+                ],
                 [role],
             )
         )

@@ -132,18 +132,39 @@ def ensure_role(aws: Any, say: Callable[[str], None]) -> bool:
     from ..iac.iam import partition
 
     iam = aws.client("iam")
+    # The plan's own requests (planning/steps/expiry.py): plan shows what deploy sends.
+    create, put = role_requests(aws.account_id(), partition(aws.region))
     try:
         iam.get_role(RoleName=ROLE_NAME)
-        return False
     except Exception as e:
         if not is_missing(e):
             raise
-    calls = {"CreateRole": iam.create_role, "PutRolePolicy": iam.put_role_policy}
-    # The plan's own requests (planning/steps/expiry.py): plan shows what deploy sends.
-    for operation, request in role_requests(aws.account_id(), partition(aws.region)):
-        calls[operation](**request)
-    say(f"created role {ROLE_NAME} (EventBridge Scheduler deletes expired endpoints with it)")
-    return True
+        iam.create_role(**create[1])
+        iam.put_role_policy(**put[1])
+        say(f"created role {ROLE_NAME} (EventBridge Scheduler deletes expired endpoints with it)")
+        return True
+    _repair_policy(iam, put[1], say)
+    return False
+
+
+def _repair_policy(iam: Any, put: dict[str, Any], say: Callable[[str], None]) -> None:
+    """A role whose CreateRole went through and whose PutRolePolicy did not (a boundary, an
+    SCP, an interrupt) would run every schedule without permission, and nothing would say
+    so until an expiry failed: its permission policy is read and written again when it is
+    missing or differs (a read otherwise)."""
+    from urllib.parse import unquote
+
+    try:
+        doc = iam.get_role_policy(RoleName=ROLE_NAME, PolicyName=put["PolicyName"])
+        have = doc["PolicyDocument"]
+        have = json.loads(unquote(have)) if isinstance(have, str) else have
+        if have == json.loads(put["PolicyDocument"]):
+            return
+    except Exception as e:
+        if not is_missing(e):
+            raise
+    iam.put_role_policy(**put)
+    say(f"wrote the permission policy of role {ROLE_NAME} again (it was missing or changed)")
 
 
 def check_user_role(aws: Any, role_arn: str, say: Callable[[str], None]) -> None:

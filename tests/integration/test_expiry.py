@@ -171,6 +171,25 @@ def test_a_second_ttl_deploy_reuses_the_group_and_the_role(ttl, capsys):
     assert ops(ttl, *SCHEDULER_OPS, *IAM_OPS) == ["CreateSchedule"]
 
 
+def test_a_role_left_without_its_policy_gets_it_back_on_the_next_ttl_deploy(ttl):
+    """CreateRole went through and PutRolePolicy did not (a boundary, an interrupt): every
+    schedule would run without permission. The next deploy writes the policy again."""
+    iam = boto3.client("iam", region_name=REGION)
+    iam.create_role(
+        RoleName="peagle-ttl-deleter", AssumeRolePolicyDocument=json.dumps(TRUST),
+        Tags=[{"Key": "peagle:managed", "Value": "true"}],
+    )  # fmt: skip
+    ttl.requests.clear()
+    sm_peagle.deploy("gpt-oss-20b", ttl="4h", role=ttl.role_arn, region=REGION)
+    (put,) = ttl.sent("PutRolePolicy")
+    assert json.loads(put["PolicyDocument"]) == PERMISSIONS
+    assert ops(ttl, "CreateRole") == []
+    ttl.requests.clear()
+    sm_peagle.delete(NAME)
+    sm_peagle.deploy("gpt-oss-20b", ttl="4h", role=ttl.role_arn, region=REGION)
+    assert ops(ttl, "PutRolePolicy") == []  # whole now: read, not written
+
+
 def test_ttl_role_is_used_as_given_and_never_created(ttl):
     iam = boto3.client("iam", region_name=REGION)
     mine = iam.create_role(RoleName="my-deleter", AssumeRolePolicyDocument=json.dumps(TRUST))
