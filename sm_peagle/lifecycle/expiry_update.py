@@ -4,6 +4,7 @@ expiry tags are sent; see `lifecycle/expiry.py` for the schedules themselves."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -98,11 +99,19 @@ def _same_time_and_role(live: dict[str, Any] | None, req: dict[str, Any]) -> boo
     )
 
 
-def follow_ttl(lc: Any, plan: Any) -> bool:
-    """`apply` of a spec with `endpoint.ttl` on an endpoint that exists: an endpoint without
-    an expiry gets one counted from now (CreateSchedule + AddTags only; True). One that has
-    an expiry keeps it (re-applying never extends it); a spec naming another time says that
-    `update --ttl` moves it."""
+def follow_ttl(
+    lc: Any,
+    plan: Any,
+    name: str,
+    *,
+    dry_run: bool = False,
+    confirm: Callable[[str], None] | None = None,
+) -> bool:
+    """`apply` of a spec with `endpoint.ttl` on the endpoint `name`, which exists: one
+    without an expiry gets one counted from now (CreateSchedule + AddTags only, after
+    `confirm`; True; a dry run says it would). One that has an expiry keeps it
+    (re-applying never extends it); a spec naming another time says that `update --ttl`
+    moves it."""
     from datetime import UTC
 
     from ..planning.expiry import EXPIRES_TAG, parse_expiry
@@ -111,11 +120,18 @@ def follow_ttl(lc: Any, plan: Any) -> bool:
     ttl = getattr(plan.spec.endpoint, "ttl", None)
     if ttl is None:
         return False
-    name, say = plan.names["endpoint"], lc.say
+    say = lc.say
     arn = lc.sm.describe_endpoint(EndpointName=name)["EndpointArn"]
     has = tag_dict(lc.sm.list_tags(ResourceArn=arn).get("Tags", [])).get(EXPIRES_TAG)
     if has is None:
-        changes, _, _ = set_ttl(lc, name, ttl, plan.spec.endpoint.ttl_role)
+        role = plan.spec.endpoint.ttl_role
+        changes, _, _ = set_ttl(lc, name, ttl, role, dry_run=True)
+        if dry_run:
+            say(f"{name}: would set {', '.join(changes)}")
+            return False
+        if confirm is not None:
+            confirm(f"Give {name} an expiry ({', '.join(changes)})?")
+        changes, _, _ = set_ttl(lc, name, ttl, role)
         say(f"{name}: {', '.join(changes)}")
         return True
     kind, at = parse_expiry(ttl)

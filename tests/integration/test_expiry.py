@@ -474,6 +474,9 @@ def test_a_spec_newly_gaining_ttl_adds_only_the_schedule_and_tag(
     sagemaker_harness.clock.advance(3600)  # 02:00:10: the TTL counts from now
     ttl.requests.clear()
     _spec(spec, ttl="4h")
+    code, _, err = run(capsys, "apply", "-f", str(spec), "--dry-run")  # says it, sends nothing
+    assert code == 0, err
+    assert "would set expires never -> 2026-11-30T06:01:00Z" in err and mutations(ttl) == []
     code, _, err = run(capsys, "apply", "-f", str(spec), "--yes")
     assert code == 0, err
     assert [op for op in mutations(ttl) if op not in IAM_OPS + ("CreateScheduleGroup",)] == [
