@@ -85,6 +85,7 @@ DEFAULT_SECONDS: dict[str, float] = {
     "Stopping": 30.0,
 }
 MAX_RUNTIME_SECONDS = 28 * 24 * 3600  # "The maximum value is 28 days."
+DEFAULT_RUNTIME_SECONDS = 24 * 3600  # "The default value is 1 day."
 STATUS_MESSAGES = {
     "Starting": "Preparing the instances for training",
     "Downloading": "Downloading input data",
@@ -176,12 +177,14 @@ class TrainingJob:
             "TrainingJobStatus": self.status,
             "SecondaryStatus": self.secondary,
             "HyperParameters": self.hyperparameters,
-            "AlgorithmSpecification": copy.deepcopy(p["AlgorithmSpecification"]),
+            "AlgorithmSpecification": copy.deepcopy(p.get("AlgorithmSpecification") or {}),
             "RoleArn": p["RoleArn"],
             "InputDataConfig": copy.deepcopy(p.get("InputDataConfig") or []),
             "OutputDataConfig": copy.deepcopy(p["OutputDataConfig"]),
-            "ResourceConfig": copy.deepcopy(p["ResourceConfig"]),
-            "StoppingCondition": copy.deepcopy(p["StoppingCondition"]),
+            "ResourceConfig": copy.deepcopy(p.get("ResourceConfig") or {}),
+            "StoppingCondition": copy.deepcopy(
+                p.get("StoppingCondition") or {"MaxRuntimeInSeconds": DEFAULT_RUNTIME_SECONDS}
+            ),
             "CreationTime": _dt(self.created),
             "LastModifiedTime": _dt(self.modified),
             "SecondaryStatusTransitions": [
@@ -298,7 +301,7 @@ class TrainingJobs:
             if job.status != "InProgress":
                 return
             limit = (job.params.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
-            deadline = job.created + float(limit or MAX_RUNTIME_SECONDS)
+            deadline = job.created + float(limit or DEFAULT_RUNTIME_SECONDS)
             end = self._phase_end(job)
             if now >= deadline and (end is None or deadline < end):
                 self._begin_stop(job, deadline, "MaxRuntimeExceeded")
