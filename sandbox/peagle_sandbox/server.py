@@ -54,6 +54,7 @@ from peagle_sandbox.sandbox_clock import SandboxClock
 from peagle_sandbox.seed import seed_account
 from peagle_sandbox.seed_tiny import seed_tiny_models
 from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
+from peagle_sandbox.trainer_host import TrainerHost, trainer_python
 
 from . import settings
 
@@ -169,6 +170,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--engine", choices=("simulated", "vllm"), default="simulated")
     p.add_argument("--engine-home", type=Path, help="real engine's home (install-engine)")
     p.add_argument("--vllm-version", help="real engine's vLLM version")
+    p.add_argument(
+        "--trainer-home",
+        type=Path,
+        help="run training jobs' entrypoints in this home's trainer venv (install-trainer; "
+        "also PEAGLE_TRAINER_HOME); without one, training jobs use the SIMULATED trainer",
+    )
     return p.parse_args(argv)
 
 
@@ -229,6 +236,22 @@ def start_host(
     harness.host = host
     runtime.engine_host = host
     return host
+
+
+def start_trainer(harness: SageMakerHarness, home: Path | None) -> TrainerHost | None:
+    """The training host when a trainer home is given (`--trainer-home`, else
+    PEAGLE_TRAINER_HOME) and its venv exists; None: the SIMULATED trainer."""
+    home = home or (Path(env) if (env := settings.get("PEAGLE_TRAINER_HOME")) else None)
+    if home is None:
+        return None
+    python = trainer_python(home)
+    if not python.exists():
+        log.warning("no trainer venv at %s: training jobs use the SIMULATED trainer", python)
+        return None
+    work = Path(tempfile.mkdtemp(prefix="peagle-training-"))
+    trainer = TrainerHost(python, work, harness.clock)
+    harness.training.trainer = trainer
+    return trainer
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -307,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
             stats_interval=args.metrics_interval,
         )
 
+    trainer = start_trainer(harness, args.trainer_home)
+
     stop = threading.Event()
 
     def tick() -> None:
@@ -321,6 +346,10 @@ def main(argv: list[str] | None = None) -> int:
             harness.run_schedules()
         except Exception:
             log.exception("running schedules failed")
+        try:  # training jobs move on the clock: logs, trainer processes, outputs
+            harness.run_training()
+        except Exception:
+            log.exception("walking training jobs failed")
         try:
             # Alarms judge each period boundary that passed, after the lines due by then
             # were ingested (metric filters run on ingestion).
@@ -358,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         engine_kind=args.engine,
         engine_label=host.label if host else "SIMULATED",
         tiny_models=tiny,
+        trainer=str(trainer.python) if trainer else "SIMULATED",
         # Regions that offer only some instance types (the rest offer all botocore knows).
         region_instance_types={r: sorted(t) for r, t in sorted(region_types.items())},
     )
@@ -372,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
     log.info("stopping")
     if host is not None:
         host.stop_all()  # every engine's process group, before the state file goes
+    if trainer is not None:
+        trainer.stop_all()
     if args.state_file:
         _remove_state(args.state_file)
     logging.shutdown()

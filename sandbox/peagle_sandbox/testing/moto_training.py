@@ -333,6 +333,8 @@ class TrainingJobs:
             job.enter("Training", at)
             job.trained = True
             job.stream = f"{job.name}/algo-1-{int(job.training_start or at)}"
+            # The stream exists once the container starts, before its first line.
+            training_io.write_log(job.account, job.region, job.stream, [], int(at * 1000))
             if self.trainer is not None:
                 job.run = self.trainer.start(job)
             else:
