@@ -36,6 +36,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import tarfile
 import threading
@@ -239,3 +240,5 @@ class TrainerHost:
             proc = run._proc
             if proc is not None and proc.poll() is None:
                 kill_group(proc.pid, grace=2.0)
+        # The job directories hold copies of every channel: they die with the sandbox.
+        shutil.rmtree(self.work_dir, ignore_errors=True)

@@ -383,3 +383,19 @@ def test_list_filters_and_tags_on_the_job_arn(harness: SageMakerHarness) -> None
         (JOB, "Completed", "simulated"),
         (other, "InProgress", "simulated"),
     ]
+
+
+def test_the_server_takes_its_trainer_from_peagle_trainer_home(
+    harness: SageMakerHarness, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from peagle_sandbox.server import start_trainer
+
+    monkeypatch.setenv("PEAGLE_TRAINER_HOME", str(tmp_path))
+    assert start_trainer(harness, None) is None  # no venv there: SIMULATED
+    assert harness.training.trainer is None
+    python = tmp_path / "trainer-venv-0.9.0" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\n")
+    host = start_trainer(harness, None)
+    assert host is not None and host.python == python
+    assert harness.training.trainer is host
