@@ -171,11 +171,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--engine-home", type=Path, help="real engine's home (install-engine)")
     p.add_argument("--vllm-version", help="real engine's vLLM version")
     p.add_argument(
-        "--trainer-home",
-        type=Path,
-        help="run training jobs' entrypoints in this home's trainer venv (install-trainer; "
-        "also PEAGLE_TRAINER_HOME); without one, training jobs use the SIMULATED trainer",
+        "--trainer",
+        action="store_true",
+        help="run training jobs' entrypoints in the trainer venv (install-trainer) of "
+        "PEAGLE_TRAINER_HOME, else of the engine home; without it (nor --trainer-home, nor "
+        "PEAGLE_TRAINER_HOME), training jobs use the SIMULATED trainer",
     )
+    p.add_argument("--trainer-home", type=Path, help="the trainer venv's home (implies --trainer)")
     return p.parse_args(argv)
 
 
@@ -238,16 +240,28 @@ def start_host(
     return host
 
 
-def start_trainer(harness: SageMakerHarness, home: Path | None) -> TrainerHost | None:
-    """The training host when a trainer home is given (`--trainer-home`, else
-    PEAGLE_TRAINER_HOME) and its venv exists; None: the SIMULATED trainer."""
+class TrainerMissing(Exception):
+    """A trainer was asked for and its venv is not there (the server exits 2)."""
+
+
+def start_trainer(
+    harness: SageMakerHarness, home: Path | None, *, wanted: bool = False
+) -> TrainerHost | None:
+    """The training host, or None for the SIMULATED trainer. A home comes from `home`
+    (`--trainer-home`), else PEAGLE_TRAINER_HOME, else (`wanted`: `--trainer`) the engine
+    home, where install-trainer builds by default. A home without its venv is
+    TrainerMissing: asked for a real trainer, the sandbox never trains with a fake one."""
     home = home or (Path(env) if (env := settings.get("PEAGLE_TRAINER_HOME")) else None)
+    if home is None and wanted:
+        home = settings.engine_home()
     if home is None:
         return None
     python = trainer_python(home)
     if not python.exists():
-        log.warning("no trainer venv at %s: training jobs use the SIMULATED trainer", python)
-        return None
+        raise TrainerMissing(
+            f"no trainer venv at {python.parent.parent} "
+            "(fix: `peagle sandbox install-trainer`, or set PEAGLE_TRAINER_HOME)"
+        )
     work = Path(tempfile.mkdtemp(prefix="peagle-training-"))
     trainer = TrainerHost(python, work, harness.clock)
     harness.training.trainer = trainer
@@ -290,6 +304,11 @@ def main(argv: list[str] | None = None) -> int:
         # The tick below evaluates CloudWatch alarms after the simulated lines it writes.
         evaluate_on_advance=False,
     ).install()
+    try:  # before anything listens: a missing trainer is one line and exit 2
+        trainer = start_trainer(harness, args.trainer_home, wanted=args.trainer)
+    except TrainerMissing as e:
+        log.error("error: %s", e)
+        return 2
     logs = LogSimulator(
         harness,
         DEFAULT_ACCOUNT_ID,
@@ -329,8 +348,6 @@ def main(argv: list[str] | None = None) -> int:
             args.state_file,
             stats_interval=args.metrics_interval,
         )
-
-    trainer = start_trainer(harness, args.trainer_home)
 
     stop = threading.Event()
 

@@ -26,6 +26,7 @@ import tarfile
 import time
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -237,3 +238,23 @@ def test_stop_ends_the_process_and_uploads_what_it_left(server: Server) -> None:
     while pid_alive(pid):
         assert time.monotonic() < deadline, f"the stand-in {pid} outlived StopTrainingJob"
         time.sleep(0.05)
+
+
+def test_a_trainer_home_without_its_venv_stops_the_server_at_start(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PEAGLE_"))}
+    cmd = [
+        sys.executable,
+        "-m",
+        "peagle_sandbox.server",
+        "--port",
+        "0",
+        "--trainer-home",
+        str(tmp_path),
+    ]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert f"error: no trainer venv at {tmp_path}" in done.stdout
+    assert "install-trainer" in done.stdout

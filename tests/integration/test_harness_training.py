@@ -385,13 +385,16 @@ def test_list_filters_and_tags_on_the_job_arn(harness: SageMakerHarness) -> None
     ]
 
 
-def test_the_server_takes_its_trainer_from_peagle_trainer_home(
+def test_the_server_takes_its_trainer_from_peagle_trainer_home_or_refuses(
     harness: SageMakerHarness, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from peagle_sandbox.server import start_trainer
+    from peagle_sandbox.server import TrainerMissing, start_trainer
 
+    monkeypatch.delenv("PEAGLE_TRAINER_HOME", raising=False)
+    assert start_trainer(harness, None) is None  # nothing asked for: SIMULATED
     monkeypatch.setenv("PEAGLE_TRAINER_HOME", str(tmp_path))
-    assert start_trainer(harness, None) is None  # no venv there: SIMULATED
+    with pytest.raises(TrainerMissing, match="install-trainer"):
+        start_trainer(harness, None)  # asked for, and no venv: never a silent fake
     assert harness.training.trainer is None
     python = tmp_path / "trainer-venv-0.9.0" / "bin" / "python"
     python.parent.mkdir(parents=True)
@@ -399,3 +402,14 @@ def test_the_server_takes_its_trainer_from_peagle_trainer_home(
     host = start_trainer(harness, None)
     assert host is not None and host.python == python
     assert harness.training.trainer is host
+
+
+def test_trainer_alone_means_the_engine_home(
+    harness: SageMakerHarness, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from peagle_sandbox.server import TrainerMissing, start_trainer
+
+    monkeypatch.delenv("PEAGLE_TRAINER_HOME", raising=False)
+    monkeypatch.setenv("PEAGLE_ENGINE_HOME", str(tmp_path))
+    with pytest.raises(TrainerMissing, match=str(tmp_path)):
+        start_trainer(harness, None, wanted=True)
