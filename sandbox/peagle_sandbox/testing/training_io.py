@@ -67,7 +67,11 @@ def list_prefix(account: str, uri: str) -> dict[str, bytes]:
             continue  # a zero-byte "folder" key is no file
         obj = backend.get_object(bucket_name, key)
         if obj is not None:
-            rel = key[len(prefix) :].lstrip("/") or key.rsplit("/", 1)[-1]
+            rest = key[len(prefix) :]
+            # Under the prefix as a directory: the path below it; an object the prefix
+            # only begins the name of (`data` -> `data.jsonl`): its own name [INF].
+            whole = not prefix or prefix.endswith("/") or rest.startswith("/")
+            rel = rest.lstrip("/") if whole and rest.strip("/") else key.rsplit("/", 1)[-1]
             out[rel] = bytes(obj.value)
     return out
 
