@@ -26,9 +26,9 @@ quoted from the model's documentation):
   end of Starting), `TrainingEndTime`, `BillableTimeInSeconds` (end - start) and
   `FailureReason`. A job past MaxRuntimeInSeconds is stopped: Stopped/MaxRuntimeExceeded.
 - `ModelArtifacts.S3ModelArtifacts`: `<S3OutputPath>/<job>/output/model.tar.gz`, or with
-  `CompressionType: NONE` the prefix `<S3OutputPath>/<job>/output/model/` (where the
-  uncompressed files land: the SageMaker Python SDK's `model_data` for a job with
-  `disable_output_compression`; the "Uncompressed model output" guide shows no key).
+  `CompressionType: NONE` the prefix `<S3OutputPath>/<job>/output/model/` where the
+  uncompressed files land [INF: what users of uncompressed output report; the
+  "Uncompressed model output" guide shows no key].
 - StopTrainingJob: "SageMaker changes the status of the job to Stopping. After SageMaker
   stops the job, it sets the status to Stopped" (`seconds["Stopping"]` later); the
   algorithm gets SIGTERM and what it left in /opt/ml/model is uploaded ("Algorithms might
@@ -72,6 +72,7 @@ __all__ = [
     "TrainingJob",
     "TrainingJobs",
     "artifacts_uri",
+    "check_create",
     "training_patches",
 ]
 
