@@ -21,8 +21,9 @@ When a job reaches Training (`testing/moto_training.py`), the host, in a thread 
 4. on exit records the code and the sandbox-clock time: the job then goes Uploading
    (exit 0; `model/` is uploaded as SageMaker uploads /opt/ml/model) or Failed with
    FailureReason from `output/failure` ("SageMaker returns the first 1024 characters
-   from this file as FailureReason", the training-container guide; prefixed
-   `AlgorithmError: ` as real jobs show), else the exit code and the last output line.
+   from this file as FailureReason": "How Amazon SageMaker AI Processes Training
+   Output"; prefixed `AlgorithmError: ` as real jobs show), else the exit code and the
+   last output line.
 
 StopTrainingJob sends SIGTERM to the process group and SIGKILL after `grace` seconds.
 Only the sandbox server runs a host; an in-process harness trains with the SIMULATED
