@@ -151,6 +151,9 @@ class Runtime:
             body = {"requests": self.harness.requests.to_list()}
         elif path == "/_peagle/schedules":  # every scheduled attempt (moto_scheduler.py)
             body = {"runs": self.harness.schedule_runs}
+        elif path == "/_peagle/training":  # every training job (moto_training.py)
+            self.harness.run_training()
+            body = {"jobs": self.harness.training_jobs}
         elif path == "/_peagle/ground-truth" and method == "DELETE":
             body = {"deleted": self.truth.reset(query.get("endpoint"))}
         elif path == "/_peagle/ground-truth":

@@ -54,6 +54,7 @@ from peagle_sandbox.sandbox_clock import SandboxClock
 from peagle_sandbox.seed import seed_account
 from peagle_sandbox.seed_tiny import seed_tiny_models
 from peagle_sandbox.testing.moto_sagemaker import SageMakerHarness
+from peagle_sandbox.trainer_host import TrainerHost, trainer_python
 
 from . import settings
 
@@ -169,6 +170,14 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--engine", choices=("simulated", "vllm"), default="simulated")
     p.add_argument("--engine-home", type=Path, help="real engine's home (install-engine)")
     p.add_argument("--vllm-version", help="real engine's vLLM version")
+    p.add_argument(
+        "--trainer",
+        action="store_true",
+        help="run training jobs' entrypoints in the trainer venv (install-trainer) of "
+        "PEAGLE_TRAINER_HOME, else of the engine home; without it (nor --trainer-home, nor "
+        "PEAGLE_TRAINER_HOME), training jobs use the SIMULATED trainer",
+    )
+    p.add_argument("--trainer-home", type=Path, help="the trainer venv's home (implies --trainer)")
     return p.parse_args(argv)
 
 
@@ -231,6 +240,34 @@ def start_host(
     return host
 
 
+class TrainerMissing(Exception):
+    """A trainer was asked for and its venv is not there (the server exits 2)."""
+
+
+def start_trainer(
+    harness: SageMakerHarness, home: Path | None, *, wanted: bool = False
+) -> TrainerHost | None:
+    """The training host, or None for the SIMULATED trainer. A home comes from `home`
+    (`--trainer-home`), else PEAGLE_TRAINER_HOME, else (`wanted`: `--trainer`) the engine
+    home, where install-trainer builds by default. A home without its venv is
+    TrainerMissing: asked for a real trainer, the sandbox never trains with a fake one."""
+    home = home or (Path(env) if (env := settings.get("PEAGLE_TRAINER_HOME")) else None)
+    if home is None and wanted:
+        home = settings.engine_home()
+    if home is None:
+        return None
+    python = trainer_python(home)
+    if not python.exists():
+        raise TrainerMissing(
+            f"no trainer venv at {python.parent.parent} "
+            "(fix: `peagle sandbox install-trainer`, or set PEAGLE_TRAINER_HOME)"
+        )
+    work = Path(tempfile.mkdtemp(prefix="peagle-training-"))
+    trainer = TrainerHost(python, work, harness.clock)
+    harness.training.trainer = trainer
+    return trainer
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     logging.basicConfig(
@@ -267,6 +304,11 @@ def main(argv: list[str] | None = None) -> int:
         # The tick below evaluates CloudWatch alarms after the simulated lines it writes.
         evaluate_on_advance=False,
     ).install()
+    try:  # before anything listens: a missing trainer is one line and exit 2
+        trainer = start_trainer(harness, args.trainer_home, wanted=args.trainer)
+    except TrainerMissing as e:
+        log.error("error: %s", e)
+        return 2
     logs = LogSimulator(
         harness,
         DEFAULT_ACCOUNT_ID,
@@ -321,6 +363,10 @@ def main(argv: list[str] | None = None) -> int:
             harness.run_schedules()
         except Exception:
             log.exception("running schedules failed")
+        try:  # training jobs move on the clock: logs, trainer processes, outputs
+            harness.run_training()
+        except Exception:
+            log.exception("walking training jobs failed")
         try:
             # Alarms judge each period boundary that passed, after the lines due by then
             # were ingested (metric filters run on ingestion).
@@ -358,6 +404,7 @@ def main(argv: list[str] | None = None) -> int:
         engine_kind=args.engine,
         engine_label=host.label if host else "SIMULATED",
         tiny_models=tiny,
+        trainer=str(trainer.python) if trainer else "SIMULATED",
         # Regions that offer only some instance types (the rest offer all botocore knows).
         region_instance_types={r: sorted(t) for r, t in sorted(region_types.items())},
     )
@@ -372,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     log.info("stopping")
     if host is not None:
         host.stop_all()  # every engine's process group, before the state file goes
+    if trainer is not None:
+        trainer.stop_all()
     if args.state_file:
         _remove_state(args.state_file)
     logging.shutdown()

@@ -38,6 +38,11 @@ SETTINGS: tuple[Setting, ...] = (
         "(default ~/.cache/peagle/engine)",
     ),
     Setting("PEAGLE_ENGINE_VERSION", "the real engine's vLLM version"),
+    Setting(
+        "PEAGLE_TRAINER_HOME",
+        "a trainer home (`peagle sandbox install-trainer`): the sandbox runs training jobs' "
+        "entrypoints in its trainer venv instead of the SIMULATED trainer",
+    ),
     Setting("PEAGLE_SIMULATED_ENGINE", "settings of the SIMULATED engine (JSON)"),
     Setting(
         "PEAGLE_SANDBOX_INSTANCE_TYPES",

@@ -78,6 +78,7 @@ from peagle_sandbox.testing.moto_timelines import (
     find_endpoint,
     make_plan,
 )
+from peagle_sandbox.testing.moto_training import TrainingJobs, training_patches
 from peagle_sandbox.testing.request_log import (
     RecordedRequest,
     RequestLog,
@@ -156,6 +157,8 @@ class SageMakerHarness(EndpointTimelines):
     scaling: ScalingActivities = field(default_factory=ScalingActivities, init=False, repr=False)
     # EventBridge Scheduler's one-time schedules run on the clock (moto_scheduler.py).
     schedules: ScheduleRunner = field(default_factory=ScheduleRunner, init=False, repr=False)
+    # Training jobs on the clock, and who trains them (moto_training.py).
+    training: TrainingJobs = field(default_factory=TrainingJobs, init=False, repr=False)
     # Run due schedules and evaluate alarms whenever the clock is advanced or resumed. The
     # sandbox server turns this off and does both in its own tick, after the log simulator
     # has written what became due (so a line is ingested before its period is judged).
@@ -207,6 +210,7 @@ class SageMakerHarness(EndpointTimelines):
         self.alarms.clear()
         self.scaling.clear()
         self.schedules.clear()
+        self.training.clear()
 
     def __enter__(self) -> SageMakerHarness:
         return self.install()
@@ -257,6 +261,17 @@ class SageMakerHarness(EndpointTimelines):
 
         return self.schedules.run(self.clock.now() if now is None else now, record)
 
+    def run_training(self, now: float | None = None) -> None:
+        """Walk every training job to `now` (default: the clock's now): phases, logs,
+        output. Describe/List/Stop walk first; the clock's advance and the server's tick
+        walk too, so logs and outputs appear with no call."""
+        self.training.walk(self.clock.now() if now is None else now)
+
+    @property
+    def training_jobs(self) -> list[dict[str, Any]]:
+        """Every training job's status, trainer and log stream (moto_training)."""
+        return [job.summary() for job in self.training.jobs()]
+
     @property
     def schedule_runs(self) -> list[dict[str, Any]]:
         """Every scheduled attempt, oldest first (moto_scheduler.ScheduleRunner.runs)."""
@@ -296,6 +311,7 @@ class SageMakerHarness(EndpointTimelines):
         def moved() -> None:
             if self.installed and self.clock is clock and self.evaluate_on_advance:
                 self.run_schedules()  # a deletion lands before alarms judge the minute
+                self.run_training()
                 self.evaluate_alarms()
 
         clock.on_advance(moved)
@@ -425,6 +441,7 @@ def _patches() -> list[tuple[type, str, Any]]:
         + alarm_patches(lambda: _harness().alarms, lambda: _harness().evaluate_alarms())
         + metrics_patches()
         + scheduler_patches()
+        + training_patches(lambda: _harness().training, lambda: _harness().clock.now())
         + scaling_patches(lambda: _harness().scaling, lambda: _harness().clock.now())
         + request_log_patches(lambda: _harness().requests)
         + clock_patches(lambda: _harness().clock.naive_utcnow())
