@@ -43,6 +43,9 @@ FLAGS_BY_COMMAND: dict[tuple[str, str], str] = {
     ("drafter", "dest"): "DEST",
     ("drafter", "source"): "SRC",
     ("drafter", "target_num_layers"): "--target-layers",
+    # drafter train (issue 40)
+    ("drafter", "target"): "TARGET",
+    ("drafter", "draft_vocab_size"): "--draft-vocab",
     # foundation
     ("invoke", "prompt"): "PROMPT",
     ("chat", "prompt"): "PROMPT",
@@ -60,6 +63,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "drafter_inspect": ("drafter", "inspect"),
     "drafter_check": ("drafter", "check"),
     "drafter_push": ("drafter", "push"),
+    "drafter_train": ("drafter", "train"),
     "tune_k": ("tune-k",),
     "iam_policy": ("iam-policy",),
 }
