@@ -36,6 +36,9 @@ FLAGS: dict[str, str] = {
     # errB: spec options and drafter check
     "components": "--component",
     "target_num_layers": "--target-layers",
+    # drafter train (issue 40): the target model is its argument
+    "target": "TARGET",
+    "draft_vocab_size": "--draft-vocab",
 }
 # Per command, where one command's flag for a keyword differs from the table above.
 FLAGS_BY_COMMAND: dict[tuple[str, str], str] = {
@@ -43,9 +46,6 @@ FLAGS_BY_COMMAND: dict[tuple[str, str], str] = {
     ("drafter", "dest"): "DEST",
     ("drafter", "source"): "SRC",
     ("drafter", "target_num_layers"): "--target-layers",
-    # drafter train (issue 40)
-    ("drafter", "target"): "TARGET",
-    ("drafter", "draft_vocab_size"): "--draft-vocab",
     # foundation
     ("invoke", "prompt"): "PROMPT",
     ("chat", "prompt"): "PROMPT",

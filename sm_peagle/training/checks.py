@@ -130,9 +130,9 @@ def check_draft_vocab(draft_vocab_size: int | None, info: TargetInfo) -> int | N
 def target_layer_ids(num_layers: int) -> list[int]:
     """The three auxiliary layers the head reads (vLLM's convention: id L is the input of
     decoder layer L). vLLM's and speculators' default is [2, n//2, n-3]; for fewer than
-    six layers that repeats or misorders a layer (speculators' default is invalid for a
+    seven layers that repeats or misorders a layer (speculators' default is invalid for a
     4-layer target, facts 14), so small targets use [1, n//2, n-1]."""
-    if num_layers >= 6:
+    if num_layers >= 7:
         return [2, num_layers // 2, num_layers - 3]
     return [1, num_layers // 2, num_layers - 1]
 
