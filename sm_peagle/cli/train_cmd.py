@@ -14,9 +14,14 @@ from typing import Annotated, Any
 import typer
 
 from ..ops.training import DEFAULT_INSTANCE, DEFAULT_MAX_NEW_TOKENS
-from .options import DryRunOpt, YesOpt
+from .options import DryRunOpt, YesOpt, bucket_option, k_option
 from .output import current, note
-from .spec_options import JsonOpt, RegionOpt
+from .spec_options import ImageOpt, InstanceTypeOpt, JsonOpt, RegionOpt, RoleOpt
+
+TrainKOpt = k_option("Depths the head drafts, 1..15.")
+TrainBucketOpt = bucket_option(
+    "Bucket for the job's uploads and the head (default sagemaker-<region>-<account>)."
+)
 
 __all__ = ["train_cmd"]
 
@@ -35,7 +40,7 @@ def train_cmd(
             "--data", help='jsonl of prompts ({"prompt": …} or {"messages": […]}), local or s3://.'
         ),  # fmt: skip
     ],
-    k: Annotated[int, typer.Option("-k", "--k", help="Depths the head drafts (1..15).")] = 3,
+    k: TrainKOpt = 3,
     layers: Annotated[int, typer.Option("--layers", help="Head decoder layers (1..4).")] = 1,
     draft_vocab: Annotated[
         int | None,
@@ -48,21 +53,10 @@ def train_cmd(
     max_new_tokens: Annotated[
         int, typer.Option("--max-new-tokens", help="Length of each target continuation.")
     ] = DEFAULT_MAX_NEW_TOKENS,
-    instance_type: Annotated[
-        str, typer.Option("--instance-type", help="Training instance (ml.g* / ml.p*).")
-    ] = DEFAULT_INSTANCE,
-    role: Annotated[
-        str | None, typer.Option("--role", help="Execution role ARN (default PEAGLE_ROLE_ARN).")
-    ] = None,
-    bucket: Annotated[
-        str | None,
-        typer.Option(
-            "--bucket", help="Bucket for uploads and the head (default sagemaker-REGION-ACCOUNT)."
-        ),  # fmt: skip
-    ] = None,
-    image: Annotated[
-        str | None, typer.Option("--image", help="Training image URI (default: AWS's DLC).")
-    ] = None,
+    instance_type: InstanceTypeOpt = DEFAULT_INSTANCE,
+    role: RoleOpt = None,
+    bucket: TrainBucketOpt = None,
+    image: ImageOpt = None,
     max_runtime: Annotated[
         str, typer.Option("--max-runtime", help="Job time limit, e.g. 6h (at most 28d).")
     ] = "6h",
@@ -86,13 +80,13 @@ def train_cmd(
         result = client(region).drafter_train(
             target,
             data=data,
-            k=k,
+            k=3 if k is None else k,
             layers=layers,
             draft_vocab_size=draft_vocab,
             steps=steps,
             epochs=epochs,
             max_new_tokens=max_new_tokens,
-            instance_type=instance_type,
+            instance_type=instance_type or DEFAULT_INSTANCE,
             role=role,
             bucket=bucket,
             image=image,
