@@ -371,3 +371,48 @@ def test_bad_data_and_targets_are_the_same_error_in_sdk_and_cli(
         lines = [line for line in err.splitlines() if line.strip() and "talking to" not in line]
         assert len(lines) == 1 and lines[0].startswith("error: ") and "(fix: " in lines[0], err
     assert [op for op, _ in world.requests if op.startswith(("Put", "Create"))] == []
+
+
+# The IAM action each request of a run is authorized as (Service Authorization Reference:
+# ListObjectsV2 and HeadBucket are s3:ListBucket, DeleteObjects is s3:DeleteObject per key;
+# STS GetCallerIdentity needs no permission).
+ACTION = {
+    "ListObjectsV2": "s3:ListBucket",
+    "HeadBucket": "s3:ListBucket",
+    "DeleteObjects": "s3:DeleteObject",
+    "ListServiceQuotas": "servicequotas:ListServiceQuotas",
+    "GetRole": "iam:GetRole",
+    "FilterLogEvents": "logs:FilterLogEvents",
+}
+
+
+def _granted(policy: dict[str, Any]) -> set[str]:
+    return {a for s in policy["Statement"] for a in s["Action"]}
+
+
+def _actions(requests: list[tuple[str, dict[str, Any]]]) -> set[str]:
+    out = set()
+    for op, _params in requests:
+        if op == "GetCallerIdentity":
+            continue
+        prefix = "s3" if op in ("PutObject", "GetObject", "CreateBucket") else "sagemaker"
+        out.add(ACTION.get(op) or f"{prefix}:{op}")
+    return out
+
+
+def test_the_trainer_policy_grants_every_action_a_run_sends(world: World, data: Path) -> None:
+    job = "peagle-train-tiny-llama-0123abcd"
+    _seed_head(job)
+    sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    sent = _actions(world.requests)
+    policy = sm_peagle.Client(region=REGION).iam_policy(for_="trainer", role=world.role_arn).policy
+    assert sent - _granted(policy) == set()
+    # Also granted, for what this run did not do: an interrupt (StopTrainingJob, deleting
+    # the uploads), creating the default bucket, and PassRole (no request of its own).
+    assert _granted(policy) - sent <= {
+        "sagemaker:StopTrainingJob",
+        "sagemaker:AddTags",
+        "s3:DeleteObject",
+        "s3:CreateBucket",
+        "iam:PassRole",
+    }
