@@ -155,7 +155,9 @@ class TrainingOps(Session):
         from .training_run import plan_request
 
         region = self.region or getattr(self._aws, "given_region", None) or resolve_region()
-        region = region or "us-east-1"
+        if region is None:  # a dry run needs no region: show one, and say so
+            region = "us-east-1"
+            notes.append(f"no region set: the request is shown for {region}")
         bucket = spec.bucket or f"sagemaker-{region}-<account>"
         if info is None:
             notes.append(
