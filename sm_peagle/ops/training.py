@@ -131,6 +131,20 @@ class TrainingOps(Session):
             info = local_target(spec.target)
         else:
             info = catalog_target(spec.target, self._say)
+        if spec.deploy and (info is None or info.local_dir is not None):
+            # deploy() serves catalog models (a JumpStart id or alias): refused now, not
+            # after hours of training.
+            raise SpecError(
+                text(
+                    "{d}: deploy serves catalog models, and {t} is not one",
+                    d=Param("deploy"),
+                    t=spec.target,
+                ),  # fmt: skip
+                remedy="train without it, then deploy the head with your model's own "
+                "serving setup (the head's S3 prefix is printed)",
+                field="deploy",
+                value=True,
+            )
         draft_vocab = spec.draft_vocab_size
         if info is not None:
             draft_vocab = judge_target(info, spec.draft_vocab_size)

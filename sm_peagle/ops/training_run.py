@@ -225,14 +225,10 @@ def run_training(
 
 
 def _deploy(client: Any, say: Any, spec: Any, info: Any, head_uri: str, role_arn: str) -> str:
-    """Deploy the target with the trained head: the existing deploy, K = the head's."""
-    from ..catalog.models import find_model
-
-    entry = find_model(info.source)
-    model = entry.alias if entry is not None else info.source
-    extra = {} if entry is not None else {"model_data": info.model_data}
-    say(f"deploying {model} with the trained head (K={spec.k})")
-    ep = client.deploy(model, mode="p-eagle", k=spec.k, drafter=head_uri, role=role_arn, **extra)
+    """Deploy the catalog target with the trained head: the existing deploy, K = the
+    head's (drafter_train refused `deploy` for any other target before training)."""
+    say(f"deploying {info.source} with the trained head (K={spec.k})")
+    ep = client.deploy(info.source, mode="p-eagle", k=spec.k, drafter=head_uri, role=role_arn)
     return str(getattr(ep, "name", ep))
 
 

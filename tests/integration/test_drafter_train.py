@@ -300,6 +300,8 @@ BAD_INPUTS = [
     ({"steps": 1, "draft_vocab_size": 513}, ["--steps", "1", "--draft-vocab", "513"],
      "draft_vocab_size"),
     ({"steps": 1, "role": "not-an-arn"}, ["--steps", "1", "--role", "not-an-arn"], "role"),
+    # deploy serves catalog models: refused before hours of training, not after
+    ({"steps": 1, "deploy": True}, ["--steps", "1", "--deploy"], "deploy"),
 ]  # fmt: skip
 
 
@@ -416,3 +418,52 @@ def test_the_trainer_policy_grants_every_action_a_run_sends(world: World, data: 
         "s3:CreateBucket",
         "iam:PassRole",
     }
+
+
+def test_a_failed_job_is_exit_1_in_one_line_and_leaves_nothing_in_s3(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from sm_peagle.lifecycle import training as lt
+    from sm_peagle.training.errors import TrainingFailed
+
+    def failed(_aws: Any, job: str, **_k: Any) -> None:
+        raise TrainingFailed(
+            f"training job {job} is Failed: AlgorithmError: CUDA out of memory",
+            job_name=job,
+            failure_reason="AlgorithmError: CUDA out of memory",
+        )
+
+    monkeypatch.setattr(lt, "wait_for_job", failed)
+    code, out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data),
+                         "--steps", "40", "--yes")  # fmt: skip
+    assert code == 1
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "CUDA out of memory" in errors[0], err
+    assert "Traceback" not in err
+    left = boto3.client("s3", region_name=REGION).list_objects_v2(
+        Bucket=BUCKET, Prefix="peagle/training/"
+    )
+    assert left.get("KeyCount", 0) == 0
+
+
+def test_a_role_sagemaker_cannot_assume_fails_preflight_before_any_upload(
+    world: World, data: Path, capsys: pytest.CaptureFixture
+) -> None:
+    iam = boto3.client("iam", region_name=REGION)
+    ec2_only = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"},
+                       "Action": "sts:AssumeRole"}],
+    }  # fmt: skip
+    made = iam.create_role(
+        RoleName="not-for-sagemaker", AssumeRolePolicyDocument=json.dumps(ec2_only)
+    )
+    role = made["Role"]["Arn"]
+    code, out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data), "--steps",
+                         "40", "--role", role, "--yes")  # fmt: skip
+    assert code == 1, err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "does not trust sagemaker.amazonaws.com" in errors[0], err
+    assert "nothing was created" in errors[0]
+    sent = [op for op, _ in world.requests]
+    assert "PutObject" not in sent and "CreateTrainingJob" not in sent
