@@ -32,9 +32,9 @@ class TrainingStopped(InterruptedAfterChange):
     def __init__(self, job_name: str | None) -> None:
         self.job_name = job_name
         what = (
-            f"training job {job_name} was stopped and its uploads removed"
+            f"start of training job {job_name}: it was stopped and its uploads removed"
             if job_name
-            else "training run was stopped before its job was created; its uploads were removed"
+            else "start of the uploads: they were removed and no job was created"
         )
         super().__init__(what)
 
