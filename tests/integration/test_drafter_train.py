@@ -254,7 +254,7 @@ def test_an_interrupt_during_training_stops_the_job_and_leaves_nothing(
 
 
 def test_an_interrupt_during_the_uploads_removes_them_and_creates_no_job(
-    world: World, data: Path, monkeypatch: pytest.MonkeyPatch
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     from sm_peagle.lifecycle import training as lt
     from sm_peagle.training.errors import TrainingStopped
@@ -274,6 +274,14 @@ def test_an_interrupt_during_the_uploads_removes_them_and_creates_no_job(
         sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
     assert caught.value.job_name is None
     assert len(calls) == 2
+    # The CLI: exit 130 (interrupted), one line saying what happened and that nothing is left.
+    calls.clear()
+    code, _out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data), "--steps",
+                          "40", "--yes")  # fmt: skip
+    assert code == 130
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "no job was created" in errors[0], err
+    assert "nothing is left" in errors[0] and "Traceback" not in err
     assert world.sent("CreateTrainingJob") == [] and world.sent("StopTrainingJob") == []
     left = boto3.client("s3", region_name=REGION).list_objects_v2(
         Bucket=BUCKET, Prefix="peagle/training/"
@@ -467,3 +475,45 @@ def test_a_role_sagemaker_cannot_assume_fails_preflight_before_any_upload(
     assert "nothing was created" in errors[0]
     sent = [op for op, _ in world.requests]
     assert "PutObject" not in sent and "CreateTrainingJob" not in sent
+
+
+def test_s3_data_is_read_once_and_judged_before_any_upload(world: World) -> None:
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.put_object(Bucket=MODELS, Key="data/empty.jsonl", Body=b'{"text": "no prompt"}\n')
+    s3.put_object(Bucket=MODELS, Key="data/good.jsonl", Body=b'{"prompt": "hi"}\n' * 3)
+    with pytest.raises(SpecError) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(
+            TARGET, data=f"s3://{MODELS}/data/empty.jsonl", steps=1
+        )
+    assert caught.value.field == "data"
+    reads = [p for op, p in world.requests if op == "GetObject" and p["Key"].startswith("data/")]
+    assert len(reads) == 1 and reads[0]["Range"].startswith("bytes=0-")
+    assert not [op for op, _ in world.requests if op in ("PutObject", "CreateTrainingJob")]
+    _seed_head("peagle-train-tiny-llama-0123abcd")
+    sm_peagle.Client(region=REGION).drafter_train(
+        TARGET, data=f"s3://{MODELS}/data/good.jsonl", steps=1
+    )
+    channel = world.sent("CreateTrainingJob")[0]["InputDataConfig"][1]
+    assert channel["DataSource"]["S3DataSource"]["S3Uri"] == f"s3://{MODELS}/data/good.jsonl"
+    # S3 data is the channel itself: nothing of it is uploaded again.
+    puts = [p["Key"] for op, p in world.requests if op == "PutObject"]
+    assert not [k for k in puts if k.endswith("train.jsonl")]
+
+
+def test_a_local_target_is_pushed_under_the_job_and_is_the_target_channel(
+    world: World, data: Path, tmp_path: Path
+) -> None:
+    model = tmp_path / "my-llama"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(TINY_CONFIG))
+    (model / "model.safetensors").write_bytes(b"\0" * 64)
+    job = "peagle-train-my-llama-0123abcd"
+    _seed_head(job)
+    sm_peagle.Client(region=REGION).drafter_train(str(model), data=str(data), steps=1)
+    prefix = f"peagle/training/{job}/target/"
+    channel = world.sent("CreateTrainingJob")[0]["InputDataConfig"][0]
+    assert channel["ChannelName"] == "target"
+    assert channel["DataSource"]["S3DataSource"]["S3Uri"] == f"s3://{BUCKET}/{prefix}"
+    s3 = boto3.client("s3", region_name=REGION)
+    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]}
+    assert keys == {prefix + "config.json", prefix + "model.safetensors"}
