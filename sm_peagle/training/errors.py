@@ -27,7 +27,11 @@ class TrainingFailed(PeagleError):
 class TrainingStopped(InterruptedAfterChange):
     """Ctrl-C (or SIGTERM) during a training run: the job was stopped (it is Stopped, not
     running, not billing), and what the run uploaded and any output were removed. A
-    KeyboardInterrupt (exit 130), whose line says nothing is left."""
+    KeyboardInterrupt (exit 130), whose line says nothing is left.
+
+    Attributes:
+        job_name: the stopped training job (None: interrupted before it was created).
+    """
 
     def __init__(self, job_name: str | None) -> None:
         self.job_name = job_name
@@ -39,4 +43,5 @@ class TrainingStopped(InterruptedAfterChange):
         super().__init__(what)
 
     def to_dict(self) -> dict:
+        """What the `--json` error document adds: nothing left, the job stopped."""
         return {"completed": False, "stopped": self.job_name, "left": []}
