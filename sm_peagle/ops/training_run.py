@@ -168,6 +168,7 @@ def run_training(
         created = True  # from here the job may exist, even if the answer never comes
         sm.create_training_job(**request)
         if not wait:
+            op.end()  # this process no longer runs the job: SageMaker does
             return TrainResult(job_name=layout.job, status="InProgress",
                                head_uri=layout.head_uri, request=request, uploads=uploads,
                                notes=notes, cost=cost)  # fmt: skip

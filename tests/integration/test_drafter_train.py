@@ -517,3 +517,10 @@ def test_a_local_target_is_pushed_under_the_job_and_is_the_target_channel(
     s3 = boto3.client("s3", region_name=REGION)
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]}
     assert keys == {prefix + "config.json", prefix + "model.safetensors"}
+
+
+def test_without_wait_the_job_is_created_and_left_running(world: World, data: Path) -> None:
+    r = sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=1, wait=False)
+    assert r.status == "InProgress" and r.report is None
+    assert len(world.sent("CreateTrainingJob")) == 1
+    assert world.sent("DescribeTrainingJob") == []  # it did not wait
