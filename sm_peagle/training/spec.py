@@ -2,8 +2,10 @@
 sent (SpecError, exit 2 in the CLI, one line naming the parameter and the fix).
 
 The ranges and where they come from:
-- `k` 1..15: the K range the drafter check accepts (`ops/drafter_checks.K_RANGE`), so a
-  trained head can always be checked and deployed with its own K;
+- `k` 1..15: the range issue 40's design fixes for training. Deploy takes K up to 128
+  (vLLM's rejection-sampler limit), but a head serves the K it was trained for, each
+  depth costs a parallel group in every training step, and the published heads train
+  K <= 10 (gpt-oss-20b's: 10);
 - `layers` 1..4: the P-EAGLE heads published (JumpStart's, 1 to 4 layers; facts 1);
 - `max_new_tokens` 1..4096: the length of each continuation the target writes;
 - `max_runtime` 1 s..28 days: CreateTrainingJob's StoppingCondition.MaxRuntimeInSeconds
