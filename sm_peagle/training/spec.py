@@ -6,7 +6,8 @@ The ranges and where they come from:
   (vLLM's rejection-sampler limit), but a head serves the K it was trained for, each
   depth costs a parallel group in every training step, and the published heads train
   K <= 10 (gpt-oss-20b's: 10);
-- `layers` 1..4: the P-EAGLE heads published (JumpStart's, 1 to 4 layers; facts 1);
+- `layers` 1..4: the published P-EAGLE heads have 4 layers (facts 1), the CPU-trained one
+  1 (facts 14);
 - `max_new_tokens` 1..4096: the length of each continuation the target writes;
 - `max_runtime` 1 s..28 days: CreateTrainingJob's StoppingCondition.MaxRuntimeInSeconds
   (the SageMaker API reference: "The maximum value is 28 days"; botocore's model gives
