@@ -157,8 +157,14 @@ class TrainingOps(Session):
             )
         if dry_run:
             return self._dry_run(spec, info, draft_vocab, role_arn or _PLACEHOLDER_ROLE, notes)
+        from ..training.request import ENTRYPOINT, source_files
         from .training_run import run_training
 
+        if ENTRYPOINT not in source_files():  # before any request
+            raise SpecError(
+                f"this peagle has no training entrypoint (sm_peagle/training/source/{ENTRYPOINT})",
+                remedy="install a peagle release that ships it",
+            )
         aws = self._connect()
         return run_training(self, aws, self._say, spec, info, draft_vocab, role_arn, notes,
                             prompts, wait, confirm)  # fmt: skip

@@ -133,11 +133,6 @@ def run_training(
     fit = check_fit(info, get_instance(spec.instance_type), spec.layers, draft_vocab)
     lt.run_training_preflight(aws, role_arn, spec.instance_type, fit)
     files = source_files()
-    if "peagle_train.py" not in files:
-        raise SpecError(
-            "this peagle has no training entrypoint (sm_peagle/training/source/peagle_train.py)",
-            remedy="install a peagle release that ships it",
-        )
     region = aws.region
     bucket = spec.bucket or f"sagemaker-{region}-{aws.account_id()}"
     op = Operation.start(spec.max_runtime, now=aws.synced_aws_now())
