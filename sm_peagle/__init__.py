@@ -101,6 +101,10 @@ _LAZY = {
     "DrafterCheck": "ops.drafter",
     "drafter_push": "client",
     "DrafterPush": "ops.drafter",
+    "drafter_train": "client",
+    "TrainResult": "ops.training_results",
+    "TrainingFailed": "training.errors",
+    "TrainingStopped": "training.errors",
     # -- ops: what is newer --
     "doctor": "client",
     "DoctorReport": "ops.doctor",

@@ -34,6 +34,7 @@ from .ops.measure_analysis import AnalysisOps
 from .ops.measure_sweep import SweepOps
 from .ops.measure_traffic import TrafficOps
 from .ops.session import Session
+from .ops.training import TrainingOps
 
 __all__ = ["Client", "Endpoint", "default_client", "module_function"]
 
@@ -52,6 +53,7 @@ class Client(
     CatalogOps,
     IacOps,
     DrafterOps,
+    TrainingOps,
     DoctorOps,
     Session,
 ):

@@ -303,3 +303,14 @@ def push_cmd(
     finally:
         bar.close(ok)
     current().result(result, render=_render_push)
+
+
+def _register_train() -> None:
+    # `peagle drafter train` lives in its own module (train_cmd.py); registered here so the
+    # `drafter` sub-app carries it.
+    from .train_cmd import train_cmd
+
+    drafter_app.command("train")(train_cmd)
+
+
+_register_train()

@@ -36,6 +36,9 @@ FLAGS: dict[str, str] = {
     # errB: spec options and drafter check
     "components": "--component",
     "target_num_layers": "--target-layers",
+    # drafter train (issue 40): the target model is its argument
+    "target": "TARGET",
+    "draft_vocab_size": "--draft-vocab",
 }
 # Per command, where one command's flag for a keyword differs from the table above.
 FLAGS_BY_COMMAND: dict[tuple[str, str], str] = {
@@ -60,6 +63,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "drafter_inspect": ("drafter", "inspect"),
     "drafter_check": ("drafter", "check"),
     "drafter_push": ("drafter", "push"),
+    "drafter_train": ("drafter", "train"),
     "tune_k": ("tune-k",),
     "iam_policy": ("iam-policy",),
 }

@@ -83,11 +83,12 @@ def iam_policy_command(
         str,
         typer.Option(
             "--for",
-            metavar="<execution-role|deployer|ttl-role>",
+            metavar="<execution-role|deployer|ttl-role|trainer|training-role>",
             help="Whose policy: execution-role (the role SageMaker runs the container as, "
             "with its trust policy), deployer (whoever runs peagle deploy/update/bench/"
             "delete: attach it to your own user or role) or ttl-role (the role an expiry "
-            "schedule runs as, with its trust policy: for --ttl-role).",
+            "schedule runs as, with its trust policy: for --ttl-role); trainer / "
+            "training-role: whoever runs `peagle drafter train` / the role its job runs as.",
         ),
     ] = "execution-role",
     account: Annotated[
@@ -122,6 +123,19 @@ def iam_policy_command(
 
 
 def _show_policy(result: Any) -> None:
+    if result.for_ == "trainer":
+        typer.echo(
+            f"# Trainer policy (account {result.account}): attach it to the user or role "
+            "that runs peagle drafter train"
+        )
+        typer.echo(json.dumps(result.policy, indent=2))
+        return
+    if result.for_ == "training-role":
+        typer.echo(f"# Training-job execution role policy (account {result.account})")
+        typer.echo(json.dumps(result.policy, indent=2))
+        typer.echo("# Trust policy (attach as the role's assume-role policy)")
+        typer.echo(json.dumps(result.trust_policy, indent=2))
+        return
     if result.for_ == "deployer":
         typer.echo(
             f"# Deployer policy for {result.endpoint} (account {result.account}): attach it "

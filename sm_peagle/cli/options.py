@@ -190,6 +190,11 @@ def components_option(help: str, metavar: str = "NAME") -> Any:
     return _component(list[str] | None, help, metavar)
 
 
+def bucket_option(help: str) -> Any:
+    """`--bucket`: where peagle uploads (a deploy's local head, a training run's files)."""
+    return Annotated[str | None, typer.Option("--bucket", help=help)]
+
+
 def dry_run_option(help: str = "Show what would happen; change nothing.") -> Any:
     return Annotated[bool, typer.Option("--dry-run", help=help)]
 

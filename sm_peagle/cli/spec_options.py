@@ -25,6 +25,7 @@ from .options import (
     KOpt,
     ModeOpt,
     RegionOpt,
+    bucket_option,
     check_region,
     vllm_version_option,
 )
@@ -70,14 +71,9 @@ KScheduleOpt = Annotated[
 DrafterOpt = Annotated[
     str | None, typer.Option("--drafter", help="Drafter head: s3://bucket/prefix/ or a dir.")
 ]
-BucketOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--bucket",
-        help="Bucket a local --drafter is pushed to at deploy "
-        "(default sagemaker-<region>-<account>).",
-    ),
-]
+BucketOpt = bucket_option(
+    "Bucket a local --drafter is pushed to at deploy (default sagemaker-<region>-<account>)."
+)
 FallbackOpt = Annotated[
     list[str] | None,
     typer.Option(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError, as_text, text
+from ..errors import Param, SpecError, as_text, text
 from ..iac.export import FORMATS as EXPORT_FORMATS
 from .session import Session, check_output_path
 
@@ -25,7 +25,7 @@ __all__ = ["EXPORT_FORMATS", "IAM_POLICY_FOR", "ExportResult", "IacOps", "IamPol
 # Whose policy `iam_policy` prints: the role SageMaker runs the container as, the
 # principal that runs peagle (deploy, update, bench, delete), or the role the expiry
 # schedules run as (for `ttl_role`: peagle's own has the same policies).
-IAM_POLICY_FOR = ("execution-role", "deployer", "ttl-role")
+IAM_POLICY_FOR = ("execution-role", "deployer", "ttl-role", "trainer", "training-role")
 
 Progress = Callable[[str], None] | None
 SpecInput = Any  # DeploymentSpec | dict | str | Path | None
@@ -87,7 +87,7 @@ class IamPolicy:
         """The document `peagle iam-policy --json` prints: whose policy (`for`), the
         permissions policy and, for a role (execution or TTL), its trust policy."""
         doc: dict[str, Any] = {"for": self.for_, "policy": self.policy}
-        if self.for_ != "deployer":  # a role: its trust policy too
+        if self.for_ not in ("deployer", "trainer"):  # a role: its trust policy too
             doc["trust_policy"] = self.trust_policy
         return doc
 
@@ -171,7 +171,9 @@ class IacOps(Session):
             for_: "execution-role" (the role SageMaker runs the container as: permissions
                 and trust policy) or "deployer" (whoever runs peagle's deploy, update,
                 bench and delete: PassRole on the execution role, the SageMaker calls,
-                Service Quotas, CloudWatch Logs and the S3 reads of preflight).
+                Service Quotas, CloudWatch Logs and the S3 reads of preflight); "trainer"
+                (whoever runs `drafter train`) or "training-role" (the role its training
+                job runs as), which plan no deployment: `spec_or_model` is not needed.
             account: the 12-digit account for ARNs (default: the role's).
             spec_file: a spec file under a model name.
             role: the execution role's ARN.
@@ -203,6 +205,8 @@ class IacOps(Session):
                 value=account,
                 rule="12 digits",
             )
+        if for_ in ("trainer", "training-role"):  # `drafter train`: no deployment to plan
+            return _training_policy(for_, self.region, account, role, self._say)
         from ..iac.iam import execution_role_policy
         from ..iac.iam_deployer import deployer_policy
         from ..iac.iam_expiry import ttl_role_policy
@@ -238,6 +242,43 @@ class IacOps(Session):
             warnings=warnings,
             for_=for_,
         )
+
+
+def _training_policy(
+    for_: str, region: str | None, account: str | None, role: str | None, say: Progress | None
+) -> IamPolicy:
+    """`iam_policy(for_="trainer" | "training-role")` (iac/iam_training.py)."""
+    from .. import settings
+    from ..aws import resolve_region
+    from ..iac.iam import partition
+    from ..iac.iam_training import trainer_policy, training_role_policy
+
+    region = region or resolve_region()
+    if not region:
+        raise SpecError(
+            "a region is needed for the training policy's ARNs",
+            remedy=text("pass {r} or set AWS_REGION", r=Param("region", "us-east-1")),
+            field="region",
+        )
+    role = role or settings.role_arn()
+    warnings: list[str] = []
+    if account is None and role and re.match(r"arn:[^:]+:iam::\d{12}:", role):
+        account = role.split(":")[4]
+    if account is None:
+        account = "<account>"
+        _warn("warning: no account given: the ARNs name <account>", warnings, say)
+    if role is None:
+        role = f"arn:{partition(region)}:iam::{account}:role/<training-role>"
+        if for_ == "trainer":
+            _warn("warning: no role given: iam:PassRole names " + role, warnings, say)
+    if for_ == "trainer":
+        result = trainer_policy(region, account, role)
+    else:
+        result = training_role_policy(region, account)
+    for w in result.warnings:
+        _warn("warning: " + w, warnings, say)
+    return IamPolicy(endpoint="", account=account, policy=result.policy,
+                     trust_policy=result.trust_policy, warnings=warnings, for_=for_)  # fmt: skip
 
 
 def check_export_format(fmt: str) -> None:

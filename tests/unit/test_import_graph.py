@@ -74,7 +74,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ops",),
     ("lifecycle", "benchmarking", "runtime", "iac", "bridge", "container", "testing"),
     ("aws",),
-    ("planning",),
+    ("planning", "training"),
     ("drafter",),
     ("catalog",),
     ("vllm",),
@@ -84,6 +84,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # layer below `aws` is one, whole (no module of theirs is exempt).
 PURE_PACKAGES = (
     "planning",
+    "training",
     "drafter",
     "catalog",
     "vllm",

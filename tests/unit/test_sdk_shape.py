@@ -91,6 +91,7 @@ JSON_ALLOWED: dict[tuple[str, str], str] = {
     ("cli/iac_cmds.py", "_show_policy"): "prints the IAM policy document a user pastes",
     ("cli/plan_cmd.py", "summary_lines"): "shows the speculative config inline, as vLLM takes it",
     ("cli/drafter_cmds.py", "_render_push"): "prints the AdditionalModelDataSources entry to paste",
+    ("cli/train_cmd.py", "_render"): "prints the CreateTrainingJob request a dry run would send",
 }
 SESSION = frozenset(("region", "aws", "say", "on_connect"))
 # (module path, qualified name) -> why it still takes two or more session parameters.

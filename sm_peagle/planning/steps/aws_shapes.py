@@ -42,6 +42,8 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
         "CreateInferenceComponent",
         "UpdateInferenceComponent",
         "UpdateInferenceComponentRuntimeConfig",
+        # `drafter train` (sm_peagle/training/request.py)
+        "CreateTrainingJob",
     ),
     "application-autoscaling": ("RegisterScalableTarget", "PutScalingPolicy"),
     "cloudwatch": ("PutMetricAlarm", "PutDashboard"),
@@ -52,7 +54,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "iam": ("CreateRole", "PutRolePolicy"),
 }
 # Shapes looked up by name (enums the catalog checks against).
-EXTRA_SHAPES = {"sagemaker": ("ProductionVariantInstanceType",)}
+EXTRA_SHAPES = {"sagemaker": ("ProductionVariantInstanceType", "TrainingInstanceType")}
 
 
 def _service_file(service: str) -> Path:

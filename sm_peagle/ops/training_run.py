@@ -1,0 +1,240 @@
+"""The run of `drafter_train` (ops/training.py holds the method and its checks): the S3
+reads of an S3 target and data, preflight, the uploads, CreateTrainingJob, the wait, the
+report, the drafter check and the deploy; and the clean-up of an interrupted run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import AwsError, SpecError
+
+__all__ = ["plan_request", "run_training"]
+
+# Shown in a dry run where the value comes from the target's config.json at run time.
+FROM_CONFIG = "<from the target's config.json>"
+
+
+def plan_request(
+    spec: Any,
+    info: Any,
+    draft_vocab: int | None,
+    role_arn: str,
+    region: str,
+    bucket: str,
+    *,
+    tags: list[dict[str, str]],
+    job: str | None = None,
+) -> tuple[dict[str, Any], Any, list[dict[str, str]]]:
+    """(the CreateTrainingJob request, the S3 layout, the uploads it needs), validated
+    against botocore's model (SpecError naming each violation: a bug, never sent)."""
+    from ..planning.steps.aws_shapes import validate_request
+    from ..training.checks import target_layer_ids
+    from ..training.images import training_image
+    from ..training.request import TrainingLayout, build_request, job_name
+
+    layout = TrainingLayout(bucket, job or job_name(spec.target))
+    uploads = [{"what": "source", "uri": layout.uri(layout.source_key)}]
+    data_uri = spec.data
+    if not spec.data.startswith("s3://"):
+        data_uri = layout.uri(layout.data_key)
+        uploads.append({"what": "data", "uri": data_uri, "from": spec.data})
+    target_uri = info.model_data if info is not None else spec.target
+    if info is not None and info.local_dir is not None:
+        target_uri = layout.uri(layout.target_prefix)
+        uploads.append({"what": "target", "uri": target_uri, "from": info.local_dir})
+    if target_uri and not target_uri.endswith("/"):
+        target_uri += "/"
+    layers = target_layer_ids(info.num_layers) if info is not None else None
+    request = build_request(
+        spec,
+        layout=layout,
+        role_arn=role_arn,
+        image=training_image(region, spec.image),
+        target_uri=target_uri,
+        data_uri=data_uri,
+        layer_ids=layers if layers is not None else [],
+        draft_vocab=draft_vocab,
+        tags=tags,
+    )
+    if layers is None:
+        request["HyperParameters"]["target_layer_ids"] = FROM_CONFIG
+    checked = request
+    if role_arn.startswith("arn:aws:iam::<account>"):  # a dry run's placeholder: shape only
+        checked = {**request, "RoleArn": "arn:aws:iam::123456789012:role/placeholder"}
+    problems = validate_request("sagemaker", "CreateTrainingJob", checked)
+    if problems:
+        raise SpecError(
+            "the CreateTrainingJob request breaks botocore's model: " + "; ".join(problems),
+            remedy="report this as a peagle bug; nothing was sent",
+        )
+    return request, layout, uploads
+
+
+def _ensure_bucket(s3: Any, bucket: str, region: str) -> None:
+    """The default bucket exists (made as SageMaker's Python SDK makes its own)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        s3.head_bucket(Bucket=bucket)
+    except ClientError as e:
+        if str(e.response.get("Error", {}).get("Code")) not in ("404", "NoSuchBucket"):
+            raise
+        conf = (
+            {}
+            if region == "us-east-1"
+            else {"CreateBucketConfiguration": {"LocationConstraint": region}}
+        )
+        s3.create_bucket(Bucket=bucket, **conf)
+
+
+def _upload_dir(s3: Any, root: str, bucket: str, prefix: str) -> None:
+    from pathlib import Path
+
+    base = Path(root).expanduser()
+    for p in sorted(base.rglob("*")):
+        rel = p.relative_to(base)
+        if p.is_file() and not any(x.startswith(".") for x in rel.parts):
+            s3.upload_file(str(p), bucket, prefix + rel.as_posix())
+
+
+def run_training(
+    client: Any,
+    aws: Any,
+    say: Any,
+    spec: Any,
+    info: Any,
+    draft_vocab: int | None,
+    role_arn: str,
+    notes: list[str],
+    prompts: int | None,
+    wait: bool,
+    confirm: Any = None,
+) -> Any:
+    """Everything after the argument checks, on AWS (see the module docstring)."""
+    from .. import settings
+    from ..lifecycle import training as lt
+    from ..lifecycle.operation import Operation
+    from ..training.checks import check_fit, count_prompts
+    from ..training.errors import TrainingStopped
+    from ..training.report import TrainingReport
+    from ..training.request import source_files, source_tarball
+    from .training_results import TrainResult, judge_target, training_cost
+
+    s3 = aws.client("s3")
+    if info is None:  # an S3 target: its config.json, read once
+        info = lt.read_s3_target(s3, spec.target)
+        draft_vocab = judge_target(info, spec.draft_vocab_size)
+    if spec.data.startswith("s3://"):
+        prompts = count_prompts(lt.read_s3_prompts(s3, spec.data), spec.data, complete=False)
+        notes.append(f"{prompts}+ prompts in the first MiB of {spec.data}")
+    from ..catalog.instances import get_instance
+
+    fit = check_fit(info, get_instance(spec.instance_type), spec.layers, draft_vocab)
+    lt.run_training_preflight(aws, role_arn, spec.instance_type, fit)
+    files = source_files()
+    region = aws.region
+    bucket = spec.bucket or f"sagemaker-{region}-{aws.account_id()}"
+    op = Operation.start(spec.max_runtime, now=aws.synced_aws_now())
+    request, layout, uploads = plan_request(
+        spec, info, draft_vocab, role_arn, region, bucket, tags=op.tags()
+    )
+    cost = training_cost(spec.instance_type, spec.max_runtime)
+    if confirm is not None:
+        confirm(
+            f"Start training job {layout.job} on {spec.instance_type} (billed by run time, "
+            f"at most {spec.max_runtime / 3600:g} h)?"
+        )
+    created = False
+    poll = settings.poll_seconds() or 5.0
+    try:
+        if spec.bucket is None:
+            _ensure_bucket(s3, bucket, region)
+        say(f"uploading the training source to {layout.uri(layout.source_key)}")
+        lt.upload(s3, bucket, layout.source_key, source_tarball(files))
+        if not spec.data.startswith("s3://"):
+            say(f"uploading {spec.data} to {layout.uri(layout.data_key)}")
+            lt.upload(s3, bucket, layout.data_key, path=spec.data)
+        if info.local_dir is not None:
+            say(f"uploading the target {info.local_dir} to {layout.uri(layout.target_prefix)}")
+            _upload_dir(s3, info.local_dir, bucket, layout.target_prefix)
+        sm = aws.client("sagemaker")
+        say(f"creating training job {layout.job} on {spec.instance_type} ({op.id})")
+        created = True  # from here the job may exist, even if the answer never comes
+        sm.create_training_job(**request)
+        if not wait:
+            op.end()  # this process no longer runs the job: SageMaker does
+            return TrainResult(job_name=layout.job, status="InProgress",
+                               head_uri=layout.head_uri, request=request, uploads=uploads,
+                               notes=notes, cost=cost)  # fmt: skip
+        lt.wait_for_job(aws, layout.job, say=say, poll=poll, on_poll=client.on_poll)
+    except KeyboardInterrupt as stop:
+        _clean_up(aws, s3, layout, created, say, poll)
+        op.end()
+        raise TrainingStopped(layout.job if created else None) from stop
+    except BaseException:
+        # A failed job keeps its log and description on SageMaker; its uploads and any
+        # partial output are of no use: removed, so a failure leaves nothing in S3.
+        try:
+            lt.remove_prefix(s3, bucket, layout.prefix)
+        finally:
+            op.end()
+        raise
+    op.end()
+    doc = lt.read_report(s3, layout)
+    if doc is None:
+        raise AwsError(
+            f"training job {layout.job} completed without {layout.head_uri}"
+            "peagle-training-report.json",
+            remedy="read the job's log (CloudWatch /aws/sagemaker/TrainingJobs)",
+        )
+    report = TrainingReport.from_dict(doc)
+    for w in report.warnings:
+        say("warning: " + w)
+    check = client.drafter_check(
+        layout.head_uri,
+        k=spec.k,
+        trained_k=spec.k,
+        target_hidden_size=info.hidden_size,
+        target_vocab_size=info.vocab_size,
+        target_num_layers=info.num_layers,
+    )
+    warnings = list(report.warnings)
+    warnings += [str(c.line(with_fix=False)) for c in check.checks if c.status == "warn"]
+    endpoint = None
+    if spec.deploy:
+        check.raise_for_failures()
+        endpoint = _deploy(client, say, spec, info, layout.head_uri, role_arn)
+    return TrainResult(
+        job_name=layout.job,
+        status="Completed",
+        head_uri=layout.head_uri,
+        request=request,
+        uploads=uploads,
+        report=report,
+        check=check,
+        warnings=warnings,
+        notes=notes,
+        cost=cost,
+        endpoint=endpoint,
+    )
+
+
+def _deploy(client: Any, say: Any, spec: Any, info: Any, head_uri: str, role_arn: str) -> str:
+    """Deploy the catalog target with the trained head: the existing deploy, K = the
+    head's (drafter_train refused `deploy` for any other target before training)."""
+    say(f"deploying {info.source} with the trained head (K={spec.k})")
+    ep = client.deploy(info.source, mode="p-eagle", k=spec.k, drafter=head_uri, role=role_arn)
+    return str(getattr(ep, "name", ep))
+
+
+def _clean_up(aws: Any, s3: Any, layout: Any, created: bool, say: Any, poll: float) -> None:
+    """Stop the job (if it may exist), wait until it is no longer running, then remove
+    everything under the job's prefix: the uploads and any output."""
+    from ..lifecycle import training as lt
+
+    say("interrupted: stopping the training job and removing its uploads")
+    if created:
+        lt.stop_job(aws, layout.job, say=say, poll=min(poll, 5.0))
+    n = lt.remove_prefix(s3, layout.bucket, layout.prefix)
+    say(f"removed {n} object(s) under {layout.uri(layout.prefix)}")

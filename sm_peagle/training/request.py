@@ -1,0 +1,204 @@
+"""The exact CreateTrainingJob request of a `drafter train` job, its name, its S3 layout
+and the source tarball it runs. Pure: the caller uploads and sends.
+
+The mechanism is SageMaker's script mode on a stock training image: the training
+toolkit in the image downloads `sagemaker_submit_directory` (a tar.gz of
+`sm_peagle/training/source/`), pip-installs its `requirements.txt` and runs
+`sagemaker_program`. Every hyperparameter is a string (SageMaker's rule: the map is
+`String -> String`, values at most 2500 characters, at most 100 entries). The output is
+uncompressed (`CompressionType: NONE`), so the head lands as files under
+`<output path>/<job>/output/model/`, the prefix `deploy --drafter` takes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+import secrets
+import tarfile
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from .spec import TrainSpec
+
+__all__ = [
+    "ENTRYPOINT",
+    "JOB_PREFIX",
+    "TrainingLayout",
+    "build_request",
+    "job_name",
+    "source_files",
+    "source_tarball",
+]
+
+ENTRYPOINT = "peagle_train.py"
+JOB_PREFIX = "peagle-train-"
+TRAINING_PREFIX = "peagle/training/"
+# The tag that names what a training job trains for (with peagle:managed and the
+# operation's tags).
+TARGET_TAG = "peagle:training-target"
+_TAG_VALUE_BAD = re.compile(r"[^\w\s.:/=+\-@]")
+
+
+def job_name(target: str, suffix: str | None = None) -> str:
+    """`peagle-train-<target slug>-<8 hex>`: within SageMaker's 63 characters and its
+    pattern `[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}` whatever the target is called."""
+    base = target.rstrip("/").rsplit("/", 1)[-1] or "model"
+    slug = re.sub(r"[^a-zA-Z0-9]+", "-", base).strip("-").lower() or "model"
+    suffix = suffix or secrets.token_hex(4)
+    room = 63 - len(JOB_PREFIX) - 1 - len(suffix)
+    slug = slug[:room].rstrip("-") or "model"
+    return f"{JOB_PREFIX}{slug}-{suffix}"
+
+
+@dataclass(frozen=True)
+class TrainingLayout:
+    """Where a job's files go in S3: `s3://<bucket>/peagle/training/<job>/...`."""
+
+    bucket: str
+    job: str
+
+    @property
+    def prefix(self) -> str:
+        return f"{TRAINING_PREFIX}{self.job}/"
+
+    @property
+    def source_key(self) -> str:
+        return f"{self.prefix}source/sourcedir.tar.gz"
+
+    @property
+    def data_key(self) -> str:
+        return f"{self.prefix}data/train.jsonl"
+
+    @property
+    def target_prefix(self) -> str:
+        return f"{self.prefix}target/"
+
+    @property
+    def output_path(self) -> str:
+        return f"s3://{self.bucket}/{TRAINING_PREFIX}"
+
+    @property
+    def head_uri(self) -> str:
+        """Where SageMaker writes the head (the model dir, uncompressed)."""
+        return f"s3://{self.bucket}/{self.prefix}output/model/"
+
+    def uri(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}"
+
+
+def source_files() -> dict[str, bytes]:
+    """The files of the source dir (`sm_peagle/training/source/`), by name."""
+    root = resources.files("sm_peagle.training") / "source"
+    out: dict[str, bytes] = {}
+    if not root.is_dir():
+        return out
+    for entry in sorted(root.iterdir(), key=lambda p: p.name):
+        if entry.is_file() and not entry.name.startswith(".") and entry.name != "__init__.py":
+            if entry.name.endswith(".pyc"):
+                continue
+            out[entry.name] = entry.read_bytes()
+    return out
+
+
+def source_tarball(files: dict[str, bytes]) -> bytes:
+    """A deterministic tar.gz of `files` (sorted names, zero mtimes and owners, no gzip
+    timestamp): the same source gives the same bytes, so its sha256 says what ran."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(files):
+            info = tarfile.TarInfo(name)
+            info.size = len(files[name])
+            info.mtime = 0
+            info.mode = 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(files[name]))
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as gz:
+        gz.write(raw.getvalue())
+    return out.getvalue()
+
+
+def hyperparameters(
+    spec: TrainSpec, layout: TrainingLayout, layer_ids: list[int], draft_vocab: int | None
+) -> dict[str, str]:
+    """The job's hyperparameters, every value a string."""
+    hp = {
+        "sagemaker_program": ENTRYPOINT,
+        "sagemaker_submit_directory": layout.uri(layout.source_key),
+        "k": str(spec.k),
+        "layers": str(spec.layers),
+    }
+    if draft_vocab is not None:
+        hp["draft_vocab_size"] = str(draft_vocab)
+    if spec.steps is not None:
+        hp["steps"] = str(spec.steps)
+    else:
+        hp["epochs"] = str(spec.epochs)
+    hp |= {
+        "max_new_tokens": str(spec.max_new_tokens),
+        "seed": str(spec.seed),
+        "target_layer_ids": json.dumps(layer_ids),
+        "val_fraction": str(spec.val_fraction),
+    }
+    return hp
+
+
+def _channel(name: str, uri: str) -> dict[str, Any]:
+    return {
+        "ChannelName": name,
+        "DataSource": {
+            "S3DataSource": {
+                "S3DataType": "S3Prefix",
+                "S3Uri": uri,
+                "S3DataDistributionType": "FullyReplicated",
+            }
+        },
+        "InputMode": "File",
+    }
+
+
+def tag_value(value: str) -> str:
+    """`value` as a SageMaker tag value (at most 256 of its allowed characters)."""
+    return _TAG_VALUE_BAD.sub("_", value)[:256]
+
+
+def build_request(
+    spec: TrainSpec,
+    *,
+    layout: TrainingLayout,
+    role_arn: str,
+    image: str,
+    target_uri: str,
+    data_uri: str,
+    layer_ids: list[int],
+    draft_vocab: int | None,
+    tags: list[dict[str, str]],
+) -> dict[str, Any]:
+    """The CreateTrainingJob request. `tags`: the operation's (lifecycle/operation.py);
+    peagle:managed and the target tag are added here."""
+    return {
+        "TrainingJobName": layout.job,
+        "AlgorithmSpecification": {"TrainingImage": image, "TrainingInputMode": "File"},
+        "HyperParameters": hyperparameters(spec, layout, layer_ids, draft_vocab),
+        "RoleArn": role_arn,
+        "InputDataConfig": [_channel("target", target_uri), _channel("train", data_uri)],
+        "OutputDataConfig": {"S3OutputPath": layout.output_path, "CompressionType": "NONE"},
+        "ResourceConfig": {
+            "InstanceType": spec.instance_type,
+            "InstanceCount": 1,
+            # The target's weights, the generated hidden states and the head: room for a
+            # few tens of GB of hidden states on top of a large target.
+            "VolumeSizeInGB": 200,
+        },
+        "StoppingCondition": {"MaxRuntimeInSeconds": spec.max_runtime},
+        "Tags": [
+            {"Key": "peagle:managed", "Value": "true"},
+            {"Key": TARGET_TAG, "Value": tag_value(spec.target)},
+            *tags,
+        ],
+    }

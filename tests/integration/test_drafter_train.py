@@ -1,0 +1,526 @@
+"""`drafter_train` / `peagle drafter train` on moto: the exact CreateTrainingJob request,
+what a dry run sends (nothing), what an interrupted run leaves (nothing), and CLI/SDK
+parity for every bad input.
+
+The expected values come from the rules, not from the code under test: SageMaker's
+CreateTrainingJob API (hyperparameters are strings; the name pattern and 63 characters;
+MaxRuntimeInSeconds), the lead's design for issue 40 (channel names `target`/`train`,
+`sagemaker_program` = `peagle_train.py`, output `s3://<bucket>/peagle/training/`
+uncompressed, tags), AWS's Hugging Face PyTorch training DLC tag, and botocore's own
+ParamValidator for the request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+import sm_peagle
+from sm_peagle.errors import SpecError
+from tests.integration.lifecycle_env import REGION, World, build_world, record_requests, run
+
+ACCOUNT = "123456789012"
+BUCKET = f"sagemaker-{REGION}-{ACCOUNT}"
+MODELS = "my-models"
+TARGET = f"s3://{MODELS}/tiny-llama/"
+# The tiny Llama target's shape (sandbox/peagle_sandbox/models.py: hidden 256, 4 layers,
+# vocab 512): the trainer handles LlamaForCausalLM.
+TINY_CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 256,
+    "intermediate_size": 512,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 512,
+}
+DLC = (
+    "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training:"
+    "2.9.0-transformers5.3.0-gpu-py312-cu130-ubuntu22.04"
+)
+ALL_SERVICES = ("sagemaker", "s3", "iam", "sts", "service-quotas", "logs")
+PLACEHOLDER_ENTRYPOINT = {"peagle_train.py": b"print('placeholder: the real one is h40-trainer')\n"}
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    p = tmp_path / "prompts.jsonl"
+    rows = [{"prompt": f"count to {i}"} for i in range(5)]
+    rows.append({"messages": [{"role": "user", "content": "hello"}]})
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return p
+
+
+@pytest.fixture
+def world(sagemaker_harness: Any, monkeypatch: pytest.MonkeyPatch) -> World:
+    monkeypatch.setenv("PEAGLE_POLL_SECONDS", "0.01")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    w = build_world()
+    monkeypatch.setenv("PEAGLE_ROLE_ARN", w.role_arn)
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket=MODELS)
+    s3.put_object(Bucket=MODELS, Key="tiny-llama/config.json", Body=json.dumps(TINY_CONFIG))
+    s3.put_object(Bucket=MODELS, Key="tiny-llama/model.safetensors", Body=b"\0" * 4096)
+    # The entrypoint is another helper's (sm_peagle/training/source/); a placeholder here.
+    import sm_peagle.training.request as request_mod
+
+    monkeypatch.setattr(request_mod, "source_files", lambda: dict(PLACEHOLDER_ENTRYPOINT))
+    monkeypatch.setattr(request_mod.secrets, "token_hex", lambda n: "0123abcd"[: 2 * n])
+    record_requests(w, monkeypatch, *ALL_SERVICES)
+    return w
+
+
+def _seed_head(job: str) -> None:
+    """What a finished job leaves under its output prefix: a head for the tiny target and
+    the report (what the entrypoint writes; SageMaker uploads the model dir)."""
+    from peagle_sandbox.synthetic_head import synthetic_head
+
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket=BUCKET)
+    prefix = f"peagle/training/{job}/output/model/"
+    # A speculators head has the target's hidden size, so every vLLM's mask_hidden rule
+    # agrees on it.
+    head = synthetic_head(hidden=256, target_hidden=256, target_vocab=512, mask_token_id=3,
+                          vllm_version="0.31.0", aux_layer_ids=[1, 2, 3])  # fmt: skip
+    for key, body in head.items():
+        s3.put_object(Bucket=BUCKET, Key=prefix + key, Body=body)
+    report = {"steps": 40, "k": 3, "per_depth_val_accuracy": [0.5, 0.4, 0.25],
+              "train_loss_first": 4.7, "train_loss_last": 1.2, "samples": 5,
+              "val_samples": 1, "speculators_version": "0.9.0", "backend": "gpu"}  # fmt: skip
+    s3.put_object(Bucket=BUCKET, Key=prefix + "peagle-training-report.json",
+                  Body=json.dumps(report))  # fmt: skip
+
+
+def test_dry_run_sends_nothing_and_returns_a_request_botocore_accepts(
+    world: World, data: Path
+) -> None:
+    r = sm_peagle.Client(region=REGION).drafter_train(
+        TARGET, data=str(data), steps=40, dry_run=True
+    )
+    assert world.requests == []
+    assert r.status == "DryRun"
+    req = dict(r.request)
+    # A dry run knows no account (no STS call): the bucket is shown as a placeholder.
+    req["HyperParameters"] = dict(req["HyperParameters"], target_layer_ids="[1, 2, 3]")
+    boto3.client("sagemaker", region_name=REGION).meta.events  # noqa: B018 - a client exists
+    from botocore.validate import ParamValidator
+
+    model = boto3.client("sagemaker", region_name=REGION).meta.service_model
+    shape = model.operation_model("CreateTrainingJob").input_shape
+    report = ParamValidator().validate(req, shape)
+    assert not report.has_errors(), report.generate_report()
+    assert world.requests == []  # making a client sent nothing either
+
+
+def test_dry_run_cli_prints_the_request_and_exits_0(
+    world: World, data: Path, capsys: pytest.CaptureFixture
+) -> None:
+    code, out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data),
+                         "--steps", "40", "--dry-run", "--json")  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["status"] == "DryRun"
+    assert doc["request"]["TrainingJobName"] == "peagle-train-tiny-llama-0123abcd"
+    assert world.requests == []
+
+
+def test_the_create_training_job_request_field_by_field(world: World, data: Path) -> None:
+    job = "peagle-train-tiny-llama-0123abcd"
+    _seed_head(job)
+    r = sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), k=3, steps=40)
+    sent = world.sent("CreateTrainingJob")
+    assert len(sent) == 1
+    req = sent[0]
+    assert req["TrainingJobName"] == job
+    assert re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", job)
+    assert req["AlgorithmSpecification"] == {"TrainingImage": DLC, "TrainingInputMode": "File"}
+    prefix = f"s3://{BUCKET}/peagle/training/{job}/"
+    assert req["HyperParameters"] == {
+        "sagemaker_program": "peagle_train.py",
+        "sagemaker_submit_directory": prefix + "source/sourcedir.tar.gz",
+        "k": "3",
+        "layers": "1",
+        "steps": "40",
+        "max_new_tokens": "256",
+        "seed": "0",
+        # 4 layers: speculators' default [2, n//2, n-3] = [2, 2, 1] is invalid (facts 14);
+        # three distinct layers below the last, ascending.
+        "target_layer_ids": "[1, 2, 3]",
+        "val_fraction": "0.1",
+    }
+    assert req["RoleArn"] == world.role_arn
+    channel = {"S3DataType": "S3Prefix", "S3DataDistributionType": "FullyReplicated"}
+    assert req["InputDataConfig"] == [
+        {"ChannelName": "target", "InputMode": "File",
+         "DataSource": {"S3DataSource": {**channel, "S3Uri": TARGET}}},
+        {"ChannelName": "train", "InputMode": "File",
+         "DataSource": {"S3DataSource": {**channel, "S3Uri": prefix + "data/train.jsonl"}}},
+    ]  # fmt: skip
+    assert req["OutputDataConfig"] == {
+        "S3OutputPath": f"s3://{BUCKET}/peagle/training/",
+        "CompressionType": "NONE",
+    }
+    assert req["ResourceConfig"]["InstanceType"] == "ml.g7e.2xlarge"
+    assert req["ResourceConfig"]["InstanceCount"] == 1
+    assert req["StoppingCondition"] == {"MaxRuntimeInSeconds": 6 * 3600}
+    tags = {t["Key"]: t["Value"] for t in req["Tags"]}
+    assert tags["peagle:managed"] == "true"
+    assert tags["peagle:training-target"] == TARGET
+    assert re.fullmatch(r"op-\d{8}T\d{6}Z-[0-9a-f]{6}", tags["peagle:operation"])
+    assert {"peagle:operation-owner", "peagle:operation-until"} <= set(tags)
+    # The uploads went where the channels and the submit directory point.
+    s3 = boto3.client("s3", region_name=REGION)
+    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=f"peagle/training/{job}/")
+            .get("Contents", [])}  # fmt: skip
+    assert f"peagle/training/{job}/source/sourcedir.tar.gz" in keys
+    assert (
+        s3.get_object(Bucket=BUCKET, Key=f"peagle/training/{job}/data/train.jsonl")["Body"].read()
+        == data.read_bytes()
+    )
+    # The result: the head's prefix (what deploy --drafter takes), the report read back.
+    assert r.status == "Completed"
+    assert r.head_uri == prefix + "output/model/"
+    assert len(r.report.per_depth_val_accuracy) == 3
+    # The head passes the checks deploy makes, the report file beside it included.
+    assert r.check.ok, [c.message for c in r.check.checks if c.status == "fail"]
+    assert not [c for c in r.check.checks if "report" in str(c.message)]
+    # Nothing was created before the checks: CreateTrainingJob is the only SageMaker write.
+    writes = [op for op, _ in world.requests if op.startswith(("Create", "Stop", "Delete"))]
+    assert writes == ["CreateTrainingJob"]
+
+
+def test_the_source_tarball_is_the_source_dir_byte_for_byte(world: World, data: Path) -> None:
+    import io
+    import tarfile
+
+    job = "peagle-train-tiny-llama-0123abcd"
+    _seed_head(job)
+    sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=1)
+    body = (
+        boto3.client("s3", region_name=REGION)
+        .get_object(Bucket=BUCKET, Key=f"peagle/training/{job}/source/sourcedir.tar.gz")["Body"]
+        .read()
+    )
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
+        got = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+    assert got == PLACEHOLDER_ENTRYPOINT
+
+
+def _stop_supported() -> bool:
+    try:
+        from moto.sagemaker.responses import SageMakerResponse
+    except ImportError:  # pragma: no cover
+        return False
+    if hasattr(SageMakerResponse, "stop_training_job"):
+        return True
+    try:  # the training emulation of the sandbox harness (issue 40's other helper)
+        import peagle_sandbox.testing.moto_training  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _stop_supported(), reason="moto has no StopTrainingJob; the sandbox "
+                    "harness's training emulation (testing/moto_training.py) adds it")  # fmt: skip
+def test_an_interrupt_during_training_stops_the_job_and_leaves_nothing(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sm_peagle.lifecycle import training as lt
+    from sm_peagle.training.errors import TrainingStopped
+
+    def interrupted(*_a: Any, **_k: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lt, "wait_for_job", interrupted)
+    job = "peagle-train-tiny-llama-0123abcd"
+    with pytest.raises(TrainingStopped) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    assert caught.value.job_name == job
+    assert world.sent("StopTrainingJob") == [{"TrainingJobName": job}]
+    status = boto3.client("sagemaker", region_name=REGION).describe_training_job(
+        TrainingJobName=job
+    )["TrainingJobStatus"]
+    assert status not in ("InProgress", "Stopping")
+    left = boto3.client("s3", region_name=REGION).list_objects_v2(
+        Bucket=BUCKET, Prefix="peagle/training/"
+    )
+    assert left.get("KeyCount", 0) == 0
+
+
+def test_an_interrupt_during_the_uploads_removes_them_and_creates_no_job(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from sm_peagle.lifecycle import training as lt
+    from sm_peagle.training.errors import TrainingStopped
+
+    real = lt.upload
+    calls = []
+
+    def upload_then_stop(*a: Any, **k: Any) -> str:
+        calls.append(a[2])
+        uri = real(*a, **k)
+        if len(calls) == 2:  # Ctrl-C right after the data upload, before CreateTrainingJob
+            raise KeyboardInterrupt
+        return uri
+
+    monkeypatch.setattr(lt, "upload", upload_then_stop)
+    with pytest.raises(TrainingStopped) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    assert caught.value.job_name is None
+    assert len(calls) == 2
+    # The CLI: exit 130 (interrupted), one line saying what happened and that nothing is left.
+    calls.clear()
+    code, _out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data), "--steps",
+                          "40", "--yes")  # fmt: skip
+    assert code == 130
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "no job was created" in errors[0], err
+    assert "nothing is left" in errors[0] and "Traceback" not in err
+    assert world.sent("CreateTrainingJob") == [] and world.sent("StopTrainingJob") == []
+    left = boto3.client("s3", region_name=REGION).list_objects_v2(
+        Bucket=BUCKET, Prefix="peagle/training/"
+    )
+    assert left.get("KeyCount", 0) == 0
+
+
+BAD_INPUTS = [
+    # (SDK keywords, CLI arguments, the parameter named)
+    ({"k": 0, "steps": 1}, ["-k", "0", "--steps", "1"], "k"),
+    ({"k": 16, "steps": 1}, ["-k", "16", "--steps", "1"], "k"),
+    ({"layers": 5, "steps": 1}, ["--layers", "5", "--steps", "1"], "layers"),
+    ({"steps": -1}, ["--steps", "-1"], "steps"),
+    ({"steps": 1, "epochs": 1}, ["--steps", "1", "--epochs", "1"], "epochs"),
+    ({}, [], "steps"),
+    ({"steps": 1, "max_new_tokens": 0}, ["--steps", "1", "--max-new-tokens", "0"],
+     "max_new_tokens"),
+    ({"steps": 1, "instance_type": "ml.c5.xlarge"},
+     ["--steps", "1", "--instance-type", "ml.c5.xlarge"], "instance_type"),
+    ({"steps": 1, "instance_type": "ml.nope.xlarge"},
+     ["--steps", "1", "--instance-type", "ml.nope.xlarge"], "instance_type"),
+    ({"steps": 1, "max_runtime": "29d"}, ["--steps", "1", "--max-runtime", "29d"],
+     "max_runtime"),
+    ({"steps": 1, "draft_vocab_size": 513}, ["--steps", "1", "--draft-vocab", "513"],
+     "draft_vocab_size"),
+    ({"steps": 1, "role": "not-an-arn"}, ["--steps", "1", "--role", "not-an-arn"], "role"),
+    # deploy serves catalog models: refused before hours of training, not after
+    ({"steps": 1, "deploy": True}, ["--steps", "1", "--deploy"], "deploy"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kwargs", "argv", "field"), BAD_INPUTS)
+def test_bad_input_is_the_same_error_in_sdk_and_cli_and_sends_nothing(
+    world: World,
+    data: Path,
+    capsys: pytest.CaptureFixture,
+    kwargs: dict[str, Any],
+    argv: list[str],
+    field: str,
+) -> None:
+    with pytest.raises(SpecError) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), **kwargs)
+    assert caught.value.field == field
+    assert caught.value.remedy is not None
+    code, out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data), *argv,
+                         "--json")  # fmt: skip
+    assert code == 2, (out, err)
+    doc = json.loads(out)
+    got = doc.get("error", doc)
+    assert got["type"] == "SpecError"
+    assert got["field"] == field
+    code, out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data), *argv)
+    assert code == 2
+    # An S3 target is read before it is judged: the "talking to" line comes first.
+    lines = [line for line in err.splitlines() if line.strip() and "talking to" not in line]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "(fix: " in lines[0], err
+    assert "Traceback" not in err
+    writes = [op for op, _ in world.requests if not op.startswith(("Get", "List", "Head"))]
+    assert writes == []
+
+
+def test_bad_data_and_targets_are_the_same_error_in_sdk_and_cli(
+    world: World, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"text": "no prompt here"}\n\n')
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"prompt": "ok"}\n{not json\n')
+    moe = tmp_path / "moe"
+    moe.mkdir()
+    (moe / "config.json").write_text(
+        json.dumps({**TINY_CONFIG, "architectures": ["GptOssForCausalLM"]})
+    )
+    cases = [
+        (TARGET, str(empty), "data"),
+        (TARGET, str(broken), "data"),
+        (TARGET, str(tmp_path / "missing.jsonl"), "data"),
+        (str(moe), str(broken).replace("broken", "empty"), "data"),  # data judged first
+        ("gpt-oss-20b", str(empty).replace("empty", "broken"), "data"),
+        ("no-such-model", str(empty), "data"),
+    ]
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"prompt": "hi"}\n')
+    cases += [
+        (str(moe), str(good), "target"),  # an architecture the trainer cannot handle
+        ("gpt-oss-20b", str(good), "target"),
+        ("no-such-model", str(good), "target"),
+        (f"s3://{MODELS}/missing/", str(good), "target"),  # read once, before any upload
+    ]
+    for target, data_file, field in cases:
+        with pytest.raises(SpecError) as caught:
+            sm_peagle.Client(region=REGION).drafter_train(target, data=data_file, steps=1)
+        assert caught.value.field == field, (target, data_file, caught.value)
+        code, out, err = run(capsys, "drafter", "train", target, "--data", data_file,
+                             "--steps", "1")  # fmt: skip
+        assert code == 2, (target, data_file, err)
+        lines = [line for line in err.splitlines() if line.strip() and "talking to" not in line]
+        assert len(lines) == 1 and lines[0].startswith("error: ") and "(fix: " in lines[0], err
+    assert [op for op, _ in world.requests if op.startswith(("Put", "Create"))] == []
+
+
+# The IAM action each request of a run is authorized as (Service Authorization Reference:
+# ListObjectsV2 and HeadBucket are s3:ListBucket, DeleteObjects is s3:DeleteObject per key;
+# STS GetCallerIdentity needs no permission).
+ACTION = {
+    "ListObjectsV2": "s3:ListBucket",
+    "HeadBucket": "s3:ListBucket",
+    "DeleteObjects": "s3:DeleteObject",
+    "ListServiceQuotas": "servicequotas:ListServiceQuotas",
+    "GetRole": "iam:GetRole",
+    "FilterLogEvents": "logs:FilterLogEvents",
+}
+
+
+def _granted(policy: dict[str, Any]) -> set[str]:
+    return {a for s in policy["Statement"] for a in s["Action"]}
+
+
+def _actions(requests: list[tuple[str, dict[str, Any]]]) -> set[str]:
+    out = set()
+    for op, _params in requests:
+        if op == "GetCallerIdentity":
+            continue
+        prefix = "s3" if op in ("PutObject", "GetObject", "CreateBucket") else "sagemaker"
+        out.add(ACTION.get(op) or f"{prefix}:{op}")
+    return out
+
+
+def test_the_trainer_policy_grants_every_action_a_run_sends(world: World, data: Path) -> None:
+    job = "peagle-train-tiny-llama-0123abcd"
+    _seed_head(job)
+    sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    sent = _actions(world.requests)
+    policy = sm_peagle.Client(region=REGION).iam_policy(for_="trainer", role=world.role_arn).policy
+    assert sent - _granted(policy) == set()
+    # Also granted, for what this run did not do: an interrupt (StopTrainingJob, deleting
+    # the uploads), creating the default bucket, and PassRole (no request of its own).
+    assert _granted(policy) - sent <= {
+        "sagemaker:StopTrainingJob",
+        "sagemaker:AddTags",
+        "s3:DeleteObject",
+        "s3:CreateBucket",
+        "iam:PassRole",
+    }
+
+
+def test_a_failed_job_is_exit_1_in_one_line_and_leaves_nothing_in_s3(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from sm_peagle.lifecycle import training as lt
+    from sm_peagle.training.errors import TrainingFailed
+
+    def failed(_aws: Any, job: str, **_k: Any) -> None:
+        raise TrainingFailed(
+            f"training job {job} is Failed: AlgorithmError: CUDA out of memory",
+            job_name=job,
+            failure_reason="AlgorithmError: CUDA out of memory",
+        )
+
+    monkeypatch.setattr(lt, "wait_for_job", failed)
+    code, out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data),
+                         "--steps", "40", "--yes")  # fmt: skip
+    assert code == 1
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "CUDA out of memory" in errors[0], err
+    assert "Traceback" not in err
+    left = boto3.client("s3", region_name=REGION).list_objects_v2(
+        Bucket=BUCKET, Prefix="peagle/training/"
+    )
+    assert left.get("KeyCount", 0) == 0
+
+
+def test_a_role_sagemaker_cannot_assume_fails_preflight_before_any_upload(
+    world: World, data: Path, capsys: pytest.CaptureFixture
+) -> None:
+    iam = boto3.client("iam", region_name=REGION)
+    ec2_only = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"},
+                       "Action": "sts:AssumeRole"}],
+    }  # fmt: skip
+    made = iam.create_role(
+        RoleName="not-for-sagemaker", AssumeRolePolicyDocument=json.dumps(ec2_only)
+    )
+    role = made["Role"]["Arn"]
+    code, out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data), "--steps",
+                         "40", "--role", role, "--yes")  # fmt: skip
+    assert code == 1, err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "does not trust sagemaker.amazonaws.com" in errors[0], err
+    assert "nothing was created" in errors[0]
+    sent = [op for op, _ in world.requests]
+    assert "PutObject" not in sent and "CreateTrainingJob" not in sent
+
+
+def test_s3_data_is_read_once_and_judged_before_any_upload(world: World) -> None:
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.put_object(Bucket=MODELS, Key="data/empty.jsonl", Body=b'{"text": "no prompt"}\n')
+    s3.put_object(Bucket=MODELS, Key="data/good.jsonl", Body=b'{"prompt": "hi"}\n' * 3)
+    with pytest.raises(SpecError) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(
+            TARGET, data=f"s3://{MODELS}/data/empty.jsonl", steps=1
+        )
+    assert caught.value.field == "data"
+    reads = [p for op, p in world.requests if op == "GetObject" and p["Key"].startswith("data/")]
+    assert len(reads) == 1 and reads[0]["Range"].startswith("bytes=0-")
+    assert not [op for op, _ in world.requests if op in ("PutObject", "CreateTrainingJob")]
+    _seed_head("peagle-train-tiny-llama-0123abcd")
+    sm_peagle.Client(region=REGION).drafter_train(
+        TARGET, data=f"s3://{MODELS}/data/good.jsonl", steps=1
+    )
+    channel = world.sent("CreateTrainingJob")[0]["InputDataConfig"][1]
+    assert channel["DataSource"]["S3DataSource"]["S3Uri"] == f"s3://{MODELS}/data/good.jsonl"
+    # S3 data is the channel itself: nothing of it is uploaded again.
+    puts = [p["Key"] for op, p in world.requests if op == "PutObject"]
+    assert not [k for k in puts if k.endswith("train.jsonl")]
+
+
+def test_a_local_target_is_pushed_under_the_job_and_is_the_target_channel(
+    world: World, data: Path, tmp_path: Path
+) -> None:
+    model = tmp_path / "my-llama"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(TINY_CONFIG))
+    (model / "model.safetensors").write_bytes(b"\0" * 64)
+    job = "peagle-train-my-llama-0123abcd"
+    _seed_head(job)
+    sm_peagle.Client(region=REGION).drafter_train(str(model), data=str(data), steps=1)
+    prefix = f"peagle/training/{job}/target/"
+    channel = world.sent("CreateTrainingJob")[0]["InputDataConfig"][0]
+    assert channel["ChannelName"] == "target"
+    assert channel["DataSource"]["S3DataSource"]["S3Uri"] == f"s3://{BUCKET}/{prefix}"
+    s3 = boto3.client("s3", region_name=REGION)
+    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]}
+    assert keys == {prefix + "config.json", prefix + "model.safetensors"}
+
+
+def test_without_wait_the_job_is_created_and_left_running(world: World, data: Path) -> None:
+    r = sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=1, wait=False)
+    assert r.status == "InProgress" and r.report is None
+    assert len(world.sent("CreateTrainingJob")) == 1
+    assert world.sent("DescribeTrainingJob") == []  # it did not wait
