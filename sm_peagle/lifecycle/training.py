@@ -235,6 +235,9 @@ def wait_for_job(
         sleep(interval)
 
 
+STOP_WAIT_S = 1800
+
+
 def stop_job(aws: Any, job: str, *, say: Say, poll: float = 5.0,
              sleep: Callable[[float], None] = time.sleep) -> str:  # fmt: skip
     """StopTrainingJob, then wait until it is no longer running; its last status."""
@@ -248,7 +251,10 @@ def stop_job(aws: Any, job: str, *, say: Say, poll: float = 5.0,
         # Already ended (or never created): nothing to stop.
         if _code(e) not in ("ValidationException", "ResourceNotFound"):
             raise
-    for _ in range(720):
+    # By time, not by count: a poll interval made short (PEAGLE_POLL_SECONDS) must not end
+    # the wait early. SageMaker stops a job within minutes; 30 is generous.
+    deadline = time.monotonic() + STOP_WAIT_S
+    while time.monotonic() < deadline:
         try:
             status = sm.describe_training_job(TrainingJobName=job)["TrainingJobStatus"]
         except ClientError as e:

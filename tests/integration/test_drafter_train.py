@@ -59,6 +59,11 @@ def data(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def world(sagemaker_harness: Any, monkeypatch: pytest.MonkeyPatch) -> World:
+    from peagle_sandbox.sandbox_clock import SandboxClock
+
+    # The harness walks a job through minutes of sandbox time (moto_training.py): an hour
+    # of it per real second keeps each run to a fraction of a second.
+    sagemaker_harness.clock = SandboxClock(rate=3600)
     monkeypatch.setenv("PEAGLE_POLL_SECONDS", "0.01")
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     w = build_world()
@@ -233,6 +238,7 @@ def test_an_interrupt_during_training_stops_the_job_and_leaves_nothing(
 ) -> None:
     from sm_peagle.lifecycle import training as lt
     from sm_peagle.training.errors import TrainingStopped
+
 
     def interrupted(*_a: Any, **_k: Any) -> None:
         raise KeyboardInterrupt
