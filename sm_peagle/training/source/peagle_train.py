@@ -19,8 +19,8 @@ Steps: prompts -> the target's own greedy continuations -> speculators' prepared
 offline format (`hidden_states/hs_{i}.safetensors`) -> speculators' trainer (P-EAGLE, K
 depths) -> the head and the report. Continuations and hidden states go through a
 *backend*: one registered under the entry point group `peagle_train.backends` (the
-sandbox's CPU backend), else the GPU default below, which uses vLLM and speculators as
-upstream does on GPUs.
+sandbox's CPU backend), else the GPU default (`peagle_train_gpu.py`, beside this file),
+which uses vLLM and speculators as upstream does on GPUs.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from typing import Any
 PREFIX = "peagle-train:"
 REPORT_FILE = "peagle-training-report.json"
 BACKEND_GROUP = "peagle_train.backends"
+GPU = "gpu"  # the default backend's name (peagle_train_gpu.py)
 # The drafter check's K range (vLLM's num_speculative_tokens for P-EAGLE) and the layer
 # counts peagle offers; the product checks the same bounds before it creates the job.
 K_RANGE = (1, 15)
@@ -46,18 +47,8 @@ MAX_NEW_TOKENS_RANGE = (1, 4096)
 # SageMaker passes the toolkit's own settings as hyperparameters too: not ours to judge.
 _TOOLKIT_PREFIX = "sagemaker_"
 _KNOWN = {
-    "k",
-    "layers",
-    "draft_vocab_size",
-    "steps",
-    "epochs",
-    "max_new_tokens",
-    "seed",
-    "target_layer_ids",
-    "val_fraction",
-    "lr",
-    "total_seq_len",
-    "backend",
+    *("k", "layers", "draft_vocab_size", "steps", "epochs", "max_new_tokens", "seed"),
+    *("target_layer_ids", "val_fraction", "lr", "total_seq_len", "backend"),
 }
 
 
@@ -309,92 +300,21 @@ def find_backend(name: str | None) -> Any:
     from importlib.metadata import entry_points
 
     found = {ep.name: ep for ep in entry_points(group=BACKEND_GROUP)}
-    if name and name != GpuBackend.name:
+    if name and name != GPU:
         if name not in found:
             raise TrainError(
                 f"backend {name!r} is not installed (installed: "
-                f"{', '.join(sorted(found)) or 'none'}; default: {GpuBackend.name})",
+                f"{', '.join(sorted(found)) or 'none'}; default: {GPU})",
                 2,
             )
         return found[name].load()
-    if name == GpuBackend.name or not found:
+    if name == GPU or not found:
+        from peagle_train_gpu import GpuBackend  # beside this file in the source dir
+
         return GpuBackend()
     if len(found) > 1:
         raise TrainError(f"several backends installed ({', '.join(sorted(found))}): name one", 2)
     return next(iter(found.values())).load()
-
-
-class GpuBackend:
-    """Upstream's GPU path: vLLM generates the continuations, and a vLLM server with the
-    `extract_hidden_states` speculative method and vLLM's ExampleHiddenStatesConnector writes
-    the hidden states that speculators' `generate-offline-data` collects. Thin on purpose:
-    it cannot run on a machine without a GPU, and what it calls is upstream's."""
-
-    name = "gpu"
-
-    def patch(self) -> None:
-        """Nothing to adjust: speculators' trainer runs as released on an accelerator."""
-
-    def train_args(self) -> list[str]:
-        return []
-
-    def continuations(
-        self, target: Path, prompts: list[list[int]], max_new_tokens: int, seed: int
-    ) -> list[list[int]]:
-        from vllm import LLM, SamplingParams
-        from vllm.inputs import TokensPrompt
-
-        llm = LLM(model=str(target), seed=seed)
-        params = SamplingParams(temperature=0.0, max_tokens=max_new_tokens)
-        outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params)
-        result = [list(o.outputs[0].token_ids) for o in outs]
-        del llm
-        return result
-
-    def hidden_states(self, target: Path, dataset: Path, layer_ids: list[int]) -> None:
-        import subprocess
-        import urllib.request
-
-        from speculators.cli.generate_offline_data import generate_offline_data
-
-        port = int(os.environ.get("PEAGLE_TRAIN_VLLM_PORT", "8000"))
-        store = dataset / "hs-store"
-        spec = {
-            "method": "extract_hidden_states",
-            "num_speculative_tokens": 1,
-            "draft_model_config": {
-                "hf_config": {"eagle_aux_hidden_state_layer_ids": [*layer_ids]},
-            },
-        }
-        kv = {
-            "kv_connector": "ExampleHiddenStatesConnector",
-            "kv_role": "kv_producer",
-            "kv_connector_extra_config": {"shared_storage_path": str(store)},
-        }
-        argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
-        argv += ["--model", str(target), "--port", str(port)]
-        argv += ["--speculative-config", json.dumps(spec)]
-        argv += ["--kv-transfer-config", json.dumps(kv)]
-        server = subprocess.Popen(argv)
-        try:
-            deadline = time.monotonic() + 1800
-            while True:
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5)
-                    break
-                except OSError:
-                    if server.poll() is not None or time.monotonic() > deadline:
-                        raise TrainError("the hidden-states vLLM server did not start") from None
-                    time.sleep(5)
-            generate_offline_data(
-                model=str(target),
-                endpoint=f"http://127.0.0.1:{port}/v1",
-                preprocessed_data=str(dataset),
-                output=str(dataset / "hidden_states"),
-            )
-        finally:
-            server.terminate()
-            server.wait(timeout=120)
 
 
 # ---- the pipeline -----------------------------------------------------------------------
@@ -494,7 +414,6 @@ def train(paths: Paths, params: Params, dataset: Path, layer_ids: list[int], bac
     import logging
 
     import speculators.train.cli as cli_mod
-    import speculators.train.trainer as trainer_mod
     from speculators.train.config import TrainConfig
 
     steps = params.steps
@@ -529,7 +448,7 @@ def train(paths: Paths, params: Params, dataset: Path, layer_ids: list[int], bac
     argv += backend.train_args()
     backend.patch()
     if steps is not None:
-        _epochs_cover_steps(trainer_mod, max(steps, 1))
+        _epochs_cover_steps(cli_mod, max(steps, 1))
     metrics = _Metrics()
     setup = cli_mod.setup_metric_logger
 
@@ -545,18 +464,26 @@ def train(paths: Paths, params: Params, dataset: Path, layer_ids: list[int], bac
     return metrics
 
 
-def _epochs_cover_steps(trainer_mod: Any, steps: int) -> None:
+def _epochs_cover_steps(cli_mod: Any, steps: int) -> None:
     """speculators 0.9.0's run_training loops over `epochs` and each epoch stops at
-    max_steps, so a step count past one epoch needs more epochs: set them from the train
-    loader's length, once it is known (Trainer.__init__; TrainerConfig is a NamedTuple)."""
-    original = trainer_mod.Trainer.__init__
+    max_steps, so a step count past one epoch needs more epochs: count them from the train
+    loader cli.main builds, and give that to the TrainerConfig it builds next."""
+    make_loaders = cli_mod.create_train_val_loaders
+    make_config = cli_mod.TrainerConfig
+    per_epoch: list[int] = []
 
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        per_epoch = max(1, len(self.train_loader))
-        self.config = self.config._replace(num_epochs=max(1, math.ceil(steps / per_epoch)))
+    def loaders(*args: Any, **kwargs: Any) -> Any:
+        train_loader, val_loader = make_loaders(*args, **kwargs)
+        per_epoch.append(max(1, len(train_loader)))
+        return train_loader, val_loader
 
-    trainer_mod.Trainer.__init__ = init
+    def config(**kwargs: Any) -> Any:
+        if per_epoch:
+            kwargs["num_epochs"] = max(1, math.ceil(steps / per_epoch[-1]))
+        return make_config(**kwargs)
+
+    cli_mod.create_train_val_loaders = loaders
+    cli_mod.TrainerConfig = config
 
 
 def write_head(paths: Paths, params: Params, metrics: _Metrics, backend: Any, n: int) -> dict:
