@@ -260,10 +260,10 @@ def check_layer_ids(layer_ids: list[int] | None, num_layers: int) -> list[int]:
     1..num_layers-1; speculators' default [2, n//2, n-3] when none are given."""
     ids = layer_ids if layer_ids is not None else [2, num_layers // 2, num_layers - 3]
     bad = [i for i in ids if not 0 < i < num_layers]
-    if bad:
+    if bad or len(set(ids)) != len(ids):  # the default repeats ids on small targets
         raise TrainError(
             f"target_layer_ids {ids} do not fit a {num_layers}-layer target "
-            f"(each must be in 1..{num_layers - 1})",
+            f"(distinct, each in 1..{num_layers - 1})",
             2,
         )
     return list(ids)
