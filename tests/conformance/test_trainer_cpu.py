@@ -7,12 +7,15 @@ variables name the channels and the model dir, and the working directory is the 
 The target is the engine's random tiny Llama (`models/tiny-llama-random`, 4 layers), the
 prompts are generated here deterministically, K=3, one layer.
 
-Two jobs: 60 steps, and 0 steps (the untrained head, written as it is). The trained head's
+Two jobs: 120 steps, and 0 steps (the untrained head, written as it is). The trained head's
 depth-0 validation accuracy must be well above the untrained one's (facts §14 measured 0.52
 after 150 steps on 256 samples, and 0 for an untrained head).
 
-Measured here (2 shared cores, 2026-11-30): the 60-step job about 70-100 s, the 0-step job
-about 25-35 s (continuations and hidden states dominate it).
+Measured here (2 shared cores, 2026-11-30): the whole test 138 s (the 120-step job about
+105 s, of which training 60-70 s; the 0-step job about 30 s, continuations and hidden
+states dominate it). The trained head reached 0.33 at depth 0; served by vLLM 0.31.0 CPU
+(K=3, parallel drafting, temperature 0, 64 held-out prompts) its position-0 acceptance was
+0.24, and the untrained head's 0.001.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ ENTRYPOINT = (
 )
 K = 3
 LAYER_IDS = [1, 2, 3]  # aux ids for a 4-layer target: inputs of decoder layers 1..3
+# Enough to learn: 60 steps on 192 prompts reached only 0.17 at depth 0 here.
+N_TRAINED, STEPS = 256, 120
 # A sentence of common words, cut into words (one string reads better than 61 quoted ones).
 _TEXT = (
     "the a of to and in is it you that he was for on are with as his they be at one have "
@@ -103,6 +108,8 @@ def run_job(trainer: TrainerEnv, engine: EngineEnv, root: Path, n: int, steps: i
         ).returncode
     text = (root / "log.txt").read_text()
     assert code == 0, text[-3000:]
+    assert not (root / "output" / "peagle-work").exists()  # scratch removed after a success
+    assert not (root / "output" / "failure").exists()
     return root / "model"
 
 
@@ -118,7 +125,7 @@ def test_trained_head_loads_and_beats_the_untrained_one(
     target = json.loads((engine.models / "tiny-llama-random" / "config.json").read_text())
     hidden, vocab = target["hidden_size"], target["vocab_size"]
 
-    trained = run_job(trainer, engine, tmp_path / "trained", n=192, steps=60)
+    trained = run_job(trainer, engine, tmp_path / "trained", n=N_TRAINED, steps=STEPS)
     untrained = run_job(trainer, engine, tmp_path / "untrained", n=64, steps=0)
 
     # The head vLLM reads: config.json (speculators' P-EAGLE format) + model.safetensors.
@@ -140,14 +147,14 @@ def test_trained_head_loads_and_beats_the_untrained_one(
         assert (vocab, hidden) in shapes.values(), shapes
 
     good, zero = _report(trained), _report(untrained)
-    assert (good["k"], good["steps"], zero["steps"]) == (K, 60, 0)
+    assert (good["k"], good["steps"], zero["steps"]) == (K, STEPS, 0)
     assert good["backend"] == zero["backend"] == "cpu"
     assert good["speculators_version"] == "0.9.0"
     assert len(good["per_depth_val_accuracy"]) == len(zero["per_depth_val_accuracy"]) == K
-    # At most one row per prompt (a continuation that is only EOS-less emptiness is dropped),
+    # At most one row per prompt (a prompt whose continuation is empty is dropped),
     # split as speculators does: int(rows * 0.9) train, the rest validate.
     rows = good["samples"] + good["val_samples"]
-    assert 150 <= rows <= 192
+    assert 0.8 * N_TRAINED <= rows <= N_TRAINED
     assert good["samples"] == int(rows * 0.9)
     assert good["train_loss_last"] < good["train_loss_first"]
     # The untrained head predicts nothing; the trained one learned the target's next token.
@@ -157,5 +164,5 @@ def test_trained_head_loads_and_beats_the_untrained_one(
     # One log line per step and per evaluation, with the stable prefix.
     log = (tmp_path / "trained" / "log.txt").read_text()
     steps = [x for x in log.splitlines() if x.startswith("peagle-train: step ")]
-    assert [int(x.split()[2]) for x in steps] == list(range(1, 61))
+    assert [int(x.split()[2]) for x in steps] == list(range(1, STEPS + 1))
     assert any(x.startswith("peagle-train: eval epoch ") for x in log.splitlines())

@@ -226,3 +226,33 @@ def test_requirements_pin_speculators() -> None:
         if x.strip() and not x.startswith("#")
     ]
     assert lines == ["speculators==0.9.0"]
+
+
+def test_paths_follow_the_toolkit_variables_else_opt_ml(tmp_path: Path) -> None:
+    """The SageMaker training toolkit's variables (SM_*) name every directory; the job's
+    scratch lives under its output dir, so two jobs on one machine never share it."""
+    env = {
+        "SM_INPUT_CONFIG_DIR": str(tmp_path / "c"),
+        "SM_CHANNEL_TARGET": str(tmp_path / "t"),
+        "SM_CHANNEL_TRAIN": str(tmp_path / "d"),
+        "SM_MODEL_DIR": str(tmp_path / "m"),
+        "SM_OUTPUT_DIR": str(tmp_path / "o"),
+    }
+    p = pt.Paths.from_env(env)
+    assert (p.config, p.target, p.train, p.model, p.output, p.work) == (
+        tmp_path / "c",
+        tmp_path / "t",
+        tmp_path / "d",
+        tmp_path / "m",
+        tmp_path / "o",
+        tmp_path / "o" / "peagle-work",
+    )
+    # SageMaker's fixed layout (the Training Toolkit's defaults).
+    d = pt.Paths.from_env({})
+    assert (d.config, d.target, d.train, d.model, d.output) == (
+        Path("/opt/ml/input/config"),
+        Path("/opt/ml/input/data/target"),
+        Path("/opt/ml/input/data/train"),
+        Path("/opt/ml/model"),
+        Path("/opt/ml/output"),
+    )

@@ -74,14 +74,16 @@ class Paths:
         """The toolkit's env vars (SM_*), else SageMaker's fixed /opt/ml layout."""
         env = dict(os.environ if env is None else env)
         ml = Path(env.get("PEAGLE_TRAIN_ML_ROOT", "/opt/ml"))
+        output = Path(env.get("SM_OUTPUT_DIR", ml / "output"))
         return cls(
             config=Path(env.get("SM_INPUT_CONFIG_DIR", ml / "input" / "config")),
             target=Path(env.get("SM_CHANNEL_TARGET", ml / "input" / "data" / "target")),
             train=Path(env.get("SM_CHANNEL_TRAIN", ml / "input" / "data" / "train")),
             model=Path(env.get("SM_MODEL_DIR", ml / "model")),
-            output=Path(env.get("SM_OUTPUT_DIR", ml / "output")),
-            # Scratch (prepared dataset, hidden states, checkpoints): never uploaded.
-            work=Path(env.get("PEAGLE_TRAIN_WORK_DIR", ml / "output" / "peagle-work")),
+            output=output,
+            # Scratch (prepared dataset, hidden states, checkpoints), the job's own: never
+            # uploaded (SageMaker uploads output/data only), removed after a success.
+            work=Path(env.get("PEAGLE_TRAIN_WORK_DIR", output / "peagle-work")),
         )
 
 
