@@ -16,10 +16,9 @@ from pathlib import Path
 
 
 class GpuBackend:
-    """Upstream's GPU path: vLLM generates the continuations, and a vLLM server with the
-    `extract_hidden_states` speculative method and vLLM's ExampleHiddenStatesConnector writes
-    the hidden states that speculators' `generate-offline-data` collects. Thin on purpose:
-    it cannot run on a machine without a GPU, and what it calls is upstream's."""
+    """The default backend (see the module docstring). UNVERIFIED here: vLLM is not in the
+    stock PyTorch training image nor in requirements.txt (the image must provide it), and
+    the `extract_hidden_states` config shape follows vLLM 0.31's source, never run."""
 
     name = "gpu"
 
