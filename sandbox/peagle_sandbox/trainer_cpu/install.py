@@ -195,29 +195,35 @@ def install_trainer(
             raise InstallError(f"import check failed: {out[-200:]}")
         return out
 
-    steps: list[tuple[str, Callable[[], str]]] = [
+    # The backend step's stamp also names the source it links: run from another checkout,
+    # the link is redone, not reported "ok" while it points at the old one.
+    backend_stamp = {"backend_src": str(_PKG_DIR.parent)}
+    steps: list[tuple[str, Callable[[], str], dict[str, str]]] = [
         (
             "venv",
             lambda: (
                 _run(log, [python, "-m", "venv", "--clear", str(venv_dir)], "venv"),
                 str(venv_dir),
             )[1],
+            {},
         ),
-        ("torch", lambda: (_run(log, [*pip, "--no-deps", TORCH_PIN], "torch"), TORCH_PIN)[1]),
+        ("torch", lambda: (_run(log, [*pip, "--no-deps", TORCH_PIN], "torch"), TORCH_PIN)[1], {}),
         (
             "trainer packages",
             lambda: (_run(log, [*pip, "--no-deps", "-r", str(req)], "trainer packages"), req.name)[
                 1
             ],
+            {},
         ),
-        ("cpu backend", lambda: _backend(env, log)),
-        ("import check", check),
+        ("cpu backend", lambda: _backend(env, log), backend_stamp),
+        ("import check", check, backend_stamp),
     ]
     progress(f"peagle trainer: speculators {env.version} in {env.home}")
     redo = not env.python.exists()  # a deleted venv invalidates every step after "venv"
-    for i, (name, fn) in enumerate(steps, 1):
+    for i, (name, fn, extra) in enumerate(steps, 1):
         marker = state / (name.replace(" ", "-") + ".done")
-        if _marker_ok(marker, stamp) and not (redo and i > 1):
+        want = {**stamp, **extra}
+        if _marker_ok(marker, want) and not (redo and i > 1):
             progress(f"[{i}/{len(steps)}] {name}: ok")
             continue
         redo = True  # everything after a redone step is redone too
@@ -226,7 +232,7 @@ def install_trainer(
         secs = time.monotonic() - t0
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(
-            json.dumps({"stamp": stamp, "detail": detail, "seconds": round(secs, 1)}) + "\n"
+            json.dumps({"stamp": want, "detail": detail, "seconds": round(secs, 1)}) + "\n"
         )
         progress(f"[{i}/{len(steps)}] {name}: done in {secs:.1f} s ({detail})")
     return env
