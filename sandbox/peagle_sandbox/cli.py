@@ -1,10 +1,12 @@
-"""`peagle sandbox start|status|stop|clock|env|install-engine`: a local SageMaker on 127.0.0.1.
+"""`peagle sandbox start|status|stop|clock|env|install-engine|install-trainer`: a local
+SageMaker on 127.0.0.1.
 
 Endpoints run on the SIMULATED engine (default) or, with `--engine vllm`, on the real vLLM
-engine on this machine's CPU (`peagle sandbox install-engine` builds it). Any other command
-runs against it with `peagle --sandbox <command>` (or PEAGLE_SANDBOX=1), which also starts
-it on demand. `peagle sandbox clock` reads and moves the sandbox's clock (the time of its
-control plane: Creating, timestamps, log lines), so a test advances it instead of sleeping.
+engine on this machine's CPU (`peagle sandbox install-engine` builds it; `install-trainer`
+builds the CPU trainer for training jobs). Any other command runs against it with `peagle
+--sandbox <command>` (or PEAGLE_SANDBOX=1), which also starts it on demand. `peagle sandbox
+clock` reads and moves the sandbox's clock (the time of its control plane: Creating,
+timestamps, log lines), so a test advances it instead of sleeping.
 """
 
 from __future__ import annotations
@@ -347,3 +349,43 @@ def install_engine_command(
         raise PeagleError(f"install-engine: {e}", remedy=f"see the logs in {logs}") from None
     typer.echo(f"engine ready: vLLM {env.version} in {env.home}")
     note("use it: peagle sandbox start --engine vllm")
+
+
+@sandbox_app.command("install-trainer")
+def install_trainer_command(
+    home: Annotated[
+        str | None,
+        typer.Option(
+            "--home",
+            help="Home (default: the engine's, $PEAGLE_ENGINE_HOME or ~/.cache/peagle/engine).",
+        ),
+    ] = None,
+    torch_index_url: Annotated[
+        str | None,
+        typer.Option(
+            "--torch-index-url",
+            help="Extra pip index serving torch==2.13.0+cpu "
+            "(e.g. https://download.pytorch.org/whl/cpu) where pip cannot find it.",
+        ),
+    ] = None,
+) -> None:
+    """Build the CPU trainer for the sandbox's training jobs: its own virtualenv with
+    speculators 0.9.0 and CPU torch, and the sandbox's CPU backend (idempotent, one line per
+    step)."""
+    from pathlib import Path
+
+    from peagle_sandbox.trainer_cpu import install
+    from sm_peagle.contract import PeagleError, SpecError
+
+    try:
+        env = install.install_trainer(
+            Path(home) if home else None, progress=note, torch_index_url=torch_index_url
+        )
+    except install.BadInput as e:
+        fix = e.fix or "see `peagle sandbox install-trainer --help`"
+        raise SpecError(f"install-trainer: {e}", remedy=fix) from None
+    except (install.InstallError, OSError) as e:
+        raise PeagleError(
+            f"install-trainer: {e}", remedy=f"see the logs in {install.trainer_env(home).home}/logs"
+        ) from None
+    typer.echo(f"trainer ready: speculators {env.version} in {env.home}")

@@ -165,7 +165,7 @@ def test_the_command_group_loads_with_its_commands(plugin) -> None:
     (group,) = plugin.commands()
     app = group.load()
     names = {c.name or c.callback.__name__ for c in app.registered_commands}
-    assert names == {"start", "status", "stop", "env", "install-engine"}
+    assert names == {"start", "status", "stop", "env", "install-engine", "install-trainer"}
 
 
 def test_the_cli_engines_are_the_engines_the_sandbox_checks() -> None:

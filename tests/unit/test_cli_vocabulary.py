@@ -28,6 +28,7 @@ from sm_peagle.cli.app import PeagleGroup, build_app, main
 PRINTS_NO_DATA = {
     "sandbox env": "prints shell `export` lines for eval",
     "sandbox install-engine": "builds the engine; only progress lines",
+    "sandbox install-trainer": "builds the trainer venv; only progress lines",
 }
 # Options whose values are a comma list of a fixed set: they list the set in their help.
 COMMA_LISTS = {"--modes"}

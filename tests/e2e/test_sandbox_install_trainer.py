@@ -1,0 +1,30 @@
+"""`peagle sandbox install-trainer`: bad input is refused before any step (the install itself
+is exercised by the conformance tier, which needs the trainer venv it builds)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.e2e.test_sandbox_settings import Cli, one_error_line
+
+
+def test_install_trainer_refuses_bad_inputs_before_any_step(tmp_path: Path) -> None:
+    """A bad home or index URL is exit 2 on one line with a fix, and no step runs: no home,
+    no log, no virtualenv is made."""
+    cli = Cli(tmp_path)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    home = tmp_path / "trainer-home"
+    cases = [
+        (["--home", str(a_file)], f"--home: {a_file} is not a directory"),
+        (["--home", "/proc/peagle-trainer"], "--home: /proc/peagle-trainer cannot be written"),
+        (["--home", str(home), "--torch-index-url", "localhost-8000"], "localhost-8000"),
+    ]
+    for argv, says in cases:
+        proc = cli("sandbox", "install-trainer", *argv, code=2)
+        line = one_error_line(proc)
+        assert line.startswith("error: install-trainer: ") and says in line, line
+        assert "(fix: " in line or "fix:" in proc.stderr, proc.stderr
+        assert proc.stdout == ""
+        assert not home.exists(), argv  # checked before the home is even created
+    assert a_file.read_text() == ""

@@ -1,0 +1,258 @@
+"""The training job's entrypoint (`sm_peagle/training/source/peagle_train.py`): its pure parts.
+
+The script runs inside a SageMaker training image where peagle is not installed, so it is
+loaded here by path, and run as SageMaker runs it (a subprocess with the SM_* variables).
+Bad input needs neither torch nor speculators: it is refused before either is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SOURCE = Path(__file__).resolve().parents[2] / "sm_peagle" / "training" / "source"
+ENTRYPOINT = SOURCE / "peagle_train.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("peagle_train_under_test", ENTRYPOINT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+pt = _load()
+
+# What the product sends (the design's hyperparameters, every value a string) plus the
+# toolkit's own keys.
+GOOD = {
+    "sagemaker_program": "peagle_train.py",
+    "sagemaker_submit_directory": "s3://b/peagle/training/j/source/sourcedir.tar.gz",
+    "k": "3",
+    "layers": "1",
+    "steps": "40",
+    "max_new_tokens": "32",
+    "seed": "7",
+    "target_layer_ids": "[1, 2, 3]",
+    "val_fraction": "0.1",
+}
+
+
+def test_hyperparameters_are_typed_from_sagemaker_strings() -> None:
+    p = pt.parse_hyperparameters(GOOD)
+    assert (p.k, p.layers, p.steps, p.epochs, p.max_new_tokens, p.seed) == (3, 1, 40, None, 32, 7)
+    assert p.target_layer_ids == [1, 2, 3]
+    assert p.val_fraction == 0.1
+    assert p.draft_vocab_size is None
+
+
+def test_zero_steps_is_accepted() -> None:
+    assert pt.parse_hyperparameters({**GOOD, "steps": "0"}).steps == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        # K: the drafter check's range, 1..15.
+        ({"k": "0"}, "k=0 is out of range (1..15)"),
+        ({"k": "16"}, "k=16 is out of range (1..15)"),
+        ({"layers": "5"}, "layers=5 is out of range (1..4)"),
+        ({"k": "three"}, "k='three' is not an integer"),
+        ({"steps": "-1"}, "steps=-1 is out of range (>= 0)"),
+        ({"epochs": "2"}, "exactly one of the hyperparameters steps and epochs"),
+        ({"steps": None}, "exactly one of the hyperparameters steps and epochs"),
+        ({"max_new_tokens": "4097"}, "max_new_tokens=4097 is out of range (1..4096)"),
+        ({"target_layer_ids": "1,2,3"}, "is not a JSON list of layer numbers"),
+        ({"target_layer_ids": "[]"}, "is not a JSON list of layer numbers"),
+        ({"val_fraction": "1"}, "val_fraction=1.0 is not in (0, 1)"),
+        ({"learning_rate": "0.1"}, "unknown hyperparameter(s) learning_rate"),
+    ],
+)
+def test_bad_hyperparameters_are_bad_input(change: dict, words: str) -> None:
+    hp = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
+    with pytest.raises(pt.TrainError) as err:
+        pt.parse_hyperparameters(hp)
+    assert err.value.code == 2
+    assert words in str(err.value)
+
+
+def test_prompts_and_conversations_are_read_in_order(tmp_path: Path) -> None:
+    (tmp_path / "b.jsonl").write_text(json.dumps({"prompt": "second file"}) + "\n")
+    conv = [{"role": "user", "content": "hi"}]
+    (tmp_path / "a.jsonl").write_text(
+        json.dumps({"prompt": "one"}) + "\n\n" + json.dumps({"messages": conv}) + "\n"
+    )
+    assert pt.read_prompts(tmp_path) == [
+        {"prompt": "one"},
+        {"messages": conv},
+        {"prompt": "second file"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("", "has no prompts"),
+        (json.dumps({"prompt": "   "}) + "\n", "has no prompts"),
+        ("not json\n", "line 1 is not JSON"),
+        (json.dumps({"text": "x"}) + "\n", 'line 1 is neither {"prompt"'),
+        (json.dumps({"messages": [{"role": "user"}]}) + "\n", 'line 1 is neither {"prompt"'),
+    ],
+)
+def test_data_without_prompts_is_bad_input(tmp_path: Path, text: str, words: str) -> None:
+    (tmp_path / "d.jsonl").write_text(text)
+    with pytest.raises(pt.TrainError) as err:
+        pt.read_prompts(tmp_path)
+    assert err.value.code == 2
+    assert words in str(err.value)
+
+
+def test_a_channel_without_jsonl_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "d.csv").write_text("prompt\nx\n")
+    with pytest.raises(pt.TrainError, match="has no .jsonl file"):
+        pt.read_prompts(tmp_path)
+
+
+def test_layer_ids_must_fit_the_target() -> None:
+    # vLLM's convention: aux id L is the input of decoder layer L, so 1..n-1 on an n-layer
+    # target (0 would be the embeddings, n the final norm's input, which speculators adds).
+    assert pt.check_layer_ids([1, 2, 3], 4) == [1, 2, 3]
+    with pytest.raises(pt.TrainError, match=r"each in 1\.\.3"):
+        pt.check_layer_ids([1, 2, 4], 4)
+    # speculators' default [2, n//2, n-3] is [2, 2, 1] on the 4-layer tiny target (facts:
+    # invalid there): a repeated id is refused.
+    with pytest.raises(pt.TrainError, match=r"do not fit a 4-layer"):
+        pt.check_layer_ids(None, 4)
+
+
+def test_the_split_is_speculators_and_both_parts_are_non_empty() -> None:
+    # speculators' ArrowDataset: split_idx = int(rows * train_ratio).
+    assert pt.split_counts(256, 0.1) == (230, 26)
+    with pytest.raises(pt.TrainError, match="give more prompts"):
+        pt.split_counts(1, 0.1)
+
+
+def test_per_depth_accuracy_is_read_from_speculators_val_metrics() -> None:
+    val = {
+        "loss_epoch": 0.1,
+        "full_acc_epoch": 0.3,
+        "position_1_acc_epoch": 0.25,
+        "position_0_acc_epoch": 0.5,
+        "position_2_acc_epoch": 0.125,
+    }
+    assert pt.per_depth(val) == [0.5, 0.25, 0.125]
+
+
+def _job(tmp_path: Path, hp: dict, rows: str) -> dict[str, str]:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "hyperparameters.json").write_text(json.dumps(hp))
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "data.jsonl").write_text(rows)
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "config.json").write_text(
+        json.dumps({"num_hidden_layers": 4, "vocab_size": 512})
+    )
+    return {
+        "SM_INPUT_CONFIG_DIR": str(tmp_path / "config"),
+        "SM_CHANNEL_TRAIN": str(tmp_path / "train"),
+        "SM_CHANNEL_TARGET": str(tmp_path / "target"),
+        "SM_MODEL_DIR": str(tmp_path / "model"),
+        "SM_OUTPUT_DIR": str(tmp_path / "output"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "rows", "words"),
+    [
+        ({"k": "16"}, '{"prompt": "x"}\n' * 20, "k=16 is out of range (1..15)"),
+        ({}, "", "has no prompts"),
+        ({"target_layer_ids": "[1, 2, 4]"}, '{"prompt": "x"}\n' * 20, "do not fit a 4-layer"),
+        ({"draft_vocab_size": "1024"}, '{"prompt": "x"}\n' * 20, "larger than the target's"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_and_the_failure_file(
+    tmp_path: Path, change: dict, rows: str, words: str
+) -> None:
+    env = _job(tmp_path, {**GOOD, **change}, rows)
+    run = subprocess.run(
+        [sys.executable, str(ENTRYPOINT)],
+        env={"PATH": "/usr/bin:/bin", **env},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("peagle-train: error: "), run.stderr
+    assert words in lines[0]
+    # SageMaker shows /opt/ml/output/failure as the job's FailureReason.
+    assert (tmp_path / "output" / "failure").read_text().strip() == lines[0]
+    assert not (tmp_path / "model").exists()  # nothing written as a head
+
+
+def test_the_source_dir_imports_no_peagle() -> None:
+    """The training image has no peagle: the scripts import the standard library, the ML
+    stack the image and requirements.txt provide, and each other."""
+    allowed = {"torch", "transformers", "speculators", "vllm", "datasets", "safetensors"}
+    allowed |= {p.stem for p in SOURCE.glob("*.py")}
+    for path in SOURCE.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )
+            for name in names:
+                top = name.split(".")[0]
+                assert top in allowed or top in sys.stdlib_module_names, (path.name, name)
+
+
+def test_requirements_pin_speculators() -> None:
+    lines = [
+        x.strip()
+        for x in (SOURCE / "requirements.txt").read_text().splitlines()
+        if x.strip() and not x.startswith("#")
+    ]
+    assert lines == ["speculators==0.9.0"]
+
+
+def test_paths_follow_the_toolkit_variables_else_opt_ml(tmp_path: Path) -> None:
+    """The SageMaker training toolkit's variables (SM_*) name every directory; the job's
+    scratch lives under its output dir, so two jobs on one machine never share it."""
+    env = {
+        "SM_INPUT_CONFIG_DIR": str(tmp_path / "c"),
+        "SM_CHANNEL_TARGET": str(tmp_path / "t"),
+        "SM_CHANNEL_TRAIN": str(tmp_path / "d"),
+        "SM_MODEL_DIR": str(tmp_path / "m"),
+        "SM_OUTPUT_DIR": str(tmp_path / "o"),
+    }
+    p = pt.Paths.from_env(env)
+    assert (p.config, p.target, p.train, p.model, p.output, p.work) == (
+        tmp_path / "c",
+        tmp_path / "t",
+        tmp_path / "d",
+        tmp_path / "m",
+        tmp_path / "o",
+        tmp_path / "o" / "peagle-work",
+    )
+    # SageMaker's fixed layout (the Training Toolkit's defaults).
+    d = pt.Paths.from_env({})
+    assert (d.config, d.target, d.train, d.model, d.output) == (
+        Path("/opt/ml/input/config"),
+        Path("/opt/ml/input/data/target"),
+        Path("/opt/ml/input/data/train"),
+        Path("/opt/ml/model"),
+        Path("/opt/ml/output"),
+    )
