@@ -289,7 +289,6 @@ def remove_stale(lc: Any, endpoint: str, *, quiet: bool) -> None:
     the endpoint it names is gone. `quiet`: a caller who may not read schedules (a
     deployer policy from before TTLs) deploys without a TTL all the same."""
 
-
     _remove_stale_one(lc, GROUP, endpoint, endpoint, quiet=quiet)
 
 

@@ -102,12 +102,12 @@ def _same_time_and_role(live: dict[str, Any] | None, req: dict[str, Any]) -> boo
 def follow_ttl(
     lc: Any,
     plan: Any,
-    name: str,
-    *,
+    name: str | None,
     dry_run: bool = False,
     confirm: Callable[[str], None] | None = None,
 ) -> bool:
-    """`apply` of a spec with `endpoint.ttl` on the endpoint `name`, which exists: one
+    """`apply` of a spec with `endpoint.ttl` on the endpoint `name` (None: the plan's
+    name), which exists: one
     without an expiry gets one counted from now (CreateSchedule + AddTags only, after
     `confirm`; True; a dry run says it would). One that has an expiry keeps it
     (re-applying never extends it); a spec naming another time says that `update --ttl`
@@ -120,7 +120,7 @@ def follow_ttl(
     ttl = getattr(plan.spec.endpoint, "ttl", None)
     if ttl is None:
         return False
-    say = lc.say
+    say, name = lc.say, name or plan.names["endpoint"]
     arn = lc.sm.describe_endpoint(EndpointName=name)["EndpointArn"]
     has = tag_dict(lc.sm.list_tags(ResourceArn=arn).get("Tags", [])).get(EXPIRES_TAG)
     if has is None:

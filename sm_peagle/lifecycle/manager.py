@@ -544,7 +544,7 @@ class Lifecycle:
             check_monitoring(self.aws, want)
         result = update_in_place(self, plan, timeout=timeout, on_poll=on_poll)
         self.follow_monitoring(plan, monitoring, updated=True)
-        follow_ttl(self, plan, plan.names["endpoint"])  # a spec gaining a TTL (never extends)
+        follow_ttl(self, plan, None)  # apply's spec gaining a TTL (never extends one)
         if result.rollout is not None:  # an idle bake: the update is done, not verified
             from .rollout_finish import unverified_error
 

@@ -459,9 +459,7 @@ class DeployOps(Session):
             self._say(ap.rollout_note)
         lc = Lifecycle(ctx, say=self._say)
         if dry_run or ap.action == "noop":  # an expiry the endpoint lacks: schedule + tag
-            name = ap.live_name or ap.plan.names["endpoint"]
-            added = follow_ttl(lc, ap.plan, name, dry_run=dry_run, confirm=confirm)
-            return ApplyResult(ap, applied=added)
+            return ApplyResult(ap, applied=follow_ttl(lc, ap.plan, ap.live_name, dry_run, confirm))
         if ap.live_name is not None:
             raise SpecError(  # updating would create the plan's name beside it
                 f"{ap.live_name} is deployment {ap.plan.names['endpoint']} under another name "
