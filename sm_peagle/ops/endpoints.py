@@ -211,7 +211,9 @@ class EndpointOps(Session):
         """Delete what peagle made that no finished deployment uses (`lifecycle.garbage`):
         endpoints whose deployment never completed or whose config or model is missing
         (their components and autoscaling first), inference components whose endpoint is
-        gone, then endpoint configs and models nothing uses. Nothing an operation that may
+        gone, then endpoint configs and models nothing uses, and `drafter train`'s jobs
+        that ended Failed or Stopped with their S3 files (a Completed job's head is kept,
+        in `training_kept`; `training` names one to delete). Nothing an operation that may
         still be running made is touched (listed in `running`); adopted resources are
         never collected. An endpoint SageMaker is still updating is listed in `settling`
         (its status, the update's operation), not judged: what that update leaves is known

@@ -243,6 +243,10 @@ def test_gc_json_carries_the_training_jobs(world: World, capsys: pytest.CaptureF
     doc = json.loads(out)
     assert set(doc["training_jobs"]) == {FAILED, STOPPED}
     assert set(doc["training_kept"]) == {DONE}
+    code, out, err = run(capsys, "gc", "--dry-run")
+    assert code == 0, err
+    assert f"would delete training job {STOPPED} (Stopped) and its files in S3" in out
+    assert f"kept training job {DONE}: Completed" in err and f"--training {DONE}" in err
     assert _mutations(world) == []
 
 
