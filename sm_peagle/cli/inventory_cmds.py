@@ -460,7 +460,8 @@ def _render_gc(result: Any, dry_run: bool, min_age: str, idle: str | None = None
             f"if it is not, `{remove}` removes them"
         )
     for job, why in result.training_kept.items():
-        note(f"kept training job {job}: {why}")
+        remove = render(Suggestion.of("gc", training=job, yes=True))
+        note(f"kept training job {job}: {why}; `{remove}` deletes it with its head")
     if young:
         note(
             f"skipped {len(young)} resource(s) younger than --min-age {min_age} and made "

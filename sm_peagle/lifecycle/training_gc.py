@@ -103,10 +103,8 @@ def find_training_garbage(sm: Any, judge: Any) -> TrainingGarbage:
         prefix = job_prefix(desc)
         if status == "Completed":
             head = (desc.get("ModelArtifacts") or {}).get("S3ModelArtifacts", "")
-            out.kept[name] = (
-                f"Completed: its head {head} may be deployed; name it to delete it "
-                f"(peagle gc --training {name})"
-            )
+            # The way to delete it is the caller's to word (CLI: gc --training JOB).
+            out.kept[name] = f"Completed: its head {head} may be deployed"
             continue
         reason = desc.get("FailureReason")
         out.jobs[name] = f"{status}" + (f": {reason}" if reason else "")
@@ -138,7 +136,7 @@ def named_training_job(sm: Any, name: str) -> tuple[str, str | None]:
     peagle's (tagged), has ended, and its run is over; otherwise SpecError (nothing is
     deleted)."""
     from ..aws import aws_now
-    from ..errors import NotFound, SpecError
+    from ..errors import Call, NotFound, SpecError, text
     from .operation import Operation
 
     try:
@@ -147,7 +145,7 @@ def named_training_job(sm: Any, name: str) -> tuple[str, str | None]:
         if _code(e) in ("ValidationException", "ResourceNotFound") or not_found(e):
             raise NotFound(
                 f"training job {name} does not exist",
-                remedy="see the job names in `peagle gc --dry-run`",
+                remedy=text("see the job names in a dry run of {gc}", gc=Call("gc")),
             ) from None
         raise
     tags = peagle_job_tags(sm, desc["TrainingJobArn"]) or {}

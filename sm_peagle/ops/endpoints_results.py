@@ -357,7 +357,7 @@ class GcResult:
             status and FailureReason; its files under s3://BUCKET/peagle/training/JOB/ go,
             then the job (DeleteTrainingJob). With `training`: the job named.
         training_kept: Completed training jobs: job -> why it stays (its head may be
-            deployed; `gc(training=JOB)` removes it).
+            deployed); `gc(training=JOB)` removes one.
     """
 
     inference_components: list[str]
