@@ -391,15 +391,26 @@ def gc_command(
     ] = None,
     force: GcForceOpt = False,
     idle: GcIdleOpt = None,
+    training: Annotated[
+        str | None,
+        typer.Option(
+            "--training",
+            metavar="JOB",
+            help="Instead, delete this ended `drafter train` job, even Completed: its files "
+            "under s3://BUCKET/peagle/training/JOB/ (its head among them), then the job.",
+        ),
+    ] = None,
     yes: YesOpt = False,
     region: RegionOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Delete what peagle made that no finished deployment uses: endpoints whose deploy
     never completed or whose config or model is missing, inference components whose
-    endpoint is gone, then endpoint configs and models nothing uses. What an operation
-    that may still be running made is left alone; adopted resources are never touched.
-    With --idle, the idle peagle endpoints instead."""
+    endpoint is gone, then endpoint configs and models nothing uses, and training jobs
+    that failed or were stopped with their S3 files (a completed job's head is kept:
+    name it with --training to delete it). What an operation that may still be running
+    made is left alone; adopted resources are never touched. With --idle, the idle
+    peagle endpoints instead."""
     from .context import client
 
     result = client(region).gc(
@@ -409,6 +420,7 @@ def gc_command(
         force=force,
         confirm=asker(yes),
         idle=idle,
+        training=training,
     )
     current().result(result, render=lambda r: _render_gc(r, dry_run, min_age, idle))
 
@@ -420,6 +432,10 @@ def _render_gc(result: Any, dry_run: bool, min_age: str, idle: str | None = None
     verb = "would delete" if dry_run else "deleted"
     for n in names:
         why = result.endpoints.get(n)
+        job = result.training_jobs.get(n)
+        if job is not None:  # its files go first, then the job
+            typer.echo(f"{verb} training job {n} ({job}) and its files in S3")
+            continue
         typer.echo(f"{verb} {n}" + (f" (endpoint: {why})" if why else ""))
     for ep, op in result.finished.items():
         verb_f = "would finish" if dry_run else "finished"
@@ -443,6 +459,9 @@ def _render_gc(result: Any, dry_run: bool, min_age: str, idle: str | None = None
             f"left {', '.join(held)}: operation {op}, which made them, may still be running; "
             f"if it is not, `{remove}` removes them"
         )
+    for job, why in result.training_kept.items():
+        remove = render(Suggestion.of("gc", training=job, yes=True))
+        note(f"kept training job {job}: {why}; `{remove}` deletes it with its head")
     if young:
         note(
             f"skipped {len(young)} resource(s) younger than --min-age {min_age} and made "

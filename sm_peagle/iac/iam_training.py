@@ -8,7 +8,13 @@
   DescribeTrainingJob, StopTrainingJob and AddTags (tags given at creation are authorized
   as AddTags) on `training-job/peagle-train-*` (the job names peagle makes); the job's log
   lines from `/aws/sagemaker/TrainingJobs`; S3 put/get/delete/list on the bucket's
-  `peagle/training/*`, and HeadBucket/CreateBucket for the default bucket.
+  `peagle/training/*`, and HeadBucket/CreateBucket for the default bucket. And what
+  `peagle gc` sends for training jobs (lifecycle/training_gc.py): ListTrainingJobs (on
+  "*": "Except for the ListTags API, resource-level restrictions are not available on
+  List- calls", SageMaker Developer Guide, API permissions reference), ListTags,
+  DescribeTrainingJob and DeleteTrainingJob on `training-job/peagle-train-*`, and the
+  S3 listing and deletes (DeleteObjects is authorized per key as s3:DeleteObject, S3 API
+  reference) under `peagle/training/*`, both granted above.
 - training-role: the execution role the job runs as: S3 read of its channels and of the
   source tarball, write of the output, CloudWatch Logs for the job's streams, and the ECR
   pull of the training image. A target or data elsewhere than the bucket needs read there
@@ -30,6 +36,7 @@ LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 TRAINER_STAR_SIDS = {
     "quotas": "QuotaReadStarBecauseListServiceQuotasHasNoResourceTypes",
     "ecr_token": "EcrTokenStarBecauseGetAuthorizationTokenHasNoResourceTypes",
+    "list_jobs": "ListTrainingJobsStarBecauseListActionsHaveNoResourceTypes",
 }
 SAGEMAKER_TRUST = {
     "Version": "2012-10-17",
@@ -72,6 +79,13 @@ def trainer_policy(region: str, account: str, role: str, bucket: str | None = No
             ],
             [jobs],
         ),
+        # gc: finds peagle's ended jobs by listing and their tags, removes them.
+        statement(
+            "CollectEndedPeagleTrainingJobs",
+            ["sagemaker:DeleteTrainingJob", "sagemaker:ListTags"],
+            [jobs],
+        ),
+        statement(TRAINER_STAR_SIDS["list_jobs"], ["sagemaker:ListTrainingJobs"], "*"),
         statement("ReadTrainingJobLogs", ["logs:FilterLogEvents"], [group, f"{group}:*"]),
         statement(
             "UploadsAndHeadUnderPeagleTraining",

@@ -10,7 +10,9 @@ that no finished deployment uses:
   above are gone;
 - with `aws`: monitoring of an endpoint that no longer exists (or goes in this gc):
   peagle's alarm, dashboard and log group by their tags, and peagle's filters and
-  transformer on that group (`lifecycle.monitoring_read.find_orphans`), by the age rule.
+  transformer on that group (`lifecycle.monitoring_read.find_orphans`), by the age rule;
+- `drafter train`'s jobs that ended Failed or Stopped, with their files in S3
+  (`lifecycle/training_gc.py`); a Completed job's head is kept (`training_kept`).
 
 What a run that may still be going made is never garbage, however old: its operation tag
 (`lifecycle/operation.py`) says which run made it and whether that run can still be
@@ -56,6 +58,10 @@ class Garbage:
     # "schedule <group>/<name>" of gone endpoints, then "role peagle-ttl-deleter" once
     # unused (lifecycle/expiry_gc.py)
     expiry: list[str] = field(default_factory=list)
+    # training jobs (lifecycle/training_gc.py): job -> why it goes; job -> its s3:// files
+    training: dict[str, str] = field(default_factory=dict)
+    training_prefixes: dict[str, str | None] = field(default_factory=dict)
+    training_kept: dict[str, str] = field(default_factory=dict)  # Completed: its head stays
 
     @property
     def names(self) -> list[str]:
@@ -67,6 +73,7 @@ class Garbage:
             *self.models,
             *(monitoring_label(kind, name) for kind, name, _ in self.monitoring),
             *self.expiry,
+            *self.training,
         ]
 
 
@@ -225,8 +232,7 @@ def find_garbage(
                 continue
             if judge.collectable(name, tags, item["CreationTime"]):
                 found.append(name)
-    for names in (out.inference_components, out.endpoint_configs, out.models, out.young):
-        names.sort()
+    _training_then_sort(out, sm, judge)
     if aws is not None and operation is None:
         from .monitoring_read import DENIED, find_orphans
 
@@ -237,6 +243,17 @@ def find_garbage(
                 raise
         _expiry(out, aws, sm, staying, judge.now)
     return out
+
+
+def _training_then_sort(out: Garbage, sm: Any, judge: _Judge) -> None:
+    """`drafter train`'s ended jobs, judged as the rest (lifecycle/training_gc.py), then
+    the lists in name order (the judge adds an untagged young job to `young`)."""
+    from .training_gc import find_training_garbage
+
+    jobs = find_training_garbage(sm, judge)
+    out.training, out.training_prefixes, out.training_kept = jobs.jobs, jobs.prefixes, jobs.kept
+    for names in (out.inference_components, out.endpoint_configs, out.models, out.young):
+        names.sort()
 
 
 def _expiry(out: Garbage, aws: Any, sm: Any, staying: set[str], now: datetime) -> None:

@@ -206,11 +206,14 @@ class EndpointOps(Session):
         force: bool = False,
         confirm: Confirm | None = None,
         idle: str | float | None = None,
+        training: str | None = None,
     ) -> GcResult:
         """Delete what peagle made that no finished deployment uses (`lifecycle.garbage`):
         endpoints whose deployment never completed or whose config or model is missing
         (their components and autoscaling first), inference components whose endpoint is
-        gone, then endpoint configs and models nothing uses. Nothing an operation that may
+        gone, then endpoint configs and models nothing uses, and `drafter train`'s jobs
+        that ended Failed or Stopped with their S3 files (a Completed job's head is kept,
+        in `training_kept`; `training` names one to delete). Nothing an operation that may
         still be running made is touched (listed in `running`); adopted resources are
         never collected. An endpoint SageMaker is still updating is listed in `settling`
         (its status, the update's operation), not judged: what that update leaves is known
@@ -230,13 +233,21 @@ class EndpointOps(Session):
                 endpoint without the peagle:managed tag, or hosting components peagle did
                 not create, is never deleted (`idle_kept` says why). `min_age` does not
                 apply.
+            training: instead of the leftovers, this one `drafter train` job (a
+                `peagle-train-*` name with the peagle:managed tag) that has ended, even
+                Completed: its files under s3://BUCKET/peagle/training/JOB/ (its head
+                among them), then the job. Without it, gc removes only the jobs that
+                ended Failed or Stopped and keeps a Completed job's head
+                (`training_kept`): a head may be deployed, so it goes only when named.
 
         Returns:
             What was found, skipped, finished and deleted (nothing on a dry run).
 
         Raises:
             SpecError: a malformed `min_age`, `operation` or `idle`, `force` without
-                `operation`, or `idle` with `operation` (nothing is sent).
+                `operation`, or `idle` with `operation`, or `training` that is not a
+                `peagle-train-*` name or comes with another of them (nothing is sent);
+                a named job that is not peagle's or has not ended (nothing is deleted).
         """
         from ..lifecycle.components import deregister_component_scaling, split_components
         from ..lifecycle.garbage import find_garbage
@@ -259,6 +270,8 @@ class EndpointOps(Session):
                 field="idle",
                 rule="idle without operation or force",
             )
+        if training is not None:
+            _check_training_job(training, window is not None or operation is not None or force)
         if operation is not None:
             operation = check_id(operation)
         if force and operation is None:
@@ -276,6 +289,8 @@ class EndpointOps(Session):
         lc = self._lifecycle(self._connect())
         if window is not None:
             return gc_idle(lc, window, dry_run=dry_run, confirm=confirm)
+        if training is not None:
+            return _gc_training_job(lc, training, dry_run, confirm)
         found = find_garbage(
             lc.sm, min_age_seconds=min_age_seconds, operation=operation, force=force, aws=lc.aws
         )
@@ -294,6 +309,8 @@ class EndpointOps(Session):
                 ep: {"status": status, "operation": op}
                 for ep, (status, op) in found.settling.items()
             },
+            training_jobs=found.training,
+            training_kept=found.training_kept,
         )
         if (not result.orphans and not found.unfinished_updates) or dry_run:
             if dry_run:  # frozen: filled in, not replaced
@@ -338,6 +355,14 @@ class EndpointOps(Session):
                 if remove_one(lc.aws, kind, n, ep):
                     result.deleted.append(monitoring_label(kind, n))
         _remove_expiry(lc, found.expiry, result.deleted)
+        if found.training:
+            from ..lifecycle.training_gc import remove_training_job
+
+            s3 = lc.aws.client("s3")
+            for job in found.training:
+                result.deleted.extend(
+                    remove_training_job(lc.sm, s3, job, found.training_prefixes.get(job))
+                )
         return result
 
     def logs(
@@ -514,3 +539,56 @@ def _remove_expiry(lc: Any, labels: list[str], deleted: list[str]) -> None:
         from ..lifecycle.expiry_gc import remove_expiry_garbage
 
         deleted.extend(remove_expiry_garbage(lc.aws, labels))
+
+
+def _check_training_job(name: Any, with_others: bool) -> None:
+    """`gc(training=)`: a `drafter train` job's name, alone (before any request)."""
+    import re
+
+    from ..training.request import JOB_PREFIX
+
+    if with_others:
+        raise SpecError(
+            text(
+                "{training} deletes one training job; {idle}, {op} and {force} are for "
+                "endpoints' leftovers",
+                training=Param("training"),
+                idle=Param("idle"),
+                op=Param("operation"),
+                force=Param("force"),
+            ),
+            remedy="run them as two commands",
+            field="training",
+            rule="training alone",
+        )
+    # SageMaker's TrainingJobName: [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}; peagle's start so.
+    if (
+        not isinstance(name, str)
+        or not name.startswith(JOB_PREFIX)
+        or not re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", name)
+    ):
+        raise SpecError(
+            text(
+                "{training}: {v} is not a peagle training job's name",
+                training=Param("training"),
+                v=repr(name),
+            ),  # fmt: skip
+            remedy=f"give a job `drafter train` made ({JOB_PREFIX}<target>-<8 hex>)",
+            field="training",
+            value=name,
+        )
+
+
+def _gc_training_job(lc: Any, name: str, dry_run: bool, confirm: Confirm | None) -> GcResult:
+    """`gc(training=NAME)`: that job's files, then the job (lifecycle/training_gc.py)."""
+    from ..lifecycle.training_gc import named_training_job, remove_training_job
+
+    status, prefix = named_training_job(lc.sm, name)
+    where = f" and everything under {prefix}" if prefix else ""
+    result = GcResult([], [], [], [], [], dry_run, training_jobs={name: status})
+    if dry_run:
+        return result
+    if confirm is not None:
+        confirm(f"Delete training job {name} ({status}){where}?")
+    result.deleted.extend(remove_training_job(lc.sm, lc.aws.client("s3"), name, prefix))
+    return result

@@ -353,6 +353,11 @@ class GcResult:
         idle_kept: With `idle`: endpoint -> why an idle endpoint was left alone (`delete`
             would refuse it without `force`: not peagle's, or it hosts components peagle
             did not create). The idle endpoints deleted are in `endpoints`.
+        training_jobs: `drafter train`'s jobs that ended Failed or Stopped: job -> its
+            status and FailureReason; its files under s3://BUCKET/peagle/training/JOB/ go,
+            then the job (DeleteTrainingJob). With `training`: the job named.
+        training_kept: Completed training jobs: job -> why it stays (its head may be
+            deployed); `gc(training=JOB)` removes one.
     """
 
     inference_components: list[str]
@@ -370,11 +375,14 @@ class GcResult:
     monitoring: list[str] = field(default_factory=list)
     expiry: list[str] = field(default_factory=list)
     idle_kept: dict[str, str] = field(default_factory=dict)
+    training_jobs: dict[str, str] = field(default_factory=dict)
+    training_kept: dict[str, str] = field(default_factory=dict)
 
     @property
     def orphans(self) -> list[str]:
         """Everything found, in deletion order: the endpoints, then components (they
-        name models), configs, models, monitoring, expiry schedules and role."""
+        name models), configs, models, monitoring, expiry schedules and role, training
+        jobs."""
         return [
             *self.endpoints,
             *self.inference_components,
@@ -382,6 +390,7 @@ class GcResult:
             *self.models,
             *self.monitoring,
             *self.expiry,
+            *self.training_jobs,
         ]
 
     def to_dict(self) -> dict[str, Any]:
@@ -401,6 +410,8 @@ class GcResult:
             "deleted": self.deleted,
             "dry_run": self.dry_run,
             "idle_kept": self.idle_kept,
+            "training_jobs": self.training_jobs,
+            "training_kept": self.training_kept,
         }
 
 

@@ -385,6 +385,39 @@ def test_list_filters_and_tags_on_the_job_arn(harness: SageMakerHarness) -> None
     ]
 
 
+def test_delete_takes_only_an_ended_job_and_leaves_its_s3_output(
+    harness: SageMakerHarness,
+) -> None:
+    # DeleteTrainingJob's documentation (botocore's model): "You cannot delete a job that is
+    # in the InProgress or Stopping state"; its errors are ResourceNotFound and ResourceInUse;
+    # "all of the metadata for the training job is lost" (S3 is not mentioned: it stays);
+    # "you can reuse its name".
+    sm = _sm()
+    sm.create_training_job(**_request())
+    with pytest.raises(ClientError) as exc:
+        sm.delete_training_job(TrainingJobName=JOB)  # InProgress
+    assert _error(exc)[0] == "ResourceInUse"
+    harness.clock.advance(80)
+    sm.stop_training_job(TrainingJobName=JOB)
+    with pytest.raises(ClientError) as exc:
+        sm.delete_training_job(TrainingJobName=JOB)  # Stopping
+    assert _error(exc)[0] == "ResourceInUse"
+    harness.clock.advance(SECONDS["Stopping"])
+    assert _status() == ("Stopped", "Stopped")
+    sm.delete_training_job(TrainingJobName=JOB)
+    assert sm.list_training_jobs()["TrainingJobSummaries"] == []
+    with pytest.raises(ClientError):
+        sm.describe_training_job(TrainingJobName=JOB)
+    with pytest.raises(ClientError) as exc:
+        sm.delete_training_job(TrainingJobName=JOB)
+    assert _error(exc)[0] == "ResourceNotFound"
+    s3 = boto3.client("s3", region_name=REGION)
+    kept = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"peagle/training/{JOB}/output/")
+    assert kept.get("KeyCount", 0) > 0
+    sm.create_training_job(**_request())  # the name is free again
+    assert _status() == ("InProgress", "Starting")
+
+
 def test_the_server_takes_its_trainer_from_peagle_trainer_home_or_refuses(
     harness: SageMakerHarness, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -34,6 +34,13 @@ quoted from the model's documentation):
   algorithm gets SIGTERM and what it left in /opt/ml/model is uploaded ("Algorithms might
   use this 120-second window to save the model artifacts"). A job not InProgress:
   ValidationException [INF: wording]; an unknown one: ResourceNotFound.
+- DeleteTrainingJob: "You can delete only training jobs that are in a terminal state
+  (Stopped, Failed, or Completed) [...] You cannot delete a job that is in the InProgress
+  or Stopping state. After deleting the job, you can reuse its name" (the model's
+  documentation). In InProgress/Stopping it is `ResourceInUse` (one of the operation's two
+  errors; [INF: which one, and the wording]); an unknown job `ResourceNotFound`. The job
+  is gone from Describe/List; "all of the metadata for the training job is lost", and
+  nothing is said of S3: the output it wrote stays.
 - ListTrainingJobs (NameContains, StatusEquals) and AddTags/ListTags on the job's ARN are
   moto's, on the statuses kept here.
 - Logs: group `/aws/sagemaker/TrainingJobs`, stream `<job>/algo-1-<epoch seconds of
@@ -274,6 +281,21 @@ class TrainingJobs:
                 )  # [INF: wording]
             self._begin_stop(job, now, "Stopped")
             self._sync(backend, job)
+
+    def delete(self, backend: SageMakerModelBackend, name: str, now: float) -> None:
+        """DeleteTrainingJob (the module doc): a job that ended goes, its S3 output stays."""
+        with self._lock:
+            self.walk(now)
+            job = self.get(backend.account_id, backend.region_name, name)
+            if job is None:
+                raise ResourceNotFound("Requested resource not found.")  # [INF: wording]
+            if job.status in ("InProgress", "Stopping"):
+                raise ResourceInUseException(
+                    f"Training job {name} is in status {job.status}: only a job that is "
+                    "Stopped, Failed or Completed can be deleted"
+                )  # [INF: wording]
+            del self._jobs[(backend.account_id, backend.region_name, name)]
+            backend.training_jobs.pop(name, None)  # its tags go with it
 
     def walk(self, now: float) -> None:
         """Move every job to where the clock says it is (idempotent)."""
@@ -524,6 +546,10 @@ def training_patches(
         jobs().stop(self.sagemaker_backend, self._get_param("TrainingJobName"), now())
         return ActionResult({})
 
+    def delete_training_job(self: SageMakerResponse) -> ActionResult:
+        jobs().delete(self.sagemaker_backend, self._get_param("TrainingJobName"), now())
+        return ActionResult({})
+
     def list_training_jobs(self: SageMakerModelBackend, *args: Any, **kwargs: Any) -> Any:
         jobs().walk(now())
         return original_list(self, *args, **kwargs)
@@ -533,5 +559,6 @@ def training_patches(
         (SageMakerResponse, "describe_training_job", describe_training_job),
         # Not in moto: call_action finds it on the class by the action's snake_case name.
         (SageMakerResponse, "stop_training_job", stop_training_job),
+        (SageMakerResponse, "delete_training_job", delete_training_job),  # nor this
         (SageMakerModelBackend, "list_training_jobs", list_training_jobs),
     ]
