@@ -19,6 +19,8 @@ from peagle_sandbox.seed import tiny_safetensors
 
 __all__ = ["seed_tiny_models"]
 
+# The targets the engine home generates (vllm_engine/tiny_models.py), each seeded at its name.
+TINY_TARGETS = ("tiny-llama", "tiny-llama-random")
 _NOTE = "peagle sandbox placeholder: SIMULATED engine only, no real weights"
 _HIDDEN, _VOCAB, _DRAFT_VOCAB, _MASK_ID = 256, 512, 256, 3
 
@@ -33,7 +35,8 @@ def _models_dir(home: Path | None) -> Path | None:
 def _real_files(models: Path) -> dict[str, Path]:
     """S3 key -> local file, for the target and every head."""
     out: dict[str, Path] = {}
-    for name, prefix in [("tiny-llama", "tiny-llama/")] + [(h, f"heads/{h}/") for h in TINY_HEADS]:
+    targets = [(t, f"{t}/") for t in TINY_TARGETS]
+    for name, prefix in targets + [(h, f"heads/{h}/") for h in TINY_HEADS]:
         base = models / name
         for path in sorted(base.rglob("*")):
             if path.is_file():
@@ -105,8 +108,10 @@ def _placeholders() -> dict[str, bytes]:
         "max_position_embeddings": 2048,
         "note": _NOTE,
     }
-    out = {"tiny-llama/config.json": json.dumps(target, indent=1).encode()}
-    out["tiny-llama/model.safetensors"] = tiny_safetensors({"lm_head.weight": ("F16", (8, 8))})
+    out: dict[str, bytes] = {}
+    for name in TINY_TARGETS:
+        out[f"{name}/config.json"] = json.dumps(target, indent=1).encode()
+        out[f"{name}/model.safetensors"] = tiny_safetensors({"lm_head.weight": ("F16", (8, 8))})
     for head in TINY_HEADS:
         for name, body in _placeholder_head(head.startswith("p-eagle")).items():
             out[f"heads/{head}/{name}"] = body
@@ -114,7 +119,7 @@ def _placeholders() -> dict[str, bytes]:
 
 
 def seed_tiny_models(url: str, home: Path | None = None) -> str:
-    """Upload tiny-llama and its heads; "real" or "placeholder" (what was seeded)."""
+    """Upload the tiny targets and their heads; "real" or "placeholder" (what was seeded)."""
     import boto3
 
     s3 = boto3.session.Session(
