@@ -104,6 +104,8 @@ def train_cmd(
 
 
 def _render(r: Any) -> str:
+    from .faces import cli_text
+
     lines = [f"training job {r.job_name}: {r.status}", f"head: {r.head_uri}"]
     if r.status == "DryRun":
         lines.append("would upload:")
@@ -131,9 +133,6 @@ def _render(r: Any) -> str:
         note(n)
     for w in r.warnings:
         note("warning: " + w)
-    if r.status != "DryRun":
-        lines.append(
-            f"deploy it: peagle deploy TARGET --drafter {r.head_uri} "
-            f"-k {r.request['HyperParameters']['k']}"
-        )
+    if r.next_step is not None:  # in the CLI's words, reaching what this command reached
+        lines.append(str(cli_text(r.next_step)))
     return "\n".join(lines)

@@ -41,6 +41,9 @@ class TrainResult(KeyAccess):
         cost: the cost estimate (`usd_per_hour` None when the price is unknown; `max_usd`
             the ceiling at `max_runtime`).
         endpoint: the deployed endpoint's name, with `deploy=True`.
+        next_step: what to run with the head (a `Text`: `deploy(…, drafter=…, k=…)` for a
+            catalog target, in the SDK's words or the CLI's), None in a dry run or once
+            deployed.
     """
 
     job_name: str
@@ -54,6 +57,7 @@ class TrainResult(KeyAccess):
     notes: list[str] = field(default_factory=list)
     cost: dict[str, Any] = field(default_factory=dict)
     endpoint: str | None = None
+    next_step: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """The document `peagle drafter train --json` prints."""
@@ -69,6 +73,7 @@ class TrainResult(KeyAccess):
             "notes": list(self.notes),
             "cost": dict(self.cost),
             "endpoint": self.endpoint,
+            "next_step": str(self.next_step) if self.next_step is not None else None,
         }
 
 

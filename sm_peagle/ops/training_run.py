@@ -193,6 +193,7 @@ def run_training(
         say("warning: " + w)
     check = client.drafter_check(
         layout.head_uri,
+        vllm_version=_serving_vllm(spec.target),
         k=spec.k,
         trained_k=spec.k,
         target_hidden_size=info.hidden_size,
@@ -217,6 +218,33 @@ def run_training(
         notes=notes,
         cost=cost,
         endpoint=endpoint,
+        next_step=None if endpoint else _next_step(spec, info, layout.head_uri),
+    )
+
+
+def _serving_vllm(target: str) -> str:
+    """The vLLM the head is checked against: the catalog target's own image version, else
+    the newest peagle has facts for (a speculators-format P-EAGLE head needs a recent
+    one; peagle's default image for other models is older)."""
+    from ..catalog.models import find_model
+    from ..vllm.versions import NEWEST_CHECKED
+
+    entry = None if target.startswith("s3://") or "/" in target else find_model(target)
+    return str(getattr(entry, "vllm_version", None) or NEWEST_CHECKED)
+
+
+def _next_step(spec: Any, info: Any, head_uri: str) -> Any:
+    """The call that serves the head: deploy for a catalog target (as `deploy=True` would
+    have); for another target, the head's place and how vLLM takes it."""
+    from ..errors import Call, text
+
+    if info is not None and info.local_dir is None and not spec.target.startswith("s3://"):
+        return text("deploy it: `{d}`", d=Call("deploy", spec.target, drafter=head_uri, k=spec.k))
+    return text(
+        "serve it with vLLM as the speculative model {h} (method eagle3, parallel_drafting, "
+        "num_speculative_tokens {k})",
+        h=head_uri,
+        k=spec.k,
     )
 
 

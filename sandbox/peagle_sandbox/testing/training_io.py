@@ -134,7 +134,11 @@ def simulated_head(
     k = int(hyperparameters.get("k", "3"))
     draft = min(int(hyperparameters.get("draft_vocab_size") or vocab), vocab)
     aux = _layer_ids(hyperparameters.get("target_layer_ids"), target_config)
+    # The head's hidden size is the target's, as a trained P-EAGLE head's is (speculators
+    # builds its decoder layer from the target's config): newer vLLM sizes mask_hidden by
+    # the target's hidden size, so a narrower head would fail the drafter check.
     files = synthetic_head(
+        hidden=hidden,
         target_hidden=hidden,
         target_vocab=vocab,
         draft_vocab=draft,
