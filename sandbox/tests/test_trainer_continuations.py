@@ -3,7 +3,7 @@
 
 The engine is stood in for by a fake `python` in a fake engine home that records what it
 was asked and answers as `vllm_generate` does; the real generation runs in the conformance
-tier (tests/conformance/test_trainer_cpu.py)."""
+tier (tests/conformance/test_drafter_train_engine.py)."""
 
 from __future__ import annotations
 
