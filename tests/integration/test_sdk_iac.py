@@ -167,9 +167,8 @@ def test_iam_policy_unknown_for_lists_the_choices_before_planning(capsys, no_pla
     assert e.value.remedy == "use one of execution-role, deployer, ttl-role"
     code, out, err = run_cli(capsys, "iam-policy", "gpt-oss-20b", "--for", "admin")
     assert code == 2 and out == ""
-    assert (
-        err.strip()
-        == "error: --for: unknown value 'admin' (fix: use one of execution-role, deployer, ttl-role)"
+    assert err.strip() == (
+        "error: --for: unknown value 'admin' (fix: use one of execution-role, deployer, ttl-role)"
     )
 
 
