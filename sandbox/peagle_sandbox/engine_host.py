@@ -20,8 +20,8 @@ rolling) starts the new config's engine in a second slot while the old one keeps
 its `/ping` tells the harness the new fleet is provisioned (`harness.fleet_ready`), and the
 harness shifts traffic on its schedule: the runtime sends each invocation to the new engine
 by the new fleet's share (fleets.py). When the deployment settles (a rollout listener), the
-loser stops: committed, the old engine (the new one becomes the endpoint's engine); rolled
-back, the new one. A new engine that fails to start, or exits during the deployment, fails
+loser drains (the requests vLLM's gauges still count finish) and stops: committed, the old
+engine (the new one becomes the endpoint's engine); rolled back, the new one. A new engine that fails to start, or exits during the deployment, fails
 the update as above (the harness rolls back; the old engine serves on). One engine stands
 for all the instances of a fleet, old or new (`engines()` says which fleet each is).
 
@@ -60,6 +60,7 @@ from peagle_sandbox.engine_runs import (
     free_port,
     last_error_line,
     ping,
+    requests_in_flight,
 )
 from peagle_sandbox.engine_setup import container_environ, entrypoint_command, flag_table_lines
 from peagle_sandbox.engine_setup import write_vllm_shim as _write_shim
@@ -67,6 +68,11 @@ from peagle_sandbox.procs import kill_group
 from sm_peagle.contract import CONTAINER_ENTRYPOINT
 
 __all__ = ["EngineHost", "last_error_line"]
+
+# Draining a fleet that loses a deployment: the grace lets an invocation already routed to it
+# reach the engine; the limit bounds a request that never ends (real seconds).
+DRAIN_GRACE_S = 0.5
+DRAIN_LIMIT_S = 60.0
 
 
 class EngineHost(ComponentEngines):
@@ -376,7 +382,19 @@ class EngineHost(ComponentEngines):
             for engine in losers:
                 engine.cancelled = True
         for engine in losers:
+            self._drain(engine)
             self._stop(engine, f"deployment to {new_config} {outcome}")
+
+    def _drain(self, engine: Engine, limit: float = DRAIN_LIMIT_S) -> None:
+        """Let the requests a fleet took before the deployment settled finish before its
+        engine stops, as SageMaker drains a fleet it shifts traffic away from: an invocation
+        routed a moment before a rollback must not end in a 502. Bounded in real seconds."""
+        if engine.proc is None or not engine.ready:
+            return
+        time.sleep(DRAIN_GRACE_S)  # a request routed just before settling reaches the engine
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline and (requests_in_flight(engine.port) or 0) > 0:
+            time.sleep(0.2)
 
     def _settle(self, engine: Engine, status: str, reason: str | None = None) -> None:
         if engine.scope == ENDPOINT:

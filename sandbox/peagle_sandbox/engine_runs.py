@@ -123,6 +123,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def requests_in_flight(port: int) -> int | None:
+    """Requests the engine is running or has waiting (vLLM's `vllm:num_requests_running`
+    and `vllm:num_requests_waiting` gauges on /metrics); None if it does not answer."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
+            text = resp.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(("vllm:num_requests_running", "vllm:num_requests_waiting")):
+            total += float(line.rsplit(" ", 1)[-1])
+    return int(total)
+
+
 def ping(port: int) -> bool:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:

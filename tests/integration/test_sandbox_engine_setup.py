@@ -8,6 +8,7 @@ import io
 import json
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -174,3 +175,58 @@ def test_results_say_which_engine_made_them() -> None:
     real = "vllm 0.31.0 (CPU, tiny model)"
     assert engine_of(True, {"engine": real}, "0.31.0") == real
     assert engine_of(False, None, "0.18.0") == "vllm 0.18.0 on SageMaker"
+
+
+class _Metrics:
+    """A stand-in engine's /metrics: vLLM's gauge lines (labelled, as 0.31 writes them) with
+    the request in flight for the first `busy` scrapes, then none."""
+
+    def __init__(self, busy: int) -> None:
+        self.busy, self.scrapes = busy, 0
+
+    def serve(self) -> tuple[Any, int]:
+        import http.server
+        import threading
+
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                running = 1 if outer.scrapes < outer.busy else 0
+                outer.scrapes += 1
+                body = (
+                    "# HELP vllm:num_requests_running Number of requests in model execution.\n"
+                    f'vllm:num_requests_running{{engine="0",model_name="m"}} {running}.0\n'
+                    'vllm:num_requests_waiting{engine="0",model_name="m"} 0.0\n'
+                ).encode()
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server, server.server_address[1]
+
+
+def test_a_losing_fleet_drains_its_requests_before_it_stops(monkeypatch) -> None:  # noqa: ANN001
+    """A rollback (or commit) stops the losing fleet's engine only once vLLM's own gauges say
+    no request is running or waiting: an invocation routed to it just before the deployment
+    settled is answered, not cut (a 502)."""
+    from peagle_sandbox import engine_host
+    from peagle_sandbox.engine_runs import Engine, requests_in_flight
+
+    metrics = _Metrics(busy=3)
+    server, port = metrics.serve()
+    try:
+        assert requests_in_flight(port) == 1  # the labelled gauge lines are read
+        monkeypatch.setattr(engine_host, "DRAIN_GRACE_S", 0.0)
+        engine = Engine("us-east-1", "ep", "cfg", "update", 1)
+        engine.proc, engine.port, engine.ready = object(), port, True  # type: ignore[assignment]
+        engine_host.EngineHost._drain(None, engine)  # type: ignore[arg-type]
+        assert metrics.scrapes == 4  # polled until the gauges read 0 (3 busy + the idle one)
+    finally:
+        server.shutdown()
+    assert requests_in_flight(port) is None  # a gone engine: nothing to wait for
