@@ -14,6 +14,10 @@ figure, the catalog price (possibly None = unknown) is kept and `price_note` say
 The catalog's prices hold for their own region (`InstanceType.price_region`): for any
 other region the price is unknown, never another region's figure unlabelled
 (`regional_prices.price_in`, the pure half that plan uses).
+
+Training instances (`drafter train`) are priced under their own usage type,
+`<REGION CODE>-Train:<type>` (e.g. `USE1-Train:ml.g5.2xlarge`); the catalog holds none, so a
+training price is the live figure or unknown.
 """
 
 from __future__ import annotations
@@ -54,10 +58,12 @@ REGION_CODES: dict[str, str] = {
 }
 
 
-def usage_type(region: str, instance_type: str) -> str | None:
-    """`USE1-Host:ml.g7e.2xlarge` for real-time hosting, or None for an unknown region."""
+def usage_type(region: str, instance_type: str, *, component: str = "Host") -> str | None:
+    """`USE1-Host:ml.g7e.2xlarge` for real-time hosting (`component="Train"`:
+    `USE1-Train:ml.g7e.2xlarge`, a training job's instance, billed separately), or None for
+    an unknown region."""
     code = REGION_CODES.get(region)
-    return f"{code}-Host:{instance_type}" if code else None
+    return f"{code}-{component}:{instance_type}" if code else None
 
 
 def hourly_usd(price_list: list[Any]) -> set[float]:

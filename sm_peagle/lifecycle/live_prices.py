@@ -20,7 +20,7 @@ from ..catalog.pricing import (
 )
 from ..errors import PeagleError
 
-__all__ = ["with_live_prices"]
+__all__ = ["training_price", "with_live_prices"]
 
 
 def _products(client: Any, usage: str) -> list[Any]:
@@ -98,3 +98,26 @@ def with_live_prices(items: list[InstanceType], region: str, aws: Any) -> list[I
             why = f"{len(rates)} different prices for {usage} ({listed})"
             out.append(kept_price(inst, why, region))
     return out
+
+
+def training_price(region: str, instance_type: str, aws: Any) -> tuple[float | None, str]:
+    """The on-demand hourly USD price of `instance_type` as a training instance in `region`
+    (usage type `<code>-Train:<type>`), and where it came from or why it is unknown. Never
+    a hosting price: SageMaker bills training separately. Any failure is unknown, not an
+    error: a missing price must not stop a training job."""
+    usage = usage_type(region, instance_type, component="Train")
+    if usage is None:
+        return None, f"no Price List region code known to peagle for {region}"
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        rates = hourly_usd(_products(aws.client("pricing", region=PRICING_REGION), usage))
+    except (BotoCoreError, ClientError, PeagleError) as e:
+        return None, _describe(e)
+    if len(rates) == 1:
+        (usd,) = rates
+        return usd, f"AWS Price List API, {usage}"
+    if not rates:
+        return None, f"AWS publishes no on-demand price for {usage}"
+    listed = ", ".join(f"{r:g}" for r in sorted(rates))
+    return None, f"{len(rates)} different prices for {usage} ({listed})"

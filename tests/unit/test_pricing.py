@@ -242,3 +242,32 @@ def test_cli_live_prices_without_credentials_still_lists_instances(no_credential
     assert items["ml.g7e.2xlarge"]["usd_per_hour"] == G7E.usd_per_hour
     assert "credentials" in items["ml.g7e.2xlarge"]["price_note"]
     assert items["ml.p5.48xlarge"]["usd_per_hour"] is None
+
+
+def test_a_training_price_is_the_train_usage_types_live_figure(pricing) -> None:
+    """A training job's instance is priced under `<code>-Train:<type>` (a hosting price is
+    another product): the exact request, and the single published rate."""
+    from sm_peagle.lifecycle.live_prices import training_price
+
+    client, stub = pricing
+    usage = "USE1-Train:ml.g5.2xlarge"
+    stub.add_response("get_products", response(price_item(usage, "1.5150000000")), request(usage))
+    usd, source = training_price("us-east-1", "ml.g5.2xlarge", FakeAws(client))
+    assert usd == pytest.approx(1.515)
+    assert source == f"AWS Price List API, {usage}"
+
+
+def test_a_training_price_is_unknown_rather_than_guessed(pricing) -> None:
+    from sm_peagle.lifecycle.live_prices import training_price
+
+    client, stub = pricing
+    usage = "EU-Train:ml.g6e.2xlarge"
+    stub.add_client_error("get_products", "AccessDeniedException", "not allowed", 400,
+                          expected_params=request(usage))  # fmt: skip
+    usd, why = training_price("eu-west-1", "ml.g6e.2xlarge", FakeAws(client))
+    assert usd is None and "AccessDeniedException" in why
+    two = [price_item(usage, "2.1"), price_item(usage, "2.3", sku="TESTSKU0002")]
+    stub.add_response("get_products", response(*two), request(usage))
+    usd, why = training_price("eu-west-1", "ml.g6e.2xlarge", FakeAws(client))
+    assert usd is None and why == f"2 different prices for {usage} (2.1, 2.3)"
+    assert training_price("mars-north-1", "ml.g5.2xlarge", FakeAws(None))[0] is None
