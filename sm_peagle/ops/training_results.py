@@ -165,15 +165,30 @@ def judge_target(info: Any, draft_vocab_size: int | None) -> int | None:
     return draft
 
 
-def training_cost(instance_type: str, max_runtime: int) -> dict[str, Any]:
-    """Never another type's (or hosting's) price: the catalog holds hosting prices only,
-    and SageMaker prices training separately, so the training price is unknown."""
-    return {
+def training_cost(
+    instance_type: str, max_runtime: int, price: tuple[float | None, str] | None = None
+) -> dict[str, Any]:
+    """The most the job can bill: its instance's training price (`price`: the live figure
+    and where it came from, or None and why it is unknown; `lifecycle.live_prices.
+    training_price`) times the stopping condition. Never another type's or hosting's
+    price: the catalog holds hosting prices only, and SageMaker prices training apart."""
+    usd, source = price if price is not None else (None, "not looked up in a dry run")
+    hours = max_runtime / 3600
+    cost: dict[str, Any] = {
         "instance_type": instance_type,
-        "usd_per_hour": None,
-        "max_usd": None,
+        "usd_per_hour": usd,
+        "max_usd": None if usd is None else round(usd * hours, 2),
         "max_runtime_seconds": max_runtime,
-        "note": f"training price of {instance_type} unknown to peagle (its catalog holds "
-        "hosting prices, and SageMaker prices training separately); the job bills its "
-        f"run time, at most {max_runtime / 3600:g} h",
+        "price_source": source if usd is not None else None,
     }
+    if usd is None:
+        cost["note"] = (
+            f"training price of {instance_type} unknown ({source}); the job bills its run "
+            f"time, at most {hours:g} h"
+        )
+    else:
+        cost["note"] = (
+            f"at most ${cost['max_usd']:,.2f}: {instance_type} at ${usd:g}/h for training "
+            f"({source}), billed by run time, at most {hours:g} h"
+        )
+    return cost

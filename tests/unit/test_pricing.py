@@ -271,3 +271,16 @@ def test_a_training_price_is_unknown_rather_than_guessed(pricing) -> None:
     usd, why = training_price("eu-west-1", "ml.g6e.2xlarge", FakeAws(client))
     assert usd is None and why == f"2 different prices for {usage} (2.1, 2.3)"
     assert training_price("mars-north-1", "ml.g5.2xlarge", FakeAws(None))[0] is None
+
+
+def test_a_training_jobs_cost_is_its_price_times_the_stopping_condition() -> None:
+    """The most a job bills is its instance's training rate for MaxRuntimeInSeconds (a job
+    is billed by run time and stopped at the limit); unknown stays unknown, with why."""
+    from sm_peagle.ops.training_results import training_cost
+
+    cost = training_cost("ml.g5.2xlarge", 6 * 3600, (1.515, "AWS Price List API, x"))
+    assert (cost["usd_per_hour"], cost["max_usd"]) == (1.515, 9.09)  # 1.515 * 6
+    assert cost["note"].startswith("at most $9.09: ml.g5.2xlarge at $1.515/h for training")
+    unknown = training_cost("ml.g5.2xlarge", 3600, (None, "live price lookup failed (x)"))
+    assert unknown["max_usd"] is None and "live price lookup failed (x)" in unknown["note"]
+    assert training_cost("ml.g5.2xlarge", 3600)["usd_per_hour"] is None  # a dry run: no call
