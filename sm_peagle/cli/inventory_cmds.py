@@ -197,7 +197,12 @@ def spend_rows(st: Any) -> list[list[str]]:
         return []
     return [
         ["spend so far (estimate)", _usd(st.spend_usd)],
-        ["30 days at this size (estimate)", _usd(st.projected_30d_usd)],
+        [
+            "next 30 days, or until it expires (estimate)"
+            if st.expires_at
+            else "30 days at this size (estimate)",
+            _usd(st.projected_30d_usd),
+        ],
         ["spend basis", st.spend_note],
     ]
 
@@ -253,7 +258,8 @@ def _render_ls(rows: list[Any], all_: bool, idle: str | None = None) -> None:
     )
     note(
         "* estimates: on-demand catalog price x instances x hours since creation on AWS's "
-        "clock (30 d: at the current size); `peagle status NAME` says what each cannot see"
+        "clock (30 d: at the current size, until its expiry if sooner); `peagle status NAME` "
+        "says what each cannot see"
     )
     for r in rows:
         if r.spend_usd is None and r.spend_note:

@@ -127,11 +127,15 @@ def fleets_of(sm: Any, endpoint: dict[str, Any], history: History) -> tuple[list
 
 
 def endpoint_spend(
-    sm: Any, endpoint: dict[str, Any], now: datetime, history: History
+    sm: Any,
+    endpoint: dict[str, Any],
+    now: datetime,
+    history: History,
+    expires_in_s: float | None = None,
 ) -> SpendEstimate:
     """The spend estimate of a described endpoint (DescribeEndpoint's answer) at `now` (AWS's
     clock): its config's fleets priced from the catalog for the endpoint's region, and the
-    count history in `history`."""
+    count history in `history`; projected no further than its expiry (`expires_in_s`)."""
     if endpoint.get("EndpointStatus") == "Failed":
         # Its instances ran from creation until it failed, a time SageMaker does not
         # report (LastModifiedTime moves for other reasons too): no figure beats a wrong one.
@@ -139,7 +143,7 @@ def endpoint_spend(
             None, None, "unknown: the endpoint Failed, and when its instances stopped is not known"
         )
     fleets, notes = fleets_of(sm, endpoint, history)
-    est = estimate(endpoint["CreationTime"], now, fleets)
+    est = estimate(endpoint["CreationTime"], now, fleets, expires_in_s)
     if notes and est.spend_usd is not None:
         return SpendEstimate(est.spend_usd, est.projected_30d_usd, "; ".join([est.note, *notes]))
     if not fleets and notes:

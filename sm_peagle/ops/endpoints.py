@@ -93,11 +93,12 @@ class EndpointOps(Session):
             from ..lifecycle.rollout_watch import rollout_status
 
             doc["rollout"] = rollout_status(ctx, name, sm.describe_endpoint(EndpointName=name))
+        expiry = _expiry_of(ctx, sm, name)
         if not doc.get("problem"):
             from .endpoints_spend import status_spend
 
-            doc.update(status_spend(ctx, name))
-        doc.update(_expiry_of(ctx, sm, name))
+            doc.update(status_spend(ctx, name, expiry.get("expires_in_s")))
+        doc.update(expiry)
         return EndpointStatus.from_dict(doc)
 
     def ls(

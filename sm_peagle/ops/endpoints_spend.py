@@ -54,9 +54,10 @@ def _spend_doc(est: Any) -> dict[str, Any]:
     }
 
 
-def status_spend(ctx: Any, name: str) -> dict[str, Any]:
-    """`spend_usd`, `projected_30d_usd` and `spend_note` of one endpoint (empty when it is
-    gone): DescribeEndpoint, its config, and its variants' scaling activities."""
+def status_spend(ctx: Any, name: str, expires_in_s: float | None = None) -> dict[str, Any]:
+    """`spend_usd`, `projected_30d_usd` (no further than its expiry, `expires_in_s` from
+    now) and `spend_note` of one endpoint (empty when it is gone): DescribeEndpoint, its
+    config, and its variants' scaling activities."""
     from ..lifecycle.resources import not_found
     from ..lifecycle.spend import History, endpoint_spend, resource_id, scaling_history
 
@@ -74,7 +75,7 @@ def status_spend(ctx: Any, name: str) -> dict[str, Any]:
         history.changes.update(one.changes)
         history.unreadable |= one.unreadable
         history.problem = history.problem or one.problem
-    return _spend_doc(endpoint_spend(sm, desc, ctx.synced_aws_now(), history))
+    return _spend_doc(endpoint_spend(sm, desc, ctx.synced_aws_now(), history, expires_in_s))
 
 
 def _describe_all(sm: Any, names: list[str]) -> dict[str, dict[str, Any]]:
@@ -113,7 +114,8 @@ def listing(ctx: Any, rows: list[dict[str, Any]], window: float | None) -> list[
     out = []
     for r in rows:
         desc = described.get(r["endpoint"])
-        spend = _spend_doc(endpoint_spend(sm, desc, now, history)) if desc else {}
+        left = r.get("expires_in_s")
+        spend = _spend_doc(endpoint_spend(sm, desc, now, history, left)) if desc else {}
         out.append(EndpointSummary(**r, **spend))
     return out
 

@@ -2,7 +2,10 @@
 arithmetic (pure: no I/O; the times are AWS's, read by the caller, `lifecycle/spend.py`).
 
     spend_usd         = sum over the instance-count history of p x n_k x dt_k / 3600
-    projected_30d_usd = p x (instances now) x 720
+    projected_30d_usd = p x (instances now) x min(720, hours until its expiry)
+
+An endpoint with an expiry (`--ttl`: a schedule deletes it) costs nothing after it, so the
+projection stops there; one overdue projects nothing more.
 
 `p` is the catalog's on-demand $/h of one instance of the variant's type in the endpoint's
 region (`catalog.regional_prices.price_in`); when peagle has no price for that type in that
@@ -99,9 +102,12 @@ def _money(usd: float) -> float:
     return round(usd, 2)
 
 
-def estimate(created: datetime, now: datetime, fleets: list[Fleet]) -> SpendEstimate:
+def estimate(
+    created: datetime, now: datetime, fleets: list[Fleet], expires_in_s: float | None = None
+) -> SpendEstimate:
     """The endpoint's spend from `created` to `now` (AWS's clock) over its `fleets`, and 30
-    days at their current counts. Unknown (None) when any fleet's price is."""
+    days at their current counts, or until its expiry (`expires_in_s` from `now`, negative
+    once past) when that is sooner. Unknown (None) when any fleet's price is."""
     unknown = [f for f in fleets if f.usd_per_hour is None]
     if not fleets or unknown:
         why = (
@@ -114,6 +120,9 @@ def estimate(created: datetime, now: datetime, fleets: list[Fleet]) -> SpendEsti
         return SpendEstimate(None, None, f"unknown: {why}")
     spend = projected = 0.0
     caveats: list[str] = []
+    ahead = float(HOURS_30D)
+    if expires_in_s is not None:  # a schedule deletes it then: nothing is billed after
+        ahead = min(ahead, max(expires_in_s, 0.0) / 3600)
     for f in fleets:
         assert f.usd_per_hour is not None
         if f.current_for_uptime:
@@ -132,11 +141,13 @@ def estimate(created: datetime, now: datetime, fleets: list[Fleet]) -> SpendEsti
                     "be wrong"
                 )
         spend += f.usd_per_hour * hours
-        projected += f.usd_per_hour * f.current_count * HOURS_30D
+        projected += f.usd_per_hour * f.current_count * ahead
     basis = (
         "estimate: on-demand price x instances x hours since creation on AWS's clock "
         "(scaling history from Application Auto Scaling)"
     )
+    if ahead < HOURS_30D:
+        caveats.append(f"projected until its expiry, {ahead:.4g} h from now, not 30 days")
     return SpendEstimate(_money(spend), _money(projected), "; ".join([basis, *caveats]))
 
 

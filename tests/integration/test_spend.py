@@ -37,6 +37,7 @@ def make_endpoint(
     count: int = 1,
     managed: bool = True,
     region: str = REGION,
+    tags: list[dict[str, str]] | None = None,
 ) -> None:
     """A one-model endpoint of `count` x `instance`, tagged peagle:managed when `managed`,
     InService when this returns."""
@@ -56,7 +57,9 @@ def make_endpoint(
         ],
     )
     c.create_endpoint(
-        EndpointName=name, EndpointConfigName=f"{name}-c", Tags=MANAGED if managed else []
+        EndpointName=name,
+        EndpointConfigName=f"{name}-c",
+        Tags=(MANAGED if managed else []) + (tags or []),
     )
     in_service(name, region)
 
@@ -149,6 +152,23 @@ def test_spend_of_90_minutes_on_one_instance(
     code, out, err = run(capsys, "ls")
     assert code == 0, err
     assert "$6.30" in out and "$3,024.00" in out and "estimate" in out + err
+
+
+def test_an_expiring_endpoint_is_projected_only_until_its_expiry(
+    world: World, clock: SandboxClock, capsys: pytest.CaptureFixture
+) -> None:
+    """`--ttl` made it expire at T0 + 5 h (its `peagle:expires` tag): read 90 AWS minutes in,
+    3.5 h are left, so the projection is 3.5 h x 1 x $4.20 = $14.70, not 30 days' $3,024,
+    in `status` and `ls` alike; the note says why."""
+    expires = [{"Key": "peagle:expires", "Value": "2026-12-01T05:00:00Z"}]  # T0 + 5 h
+    make_endpoint(world.role_arn, "ttl", tags=expires)
+    clock.advance(90 * 60)
+    client = sm_peagle.Client(region=REGION)
+    st = client.status("ttl")
+    assert (st.spend_usd, st.projected_30d_usd) == (6.30, 14.70)
+    assert "projected until its expiry, 3.5 h from now" in st.spend_note
+    (row,) = client.ls()
+    assert (row.spend_usd, row.projected_30d_usd) == (6.30, 14.70)
 
 
 def test_spend_counts_every_instance_on_aws_s_clock(world: World, clock: SandboxClock) -> None:

@@ -55,6 +55,19 @@ def test_estimate_by_hand() -> None:
     assert estimate(T0, T0 + H, two).spend_usd == 9.40
 
 
+def test_an_expiring_endpoint_is_projected_only_until_it_expires() -> None:
+    """A schedule deletes it at its expiry, so nothing is billed after: 4 h left at 4.20 x 2
+    is 33.60, not 30 days' 6048; past its expiry (overdue) the projection is 0; an expiry
+    beyond 30 days changes nothing. The note says why the figure is short."""
+    two = [_fleet(initial_count=2, current_count=2)]
+    est = estimate(T0, T0 + H, two, expires_in_s=4 * 3600)
+    assert est.projected_30d_usd == 33.60
+    assert "projected until its expiry, 4 h from now" in est.note
+    assert estimate(T0, T0 + H, two, expires_in_s=-120).projected_30d_usd == 0.0
+    assert estimate(T0, T0 + H, two, expires_in_s=40 * 86400).projected_30d_usd == 6048.00
+    assert estimate(T0, T0 + H, two).projected_30d_usd == 6048.00
+
+
 def test_an_unknown_price_makes_the_whole_estimate_unknown() -> None:
     """One fleet without a price: spend and projection None, never the known fleet's
     figure alone or another type's price; the note names the type and why."""
