@@ -35,6 +35,7 @@ def test_a_failed_step_is_exit_1_on_one_line_pointing_at_the_logs(tmp_path: Path
     far, then one error line naming the step and its last error, with the logs in the home
     as the fix. Here the venv step fails: a file stands where the venv goes."""
     cli = Cli(tmp_path)
+    cli.env["PIP_NO_INDEX"] = "1"  # the engine's torch check asks pip: never the network
     home = (tmp_path / "install-home").resolve()
     home.mkdir()
     for command, venv in (
