@@ -21,9 +21,10 @@ its `/ping` tells the harness the new fleet is provisioned (`harness.fleet_ready
 harness shifts traffic on its schedule: the runtime sends each invocation to the new engine
 by the new fleet's share (fleets.py). When the deployment settles (a rollout listener), the
 loser drains (the requests vLLM's gauges still count finish) and stops: committed, the old
-engine (the new one becomes the endpoint's engine); rolled back, the new one. A new engine that fails to start, or exits during the deployment, fails
-the update as above (the harness rolls back; the old engine serves on). One engine stands
-for all the instances of a fleet, old or new (`engines()` says which fleet each is).
+engine (the new one becomes the endpoint's engine); rolled back, the new one. A new engine
+that fails to start, or exits during the deployment, fails the update as above (the harness
+rolls back; the old engine serves on). One engine stands for all the instances of a fleet,
+old or new (`engines()` says which fleet each is).
 
 An endpoint whose variant names no model hosts inference components: it has no engine of
 its own and is `InService` at once; each component gets its own engine

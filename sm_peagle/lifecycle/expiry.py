@@ -261,12 +261,18 @@ def undo_schedule(lc: Any, key: str, op: Any = None) -> None:
     delete_schedule(lc.aws, key)
 
 
+def is_denied(e: Exception) -> bool:
+    """Scheduler's AccessDeniedException (AccessDenied from some callers' wrappers): a
+    permission the caller lacks, reported as a warning where the schedule is optional."""
+    return error_code(e) in ("AccessDeniedException", "AccessDenied")
+
+
 def get_schedule(aws: Any, group: str, name: str, *, quiet: bool = False) -> dict | None:
     """GetSchedule, None when there is none (or, `quiet`, when it may not be read)."""
     try:
         return dict(aws.client("scheduler").get_schedule(Name=name, GroupName=group))
     except Exception as e:
-        if is_missing(e) or (quiet and error_code(e) in ("AccessDeniedException", "AccessDenied")):
+        if is_missing(e) or (quiet and is_denied(e)):
             return None
         raise
 
@@ -366,7 +372,7 @@ def existing_schedules(lc: Any, endpoint: str, components: list[str]) -> list[st
         try:
             schedule = get_schedule(lc.aws, group, name)
         except Exception as e:
-            if error_code(e) not in ("AccessDeniedException", "AccessDenied"):
+            if not is_denied(e):
                 raise
             lc.say(f"warning: schedule {key} not checked: {e}")
             continue
@@ -390,7 +396,7 @@ def remove_schedules(
             if delete_schedule(lc.aws, key):
                 gone.append(key)
         except Exception as e:
-            if error_code(e) not in ("AccessDeniedException", "AccessDenied"):
+            if not is_denied(e):
                 raise
             lc.say(f"warning: schedule {key} not deleted: {e}")
     return gone
