@@ -65,15 +65,19 @@ class TrainingOps(Session):
         Args:
             target: a catalog alias, an s3:// prefix of a Hugging Face model, or a local
                 model directory (pushed with the job).
-            data: a jsonl of prompts (`{"prompt": ...}` or `{"messages": [...]}` rows),
-                local or s3://; the training text is the target's own continuations.
+            data: a jsonl of prompts (`{"prompt": ...}` or `{"messages": [...]}` rows, every
+                turn's role and content a string; at least 2), local or one s3://…/*.jsonl
+                object (its first MiB checked); the training text is the target's own
+                continuations.
             k: depths the head drafts (1..15).
             layers: the head's decoder layers (1..4).
             draft_vocab_size: the draft vocabulary (default: the target's).
             steps: optimizer steps (0 writes the untrained head); or `epochs`.
             epochs: passes over the data; or `steps`.
             max_new_tokens: the length of each continuation (1..4096).
-            instance_type: the training instance (an ml.g* or ml.p* type).
+            instance_type: the training instance, of a family the training image runs
+                on (`sm_peagle.training.spec.TRAINING_FAMILIES`: g5, g6, g6e, g7e, p4d,
+                p4de, p5, p5e, p5en, p6-b200, p6-b300).
             role: the execution role ARN (default: PEAGLE_ROLE_ARN).
             bucket: where uploads and the head go (default sagemaker-REGION-ACCOUNT).
             image: a training image URI instead of AWS's Hugging Face PyTorch DLC.
@@ -90,8 +94,9 @@ class TrainingOps(Session):
             accuracy, expected acceptance), the head's drafter check.
 
         Raises:
-            SpecError: a bad argument, data with no prompts, a target the trainer cannot
-                handle (nothing was sent or created).
+            SpecError: a bad argument, data the job would refuse (a malformed row, too
+                few rows for the validation split), a disk no training volume holds, a
+                target the trainer cannot handle (nothing was sent or created).
             PreflightFailed: the role, quota or GPU fit (nothing was created).
             TrainingFailed: the job ended Failed (its FailureReason).
             TrainingStopped: interrupted; the job was stopped and nothing is left.

@@ -230,16 +230,11 @@ def read_rows(
             if not complete and i == last and str(exc) == prompt_rows.NOT_JSON:
                 cut = True
                 break
-            raise SpecError(
-                text("{p}: {s} line {n} {e}", p=Param("data"), s=source, n=i + 1, e=str(exc)),
-                remedy=text(
-                    "fix or remove line {n}: one JSON object a line, {r}",
-                    n=i + 1,
-                    r=_ROW_SHAPES,
-                ),  # fmt: skip
-                field="data",
-                value=source,
-                rule=_ROW_SHAPES,
+            raise _bad_data(
+                source,
+                f"line {i + 1} {exc}",
+                f"fix or remove line {i + 1}: one JSON object a line, {_ROW_SHAPES}",
+                _ROW_SHAPES,
             ) from None
         size += len(line.encode("utf-8")) + 1
         if row is None:
@@ -250,31 +245,33 @@ def read_rows(
         else:
             chars += sum(len(m["content"]) for m in row["messages"])
     if rows == 0:
-        raise SpecError(
-            text("{p}: {s} holds no prompts", p=Param("data"), s=source),
-            remedy=f"give a jsonl whose rows are {_ROW_SHAPES}",
-            field="data",
-            value=source,
-            rule="at least one prompt",
-        )
+        raise _bad_data(
+            source, "holds no prompts", f"give a jsonl whose rows are {_ROW_SHAPES}",
+            "at least one prompt",
+        )  # fmt: skip
     whole = complete or (not cut and _surely_whole(lines))
     if whole and prompt_rows.split_counts(rows, val_fraction) is None:
         need = prompt_rows.min_rows(val_fraction)
-        raise SpecError(
-            text(
-                "{p}: {s} holds {n} prompt(s); the job keeps {v:g} of them for validation "
-                "and needs at least one row on each side",
-                p=Param("data"),
-                s=source,
-                n=rows,
-                v=val_fraction,
-            ),  # fmt: skip
-            remedy=f"give at least {need} prompts" if need else "give more prompts",
-            field="data",
-            value=source,
-            rule=f"int(rows * (1 - {val_fraction:g})) >= 1 and a validation row",
+        raise _bad_data(
+            source,
+            f"holds {rows} prompt(s); the job keeps {val_fraction:g} of them for validation "
+            "and needs at least one row on each side",
+            f"give at least {need} prompts" if need else "give more prompts",
+            f"int(rows * (1 - {val_fraction:g})) >= 1 and a validation row",
         )
     return DataStats(source, rows, chars, size, whole, None if whole else total_bytes)
+
+
+def _bad_data(source: str, problem: str, remedy: Any, rule: str) -> SpecError:
+    """The SpecError of data the job would refuse (or could not hold): `problem` follows
+    the data's name."""
+    return SpecError(
+        text("{p}: {s} {problem}", p=Param("data"), s=source, problem=problem),
+        remedy=remedy,
+        field="data",
+        value=source,
+        rule=rule,
+    )
 
 
 def _surely_whole(lines: list[str]) -> bool:
@@ -340,19 +337,12 @@ def plan_disk(
         f"{DISK_MARGIN_BYTES / 1e9:.0f} GB for the pip cache, the prepared dataset and the head"
     )
     if gb > MAX_VOLUME_GB:
-        raise SpecError(
-            text(
-                "{p}: the job would need about {g:,} GB of disk ({how}), over the {m:,} GB "
-                "a training volume can have",
-                p=Param("data"),
-                g=gb,
-                how=how,
-                m=MAX_VOLUME_GB,
-            ),  # fmt: skip
-            remedy=text("train on fewer prompts, or a smaller {t}", t=Param("max_new_tokens")),
-            field="data",
-            value=stats.source,
-            rule=f"the job's disk <= {MAX_VOLUME_GB} GB",
+        raise _bad_data(
+            stats.source,
+            f"needs about {gb:,} GB of disk for the job ({how}), over the {MAX_VOLUME_GB:,} "
+            "GB a training volume can have",
+            text("train on fewer prompts, or a smaller {t}", t=Param("max_new_tokens")),
+            f"the job's disk <= {MAX_VOLUME_GB} GB",
         )
     note = f"disk: about {math.ceil(total / 1e9):,} GB ({how}); VolumeSizeInGB {gb}"
     if instance_family(instance_type) in NVME_TRAINING_FAMILIES:
