@@ -20,11 +20,11 @@ from typing import Any
 from ..errors import Param, SpecError, text
 from ..training.spec import DEFAULT_INSTANCE, DEFAULT_MAX_NEW_TOKENS, DEFAULT_MAX_RUNTIME
 from .session import Session
+from .training_data import local_data, size_disk
 from .training_results import (
     TrainResult,
     catalog_target,
     judge_target,
-    local_prompts,
     local_target,
     training_cost,
 )
@@ -65,15 +65,19 @@ class TrainingOps(Session):
         Args:
             target: a catalog alias, an s3:// prefix of a Hugging Face model, or a local
                 model directory (pushed with the job).
-            data: a jsonl of prompts (`{"prompt": ...}` or `{"messages": [...]}` rows),
-                local or s3://; the training text is the target's own continuations.
+            data: a jsonl of prompts (`{"prompt": ...}` or `{"messages": [...]}` rows, every
+                turn's role and content a string; at least 2), local or one s3://…/*.jsonl
+                object (its first MiB checked); the training text is the target's own
+                continuations.
             k: depths the head drafts (1..15).
             layers: the head's decoder layers (1..4).
             draft_vocab_size: the draft vocabulary (default: the target's).
             steps: optimizer steps (0 writes the untrained head); or `epochs`.
             epochs: passes over the data; or `steps`.
             max_new_tokens: the length of each continuation (1..4096).
-            instance_type: the training instance (an ml.g* or ml.p* type).
+            instance_type: the training instance, of a family the training image runs
+                on (`sm_peagle.training.spec.TRAINING_FAMILIES`: g5, g6, g6e, g7e, p4d,
+                p4de, p5, p5e, p5en, p6-b200, p6-b300).
             role: the execution role ARN (default: PEAGLE_ROLE_ARN).
             bucket: where uploads and the head go (default sagemaker-REGION-ACCOUNT).
             image: a training image URI instead of AWS's Hugging Face PyTorch DLC.
@@ -90,8 +94,9 @@ class TrainingOps(Session):
             accuracy, expected acceptance), the head's drafter check.
 
         Raises:
-            SpecError: a bad argument, data with no prompts, a target the trainer cannot
-                handle (nothing was sent or created).
+            SpecError: a bad argument, data the job would refuse (a malformed row, too
+                few rows for the validation split), a disk no training volume holds, a
+                target the trainer cannot handle (nothing was sent or created).
             PreflightFailed: the role, quota or GPU fit (nothing was created).
             TrainingFailed: the job ended Failed (its FailureReason).
             TrainingStopped: interrupted; the job was stopped and nothing is left.
@@ -111,17 +116,24 @@ class TrainingOps(Session):
             from ..drafter.inspection import parse_s3_uri
 
             _b, key = parse_s3_uri(spec.data)
-            if not key:
+            if not key or not spec.data.endswith(".jsonl"):
+                # One object (a prefix is not read), and the job reads only *.jsonl files
+                # of its train channel.
                 raise SpecError(
-                    text("{p}: {d} names no object", p=Param("data"), d=spec.data),
-                    remedy="give s3://bucket/key.jsonl",
+                    text(
+                        "{p}: {d} is not a .jsonl object (the job reads only *.jsonl)",
+                        p=Param("data"),
+                        d=spec.data,
+                    ),  # fmt: skip
+                    remedy="give s3://bucket/key.jsonl (copy or rename the object)",
                     field="data",
                     value=spec.data,
+                    rule="an S3 key ending in .jsonl",
                 )
-            prompts = None
+            stats = None
         else:
-            prompts = local_prompts(spec.data)
-            notes.append(f"{prompts} prompts in {spec.data}")
+            stats = local_data(spec.data, spec.val_fraction)
+            notes.append(stats.note())
         info = None
         if spec.target.startswith("s3://"):
             from ..drafter.inspection import parse_s3_uri
@@ -156,6 +168,8 @@ class TrainingOps(Session):
                 field="role",
             )
         if dry_run:
+            if info is not None and stats is not None:  # else the run sizes it after its reads
+                spec = size_disk(spec, info, stats, notes)
             return self._dry_run(spec, info, draft_vocab, role_arn or _PLACEHOLDER_ROLE, notes)
         from ..training.request import ENTRYPOINT, source_files
         from .training_run import run_training
@@ -167,7 +181,7 @@ class TrainingOps(Session):
             )
         aws = self._connect()
         return run_training(self, aws, self._say, spec, info, draft_vocab, role_arn, notes,
-                            prompts, wait, confirm)  # fmt: skip
+                            stats, wait, confirm)  # fmt: skip
 
     def _dry_run(self, spec: Any, info: Any, draft_vocab: int | None, role_arn: str,
                  notes: list[str]) -> TrainResult:  # fmt: skip
@@ -185,7 +199,16 @@ class TrainingOps(Session):
                 "nothing): its architecture is checked then, and target_layer_ids comes from it"
             )
         if spec.data.startswith("s3://"):
-            notes.append("the S3 data is read (one GET) when the job runs, not in a dry run")
+            notes.append(
+                "the S3 data is read when the job runs, not in a dry run: its first MiB only "
+                "(one ranged GET) and its size; rows after that MiB are not checked before "
+                "the job starts"
+            )
+        if spec.data.startswith("s3://") or info is None:
+            notes.append(
+                f"disk: VolumeSizeInGB {spec.volume_gb} here; the run sizes it from the data "
+                "and the target it reads"
+            )
         request, layout, uploads = plan_request(spec, info, draft_vocab, role_arn, region,
                                                 bucket, tags=[])  # fmt: skip
         cost = training_cost(spec.instance_type, spec.max_runtime)

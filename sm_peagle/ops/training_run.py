@@ -107,7 +107,7 @@ def run_training(
     draft_vocab: int | None,
     role_arn: str,
     notes: list[str],
-    prompts: int | None,
+    prompts: Any,
     wait: bool,
     confirm: Any = None,
 ) -> Any:
@@ -115,10 +115,11 @@ def run_training(
     from .. import settings
     from ..lifecycle import training as lt
     from ..lifecycle.operation import Operation
-    from ..training.checks import check_fit, count_prompts
+    from ..training.checks import check_fit
     from ..training.errors import TrainingStopped
     from ..training.report import TrainingReport
     from ..training.request import source_files, source_tarball
+    from .training_data import s3_data, size_disk
     from .training_results import TrainResult, judge_target, training_cost
 
     s3 = aws.client("s3")
@@ -126,8 +127,9 @@ def run_training(
         info = lt.read_s3_target(s3, spec.target)
         draft_vocab = judge_target(info, spec.draft_vocab_size)
     if spec.data.startswith("s3://"):
-        prompts = count_prompts(lt.read_s3_prompts(s3, spec.data), spec.data, complete=False)
-        notes.append(f"{prompts}+ prompts in the first MiB of {spec.data}")
+        prompts = s3_data(s3, spec.data, spec.val_fraction)
+        notes.append(prompts.note())
+    spec = size_disk(spec, info, prompts, notes)
     from ..catalog.instances import get_instance
 
     fit = check_fit(info, get_instance(spec.instance_type), spec.layers, draft_vocab)

@@ -6,21 +6,28 @@ are the caller's (a local file, or one S3 GetObject in `lifecycle/training.py`).
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
+from ..catalog.instances import instance_family
 from ..checks import Check, failed, passed, warned
 from ..errors import Param, SpecError, text
+from .source import prompt_rows
+from .spec import DEFAULT_VAL_FRACTION, MIN_VOLUME_GB
 
 __all__ = [
     "SUPPORTED_ARCHITECTURES",
+    "DataStats",
+    "DiskPlan",
     "TargetInfo",
     "check_architecture",
     "check_draft_vocab",
     "check_fit",
     "count_prompts",
     "head_parameters",
+    "plan_disk",
+    "read_rows",
     "target_layer_ids",
 ]
 
@@ -39,6 +46,30 @@ TRAIN_BYTES_PER_PARAM = 18
 # What activations, the CUDA context and the allocator's slack take, as a share of the
 # GPU: P-EAGLE trains on sequences of up to a few thousand tokens per step.
 ACTIVATION_SHARE = 0.2
+# The two row shapes, as the fix of a malformed row names them (prompt_rows.parse_row).
+_ROW_SHAPES = '{"prompt": "..."} or {"messages": [{"role": "user", "content": "..."}]}'
+# How much of S3 data preflight reads (lifecycle/training.py's DATA_PEEK_BYTES).
+S3_PEEK_BYTES = 1 << 20
+# The job's disk. Hidden states are stored in bf16 (2 bytes a value; speculators' offline
+# format). Tokens are estimated as characters / 4 (the usual rule for English BPE
+# vocabularies): peagle never loads the target's tokenizer. The margin holds the pip
+# cache (speculators and its dependencies: a few GB), the prepared dataset (token ids and
+# masks: small beside the hidden states) and the head.
+BF16_BYTES = 2
+CHARS_PER_TOKEN = 4
+DISK_MARGIN_BYTES = 20e9
+# VolumeSizeInGB: at least MIN_VOLUME_GB (spec.py); at most EBS's largest volume (16 TiB,
+# 16384 GiB: gp2/gp3's limit, the EBS user guide).
+MAX_VOLUME_GB = 16384
+# The training families of the allowed instance types (training/spec.py) that have NVMe
+# instance storage: for them SageMaker "doesn't provision Amazon EBS ... Available storage
+# is fixed to the NVMe-type instance's storage capacity" (the ResourceConfig API reference,
+# VolumeSizeInGB, which names ml.p4d and ml.g5). Every size of these families has an
+# instance store (the EC2 Instance Types guide, accelerated computing, instance store
+# specifications).
+NVME_TRAINING_FAMILIES = frozenset(
+    {"g5", "g6", "g6e", "g7e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300"}
+)
 
 
 @dataclass(frozen=True)
@@ -137,63 +168,190 @@ def target_layer_ids(num_layers: int) -> list[int]:
     return [1, num_layers // 2, num_layers - 1]
 
 
-def count_prompts(lines: list[str], source: str, *, complete: bool = True) -> int:
-    """The prompts in jsonl `lines`: rows `{"prompt": str}` or `{"messages": [{"role",
-    "content"}, ...]}` with a user turn. A malformed row, or no prompt at all, is a
-    SpecError naming the data. `complete=False`: the lines are the start of a larger
-    object (the last may be cut), so a last line that does not parse is not judged."""
-    count = 0
+@dataclass(frozen=True)
+class DataStats:
+    """What preflight read of the training data: its rows (by `prompt_rows`, the job's own
+    rule), their prompt text's characters, the bytes read, and whether that was all of it.
+    `total_bytes`: the whole object's size, when only its start was read (S3 data)."""
+
+    source: str
+    rows: int
+    chars: int
+    bytes_read: int
+    whole: bool
+    total_bytes: int | None = None
+
+    @property
+    def estimated_rows(self) -> int | None:
+        """All the rows: those read, or, from the start of a larger object, extrapolated
+        by bytes (None when the object's size is unknown)."""
+        if self.whole:
+            return self.rows
+        if not self.total_bytes or not self.bytes_read:
+            return None
+        return max(self.rows, round(self.rows * self.total_bytes / self.bytes_read))
+
+    @property
+    def mean_prompt_tokens(self) -> float:
+        """A prompt's tokens, estimated as characters / CHARS_PER_TOKEN: peagle never loads
+        the target's tokenizer (no transformers in the product)."""
+        return self.chars / max(self.rows, 1) / CHARS_PER_TOKEN
+
+    def note(self) -> str:
+        """What was read, for the run's notes (and that later rows were not checked)."""
+        if self.whole:
+            return f"{self.rows} prompts in {self.source}"
+        return (
+            f"{self.rows}+ prompts in the first MiB of {self.source}: only that MiB was "
+            "checked; a malformed row after it fails the job once it has started"
+        )
+
+
+def read_rows(
+    lines: list[str],
+    source: str,
+    *,
+    complete: bool = True,
+    val_fraction: float = DEFAULT_VAL_FRACTION,
+    total_bytes: int | None = None,
+) -> DataStats:
+    """The jsonl `lines` judged by the job's own rule (`prompt_rows`): the first malformed
+    row, no prompt at all, or too few rows for the job's train/validation split is a
+    SpecError naming the data and the line. `complete=False`: the lines are the start of a
+    larger object (the last may be cut), so a last line that is not JSON is not judged, and
+    the split is judged only when the lines were surely the whole object."""
+    rows = chars = size = 0
+    cut = False
     last = len(lines) - 1
     for i, line in enumerate(lines):
-        if not line.strip():
-            continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if not complete and i == last:
+            row = prompt_rows.parse_row(line)
+        except prompt_rows.RowError as exc:
+            if not complete and i == last and str(exc) == prompt_rows.NOT_JSON:
+                cut = True
                 break
-            raise SpecError(
-                text(
-                    "{p}: {s} line {n} is not JSON ({e})",
-                    p=Param("data"),
-                    s=source,
-                    n=i + 1,
-                    e=exc.msg,
-                ),  # fmt: skip
-                remedy='one JSON object a line: {"prompt": "..."} or {"messages": [...]}',
-                field="data",
-                value=source,
+            raise _bad_data(
+                source,
+                f"line {i + 1} {exc}",
+                f"fix or remove line {i + 1}: one JSON object a line, {_ROW_SHAPES}",
+                _ROW_SHAPES,
             ) from None
-        if _has_prompt(row):
-            count += 1
-    if count == 0:
-        raise SpecError(
-            text("{p}: {s} holds no prompts", p=Param("data"), s=source),
-            remedy='give a jsonl whose rows are {"prompt": "..."} or {"messages": '
-            '[{"role": "user", "content": "..."}]}',
-            field="data",
-            value=source,
-            rule="at least one prompt",
+        size += len(line.encode("utf-8")) + 1
+        if row is None:
+            continue
+        rows += 1
+        if "prompt" in row:
+            chars += len(row["prompt"])
+        else:
+            chars += sum(len(m["content"]) for m in row["messages"])
+    if rows == 0:
+        raise _bad_data(
+            source, "holds no prompts", f"give a jsonl whose rows are {_ROW_SHAPES}",
+            "at least one prompt",
+        )  # fmt: skip
+    whole = complete or (not cut and _surely_whole(lines))
+    if whole and prompt_rows.split_counts(rows, val_fraction) is None:
+        need = prompt_rows.min_rows(val_fraction)
+        raise _bad_data(
+            source,
+            f"holds {rows} prompt(s); the job keeps {val_fraction:g} of them for validation "
+            "and needs at least one row on each side",
+            f"give at least {need} prompts" if need else "give more prompts",
+            f"int(rows * (1 - {val_fraction:g})) >= 1 and a validation row",
         )
-    return count
+    return DataStats(source, rows, chars, size, whole, None if whole else total_bytes)
 
 
-def _has_prompt(row: Any) -> bool:
-    if not isinstance(row, dict):
-        return False
-    prompt = row.get("prompt")
-    if isinstance(prompt, str) and prompt.strip():
-        return True
-    messages = row.get("messages")
-    if isinstance(messages, list):
-        return any(
-            isinstance(m, dict)
-            and m.get("role") == "user"
-            and isinstance(m.get("content"), str)
-            and m["content"].strip()
-            for m in messages
+def _bad_data(source: str, problem: str, remedy: Any, rule: str) -> SpecError:
+    """The SpecError of data the job would refuse (or could not hold): `problem` follows
+    the data's name."""
+    return SpecError(
+        text("{p}: {s} {problem}", p=Param("data"), s=source, problem=problem),
+        remedy=remedy,
+        field="data",
+        value=source,
+        rule=rule,
+    )
+
+
+def _surely_whole(lines: list[str]) -> bool:
+    """Were these lines the whole S3 object? Its first S3_PEEK_BYTES were asked for; a
+    character is at most 4 UTF-8 bytes and a line ending at most 2 ("\\r\\n"), so lines
+    that came from fewer bytes than asked for were everything."""
+    return 4 * sum(len(line) for line in lines) + 2 * len(lines) < S3_PEEK_BYTES
+
+
+def count_prompts(lines: list[str], source: str, *, complete: bool = True) -> int:
+    """The prompts in jsonl `lines` (`read_rows`, at the default validation fraction)."""
+    return read_rows(lines, source, complete=complete).rows
+
+
+def target_disk_bytes(info: TargetInfo) -> int:
+    """What the target's copy takes on the job's disk (0 when its size is unknown)."""
+    return info.weight_bytes or 0
+
+
+@dataclass(frozen=True)
+class DiskPlan:
+    """The job's disk: the estimate, the `VolumeSizeInGB` to ask for, and what to tell."""
+
+    estimate_bytes: int | None
+    volume_gb: int
+    note: str
+
+
+def plan_disk(
+    stats: DataStats | None,
+    info: TargetInfo | None,
+    *,
+    max_new_tokens: int,
+    instance_type: str,
+    aux_layers: int = 3,
+) -> DiskPlan:
+    """The disk a job needs: the hidden states (every prompt's tokens plus its
+    continuation, `aux_layers` + the last layer, `hidden_size` values of BF16_BYTES
+    each), the target's copy, and DISK_MARGIN_BYTES for the pip cache, the prepared
+    dataset and the head. `VolumeSizeInGB` is that, at least MIN_VOLUME_GB; over
+    MAX_VOLUME_GB (EBS's limit) is a SpecError. On a family with local NVMe storage
+    SageMaker ignores the volume and the instance store is the limit: said in the note."""
+    rows = stats.estimated_rows if stats is not None else None
+    hidden = info.hidden_size if info is not None else None
+    if stats is None or rows is None or not hidden:
+        why = (
+            "the target's hidden size is read when the job runs"
+            if not hidden
+            else "the data's size is not known before the job"
         )
-    return False
+        return DiskPlan(None, MIN_VOLUME_GB, f"disk not estimated ({why}): {MIN_VOLUME_GB} GB")
+    tokens = stats.mean_prompt_tokens + max_new_tokens
+    states = rows * tokens * (aux_layers + 1) * hidden * BF16_BYTES
+    target = target_disk_bytes(info) if info is not None else 0
+    target_size = f"{target / 1e9:,.1f} GB" if target else "size unknown, counted as 0"
+    total = int(states + target + DISK_MARGIN_BYTES)
+    gb = max(MIN_VOLUME_GB, math.ceil(total / 1e9))
+    how = (
+        f"{rows:,} prompts x ({stats.mean_prompt_tokens:.0f} prompt tokens, estimated as "
+        f"characters / {CHARS_PER_TOKEN}, + {max_new_tokens} new) x {aux_layers + 1} layers "
+        f"({aux_layers} auxiliary + the last) x {hidden} x {BF16_BYTES} bytes = "
+        f"{states / 1e9:,.1f} GB of hidden states, + the target ({target_size}) + "
+        f"{DISK_MARGIN_BYTES / 1e9:.0f} GB for the pip cache, the prepared dataset and the head"
+    )
+    if gb > MAX_VOLUME_GB:
+        raise _bad_data(
+            stats.source,
+            f"needs about {gb:,} GB of disk for the job ({how}), over the {MAX_VOLUME_GB:,} "
+            "GB a training volume can have",
+            text("train on fewer prompts, or a smaller {t}", t=Param("max_new_tokens")),
+            f"the job's disk <= {MAX_VOLUME_GB} GB",
+        )
+    note = f"disk: about {math.ceil(total / 1e9):,} GB ({how}); VolumeSizeInGB {gb}"
+    if instance_family(instance_type) in NVME_TRAINING_FAMILIES:
+        note += (
+            f". {instance_type} has local NVMe instance storage, which SageMaker uses "
+            "instead of the volume: its size (not in peagle's catalog; see the EC2 instance "
+            "store specifications) is the limit"
+        )
+    return DiskPlan(total, gb, note)
 
 
 def head_parameters(info: TargetInfo, layers: int, draft_vocab_size: int | None) -> int | None:

@@ -191,9 +191,9 @@ def build_request(
         "ResourceConfig": {
             "InstanceType": spec.instance_type,
             "InstanceCount": 1,
-            # The target's weights, the generated hidden states and the head: room for a
-            # few tens of GB of hidden states on top of a large target.
-            "VolumeSizeInGB": 200,
+            # The target's weights, the generated hidden states and the head: sized from
+            # the data by preflight (training/checks.py plan_disk).
+            "VolumeSizeInGB": spec.volume_gb,
         },
         "StoppingCondition": {"MaxRuntimeInSeconds": spec.max_runtime},
         "Tags": [

@@ -12,8 +12,8 @@ The ranges and where they come from:
 - `max_runtime` 1 s..28 days: CreateTrainingJob's StoppingCondition.MaxRuntimeInSeconds
   (the SageMaker API reference: "The maximum value is 28 days"; botocore's model gives
   only its minimum, 1);
-- `instance_type`: botocore's TrainingInstanceType enum, and a GPU family (ml.g*, ml.p*):
-  the trainer needs CUDA.
+- `instance_type`: botocore's TrainingInstanceType enum, and a family the training image
+  runs on (TRAINING_FAMILIES: CUDA 13.0, x86, bf16).
 Pure: no AWS, no file reads (the data and the target are `training/checks.py`).
 """
 
@@ -32,6 +32,8 @@ __all__ = [
     "LAYERS_RANGE",
     "MAX_NEW_TOKENS_RANGE",
     "MAX_RUNTIME_LIMIT",
+    "MIN_VOLUME_GB",
+    "TRAINING_FAMILIES",
     "TrainSpec",
     "check_train_args",
 ]
@@ -45,6 +47,25 @@ DEFAULT_MAX_RUNTIME = 6 * 3600
 DEFAULT_INSTANCE = "ml.g7e.2xlarge"
 DEFAULT_MAX_NEW_TOKENS = 256
 DEFAULT_VAL_FRACTION = 0.1
+# The job's VolumeSizeInGB unless its disk estimate (training/checks.py) asks for more.
+MIN_VOLUME_GB = 200
+# The families (botocore's TrainingInstanceType) the training image runs on: AWS's vLLM
+# SageMaker DLC is CUDA 13.0 on x86, and CUDA 13 supports compute capability 7.5 and up
+# (Turing onwards: the CUDA 13.0 release notes drop Maxwell, Pascal and Volta). A10G (g5)
+# 8.6, L4 (g6) and L40S (g6e) 8.9, RTX PRO 6000 Blackwell (g7e) 12.0, A100 (p4d, p4de)
+# 8.0, H100/H200 (p5, p5e, p5en) 9.0, B200 (p6-b200) 10.0, B300 (p6-b300) 10.3; every
+# one has bf16, which speculators trains in.
+TRAINING_FAMILIES = (
+    "g5", "g6", "g6e", "g7e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300",
+)  # fmt: skip
+# The GPU families in the enum the image cannot run on, and why.
+_REFUSED = {
+    "p2": "has Kepler GPUs (K80), which CUDA 13 (the training image's) no longer supports",
+    "p3": "has Volta GPUs (V100), which CUDA 13 (the training image's) no longer supports",
+    "p3dn": "has Volta GPUs (V100), which CUDA 13 (the training image's) no longer supports",
+    "g4dn": "has T4 GPUs, which have no bfloat16, the precision the trainer uses",
+    "p6e-gb200": "is Arm (Grace CPUs); the training image is x86",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,62 +90,58 @@ class TrainSpec:
     seed: int = 0
     val_fraction: float = DEFAULT_VAL_FRACTION
     deploy: bool = False
+    # Set from the disk estimate once the data and the target are read (`plan_disk`).
+    volume_gb: int = MIN_VOLUME_GB
 
 
 def _int(name: str, value: Any, lo: int, hi: int | None, example: int) -> int:
+    """`value` if it is an integer in lo..hi (hi None: no upper bound), else SpecError."""
     rule = f"an integer {lo}..{hi}" if hi is not None else f"an integer >= {lo}"
     if isinstance(value, bool) or not isinstance(value, int):
-        raise SpecError(
-            text("{p}: {v!r} is not an integer", p=Param(name), v=value),
-            remedy=text("give e.g. {p}", p=Param(name, example)),
-            field=name,
-            value=value,
-            rule=rule,
-        )
-    if value < lo or (hi is not None and value > hi):
-        raise SpecError(
-            text("{p}: {v} is out of range ({rule})", p=Param(name), v=value, rule=rule),
-            remedy=text("give e.g. {p}", p=Param(name, example)),
-            field=name,
-            value=value,
-            rule=rule,
-        )
-    return value
+        problem = text("{v!r} is not an integer", v=value)
+    elif value < lo or (hi is not None and value > hi):
+        problem = text("{v} is out of range ({rule})", v=value, rule=rule)
+    else:
+        return value
+    raise SpecError(
+        text("{p}: {problem}", p=Param(name), problem=problem),
+        remedy=text("give e.g. {p}", p=Param(name, example)),
+        field=name,
+        value=value,
+        rule=rule,
+    )
 
 
 def check_instance_type(instance_type: Any) -> str:
-    """A SageMaker training instance type with GPUs, or SpecError."""
+    """A SageMaker training instance type of a family the training image runs on
+    (TRAINING_FAMILIES), or SpecError saying why not."""
     from ..planning.steps.aws_shapes import shape_enum
 
-    example = Param("instance_type", DEFAULT_INSTANCE)
-    if not isinstance(instance_type, str) or instance_type not in shape_enum(
+    known = isinstance(instance_type, str) and instance_type in shape_enum(
         "sagemaker", "TrainingInstanceType"
-    ):
-        raise SpecError(
-            text(
-                "{p}: {v!r} is not a SageMaker training instance type",
-                p=Param("instance_type"),
-                v=instance_type,
-            ),  # fmt: skip
-            remedy=text("give e.g. {p}", p=example),
-            field="instance_type",
-            value=instance_type,
-            rule="botocore's TrainingInstanceType",
-        )
-    family = instance_type.split(".")[1]
-    if not family.startswith(("g", "p")):
-        raise SpecError(
-            text(
-                "{p}: {v} has no GPU; the trainer needs CUDA (an ml.g* or ml.p* type)",
-                p=Param("instance_type"),
-                v=instance_type,
-            ),  # fmt: skip
-            remedy=text("give e.g. {p}", p=example),
-            field="instance_type",
-            value=instance_type,
-            rule="an ml.g* or ml.p* training type",
-        )
-    return instance_type
+    )
+    family = instance_type.split(".")[1] if known else None
+    if family in TRAINING_FAMILIES:
+        return instance_type
+    if not known:
+        why = "is not a SageMaker training instance type"
+    elif family in _REFUSED:
+        why = _REFUSED[family]
+    elif family.startswith(("g", "p")):
+        why = "is not a family the training image (CUDA 13.0, x86) is known to run on"
+    else:
+        why = "has no NVIDIA GPU; the trainer needs CUDA"
+    raise SpecError(
+        text("{p}: {v!r} {why}", p=Param("instance_type"), v=instance_type, why=why),
+        remedy=text(
+            "give e.g. {p} (families {f})",
+            p=Param("instance_type", DEFAULT_INSTANCE),
+            f=", ".join(TRAINING_FAMILIES),
+        ),  # fmt: skip
+        field="instance_type",
+        value=instance_type,
+        rule="a TrainingInstanceType of family " + ", ".join(TRAINING_FAMILIES),
+    )
 
 
 def check_train_args(

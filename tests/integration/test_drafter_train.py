@@ -173,6 +173,8 @@ def test_the_create_training_job_request_field_by_field(world: World, data: Path
     }
     assert req["ResourceConfig"]["InstanceType"] == "ml.g7e.2xlarge"
     assert req["ResourceConfig"]["InstanceCount"] == 1
+    # Six short prompts for a hidden-256 target: far under the 200 GB floor peagle keeps.
+    assert req["ResourceConfig"]["VolumeSizeInGB"] == 200
     assert req["StoppingCondition"] == {"MaxRuntimeInSeconds": 6 * 3600}
     tags = {t["Key"]: t["Value"] for t in req["Tags"]}
     assert tags["peagle:managed"] == "true"
@@ -308,6 +310,13 @@ BAD_INPUTS = [
      ["--steps", "1", "--instance-type", "ml.c5.xlarge"], "instance_type"),
     ({"steps": 1, "instance_type": "ml.nope.xlarge"},
      ["--steps", "1", "--instance-type", "ml.nope.xlarge"], "instance_type"),
+    # GPU types the training image (CUDA 13.0, x86, bf16) cannot run on.
+    ({"steps": 1, "instance_type": "ml.p3.2xlarge"},
+     ["--steps", "1", "--instance-type", "ml.p3.2xlarge"], "instance_type"),
+    ({"steps": 1, "instance_type": "ml.g4dn.xlarge"},
+     ["--steps", "1", "--instance-type", "ml.g4dn.xlarge"], "instance_type"),
+    ({"steps": 1, "instance_type": "ml.p6e-gb200.36xlarge"},
+     ["--steps", "1", "--instance-type", "ml.p6e-gb200.36xlarge"], "instance_type"),
     ({"steps": 1, "max_runtime": "29d"}, ["--steps", "1", "--max-runtime", "29d"],
      "max_runtime"),
     ({"steps": 1, "draft_vocab_size": 513}, ["--steps", "1", "--draft-vocab", "513"],
@@ -369,7 +378,7 @@ def test_bad_data_and_targets_are_the_same_error_in_sdk_and_cli(
         ("no-such-model", str(empty), "data"),
     ]
     good = tmp_path / "good.jsonl"
-    good.write_text('{"prompt": "hi"}\n')
+    good.write_text('{"prompt": "hi"}\n{"prompt": "there"}\n')
     cases += [
         (str(moe), str(good), "target"),  # an architecture the trainer cannot handle
         ("gpt-oss-20b", str(good), "target"),
@@ -388,6 +397,110 @@ def test_bad_data_and_targets_are_the_same_error_in_sdk_and_cli(
     assert [op for op, _ in world.requests if op.startswith(("Put", "Create"))] == []
 
 
+# Data the job's entrypoint refuses (prompt_rows.py, its rule), so preflight refuses it
+# too: (file name, contents); a name starting "s3://" is S3 data, never read.
+JOB_REFUSES = [
+    # An OpenAI-style conversation whose assistant turn is a tool call: content null.
+    ("tool_call.jsonl", '{"prompt": "a"}\n{"messages": [{"role": "user", "content": "q"}, '
+     '{"role": "assistant", "content": null, "tool_calls": [{"id": "c1"}]}]}\n'),
+    # A content given as a list of parts.
+    ("parts.jsonl", '{"prompt": "a"}\n{"messages": [{"role": "user", "content": '
+     '[{"type": "text", "text": "hi"}]}]}\n{"prompt": "b"}\n'),
+    # A row of another shape mixed in.
+    ("mixed.jsonl", '{"prompt": "a"}\n{"prompt": "b"}\n{"text": "c"}\n'),
+    # One prompt: speculators' split trains on int(1 * 0.9) = 0 rows.
+    ("one.jsonl", '{"prompt": "only"}\n'),
+    # S3 data the job would not read: its channel reads *.jsonl only, and one object.
+    (f"s3://{MODELS}/data/prompts.json", None),
+    (f"s3://{MODELS}/data/prompts.ndjson", None),
+    (f"s3://{MODELS}/data/", None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "body"), JOB_REFUSES, ids=[n for n, _ in JOB_REFUSES])
+def test_data_the_job_would_refuse_is_refused_first_in_sdk_and_cli(
+    world: World, tmp_path: Path, capsys: pytest.CaptureFixture, name: str, body: str | None
+) -> None:
+    data = name
+    if body is not None:
+        (tmp_path / name).write_text(body)
+        data = str(tmp_path / name)
+    with pytest.raises(SpecError) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=data, steps=1)
+    assert caught.value.field == "data" and caught.value.remedy is not None
+    code, _out, err = run(capsys, "drafter", "train", TARGET, "--data", data, "--steps", "1")
+    assert code == 2, err
+    lines = [line for line in err.splitlines() if line.strip() and "talking to" not in line]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "(fix: " in lines[0], err
+    # Judged before anything is read from S3 or created: local data before the target's
+    # read, S3 data by its name.
+    assert world.requests == []
+
+
+def test_bad_rows_name_their_line_and_the_fix(
+    world: World, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "a"}\n\n{"text": "b"}\n{"prompt": "c"}\n')
+    with pytest.raises(SpecError) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(bad), steps=1)
+    assert "line 3" in str(caught.value) and "line 3" in str(caught.value.remedy)
+    code, _out, err = run(capsys, "drafter", "train", TARGET, "--data", str(bad), "--steps", "1")
+    assert code == 2 and "line 3" in err
+    assert world.requests == []  # the local data is judged before anything is read
+
+
+def test_a_dry_run_on_s3_data_says_only_its_first_mib_is_checked(world: World) -> None:
+    r = sm_peagle.Client(region=REGION).drafter_train(
+        TARGET, data=f"s3://{MODELS}/data/good.jsonl", steps=1, dry_run=True
+    )
+    assert world.requests == []
+    assert any("first MiB" in n and "not checked" in n for n in r.notes), r.notes
+
+
+BIG_CONFIG = {**TINY_CONFIG, "hidden_size": 4096, "intermediate_size": 14336,
+              "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+              "vocab_size": 128256}  # fmt: skip
+# 20,000 prompts of 800 characters (200 tokens at 4 characters a token) + 256 new tokens,
+# 3 aux + 1 last layer of 4096 bf16 values: 20,000 x 456 x 4 x 4096 x 2 = 298.84 GB of
+# hidden states, + 20 GB margin (no weights in the listing): 318.84 GB -> 319 GB.
+BIG_ROWS = 20_000
+BIG_VOLUME_GB = 319
+
+
+def _big_data() -> bytes:
+    return b"".join(
+        json.dumps({"prompt": f"{i:08d}" + "x" * 792}).encode() + b"\n" for i in range(BIG_ROWS)
+    )
+
+
+def test_the_volume_is_sized_from_local_data_in_the_dry_run(world: World, tmp_path: Path) -> None:
+    model = tmp_path / "big"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(BIG_CONFIG))
+    data = tmp_path / "big.jsonl"
+    data.write_bytes(_big_data())
+    r = sm_peagle.Client(region=REGION).drafter_train(
+        str(model), data=str(data), steps=1, dry_run=True
+    )
+    assert r.request["ResourceConfig"]["VolumeSizeInGB"] == BIG_VOLUME_GB
+    assert any("characters / 4" in n for n in r.notes), r.notes
+    assert world.requests == []
+
+
+def test_the_volume_is_sized_from_s3_data_extrapolated_from_its_first_mib(world: World) -> None:
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.put_object(Bucket=MODELS, Key="big/config.json", Body=json.dumps(BIG_CONFIG))
+    s3.put_object(Bucket=MODELS, Key="data/big.jsonl", Body=_big_data())
+    sm_peagle.Client(region=REGION).drafter_train(
+        f"s3://{MODELS}/big/", data=f"s3://{MODELS}/data/big.jsonl", steps=1, wait=False
+    )
+    req = world.sent("CreateTrainingJob")[0]
+    assert req["ResourceConfig"]["VolumeSizeInGB"] == BIG_VOLUME_GB
+    reads = [p for op, p in world.requests if op == "GetObject" and p["Key"] == "data/big.jsonl"]
+    assert len(reads) == 1 and reads[0]["Range"] == f"bytes=0-{(1 << 20) - 1}"
+
+
 # The IAM action each request of a run is authorized as (Service Authorization Reference:
 # ListObjectsV2 and HeadBucket are s3:ListBucket, DeleteObjects is s3:DeleteObject per key;
 # STS GetCallerIdentity needs no permission).
@@ -397,6 +510,7 @@ ACTION = {
     "DeleteObjects": "s3:DeleteObject",
     "ListServiceQuotas": "servicequotas:ListServiceQuotas",
     "GetRole": "iam:GetRole",
+    "HeadObject": "s3:GetObject",
     "FilterLogEvents": "logs:FilterLogEvents",
 }
 

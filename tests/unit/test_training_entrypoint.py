@@ -22,6 +22,10 @@ ENTRYPOINT = SOURCE / "peagle_train.py"
 
 
 def _load() -> ModuleType:
+    # The job runs the entrypoint as a script, so its directory is on sys.path and it
+    # imports its neighbours (prompt_rows.py) by name: the same here.
+    if str(SOURCE) not in sys.path:
+        sys.path.insert(0, str(SOURCE))
     spec = importlib.util.spec_from_file_location("peagle_train_under_test", ENTRYPOINT)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)

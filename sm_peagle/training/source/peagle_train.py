@@ -200,10 +200,13 @@ def read_hyperparameters(config_dir: Path) -> dict[str, Any]:
 
 
 def read_prompts(train_dir: Path) -> list[dict[str, Any]]:
-    """The rows of every *.jsonl in the channel: {"prompt": str} or {"messages": [...]}.
+    """The rows of every *.jsonl in the channel: {"prompt": str} or {"messages": [...]}
+    (the rule is `prompt_rows.parse_row`, beside this file, which peagle's preflight reads).
 
     Returns [{"prompt": str}] or [{"messages": list}] in file order (files sorted by name).
     Blank lines are skipped; anything else that is not such a row is bad input."""
+    import prompt_rows  # beside this file: the script's directory is on sys.path
+
     if not train_dir.is_dir():
         raise TrainError(f"the train channel {train_dir} is missing", 2)
     files = sorted(p for p in train_dir.rglob("*.jsonl") if p.is_file())
@@ -212,35 +215,12 @@ def read_prompts(train_dir: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for path in files:
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            where = f"{path.name} line {n}"
             try:
-                doc = json.loads(line)
-            except ValueError:
-                raise TrainError(f"{where} is not JSON", 2) from None
-            if isinstance(doc, dict) and isinstance(doc.get("prompt"), str):
-                if doc["prompt"].strip():
-                    rows.append({"prompt": doc["prompt"]})
-                continue
-            messages = doc.get("messages") if isinstance(doc, dict) else None
-            if (
-                isinstance(messages, list)
-                and messages
-                and all(
-                    isinstance(m, dict)
-                    and isinstance(m.get("role"), str)
-                    and isinstance(m.get("content"), str)
-                    for m in messages
-                )
-            ):
-                rows.append({"messages": messages})
-                continue
-            raise TrainError(
-                f'{where} is neither {{"prompt": "..."}} nor {{"messages": [{{"role": ..., '
-                '"content": ...}]}',
-                2,
-            )
+                row = prompt_rows.parse_row(line)
+            except prompt_rows.RowError as exc:
+                raise TrainError(f"{path.name} line {n} {exc}", 2) from None
+            if row is not None:
+                rows.append(row)
     if not rows:
         raise TrainError(f"the training data in {train_dir} has no prompts", 2)
     return rows
@@ -272,16 +252,18 @@ def check_layer_ids(layer_ids: list[int] | None, num_layers: int) -> list[int]:
 
 
 def split_counts(rows: int, val_fraction: float) -> tuple[int, int]:
-    """speculators' split: the first int(rows * (1 - val_fraction)) rows train, the rest
-    validate (ArrowDataset's split_idx). Both must be non-empty."""
-    n_train = int(rows * (1.0 - val_fraction))
-    if n_train < 1 or rows - n_train < 1:
+    """speculators' split (`prompt_rows.split_counts`, which peagle's preflight reads): the
+    first int(rows * (1 - val_fraction)) rows train, the rest validate. Both non-empty."""
+    import prompt_rows  # beside this file
+
+    counts = prompt_rows.split_counts(rows, val_fraction)
+    if counts is None:
         raise TrainError(
             f"{rows} usable rows cannot be split with val_fraction={val_fraction} "
             "(each split needs at least one row): give more prompts",
             2,
         )
-    return n_train, rows - n_train
+    return counts
 
 
 def write_failure(output_dir: Path, message: str) -> None:
