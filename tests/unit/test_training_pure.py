@@ -5,10 +5,7 @@ pattern, the acceptance arithmetic of greedy verification), worked by hand here.
 
 from __future__ import annotations
 
-import gzip
-import io
 import re
-import tarfile
 from typing import Any
 
 import pytest
@@ -17,7 +14,7 @@ from sm_peagle.catalog.instances import get_instance
 from sm_peagle.errors import SpecError
 from sm_peagle.training.checks import TargetInfo, check_fit, count_prompts, target_layer_ids
 from sm_peagle.training.report import TrainingReport, expected_accepted_length
-from sm_peagle.training.request import job_name, source_tarball
+from sm_peagle.training.request import job_name
 from sm_peagle.training.spec import check_train_args
 
 NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
@@ -36,18 +33,6 @@ def test_job_names_fit_sagemakers_pattern_and_length(target: str) -> None:
     name = job_name(target, "0123abcd")
     assert NAME.fullmatch(name) and len(name) <= 63, name
     assert name.startswith("peagle-train-") and name.endswith("-0123abcd")
-
-
-def test_the_source_tarball_is_deterministic_and_holds_exactly_the_files() -> None:
-    files = {"b.txt": b"two", "a.py": b"one"}
-    one, two = source_tarball(files), source_tarball(dict(reversed(list(files.items()))))
-    assert one == two
-    assert gzip.decompress(one)[:5]  # a valid gzip stream
-    with tarfile.open(fileobj=io.BytesIO(one), mode="r:gz") as tar:
-        members = tar.getmembers()
-        assert [m.name for m in members] == ["a.py", "b.txt"]
-        assert all(m.mtime == 0 and m.uid == 0 for m in members)
-        assert tar.extractfile("b.txt").read() == b"two"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(
