@@ -148,6 +148,14 @@ def test_dry_run_cli_prints_the_request_and_exits_0(
     assert doc["status"] == "DryRun"
     assert doc["request"]["TrainingJobName"] == "peagle-train-tiny-llama-0123abcd"
     assert world.requests == []
+    # The GPU path has never run on a GPU: a run on AWS's default image says so.
+    unverified = [n for n in doc["notes"] if "has not yet run on a GPU" in n]
+    assert len(unverified) == 1 and "--max-runtime" in unverified[0]
+    code, out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data), "--steps",
+                         "40", "--image", "123456789012.dkr.ecr.us-east-1.amazonaws.com/t:1",
+                         "--dry-run", "--json")  # fmt: skip
+    assert code == 0, err
+    assert not [n for n in json.loads(out)["notes"] if "has not yet run on a GPU" in n]
 
 
 def test_the_create_training_job_request_field_by_field(world: World, data: Path) -> None:
