@@ -113,9 +113,11 @@ def kill_group(pgid: int, grace: float = 10.0) -> bool:
 
 
 def _is_engine_leader(pgid: int) -> bool:
-    """Never signal a group whose leader pid was reused by something else."""
+    """Never signal a group whose leader pid was reused by something else: an engine runs
+    peagle's container entrypoint (sm_peagle), a training job the trainer (peagle_train)."""
     try:
-        return b"sm_peagle" in Path(f"/proc/{pgid}/cmdline").read_bytes()
+        cmdline = Path(f"/proc/{pgid}/cmdline").read_bytes()
+        return b"sm_peagle" in cmdline or b"peagle_train" in cmdline
     except FileNotFoundError:
         return not Path("/proc/self").exists()
     except OSError:
@@ -124,8 +126,9 @@ def _is_engine_leader(pgid: int) -> bool:
 
 def reap_recorded_engines(directory: Path) -> list[int]:
     """Kill the engine process groups the real-engine host recorded in `directory` (one
-    `<pgid>.pgid` file each) and remove the records; the pgids killed. The host removes a
-    record when it stops that engine, so only engines of a server that died are left."""
+    `<pgid>.pgid` file each; the trainer host records its jobs there too) and remove the
+    records; the pgids killed. A host removes a record when it stops that process, so only
+    those of a server that died are left."""
     killed = []
     for record in sorted(directory.glob("*.pgid")) if directory.is_dir() else []:
         try:

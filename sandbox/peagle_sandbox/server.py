@@ -245,7 +245,11 @@ class TrainerMissing(Exception):
 
 
 def start_trainer(
-    harness: SageMakerHarness, home: Path | None, *, wanted: bool = False
+    harness: SageMakerHarness,
+    home: Path | None,
+    *,
+    wanted: bool = False,
+    state_file: Path | None = None,
 ) -> TrainerHost | None:
     """The training host, or None for the SIMULATED trainer. A home comes from `home`
     (`--trainer-home`), else PEAGLE_TRAINER_HOME, else (`wanted`: `--trainer`) the engine
@@ -262,8 +266,14 @@ def start_trainer(
             f"no trainer venv at {python.parent.parent} "
             "(fix: `peagle sandbox install-trainer`, or set PEAGLE_TRAINER_HOME)"
         )
-    work = Path(tempfile.mkdtemp(prefix="peagle-training-"))
-    trainer = TrainerHost(python, work, harness.clock)
+    # Job directories and process records beside the state file (as the engines'), so a
+    # killed server's are found again: its processes by `peagle sandbox stop`, its
+    # directories by the next host, which clears them.
+    if state_file is not None:
+        work, records = state_file.parent / "training", state_file.parent / "engines"
+    else:
+        work, records = Path(tempfile.mkdtemp(prefix="peagle-training-")), None
+    trainer = TrainerHost(python, work, harness.clock, records_dir=records)
     harness.training.trainer = trainer
     return trainer
 
@@ -305,7 +315,9 @@ def main(argv: list[str] | None = None) -> int:
         evaluate_on_advance=False,
     ).install()
     try:  # before anything listens: a missing trainer is one line and exit 2
-        trainer = start_trainer(harness, args.trainer_home, wanted=args.trainer)
+        trainer = start_trainer(
+            harness, args.trainer_home, wanted=args.trainer, state_file=args.state_file
+        )
     except TrainerMissing as e:
         log.error("error: %s", e)
         return 2

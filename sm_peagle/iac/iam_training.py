@@ -15,10 +15,10 @@
   DescribeTrainingJob and DeleteTrainingJob on `training-job/peagle-train-*`, and the
   S3 listing and deletes (DeleteObjects is authorized per key as s3:DeleteObject, S3 API
   reference) under `peagle/training/*`, both granted above.
-- training-role: the execution role the job runs as: S3 read of its channels and of the
-  source tarball, write of the output, CloudWatch Logs for the job's streams, and the ECR
-  pull of the training image. A target or data elsewhere than the bucket needs read there
-  too: the policy says so (it cannot know them).
+- training-role: the execution role the job runs as: S3 read of its channels (the
+  `code` channel, the job's source files, included), write of the output, CloudWatch
+  Logs for the job's streams, and the ECR pull of the training image. A target or data
+  elsewhere than the bucket needs read there too: the policy says so (it cannot know them).
 Pure: no AWS calls.
 """
 

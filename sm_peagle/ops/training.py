@@ -32,6 +32,12 @@ from .training_results import (
 __all__ = ["TrainResult", "TrainingOps"]
 
 _PLACEHOLDER_ROLE = "arn:aws:iam::<account>:role/<name>"
+# Said with every AWS run on the default image until a GPU job has run it end to end.
+UNVERIFIED_GPU_NOTE = (
+    "the AWS training path has not yet run on a GPU: the image's pip install of speculators "
+    "and vLLM's hidden-states extraction were read from source, never executed (see 'What "
+    "has been run' in docs/guides/drafter-training.md); start with a short --max-runtime"
+)
 
 
 class TrainingOps(Session):
@@ -167,6 +173,8 @@ class TrainingOps(Session):
                 remedy=text("pass {r} or set PEAGLE_ROLE_ARN", r=Param("role", _PLACEHOLDER_ROLE)),
                 field="role",
             )
+        if spec.image is None and not self._elsewhere():
+            notes.append(UNVERIFIED_GPU_NOTE)
         if dry_run:
             if info is not None and stats is not None:  # else the run sizes it after its reads
                 spec = size_disk(spec, info, stats, notes)
@@ -182,6 +190,14 @@ class TrainingOps(Session):
         aws = self._connect()
         return run_training(self, aws, self._say, spec, info, draft_vocab, role_arn, notes,
                             stats, wait, confirm)  # fmt: skip
+
+    def _elsewhere(self) -> bool:
+        """The requests go to an endpoint other than AWS's (the sandbox, moto's server):
+        its trainer is not the GPU path."""
+        from .. import settings
+
+        url = self.endpoint_url or getattr(self._aws, "endpoint_url", None)
+        return bool(url or settings.aws_endpoint_url("sagemaker"))
 
     def _dry_run(self, spec: Any, info: Any, draft_vocab: int | None, role_arn: str,
                  notes: list[str]) -> TrainResult:  # fmt: skip

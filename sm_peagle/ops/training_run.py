@@ -34,7 +34,7 @@ def plan_request(
     from ..training.request import TrainingLayout, build_request, job_name
 
     layout = TrainingLayout(bucket, job or job_name(spec.target))
-    uploads = [{"what": "source", "uri": layout.uri(layout.source_key)}]
+    uploads = [{"what": "source", "uri": layout.uri(layout.source_prefix)}]
     data_uri = spec.data
     if not spec.data.startswith("s3://"):
         data_uri = layout.uri(layout.data_key)
@@ -118,7 +118,7 @@ def run_training(
     from ..training.checks import check_fit
     from ..training.errors import TrainingStopped
     from ..training.report import TrainingReport
-    from ..training.request import source_files, source_tarball
+    from ..training.request import source_files
     from .training_data import s3_data, size_disk
     from .training_results import TrainResult, judge_target, training_cost
 
@@ -152,8 +152,9 @@ def run_training(
     try:
         if spec.bucket is None:
             _ensure_bucket(s3, bucket, region)
-        say(f"uploading the training source to {layout.uri(layout.source_key)}")
-        lt.upload(s3, bucket, layout.source_key, source_tarball(files))
+        say(f"uploading the training source to {layout.uri(layout.source_prefix)}")
+        for name in sorted(files):  # the `code` channel: one object per file, no archive
+            lt.upload(s3, bucket, layout.source_key(name), files[name])
         if not spec.data.startswith("s3://"):
             say(f"uploading {spec.data} to {layout.uri(layout.data_key)}")
             lt.upload(s3, bucket, layout.data_key, path=spec.data)

@@ -1,38 +1,42 @@
-"""The training image a `drafter train` job runs in: an AWS Deep Learning Container.
+"""The training image a `drafter train` job runs in: AWS's vLLM SageMaker DLC.
 
-The job runs stock `speculators` 0.9.0 in script mode (the SageMaker training toolkit
-pip-installs `requirements.txt` from the uploaded source dir, then runs
-`peagle_train.py`). speculators 0.9.0 requires torch >=2.9.0,<=2.14.1 and transformers
-5.x (its wheel's metadata), so the image must carry both: AWS's Hugging Face PyTorch
-training DLC `2.9.0-transformers5.3.0-gpu-py312-cu130-ubuntu22.04` does (torch 2.9.0,
-transformers 5.3.0, built for SageMaker; release tag
-`v1.0-hf-5.3.0-pt-2.9.0-tr-gpu-py312` of aws/deep-learning-containers, listed on AWS's
-"available Deep Learning Containers images" page). The plain `pytorch-training` DLC has
-transformers 4.x, which speculators 0.9.0 cannot import. `image=` overrides it (e.g. an
-image built from `containers/trainer/Dockerfile`, or a newer DLC).
+The job needs vLLM (the target's continuations, and the `extract_hidden_states`
+speculative method that writes the hidden states speculators trains on) and
+`speculators` 0.9.0 (the trainer). No AWS training image carries both. The vLLM DLC
+`vllm:0.31.0-gpu-py312-cu130-ubuntu24.04-sagemaker` (peagle's published-image table,
+`catalog/data/published_images.json`) carries vLLM 0.31.0, which pins torch 2.13.0 and
+transformers >=5.10.4,<5.18: inside speculators 0.9.0's ranges (torch >=2.9,<=2.14.1,
+transformers >=5.0,<=5.19, its wheel's metadata). So the job pip-installs only speculators
+on top, held to what vLLM pins by `source/constraints.txt`: pip can never replace the
+image's torch. It is also the vLLM the sandbox's real engine runs, where the GPU
+backend's configuration was read.
 
-The DLC account is 763104351884 in the commercial regions peagle deploys to (the same
-account as the vLLM DLCs, `planning/steps/image_choice.DLC_ACCOUNT`).
+UNVERIFIED: that pip resolution and the hidden-states extraction were read from the
+packages' metadata and source, never run in this image on a GPU.
+
+The image has no SageMaker training toolkit: the request starts the job with
+`AlgorithmSpecification.ContainerEntrypoint` (`training/request.py`). `image=` overrides
+the image (any image with python3, pip and vLLM >= 0.22 for the `peagle` speculators type).
+The account and the `.cn` suffix are the deploy's (`planning/steps/image_choice.py`).
 """
 
 from __future__ import annotations
 
-__all__ = ["DLC_ACCOUNT", "TRAINING_IMAGE_REPOSITORY", "TRAINING_IMAGE_TAG", "training_image"]
+from ..catalog.images import classic_image
+from ..planning.steps.image_choice import DLC_ACCOUNT
 
-DLC_ACCOUNT = "763104351884"
-TRAINING_IMAGE_REPOSITORY = "huggingface-pytorch-training"
-TRAINING_IMAGE_TAG = "2.9.0-transformers5.3.0-gpu-py312-cu130-ubuntu22.04"
-SOURCE = (
-    "aws/deep-learning-containers release v1.0-hf-5.3.0-pt-2.9.0-tr-gpu-py312 "
-    "(torch 2.9.0, transformers 5.3.0: inside speculators 0.9.0's torch 2.9-2.14.1)"
-)
+__all__ = ["TRAINING_VLLM", "training_image"]
+
+# The vLLM whose SageMaker DLC runs training jobs (its pins: see the module doc).
+TRAINING_VLLM = "0.31.0"
 
 
 def training_image(region: str, image: str | None = None) -> str:
-    """The image URI of a training job in `region`: `image` when given, else the DLC."""
+    """The image URI of a training job in `region`: `image` when given, else the vLLM DLC."""
     if image:
         return image
-    return (
-        f"{DLC_ACCOUNT}.dkr.ecr.{region}.amazonaws.com/"
-        f"{TRAINING_IMAGE_REPOSITORY}:{TRAINING_IMAGE_TAG}"
-    )
+    row = classic_image(TRAINING_VLLM)
+    if row is None:  # the table is packaged data: a build without the row is a bug
+        raise RuntimeError(f"no published vLLM {TRAINING_VLLM} image in peagle's table")
+    suffix = ".cn" if region.startswith("cn-") else ""
+    return f"{DLC_ACCOUNT}.dkr.ecr.{region}.amazonaws.com{suffix}/vllm:{row.tag}"

@@ -1,23 +1,29 @@
 """The exact CreateTrainingJob request of a `drafter train` job, its name, its S3 layout
-and the source tarball it runs. Pure: the caller uploads and sends.
+and the source files it runs. Pure: the caller uploads and sends.
 
-The mechanism is SageMaker's script mode on a stock training image: the training
-toolkit in the image downloads `sagemaker_submit_directory` (a tar.gz of
-`sm_peagle/training/source/`), pip-installs its `requirements.txt` and runs
-`sagemaker_program`. Every hyperparameter is a string (SageMaker's rule: the map is
-`String -> String`, values at most 2500 characters, at most 100 entries). The output is
-uncompressed (`CompressionType: NONE`), so the head lands as files under
+The image (training/images.py: AWS's vLLM DLC) has no SageMaker training toolkit, so
+there is no script mode: the source dir `sm_peagle/training/source/` is uploaded file by
+file under `peagle/training/<job>/source/` and given to the job as a third File channel,
+`code` (SageMaker copies it to `/opt/ml/input/data/code/`), and
+`AlgorithmSpecification.ContainerEntrypoint` (botocore's TrainingContainerEntrypoint, up
+to 100 strings) pip-installs `requirements.txt` under `constraints.txt` and runs
+`peagle_train.py`, which reads SageMaker's fixed layout: the hyperparameters from
+`/opt/ml/input/config/hyperparameters.json`, the channels from `/opt/ml/input/data/<name>/`.
+Every hyperparameter is a string (SageMaker's rule: the map is `String -> String`, values
+at most 2500 characters, at most 100 entries). The output is uncompressed
+(`CompressionType: NONE`), so the head lands as files under
 `<output path>/<job>/output/model/`, the prefix `deploy --drafter` takes.
+
+Channels are `S3Prefix`: S3 data given as an object key also brings any object whose key
+starts with it (`prompts.jsonl` brings `prompts.jsonl.bak.jsonl`); data uploaded from a
+local file is alone under the job's own prefix.
 """
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import re
 import secrets
-import tarfile
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -25,16 +31,32 @@ from typing import Any
 from .spec import TrainSpec
 
 __all__ = [
+    "CODE_CHANNEL",
+    "CODE_DIR",
+    "CONTAINER_ENTRYPOINT",
     "ENTRYPOINT",
     "JOB_PREFIX",
     "TrainingLayout",
     "build_request",
     "job_name",
     "source_files",
-    "source_tarball",
 ]
 
 ENTRYPOINT = "peagle_train.py"
+CODE_CHANNEL = "code"  # the source files, a File channel: /opt/ml/input/data/code/
+CODE_DIR = f"/opt/ml/input/data/{CODE_CHANNEL}"
+# The job's command. `constraints.txt` holds pip to the image's torch and vLLM's pins, so
+# installing speculators adds packages and replaces none of the image's.
+# PIP_BREAK_SYSTEM_PACKAGES: pip refuses an "externally managed" system python (PEP 668,
+# Ubuntu 24.04's) without it; an older pip ignores the variable. `exec`: the trainer is the
+# container's main process, so StopTrainingJob's SIGTERM reaches it.
+CONTAINER_ENTRYPOINT = [
+    "bash",
+    "-c",
+    f"PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --no-input "
+    f"-c {CODE_DIR}/constraints.txt -r {CODE_DIR}/requirements.txt "
+    f"&& exec python3 {CODE_DIR}/{ENTRYPOINT}",
+]
 JOB_PREFIX = "peagle-train-"
 TRAINING_PREFIX = "peagle/training/"
 # The tag that names what a training job trains for (with peagle:managed and the
@@ -66,8 +88,12 @@ class TrainingLayout:
         return f"{TRAINING_PREFIX}{self.job}/"
 
     @property
-    def source_key(self) -> str:
-        return f"{self.prefix}source/sourcedir.tar.gz"
+    def source_prefix(self) -> str:
+        """The `code` channel: one object per source file."""
+        return f"{self.prefix}source/"
+
+    def source_key(self, name: str) -> str:
+        return f"{self.source_prefix}{name}"
 
     @property
     def data_key(self) -> str:
@@ -104,32 +130,12 @@ def source_files() -> dict[str, bytes]:
     return out
 
 
-def source_tarball(files: dict[str, bytes]) -> bytes:
-    """A deterministic tar.gz of `files` (sorted names, zero mtimes and owners, no gzip
-    timestamp): the same source gives the same bytes, so its sha256 says what ran."""
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name in sorted(files):
-            info = tarfile.TarInfo(name)
-            info.size = len(files[name])
-            info.mtime = 0
-            info.mode = 0o644
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            tar.addfile(info, io.BytesIO(files[name]))
-    out = io.BytesIO()
-    with gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as gz:
-        gz.write(raw.getvalue())
-    return out.getvalue()
-
-
 def hyperparameters(
-    spec: TrainSpec, layout: TrainingLayout, layer_ids: list[int], draft_vocab: int | None
+    spec: TrainSpec, layer_ids: list[int], draft_vocab: int | None
 ) -> dict[str, str]:
-    """The job's hyperparameters, every value a string."""
+    """The job's hyperparameters, every value a string (only the trainer's: no toolkit
+    reads any)."""
     hp = {
-        "sagemaker_program": ENTRYPOINT,
-        "sagemaker_submit_directory": layout.uri(layout.source_key),
         "k": str(spec.k),
         "layers": str(spec.layers),
     }
@@ -183,10 +189,18 @@ def build_request(
     peagle:managed and the target tag are added here."""
     return {
         "TrainingJobName": layout.job,
-        "AlgorithmSpecification": {"TrainingImage": image, "TrainingInputMode": "File"},
-        "HyperParameters": hyperparameters(spec, layout, layer_ids, draft_vocab),
+        "AlgorithmSpecification": {
+            "TrainingImage": image,
+            "TrainingInputMode": "File",
+            "ContainerEntrypoint": list(CONTAINER_ENTRYPOINT),
+        },
+        "HyperParameters": hyperparameters(spec, layer_ids, draft_vocab),
         "RoleArn": role_arn,
-        "InputDataConfig": [_channel("target", target_uri), _channel("train", data_uri)],
+        "InputDataConfig": [
+            _channel("target", target_uri),
+            _channel("train", data_uri),
+            _channel(CODE_CHANNEL, layout.uri(layout.source_prefix)),
+        ],
         "OutputDataConfig": {"S3OutputPath": layout.output_path, "CompressionType": "NONE"},
         "ResourceConfig": {
             "InstanceType": spec.instance_type,

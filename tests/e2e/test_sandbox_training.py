@@ -1,17 +1,22 @@
 """Training jobs in the sandbox server (issue 40), started as `peagle sandbox start` spawns
 it, with a frozen clock the tests advance.
 
-With `--trainer-home`, a job's Training runs its entrypoint for real: the stand-in
-`peagle_train.py` below (stdlib only; the real entrypoint is another piece of issue 40)
-is uploaded as `sagemaker_submit_directory`'s tar.gz, and the home's
-`trainer-venv-0.9.0/bin/python` is a two-line wrapper around this interpreter. What the
-stand-in saw (the /opt/ml layout and the SageMaker training toolkit's variables) comes
-back through its model directory, which the sandbox uploads to the job's output path as
-SageMaker uploads /opt/ml/model. Expected values are the toolkit's conventions
-(SM_MODEL_DIR, SM_CHANNEL_<NAME>, SM_HPS without the sagemaker_ entries,
-`input/config/hyperparameters.json` as the request's string map) and the training
-container guide's failure file ("the first 1024 characters from this file as
-FailureReason").
+With `--trainer-home`, a job's Training runs its ContainerEntrypoint for real, as peagle's
+requests name it (the vLLM DLC has no training toolkit): `bash -c "<pip install> && exec
+python3 /opt/ml/input/data/code/peagle_train.py"`, the source being the `code` channel.
+The stand-in `peagle_train.py` below (stdlib only) reports what it saw through its model
+directory, which the sandbox uploads as SageMaker uploads /opt/ml/model. The home's
+`trainer-venv-0.9.0/bin/python` is a wrapper around this interpreter run with `-S` (no
+site-packages: like the real trainer venv, it cannot import peagle unless PYTHONPATH leaks
+in) that marks the process as the trainer venv's.
+
+Expected values: SageMaker's File-mode layout (`input/config/hyperparameters.json` as the
+request's string map, `input/data/<channel>/`, `model/`), the entrypoint and arguments as
+given with /opt/ml being the job's directory, the training container guide's failure file
+("the first 1024 characters from this file as FailureReason"), StopTrainingJob's "After
+SageMaker stops the job, it sets the status to Stopped" (not before the process exits),
+and the review of issue 40 (findings 11 and 12: no PYTHONPATH/VIRTUAL_ENV/SM_* in a job,
+HF offline, recorded process groups, job directories removed when the job ends).
 
 The only real-time waits are for the stand-in process itself (bounded polls); control-
 plane phases move when the clock is advanced.
@@ -19,12 +24,11 @@ plane phases move when the clock is advanced.
 
 from __future__ import annotations
 
-import io
 import json
 import sys
-import tarfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -37,8 +41,18 @@ from tests.e2e.test_sandbox_clock_server import ROLE, Server
 pytestmark = pytest.mark.e2e
 
 BUCKET = "sagemaker-us-east-1-123456789012"
-IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.8.0-gpu-py312"
+IMAGE = (
+    "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.31.0-gpu-py312-cu130-ubuntu24.04-sagemaker"
+)
 GROUP = "/aws/sagemaker/TrainingJobs"
+CODE = "/opt/ml/input/data/code"
+ENTRYPOINT = [
+    "bash",
+    "-c",
+    f"python3 -m pip install --quiet -r {CODE}/requirements.txt "
+    f'&& exec python3 {CODE}/peagle_train.py "$@"',
+    "peagle-train",  # $0 of the script; ContainerArguments follow as $1...
+]
 TARGET = {
     "architectures": ["LlamaForCausalLM"],
     "hidden_size": 256,
@@ -49,63 +63,72 @@ TARGET = {
 TO_TRAINING = timedelta(seconds=90)
 
 STAND_IN = r"""
-import json, os, pathlib, sys, time
-config = pathlib.Path(os.environ["SM_INPUT_CONFIG_DIR"])
-hps = json.loads((config / "hyperparameters.json").read_text())
-model = pathlib.Path(os.environ["SM_MODEL_DIR"])
+import json, os, pathlib, signal, sys, time
+root = pathlib.Path(os.environ["PEAGLE_TRAIN_ML_ROOT"])
+hps = json.loads((root / "input" / "config" / "hyperparameters.json").read_text())
+model = root / "model"
 print("peagle-train: step 1 loss 1.5", flush=True)
 print("stand-in: to stderr", file=sys.stderr, flush=True)
 mode = hps.get("mode")
 if mode == "fail":
-    pathlib.Path(os.environ["SM_OUTPUT_DIR"], "failure").write_text("x" * 2000)
+    (root / "output" / "failure").write_text("x" * 2000)
     sys.exit(3)
 if mode == "hang":
+    def term(*_):
+        (model / "late").write_text("written in the SIGTERM grace")
+        while not (root / "release").exists():
+            time.sleep(0.05)
+        sys.exit(0)
+    signal.signal(signal.SIGTERM, term)
     (model / "pid").write_text(str(os.getpid()))
-    print("stand-in: waiting to be stopped", flush=True)
+    print(f"stand-in: waiting to be stopped in {root}", flush=True)
     while True:
         time.sleep(0.05)
-target = pathlib.Path(os.environ["SM_CHANNEL_TARGET"]) / "config.json"
-(model / "config.json").write_text(target.read_text())
+try:
+    import sm_peagle
+    importable = True
+except ImportError:
+    importable = False
+(model / "config.json").write_text((root / "input/data/target/config.json").read_text())
 seen = {
     "argv": sys.argv[1:],
     "hyperparameters.json": hps,
-    "SM_HPS": json.loads(os.environ["SM_HPS"]),
-    "SM_CHANNELS": json.loads(os.environ["SM_CHANNELS"]),
-    "train": (pathlib.Path(os.environ["SM_CHANNEL_TRAIN"]) / "train.jsonl").read_text(),
-    "cwd_has_requirements": pathlib.Path("requirements.txt").is_file(),
-    "model_dir_name": model.name,
+    "code": sorted(p.name for p in (root / "input/data/code").iterdir()),
+    "train": (root / "input/data/train/train.jsonl").read_text(),
+    "sm_peagle_importable": importable,
+    "trainer_venv": os.environ.get("STAND_IN_TRAINER_VENV"),
+    "env": sorted(os.environ),
+    "hf_offline": os.environ.get("HF_HUB_OFFLINE"),
+    "root": str(root),
 }
 (model / "peagle-training-report.json").write_text(json.dumps(seen))
 print("peagle-train: step 2 loss 0.5", flush=True)
 """
 
 
-def _source() -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for name, body in (("peagle_train.py", STAND_IN), ("requirements.txt", "")):
-            data = body.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+@dataclass
+class Sandbox:
+    server: Server
+    root: Path  # beside its state file: engines/ (process records), training/ (job dirs)
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     home = tmp_path_factory.mktemp("trainer-home")
     python = home / "trainer-venv-0.9.0" / "bin" / "python"
     python.parent.mkdir(parents=True)
-    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.write_text(f'#!/bin/sh\nSTAND_IN_TRAINER_VENV=1 exec "{sys.executable}" -S "$@"\n')
     python.chmod(0o755)
-    srv = Server(tmp_path_factory.mktemp("sandbox"), "--clock-frozen", "--trainer-home", str(home))
+    root = tmp_path_factory.mktemp("sandbox")
+    srv = Server(root, "--clock-frozen", "--trainer-home", str(home))
     s3 = _s3(srv)
     s3.create_bucket(Bucket=BUCKET)
     s3.put_object(Bucket=BUCKET, Key="targets/tiny/config.json", Body=json.dumps(TARGET))
     s3.put_object(Bucket=BUCKET, Key="data/train.jsonl", Body=b'{"prompt": "hello"}\n')
-    s3.put_object(Bucket=BUCKET, Key="src/sourcedir.tar.gz", Body=_source())
+    s3.put_object(Bucket=BUCKET, Key="src/peagle_train.py", Body=STAND_IN.encode())
+    s3.put_object(Bucket=BUCKET, Key="src/requirements.txt", Body=b"speculators==0.9.0\n")
     try:
-        yield srv
+        yield Sandbox(srv, root)
     finally:
         srv.stop()
 
@@ -116,7 +139,7 @@ def _s3(srv: Server) -> Any:
     return sandbox_client(srv.url, "s3")
 
 
-def _create(srv: Server, name: str, **hps: str) -> None:
+def _create(srv: Server, name: str, arguments: list[str] | None = None, **hps: str) -> None:
     def channel(n: str, prefix: str) -> dict[str, Any]:
         return {
             "ChannelName": n,
@@ -129,18 +152,23 @@ def _create(srv: Server, name: str, **hps: str) -> None:
             },
         }
 
+    spec: dict[str, Any] = {
+        "TrainingImage": IMAGE,
+        "TrainingInputMode": "File",
+        "ContainerEntrypoint": ENTRYPOINT,
+    }
+    if arguments:
+        spec["ContainerArguments"] = arguments
     srv.sm.create_training_job(
         TrainingJobName=name,
-        AlgorithmSpecification={"TrainingImage": IMAGE, "TrainingInputMode": "File"},
+        AlgorithmSpecification=spec,
         RoleArn=ROLE,
-        HyperParameters={
-            "sagemaker_program": '"peagle_train.py"',  # the SageMaker SDK JSON-encodes them
-            "sagemaker_submit_directory": f'"s3://{BUCKET}/src/sourcedir.tar.gz"',
-            "k": "3",
-            "target_layer_ids": "[1, 2, 3]",
-            **hps,
-        },
-        InputDataConfig=[channel("target", "targets/tiny/"), channel("train", "data/")],
+        HyperParameters={"k": "3", "target_layer_ids": "[1, 2, 3]", **hps},
+        InputDataConfig=[
+            channel("target", "targets/tiny/"),
+            channel("train", "data/"),
+            channel("code", "src/"),
+        ],
         OutputDataConfig={
             "S3OutputPath": f"s3://{BUCKET}/peagle/training/",
             "CompressionType": "NONE",
@@ -177,11 +205,12 @@ def _log(srv: Server, name: str) -> list[str]:
     return [e["message"] for e in events]
 
 
-def test_the_entrypoint_runs_in_the_trainer_venv_and_its_model_is_the_output(
-    server: Server,
+def test_the_container_entrypoint_runs_in_the_trainer_venv_and_its_model_is_the_output(
+    sandbox: Sandbox,
 ) -> None:
+    server = sandbox.server
     name = "peagle-train-ok-00000001"
-    _create(server, name, steps="2")
+    _create(server, name, ["--ml", "/opt/ml/input", "plain"], steps="2")
     server.advance(TO_TRAINING)
     d = _until_training_ends(server, name)
     assert (d["TrainingJobStatus"], d["SecondaryStatus"]) == ("InProgress", "Uploading")
@@ -190,24 +219,38 @@ def test_the_entrypoint_runs_in_the_trainer_venv_and_its_model_is_the_output(
     assert (d["TrainingJobStatus"], d["SecondaryStatus"]) == ("Completed", "Completed")
     assert json.loads(_output(server, name, "config.json")) == TARGET  # the target channel
     seen = json.loads(_output(server, name, "peagle-training-report.json"))
-    user = {"k": "3", "target_layer_ids": "[1, 2, 3]", "steps": "2"}
-    assert seen["argv"] == [x for k, v in user.items() for x in (f"--{k}", v)]
-    assert seen["hyperparameters.json"]["sagemaker_program"] == '"peagle_train.py"'
-    assert seen["SM_HPS"] == {"k": 3, "target_layer_ids": [1, 2, 3], "steps": 2}
-    assert seen["SM_CHANNELS"] == ["target", "train"]
+    root = seen["root"]
+    # ContainerArguments reach the command, /opt/ml rewritten to the job's directory.
+    assert seen["argv"] == ["--ml", f"{root}/input", "plain"]
+    assert seen["hyperparameters.json"] == {"k": "3", "target_layer_ids": "[1, 2, 3]",
+                                            "steps": "2"}  # fmt: skip
+    assert seen["code"] == ["peagle_train.py", "requirements.txt"]  # the code channel
     assert seen["train"] == '{"prompt": "hello"}\n'
-    assert seen["cwd_has_requirements"] is True  # it runs from the unpacked source dir
-    assert seen["model_dir_name"] == "model"
+    assert seen["trainer_venv"] == "1"  # python3 is the trainer venv's
+    # Finding 11: the product is not importable in a job (the server's PYTHONPATH stays
+    # out), nor does anything of the server's venv or a toolkit reach it.
+    assert seen["sm_peagle_importable"] is False
+    assert not {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"} & set(seen["env"])
+    assert not [k for k in seen["env"] if k.startswith(("SM_", "AWS_"))]
+    assert seen["hf_offline"] == "1"
     lines = _log(server, name)
     assert "peagle-train: step 1 loss 1.5" in lines
     assert "stand-in: to stderr" in lines
     assert "peagle-train: step 2 loss 0.5" in lines
+    # The entrypoint's pip install was skipped, and the log says so.
+    skipped = [x for x in lines if x.startswith("peagle-sandbox: skipped `python3 -m pip")]
+    assert len(skipped) == 1 and f"-r {root}/input/data/code/requirements.txt" in skipped[0]
+    assert f"peagle-sandbox: /opt/ml is {root}" in lines
     jobs = server.request("GET", "/_peagle/training")
     listed = {j["name"]: j for j in json.loads(jobs[2])["jobs"]}
     assert listed[name]["trainer"] == "real"
+    # Finding 12: the job's directory went with the job.
+    assert not Path(root).exists()
+    assert not (sandbox.root / "training" / name).exists()
 
 
-def test_a_failing_entrypoint_fails_the_job_with_its_failure_file(server: Server) -> None:
+def test_a_failing_entrypoint_fails_the_job_with_its_failure_file(sandbox: Sandbox) -> None:
+    server = sandbox.server
     name = "peagle-train-fail-00000002"
     _create(server, name, mode="fail")
     server.advance(TO_TRAINING)
@@ -217,27 +260,55 @@ def test_a_failing_entrypoint_fails_the_job_with_its_failure_file(server: Server
     assert "peagle-train: step 1 loss 1.5" in _log(server, name)
     listed = _s3(server).list_objects_v2(Bucket=BUCKET, Prefix=f"peagle/training/{name}/")
     assert listed["KeyCount"] == 0
+    assert not (sandbox.root / "training" / name).exists()
 
 
-def test_stop_ends_the_process_and_uploads_what_it_left(server: Server) -> None:
+def test_a_reused_name_starts_from_an_empty_directory(sandbox: Sandbox) -> None:
+    """After DeleteTrainingJob frees a name, the new job sees none of the old one's files:
+    the failed job above left a failure file; the same name now completes."""
+    server = sandbox.server
+    name = "peagle-train-reuse-00000004"
+    _create(server, name, mode="fail")
+    server.advance(TO_TRAINING)
+    assert _until_training_ends(server, name)["TrainingJobStatus"] == "Failed"
+    server.sm.delete_training_job(TrainingJobName=name)
+    _create(server, name)
+    server.advance(TO_TRAINING)
+    d = _until_training_ends(server, name)
+    assert (d["TrainingJobStatus"], d["SecondaryStatus"]) == ("InProgress", "Uploading")
+    assert "FailureReason" not in d
+
+
+def test_stop_ends_the_process_then_the_job_and_uploads_what_it_left(sandbox: Sandbox) -> None:
+    server = sandbox.server
     name = "peagle-train-hang-00000003"
     _create(server, name, mode="hang")
     server.advance(TO_TRAINING)
     deadline = time.monotonic() + 60
-    while "stand-in: waiting to be stopped" not in _log(server, name):
+    while not (waiting := [x for x in _log(server, name) if x.startswith("stand-in: waiting")]):
         assert time.monotonic() < deadline, "the stand-in never started"
         time.sleep(0.05)
+    root = Path(waiting[0].rsplit(" ", 1)[-1])
+    records = sorted((sandbox.root / "engines").glob("*.pgid"))
+    assert [r.read_text() for r in records] == [f"training-job {name}\n"]  # reapable
     server.sm.stop_training_job(TrainingJobName=name)
+    server.advance(timedelta(seconds=30))  # the Stopping phase's sandbox time has passed...
     d = _describe(server, name)
+    # ...but the process is still in its SIGTERM handler: SageMaker waits for it.
     assert (d["TrainingJobStatus"], d["SecondaryStatus"]) == ("Stopping", "Stopping")
-    server.advance(timedelta(seconds=30))
+    (root / "release").write_text("")
+    deadline = time.monotonic() + 30
+    while _describe(server, name)["TrainingJobStatus"] == "Stopping":
+        assert time.monotonic() < deadline, "the stand-in never exited"
+        time.sleep(0.05)
     d = _describe(server, name)
     assert (d["TrainingJobStatus"], d["SecondaryStatus"]) == ("Stopped", "Stopped")
-    pid = int(_output(server, name, "pid"))  # /opt/ml/model, uploaded on stop
-    deadline = time.monotonic() + 30
-    while pid_alive(pid):
-        assert time.monotonic() < deadline, f"the stand-in {pid} outlived StopTrainingJob"
-        time.sleep(0.05)
+    pid = int(records[0].stem)
+    assert int(_output(server, name, "pid")) == pid  # /opt/ml/model, uploaded on stop
+    assert _output(server, name, "late") == b"written in the SIGTERM grace"
+    assert not pid_alive(pid)
+    assert not records[0].exists()  # its record went with it
+    assert not root.exists()
 
 
 def test_a_trainer_home_without_its_venv_stops_the_server_at_start(tmp_path: Path) -> None:

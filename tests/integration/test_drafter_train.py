@@ -4,10 +4,14 @@ parity for every bad input.
 
 The expected values come from the rules, not from the code under test: SageMaker's
 CreateTrainingJob API (hyperparameters are strings; the name pattern and 63 characters;
-MaxRuntimeInSeconds), the lead's design for issue 40 (channel names `target`/`train`,
-`sagemaker_program` = `peagle_train.py`, output `s3://<bucket>/peagle/training/`
-uncompressed, tags), AWS's Hugging Face PyTorch training DLC tag, and botocore's own
-ParamValidator for the request.
+MaxRuntimeInSeconds; `AlgorithmSpecification.ContainerEntrypoint`, botocore's
+TrainingContainerEntrypoint: up to 100 strings; File channels land under
+`/opt/ml/input/data/<channel>/`), the lead's design for issue 40 (channel names
+`target`/`train`, output `s3://<bucket>/peagle/training/` uncompressed, tags), the review
+of it (the vLLM 0.31.0 SageMaker DLC as the image, which has no training toolkit: the
+source as a third File channel `code`, one object per file, and a container entrypoint
+that pip-installs requirements.txt under constraints.txt and execs peagle_train.py), and
+botocore's own ParamValidator for the request.
 """
 
 from __future__ import annotations
@@ -41,11 +45,22 @@ TINY_CONFIG = {
     "vocab_size": 512,
 }
 DLC = (
-    "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training:"
-    "2.9.0-transformers5.3.0-gpu-py312-cu130-ubuntu22.04"
+    "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.31.0-gpu-py312-cu130-ubuntu24.04-sagemaker"
 )
+CODE = "/opt/ml/input/data/code"  # where SageMaker puts the `code` channel's files
+ENTRYPOINT = [
+    "bash",
+    "-c",
+    f"PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --no-input "
+    f"-c {CODE}/constraints.txt -r {CODE}/requirements.txt "
+    f"&& exec python3 {CODE}/peagle_train.py",
+]
 ALL_SERVICES = ("sagemaker", "s3", "iam", "sts", "service-quotas", "logs")
-PLACEHOLDER_ENTRYPOINT = {"peagle_train.py": b"print('placeholder: the real one is h40-trainer')\n"}
+PLACEHOLDER_ENTRYPOINT = {
+    "peagle_train.py": b"print('placeholder: the real one is in training/source/')\n",
+    "requirements.txt": b"speculators==0.9.0\n",
+    "constraints.txt": b"torch==2.13.0\n",
+}
 
 
 @pytest.fixture
@@ -133,6 +148,14 @@ def test_dry_run_cli_prints_the_request_and_exits_0(
     assert doc["status"] == "DryRun"
     assert doc["request"]["TrainingJobName"] == "peagle-train-tiny-llama-0123abcd"
     assert world.requests == []
+    # The GPU path has never run on a GPU: a run on AWS's default image says so.
+    unverified = [n for n in doc["notes"] if "has not yet run on a GPU" in n]
+    assert len(unverified) == 1 and "--max-runtime" in unverified[0]
+    code, out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data), "--steps",
+                         "40", "--image", "123456789012.dkr.ecr.us-east-1.amazonaws.com/t:1",
+                         "--dry-run", "--json")  # fmt: skip
+    assert code == 0, err
+    assert not [n for n in json.loads(out)["notes"] if "has not yet run on a GPU" in n]
 
 
 def test_the_create_training_job_request_field_by_field(world: World, data: Path) -> None:
@@ -144,11 +167,14 @@ def test_the_create_training_job_request_field_by_field(world: World, data: Path
     req = sent[0]
     assert req["TrainingJobName"] == job
     assert re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", job)
-    assert req["AlgorithmSpecification"] == {"TrainingImage": DLC, "TrainingInputMode": "File"}
+    assert req["AlgorithmSpecification"] == {
+        "TrainingImage": DLC,
+        "TrainingInputMode": "File",
+        "ContainerEntrypoint": ENTRYPOINT,
+    }
     prefix = f"s3://{BUCKET}/peagle/training/{job}/"
+    # Only the trainer's: the image has no toolkit to read sagemaker_program & co.
     assert req["HyperParameters"] == {
-        "sagemaker_program": "peagle_train.py",
-        "sagemaker_submit_directory": prefix + "source/sourcedir.tar.gz",
         "k": "3",
         "layers": "1",
         "steps": "40",
@@ -166,6 +192,8 @@ def test_the_create_training_job_request_field_by_field(world: World, data: Path
          "DataSource": {"S3DataSource": {**channel, "S3Uri": TARGET}}},
         {"ChannelName": "train", "InputMode": "File",
          "DataSource": {"S3DataSource": {**channel, "S3Uri": prefix + "data/train.jsonl"}}},
+        {"ChannelName": "code", "InputMode": "File",
+         "DataSource": {"S3DataSource": {**channel, "S3Uri": prefix + "source/"}}},
     ]  # fmt: skip
     assert req["OutputDataConfig"] == {
         "S3OutputPath": f"s3://{BUCKET}/peagle/training/",
@@ -181,11 +209,11 @@ def test_the_create_training_job_request_field_by_field(world: World, data: Path
     assert tags["peagle:training-target"] == TARGET
     assert re.fullmatch(r"op-\d{8}T\d{6}Z-[0-9a-f]{6}", tags["peagle:operation"])
     assert {"peagle:operation-owner", "peagle:operation-until"} <= set(tags)
-    # The uploads went where the channels and the submit directory point.
+    # The uploads went where the channels point.
     s3 = boto3.client("s3", region_name=REGION)
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=f"peagle/training/{job}/")
             .get("Contents", [])}  # fmt: skip
-    assert f"peagle/training/{job}/source/sourcedir.tar.gz" in keys
+    assert {f"peagle/training/{job}/source/{n}" for n in PLACEHOLDER_ENTRYPOINT} <= keys
     assert (
         s3.get_object(Bucket=BUCKET, Key=f"peagle/training/{job}/data/train.jsonl")["Body"].read()
         == data.read_bytes()
@@ -202,21 +230,25 @@ def test_the_create_training_job_request_field_by_field(world: World, data: Path
     assert writes == ["CreateTrainingJob"]
 
 
-def test_the_source_tarball_is_the_source_dir_byte_for_byte(world: World, data: Path) -> None:
-    import io
-    import tarfile
-
+def test_the_code_channel_is_the_source_dir_file_for_file(world: World, data: Path) -> None:
+    """Each source file is one object under the `code` channel's prefix, byte for byte, and
+    nothing else is there: SageMaker copies exactly these to /opt/ml/input/data/code/, the
+    directory the entrypoint runs from."""
     job = "peagle-train-tiny-llama-0123abcd"
     _seed_head(job)
     sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=1)
-    body = (
-        boto3.client("s3", region_name=REGION)
-        .get_object(Bucket=BUCKET, Key=f"peagle/training/{job}/source/sourcedir.tar.gz")["Body"]
-        .read()
-    )
-    with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
-        got = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+    s3 = boto3.client("s3", region_name=REGION)
+    prefix = f"peagle/training/{job}/source/"
+    listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
+    got = {
+        o["Key"][len(prefix) :]: s3.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read()
+        for o in listed
+    }
     assert got == PLACEHOLDER_ENTRYPOINT
+    # The entrypoint names files the channel holds.
+    command = world.sent("CreateTrainingJob")[0]["AlgorithmSpecification"]["ContainerEntrypoint"]
+    for name in re.findall(rf"{CODE}/([\w.]+)", command[-1]):
+        assert name in got
 
 
 def _stop_supported() -> bool:

@@ -451,3 +451,71 @@ def test_trainer_alone_means_the_engine_home(
     monkeypatch.setenv("PEAGLE_ENGINE_HOME", str(tmp_path))
     with pytest.raises(TrainerMissing, match=str(tmp_path)):
         start_trainer(harness, None, wanted=True)
+
+
+class _Run:
+    """A trainer process the test ends by hand (trainer_host.TrainerRun's interface)."""
+
+    def __init__(self) -> None:
+        self.exit_code: int | None = None
+        self.ended: float | None = None
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True  # SIGTERM sent; the process decides when it exits
+
+    def model_files(self) -> dict[str, bytes]:
+        return {"left.txt": b"written in the SIGTERM grace"}
+
+    def failure_reason(self) -> str:
+        return "AlgorithmError: unused"
+
+
+def test_a_real_trainers_job_is_stopped_no_earlier_than_its_process_exits(
+    harness: SageMakerHarness,
+) -> None:
+    """ "After SageMaker stops the job, it sets the status to Stopped": a process still in
+    its SIGTERM grace keeps the job Stopping past the phase's own length, and what it
+    leaves in /opt/ml/model by its exit is uploaded."""
+    run = _Run()
+    harness.training.trainer = type("Host", (), {"start": lambda self, job: run})()
+    sm = _sm()
+    sm.create_training_job(**_request())
+    harness.clock.advance(80)
+    assert _status() == ("InProgress", "Training")
+    sm.stop_training_job(TrainingJobName=JOB)
+    assert run.stopped
+    harness.clock.advance(60)  # Stopping is 15 s: long past it
+    assert _status() == ("Stopping", "Stopping")
+    run.exit_code, run.ended = 143, harness.clock.now()
+    d = sm.describe_training_job(TrainingJobName=JOB)
+    assert (d["TrainingJobStatus"], d["SecondaryStatus"]) == ("Stopped", "Stopped")
+    assert _epoch(d["TrainingEndTime"]) == T0 + 140  # the process's exit, not stop + 15
+    body = (
+        boto3.client("s3", region_name=REGION)
+        .get_object(Bucket=BUCKET, Key=f"peagle/training/{JOB}/output/model/left.txt")["Body"]
+        .read()
+    )
+    assert body == b"written in the SIGTERM grace"
+
+
+def test_the_trainers_directories_and_records_sit_beside_the_state_file(
+    harness: SageMakerHarness, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding 12: a killed server's job directories are cleared by the next host, and its
+    processes are recorded where `peagle sandbox stop` reaps the engines'."""
+    from peagle_sandbox.server import start_trainer
+
+    home = tmp_path / "home"
+    python = home / "trainer-venv-0.9.0" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\n")
+    state = tmp_path / "state"
+    stale = state / "training" / "peagle-train-old-00000000" / "opt-ml" / "output"
+    stale.mkdir(parents=True)
+    (stale / "failure").write_text("a killed server's job")
+    host = start_trainer(harness, home, state_file=state / "sandbox.json")
+    assert host is not None
+    assert host.work_dir == state / "training"
+    assert host.records_dir == state / "engines"
+    assert list(host.work_dir.iterdir()) == []

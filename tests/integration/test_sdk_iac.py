@@ -160,16 +160,16 @@ def test_iam_policy_bad_account_before_planning(capsys, no_plan) -> None:
 
 
 def test_iam_policy_unknown_for_lists_the_choices_before_planning(capsys, no_plan) -> None:
-    # The two principals a deployment has: the role SageMaker assumes, and whoever runs peagle.
+    # The principals: the role SageMaker assumes, whoever runs peagle, the TTL's role, and
+    # drafter training's two (whoever trains, the role the training job assumes).
     with pytest.raises(SpecError) as e:
         sm_peagle.iam_policy("gpt-oss-20b", for_="admin")
     assert e.value.message == "for_=: unknown value 'admin'"  # the SDK's own name for it
-    assert e.value.remedy == "use one of execution-role, deployer, ttl-role"
+    choices = "execution-role, deployer, ttl-role, trainer, training-role"
+    assert e.value.remedy == f"use one of {choices}"
     code, out, err = run_cli(capsys, "iam-policy", "gpt-oss-20b", "--for", "admin")
     assert code == 2 and out == ""
-    assert err.strip() == (
-        "error: --for: unknown value 'admin' (fix: use one of execution-role, deployer, ttl-role)"
-    )
+    assert err.strip() == f"error: --for: unknown value 'admin' (fix: use one of {choices})"
 
 
 def test_iam_policy_for_deployer_is_the_cli_json(capsys) -> None:

@@ -1,15 +1,19 @@
 """The training job's entrypoint (`sm_peagle/training/source/peagle_train.py`): its pure parts.
 
 The script runs inside a SageMaker training image where peagle is not installed, so it is
-loaded here by path, and run as SageMaker runs it (a subprocess with the SM_* variables).
+loaded here by path, and run as SageMaker runs it: a subprocess reading SageMaker's fixed
+/opt/ml layout (the vLLM DLC has no training toolkit, so no SM_* variables), with
+`PEAGLE_TRAIN_ML_ROOT` standing for /opt/ml.
 Bad input needs neither torch nor speculators: it is refused before either is imported.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,11 +40,9 @@ def _load() -> ModuleType:
 
 pt = _load()
 
-# What the product sends (the design's hyperparameters, every value a string) plus the
-# toolkit's own keys.
+# What the product sends (the design's hyperparameters, every value a string; no toolkit
+# keys: the image has no toolkit).
 GOOD = {
-    "sagemaker_program": "peagle_train.py",
-    "sagemaker_submit_directory": "s3://b/peagle/training/j/source/sourcedir.tar.gz",
     "k": "3",
     "layers": "1",
     "steps": "40",
@@ -57,6 +59,13 @@ def test_hyperparameters_are_typed_from_sagemaker_strings() -> None:
     assert p.target_layer_ids == [1, 2, 3]
     assert p.val_fraction == 0.1
     assert p.draft_vocab_size is None
+
+
+def test_a_toolkit_images_own_hyperparameters_are_ignored() -> None:
+    """With `image=` a toolkit image may add its `sagemaker_*` settings: not the trainer's."""
+    extra = {"sagemaker_program": "x.py", "sagemaker_region": "us-east-1"}
+    got = pt.parse_hyperparameters({**GOOD, **extra})
+    assert dataclasses.replace(got, extra={}) == pt.parse_hyperparameters(GOOD)
 
 
 def test_zero_steps_is_accepted() -> None:
@@ -157,21 +166,17 @@ def test_per_depth_accuracy_is_read_from_speculators_val_metrics() -> None:
 
 
 def _job(tmp_path: Path, hp: dict, rows: str) -> dict[str, str]:
-    (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "hyperparameters.json").write_text(json.dumps(hp))
-    (tmp_path / "train").mkdir()
-    (tmp_path / "train" / "data.jsonl").write_text(rows)
-    (tmp_path / "target").mkdir()
-    (tmp_path / "target" / "config.json").write_text(
+    """A job laid out as SageMaker's File mode does under /opt/ml (here `tmp_path`)."""
+    config, data = tmp_path / "input" / "config", tmp_path / "input" / "data"
+    config.mkdir(parents=True)
+    (config / "hyperparameters.json").write_text(json.dumps(hp))
+    (data / "train").mkdir(parents=True)
+    (data / "train" / "data.jsonl").write_text(rows)
+    (data / "target").mkdir()
+    (data / "target" / "config.json").write_text(
         json.dumps({"num_hidden_layers": 4, "vocab_size": 512})
     )
-    return {
-        "SM_INPUT_CONFIG_DIR": str(tmp_path / "config"),
-        "SM_CHANNEL_TRAIN": str(tmp_path / "train"),
-        "SM_CHANNEL_TARGET": str(tmp_path / "target"),
-        "SM_MODEL_DIR": str(tmp_path / "model"),
-        "SM_OUTPUT_DIR": str(tmp_path / "output"),
-    }
+    return {"PEAGLE_TRAIN_ML_ROOT": str(tmp_path)}
 
 
 @pytest.mark.parametrize(
@@ -223,18 +228,29 @@ def test_the_source_dir_imports_no_peagle() -> None:
                 assert top in allowed or top in sys.stdlib_module_names, (path.name, name)
 
 
+def _lines(name: str) -> list[str]:
+    text = (SOURCE / name).read_text()
+    return [x.strip() for x in text.splitlines() if x.strip() and not x.startswith("#")]
+
+
 def test_requirements_pin_speculators() -> None:
-    lines = [
-        x.strip()
-        for x in (SOURCE / "requirements.txt").read_text().splitlines()
-        if x.strip() and not x.startswith("#")
-    ]
-    assert lines == ["speculators==0.9.0"]
+    assert _lines("requirements.txt") == ["speculators==0.9.0"]
 
 
-def test_paths_follow_the_toolkit_variables_else_opt_ml(tmp_path: Path) -> None:
-    """The SageMaker training toolkit's variables (SM_*) name every directory; the job's
-    scratch lives under its output dir, so two jobs on one machine never share it."""
+def test_constraints_hold_pip_to_the_vllm_images_torch_and_transformers() -> None:
+    """vLLM 0.31.0's metadata (the training image's vLLM) pins torch==2.13.0 and
+    transformers>=5.10.4,<5.18.0; speculators 0.9.0 allows torch >=2.9.0,<=2.14.1 and
+    transformers >=5.0.0,<=5.19.0, so both pins are inside its ranges and pip keeps them."""
+    pins = {re.split(r"[<>=!~]", x, maxsplit=1)[0].lower(): x for x in _lines("constraints.txt")}
+    assert pins["torch"] == "torch==2.13.0"
+    assert pins["transformers"] == "transformers>=5.10.4,<5.18.0"
+    assert "speculators" not in pins  # requirements.txt's own pin decides it
+
+
+def test_paths_are_opt_ml_else_a_toolkits_variables(tmp_path: Path) -> None:
+    """SageMaker's fixed layout is the primary path (the vLLM DLC sets no SM_* variables); a
+    toolkit image's variables (SM_*) name every directory when set. The job's scratch lives
+    under its output dir, so two jobs on one machine never share it."""
     env = {
         "SM_INPUT_CONFIG_DIR": str(tmp_path / "c"),
         "SM_CHANNEL_TARGET": str(tmp_path / "t"),
@@ -251,7 +267,7 @@ def test_paths_follow_the_toolkit_variables_else_opt_ml(tmp_path: Path) -> None:
         tmp_path / "o",
         tmp_path / "o" / "peagle-work",
     )
-    # SageMaker's fixed layout (the Training Toolkit's defaults).
+    # SageMaker's fixed layout.
     d = pt.Paths.from_env({})
     assert (d.config, d.target, d.train, d.model, d.output) == (
         Path("/opt/ml/input/config"),
@@ -260,3 +276,23 @@ def test_paths_follow_the_toolkit_variables_else_opt_ml(tmp_path: Path) -> None:
         Path("/opt/ml/model"),
         Path("/opt/ml/output"),
     )
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [(2, "speculators rejected the training arguments (exit 2)"),
+     (1, "speculators exited; see its log (exit 1)")],
+)  # fmt: skip
+def test_speculators_exiting_is_reported_by_its_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, words: str
+) -> None:
+    """argparse exits 2 on bad arguments; speculators' generate_offline_data and others
+    `sys.exit(1)` on any failure, which is not an argument problem."""
+
+    def ends(_paths: object) -> None:
+        raise SystemExit(code)
+
+    monkeypatch.setattr(pt, "run", ends)
+    monkeypatch.setenv("PEAGLE_TRAIN_ML_ROOT", str(tmp_path))
+    assert pt.main([]) == code
+    assert words in (tmp_path / "output" / "failure").read_text()

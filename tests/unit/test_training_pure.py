@@ -5,11 +5,8 @@ pattern, the acceptance arithmetic of greedy verification), worked by hand here.
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import re
-import tarfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -28,7 +25,7 @@ from sm_peagle.training.checks import (
     target_layer_ids,
 )
 from sm_peagle.training.report import TrainingReport, expected_accepted_length
-from sm_peagle.training.request import TrainingLayout, build_request, job_name, source_tarball
+from sm_peagle.training.request import TrainingLayout, build_request, job_name
 from sm_peagle.training.spec import check_train_args
 
 NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
@@ -47,18 +44,6 @@ def test_job_names_fit_sagemakers_pattern_and_length(target: str) -> None:
     name = job_name(target, "0123abcd")
     assert NAME.fullmatch(name) and len(name) <= 63, name
     assert name.startswith("peagle-train-") and name.endswith("-0123abcd")
-
-
-def test_the_source_tarball_is_deterministic_and_holds_exactly_the_files() -> None:
-    files = {"b.txt": b"two", "a.py": b"one"}
-    one, two = source_tarball(files), source_tarball(dict(reversed(list(files.items()))))
-    assert one == two
-    assert gzip.decompress(one)[:5]  # a valid gzip stream
-    with tarfile.open(fileobj=io.BytesIO(one), mode="r:gz") as tar:
-        members = tar.getmembers()
-        assert [m.name for m in members] == ["a.py", "b.txt"]
-        assert all(m.mtime == 0 and m.uid == 0 for m in members)
-        assert tar.extractfile("b.txt").read() == b"two"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(

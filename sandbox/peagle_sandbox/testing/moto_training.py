@@ -33,7 +33,8 @@ quoted from the model's documentation):
   stops the job, it sets the status to Stopped" (`seconds["Stopping"]` later); the
   algorithm gets SIGTERM and what it left in /opt/ml/model is uploaded ("Algorithms might
   use this 120-second window to save the model artifacts"). A job not InProgress:
-  ValidationException [INF: wording]; an unknown one: ResourceNotFound.
+  ValidationException [INF: wording]; an unknown one: ResourceNotFound. With a real
+  trainer, Stopped comes no earlier than its process exits.
 - DeleteTrainingJob: "You can delete only training jobs that are in a terminal state
   (Stopped, Failed, or Completed) [...] You cannot delete a job that is in the InProgress
   or Stopping state. After deleting the job, you can reuse its name" (the model's
@@ -318,6 +319,12 @@ class TrainingJobs:
             if job.status == "Stopping":
                 assert job.stop_started is not None
                 end = job.stop_started + self.seconds["Stopping"]
+                if job.run is not None:
+                    # SageMaker waits for the container to exit: no earlier than the
+                    # process's end (it may still be in its SIGTERM grace).
+                    if job.run.ended is None:
+                        return
+                    end = max(end, job.run.ended)
                 if now >= end:
                     self._stopped(job, end)
                 return

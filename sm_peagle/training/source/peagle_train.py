@@ -1,18 +1,22 @@
-"""Train a P-EAGLE head inside a SageMaker training job (script mode), with `speculators`.
+"""Train a P-EAGLE head inside a SageMaker training job, with `speculators`.
 
-The SageMaker training toolkit pip-installs `requirements.txt` (speculators 0.9.0) and runs
-this file. It needs only the standard library, torch, transformers and speculators: it never
-imports peagle (the product is not installed in the training image).
+The job's ContainerEntrypoint (sm_peagle/training/request.py) pip-installs
+`requirements.txt` (speculators 0.9.0) under `constraints.txt` and runs this file with
+`python3`. It needs only the standard library, torch, transformers and speculators (and
+vLLM for the GPU backend): it never imports peagle (the product is not in the training
+image).
 
-Inputs, the SageMaker way (each path overridable by the env var the toolkit sets):
-  hyperparameters  $SM_INPUT_CONFIG_DIR/hyperparameters.json  (/opt/ml/input/config)
-  target model     $SM_CHANNEL_TARGET                          (/opt/ml/input/data/target)
-  prompts (jsonl)  $SM_CHANNEL_TRAIN                           (/opt/ml/input/data/train)
+Inputs, SageMaker's fixed layout (the image has no training toolkit, so no SM_* variables
+are set; each path still follows one when it is, as the toolkit's images set them):
+  hyperparameters  /opt/ml/input/config/hyperparameters.json  ($SM_INPUT_CONFIG_DIR)
+  target model     /opt/ml/input/data/target                  ($SM_CHANNEL_TARGET)
+  prompts (jsonl)  /opt/ml/input/data/train                   ($SM_CHANNEL_TRAIN)
+  this source      /opt/ml/input/data/code                    (the `code` channel)
 Outputs:
-  the head         $SM_MODEL_DIR  (/opt/ml/model): config.json + model.safetensors +
+  the head         /opt/ml/model ($SM_MODEL_DIR): config.json + model.safetensors +
                    peagle-training-report.json
-  on failure       $SM_OUTPUT_DIR/failure (/opt/ml/output/failure), which SageMaker shows
-                   as the job's FailureReason; exit 2 for bad input, 1 otherwise.
+  on failure       /opt/ml/output/failure ($SM_OUTPUT_DIR), which SageMaker shows as the
+                   job's FailureReason; exit 2 for bad input, 1 otherwise.
 
 Steps: prompts -> the target's own greedy continuations -> speculators' prepared dataset
 (`prepare-data` on rows carrying input_ids + loss_mask) -> hidden states in speculators'
@@ -44,7 +48,7 @@ GPU = "gpu"  # the default backend's name (peagle_train_gpu.py)
 K_RANGE = (1, 15)
 LAYERS_RANGE = (1, 4)
 MAX_NEW_TOKENS_RANGE = (1, 4096)
-# SageMaker passes the toolkit's own settings as hyperparameters too: not ours to judge.
+# A toolkit image (image=) passes its own settings as hyperparameters too: not ours to judge.
 _TOOLKIT_PREFIX = "sagemaker_"
 _KNOWN = {
     *("k", "layers", "draft_vocab_size", "steps", "epochs", "max_new_tokens", "seed"),
@@ -71,7 +75,8 @@ class Paths:
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Paths:
-        """The toolkit's env vars (SM_*), else SageMaker's fixed /opt/ml layout."""
+        """SageMaker's fixed /opt/ml layout (the primary path: the vLLM DLC sets no SM_*
+        variables), or a toolkit's SM_* variables when an image sets them."""
         env = dict(os.environ if env is None else env)
         ml = Path(env.get("PEAGLE_TRAIN_ML_ROOT", "/opt/ml"))
         output = Path(env.get("SM_OUTPUT_DIR", ml / "output"))
@@ -542,8 +547,8 @@ def run(paths: Paths) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # The toolkit also passes the hyperparameters as --name value arguments; the JSON file
-    # is the same data with its types intact, so the arguments are ignored.
+    # Any arguments (ContainerArguments, or a toolkit's --name value pairs) are ignored:
+    # the hyperparameters file is the one source, its values SageMaker's strings.
     del argv
     paths = Paths.from_env()
     try:
@@ -553,10 +558,11 @@ def main(argv: list[str] | None = None) -> int:
         print(message, file=sys.stderr, flush=True)
         write_failure(paths.output, message)
         return exc.code
-    except SystemExit as exc:  # speculators' own argument check (argparse: exit 2)
+    except SystemExit as exc:  # speculators ends the process itself (argparse: exit 2)
         code = exc.code if isinstance(exc.code, int) else 1
         if code:
-            message = f"{PREFIX} error: speculators rejected the training arguments (exit {code})"
+            what = "rejected the training arguments" if code == 2 else "exited; see its log"
+            message = f"{PREFIX} error: speculators {what} (exit {code})"
             print(message, file=sys.stderr, flush=True)
             write_failure(paths.output, message)
         return code

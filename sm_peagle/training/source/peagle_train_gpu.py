@@ -1,24 +1,143 @@
-"""The GPU backend of peagle_train.py (the default, in the stock AWS PyTorch training image).
+"""The GPU backend of peagle_train.py (the default, in AWS's vLLM DLC; see images.py).
 
-Upstream's GPU path: vLLM generates the continuations, and a vLLM server running the
+Upstream's GPU path, as speculators' `scripts/launch_vllm.py` and `generate-offline-data`
+run it: vLLM generates the target's continuations, then a vLLM server running the
 `extract_hidden_states` speculative method with vLLM's ExampleHiddenStatesConnector writes
-the hidden states that speculators' `generate-offline-data` collects into its offline
-format. Thin on purpose: it calls upstream and cannot run on a machine without a GPU (it is
-not exercised by peagle's tests; the sandbox's CPU backend is)."""
+the hidden states that speculators' `generate_offline_data` collects into its offline
+format (`hidden_states/hs_{i}.safetensors`).
+
+UNVERIFIED: this module has never run on a GPU. Its vLLM and speculators calls were read
+from vLLM 0.31.0's and speculators 0.9.0's source; the pure functions below (what it asks
+vLLM for) are unit-tested against those sources' rules (tests/unit/test_training_gpu.py).
+
+- Layers: speculators reads each sample's hidden states as `[:, :-1]` (the aux layers) and
+  `[:, -1]` (the verifier's last state) (speculators/train/data.py, the dataset's
+  `__getitem__`), and launch_vllm.py appends `num_hidden_layers` to the aux ids (its
+  `--include-last-layer`, default on). So vLLM extracts `[*aux, num_hidden_layers]`.
+- GPUs: every GPU of the instance (SM_NUM_GPUS when set, else torch's count) is one
+  tensor-parallel group, for the continuations and for the server: preflight
+  (training/checks.py) lets a target span all of them.
+- Memory: the continuations run in a child process, so every byte the first engine held
+  is freed when it exits, before the server starts on the same GPUs (`del llm` does not
+  reliably release a vLLM engine's memory).
+- Chunked prefill stays on (vLLM's default; launch_vllm.py does not turn it off): in 0.31
+  the method stores each token's hidden states in a cache-only KV layer as it is computed
+  and the connector reads the request's blocks when it finishes
+  (vllm/distributed/kv_transfer/kv_connector/v1/example_hidden_states_connector.py,
+  `request_finished` / `_submit_async_write`), so a prefill in chunks loses nothing.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+CONNECTOR = "ExampleHiddenStatesConnector"
+SERVER_START_SECONDS = 1800  # a large target's weights load from the channel's disk
+SERVER_POLL_SECONDS = 5
+
+
+class HiddenStatesFailed(RuntimeError):
+    """speculators' generate_offline_data ended the process (`sys.exit(1)` on any failure):
+    its own log above says why."""
+
+
+# ---- what the backend asks vLLM for (pure: unit-tested without a GPU) -------------------
+
+
+def gpu_count(env: dict[str, str] | None = None) -> int:
+    """The instance's GPUs: SM_NUM_GPUS when the environment has it (a toolkit image),
+    else torch's count (the vLLM DLC has no toolkit); at least 1."""
+    env = dict(os.environ if env is None else env)
+    raw = env.get("SM_NUM_GPUS", "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    import torch
+
+    return max(1, int(torch.cuda.device_count()))
+
+
+def num_hidden_layers(config: dict[str, Any]) -> int:
+    """The target's decoder layer count from its config.json (a multimodal config's
+    `text_config`, as launch_vllm.py reads it)."""
+    text = config.get("text_config", config)
+    return int(text["num_hidden_layers"])
+
+
+def extraction_layer_ids(aux_layer_ids: list[int], layers: int) -> list[int]:
+    """The layers vLLM extracts: the aux ids, then the last (`layers`), as launch_vllm.py
+    builds them with --include-last-layer."""
+    ids = list(aux_layer_ids)
+    if layers not in ids:
+        ids.append(layers)
+    return ids
+
+
+def speculative_config(aux_layer_ids: list[int], layers: int) -> dict[str, Any]:
+    """vLLM's `--speculative-config` for hidden-states extraction (launch_vllm.py's)."""
+    return {
+        "method": "extract_hidden_states",
+        "num_speculative_tokens": 1,  # vLLM's ExtractHiddenStatesProposer asserts 1
+        "draft_model_config": {
+            "hf_config": {
+                "eagle_aux_hidden_state_layer_ids": extraction_layer_ids(aux_layer_ids, layers)
+            }
+        },
+    }
+
+
+def kv_transfer_config(store: Path) -> dict[str, Any]:
+    """vLLM's `--kv-transfer-config`: the connector writes one safetensors file per request
+    under `store` (launch_vllm.py's `file` backend)."""
+    return {
+        "kv_connector": CONNECTOR,
+        "kv_role": "kv_producer",
+        "kv_connector_extra_config": {"shared_storage_path": str(store)},
+    }
+
+
+def server_argv(
+    python: str,
+    target: Path,
+    *,
+    port: int,
+    aux_layer_ids: list[int],
+    layers: int,
+    store: Path,
+    tensor_parallel: int,
+) -> list[str]:
+    """The hidden-states server's command: launch_vllm.py's, bound to loopback, across
+    `tensor_parallel` GPUs."""
+    return [
+        python,
+        *("-m", "vllm.entrypoints.cli.main", "serve", str(target)),
+        *("--speculative_config", json.dumps(speculative_config(aux_layer_ids, layers))),
+        *("--kv_transfer_config", json.dumps(kv_transfer_config(store))),
+        *("--host", "127.0.0.1", "--port", str(port)),
+        *("--tensor-parallel-size", str(tensor_parallel)),
+    ]
+
+
+def llm_kwargs(target: Path, seed: int, tensor_parallel: int) -> dict[str, Any]:
+    """vLLM's `LLM(...)` for the continuations, across the instance's GPUs."""
+    return {"model": str(target), "seed": seed, "tensor_parallel_size": tensor_parallel}
+
+
+def continuations_argv(python: str, request: Path) -> list[str]:
+    """The child process that generates the continuations (see the module doc: memory)."""
+    return [python, str(Path(__file__).resolve()), "continuations", str(request)]
+
+
+# ---- the backend ------------------------------------------------------------------------
 
 
 class GpuBackend:
-    """The default backend (see the module docstring). UNVERIFIED here: vLLM is not in the
-    stock PyTorch training image nor in requirements.txt (the image must provide it), and
-    the `extract_hidden_states` config shape follows vLLM 0.31's source, never run."""
+    """The default backend (see the module docstring)."""
 
     name = "gpu"
 
@@ -31,43 +150,45 @@ class GpuBackend:
     def continuations(
         self, target: Path, prompts: list[list[int]], max_new_tokens: int, seed: int
     ) -> list[list[int]]:
-        from vllm import LLM, SamplingParams
-        from vllm.inputs import TokensPrompt
+        import tempfile
 
-        llm = LLM(model=str(target), seed=seed)
-        params = SamplingParams(temperature=0.0, max_tokens=max_new_tokens)
-        outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params)
-        result = [list(o.outputs[0].token_ids) for o in outs]
-        del llm
-        return result
+        with tempfile.TemporaryDirectory(prefix="peagle-continuations-") as tmp:
+            request, result = Path(tmp) / "request.json", Path(tmp) / "result.json"
+            request.write_text(
+                json.dumps(
+                    {
+                        "llm": llm_kwargs(target, seed, gpu_count()),
+                        "prompts": prompts,
+                        "max_new_tokens": max_new_tokens,
+                        "result": str(result),
+                    }
+                )
+            )
+            done = subprocess.run(continuations_argv(sys.executable, request), check=False)
+            if done.returncode != 0:
+                raise RuntimeError(f"vLLM's continuations process failed (exit {done.returncode})")
+            return json.loads(result.read_text())
 
     def hidden_states(self, target: Path, dataset: Path, layer_ids: list[int]) -> None:
-        import subprocess
         import urllib.request
 
         from speculators.cli.generate_offline_data import generate_offline_data
 
+        layers = num_hidden_layers(json.loads((target / "config.json").read_text()))
         port = int(os.environ.get("PEAGLE_TRAIN_VLLM_PORT", "8000"))
-        store = dataset / "hs-store"
-        spec = {
-            "method": "extract_hidden_states",
-            "num_speculative_tokens": 1,
-            "draft_model_config": {
-                "hf_config": {"eagle_aux_hidden_state_layer_ids": [*layer_ids]},
-            },
-        }
-        kv = {
-            "kv_connector": "ExampleHiddenStatesConnector",
-            "kv_role": "kv_producer",
-            "kv_connector_extra_config": {"shared_storage_path": str(store)},
-        }
-        argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
-        argv += ["--model", str(target), "--port", str(port)]
-        argv += ["--speculative-config", json.dumps(spec)]
-        argv += ["--kv-transfer-config", json.dumps(kv)]
+        argv = server_argv(
+            sys.executable,
+            target,
+            port=port,
+            aux_layer_ids=layer_ids,
+            layers=layers,
+            store=dataset / "hs-store",
+            tensor_parallel=gpu_count(),
+        )
+        print(f"peagle-train: hidden-states server: {' '.join(argv)}", flush=True)
         server = subprocess.Popen(argv)
         try:
-            deadline = time.monotonic() + 1800
+            deadline = time.monotonic() + SERVER_START_SECONDS
             while True:
                 try:
                     urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5)
@@ -75,13 +196,46 @@ class GpuBackend:
                 except OSError:
                     if server.poll() is not None or time.monotonic() > deadline:
                         raise RuntimeError("the hidden-states vLLM server did not start") from None
-                    time.sleep(5)
-            generate_offline_data(
-                model=str(target),
-                endpoint=f"http://127.0.0.1:{port}/v1",
-                preprocessed_data=str(dataset),
-                output=str(dataset / "hidden_states"),
-            )
+                    time.sleep(SERVER_POLL_SECONDS)
+            out = dataset / "hidden_states"
+            try:
+                generate_offline_data(
+                    model=str(target),
+                    endpoint=f"http://127.0.0.1:{port}/v1",
+                    preprocessed_data=str(dataset),
+                    output=str(out),
+                )
+            except SystemExit as exc:  # its `except Exception: sys.exit(1)`
+                if exc.code not in (None, 0):
+                    raise HiddenStatesFailed(
+                        f"speculators' generate_offline_data failed (exit {exc.code}): "
+                        "its log above says why"
+                    ) from None
+            if not any(out.glob("hs_*.safetensors")):
+                raise HiddenStatesFailed(f"generate_offline_data wrote no hidden states to {out}")
         finally:
             server.terminate()
-            server.wait(timeout=120)
+            try:
+                server.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+def _continuations_main(request_path: str) -> int:
+    """The child: one vLLM engine, greedy continuations, the result as JSON; its exit frees
+    the GPUs."""
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    req = json.loads(Path(request_path).read_text())
+    llm = LLM(**req["llm"])
+    params = SamplingParams(temperature=0.0, max_tokens=int(req["max_new_tokens"]))
+    outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in req["prompts"]], params)
+    Path(req["result"]).write_text(json.dumps([list(o.outputs[0].token_ids) for o in outs]))
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "continuations":
+        raise SystemExit(_continuations_main(sys.argv[2]))
+    raise SystemExit(f"usage: {sys.argv[0]} continuations REQUEST.json")
