@@ -135,9 +135,38 @@ def test_dry_run_cli_prints_the_request_and_exits_0(
     assert world.requests == []
 
 
-def test_the_create_training_job_request_field_by_field(world: World, data: Path) -> None:
+def _snapshot_at_wait(monkeypatch: pytest.MonkeyPatch, job: str) -> dict[str, bytes]:
+    """The objects under the job's prefix while the job runs (the wait's first call): what
+    the job's channels read. Filled in when the run waits."""
+    from sm_peagle.lifecycle import training as lt
+
+    seen: dict[str, bytes] = {}
+    real = lt.wait_for_job
+
+    def wait(*a: Any, **k: Any) -> Any:
+        s3 = boto3.client("s3", region_name=REGION)
+        for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=f"peagle/training/{job}/").get(
+            "Contents", []
+        ):
+            seen[o["Key"]] = s3.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read()
+        return real(*a, **k)
+
+    monkeypatch.setattr(lt, "wait_for_job", wait)
+    return seen
+
+
+def _keys_left(job: str) -> set[str]:
+    s3 = boto3.client("s3", region_name=REGION)
+    got = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"peagle/training/{job}/")
+    return {o["Key"].removeprefix(f"peagle/training/{job}/") for o in got.get("Contents", [])}
+
+
+def test_the_create_training_job_request_field_by_field(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     job = "peagle-train-tiny-llama-0123abcd"
     _seed_head(job)
+    during = _snapshot_at_wait(monkeypatch, job)
     r = sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), k=3, steps=40)
     sent = world.sent("CreateTrainingJob")
     assert len(sent) == 1
@@ -179,15 +208,16 @@ def test_the_create_training_job_request_field_by_field(world: World, data: Path
     assert tags["peagle:training-target"] == TARGET
     assert re.fullmatch(r"op-\d{8}T\d{6}Z-[0-9a-f]{6}", tags["peagle:operation"])
     assert {"peagle:operation-owner", "peagle:operation-until"} <= set(tags)
-    # The uploads went where the channels and the submit directory point.
-    s3 = boto3.client("s3", region_name=REGION)
-    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=f"peagle/training/{job}/")
-            .get("Contents", [])}  # fmt: skip
-    assert f"peagle/training/{job}/source/sourcedir.tar.gz" in keys
-    assert (
-        s3.get_object(Bucket=BUCKET, Key=f"peagle/training/{job}/data/train.jsonl")["Body"].read()
-        == data.read_bytes()
-    )
+    # While the job ran, the uploads were where the channels and the submit directory point.
+    assert f"peagle/training/{job}/source/sourcedir.tar.gz" in during
+    assert during[f"peagle/training/{job}/data/train.jsonl"] == data.read_bytes()
+    # Once it completed and its report was read, only the head is left (issue 40 review,
+    # finding 6: the uploaded prompts and source stay nowhere).
+    assert _keys_left(job) == {
+        "output/model/config.json",
+        "output/model/model.safetensors",
+        "output/model/peagle-training-report.json",
+    }
     # The result: the head's prefix (what deploy --drafter takes), the report read back.
     assert r.status == "Completed"
     assert r.head_uri == prefix + "output/model/"
@@ -197,21 +227,26 @@ def test_the_create_training_job_request_field_by_field(world: World, data: Path
     assert not [c for c in r.check.checks if "report" in str(c.message)]
     # Nothing was created before the checks: CreateTrainingJob is the only SageMaker write.
     writes = [op for op, _ in world.requests if op.startswith(("Create", "Stop", "Delete"))]
-    assert writes == ["CreateTrainingJob"]
+    assert [op for op in writes if op != "DeleteObjects"] == ["CreateTrainingJob"]
+    # The uploads went only after the report was read (a run that cannot read it keeps
+    # them for the user to look at).
+    ops = [(op, p.get("Key", "")) for op, p in world.requests]
+    report_read = ops.index(("GetObject", f"peagle/training/{job}/output/model/"
+                                          "peagle-training-report.json"))  # fmt: skip
+    assert ops.index(("DeleteObjects", "")) > report_read
 
 
-def test_the_source_tarball_is_the_source_dir_byte_for_byte(world: World, data: Path) -> None:
+def test_the_source_tarball_is_the_source_dir_byte_for_byte(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import io
     import tarfile
 
     job = "peagle-train-tiny-llama-0123abcd"
     _seed_head(job)
+    during = _snapshot_at_wait(monkeypatch, job)
     sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=1)
-    body = (
-        boto3.client("s3", region_name=REGION)
-        .get_object(Bucket=BUCKET, Key=f"peagle/training/{job}/source/sourcedir.tar.gz")["Body"]
-        .read()
-    )
+    body = during[f"peagle/training/{job}/source/sourcedir.tar.gz"]
     with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
         got = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
     assert got == PLACEHOLDER_ENTRYPOINT
@@ -248,10 +283,13 @@ def test_an_interrupt_during_training_stops_the_job_and_leaves_nothing(
         sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
     assert caught.value.job_name == job
     assert world.sent("StopTrainingJob") == [{"TrainingJobName": job}]
-    status = boto3.client("sagemaker", region_name=REGION).describe_training_job(
-        TrainingJobName=job
-    )["TrainingJobStatus"]
-    assert status not in ("InProgress", "Stopping")
+    # Once Stopped, the job is deleted (gc would delete it: nothing of it is of use), so
+    # "nothing is left" is true of SageMaker too (issue 40 review, finding 7).
+    assert caught.value.status == "Stopped"
+    assert world.sent("DeleteTrainingJob") == [{"TrainingJobName": job}]
+    assert caught.value.left == [] and caught.value.to_dict()["left"] == []
+    jobs = boto3.client("sagemaker", region_name=REGION).list_training_jobs()
+    assert jobs["TrainingJobSummaries"] == []
     left = boto3.client("s3", region_name=REGION).list_objects_v2(
         Bucket=BUCKET, Prefix="peagle/training/"
     )
@@ -510,7 +548,7 @@ def test_s3_data_is_read_once_and_judged_before_any_upload(world: World) -> None
 
 
 def test_a_local_target_is_pushed_under_the_job_and_is_the_target_channel(
-    world: World, data: Path, tmp_path: Path
+    world: World, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     model = tmp_path / "my-llama"
     model.mkdir()
@@ -518,14 +556,16 @@ def test_a_local_target_is_pushed_under_the_job_and_is_the_target_channel(
     (model / "model.safetensors").write_bytes(b"\0" * 64)
     job = "peagle-train-my-llama-0123abcd"
     _seed_head(job)
+    during = _snapshot_at_wait(monkeypatch, job)
     sm_peagle.Client(region=REGION).drafter_train(str(model), data=str(data), steps=1)
     prefix = f"peagle/training/{job}/target/"
     channel = world.sent("CreateTrainingJob")[0]["InputDataConfig"][0]
     assert channel["ChannelName"] == "target"
     assert channel["DataSource"]["S3DataSource"]["S3Uri"] == f"s3://{BUCKET}/{prefix}"
-    s3 = boto3.client("s3", region_name=REGION)
-    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]}
+    keys = {k for k in during if k.startswith(prefix)}
     assert keys == {prefix + "config.json", prefix + "model.safetensors"}
+    # The copy of the target (tens of GB for a real model) is gone once the job completed.
+    assert not [k for k in _keys_left(job) if k.startswith("target/")]
 
 
 def test_without_wait_the_job_is_created_and_left_running(world: World, data: Path) -> None:
