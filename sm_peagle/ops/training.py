@@ -107,6 +107,12 @@ class TrainingOps(Session):
         )  # fmt: skip
         notes: list[str] = []
         s3_data = spec.data.startswith("s3://")
+        if not s3_data and spec.data.startswith("~"):
+            # Expanded once, here: every later read and the upload use the same path
+            # (`--data=~/p.jsonl` reaches peagle unexpanded; bash expands only word starts).
+            from dataclasses import replace
+
+            spec = replace(spec, data=str(Path(spec.data).expanduser()))
         if s3_data:
             from ..drafter.inspection import parse_s3_uri
 

@@ -178,7 +178,7 @@ def run_training(
     except Exception as e:
         op.end()  # this process no longer runs the job (gc may judge it once it ended)
         if created:  # the job may be running on: S3 is left as it is (TrainingLost)
-            raise _lost(e, layout, op.id) from e
+            raise _lost(e, layout, op.id, region) from e
         _remove_quietly(s3, layout)  # no job: the uploads are of no use
         raise lt.upload_failure(e, "the job's inputs", layout.uri(layout.prefix)) or e from e
     op.end()
@@ -287,7 +287,7 @@ def _uploads(s3: Any, say: Any, spec: Any, info: Any, layout: Any, files: Any) -
             raise lt.upload_failure(e, what, layout.uri(key)) or e from e
 
 
-def _lost(e: Exception, layout: Any, op_id: str) -> Exception:
+def _lost(e: Exception, layout: Any, op_id: str, region: str) -> Exception:
     """TrainingLost for an error while waiting for a created job (not a failure of the
     job): it names the job, says it may still be running, and how to stop and remove it."""
     from ..aws import as_peagle_error
@@ -310,10 +310,11 @@ def _lost(e: Exception, layout: Any, op_id: str) -> Exception:
         operation=op_id,
         remedy=text(
             "{first}if it should not finish, stop it (`aws sagemaker stop-training-job "
-            "--training-job-name {j}`); once it has ended, `{gc}` removes its uploads (and "
-            "all of it unless it Completed: its head is kept)",
+            "--training-job-name {j} --region {r}`); once it has ended, `{gc}` removes its "
+            "uploads (and all of it unless it Completed: its head is kept)",
             first=first,
             j=layout.job,
+            r=region,
             gc=Call("gc", operation=op_id),
         ),
     )

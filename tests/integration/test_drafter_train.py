@@ -573,3 +573,206 @@ def test_without_wait_the_job_is_created_and_left_running(world: World, data: Pa
     assert r.status == "InProgress" and r.report is None
     assert len(world.sent("CreateTrainingJob")) == 1
     assert world.sent("DescribeTrainingJob") == []  # it did not wait
+
+
+# Issue 40's review of the run's robustness (findings 2, 7, 8, 9a): what a user sees when
+# the wait breaks, when Ctrl-C comes twice, when an upload is refused.
+
+JOB = "peagle-train-tiny-llama-0123abcd"
+
+
+def _client_error(code: str, op: str) -> Exception:
+    from botocore.exceptions import ClientError
+
+    return ClientError({"Error": {"Code": code, "Message": f"{code} message"}}, op)
+
+
+def test_an_error_while_waiting_leaves_the_job_and_its_files_and_says_so(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """An hour in, the credentials expire: the job runs on (SageMaker's, not this
+    process's), so its inputs stay, nothing is stopped, and the one line names the job,
+    says it may still be running, and gives the commands, on the invocation's target."""
+    from sm_peagle.lifecycle import training as lt
+    from sm_peagle.training.errors import TrainingLost
+    from tests.printed_commands import off_target, printed_commands
+
+    def expired(*_a: Any, **_k: Any) -> None:
+        raise _client_error("ExpiredTokenException", "DescribeTrainingJob")
+
+    monkeypatch.setattr(lt, "wait_for_job", expired)
+    with pytest.raises(TrainingLost) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    assert caught.value.job_name == JOB and caught.value.exit_code == 1
+    assert "may still be running" in str(caught.value)
+    assert world.sent("StopTrainingJob") == [] and world.sent("DeleteObjects") == []
+    assert {"source/sourcedir.tar.gz", "data/train.jsonl"} <= _keys_left(JOB)
+    status = boto3.client("sagemaker", region_name=REGION).describe_training_job(
+        TrainingJobName=JOB
+    )["TrainingJobStatus"]
+    assert status == "InProgress"
+
+    boto3.client("sagemaker", region_name=REGION).stop_training_job(TrainingJobName=JOB)
+    monkeypatch.setattr(request_name(), "token_hex", lambda n: "4567cdef"[: 2 * n])
+    code, _out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data), "--steps",
+                          "40", "--yes", "--region", REGION)  # fmt: skip
+    assert code == 1, err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    line = errors[0]
+    assert "peagle-train-tiny-llama-4567cdef" in line and "may still be running" in line
+    assert "refresh your AWS credentials" in line  # the cause's own fix comes first
+    stop = "aws sagemaker stop-training-job --training-job-name peagle-train-tiny-llama-4567cdef"
+    assert f"{stop} --region {REGION}" in line
+    gc = [c for c in printed_commands(err) if c.split()[1] == "gc"]
+    assert len(gc) == 1 and re.search(r"--operation op-\d{8}T\d{6}Z-[0-9a-f]{6}", gc[0]), err
+    assert off_target(err, sandbox=False, region=REGION) == []
+
+
+def request_name() -> Any:
+    import sm_peagle.training.request as request_mod
+
+    return request_mod.secrets
+
+
+def test_a_second_interrupt_during_the_stop_names_what_is_left_and_the_gc(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from sm_peagle.errors import Interrupted
+    from sm_peagle.lifecycle import training as lt
+
+    def interrupted(*_a: Any, **_k: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lt, "wait_for_job", interrupted)
+    monkeypatch.setattr(lt, "stop_job", interrupted)  # Ctrl-C again while it stops
+    caught: BaseException | None = None
+    try:  # a bare KeyboardInterrupt would stop the test session: caught, then judged
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    except BaseException as e:  # noqa: BLE001
+        caught = e
+    assert isinstance(caught, Interrupted), repr(caught)
+    op = caught.operation
+    assert op and re.fullmatch(r"op-\d{8}T\d{6}Z-[0-9a-f]{6}", op)
+    assert caught.left == [
+        ("training_job", JOB),
+        ("s3_prefix", f"s3://{BUCKET}/peagle/training/{JOB}/"),
+    ]
+    assert caught.command.op == "gc"
+    assert dict(caught.command.kwargs) == {"operation": op}
+    assert _keys_left(JOB)  # nothing was removed: what is named as left is left
+
+    monkeypatch.setattr(request_name(), "token_hex", lambda n: "89abcdef"[: 2 * n])
+    code, _out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data), "--steps",
+                          "40", "--yes")  # fmt: skip
+    assert code == 130, err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    assert "training job peagle-train-tiny-llama-89abcdef" in errors[0]
+    assert re.search(r"`peagle gc --operation op-\S+ --yes[^`]*`", errors[0]), errors[0]
+
+
+def test_a_job_not_stopped_within_the_wait_is_named_as_left(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sm_peagle.lifecycle import training as lt
+    from sm_peagle.training.errors import TrainingStopped
+
+    def interrupted(*_a: Any, **_k: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lt, "wait_for_job", interrupted)
+    monkeypatch.setattr(lt, "stop_job", lambda *_a, **_k: "Stopping")  # the 30 min ran out
+    with pytest.raises(TrainingStopped) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    err = caught.value
+    assert err.status == "Stopping"
+    assert ("training_job", JOB) in err.left
+    assert {"kind": "training_job", "name": JOB} in err.to_dict()["left"]
+    assert "still Stopping" in str(err) and "it was stopped" not in str(err)
+    # It may still upload its output: its files are left for gc, not removed under it.
+    assert world.sent("DeleteTrainingJob") == [] and world.sent("DeleteObjects") == []
+
+
+def test_an_upload_s3_refuses_is_one_aws_error_and_no_job(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """AccessDenied (or a KMS key the caller may not use) on upload_file is boto3's
+    S3UploadFailedError, not a botocore error: still exit 1 in one line, not a bug."""
+    from boto3.exceptions import S3UploadFailedError
+
+    from sm_peagle.errors import AwsError
+    from sm_peagle.lifecycle import training as lt
+
+    real = lt.upload
+
+    def refused(s3: Any, bucket: str, key: str, body: Any = None, path: Any = None) -> str:
+        if path is not None:
+            raise S3UploadFailedError(
+                f"Failed to upload {path} to {bucket}/{key}: An error occurred "
+                "(AccessDenied) when calling the PutObject operation: Access Denied"
+            )
+        return real(s3, bucket, key, body, path)
+
+    monkeypatch.setattr(lt, "upload", refused)
+    with pytest.raises(AwsError) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    assert "AccessDenied" in str(caught.value) and str(data) in str(caught.value)
+    code, _out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data), "--steps",
+                          "40", "--yes")  # fmt: skip
+    assert code == 1, err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "AccessDenied" in errors[0], err
+    assert "bug" not in errors[0] and "Traceback" not in err
+    assert world.sent("CreateTrainingJob") == []
+    assert _keys_left(JOB) == set()  # the source that did go up was removed
+
+
+def test_a_data_path_with_a_tilde_is_expanded_in_sdk_and_cli(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """`--data=~/p.jsonl` reaches peagle unexpanded (bash expands `~` only at a word's
+    start), as does the SDK's `data="~/p.jsonl"`."""
+    monkeypatch.setenv("HOME", str(data.parent))
+    _seed_head(JOB)
+    during = _snapshot_at_wait(monkeypatch, JOB)
+    r = sm_peagle.Client(region=REGION).drafter_train(TARGET, data="~/prompts.jsonl", steps=1)
+    assert r.status == "Completed"
+    assert during[f"peagle/training/{JOB}/data/train.jsonl"] == data.read_bytes()
+    other = "peagle-train-tiny-llama-4567cdef"
+    monkeypatch.setattr(request_name(), "token_hex", lambda n: "4567cdef"[: 2 * n])
+    _seed_head(other)
+    code, _out, err = run(capsys, "drafter", "train", TARGET, "--data=~/prompts.jsonl",
+                          "--steps", "1", "--yes")  # fmt: skip
+    assert code == 0, err
+
+
+def test_the_head_is_where_describe_training_job_says(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ModelArtifacts.S3ModelArtifacts is where SageMaker put the model dir; the layout's
+    `output/model/` is only the fallback."""
+    from sm_peagle.lifecycle import training as lt
+
+    real = lt.wait_for_job
+    moved = f"s3://{BUCKET}/peagle/training/{JOB}/output/elsewhere/"
+
+    def wait(*a: Any, **k: Any) -> dict[str, Any]:
+        desc = real(*a, **k)
+        # The harness answers what AWS answers for uncompressed output: the prefix.
+        assert desc["ModelArtifacts"]["S3ModelArtifacts"] == (
+            f"s3://{BUCKET}/peagle/training/{JOB}/output/model/"
+        )
+        return {**desc, "ModelArtifacts": {"S3ModelArtifacts": moved.rstrip("/")}}
+
+    monkeypatch.setattr(lt, "wait_for_job", wait)
+    _seed_head(JOB)
+    s3 = boto3.client("s3", region_name=REGION)
+    src = f"peagle/training/{JOB}/output/model/"
+    for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=src)["Contents"]:
+        s3.copy_object(Bucket=BUCKET, CopySource={"Bucket": BUCKET, "Key": o["Key"]},
+                       Key=o["Key"].replace("/model/", "/elsewhere/"))  # fmt: skip
+        s3.delete_object(Bucket=BUCKET, Key=o["Key"])
+    r = sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=1)
+    assert r.head_uri == moved
+    assert r.report is not None and r.check.ok
