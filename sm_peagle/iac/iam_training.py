@@ -14,7 +14,8 @@
   List- calls", SageMaker Developer Guide, API permissions reference), ListTags,
   DescribeTrainingJob and DeleteTrainingJob on `training-job/peagle-train-*`, and the
   S3 listing and deletes (DeleteObjects is authorized per key as s3:DeleteObject, S3 API
-  reference) under `peagle/training/*`, both granted above.
+  reference) under `peagle/training/*`, both granted above; `gc --training JOB` also
+  reads every model (ListModels on "*", DescribeModel) to refuse a head one serves.
 - training-role: the execution role the job runs as: S3 read of its channels and of the
   source tarball, write of the output, CloudWatch Logs for the job's streams, and the ECR
   pull of the training image. A target or data elsewhere than the bucket needs read there
@@ -37,6 +38,7 @@ TRAINER_STAR_SIDS = {
     "quotas": "QuotaReadStarBecauseListServiceQuotasHasNoResourceTypes",
     "ecr_token": "EcrTokenStarBecauseGetAuthorizationTokenHasNoResourceTypes",
     "list_jobs": "ListTrainingJobsStarBecauseListActionsHaveNoResourceTypes",
+    "list_models": "ListModelsStarBecauseListActionsHaveNoResourceTypes",
 }
 SAGEMAKER_TRUST = {
     "Version": "2012-10-17",
@@ -86,6 +88,13 @@ def trainer_policy(region: str, account: str, role: str, bucket: str | None = No
             [jobs],
         ),
         statement(TRAINER_STAR_SIDS["list_jobs"], ["sagemaker:ListTrainingJobs"], "*"),
+        # gc --training: no model may serve the head it deletes (training_gc.head_users).
+        statement(TRAINER_STAR_SIDS["list_models"], ["sagemaker:ListModels"], "*"),
+        statement(
+            "GcReadsModelsServingAHead",
+            ["sagemaker:DescribeModel"],
+            [f"arn:{part}:sagemaker:{region}:{account}:model/*"],
+        ),
         statement("ReadTrainingJobLogs", ["logs:FilterLogEvents"], [group, f"{group}:*"]),
         statement(
             "UploadsAndHeadUnderPeagleTraining",
