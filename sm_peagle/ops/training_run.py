@@ -113,6 +113,8 @@ def run_training(
     confirm: Any = None,
 ) -> Any:
     """Everything after the argument checks, on AWS (see the module docstring)."""
+    from botocore.exceptions import ClientError
+
     from .. import settings
     from ..lifecycle import training as lt
     from ..lifecycle.operation import Operation
@@ -156,7 +158,11 @@ def run_training(
         sm = aws.client("sagemaker")
         say(f"creating training job {layout.job} on {spec.instance_type} ({op.id})")
         created = True  # from here the job may exist, even if the answer never comes
-        sm.create_training_job(**request)
+        try:
+            sm.create_training_job(**request)
+        except ClientError:
+            created = False  # SageMaker answered with a refusal: no job was made
+            raise
         if not wait:
             op.end()  # this process no longer runs the job: SageMaker does
             return TrainResult(job_name=layout.job, status="InProgress",

@@ -72,8 +72,8 @@ class TrainingStopped(InterruptedAfterChange):
             what = "start of the uploads: they were removed and no job was created"
         elif status == "Stopping":
             what = (
-                f"start of training job {job_name}: its uploads were removed, but it is still "
-                "Stopping (it bills until Stopped)"
+                f"start of training job {job_name}: it is still Stopping (it bills until "
+                "Stopped, and may still upload its output), so its files were kept"
             )
         else:
             what = f"start of training job {job_name}: it is {status or 'Stopped'}"
@@ -81,7 +81,7 @@ class TrainingStopped(InterruptedAfterChange):
         super().__init__(what)
         if self.left:  # InterruptedAfterChange's line says nothing is left: not so here
             named = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in self.left)
-            self.args = (f"{what}; left {named} (gc removes it once it has ended)",)
+            self.args = (f"{what}; left {named} (gc removes them once it has ended)",)
 
     def to_dict(self) -> dict:
         """What the `--json` error document adds: what is left, the job and its status."""

@@ -690,6 +690,7 @@ def test_a_job_not_stopped_within_the_wait_is_named_as_left(
     assert ("training_job", JOB) in err.left
     assert {"kind": "training_job", "name": JOB} in err.to_dict()["left"]
     assert "still Stopping" in str(err) and "it was stopped" not in str(err)
+    assert "nothing is left" not in str(err) and "files were kept" in str(err)
     # It may still upload its output: its files are left for gc, not removed under it.
     assert world.sent("DeleteTrainingJob") == [] and world.sent("DeleteObjects") == []
 
@@ -776,3 +777,28 @@ def test_the_head_is_where_describe_training_job_says(
     r = sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=1)
     assert r.head_uri == moved
     assert r.report is not None and r.check.ok
+
+
+def test_a_create_sagemaker_refuses_is_an_aws_error_and_removes_the_uploads(
+    world: World, data: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """CreateTrainingJob answered with an error made no job: not "may still be running";
+    the uploads go, as for any run that created nothing."""
+    from sm_peagle.errors import AwsError
+    from sm_peagle.training.errors import TrainingLost
+
+    sm = boto3.client("sagemaker", region_name=REGION)
+    sm.create_training_job(  # the name the run will pick, taken: ResourceInUse
+        TrainingJobName=JOB,
+        AlgorithmSpecification={"TrainingImage": DLC, "TrainingInputMode": "File"},
+        RoleArn=world.role_arn,
+        OutputDataConfig={"S3OutputPath": f"s3://{MODELS}/elsewhere/"},
+        ResourceConfig={"InstanceType": "ml.g6e.xlarge", "InstanceCount": 1,
+                        "VolumeSizeInGB": 50},
+        StoppingCondition={"MaxRuntimeInSeconds": 3600},
+    )  # fmt: skip
+    with pytest.raises(AwsError) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    assert not isinstance(caught.value, TrainingLost)
+    assert "ResourceInUse" in str(caught.value)
+    assert _keys_left(JOB) == set() and world.sent("StopTrainingJob") == []
