@@ -197,8 +197,12 @@ def run_training(
         )
     # The job is over and its head is read: the uploads (the data, a copy of a local
     # target that may be tens of GB, the source) are of no further use.
-    n = lt.remove_inputs(s3, bucket, layout.prefix)
-    say(f"removed the job's {n} uploaded object(s); the head stays at {head_uri}")
+    try:
+        n = lt.remove_inputs(s3, bucket, layout.prefix)
+        say(f"removed the job's {n} uploaded object(s); the head stays at {head_uri}")
+    except Exception as e:  # the head is trained and read: a clean-up failure must not lose it
+        notes.append(f"could not remove the job's uploads under {layout.uri(layout.prefix)} "
+                     f"({type(e).__name__}: {e}); gc removes them")  # fmt: skip
     report = TrainingReport.from_dict(doc)
     for w in report.warnings:
         say("warning: " + w)

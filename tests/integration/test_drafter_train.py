@@ -805,3 +805,19 @@ def test_a_create_sagemaker_refuses_is_an_aws_error_and_removes_the_uploads(
     assert not isinstance(caught.value, TrainingLost)
     assert "ResourceInUse" in str(caught.value)
     assert _keys_left(JOB) == set() and world.sent("StopTrainingJob") == []
+
+
+def test_a_completed_run_whose_clean_up_fails_still_returns_the_head(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hours of training are not lost to a refused delete of the uploads: a note, and gc."""
+    from sm_peagle.lifecycle import training as lt
+
+    def denied(*_a: Any, **_k: Any) -> int:
+        raise _client_error("AccessDenied", "DeleteObjects")
+
+    monkeypatch.setattr(lt, "remove_inputs", denied)
+    _seed_head(JOB)
+    r = sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=1)
+    assert r.status == "Completed" and r.check.ok
+    assert [n for n in r.notes if "could not remove the job's uploads" in n and "gc" in n]
