@@ -176,17 +176,19 @@ def run_training(
     except TrainingFailed:
         # A failed job keeps its log and description on SageMaker; its uploads and any
         # partial output are of no use: removed, so a failure leaves nothing in S3.
-        try:
-            lt.remove_prefix(s3, bucket, layout.prefix)
-        finally:
-            op.end()
+        op.end()
+        _remove_quietly(s3, layout)
         raise
     except Exception as e:
         op.end()  # this process no longer runs the job (gc may judge it once it ended)
         if created:  # the job may be running on: S3 is left as it is (TrainingLost)
-            raise _lost(e, layout, op.id, region) from e
-        _remove_quietly(s3, layout)  # no job: the uploads are of no use
-        raise lt.upload_failure(e, "the job's inputs", layout.uri(layout.prefix)) or e from e
+            err = _lost(e, layout, op.id, region)
+        else:
+            _remove_quietly(s3, layout)  # no job: the uploads are of no use
+            err = lt.upload_failure(e, "the job's inputs", layout.uri(layout.prefix))
+        if err is None:
+            raise  # already peagle's, or a bug: the boundary reports it as it is
+        raise err from e
     op.end()
     head_uri = lt.head_location(desc, layout)
     doc = lt.read_report(s3, head_uri)
@@ -297,7 +299,7 @@ def _uploads(s3: Any, say: Any, spec: Any, info: Any, layout: Any, files: Any) -
             raise lt.upload_failure(e, what, layout.uri(key)) or e from e
 
 
-def _lost(e: Exception, layout: Any, op_id: str, region: str) -> Exception:
+def _lost(e: Exception, layout: Any, op_id: str, region: str) -> Exception | None:
     """TrainingLost for an error while waiting for a created job (not a failure of the
     job): it names the job, says it may still be running, and how to stop and remove it."""
     from ..aws import as_peagle_error
@@ -306,7 +308,7 @@ def _lost(e: Exception, layout: Any, op_id: str, region: str) -> Exception:
 
     cause = e if isinstance(e, PeagleError) else as_peagle_error(e)
     if not isinstance(cause, PeagleError):
-        return e  # a bug, not AWS: the boundary reports it as one
+        return None  # a bug, not AWS: the boundary reports it as one
     first = text("{c}; then ", c=cause.remedy) if cause.remedy else ""
     return TrainingLost(
         text(
@@ -360,9 +362,13 @@ def _clean_up(aws: Any, s3: Any, layout: Any, created: bool, say: Any, poll: flo
                 return status, left  # its output here, so its files stay too; gc's
             if status == "NotFound" or lt.delete_job(aws, layout.job):
                 left.pop(0)  # never created, or deleted now
-        n = lt.remove_prefix(s3, layout.bucket, layout.prefix)
-        left.pop()
-        say(f"removed {n} object(s) under {layout.uri(layout.prefix)}")
+        try:
+            n = lt.remove_prefix(s3, layout.bucket, layout.prefix)
+        except Exception as e:  # expired credentials, say: named as left, not a new error
+            say(f"could not remove {layout.uri(layout.prefix)}: {e}")
+        else:
+            left.pop()
+            say(f"removed {n} object(s) under {layout.uri(layout.prefix)}")
     except KeyboardInterrupt as again:
         op.end()
         raise Interrupted(

@@ -68,16 +68,21 @@ class TrainingStopped(InterruptedAfterChange):
         self.job_name = job_name
         self.status = status
         self.left = list(left or [])
+        kinds = {k for k, _ in self.left}
         if job_name is None:
-            what = "start of the uploads: they were removed and no job was created"
+            what = "start of the uploads: " + (
+                "no job was created" if kinds else "they were removed and no job was created"
+            )
         elif status == "Stopping":
             what = (
                 f"start of training job {job_name}: it is still Stopping (it bills until "
                 "Stopped, and may still upload its output), so its files were kept"
             )
         else:
+            done = [] if "training_job" in kinds else ["deleted"]
+            done += [] if "s3_prefix" in kinds else ["its uploads removed"]
             what = f"start of training job {job_name}: it is {status or 'Stopped'}"
-            what += ", deleted, and its uploads removed" if not self.left else ", uploads removed"
+            what += (", " + " and ".join(done)) if done else ""
         super().__init__(what)
         if self.left:  # InterruptedAfterChange's line says nothing is left: not so here
             named = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in self.left)

@@ -821,3 +821,27 @@ def test_a_completed_run_whose_clean_up_fails_still_returns_the_head(
     r = sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=1)
     assert r.status == "Completed" and r.check.ok
     assert [n for n in r.notes if "could not remove the job's uploads" in n and "gc" in n]
+
+
+def test_an_interrupted_run_that_cannot_remove_its_files_names_them_as_left(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C with credentials that expired meanwhile: the job is stopped and deleted, the
+    prefix cannot be emptied; the error says so instead of an AWS error hiding the stop."""
+    from sm_peagle.lifecycle import training as lt
+    from sm_peagle.training.errors import TrainingStopped
+
+    def interrupted(*_a: Any, **_k: Any) -> None:
+        raise KeyboardInterrupt
+
+    def expired(*_a: Any, **_k: Any) -> int:
+        raise _client_error("ExpiredToken", "ListObjectsV2")
+
+    monkeypatch.setattr(lt, "wait_for_job", interrupted)
+    monkeypatch.setattr(lt, "remove_prefix", expired)
+    with pytest.raises(TrainingStopped) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    err = caught.value
+    assert err.status == "Stopped" and world.sent("DeleteTrainingJob") == [{"TrainingJobName": JOB}]
+    assert err.left == [("s3_prefix", f"s3://{BUCKET}/peagle/training/{JOB}/")]
+    assert "uploads removed" not in str(err) and "nothing is left" not in str(err)
