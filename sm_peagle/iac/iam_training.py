@@ -95,7 +95,12 @@ def trainer_policy(region: str, account: str, role: str, bucket: str | None = No
             ["sagemaker:DescribeModel"],
             [f"arn:{part}:sagemaker:{region}:{account}:model/*"],
         ),
-        statement("ReadTrainingJobLogs", ["logs:FilterLogEvents"], [group, f"{group}:*"]),
+        # The wait reads each of the job's streams from its own position (LogTail).
+        statement(
+            "ReadTrainingJobLogs",
+            ["logs:DescribeLogStreams", "logs:GetLogEvents"],
+            [group, f"{group}:*"],
+        ),
         statement(
             "UploadsAndHeadUnderPeagleTraining",
             ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"],

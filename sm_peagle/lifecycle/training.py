@@ -208,28 +208,22 @@ def transient(e: BaseException) -> bool:
 
 
 class LogTail:
-    """The job's new log lines, each once (streams `<job>/algo-1-<epoch>`): each poll
-    asks only for events from the earliest stream's last timestamp on (startTime), and
-    drops the events it has already shown at that boundary, so a long job's log is never
-    read again from its start. Throttling (or any other refusal) is said once; the
-    position is kept, so the lines come late, not never."""
+    """The job's new log lines, each once: every stream of the job (`<job>/algo-1-<epoch>`;
+    a restarted instance writes a new one) is read from its own position, the
+    `nextForwardToken` of its last GetLogEvents, so a long job's log is never read again
+    from its start. Throttling (or any other refusal) is said once; the positions are
+    kept, so the lines come late, not never."""
 
     def __init__(self, logs: Any, job: str, say: Say) -> None:
         self.logs, self.job, self.say = logs, job, say
-        self.last: dict[str, int] = {}  # stream -> its newest timestamp shown
-        self.at_last: set[str] = set()  # eventIds shown at timestamp >= the next startTime
+        self.tokens: dict[str, str | None] = {}  # stream -> where its next read starts
         self.warned = False
 
     def lines(self) -> list[str]:
         from botocore.exceptions import ClientError
 
-        since = min(self.last.values()) if self.last else None
-        kw: dict[str, Any] = {"logGroupName": LOG_GROUP, "logStreamNamePrefix": self.job}
-        if since is not None:
-            kw["startTime"] = since
         try:
-            pages = self.logs.get_paginator("filter_log_events").paginate(**kw)
-            events = [e for page in pages for e in page.get("events", [])]
+            return self._read()
         except NotImplementedError:
             return []
         except ClientError as e:
@@ -238,23 +232,27 @@ class LogTail:
                 what = "throttled" if "Throttl" in _code(e) else f"refused ({_code(e) or e})"
                 self.say(f"the job's log lines are {what} by CloudWatch Logs; the wait goes on")
             return []
-        events.sort(key=lambda e: (e["timestamp"], e.get("eventId", "")))
-        out = []
-        for e in events:
-            if _event_id(e) in self.at_last:
-                continue
-            stream = str(e.get("logStreamName", self.job))
-            self.last[stream] = max(self.last.get(stream, 0), int(e["timestamp"]))
-            out.append(str(e["message"]).rstrip())
-        if self.last:
-            # Next time's answer starts at `floor`: every event it repeats is in this one.
-            floor = min(self.last.values())
-            self.at_last = {_event_id(e) for e in events if int(e["timestamp"]) >= floor}
-        return out
 
-
-def _event_id(e: dict[str, Any]) -> str:
-    return str(e.get("eventId") or f"{e.get('logStreamName')}:{e['timestamp']}:{e['message']}")
+    def _read(self) -> list[str]:
+        pages = self.logs.get_paginator("describe_log_streams").paginate(
+            logGroupName=LOG_GROUP, logStreamNamePrefix=self.job
+        )
+        for page in pages:
+            for st in page.get("logStreams", []):
+                self.tokens.setdefault(str(st["logStreamName"]), None)
+        events: list[dict[str, Any]] = []
+        for stream in sorted(self.tokens):
+            # One read a poll: an answer holds at most 10,000 events or 1 MB, and a
+            # backlog beyond that comes with the next polls, from this answer's token
+            # (at the stream's end, GetLogEvents returns the token it was given).
+            kw: dict[str, Any] = {"logGroupName": LOG_GROUP, "logStreamName": stream}
+            token = self.tokens[stream]
+            kw.update({"nextToken": token} if token else {"startFromHead": True})
+            got = self.logs.get_log_events(**kw)
+            events += got.get("events", [])
+            self.tokens[stream] = got.get("nextForwardToken") or token
+        events.sort(key=lambda e: int(e["timestamp"]))
+        return [str(e["message"]).rstrip() for e in events]
 
 
 def _describe(sm: Any, job: str, sleep: Callable[[float], None], poll: float,

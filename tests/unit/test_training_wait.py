@@ -1,11 +1,12 @@
 """`drafter train`'s wait (lifecycle/training.py): DescribeTrainingJob tried again on a
-transient error, a bounded number of times; the job's log read from where it was left,
-not from its start on every poll; throttled logs said once.
+transient error, a bounded number of times; each of the job's log streams read from
+where it was left (its nextForwardToken), not from its start on every poll; throttled
+logs said once.
 
 Fakes stand in for the clients (no AWS, no sleeps: `sleep` is recorded). The expected
 values come from the rules (issue 40 review, findings 2 and 10; CloudWatch Logs'
-FilterLogEvents: `startTime` is inclusive, events "with a timestamp equal to or later
-than this time"), not from the code under test.
+GetLogEvents: "If you have reached the end of the stream, it returns the same token you
+passed in"; an answer holds at most 10,000 events), not from the code under test.
 """
 
 from __future__ import annotations
@@ -24,38 +25,49 @@ def _error(code: str, op: str = "DescribeTrainingJob") -> ClientError:
     return ClientError({"Error": {"Code": code, "Message": code}}, op)
 
 
-class _Pages:
-    def __init__(self, answer: Any) -> None:
-        self.answer = answer
-
-    def paginate(self, **kw: Any) -> Any:
-        return self.answer(kw)
-
-
 class FakeLogs:
-    """filter_log_events over `events` (startTime inclusive, as CloudWatch Logs); each
-    call's parameters are kept; `fail` raises instead for that many calls."""
+    """DescribeLogStreams and GetLogEvents over `streams`, as CloudWatch Logs answers:
+    a forward token per position, the same token back at the end of a stream, at most
+    `page` events an answer. Each call's parameters are kept; `fail` raises instead."""
 
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self.calls: list[dict[str, Any]] = []
+    def __init__(self, page: int = 100) -> None:
+        self.streams: dict[str, list[dict[str, Any]]] = {}
+        self.calls: list[tuple[str, dict[str, Any]]] = []
         self.fail: list[Exception] = []
+        self.page = page
 
-    def get_paginator(self, name: str) -> _Pages:
-        assert name == "filter_log_events"
+    def _maybe_fail(self) -> None:
+        if self.fail:
+            raise self.fail.pop(0)
 
-        def answer(kw: dict[str, Any]) -> list[dict[str, Any]]:
-            self.calls.append(kw)
-            if self.fail:
-                raise self.fail.pop(0)
-            since = kw.get("startTime", 0)
-            return [{"events": [e for e in self.events if e["timestamp"] >= since]}]
+    def get_paginator(self, name: str) -> Any:
+        assert name == "describe_log_streams"
+        logs = self
 
-        return _Pages(answer)
+        class Pages:
+            def paginate(self, **kw: Any) -> list[dict[str, Any]]:
+                logs.calls.append(("DescribeLogStreams", kw))
+                logs._maybe_fail()
+                names = [n for n in logs.streams if n.startswith(kw["logStreamNamePrefix"])]
+                return [{"logStreams": [{"logStreamName": n} for n in names]}]
+
+        return Pages()
+
+    def get_log_events(self, **kw: Any) -> dict[str, Any]:
+        self.calls.append(("GetLogEvents", kw))
+        self._maybe_fail()
+        events = self.streams[kw["logStreamName"]]
+        at = int(kw["nextToken"][2:]) if "nextToken" in kw else 0
+        got = events[at : at + self.page]
+        return {"events": got, "nextForwardToken": f"f/{at + len(got)}"}
 
     def add(self, ts: int, msg: str, stream: str = f"{JOB}/algo-1-1") -> None:
-        self.events.append({"timestamp": ts, "message": msg, "logStreamName": stream,
-                            "eventId": f"{stream}:{ts}:{msg}"})  # fmt: skip
+        self.streams.setdefault(stream, []).append({"timestamp": ts, "message": msg})
+
+    def read(self) -> list[tuple[str, str | None]]:
+        """(stream, token) of each GetLogEvents so far."""
+        return [(kw["logStreamName"], kw.get("nextToken")) for op, kw in self.calls
+                if op == "GetLogEvents"]  # fmt: skip
 
 
 class FakeSageMaker:
@@ -115,6 +127,7 @@ def test_the_log_is_read_from_where_it_was_left_each_line_once() -> None:
     logs = FakeLogs()
     said: list[str] = []
     tail = lt.LogTail(logs, JOB, said.append)
+    assert tail.lines() == []  # no stream yet (the job is starting)
     logs.add(1000, "step 1")
     logs.add(2000, "step 2")
     assert tail.lines() == ["step 1", "step 2"]
@@ -122,22 +135,35 @@ def test_the_log_is_read_from_where_it_was_left_each_line_once() -> None:
     logs.add(3000, "step 3")
     assert tail.lines() == ["step 2b", "step 3"]
     assert tail.lines() == []
-    assert "startTime" not in logs.calls[0]
-    # Each later poll starts at the newest timestamp shown: the old lines are not fetched.
-    assert [c.get("startTime") for c in logs.calls[1:]] == [2000, 3000]
+    # Each read starts at the position the last one ended: never from the start again.
+    stream = f"{JOB}/algo-1-1"
+    assert logs.read() == [(stream, None), (stream, "f/2"), (stream, "f/4")]
     assert said == []
 
 
-def test_a_second_stream_is_read_from_its_own_position() -> None:
-    """A restarted instance writes a new stream `<job>/algo-1-<epoch>`; its lines come
-    though they are older than the first stream's newest."""
+def test_a_backlog_longer_than_an_answer_comes_over_the_next_polls() -> None:
+    logs = FakeLogs(page=2)
+    tail = lt.LogTail(logs, JOB, lambda _l: None)
+    for i in range(5):
+        logs.add(1000 + i, f"step {i}")
+    got = tail.lines() + tail.lines() + tail.lines() + tail.lines()
+    assert got == [f"step {i}" for i in range(5)]
+
+
+def test_a_restarted_instances_stream_is_read_from_its_own_position() -> None:
+    """A restart writes a new stream `<job>/algo-1-<epoch>`; the old one, ended, is not
+    read again from its start, and the new one is read from its own start."""
     logs = FakeLogs()
     tail = lt.LogTail(logs, JOB, lambda _l: None)
-    logs.add(5000, "a5", stream=f"{JOB}/algo-1-1")
-    logs.add(1000, "b1", stream=f"{JOB}/algo-1-2")
-    assert tail.lines() == ["b1", "a5"]
-    logs.add(1500, "b2", stream=f"{JOB}/algo-1-2")
+    old, new = f"{JOB}/algo-1-1", f"{JOB}/algo-1-2"
+    logs.add(1000, "a1", stream=old)
+    logs.add(2000, "a2", stream=old)
+    assert tail.lines() == ["a1", "a2"]
+    logs.add(5000, "b1", stream=new)
+    assert tail.lines() == ["b1"]
+    logs.add(6000, "b2", stream=new)
     assert tail.lines() == ["b2"]
+    assert logs.read() == [(old, None), (old, "f/2"), (new, None), (old, "f/2"), (new, "f/1")]
 
 
 def test_throttled_logs_are_said_once_and_the_lines_come_later() -> None:
@@ -145,7 +171,7 @@ def test_throttled_logs_are_said_once_and_the_lines_come_later() -> None:
     said: list[str] = []
     tail = lt.LogTail(logs, JOB, said.append)
     logs.add(1000, "step 1")
-    logs.fail = [_error("ThrottlingException", "FilterLogEvents")] * 2
+    logs.fail = [_error("ThrottlingException", "DescribeLogStreams")] * 2
     assert tail.lines() == [] and tail.lines() == []
     assert len(said) == 1 and "throttled" in said[0]
     assert tail.lines() == ["step 1"]
@@ -154,6 +180,6 @@ def test_throttled_logs_are_said_once_and_the_lines_come_later() -> None:
 def test_no_log_group_yet_is_not_a_warning() -> None:
     logs = FakeLogs()
     said: list[str] = []
-    logs.fail = [_error("ResourceNotFoundException", "FilterLogEvents")]
+    logs.fail = [_error("ResourceNotFoundException", "DescribeLogStreams")]
     assert lt.LogTail(logs, JOB, said.append).lines() == []
     assert said == []
