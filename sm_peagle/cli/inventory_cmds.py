@@ -25,7 +25,8 @@ DeleteForceOpt = force_option(
 )
 GcForceOpt = force_option(
     "With --operation: remove them even if that operation may still be running (its "
-    "process is alive, or on another host, within its deadline)."
+    "process is alive, or on another host, within its deadline). With --training: delete "
+    "the job's head even if a model serves it."
 )
 LogsComponentOpt = component_option(
     "Read this inference component's logs (its own log group, "

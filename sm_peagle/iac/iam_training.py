@@ -14,7 +14,8 @@
   List- calls", SageMaker Developer Guide, API permissions reference), ListTags,
   DescribeTrainingJob and DeleteTrainingJob on `training-job/peagle-train-*`, and the
   S3 listing and deletes (DeleteObjects is authorized per key as s3:DeleteObject, S3 API
-  reference) under `peagle/training/*`, both granted above.
+  reference) under `peagle/training/*`, both granted above; `gc --training JOB` also
+  reads every model (ListModels on "*", DescribeModel) to refuse a head one serves.
 - training-role: the execution role the job runs as: S3 read of its channels (the
   `code` channel, the job's source files, included), write of the output, CloudWatch
   Logs for the job's streams, and the ECR pull of the training image. A target or data
@@ -37,6 +38,7 @@ TRAINER_STAR_SIDS = {
     "quotas": "QuotaReadStarBecauseListServiceQuotasHasNoResourceTypes",
     "ecr_token": "EcrTokenStarBecauseGetAuthorizationTokenHasNoResourceTypes",
     "list_jobs": "ListTrainingJobsStarBecauseListActionsHaveNoResourceTypes",
+    "list_models": "ListModelsStarBecauseListActionsHaveNoResourceTypes",
 }
 SAGEMAKER_TRUST = {
     "Version": "2012-10-17",
@@ -86,7 +88,19 @@ def trainer_policy(region: str, account: str, role: str, bucket: str | None = No
             [jobs],
         ),
         statement(TRAINER_STAR_SIDS["list_jobs"], ["sagemaker:ListTrainingJobs"], "*"),
-        statement("ReadTrainingJobLogs", ["logs:FilterLogEvents"], [group, f"{group}:*"]),
+        # gc --training: no model may serve the head it deletes (training_gc.head_users).
+        statement(TRAINER_STAR_SIDS["list_models"], ["sagemaker:ListModels"], "*"),
+        statement(
+            "GcReadsModelsServingAHead",
+            ["sagemaker:DescribeModel"],
+            [f"arn:{part}:sagemaker:{region}:{account}:model/*"],
+        ),
+        # The wait reads each of the job's streams from its own position (LogTail).
+        statement(
+            "ReadTrainingJobLogs",
+            ["logs:DescribeLogStreams", "logs:GetLogEvents"],
+            [group, f"{group}:*"],
+        ),
         statement(
             "UploadsAndHeadUnderPeagleTraining",
             ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"],

@@ -62,6 +62,7 @@ class Garbage:
     training: dict[str, str] = field(default_factory=dict)
     training_prefixes: dict[str, str | None] = field(default_factory=dict)
     training_kept: dict[str, str] = field(default_factory=dict)  # Completed: its head stays
+    training_uploads: dict[str, list[str]] = field(default_factory=dict)  # Completed: go
 
     @property
     def names(self) -> list[str]:
@@ -74,6 +75,7 @@ class Garbage:
             *(monitoring_label(kind, name) for kind, name, _ in self.monitoring),
             *self.expiry,
             *self.training,
+            *(uri for uris in self.training_uploads.values() for uri in uris),
         ]
 
 
@@ -232,7 +234,7 @@ def find_garbage(
                 continue
             if judge.collectable(name, tags, item["CreationTime"]):
                 found.append(name)
-    _training_then_sort(out, sm, judge)
+    _training_then_sort(out, sm, judge, aws)
     if aws is not None and operation is None:
         from .monitoring_read import DENIED, find_orphans
 
@@ -245,13 +247,14 @@ def find_garbage(
     return out
 
 
-def _training_then_sort(out: Garbage, sm: Any, judge: _Judge) -> None:
+def _training_then_sort(out: Garbage, sm: Any, judge: _Judge, aws: Any = None) -> None:
     """`drafter train`'s ended jobs, judged as the rest (lifecycle/training_gc.py), then
     the lists in name order (the judge adds an untagged young job to `young`)."""
     from .training_gc import find_training_garbage
 
-    jobs = find_training_garbage(sm, judge)
+    jobs = find_training_garbage(sm, judge, aws.client("s3") if aws is not None else None)
     out.training, out.training_prefixes, out.training_kept = jobs.jobs, jobs.prefixes, jobs.kept
+    out.training_uploads = jobs.uploads
     for names in (out.inference_components, out.endpoint_configs, out.models, out.young):
         names.sort()
 

@@ -219,13 +219,21 @@ def check_offered(listed: list[dict[str, Any]], instance_type: str, region: str)
 
 
 def check_quota(
-    quotas: Any, instance_type: str, count: int, listed: list[dict[str, Any]] | None = None
+    quotas: Any,
+    instance_type: str,
+    count: int,
+    listed: list[dict[str, Any]] | None = None,
+    *,
+    usage: str = ENDPOINT_USAGE,
+    who: str = "the plan",
 ) -> Check:
     """Endpoint quotas are per instance type and often 0 by default. `listed`: the
-    region's SageMaker quotas when already read (list_sagemaker_quotas), else read here."""
+    region's SageMaker quotas when already read (list_sagemaker_quotas), else read here.
+    `usage`: the quota name's suffix (training's is " for training job usage"); `who`
+    needs `count` of them, in the failure's words."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    wanted = f"{instance_type}{ENDPOINT_USAGE}"
+    wanted = f"{instance_type}{usage}"
     try:
         for q in listed if listed is not None else list_sagemaker_quotas(quotas):
             if q.get("QuotaName") == wanted:
@@ -233,7 +241,7 @@ def check_quota(
                 if value < count:
                     return failed(
                         "quota",
-                        f"quota '{wanted}' is {value}, the plan needs {count}",
+                        f"quota '{wanted}' is {value}, {who} needs {count}",
                         f"request an increase in Service Quotas (code {q.get('QuotaCode', '?')})",
                     )
                 return passed("quota", f"'{wanted}' = {value}")

@@ -11,13 +11,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..checks import Check, failed, passed, warned
+from ..checks import Check
 from ..errors import Param, PreflightFailed, QuotaExceeded, SpecError, text
 from ..training.checks import TargetInfo
 from ..training.errors import TrainingFailed
 from ..training.report import REPORT_FILE
 from ..training.request import TrainingLayout
-from .preflight import check_role, list_sagemaker_quotas
+from .preflight import check_quota, check_role
 
 __all__ = [
     "LOG_GROUP",
@@ -25,11 +25,16 @@ __all__ = [
     "check_training_quota",
     "read_s3_prompts",
     "read_s3_target",
+    "delete_job",
+    "head_location",
     "read_report",
+    "remove_inputs",
     "remove_prefix",
     "run_training_preflight",
     "stop_job",
+    "transient",
     "upload",
+    "upload_failure",
     "wait_for_job",
 ]
 
@@ -107,26 +112,9 @@ def read_s3_prompts(s3: Any, uri: str) -> list[str]:
 
 
 def check_training_quota(quotas: Any, instance_type: str) -> Check:
-    """Training quotas are per instance type ("<type> for training job usage"), often 0."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    wanted = f"{instance_type}{TRAINING_USAGE}"
-    try:
-        for q in list_sagemaker_quotas(quotas):
-            if q.get("QuotaName") == wanted:
-                value = int(q.get("Value", 0))
-                if value < 1:
-                    return failed(
-                        "quota",
-                        f"quota '{wanted}' is {value}, a training job needs 1",
-                        f"request an increase in Service Quotas (code {q.get('QuotaCode', '?')})",
-                    )
-                return passed("quota", f"'{wanted}' = {value}")
-    except (ClientError, BotoCoreError, NotImplementedError) as e:
-        return warned(
-            "quota", f"cannot read Service Quotas ({_code(e) or type(e).__name__}); not checked"
-        )
-    return warned("quota", f"no quota named '{wanted}' visible; not checked")
+    """Training quotas are per instance type ("<type> for training job usage"), often 0:
+    preflight's quota check (one function for both), on the training quota's name."""
+    return check_quota(quotas, instance_type, 1, usage=TRAINING_USAGE, who="a training job")
 
 
 def run_training_preflight(aws: Any, role_arn: str, instance_type: str, fit: Check) -> list[Check]:
@@ -158,6 +146,36 @@ def upload(
     return f"s3://{bucket}/{key}"
 
 
+def upload_failure(e: BaseException, what: str, uri: str) -> Exception | None:
+    """An upload's S3 failure as a peagle AWS error (exit 1, one line), else None. boto3's
+    `upload_file` raises S3UploadFailedError (not a botocore error) for AccessDenied or a
+    KMS key it may not use; a PutObject raises a ClientError."""
+    from boto3.exceptions import S3UploadFailedError
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from ..aws import as_peagle_error
+    from ..errors import AwsError, Call, PeagleError
+
+    if isinstance(e, S3UploadFailedError):
+        cause = str(e).split(": ", 1)[-1] if ": An error occurred" in str(e) else str(e)
+        return AwsError(
+            f"uploading {what} to {uri} failed: {cause}",
+            remedy=text(
+                "check that your identity may write to the bucket and use its KMS key "
+                "(`{p}` lists what peagle needs), or pass another bucket",
+                p=Call("iam_policy"),
+            ),  # fmt: skip
+        )
+    if isinstance(e, ClientError | BotoCoreError):
+        err = as_peagle_error(e)
+        if isinstance(err, PeagleError):
+            return type(err)(
+                text("uploading {w} to {u}: {m}", w=what, u=uri, m=err.message),
+                remedy=err.remedy,
+            )
+    return None
+
+
 def remove_prefix(s3: Any, bucket: str, prefix: str) -> int:
     """Delete every object under `prefix`; how many."""
     n = 0
@@ -169,25 +187,85 @@ def remove_prefix(s3: Any, bucket: str, prefix: str) -> int:
     return n
 
 
-def _log_lines(logs: Any, job: str, seen: set[str]) -> list[str]:
-    """The job's new log lines (every stream `<job>/algo-1-<epoch>`), oldest first."""
-    from botocore.exceptions import ClientError
+# DescribeTrainingJob errors worth another try (it is idempotent): throttling past
+# botocore's own retries, a server hiccup, or the network (a laptop waking, Wi-Fi).
+TRANSIENT_CODES = frozenset({
+    "Throttling", "ThrottlingException", "ThrottledException", "RequestLimitExceeded",
+    "TooManyRequestsException", "ServiceUnavailable", "InternalFailure", "InternalServerError",
+})  # fmt: skip
+# Consecutive failed describes before the wait gives up (TrainingLost at the caller):
+# with the back-off capped at poll_max, a few minutes of outage at most.
+DESCRIBE_TRIES = 6
 
-    try:
-        pages = logs.get_paginator("filter_log_events").paginate(
-            logGroupName=LOG_GROUP, logStreamNamePrefix=job
+
+def transient(e: BaseException) -> bool:
+    """Is `e` an error another DescribeTrainingJob may not meet (throttling, network)?"""
+    from botocore import exceptions as bx
+
+    if isinstance(e, bx.ClientError):
+        return _code(e) in TRANSIENT_CODES
+    return isinstance(e, bx.ConnectionError | bx.HTTPClientError)
+
+
+class LogTail:
+    """The job's new log lines, each once: every stream of the job (`<job>/algo-1-<epoch>`;
+    a restarted instance writes a new one) is read from its own position, the
+    `nextForwardToken` of its last GetLogEvents, so a long job's log is never read again
+    from its start. Throttling (or any other refusal) is said once; the positions are
+    kept, so the lines come late, not never."""
+
+    def __init__(self, logs: Any, job: str, say: Say) -> None:
+        self.logs, self.job, self.say = logs, job, say
+        self.tokens: dict[str, str | None] = {}  # stream -> where its next read starts
+        self.warned = False
+
+    def lines(self) -> list[str]:
+        from botocore.exceptions import ClientError
+
+        try:
+            return self._read()
+        except NotImplementedError:
+            return []
+        except ClientError as e:
+            if _code(e) != "ResourceNotFoundException" and not self.warned:  # not: no group yet
+                self.warned = True
+                what = "throttled" if "Throttl" in _code(e) else f"refused ({_code(e) or e})"
+                self.say(f"the job's log lines are {what} by CloudWatch Logs; the wait goes on")
+            return []
+
+    def _read(self) -> list[str]:
+        pages = self.logs.get_paginator("describe_log_streams").paginate(
+            logGroupName=LOG_GROUP, logStreamNamePrefix=self.job
         )
-        events = [e for page in pages for e in page.get("events", [])]
-    except (ClientError, NotImplementedError):  # no group yet (the job is starting)
-        return []
-    events.sort(key=lambda e: (e["timestamp"], e.get("eventId", "")))
-    out = []
-    for e in events:
-        key = e.get("eventId") or f"{e['timestamp']}:{e['message']}"
-        if key not in seen:
-            seen.add(key)
-            out.append(str(e["message"]).rstrip())
-    return out
+        for page in pages:
+            for st in page.get("logStreams", []):
+                self.tokens.setdefault(str(st["logStreamName"]), None)
+        events: list[dict[str, Any]] = []
+        for stream in sorted(self.tokens):
+            # One read a poll: an answer holds at most 10,000 events or 1 MB, and a
+            # backlog beyond that comes with the next polls, from this answer's token
+            # (at the stream's end, GetLogEvents returns the token it was given).
+            kw: dict[str, Any] = {"logGroupName": LOG_GROUP, "logStreamName": stream}
+            token = self.tokens[stream]
+            kw.update({"nextToken": token} if token else {"startFromHead": True})
+            got = self.logs.get_log_events(**kw)
+            events += got.get("events", [])
+            self.tokens[stream] = got.get("nextForwardToken") or token
+        events.sort(key=lambda e: int(e["timestamp"]))
+        return [str(e["message"]).rstrip() for e in events]
+
+
+def _describe(sm: Any, job: str, sleep: Callable[[float], None], poll: float,
+              poll_max: float) -> dict[str, Any]:  # fmt: skip
+    """DescribeTrainingJob, tried again on a transient error (DESCRIBE_TRIES in all)."""
+    for attempt in range(DESCRIBE_TRIES):
+        try:
+            return dict(sm.describe_training_job(TrainingJobName=job))
+        except Exception as e:
+            if not transient(e) or attempt == DESCRIBE_TRIES - 1:
+                raise
+            sleep(min(poll * 2**attempt, max(poll_max, poll)))
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def wait_for_job(
@@ -201,15 +279,15 @@ def wait_for_job(
     on_poll: Callable[[Any], None] | None = None,
 ) -> dict[str, Any]:
     """Poll DescribeTrainingJob until the job ends; each status or secondary-status change
-    and each new log line is a `say` line. Completed: its description. Failed or
-    Stopped: TrainingFailed with the FailureReason."""
+    and each new log line is a `say` line. A transient describe error is tried again
+    (DESCRIBE_TRIES); any other error is raised as is (the job may still be running).
+    Completed: its description. Failed or Stopped: TrainingFailed with the FailureReason."""
     sm = aws.client("sagemaker")
-    logs = aws.client("logs")
-    seen: set[str] = set()
+    tail = LogTail(aws.client("logs"), job, say)
     last: tuple[str, str] | None = None
     interval = poll
     while True:
-        desc = sm.describe_training_job(TrainingJobName=job)
+        desc = _describe(sm, job, sleep, poll, poll_max)
         if on_poll is not None:
             on_poll(desc)
         now = (desc["TrainingJobStatus"], desc.get("SecondaryStatus", ""))
@@ -219,7 +297,7 @@ def wait_for_job(
         else:
             interval = min(interval * 1.5, max(poll_max, poll))
         last = now
-        for line in _log_lines(logs, job, seen):
+        for line in tail.lines():
             say(line)
         status = now[0]
         if status == "Completed":
@@ -268,11 +346,46 @@ def stop_job(aws: Any, job: str, *, say: Say, poll: float = 5.0,
     return "Stopping"
 
 
-def read_report(s3: Any, layout: TrainingLayout) -> dict[str, Any] | None:
+def delete_job(aws: Any, job: str) -> bool:
+    """DeleteTrainingJob of an ended job (its description goes; its log stream and S3
+    files stay: training_gc.py). False: it is gone already."""
+    from botocore.exceptions import ClientError
+
+    try:
+        aws.client("sagemaker").delete_training_job(TrainingJobName=job)
+    except ClientError as e:
+        if _code(e) in ("ResourceNotFound", "ValidationException"):
+            return False
+        raise
+    return True
+
+
+# What a run uploads under the job's prefix (training/request.py's layout): of no use once
+# the job has ended. `output/` (the head) is not among them.
+INPUT_DIRS = ("source/", "data/", "target/")
+
+
+def remove_inputs(s3: Any, bucket: str, prefix: str) -> int:
+    """Delete the run's uploads under the job's `prefix` (INPUT_DIRS), keep its output;
+    how many objects went."""
+    return sum(remove_prefix(s3, bucket, prefix + d) for d in INPUT_DIRS)
+
+
+def head_location(desc: dict[str, Any] | None, layout: TrainingLayout) -> str:
+    """Where the job's head is: DescribeTrainingJob's `ModelArtifacts.S3ModelArtifacts`
+    (with `CompressionType: NONE`, the prefix the model dir's files were uploaded under),
+    else the layout's `<S3OutputPath>/<job>/output/model/`."""
+    uri = str(((desc or {}).get("ModelArtifacts") or {}).get("S3ModelArtifacts") or "")
+    if not uri.startswith("s3://"):
+        return layout.head_uri
+    return uri if uri.endswith("/") else uri + "/"
+
+
+def read_report(s3: Any, head_uri: str) -> dict[str, Any] | None:
     """The job's `peagle-training-report.json` beside the head (None if it wrote none)."""
     from botocore.exceptions import ClientError
 
-    bucket, key = _split(layout.head_uri + REPORT_FILE)
+    bucket, key = _split(head_uri + REPORT_FILE)
     try:
         return json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
     except (ClientError, ValueError):

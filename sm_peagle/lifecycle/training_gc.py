@@ -11,7 +11,13 @@ gc judges a run), a job that ended:
   removes the files, then the job. Files first: the job's description is what says where
   they are, so a gc that fails between the two finds the job again next time.
 - `Completed`: its head is something a user may deploy, or has deployed. gc keeps it and
-  says so; only naming the job (`gc(training=JOB)`, `peagle gc --training JOB`) removes it.
+  says so, and removes only the run's uploads (`source/`, `data/`, `target/`: a run that
+  completed removes them itself once it has read the report; a run killed before that, or
+  started with `wait=False`, does not). Only naming the job (`gc(training=JOB)`,
+  `peagle gc --training JOB`) removes the head, and that is refused while a SageMaker
+  model's ModelDataSource, AdditionalModelDataSources or ModelDataUrl is under the job's
+  prefix (the endpoint would fail at its next scale-out or instance replacement, when
+  SageMaker downloads the head again), unless forced.
 
 A job in progress (InProgress, Stopping) is never touched. A job without the peagle tag
 is never touched, even when named.
@@ -37,7 +43,9 @@ __all__ = [
     "ENDED",
     "TrainingGarbage",
     "find_training_garbage",
+    "head_users",
     "named_training_job",
+    "remove_training_garbage",
     "remove_training_job",
 ]
 
@@ -50,6 +58,8 @@ class TrainingGarbage:
     jobs: dict[str, str] = field(default_factory=dict)  # job -> why it goes
     prefixes: dict[str, str | None] = field(default_factory=dict)  # job -> its s3:// prefix
     kept: dict[str, str] = field(default_factory=dict)  # Completed job -> why it stays
+    # Completed job -> the s3:// prefixes of its uploads still there (its head stays)
+    uploads: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _code(e: Exception) -> str:
@@ -77,11 +87,11 @@ def peagle_job_tags(sm: Any, arn: str) -> dict[str, str] | None:
         raise
 
 
-def find_training_garbage(sm: Any, judge: Any) -> TrainingGarbage:
+def find_training_garbage(sm: Any, judge: Any, s3: Any = None) -> TrainingGarbage:
     """peagle's ended training jobs (module doc). `judge`: garbage.py's, which decides
     by the operation tags (or the age of an untagged job) and scopes to one operation.
     A caller who may not list training jobs (a deployer without the trainer policy)
-    gets none, not an error."""
+    gets none, not an error. `s3`: also a Completed job's uploads still in S3."""
     out = TrainingGarbage()
     try:
         pages = sm.get_paginator("list_training_jobs").paginate(NameContains=JOB_PREFIX)
@@ -105,11 +115,79 @@ def find_training_garbage(sm: Any, judge: Any) -> TrainingGarbage:
             head = (desc.get("ModelArtifacts") or {}).get("S3ModelArtifacts", "")
             # The way to delete it is the caller's to word (CLI: gc --training JOB).
             out.kept[name] = f"Completed: its head {head} may be deployed"
+            if s3 is not None and prefix is not None:
+                out.uploads[name] = _uploads_left(s3, prefix)
+                if not out.uploads[name]:
+                    del out.uploads[name]
             continue
         reason = desc.get("FailureReason")
         out.jobs[name] = f"{status}" + (f": {reason}" if reason else "")
         out.prefixes[name] = prefix
     return out
+
+
+def _uploads_left(s3: Any, prefix: str) -> list[str]:
+    """The s3:// prefixes of the run's uploads (training.INPUT_DIRS) that hold objects."""
+    from .training import INPUT_DIRS
+
+    bucket, _, key = prefix[len("s3://") :].partition("/")
+    left = []
+    for d in INPUT_DIRS:
+        try:
+            got = s3.list_objects_v2(Bucket=bucket, Prefix=key + d, MaxKeys=1)
+        except Exception as e:
+            if _code(e) in (*DENIED, "NoSuchBucket"):
+                return []  # not this caller's to read, or gone: nothing to remove
+            raise
+        if got.get("KeyCount", len(got.get("Contents", []))):
+            left.append(prefix + d)
+    return left
+
+
+def remove_training_garbage(sm: Any, s3: Any, found: Any) -> list[str]:
+    """gc's removal (garbage.py's `found`): each Failed or Stopped job's files, then the
+    job; each Completed job's uploads (its head stays). What went, as labels."""
+    from .training import remove_prefix
+
+    gone: list[str] = []
+    for job in found.training:
+        gone.extend(remove_training_job(sm, s3, job, found.training_prefixes.get(job)))
+    for uris in found.training_uploads.values():
+        for uri in uris:
+            bucket, _, key = uri[len("s3://") :].partition("/")
+            n = remove_prefix(s3, bucket, key)
+            if n:
+                gone.append(f"{uri} ({n} objects)")
+    return gone
+
+
+def head_users(sm: Any, prefix: str) -> list[str]:
+    """The SageMaker models whose data is under `prefix` (a job's files): ModelDataUrl,
+    ModelDataSource or AdditionalModelDataSources of the primary container or any
+    container. Every model is read (a head may be served by a model peagle did not
+    make, and that endpoint fails as surely): their names."""
+    users = []
+    for page in sm.get_paginator("list_models").paginate():
+        for m in page.get("Models", []):
+            try:
+                desc = sm.describe_model(ModelName=m["ModelName"])
+            except Exception as e:
+                if not_found(e) or _code(e) == "ValidationException":
+                    continue  # deleted meanwhile
+                raise
+            containers = [desc.get("PrimaryContainer") or {}, *(desc.get("Containers") or [])]
+            if any(u.startswith(prefix) for c in containers for u in _data_uris(c)):
+                users.append(str(m["ModelName"]))
+    return sorted(users)
+
+
+def _data_uris(container: dict[str, Any]) -> list[str]:
+    uris = [str(container.get("ModelDataUrl") or "")]
+    source = (container.get("ModelDataSource") or {}).get("S3DataSource") or {}
+    uris.append(str(source.get("S3Uri") or ""))
+    for extra in container.get("AdditionalModelDataSources") or []:
+        uris.append(str((extra.get("S3DataSource") or {}).get("S3Uri") or ""))
+    return [u for u in uris if u]
 
 
 def remove_training_job(sm: Any, s3: Any, name: str, prefix: str | None) -> list[str]:
@@ -131,12 +209,12 @@ def remove_training_job(sm: Any, s3: Any, name: str, prefix: str | None) -> list
     return gone
 
 
-def named_training_job(sm: Any, name: str) -> tuple[str, str | None]:
+def named_training_job(sm: Any, name: str, force: bool = False) -> tuple[str, str | None]:
     """(its status line, its s3:// prefix) for the job `gc --training` names, once it is
-    peagle's (tagged), has ended, and its run is over; otherwise SpecError (nothing is
-    deleted)."""
+    peagle's (tagged), has ended, its run is over, and no model serves its head (`force`:
+    even so); otherwise SpecError (nothing is deleted)."""
     from ..aws import aws_now
-    from ..errors import Call, NotFound, SpecError, text
+    from ..errors import Call, NotFound, Param, SpecError, text
     from .operation import Operation
 
     try:
@@ -169,4 +247,33 @@ def named_training_job(sm: Any, name: str) -> tuple[str, str | None]:
             field="training",
             value=name,
         )
-    return status, job_prefix(desc)
+    prefix = job_prefix(desc)
+    models = head_users(sm, prefix) if prefix is not None and not force else []
+    if models:
+        from .inventory import resource_users
+
+        serving = resource_users(sm)
+        endpoints = sorted({ep for m in models for ep in serving.get(m, ())})
+        first = (
+            text("delete the endpoints that serve it first (`{d}`)", d=Call("delete", endpoints[0]))
+            if endpoints
+            else text("`{gc}` removes the models once no endpoint uses them", gc=Call("gc"))
+        )
+        raise SpecError(
+            text(
+                "training job {n}'s head is in use: {u} read files under {p}{e}",
+                n=name,
+                u=", ".join(f"model {m}" for m in models),
+                p=prefix,
+                e=f" (endpoints: {', '.join(endpoints)})" if endpoints else "",
+            ),
+            remedy=text(
+                "{first}, or pass {f} to delete the head anyway (an endpoint serving it fails "
+                "at its next scale-out or instance replacement)",
+                first=first,
+                f=Param("force", True),
+            ),
+            field="training",
+            value=name,
+        )
+    return status, prefix

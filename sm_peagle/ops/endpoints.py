@@ -226,7 +226,8 @@ class EndpointOps(Session):
                 seconds): a deploy may still be using it. Ages are on AWS's clock (its
                 CreationTime and the `Date` of AWS's answers), not this machine's.
             operation: only this operation's resources.
-            force: with `operation`, even if that operation may still be running.
+            force: with `operation`, even if that operation may still be running; with
+                `training`, even if a model serves the job's head.
             confirm: asked before anything is deleted; it raises to stop.
             idle: instead of the leftovers, delete the endpoints without traffic over
                 this window ("24h", "1d" or seconds; as `ls(idle=)` finds them) that
@@ -237,9 +238,10 @@ class EndpointOps(Session):
             training: instead of the leftovers, this one `drafter train` job (a
                 `peagle-train-*` name with the peagle:managed tag) that has ended, even
                 Completed: its files under s3://BUCKET/peagle/training/JOB/ (its head
-                among them), then the job. Without it, gc removes only the jobs that
-                ended Failed or Stopped and keeps a Completed job's head
-                (`training_kept`): a head may be deployed, so it goes only when named.
+                among them), then the job. Without it, gc removes the jobs that ended
+                Failed or Stopped, and of a Completed one only its uploads
+                (`training_uploads`): its head is kept (`training_kept`), since it may be
+                deployed, and goes only when named.
 
         Returns:
             What was found, skipped, finished and deleted (nothing on a dry run).
@@ -248,7 +250,8 @@ class EndpointOps(Session):
             SpecError: a malformed `min_age`, `operation` or `idle`, `force` without
                 `operation`, or `idle` with `operation`, or `training` that is not a
                 `peagle-train-*` name or comes with another of them (nothing is sent);
-                a named job that is not peagle's or has not ended (nothing is deleted).
+                a named job that is not peagle's, has not ended, or whose head a model
+                serves without `force` (nothing is deleted).
         """
         from ..lifecycle.components import deregister_component_scaling, split_components
         from ..lifecycle.garbage import find_garbage
@@ -272,10 +275,10 @@ class EndpointOps(Session):
                 rule="idle without operation or force",
             )
         if training is not None:
-            _check_training_job(training, window is not None or operation is not None or force)
+            _check_training_job(training, window is not None or operation is not None)
         if operation is not None:
             operation = check_id(operation)
-        if force and operation is None:
+        if force and operation is None and training is None:
             raise SpecError(
                 "force removes the resources of one operation that may still be running; "
                 "it needs that operation named",
@@ -291,7 +294,7 @@ class EndpointOps(Session):
         if window is not None:
             return gc_idle(lc, window, dry_run=dry_run, confirm=confirm)
         if training is not None:
-            return _gc_training_job(lc, training, dry_run, confirm)
+            return _gc_training_job(lc, training, dry_run, confirm, force)
         found = find_garbage(
             lc.sm, min_age_seconds=min_age_seconds, operation=operation, force=force, aws=lc.aws
         )
@@ -312,6 +315,7 @@ class EndpointOps(Session):
             },
             training_jobs=found.training,
             training_kept=found.training_kept,
+            training_uploads=found.training_uploads,
         )
         if (not result.orphans and not found.unfinished_updates) or dry_run:
             if dry_run:  # frozen: filled in, not replaced
@@ -356,14 +360,10 @@ class EndpointOps(Session):
                 if remove_one(lc.aws, kind, n, ep):
                     result.deleted.append(monitoring_label(kind, n))
         _remove_expiry(lc, found.expiry, result.deleted)
-        if found.training:
-            from ..lifecycle.training_gc import remove_training_job
+        if found.training or found.training_uploads:
+            from ..lifecycle.training_gc import remove_training_garbage
 
-            s3 = lc.aws.client("s3")
-            for job in found.training:
-                result.deleted.extend(
-                    remove_training_job(lc.sm, s3, job, found.training_prefixes.get(job))
-                )
+            result.deleted.extend(remove_training_garbage(lc.sm, lc.aws.client("s3"), found))
         return result
 
     def logs(
@@ -551,12 +551,10 @@ def _check_training_job(name: Any, with_others: bool) -> None:
     if with_others:
         raise SpecError(
             text(
-                "{training} deletes one training job; {idle}, {op} and {force} are for "
-                "endpoints' leftovers",
+                "{training} deletes one training job; {idle} and {op} are for endpoints' leftovers",
                 training=Param("training"),
                 idle=Param("idle"),
                 op=Param("operation"),
-                force=Param("force"),
             ),
             remedy="run them as two commands",
             field="training",
@@ -580,11 +578,14 @@ def _check_training_job(name: Any, with_others: bool) -> None:
         )
 
 
-def _gc_training_job(lc: Any, name: str, dry_run: bool, confirm: Confirm | None) -> GcResult:
-    """`gc(training=NAME)`: that job's files, then the job (lifecycle/training_gc.py)."""
+def _gc_training_job(
+    lc: Any, name: str, dry_run: bool, confirm: Confirm | None, force: bool
+) -> GcResult:
+    """`gc(training=NAME)`: that job's files, then the job (lifecycle/training_gc.py);
+    refused while a model serves its head, unless `force`."""
     from ..lifecycle.training_gc import named_training_job, remove_training_job
 
-    status, prefix = named_training_job(lc.sm, name)
+    status, prefix = named_training_job(lc.sm, name, force)
     where = f" and everything under {prefix}" if prefix else ""
     result = GcResult([], [], [], [], [], dry_run, training_jobs={name: status})
     if dry_run:

@@ -358,6 +358,9 @@ class GcResult:
             then the job (DeleteTrainingJob). With `training`: the job named.
         training_kept: Completed training jobs: job -> why it stays (its head may be
             deployed); `gc(training=JOB)` removes one.
+        training_uploads: Completed training jobs whose run's uploads are still in S3:
+            job -> the s3:// prefixes that go (`source/`, `data/`, `target/`; the head
+            under `output/` stays).
     """
 
     inference_components: list[str]
@@ -377,12 +380,13 @@ class GcResult:
     idle_kept: dict[str, str] = field(default_factory=dict)
     training_jobs: dict[str, str] = field(default_factory=dict)
     training_kept: dict[str, str] = field(default_factory=dict)
+    training_uploads: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def orphans(self) -> list[str]:
         """Everything found, in deletion order: the endpoints, then components (they
         name models), configs, models, monitoring, expiry schedules and role, training
-        jobs."""
+        jobs, Completed training jobs' uploads."""
         return [
             *self.endpoints,
             *self.inference_components,
@@ -391,6 +395,7 @@ class GcResult:
             *self.monitoring,
             *self.expiry,
             *self.training_jobs,
+            *(uri for uris in self.training_uploads.values() for uri in uris),
         ]
 
     def to_dict(self) -> dict[str, Any]:
@@ -412,6 +417,7 @@ class GcResult:
             "idle_kept": self.idle_kept,
             "training_jobs": self.training_jobs,
             "training_kept": self.training_kept,
+            "training_uploads": self.training_uploads,
         }
 
 

@@ -6,8 +6,9 @@ is read from AWS (SpecError); an S3 target's config.json and S3 data are read (o
 each) and judged before anything is created; then preflight (role, training quota, GPU
 fit), the uploads (the source tarball, local data, a local target), CreateTrainingJob with
 the operation's tags, the wait (status lines and the job's log lines), the report, the
-drafter check of the head, and, when asked, the deploy. Ctrl-C stops the job, waits until
-it is Stopped, and removes everything the run uploaded and any output: nothing is left.
+drafter check of the head, and, when asked, the deploy; a completed run removes its uploads
+and keeps the head. Ctrl-C stops the job, waits until it is Stopped, deletes it, and
+removes everything the run uploaded and any output: nothing is left.
 `dry_run=True` sends nothing and returns the exact request.
 """
 
@@ -105,7 +106,13 @@ class TrainingOps(Session):
                 target the trainer cannot handle (nothing was sent or created).
             PreflightFailed: the role, quota or GPU fit (nothing was created).
             TrainingFailed: the job ended Failed (its FailureReason).
-            TrainingStopped: interrupted; the job was stopped and nothing is left.
+            TrainingLost: the wait broke (expired credentials, the network) while the
+                job may still be running; nothing was stopped or removed.
+            TrainingStopped: interrupted; the job was stopped and deleted and nothing is
+                left (`left` says otherwise when it was still Stopping).
+            Interrupted: interrupted again during that clean-up: what is left, and the
+                `gc` that removes it.
+            AwsError: an upload S3 refused (nothing was created).
         """
         from .. import settings
         from ..training.spec import check_train_args
@@ -118,6 +125,12 @@ class TrainingOps(Session):
         )  # fmt: skip
         notes: list[str] = []
         s3_data = spec.data.startswith("s3://")
+        if not s3_data and spec.data.startswith("~"):
+            # Expanded once, here: every later read and the upload use the same path
+            # (`--data=~/p.jsonl` reaches peagle unexpanded; bash expands only word starts).
+            from dataclasses import replace
+
+            spec = replace(spec, data=str(Path(spec.data).expanduser()))
         if s3_data:
             from ..drafter.inspection import parse_s3_uri
 

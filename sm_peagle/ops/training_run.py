@@ -5,6 +5,7 @@ report, the drafter check and the deploy; and the clean-up of an interrupted run
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ..errors import AwsError, SpecError
@@ -112,11 +113,13 @@ def run_training(
     confirm: Any = None,
 ) -> Any:
     """Everything after the argument checks, on AWS (see the module docstring)."""
+    from botocore.exceptions import ClientError
+
     from .. import settings
     from ..lifecycle import training as lt
     from ..lifecycle.operation import Operation
     from ..training.checks import check_fit
-    from ..training.errors import TrainingStopped
+    from ..training.errors import TrainingFailed, TrainingStopped
     from ..training.report import TrainingReport
     from ..training.request import source_files
     from .training_data import s3_data, size_disk
@@ -149,53 +152,66 @@ def run_training(
         )
     created = False
     poll = settings.poll_seconds() or 5.0
+    desc: dict[str, Any] | None = None
     try:
         if spec.bucket is None:
             _ensure_bucket(s3, bucket, region)
-        say(f"uploading the training source to {layout.uri(layout.source_prefix)}")
-        for name in sorted(files):  # the `code` channel: one object per file, no archive
-            lt.upload(s3, bucket, layout.source_key(name), files[name])
-        if not spec.data.startswith("s3://"):
-            say(f"uploading {spec.data} to {layout.uri(layout.data_key)}")
-            lt.upload(s3, bucket, layout.data_key, path=spec.data)
-        if info.local_dir is not None:
-            say(f"uploading the target {info.local_dir} to {layout.uri(layout.target_prefix)}")
-            _upload_dir(s3, info.local_dir, bucket, layout.target_prefix)
+        _uploads(s3, say, spec, info, layout, files)
         sm = aws.client("sagemaker")
         say(f"creating training job {layout.job} on {spec.instance_type} ({op.id})")
         created = True  # from here the job may exist, even if the answer never comes
-        sm.create_training_job(**request)
+        try:
+            sm.create_training_job(**request)
+        except ClientError:
+            created = False  # SageMaker answered with a refusal: no job was made
+            raise
         if not wait:
             op.end()  # this process no longer runs the job: SageMaker does
             return TrainResult(job_name=layout.job, status="InProgress",
                                head_uri=layout.head_uri, request=request, uploads=uploads,
                                notes=notes, cost=cost)  # fmt: skip
-        lt.wait_for_job(aws, layout.job, say=say, poll=poll, on_poll=client.on_poll)
+        desc = lt.wait_for_job(aws, layout.job, say=say, poll=poll, on_poll=client.on_poll)
     except KeyboardInterrupt as stop:
-        _clean_up(aws, s3, layout, created, say, poll)
+        status, left = _clean_up(aws, s3, layout, created, say, poll, op)
         op.end()
-        raise TrainingStopped(layout.job if created else None) from stop
-    except BaseException:
+        raise TrainingStopped(layout.job if status else None, status, left) from stop
+    except TrainingFailed:
         # A failed job keeps its log and description on SageMaker; its uploads and any
         # partial output are of no use: removed, so a failure leaves nothing in S3.
-        try:
-            lt.remove_prefix(s3, bucket, layout.prefix)
-        finally:
-            op.end()
+        op.end()
+        _remove_quietly(s3, layout)
         raise
+    except Exception as e:
+        op.end()  # this process no longer runs the job (gc may judge it once it ended)
+        if created:  # the job may be running on: S3 is left as it is (TrainingLost)
+            err = _lost(e, layout, op.id, region)
+        else:
+            _remove_quietly(s3, layout)  # no job: the uploads are of no use
+            err = lt.upload_failure(e, "the job's inputs", layout.uri(layout.prefix))
+        if err is None:
+            raise  # already peagle's, or a bug: the boundary reports it as it is
+        raise err from e
     op.end()
-    doc = lt.read_report(s3, layout)
+    head_uri = lt.head_location(desc, layout)
+    doc = lt.read_report(s3, head_uri)
     if doc is None:
         raise AwsError(
-            f"training job {layout.job} completed without {layout.head_uri}"
-            "peagle-training-report.json",
+            f"training job {layout.job} completed without {head_uri}peagle-training-report.json",
             remedy="read the job's log (CloudWatch /aws/sagemaker/TrainingJobs)",
         )
+    # The job is over and its head is read: the uploads (the data, a copy of a local
+    # target that may be tens of GB, the source) are of no further use.
+    try:
+        n = lt.remove_inputs(s3, bucket, layout.prefix)
+        say(f"removed the job's {n} uploaded object(s); the head stays at {head_uri}")
+    except Exception as e:  # the head is trained and read: a clean-up failure must not lose it
+        notes.append(f"could not remove the job's uploads under {layout.uri(layout.prefix)} "
+                     f"({type(e).__name__}: {e}); gc removes them")  # fmt: skip
     report = TrainingReport.from_dict(doc)
     for w in report.warnings:
         say("warning: " + w)
     check = client.drafter_check(
-        layout.head_uri,
+        head_uri,
         vllm_version=_serving_vllm(spec.target),
         k=spec.k,
         trained_k=spec.k,
@@ -208,11 +224,11 @@ def run_training(
     endpoint = None
     if spec.deploy:
         check.raise_for_failures()
-        endpoint = _deploy(client, say, spec, info, layout.head_uri, role_arn)
+        endpoint = _deploy(client, say, spec, info, head_uri, role_arn)
     return TrainResult(
         job_name=layout.job,
         status="Completed",
-        head_uri=layout.head_uri,
+        head_uri=head_uri,
         request=request,
         uploads=uploads,
         report=report,
@@ -221,7 +237,7 @@ def run_training(
         notes=notes,
         cost=cost,
         endpoint=endpoint,
-        next_step=None if endpoint else _next_step(spec, info, layout.head_uri),
+        next_step=None if endpoint else _next_step(spec, info, head_uri),
     )
 
 
@@ -259,13 +275,112 @@ def _deploy(client: Any, say: Any, spec: Any, info: Any, head_uri: str, role_arn
     return str(getattr(ep, "name", ep))
 
 
-def _clean_up(aws: Any, s3: Any, layout: Any, created: bool, say: Any, poll: float) -> None:
-    """Stop the job (if it may exist), wait until it is no longer running, then remove
-    everything under the job's prefix: the uploads and any output."""
+def _uploads(s3: Any, say: Any, spec: Any, info: Any, layout: Any, files: Any) -> None:
+    """The training source (the `code` channel: one object per file, no archive), local
+    data, a local target, each under the job's prefix; an S3 failure is a peagle AWS error
+    naming what was being uploaded (exit 1, one line)."""
+    from ..lifecycle import training as lt
+
+    b = layout.bucket
+
+    def source() -> None:
+        for name in sorted(files):
+            lt.upload(s3, b, layout.source_key(name), files[name])
+
+    steps: list[tuple[str, str, Any]] = [("the training source", layout.source_prefix, source)]
+    if not spec.data.startswith("s3://"):
+        steps.append((spec.data, layout.data_key,
+                      lambda: lt.upload(s3, b, layout.data_key, path=spec.data)))  # fmt: skip
+    if info.local_dir is not None:
+        tp = layout.target_prefix
+        steps.append((f"the target {info.local_dir}", tp,
+                      lambda: _upload_dir(s3, info.local_dir, b, tp)))  # fmt: skip
+    for what, key, put in steps:
+        say(f"uploading {what} to {layout.uri(key)}")
+        try:
+            put()
+        except Exception as e:
+            raise lt.upload_failure(e, what, layout.uri(key)) or e from e
+
+
+def _lost(e: Exception, layout: Any, op_id: str, region: str) -> Exception | None:
+    """TrainingLost for an error while waiting for a created job (not a failure of the
+    job): it names the job, says it may still be running, and how to stop and remove it."""
+    from ..aws import as_peagle_error
+    from ..errors import Call, PeagleError, text
+    from ..training.errors import TrainingLost
+
+    cause = e if isinstance(e, PeagleError) else as_peagle_error(e)
+    if not isinstance(cause, PeagleError):
+        return None  # a bug, not AWS: the boundary reports it as one
+    first = text("{c}; then ", c=cause.remedy) if cause.remedy else ""
+    return TrainingLost(
+        text(
+            "lost track of training job {j} ({m}): it may still be running (and billing); "
+            "its files under {u} were left as they are",
+            j=layout.job,
+            m=cause.message,
+            u=layout.uri(layout.prefix),
+        ),
+        job_name=layout.job,
+        operation=op_id,
+        remedy=text(
+            "{first}if it should not finish, stop it (`aws sagemaker stop-training-job "
+            "--training-job-name {j} --region {r}`); once it has ended, `{gc}` removes its "
+            "uploads (and all of it unless it Completed: its head is kept)",
+            first=first,
+            j=layout.job,
+            r=region,
+            gc=Call("gc", operation=op_id),
+        ),
+    )
+
+
+def _remove_quietly(s3: Any, layout: Any) -> None:
+    """Remove the uploads of a run that created no job; a failure here (the credentials
+    that failed the upload fail this too) must not hide the first error."""
+    from ..lifecycle import training as lt
+
+    with contextlib.suppress(Exception):  # the first error is the one to report
+        lt.remove_prefix(s3, layout.bucket, layout.prefix)
+
+
+def _clean_up(aws: Any, s3: Any, layout: Any, created: bool, say: Any, poll: float,
+              op: Any) -> tuple[str | None, list[tuple[str, str]]]:  # fmt: skip
+    """Stop the job (if it may exist), wait until it is no longer running, delete it (gc
+    would: a Stopped job is of no use), then remove everything under the job's prefix.
+    (its last status, what is left). A second Ctrl-C meanwhile: `errors.Interrupted`
+    naming what is left and the `gc` that removes it, as deploy's rollback does."""
+    from ..errors import Call, Interrupted
     from ..lifecycle import training as lt
 
     say("interrupted: stopping the training job and removing its uploads")
+    status: str | None = None
+    left: list[tuple[str, str]] = [("s3_prefix", layout.uri(layout.prefix))]
     if created:
-        lt.stop_job(aws, layout.job, say=say, poll=min(poll, 5.0))
-    n = lt.remove_prefix(s3, layout.bucket, layout.prefix)
-    say(f"removed {n} object(s) under {layout.uri(layout.prefix)}")
+        left.insert(0, ("training_job", layout.job))
+    try:
+        if created:
+            status = lt.stop_job(aws, layout.job, say=say, poll=min(poll, 5.0))
+            if status == "Stopping":  # not stopped within the wait: it may still upload
+                return status, left  # its output here, so its files stay too; gc's
+            if status == "NotFound" or lt.delete_job(aws, layout.job):
+                left.pop(0)  # never created, or deleted now
+        try:
+            n = lt.remove_prefix(s3, layout.bucket, layout.prefix)
+        except Exception as e:  # expired credentials, say: named as left, not a new error
+            say(f"could not remove {layout.uri(layout.prefix)}: {e}")
+        else:
+            left.pop()
+            say(f"removed {n} object(s) under {layout.uri(layout.prefix)}")
+    except KeyboardInterrupt as again:
+        op.end()
+        raise Interrupted(
+            "training clean-up stopped",
+            left,
+            Call("gc", operation=op.id),
+            effect="removes them once the job has ended",
+            operation=op.id,
+            region=getattr(aws, "region", None),
+        ) from again
+    return (None if status == "NotFound" else status), left

@@ -158,9 +158,38 @@ def test_dry_run_cli_prints_the_request_and_exits_0(
     assert not [n for n in json.loads(out)["notes"] if "has not yet run on a GPU" in n]
 
 
-def test_the_create_training_job_request_field_by_field(world: World, data: Path) -> None:
+def _snapshot_at_wait(monkeypatch: pytest.MonkeyPatch, job: str) -> dict[str, bytes]:
+    """The objects under the job's prefix while the job runs (the wait's first call): what
+    the job's channels read. Filled in when the run waits."""
+    from sm_peagle.lifecycle import training as lt
+
+    seen: dict[str, bytes] = {}
+    real = lt.wait_for_job
+
+    def wait(*a: Any, **k: Any) -> Any:
+        s3 = boto3.client("s3", region_name=REGION)
+        for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=f"peagle/training/{job}/").get(
+            "Contents", []
+        ):
+            seen[o["Key"]] = s3.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read()
+        return real(*a, **k)
+
+    monkeypatch.setattr(lt, "wait_for_job", wait)
+    return seen
+
+
+def _keys_left(job: str) -> set[str]:
+    s3 = boto3.client("s3", region_name=REGION)
+    got = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"peagle/training/{job}/")
+    return {o["Key"].removeprefix(f"peagle/training/{job}/") for o in got.get("Contents", [])}
+
+
+def test_the_create_training_job_request_field_by_field(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     job = "peagle-train-tiny-llama-0123abcd"
     _seed_head(job)
+    during = _snapshot_at_wait(monkeypatch, job)
     r = sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), k=3, steps=40)
     sent = world.sent("CreateTrainingJob")
     assert len(sent) == 1
@@ -209,15 +238,17 @@ def test_the_create_training_job_request_field_by_field(world: World, data: Path
     assert tags["peagle:training-target"] == TARGET
     assert re.fullmatch(r"op-\d{8}T\d{6}Z-[0-9a-f]{6}", tags["peagle:operation"])
     assert {"peagle:operation-owner", "peagle:operation-until"} <= set(tags)
-    # The uploads went where the channels point.
-    s3 = boto3.client("s3", region_name=REGION)
-    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=f"peagle/training/{job}/")
-            .get("Contents", [])}  # fmt: skip
-    assert {f"peagle/training/{job}/source/{n}" for n in PLACEHOLDER_ENTRYPOINT} <= keys
-    assert (
-        s3.get_object(Bucket=BUCKET, Key=f"peagle/training/{job}/data/train.jsonl")["Body"].read()
-        == data.read_bytes()
-    )
+    # While the job ran, the uploads were where the channels point: the `code` channel one
+    # object per source file, the data as given.
+    assert {f"peagle/training/{job}/source/{n}" for n in PLACEHOLDER_ENTRYPOINT} <= set(during)
+    assert during[f"peagle/training/{job}/data/train.jsonl"] == data.read_bytes()
+    # Once it completed and its report was read, only the head is left (issue 40 review,
+    # finding 6: the uploaded prompts and source stay nowhere).
+    assert _keys_left(job) == {
+        "output/model/config.json",
+        "output/model/model.safetensors",
+        "output/model/peagle-training-report.json",
+    }
     # The result: the head's prefix (what deploy --drafter takes), the report read back.
     assert r.status == "Completed"
     assert r.head_uri == prefix + "output/model/"
@@ -227,23 +258,27 @@ def test_the_create_training_job_request_field_by_field(world: World, data: Path
     assert not [c for c in r.check.checks if "report" in str(c.message)]
     # Nothing was created before the checks: CreateTrainingJob is the only SageMaker write.
     writes = [op for op, _ in world.requests if op.startswith(("Create", "Stop", "Delete"))]
-    assert writes == ["CreateTrainingJob"]
+    assert [op for op in writes if op != "DeleteObjects"] == ["CreateTrainingJob"]
+    # The uploads went only after the report was read (a run that cannot read it keeps
+    # them for the user to look at).
+    ops = [(op, p.get("Key", "")) for op, p in world.requests]
+    report_read = ops.index(("GetObject", f"peagle/training/{job}/output/model/"
+                                          "peagle-training-report.json"))  # fmt: skip
+    assert ops.index(("DeleteObjects", "")) > report_read
 
 
-def test_the_code_channel_is_the_source_dir_file_for_file(world: World, data: Path) -> None:
+def test_the_code_channel_is_the_source_dir_file_for_file(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each source file is one object under the `code` channel's prefix, byte for byte, and
-    nothing else is there: SageMaker copies exactly these to /opt/ml/input/data/code/, the
-    directory the entrypoint runs from."""
+    nothing else is there while the job runs: SageMaker copies exactly these to
+    /opt/ml/input/data/code/, the directory the entrypoint runs from."""
     job = "peagle-train-tiny-llama-0123abcd"
     _seed_head(job)
+    during = _snapshot_at_wait(monkeypatch, job)
     sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=1)
-    s3 = boto3.client("s3", region_name=REGION)
     prefix = f"peagle/training/{job}/source/"
-    listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
-    got = {
-        o["Key"][len(prefix) :]: s3.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read()
-        for o in listed
-    }
+    got = {k[len(prefix) :]: body for k, body in during.items() if k.startswith(prefix)}
     assert got == PLACEHOLDER_ENTRYPOINT
     # The entrypoint names files the channel holds.
     command = world.sent("CreateTrainingJob")[0]["AlgorithmSpecification"]["ContainerEntrypoint"]
@@ -282,10 +317,13 @@ def test_an_interrupt_during_training_stops_the_job_and_leaves_nothing(
         sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
     assert caught.value.job_name == job
     assert world.sent("StopTrainingJob") == [{"TrainingJobName": job}]
-    status = boto3.client("sagemaker", region_name=REGION).describe_training_job(
-        TrainingJobName=job
-    )["TrainingJobStatus"]
-    assert status not in ("InProgress", "Stopping")
+    # Once Stopped, the job is deleted (gc would delete it: nothing of it is of use), so
+    # "nothing is left" is true of SageMaker too (issue 40 review, finding 7).
+    assert caught.value.status == "Stopped"
+    assert world.sent("DeleteTrainingJob") == [{"TrainingJobName": job}]
+    assert caught.value.left == [] and caught.value.to_dict()["left"] == []
+    jobs = boto3.client("sagemaker", region_name=REGION).list_training_jobs()
+    assert jobs["TrainingJobSummaries"] == []
     left = boto3.client("s3", region_name=REGION).list_objects_v2(
         Bucket=BUCKET, Prefix="peagle/training/"
     )
@@ -543,7 +581,8 @@ ACTION = {
     "ListServiceQuotas": "servicequotas:ListServiceQuotas",
     "GetRole": "iam:GetRole",
     "HeadObject": "s3:GetObject",
-    "FilterLogEvents": "logs:FilterLogEvents",
+    "DescribeLogStreams": "logs:DescribeLogStreams",
+    "GetLogEvents": "logs:GetLogEvents",
 }
 
 
@@ -569,9 +608,12 @@ def test_the_trainer_policy_grants_every_action_a_run_sends(world: World, data: 
     policy = sm_peagle.Client(region=REGION).iam_policy(for_="trainer", role=world.role_arn).policy
     assert sent - _granted(policy) == set()
     # Also granted, for what this run did not do: an interrupt (StopTrainingJob, deleting
-    # the uploads), creating the default bucket, PassRole (no request of its own), and
-    # what gc sends for training jobs (test_training_gc.py runs it).
+    # the uploads and the stopped job), creating the default bucket, PassRole (no request
+    # of its own), and what gc sends for training jobs (test_training_gc.py runs it; gc
+    # --training reads the models, to refuse a head one serves).
     assert _granted(policy) - sent <= {
+        "sagemaker:ListModels",
+        "sagemaker:DescribeModel",
         "sagemaker:DeleteTrainingJob",
         "sagemaker:ListTags",
         "sagemaker:ListTrainingJobs",
@@ -656,7 +698,7 @@ def test_s3_data_is_read_once_and_judged_before_any_upload(world: World) -> None
 
 
 def test_a_local_target_is_pushed_under_the_job_and_is_the_target_channel(
-    world: World, data: Path, tmp_path: Path
+    world: World, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     model = tmp_path / "my-llama"
     model.mkdir()
@@ -664,14 +706,16 @@ def test_a_local_target_is_pushed_under_the_job_and_is_the_target_channel(
     (model / "model.safetensors").write_bytes(b"\0" * 64)
     job = "peagle-train-my-llama-0123abcd"
     _seed_head(job)
+    during = _snapshot_at_wait(monkeypatch, job)
     sm_peagle.Client(region=REGION).drafter_train(str(model), data=str(data), steps=1)
     prefix = f"peagle/training/{job}/target/"
     channel = world.sent("CreateTrainingJob")[0]["InputDataConfig"][0]
     assert channel["ChannelName"] == "target"
     assert channel["DataSource"]["S3DataSource"]["S3Uri"] == f"s3://{BUCKET}/{prefix}"
-    s3 = boto3.client("s3", region_name=REGION)
-    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]}
+    keys = {k for k in during if k.startswith(prefix)}
     assert keys == {prefix + "config.json", prefix + "model.safetensors"}
+    # The copy of the target (tens of GB for a real model) is gone once the job completed.
+    assert not [k for k in _keys_left(job) if k.startswith("target/")]
 
 
 def test_without_wait_the_job_is_created_and_left_running(world: World, data: Path) -> None:
@@ -679,3 +723,292 @@ def test_without_wait_the_job_is_created_and_left_running(world: World, data: Pa
     assert r.status == "InProgress" and r.report is None
     assert len(world.sent("CreateTrainingJob")) == 1
     assert world.sent("DescribeTrainingJob") == []  # it did not wait
+
+
+# Issue 40's review of the run's robustness (findings 2, 7, 8, 9a): what a user sees when
+# the wait breaks, when Ctrl-C comes twice, when an upload is refused.
+
+JOB = "peagle-train-tiny-llama-0123abcd"
+
+
+def _client_error(code: str, op: str) -> Exception:
+    from botocore.exceptions import ClientError
+
+    return ClientError({"Error": {"Code": code, "Message": f"{code} message"}}, op)
+
+
+def test_an_error_while_waiting_leaves_the_job_and_its_files_and_says_so(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """An hour in, the credentials expire: the job runs on (SageMaker's, not this
+    process's), so its inputs stay, nothing is stopped, and the one line names the job,
+    says it may still be running, and gives the commands, on the invocation's target."""
+    from sm_peagle.lifecycle import training as lt
+    from sm_peagle.training.errors import TrainingLost
+    from tests.printed_commands import off_target, printed_commands
+
+    def expired(*_a: Any, **_k: Any) -> None:
+        raise _client_error("ExpiredTokenException", "DescribeTrainingJob")
+
+    monkeypatch.setattr(lt, "wait_for_job", expired)
+    with pytest.raises(TrainingLost) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    assert caught.value.job_name == JOB and caught.value.exit_code == 1
+    assert "may still be running" in str(caught.value)
+    assert world.sent("StopTrainingJob") == [] and world.sent("DeleteObjects") == []
+    assert {"source/peagle_train.py", "data/train.jsonl"} <= _keys_left(JOB)
+    status = boto3.client("sagemaker", region_name=REGION).describe_training_job(
+        TrainingJobName=JOB
+    )["TrainingJobStatus"]
+    # Nothing stopped it: it runs on, or (the harness's clock is fast) has completed.
+    assert status in ("InProgress", "Completed")
+
+    monkeypatch.setattr(request_name(), "token_hex", lambda n: "4567cdef"[: 2 * n])
+    code, _out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data), "--steps",
+                          "40", "--yes", "--region", REGION)  # fmt: skip
+    assert code == 1, err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    line = errors[0]
+    assert "peagle-train-tiny-llama-4567cdef" in line and "may still be running" in line
+    assert "refresh your AWS credentials" in line  # the cause's own fix comes first
+    stop = "aws sagemaker stop-training-job --training-job-name peagle-train-tiny-llama-4567cdef"
+    assert f"{stop} --region {REGION}" in line
+    gc = [c for c in printed_commands(err) if c.split()[1] == "gc"]
+    assert len(gc) == 1 and re.search(r"--operation op-\d{8}T\d{6}Z-[0-9a-f]{6}", gc[0]), err
+    assert off_target(err, sandbox=False, region=REGION) == []
+
+
+def request_name() -> Any:
+    import sm_peagle.training.request as request_mod
+
+    return request_mod.secrets
+
+
+def test_a_second_interrupt_during_the_stop_names_what_is_left_and_the_gc(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from sm_peagle.errors import Interrupted
+    from sm_peagle.lifecycle import training as lt
+
+    def interrupted(*_a: Any, **_k: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lt, "wait_for_job", interrupted)
+    monkeypatch.setattr(lt, "stop_job", interrupted)  # Ctrl-C again while it stops
+    caught: BaseException | None = None
+    try:  # a bare KeyboardInterrupt would stop the test session: caught, then judged
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    except BaseException as e:  # noqa: BLE001
+        caught = e
+    assert isinstance(caught, Interrupted), repr(caught)
+    op = caught.operation
+    assert op and re.fullmatch(r"op-\d{8}T\d{6}Z-[0-9a-f]{6}", op)
+    assert caught.left == [
+        ("training_job", JOB),
+        ("s3_prefix", f"s3://{BUCKET}/peagle/training/{JOB}/"),
+    ]
+    assert caught.command.op == "gc"
+    assert dict(caught.command.kwargs) == {"operation": op}
+    assert _keys_left(JOB)  # nothing was removed: what is named as left is left
+
+    monkeypatch.setattr(request_name(), "token_hex", lambda n: "89abcdef"[: 2 * n])
+    code, _out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data), "--steps",
+                          "40", "--yes")  # fmt: skip
+    assert code == 130, err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    assert "training job peagle-train-tiny-llama-89abcdef" in errors[0]
+    assert re.search(r"`peagle gc --operation op-\S+ --yes[^`]*`", errors[0]), errors[0]
+
+
+def test_a_job_not_stopped_within_the_wait_is_named_as_left(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sm_peagle.lifecycle import training as lt
+    from sm_peagle.training.errors import TrainingStopped
+
+    def interrupted(*_a: Any, **_k: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lt, "wait_for_job", interrupted)
+    monkeypatch.setattr(lt, "stop_job", lambda *_a, **_k: "Stopping")  # the 30 min ran out
+    with pytest.raises(TrainingStopped) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    err = caught.value
+    assert err.status == "Stopping"
+    assert ("training_job", JOB) in err.left
+    assert {"kind": "training_job", "name": JOB} in err.to_dict()["left"]
+    assert "still Stopping" in str(err) and "it was stopped" not in str(err)
+    assert "nothing is left" not in str(err) and "files were kept" in str(err)
+    # It may still upload its output: its files are left for gc, not removed under it.
+    assert world.sent("DeleteTrainingJob") == [] and world.sent("DeleteObjects") == []
+
+
+def test_an_upload_s3_refuses_is_one_aws_error_and_no_job(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """AccessDenied (or a KMS key the caller may not use) on upload_file is boto3's
+    S3UploadFailedError, not a botocore error: still exit 1 in one line, not a bug."""
+    from boto3.exceptions import S3UploadFailedError
+
+    from sm_peagle.errors import AwsError
+    from sm_peagle.lifecycle import training as lt
+
+    real = lt.upload
+
+    def refused(s3: Any, bucket: str, key: str, body: Any = None, path: Any = None) -> str:
+        if path is not None:
+            raise S3UploadFailedError(
+                f"Failed to upload {path} to {bucket}/{key}: An error occurred "
+                "(AccessDenied) when calling the PutObject operation: Access Denied"
+            )
+        return real(s3, bucket, key, body, path)
+
+    monkeypatch.setattr(lt, "upload", refused)
+    with pytest.raises(AwsError) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    assert "AccessDenied" in str(caught.value) and str(data) in str(caught.value)
+    code, _out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data), "--steps",
+                          "40", "--yes")  # fmt: skip
+    assert code == 1, err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "AccessDenied" in errors[0], err
+    assert "bug" not in errors[0] and "Traceback" not in err
+    assert world.sent("CreateTrainingJob") == []
+    assert _keys_left(JOB) == set()  # the source that did go up was removed
+
+
+def test_a_data_path_with_a_tilde_is_expanded_in_sdk_and_cli(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """`--data=~/p.jsonl` reaches peagle unexpanded (bash expands `~` only at a word's
+    start), as does the SDK's `data="~/p.jsonl"`."""
+    monkeypatch.setenv("HOME", str(data.parent))
+    _seed_head(JOB)
+    during = _snapshot_at_wait(monkeypatch, JOB)
+    r = sm_peagle.Client(region=REGION).drafter_train(TARGET, data="~/prompts.jsonl", steps=1)
+    assert r.status == "Completed"
+    assert during[f"peagle/training/{JOB}/data/train.jsonl"] == data.read_bytes()
+    other = "peagle-train-tiny-llama-4567cdef"
+    monkeypatch.setattr(request_name(), "token_hex", lambda n: "4567cdef"[: 2 * n])
+    _seed_head(other)
+    code, _out, err = run(capsys, "drafter", "train", TARGET, "--data=~/prompts.jsonl",
+                          "--steps", "1", "--yes")  # fmt: skip
+    assert code == 0, err
+
+
+def test_the_head_is_where_describe_training_job_says(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ModelArtifacts.S3ModelArtifacts is where SageMaker put the model dir; the layout's
+    `output/model/` is only the fallback."""
+    from sm_peagle.lifecycle import training as lt
+
+    real = lt.wait_for_job
+    moved = f"s3://{BUCKET}/peagle/training/{JOB}/output/elsewhere/"
+
+    def wait(*a: Any, **k: Any) -> dict[str, Any]:
+        desc = real(*a, **k)
+        # The harness answers what AWS answers for uncompressed output: the prefix.
+        assert desc["ModelArtifacts"]["S3ModelArtifacts"] == (
+            f"s3://{BUCKET}/peagle/training/{JOB}/output/model/"
+        )
+        return {**desc, "ModelArtifacts": {"S3ModelArtifacts": moved.rstrip("/")}}
+
+    monkeypatch.setattr(lt, "wait_for_job", wait)
+    _seed_head(JOB)
+    s3 = boto3.client("s3", region_name=REGION)
+    src = f"peagle/training/{JOB}/output/model/"
+    for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=src)["Contents"]:
+        s3.copy_object(Bucket=BUCKET, CopySource={"Bucket": BUCKET, "Key": o["Key"]},
+                       Key=o["Key"].replace("/model/", "/elsewhere/"))  # fmt: skip
+        s3.delete_object(Bucket=BUCKET, Key=o["Key"])
+    r = sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=1)
+    assert r.head_uri == moved
+    assert r.report is not None and r.check.ok
+
+
+def test_a_create_sagemaker_refuses_is_an_aws_error_and_removes_the_uploads(
+    world: World, data: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """CreateTrainingJob answered with an error made no job: not "may still be running";
+    the uploads go, as for any run that created nothing."""
+    from sm_peagle.errors import AwsError
+    from sm_peagle.training.errors import TrainingLost
+
+    sm = boto3.client("sagemaker", region_name=REGION)
+    sm.create_training_job(  # the name the run will pick, taken: ResourceInUse
+        TrainingJobName=JOB,
+        AlgorithmSpecification={"TrainingImage": DLC, "TrainingInputMode": "File"},
+        RoleArn=world.role_arn,
+        OutputDataConfig={"S3OutputPath": f"s3://{MODELS}/elsewhere/"},
+        ResourceConfig={"InstanceType": "ml.g6e.xlarge", "InstanceCount": 1,
+                        "VolumeSizeInGB": 50},
+        StoppingCondition={"MaxRuntimeInSeconds": 3600},
+    )  # fmt: skip
+    with pytest.raises(AwsError) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    assert not isinstance(caught.value, TrainingLost)
+    assert "ResourceInUse" in str(caught.value)
+    assert _keys_left(JOB) == set() and world.sent("StopTrainingJob") == []
+
+
+def test_a_completed_run_whose_clean_up_fails_still_returns_the_head(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hours of training are not lost to a refused delete of the uploads: a note, and gc."""
+    from sm_peagle.lifecycle import training as lt
+
+    def denied(*_a: Any, **_k: Any) -> int:
+        raise _client_error("AccessDenied", "DeleteObjects")
+
+    monkeypatch.setattr(lt, "remove_inputs", denied)
+    _seed_head(JOB)
+    r = sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=1)
+    assert r.status == "Completed" and r.check.ok
+    assert [n for n in r.notes if "could not remove the job's uploads" in n and "gc" in n]
+
+
+def test_an_interrupted_run_that_cannot_remove_its_files_names_them_as_left(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C with credentials that expired meanwhile: the job is stopped and deleted, the
+    prefix cannot be emptied; the error says so instead of an AWS error hiding the stop."""
+    from sm_peagle.lifecycle import training as lt
+    from sm_peagle.training.errors import TrainingStopped
+
+    def interrupted(*_a: Any, **_k: Any) -> None:
+        raise KeyboardInterrupt
+
+    def expired(*_a: Any, **_k: Any) -> int:
+        raise _client_error("ExpiredToken", "ListObjectsV2")
+
+    monkeypatch.setattr(lt, "wait_for_job", interrupted)
+    monkeypatch.setattr(lt, "remove_prefix", expired)
+    with pytest.raises(TrainingStopped) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    err = caught.value
+    assert err.status == "Stopped" and world.sent("DeleteTrainingJob") == [{"TrainingJobName": JOB}]
+    assert err.left == [("s3_prefix", f"s3://{BUCKET}/peagle/training/{JOB}/")]
+    assert "uploads removed" not in str(err) and "nothing is left" not in str(err)
+
+
+def test_the_jobs_log_lines_are_shown_once_each_and_never_read_again(
+    world: World, data: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """The harness's SIMULATED trainer logs a line per step (moto_training.py) to
+    `/aws/sagemaker/TrainingJobs`, stream `<job>/algo-1-<epoch>`: each is printed once,
+    and each stream is read from its start once, then from its last token."""
+    _seed_head(JOB)
+    code, out, err = run(capsys, "drafter", "train", TARGET, "--data", str(data), "--steps",
+                         "3", "--yes")  # fmt: skip
+    assert code == 0, err
+    both = out + err
+    for step in (1, 2, 3):
+        assert both.count(f"peagle-train: step {step} loss") == 1, both
+    reads = world.sent("GetLogEvents")
+    assert reads, "the wait read no log"
+    from_start = [r["logStreamName"] for r in reads if r.get("startFromHead")]
+    assert len(from_start) == len(set(from_start)) >= 1
+    assert all(r["logStreamName"].startswith(JOB + "/algo-1-") for r in reads)

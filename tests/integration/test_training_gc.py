@@ -51,7 +51,7 @@ GOING = [
     {"Key": "peagle:operation-until", "Value": "2099-01-01T00:00:00Z"},
 ]
 MANAGED = [{"Key": "peagle:managed", "Value": "true"}]
-UPLOADS = ("source/sourcedir.tar.gz", "data/train.jsonl")
+UPLOADS = ("source/peagle_train.py", "data/train.jsonl")
 
 
 def _channel(name: str, uri: str) -> dict[str, Any]:
@@ -152,7 +152,12 @@ def test_gc_removes_failed_and_stopped_jobs_files_then_the_jobs_and_nothing_else
     # Exactly these mutating requests, each job's files before the job (its description
     # is what says where the files are).
     sent = _mutations(world)
-    assert [op for op, _ in sent] == ["DeleteObjects", "DeleteTrainingJob"] * 2
+    assert [op for op, _ in sent] == ["DeleteObjects", "DeleteTrainingJob"] * 2 + [
+        "DeleteObjects"  # the completed job's uploads, one prefix each (two here)
+    ] * 2
+    assert [p["Delete"]["Objects"] for _, p in sent[4:]] == [
+        [{"Key": f"peagle/training/{DONE}/{k}"}] for k in UPLOADS
+    ]
     by_job = {FAILED: sent[0:2], STOPPED: sent[2:4]}
     for job, ((_, objs), (_, delete)) in sorted(by_job.items()):
         assert objs["Bucket"] == BUCKET
@@ -165,13 +170,80 @@ def test_gc_removes_failed_and_stopped_jobs_files_then_the_jobs_and_nothing_else
     assert _keys(FAILED) == _keys(STOPPED) == set()
     assert _jobs() == {DONE, FOREIGN, RUNNING_OP}
     # The completed job's head, the untagged job and the running operation's job stay.
-    assert (_keys(DONE), _keys(FOREIGN), _keys(RUNNING_OP)) == (
-        done_files,
-        foreign_files,
-        busy_files,
-    )
+    assert (_keys(FOREIGN), _keys(RUNNING_OP)) == (foreign_files, busy_files)
     assert list(r.training_kept) == [DONE]
+    # Of the completed job, only its head: its run's uploads go (issue 40 review, 6).
+    head = {k for k in done_files if k.startswith(f"peagle/training/{DONE}/output/")}
+    assert head and _keys(DONE) == head
     assert f"training-job {FAILED}" in r.deleted and f"training-job {STOPPED}" in r.deleted
+
+
+def test_dry_run_lists_a_completed_jobs_uploads_not_its_head(
+    world: World, capsys: pytest.CaptureFixture
+) -> None:
+    r = sm_peagle.Client(region=REGION).gc(dry_run=True)
+    prefix = f"s3://{BUCKET}/peagle/training/{DONE}/"
+    assert r.training_uploads == {DONE: [prefix + "source/", prefix + "data/"]}
+    assert _mutations(world) == []
+    code, out, err = run(capsys, "gc", "--dry-run")
+    assert code == 0, err
+    assert f"would delete {prefix}data/" in out and f"would delete {prefix}output" not in out
+
+
+def _serve_head(job: str, name: str = "peagle-tiny-served") -> None:
+    """A model that mounts the job's head (deploy --drafter s3://…/output/model/), and an
+    endpoint config and endpoint on it."""
+    sm = boto3.client("sagemaker", region_name=REGION)
+    head = f"s3://{BUCKET}/peagle/training/{job}/output/model/"
+    sm.create_model(
+        ModelName=name,
+        ExecutionRoleArn=f"arn:aws:iam::{ACCOUNT}:role/peagle-exec",
+        PrimaryContainer={
+            "Image": IMAGE,
+            "ModelDataSource": {"S3DataSource": {"S3Uri": f"s3://{BUCKET}/targets/tiny/",
+                                                 "S3DataType": "S3Prefix",
+                                                 "CompressionType": "None"}},
+            "AdditionalModelDataSources": [
+                {"ChannelName": "eagle", "S3DataSource": {
+                    "S3Uri": head, "S3DataType": "S3Prefix", "CompressionType": "None"}},
+            ],
+        },
+    )  # fmt: skip
+    sm.create_endpoint_config(
+        EndpointConfigName=name + "-cfg",
+        ProductionVariants=[{"VariantName": "AllTraffic", "ModelName": name,
+                             "InstanceType": "ml.g6e.xlarge", "InitialInstanceCount": 1}],
+    )  # fmt: skip
+    sm.create_endpoint(EndpointName=name, EndpointConfigName=name + "-cfg")
+
+
+def test_a_served_head_is_refused_when_named_unless_forced_in_sdk_and_cli(
+    world: World, capsys: pytest.CaptureFixture
+) -> None:
+    """deploy --drafter s3://…/<job>/output/model/, then gc --training <job>: the endpoint
+    works until its next scale-out, which fails to download the head. Refused (exit 2,
+    nothing deleted); force goes ahead."""
+    _serve_head(DONE)
+    before = _keys(DONE)
+    with pytest.raises(SpecError) as caught:
+        sm_peagle.Client(region=REGION).gc(training=DONE)
+    assert caught.value.field == "training" and caught.value.value == DONE
+    assert "peagle-tiny-served" in str(caught.value)
+    code, _out, err = run(capsys, "gc", "--training", DONE, "--yes")
+    assert code == 2, err
+    [line] = [x for x in err.splitlines() if x.startswith("error: ")]
+    assert "model peagle-tiny-served" in line and "--force" in line and "(fix: " in line
+    assert "`peagle delete peagle-tiny-served --yes`" in line, line
+    assert _mutations(world) == [] and _keys(DONE) == before and DONE in _jobs()
+    code, _out, err = run(capsys, "gc", "--training", DONE, "--force", "--yes")
+    assert code == 0, err
+    assert _keys(DONE) == set() and DONE not in _jobs()
+
+
+def test_a_head_no_model_serves_is_deleted_when_named(world: World) -> None:
+    _serve_head(FAILED, "peagle-other-head")  # another job's head: not this one
+    sm_peagle.Client(region=REGION).gc(training=DONE)
+    assert _keys(DONE) == set() and DONE not in _jobs()
 
 
 def test_a_completed_job_goes_only_when_named(world: World) -> None:
@@ -261,6 +333,8 @@ def test_the_trainer_policy_grants_what_gc_sends_for_training_jobs(world: World)
     }
     assert training == {"ListTrainingJobs", "ListTags", "DescribeTrainingJob",
                         "DeleteTrainingJob"}  # fmt: skip
+    # gc --training reads the models, to refuse a head one serves.
+    assert {"ListModels"} <= {op for op, _ in world.requests}
     s3_ops = {op for op, _ in world.requests if op in ("ListObjectsV2", "DeleteObjects")}
     assert s3_ops == {"ListObjectsV2", "DeleteObjects"}
     policy = client.iam_policy(for_="trainer", role=world.role_arn).policy
@@ -275,5 +349,7 @@ def test_the_trainer_policy_grants_what_gc_sends_for_training_jobs(world: World)
     assert granted["sagemaker:ListTrainingJobs"] == ["*"]
     # ListObjectsV2 is s3:ListBucket, DeleteObjects is s3:DeleteObject per key (S3 API
     # reference), on the bucket and its peagle/training/ keys.
+    assert granted["sagemaker:ListModels"] == ["*"]
+    assert [f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:model/*"] in granted["sagemaker:DescribeModel"]
     assert [f"arn:aws:s3:::{BUCKET}"] in granted["s3:ListBucket"]
     assert [f"arn:aws:s3:::{BUCKET}/peagle/training/*"] in granted["s3:DeleteObject"]

@@ -324,12 +324,20 @@ class _Sm:
 
 
 class _Logs:
+    """One stream with one line; GetLogEvents gives it until its token moves past it."""
+
     def get_paginator(self, _name: str) -> Any:
         class P:
             def paginate(self, **_k: Any) -> list[dict[str, Any]]:
-                return [{"events": [{"timestamp": 1, "eventId": "1", "message": "step 1\n"}]}]
+                return [{"logStreams": [{"logStreamName": "job/algo-1-1"}]}]
 
         return P()
+
+    def get_log_events(self, **kw: Any) -> dict[str, Any]:
+        if kw.get("nextToken") == "f/1":
+            return {"events": [], "nextForwardToken": "f/1"}
+        line = {"timestamp": 1, "message": "step 1\n"}
+        return {"events": [line], "nextForwardToken": "f/1"}
 
 
 class _Aws:
