@@ -130,7 +130,7 @@ def _render(r: Any) -> str:
     if r.endpoint:
         lines.append(f"deployed: {r.endpoint}")
     for n in r.notes:
-        note(n)
+        note(str(cli_text(n)))
     for w in r.warnings:
         note("warning: " + w)
     if r.next_step is not None:  # in the CLI's words, reaching what this command reached

@@ -33,12 +33,19 @@ from .training_results import (
 __all__ = ["TrainResult", "TrainingOps"]
 
 _PLACEHOLDER_ROLE = "arn:aws:iam::<account>:role/<name>"
+
+
 # Said with every AWS run on the default image until a GPU job has run it end to end.
-UNVERIFIED_GPU_NOTE = (
-    "the AWS training path has not yet run on a GPU: the image's pip install of speculators "
-    "and vLLM's hidden-states extraction were read from source, never executed (see 'What "
-    "has been run' in docs/guides/drafter-training.md); start with a short --max-runtime"
-)
+def unverified_gpu_note() -> str:
+    """The note (a Text: each face names the parameter its own way)."""
+    from ..errors import text
+
+    return text(
+        "the AWS training path has not yet run on a GPU: the image's pip install of "
+        "speculators and vLLM's hidden-states extraction were read from source, never "
+        "executed (see 'What has been run' in docs/guides/drafter-training.md); start with "
+        "a short {max_runtime}"
+    )
 
 
 class TrainingOps(Session):
@@ -187,7 +194,7 @@ class TrainingOps(Session):
                 field="role",
             )
         if spec.image is None and not self._elsewhere():
-            notes.append(UNVERIFIED_GPU_NOTE)
+            notes.append(unverified_gpu_note())
         if dry_run:
             if info is not None and stats is not None:  # else the run sizes it after its reads
                 spec = size_disk(spec, info, stats, notes)

@@ -184,7 +184,7 @@ def run_training(
     except Exception as e:
         op.end()  # this process no longer runs the job (gc may judge it once it ended)
         if created:  # the job may be running on: S3 is left as it is (TrainingLost)
-            err = _lost(e, layout, op.id, region)
+            err = _lost(e, layout, op.id, region, aws.endpoint_url_for("sagemaker"))
         else:
             _remove_quietly(s3, layout)  # no job: the uploads are of no use
             err = lt.upload_failure(e, "the job's inputs", layout.uri(layout.prefix))
@@ -303,9 +303,13 @@ def _uploads(s3: Any, say: Any, spec: Any, info: Any, layout: Any, files: Any) -
             raise lt.upload_failure(e, what, layout.uri(key)) or e from e
 
 
-def _lost(e: Exception, layout: Any, op_id: str, region: str) -> Exception | None:
+def _lost(
+    e: Exception, layout: Any, op_id: str, region: str, endpoint_url: str | None = None
+) -> Exception | None:
     """TrainingLost for an error while waiting for a created job (not a failure of the
-    job): it names the job, says it may still be running, and how to stop and remove it."""
+    job): it names the job, says it may still be running, and how to stop and remove it.
+    The stop command reaches what this run reached: `endpoint_url` (a sandbox, a moto
+    server) is on it, so a sandbox run's advice never stops a job in a real account."""
     from ..aws import as_peagle_error
     from ..errors import Call, PeagleError, text
     from ..training.errors import TrainingLost
@@ -326,11 +330,12 @@ def _lost(e: Exception, layout: Any, op_id: str, region: str) -> Exception | Non
         operation=op_id,
         remedy=text(
             "{first}if it should not finish, stop it (`aws sagemaker stop-training-job "
-            "--training-job-name {j} --region {r}`); once it has ended, `{gc}` removes its "
+            "--training-job-name {j} --region {r}{at}`); once it has ended, `{gc}` removes its "
             "uploads (and all of it unless it Completed: its head is kept)",
             first=first,
             j=layout.job,
             r=region,
+            at=f" --endpoint-url {endpoint_url}" if endpoint_url else "",
             gc=Call("gc", operation=op_id),
         ),
     )

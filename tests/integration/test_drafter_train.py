@@ -779,6 +779,23 @@ def test_an_error_while_waiting_leaves_the_job_and_its_files_and_says_so(
     assert off_target(err, sandbox=False, region=REGION) == []
 
 
+def test_a_lost_jobs_stop_command_reaches_the_server_the_run_reached() -> None:
+    """A run against the sandbox (or any endpoint URL) that loses its job prints the stop
+    command with that `--endpoint-url`: pasted, it stops the sandbox's job, never one of the
+    same name in the real account the shell's credentials reach."""
+    from sm_peagle.ops.training_run import _lost
+    from sm_peagle.training.request import TrainingLayout
+
+    layout = TrainingLayout(BUCKET, JOB)
+    cause = _client_error("ExpiredTokenException", "DescribeTrainingJob")
+    url = "http://127.0.0.1:45123"
+    remedy = str(_lost(cause, layout, "op-20270101T000000Z-abcdef", REGION, url).remedy)
+    assert (f"aws sagemaker stop-training-job --training-job-name {JOB} --region {REGION} "
+            f"--endpoint-url {url}`") in remedy  # fmt: skip
+    on_aws = str(_lost(cause, layout, "op-20270101T000000Z-abcdef", REGION).remedy)
+    assert "--endpoint-url" not in on_aws
+
+
 def request_name() -> Any:
     import sm_peagle.training.request as request_mod
 

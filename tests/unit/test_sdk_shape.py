@@ -62,7 +62,13 @@ CLI_WORDS_ALLOWED: dict[tuple[str, str], str] = {
     ("drafter/check.py", "python -c"): "python's own -c, converting pickled weights",
     ("lifecycle/adopt.py", "would let peagle delete"): "prose, not a command",
     ("ops/doctor.py", "pip install"): "pip's command line",
-    ("planning/adopt/refusals.py", "aws sagemaker delete-endpoint"): "the AWS CLI's command",
+    ("ops/training_run.py", "aws sagemaker stop-training-job"): (
+        "the AWS CLI's command (peagle has none to stop a job), on the run's --endpoint-url"
+    ),
+    ("ops/training_run.py", " --endpoint-url "): "the AWS CLI's option, in that command",
+    ("training/request.py", "-c"): "bash's -c in the job's ContainerEntrypoint",
+    ("training/request.py", "python3 -m pip install"): "the job container's own pip command",
+    ("training/request.py", "/constraints.txt -r "): "pip's -r, in that command",
     ("planning/spec/model.py", ""): (
         "spec field descriptions: documentation rendered by `schema` and the reference, as "
         "docstrings are"

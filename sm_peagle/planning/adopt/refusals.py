@@ -88,8 +88,11 @@ def _status_refusal(d: Deployed) -> Reason | None:
         return (
             f"it is Failed ({reason}); SageMaker accepts only DeleteEndpoint on a failed "
             "endpoint, so there is nothing peagle could update or serve",
-            f"delete it (`aws sagemaker delete-endpoint --endpoint-name {d.name}`) and "
-            "deploy again",
+            # peagle's own delete, so the advice reaches what the refusing command reached
+            # (a sandbox's endpoint, never a real one of the same name).
+            text(
+                "delete it (`{delete}`) and deploy again", delete=Call("delete", d.name, force=True)
+            ),
         )
     if status != "InService":
         moving = f" to config {pending}" if pending else ""
