@@ -4,7 +4,9 @@
   lifecycle/training.py): iam:GetRole (preflight) and iam:PassRole to SageMaker
   (CreateTrainingJob passes the execution role: SageMaker API reference,
   CreateTrainingJob, "the caller of this API must have the iam:PassRole permission");
-  servicequotas:ListServiceQuotas (preflight, no resource type); CreateTrainingJob,
+  servicequotas:ListServiceQuotas (preflight, no resource type); pricing:GetProducts (the
+  cost estimate's training price, no resource type; without it the price is "unknown");
+  CreateTrainingJob,
   DescribeTrainingJob, StopTrainingJob and AddTags (tags given at creation are authorized
   as AddTags) on `training-job/peagle-train-*` (the job names peagle makes); the job's log
   lines from `/aws/sagemaker/TrainingJobs`; S3 put/get/delete/list on the bucket's
@@ -39,6 +41,7 @@ TRAINER_STAR_SIDS = {
     "ecr_token": "EcrTokenStarBecauseGetAuthorizationTokenHasNoResourceTypes",
     "list_jobs": "ListTrainingJobsStarBecauseListActionsHaveNoResourceTypes",
     "list_models": "ListModelsStarBecauseListActionsHaveNoResourceTypes",
+    "prices": "PriceListReadStarBecauseGetProductsHasNoResourceTypes",
 }
 SAGEMAKER_TRUST = {
     "Version": "2012-10-17",
@@ -71,6 +74,8 @@ def trainer_policy(region: str, account: str, role: str, bucket: str | None = No
         ),
         statement("PreflightReadsExecutionRole", ["iam:GetRole"], [role]),
         statement(TRAINER_STAR_SIDS["quotas"], ["servicequotas:ListServiceQuotas"], "*"),
+        # The cost estimate: the instance's training price (without it, "unknown").
+        statement(TRAINER_STAR_SIDS["prices"], ["pricing:GetProducts"], "*"),
         statement(
             "CreateWatchStopPeagleTrainingJobs",
             [

@@ -144,11 +144,13 @@ def run_training(
     request, layout, uploads = plan_request(
         spec, info, draft_vocab, role_arn, region, bucket, tags=op.tags()
     )
-    cost = training_cost(spec.instance_type, spec.max_runtime)
+    cost = training_cost(spec.instance_type, spec.max_runtime, _price(aws, spec, region))
+    notes.append(cost["note"])
     if confirm is not None:
+        most = f", at most ${cost['max_usd']:,.2f}" if cost["max_usd"] is not None else ""
         confirm(
             f"Start training job {layout.job} on {spec.instance_type} (billed by run time, "
-            f"at most {spec.max_runtime / 3600:g} h)?"
+            f"at most {spec.max_runtime / 3600:g} h{most})?"
         )
     created = False
     poll = settings.poll_seconds() or 5.0
@@ -301,6 +303,16 @@ def _uploads(s3: Any, say: Any, spec: Any, info: Any, layout: Any, files: Any) -
             put()
         except Exception as e:
             raise lt.upload_failure(e, what, layout.uri(key)) or e from e
+
+
+def _price(aws: Any, spec: Any, region: str) -> tuple[float | None, str]:
+    """The instance's live training price on AWS (the Price List API; unknown, with why,
+    when it cannot be read); a sandbox or another endpoint bills nothing peagle could price."""
+    if aws.endpoint_url_for("sagemaker"):
+        return None, "not AWS: the endpoint the run reached bills nothing peagle can price"
+    from ..lifecycle.live_prices import training_price
+
+    return training_price(region, spec.instance_type, aws)
 
 
 def _lost(

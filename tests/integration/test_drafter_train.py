@@ -622,7 +622,36 @@ def test_the_trainer_policy_grants_every_action_a_run_sends(world: World, data: 
         "s3:DeleteObject",
         "s3:CreateBucket",
         "iam:PassRole",
+        # The cost estimate's Price List read: moto has no Price List API, so the harness
+        # records no request for it (its exact request: tests/unit/test_pricing.py).
+        "pricing:GetProducts",
     }
+
+
+def test_a_run_prices_its_instance_for_training_and_asks_with_the_most_it_can_bill(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """The run looks up the instance's training price (on AWS: the Price List API) and the
+    most the job can bill is that price x MaxRuntimeInSeconds: 6 h (the default) at
+    $1.50/h is $9.00, in the result and in the confirm question."""
+    from sm_peagle.lifecycle import live_prices
+
+    asked: list[tuple[str, str]] = []
+
+    def price(region: str, instance_type: str, _aws: Any) -> tuple[float, str]:
+        asked.append((region, instance_type))
+        return 1.5, "AWS Price List API, USE1-Train:ml.g7e.2xlarge"
+
+    monkeypatch.setattr(live_prices, "training_price", price)
+    _seed_head(JOB)
+    questions: list[str] = []
+    r = sm_peagle.Client(region=REGION).drafter_train(
+        TARGET, data=str(data), steps=40, confirm=questions.append
+    )
+    assert asked == [(REGION, "ml.g7e.2xlarge")]
+    assert (r.cost["usd_per_hour"], r.cost["max_usd"]) == (1.5, 9.0)
+    assert len(questions) == 1 and "at most 6 h, at most $9.00" in questions[0]
+    assert any(n.startswith("at most $9.00: ml.g7e.2xlarge at $1.5/h") for n in r.notes)
 
 
 def test_a_failed_job_is_exit_1_in_one_line_and_leaves_nothing_in_s3(
