@@ -53,6 +53,9 @@ def fake_engine_home(root: Path) -> Path:
     return home
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
 class Cli:
     """The `peagle` CLI in subprocesses, isolated in `root`. `timeout` bounds each call: a
     real engine can take minutes to start on a busy 2-CPU machine."""
@@ -66,7 +69,8 @@ class Cli:
             PEAGLE_CACHE_DIR=str(root / "cache"),
             PEAGLE_POLL_SECONDS="0.2",
             PEAGLE_ENGINE_HOME=str(engine_home or root / "no-engine"),
-            PYTHONPATH=str(Path(__file__).resolve().parents[2]),
+            # This checkout's product and sandbox, whatever the venv has installed.
+            PYTHONPATH=os.pathsep.join(str(REPO / d) for d in ("", "sandbox")),
             COLUMNS="250",
         )
 
