@@ -140,7 +140,12 @@ def depth0_correctness(
 
     device = _device(torch)
     cfg = PEagleSpeculatorConfig.from_pretrained(str(head_dir))
-    cfg.transformer_layer_config._attn_implementation = draft_attn_impl(train_args)
+    # The draft layer's attention, through transformers' public constructor argument (the
+    # saved config has none, and speculators would then pick flex attention).
+    layer = cfg.transformer_layer_config
+    cfg.transformer_layer_config = type(layer)(
+        **{**layer.to_dict(), "attn_implementation": draft_attn_impl(train_args)}
+    )
     head = PEagleDraftModel.from_pretrained(str(head_dir), config=cfg)
     head.load_verifier_weights()
     head.to(device).eval()
