@@ -12,9 +12,10 @@ The numbers, and what each one is:
   num_drafts`, and 1 + accepted drafts per round). A round that accepts j drafts skips the
   next j positions, and right drafts cluster, so the per-round rate is lower than the
   per-token one (about 0.7x on the random tiny target). The job's entrypoint estimates it
-  (`round_starts.py` in the job's source: the trained head's depth-0 correctness at each
-  validation position, averaged over where vLLM's rounds start) and says how in
-  `round_start_basis`.
+  (`round_starts.py` in the job's source: the trained head drafts K tokens from every
+  validation position, and vLLM's rounds are walked over how many of them are right) and
+  says how in `round_start_basis`; `expected_per_position_acceptance` gives vLLM's
+  per-position rates the same way.
 - A report without that estimate (one an older entrypoint wrote) falls back to the depth-0
   accuracy, which overstates the per-round rate when right drafts cluster, and to
   1 + a_0 + a_0·a_1 + …, which treats the unconditional a_d as conditional. (The sandbox's
@@ -61,6 +62,7 @@ class TrainingReport:
         round_start_position0: the entrypoint's served position-0 estimate (per draft
             round), None in a report without it.
         round_start_accepted_length: the entrypoint's accepted length per round estimate.
+        round_start_per_position: its acceptance per draft position (K values), per round.
         eval_position0_accuracy: the evaluation pass's own per-token depth-0 accuracy (it
             repeats speculators' depth-0 number on the reloaded head).
         round_start_basis: how the entrypoint made its estimate, in words.
@@ -78,6 +80,7 @@ class TrainingReport:
     backend: str | None = None
     round_start_position0: float | None = None
     round_start_accepted_length: float | None = None
+    round_start_per_position: list[float] | None = None
     eval_position0_accuracy: float | None = None
     round_start_basis: str | None = None
     warnings: list[str] = field(default_factory=list)
@@ -98,6 +101,7 @@ class TrainingReport:
             backend=doc.get("backend"),
             round_start_position0=_number(doc.get("expected_position0_acceptance")),
             round_start_accepted_length=_number(doc.get("expected_accepted_length")),
+            round_start_per_position=_numbers(doc.get("expected_per_position_acceptance")),
             eval_position0_accuracy=_number(doc.get("eval_position0_accuracy")),
             round_start_basis=doc.get("round_start_basis"),
         )
@@ -141,6 +145,7 @@ class TrainingReport:
             "expected_position0_acceptance": self.expected_position0_acceptance,
             "expected_accepted_length": self.expected_accepted_length,
             "expected_per_round": self.per_round,
+            "expected_per_position_acceptance": self.round_start_per_position,
             "eval_position0_accuracy": self.eval_position0_accuracy,
             "round_start_basis": self.round_start_basis
             or "fallback (no round-start estimate in this report): the depth-0 validation "
@@ -170,3 +175,10 @@ def _warnings(r: TrainingReport) -> list[str]:
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _numbers(value: Any) -> list[float] | None:
+    if not isinstance(value, list):
+        return None
+    out = [_number(v) for v in value]
+    return [v for v in out if v is not None] if all(v is not None for v in out) else None

@@ -23,19 +23,23 @@ head's per-position depth-0 correctness on the served traffic, averaged over vLL
 starts) gave 0.244, 0.347 and 0.237 for them: the rounds explain the gap.
 
 How close: served position-0 within `POS0_TOLERANCE` (absolute) of the report's estimate.
-The estimate walks the rounds over the validation rows (26 of them, ~1200 positions), the
-bench serves 32 other prompts from the same generator (~1000 rounds); continuations are the
-same length on both sides (`MAX_TOKENS`). What separates the two: prompt sampling (the
-check's per-token rates on the served prompts vs the trainer's validation rows differed by
-0.003, 0.029 and 0.002: about 0.02 per token, about 0.015 per round), the estimate's
-approximation for drafts past the first (from speculators' unconditional per-depth rates),
-and bf16 HF vs vLLM hidden states and logits (the served token differs from HF's on ~2% of
-positions). 0.06 covers those with room, and fails a report that states the per-token
-accuracy as the served rate (about 0.1 too high at 120 steps). The pass's own per-token depth-0
-rate repeats speculators' number within `EVAL_TOLERANCE` (same rows, same forward; the
-checkpoint is bf16). A zero-step head (`--steps 0`) is the trained head's starting point:
-its report warns that it has not learned and expects about nothing, and served it accepts
-about nothing.
+The estimate has the trained head draft K tokens from every validation position and walks
+vLLM's rounds over how many are right (26 rows, ~1200 positions); the bench serves 32 other
+prompts from the same generator (~1000 rounds); continuations are the same length on both
+sides (`MAX_TOKENS`). The same walk over two earlier heads' depth-0..2 drafts on the served
+traffic itself gave 0.240 and 0.235 against served 0.244 and 0.239 (and per position
+[0.240, 0.028, 0.019] against [0.244, 0.030, 0.021]): the walk is what vLLM counts, and bf16
+HF vs vLLM (the served token differs from HF's on ~2% of positions) costs under 0.01. What
+remains is prompt sampling: the check's per-token rates on the served prompts and on the
+trainer's validation rows differed by 0.003, 0.029 and 0.002 (about 0.02 per token, about
+0.015 per round), with 26 rows on one side and 32 prompts on the other. 0.06 covers that
+with room, and fails a report that states the per-token accuracy as the served rate (about
+0.1 too high at 120 steps) or an estimate that takes speculators' per-depth ratios for
+vLLM's later-draft acceptance (0.088 too low in a run here: 0.208 against 0.296). The
+pass's own per-token depth-0 rate repeats speculators' number within `EVAL_TOLERANCE` (same
+rows, same forward; the checkpoint is bf16). A zero-step head (`--steps 0`) is the trained
+head's starting point: its report warns that it has not learned and expects about nothing,
+and served it accepts about nothing.
 
 One sandbox for the module, one engine at a time (each deploy is deleted before the next).
 """

@@ -1,14 +1,14 @@
-"""The served position-0 estimate the training job writes (`round_starts.py`, beside the
+"""The served acceptance estimate the training job writes (`round_starts.py`, beside the
 entrypoint in the job's source dir): the walk of vLLM's draft rounds, a pure function.
 
-The rule (vLLM 0.31 `spec_decode/metrics.py` `observe_draft` and the scheduler): each draft
-round counts one draft and, for each accepted draft, one accepted token at its position; a
-round starting at position t whose first draft is wrong emits the target's token and the next
-round starts at t + 1; one that accepts j drafts emits j + 1 tokens and the next round starts
-at t + j + 1. Given depth-0 correctness c_t and, after an accepted first draft, P(j) =
-q_1...q_{j-1}(1 - q_j), the expected position-0 rate is sum s_t c_t / sum s_t over the
-round-start probabilities s_t. Every expected value below is worked by hand from that rule.
-The script runs where peagle is not installed, so it is loaded by path, as the entrypoint is.
+The rule (vLLM 0.31 `spec_decode/metrics.py` `observe_draft`, and the scheduler's
+`num_accepted = len(generated) - num_sampled`): each draft round counts one draft and, for
+each accepted draft d, one accepted token at position d. At temperature 0 a round starting
+at position t accepts its leading right drafts, j_t of them; it emits j_t + 1 tokens, so the
+next round starts at t + j_t + 1. Position-0 acceptance = rounds with j >= 1 / rounds; mean
+acceptance length = 1 + accepted drafts / rounds. Every expected value below is worked by
+hand from that rule. The script runs where peagle is not installed, so it is loaded by path,
+as the entrypoint is.
 """
 
 from __future__ import annotations
@@ -24,9 +24,8 @@ SOURCE = Path(__file__).resolve().parents[2] / "sm_peagle" / "training" / "sourc
 
 
 def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "round_starts_under_test", SOURCE / "round_starts.py"
-    )
+    path = SOURCE / "round_starts.py"
+    spec = importlib.util.spec_from_file_location("round_starts_under_test", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -38,62 +37,57 @@ rs = _load()
 
 
 def test_k1_each_accepted_draft_skips_the_next_position() -> None:
-    # c = [1, 1, 0, 1], K = 1: rounds start at 0 (right: 1 draft accepted, next at 2),
-    # 2 (wrong: next at 3), 3 (right). Position-0 rate 2/3 (per token it is 3/4);
-    # tokens per round (2 + 1 + 2) / 3.
-    pos0, length, rounds = rs.round_start_walk([[1, 1, 0, 1]], [])
-    assert pos0 == pytest.approx(2 / 3)
-    assert length == pytest.approx(5 / 3)
-    assert rounds == pytest.approx(3)
+    # j = [1, 1, 0, 1], K = 1: rounds start at 0 (accepts 1, next at 2), 2 (accepts 0, next
+    # at 3), 3 (accepts 1). Position-0 2/3, though per token 3 of 4 are right; tokens per
+    # round (2 + 1 + 2) / 3.
+    pos0, length, per, rounds = rs.round_start_walk([[1, 1, 0, 1]], 1)
+    assert (rounds, pos0, length) == (3, pytest.approx(2 / 3), pytest.approx(5 / 3))
+    assert per == [pytest.approx(2 / 3)]
 
 
-def test_k3_spreads_the_next_start_over_the_accepted_lengths() -> None:
-    # q = [0.5, 0.5]: after a right first draft, j = 1, 2, 3 with P = 0.5, 0.25, 0.25
-    # (E[j] = 1.75). s_0 = 1 (right) -> s_2 += 0.5, s_3 += 0.25, s_4 (past the end) += 0.25.
-    # s_1 = 0. s_2 = 0.5 (wrong) -> s_3 += 0.5, so s_3 = 0.75 (right).
-    # Position-0: (1 + 0 + 0.75) / (1 + 0.5 + 0.75) = 7/9.
-    # Tokens per round: (1 * 2.75 + 0.5 * 1 + 0.75 * 2.75) / 2.25 = 85/36.
-    pos0, length, rounds = rs.round_start_walk([[1, 1, 0, 1]], [0.5, 0.5])
-    assert pos0 == pytest.approx(7 / 9)
-    assert length == pytest.approx(85 / 36)
-    assert rounds == pytest.approx(2.25)
+def test_k3_jumps_past_every_accepted_draft() -> None:
+    # j = [3, 2, 0, 1, 0, 0, 2, 1], K = 3: rounds at 0 (3 accepted, next at 4), 4 (0, next
+    # 5), 5 (0, next 6), 6 (2, next 9: the end). 4 rounds; position 0 accepted in 2, position
+    # 1 in 2, position 2 in 1. The rounds never start at 1, 2, 3 or 7.
+    pos0, length, per, rounds = rs.round_start_walk([[3, 2, 0, 1, 0, 0, 2, 1]], 3)
+    assert rounds == 4
+    assert per == [pytest.approx(2 / 4), pytest.approx(2 / 4), pytest.approx(1 / 4)]
+    assert (pos0, length) == (pytest.approx(0.5), pytest.approx(1 + 5 / 4))
 
 
 def test_clustered_right_drafts_are_skipped_so_the_round_rate_is_lower() -> None:
-    # K = 3 and every later draft accepted (q = 1): a right first draft jumps 4 positions.
-    # c = [1,1,1,1,0,0,0,0]: rounds start at 0, 4, 5, 6, 7 -> 1/5, though per token 1/2.
-    pos0, length, _ = rs.round_start_walk([[1, 1, 1, 1, 0, 0, 0, 0]], [1.0, 1.0])
-    assert pos0 == pytest.approx(1 / 5)
-    assert length == pytest.approx((4 + 1 + 1 + 1 + 1) / 5)
+    # K = 3, right in one run then wrong: j = [3,3,2,1,0,0,0,0]. Rounds at 0 (next 4), 4, 5,
+    # 6, 7: 1 of 5, though per token half the depth-0 drafts are right.
+    pos0, length, _, rounds = rs.round_start_walk([[3, 3, 2, 1, 0, 0, 0, 0]], 3)
+    assert (rounds, pos0, length) == (5, pytest.approx(1 / 5), pytest.approx(1 + 3 / 5))
+
+
+def test_the_same_head_with_more_drafts_starts_fewer_rounds() -> None:
+    # One row's chains, read at K = 1 and K = 3 (j capped at K): [2, 2, 0, 2].
+    # K = 1: j = [1, 1, 0, 1] -> rounds at 0, 2, 3: 2 of 3. K = 3: rounds at 0 (2, next 3),
+    # 3 (2): 2 of 2.
+    assert rs.round_start_walk([[2, 2, 0, 2]], 1)[0] == pytest.approx(2 / 3)
+    assert rs.round_start_walk([[2, 2, 0, 2]], 3)[:2] == (pytest.approx(1.0), pytest.approx(3.0))
 
 
 def test_rows_are_pooled_by_round_not_averaged_per_row() -> None:
-    # K = 1. Row [0, 0]: starts 0, 1, both wrong. Row [1]: start 0, right. 1 of 3 rounds
-    # (a mean of per-row rates would give 1/2); tokens (1 + 1 + 2) / 3.
-    pos0, length, rounds = rs.round_start_walk([[0, 0], [1]], [])
-    assert (pos0, rounds) == (pytest.approx(1 / 3), pytest.approx(3))
-    assert length == pytest.approx(4 / 3)
+    # K = 1. Row [0, 0]: rounds at 0 and 1, none accepted. Row [1]: one round, accepted.
+    # 1 of 3 rounds (a mean of per-row rates would give 1/2).
+    pos0, length, _, rounds = rs.round_start_walk([[0, 0], [1]], 1)
+    assert (rounds, pos0, length) == (3, pytest.approx(1 / 3), pytest.approx(4 / 3))
 
 
 def test_no_positions_means_no_rounds() -> None:
-    assert rs.round_start_walk([], [0.5]) == (0.0, 1.0, 0.0)
-    assert rs.round_start_walk([[]], []) == (0.0, 1.0, 0.0)
+    assert rs.round_start_walk([], 2) == (0.0, 1.0, [0.0, 0.0], 0)
+    assert rs.round_start_walk([[]], 1) == (0.0, 1.0, [0.0], 0)
 
 
-@pytest.mark.parametrize(
-    ("per_depth", "k", "q"),
-    [
-        ([0.5, 0.25, 0.2], 3, [0.5, 0.8]),  # a_1 / a_0, a_2 / a_1
-        ([0.4, 0.0, 0.1], 3, [0.0, 0.0]),  # a_(d-1) = 0: nothing past it is accepted
-        ([0.2, 0.3], 2, [1.0]),  # sampling noise can put a_1 above a_0: capped at 1
-        ([0.5], 3, [0.0, 0.0]),  # depths the report lacks count as never accepted
-        ([0.5, 0.25], 1, []),  # K = 1 has no later drafts
-    ],
-)
-def test_conditional_rates_are_ratios_of_speculators_unconditional_accuracies(
-    per_depth: list[float], k: int, q: list[float]
-) -> None:
-    assert rs.conditional_rates(per_depth, k) == pytest.approx(q)
+def test_a_round_accepts_the_leading_right_drafts_only() -> None:
+    # right[d][t]: chain at t = 0 is right, right, wrong -> 2; at t = 1 wrong first -> 0 (a
+    # right depth 1 after a wrong depth 0 is never accepted); at t = 2 all right -> K = 3.
+    right = [[True, False, True], [True, True, True], [False, True, True]]
+    assert [rs.leading_right(right, t, 3) for t in range(3)] == [2, 0, 3]
+    assert rs.leading_right(right, 2, 1) == 1
 
 
 def test_the_pass_takes_the_backends_draft_attention_else_sdpa() -> None:

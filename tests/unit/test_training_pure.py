@@ -86,6 +86,7 @@ def test_the_jobs_round_start_estimate_is_what_the_report_expects() -> None:
         "steps": 120, "k": 3, "per_depth_val_accuracy": [0.339, 0.12, 0.09],
         "expected_position0_acceptance": 0.244, "expected_accepted_length": 1.41,
         "eval_position0_accuracy": 0.338, "round_start_basis": "per draft round, K=3: ...",
+        "expected_per_position_acceptance": [0.244, 0.03, 0.021],
     }  # fmt: skip
     r = TrainingReport.from_dict(doc)
     assert r.per_round
@@ -94,6 +95,7 @@ def test_the_jobs_round_start_estimate_is_what_the_report_expects() -> None:
     assert out["per_depth_val_accuracy"] == [0.339, 0.12, 0.09]  # speculators' own, as is
     assert out["expected_position0_acceptance"] == 0.244 and out["expected_per_round"] is True
     assert out["round_start_basis"] == "per draft round, K=3: ..."
+    assert out["expected_per_position_acceptance"] == [0.244, 0.03, 0.021]
     assert TrainingReport.from_dict(out).to_dict() == out  # what --json prints reads back
 
 

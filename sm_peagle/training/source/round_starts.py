@@ -1,5 +1,5 @@
-"""What position-0 acceptance vLLM will count for the trained head: one evaluation pass over
-the validation rows, then vLLM's draft rounds walked over its per-position results.
+"""What acceptance vLLM will count for the trained head: one evaluation pass over the
+validation rows, then vLLM's draft rounds walked over its per-position results.
 
 Beside `peagle_train.py` in the job's source dir; like it, this needs only the standard
 library (the walk) and torch + speculators (the pass), never peagle.
@@ -7,17 +7,19 @@ library (the walk) and torch + speculators (the pass), never peagle.
 Why the trainer's number is not the served one. speculators' `position_0_acc` is per TOKEN:
 depth-0 correctness averaged over every loss-masked position of the validation rows. vLLM's
 position-0 rate (`num_accepted_tokens_per_pos[0] / num_drafts`) is per DRAFT ROUND: a round
-starting at position t whose drafts are accepted up to j emits 1 + j tokens and the next
-round starts at t + j + 1, so the positions right after an accepted first draft are never
-drafted at depth 0. When correctness clusters (right where the head was right), the skipped
-positions are mostly right ones and the per-round rate is lower. The pass gives c_t (depth-0
-right or wrong at each validation position, exactly as speculators counts it); the walk
-averages c_t over round starts.
+starting at position t that accepts j drafts emits 1 + j tokens and the next round starts
+at t + j + 1, so the positions right after accepted drafts are never drafted at depth 0.
+When correctness clusters (right where the head was right), the skipped positions are mostly
+right ones and the per-round rate is lower.
 
-The walk's one approximation: speculators' per-depth accuracies a_d are unconditional
-(depth-d chains are sampled whether or not depths 0..d-1 were right), so P(depth d accepted
-| depth d-1 accepted) is taken as q_d = a_d / a_{d-1} (clipped to [0, 1]). Depth 0 uses the
-pass's c_t itself.
+So the pass runs the head, as vLLM drafts, from every validation position t: depth 0 on the
+real token and hidden state, depths 1..K-1 on mask tokens (a P-EAGLE chain anchored at t,
+as speculators trains them), and j_t = how many of those K drafts are right before the
+first wrong one. The walk then starts a round at t = 0, accepts j_t, and jumps to
+t + j_t + 1, as vLLM does at temperature 0. No sampling, and no approximation for the later
+drafts: speculators' per-depth accuracies are unconditional (its depth-d chains are sampled
+whether or not depths 0..d-1 were right), and their ratios a_d / a_{d-1} overstate what
+vLLM accepts after a right first draft (measured on the tiny target: 0.30 against 0.12).
 """
 
 from __future__ import annotations
@@ -27,69 +29,54 @@ import time
 from pathlib import Path
 from typing import Any
 
-# At most this many validation rows go through the pass: one forward each, and the pooled
-# rate is already stable well below it (the conformance target has 26).
+# At most this many validation rows go through the pass, and at most about this many
+# drafted positions go through one forward (the attention mask is that size squared): a
+# row of n positions is one forward when n * K fits, else a few.
 MAX_ROWS = 512
+MAX_SAMPLED = 4096
 REPORT_FILE = "peagle-training-report.json"  # as peagle_train.py's
 BASIS = (
-    "per draft round at temperature 0, K={k}: depth-0 correctness of the trained head at each "
-    "of {positions} validation positions ({rows} rows, speculators' own forward and targets), "
-    "averaged over the positions where vLLM's rounds start (a round accepting j drafts "
-    "skips j positions); drafts past the first accepted with q_d = a_d / a_(d-1) from "
-    "per_depth_val_accuracy"
+    "per draft round at temperature 0, K={k}: the trained head drafted K tokens from each of "
+    "{positions} validation positions ({rows} rows; speculators' own forward, a P-EAGLE "
+    "chain per position), then vLLM's rounds were walked over them (a round starting at t "
+    "that accepts j drafts is followed by one at t + j + 1)"
 )
 
 
-def conditional_rates(per_depth: list[float], k: int) -> list[float]:
-    """q_1..q_{K-1}: the chance depth d is accepted once depth d-1 was, approximated by the
-    ratio of speculators' unconditional per-depth accuracies (0 where a_{d-1} is 0)."""
-    q: list[float] = []
-    for d in range(1, k):
-        prev = per_depth[d - 1] if d - 1 < len(per_depth) else 0.0
-        cur = per_depth[d] if d < len(per_depth) else 0.0
-        q.append(min(1.0, max(0.0, cur / prev)) if prev > 0 else 0.0)
-    return q
+def round_start_walk(rows: list[list[int]], k: int) -> tuple[float, float, list[float], int]:
+    """Walk vLLM's draft rounds over per-position accepted-draft counts, without sampling.
 
-
-def round_start_walk(rows: list[list[int]], q: list[float]) -> tuple[float, float, float]:
-    """Walk vLLM's draft rounds over per-position depth-0 correctness, without sampling.
-
-    rows: per validation row, c_t in {0, 1} for each position t in order (t = 0 is the first
-    draft after the prompt). q: q_1..q_{K-1} (K = len(q) + 1 drafts per round).
-
-    A round starting at t accepts 0 drafts if c_t = 0 (the next round starts at t + 1), else
-    j in 1..K drafts with P(j) = q_1···q_{j-1}·(1 - q_j) (q_K = 0), the next round starting at
-    t + j + 1. With s_t the probability that a round starts at t (s_0 = 1), returns, pooled
-    over rows: the position-0 rate sum s_t c_t / sum s_t, the accepted length per round
-    sum s_t (1 + c_t E[j]) / sum s_t (vLLM's mean acceptance length), and the rounds.
+    rows: per validation row, j_t for each position t in order (t = 0 is the first draft
+    after the prompt): how many of the K drafts of a round starting at t would be accepted
+    (the leading right ones). A round starts at t = 0; one starting at t accepts j_t drafts
+    and the next starts at t + j_t + 1. Returns, pooled over the rows' rounds (as vLLM pools
+    over requests): the position-0 rate (rounds accepting at least one draft / rounds), the
+    accepted length per round (1 + accepted drafts / rounds, vLLM's mean acceptance length),
+    the per-position rates (rounds accepting at least d + 1 drafts / rounds, d < K), and the
+    number of rounds.
     """
-    k = len(q) + 1
-    p_j: list[float] = []  # P(j) for j = 1..K, given the first draft was accepted
-    run = 1.0
-    for j in range(1, k + 1):
-        stop = 1.0 - q[j - 1] if j < k else 1.0
-        p_j.append(run * stop)
-        run *= q[j - 1] if j < k else 0.0
-    mean_j = sum(j * p for j, p in enumerate(p_j, 1))
-    hits = length = starts = 0.0
-    for c in rows:
-        s = [0.0] * (len(c) + k + 1)
-        s[0] = 1.0
-        for t, right in enumerate(c):
-            if s[t] == 0.0:
-                continue
-            starts += s[t]
-            if right:
-                hits += s[t]
-                length += s[t] * (1.0 + mean_j)
-                for j, p in enumerate(p_j, 1):
-                    s[t + j + 1] += s[t] * p
-            else:
-                length += s[t]
-                s[t + 1] += s[t]
-    if starts == 0.0:
-        return 0.0, 1.0, 0.0
-    return hits / starts, length / starts, starts
+    per = [0] * k
+    rounds = 0
+    for row in rows:
+        t = 0
+        while t < len(row):
+            j = max(0, min(row[t], k))
+            rounds += 1
+            for d in range(j):
+                per[d] += 1
+            t += j + 1
+    if rounds == 0:
+        return 0.0, 1.0, [0.0] * k, 0
+    return per[0] / rounds, 1.0 + sum(per) / rounds, [x / rounds for x in per], rounds
+
+
+def leading_right(right: list[list[bool]], t: int, k: int) -> int:
+    """j_t: how many drafts of the chain anchored at t are right before the first wrong one.
+    right[d][t]: the depth-d draft of that chain is right (False where it does not exist)."""
+    j = 0
+    while j < k and right[j][t]:
+        j += 1
+    return j
 
 
 def _device(torch: Any) -> Any:
@@ -114,24 +101,44 @@ def draft_attn_impl(train_args: list[str]) -> str:
     return "sdpa"
 
 
-def depth0_correctness(
+def chains(seq_length: int, loss_mask: Any, k: int, anchors: Any) -> tuple[Any, Any]:
+    """(anchor_pos, depth) for speculators' forward: depth 0 at every position (as its own
+    sampler gives), then depths 1..K-1 of the chains anchored at `anchors` (loss-masked
+    positions), each depth only where it stays inside the row and the loss mask."""
+    import torch
+
+    mask = loss_mask.reshape(-1).bool()
+    device = mask.device
+    anchors = anchors.to(device)
+    pos = [torch.arange(seq_length, device=device)]
+    dep = [torch.zeros(seq_length, dtype=torch.long, device=device)]
+    for d in range(1, k):
+        a = anchors[anchors + d < seq_length]
+        a = a[mask[a + d]]
+        pos.append(a)
+        dep.append(torch.full((a.shape[0],), d, dtype=torch.long, device=device))
+    return torch.cat(pos), torch.cat(dep)
+
+
+def accepted_drafts(
     head_dir: Path,
     dataset: Path,
     train_ratio: float,
     total_seq_len: int,
     train_args: list[str],
+    k: int,
     max_rows: int = MAX_ROWS,
-) -> list[list[int]]:
-    """c_t per validation row: the trained head's depth-0 draft right or wrong at each
-    loss-masked position, as speculators 0.9.0's validation counts it.
+) -> tuple[list[list[int]], list[list[int]]]:
+    """Per validation row, j_t at each loss-masked position t (drafts a round starting there
+    would accept), and c_t (its depth-0 draft right: speculators' own depth-0 count).
 
     Pinned to speculators 0.9.0's API: the validation split is its `ArrowDataset(split="val")`
     over the offline hidden states, each row goes through its `shift_batch`, and
-    `PEagleDraftModel.forward` runs with `num_depths=1` (depth 0 only: anchors at every
-    position). The forward's logits and targets are taken where it hands them to
+    `PEagleDraftModel.forward` runs with num_depths=K on chains anchored at every masked
+    position (its sampler, `generate_cod_sample_indices`, is replaced for the pass: it
+    subsamples at random). The forward's logits and targets are taken where it hands them to
     `speculators.models.peagle.core.compute_metrics` (no public per-position hook exists);
-    correct = argmax(logits) == argmax(targets) where the loss mask is 1, as its
-    `compute_accuracy_multi_step` counts."""
+    right = argmax(logits) == argmax(targets), as its `compute_accuracy_multi_step` counts."""
     import speculators.models.peagle.core as core
     import torch
     from speculators.models.eagle3.data import shift_batch
@@ -157,18 +164,23 @@ def depth0_correctness(
         split="val",
     )
     # On an accelerator speculators wraps forward in torch.compile; the original function
-    # sees the patched compute_metrics and skips a recompile for num_depths=1.
+    # sees the patched module globals and skips a recompile.
     forward = PEagleDraftModel.forward
     forward = getattr(forward, "_torchdynamo_orig_callable", forward)
     seen: dict[str, Any] = {}
+    chunk: dict[str, Any] = {}
 
     def capture(**kwargs: Any) -> tuple[Any, dict]:
         seen.update(kwargs)
         return torch.zeros((), device=device), {}
 
-    out: list[list[int]] = []
-    original = core.compute_metrics
-    core.compute_metrics = capture
+    def sample(seq_length: int, loss_mask: Any, num_depths: int, **_: Any) -> tuple[Any, Any]:
+        return chains(seq_length, loss_mask, num_depths, chunk["anchors"])
+
+    js: list[list[int]] = []
+    cs: list[list[int]] = []
+    saved = core.compute_metrics, core.generate_cod_sample_indices
+    core.compute_metrics, core.generate_cod_sample_indices = capture, sample
     try:
         with torch.inference_mode():
             for i in range(min(len(rows), max_rows)):
@@ -176,25 +188,34 @@ def depth0_correctness(
                 if not isinstance(item, dict):
                     continue  # speculators' SampleUnavailable: validation skips it too
                 b = shift_batch(item)
-                if b["input_ids"].shape[0] == 0:
+                n = int(b["input_ids"].shape[0])
+                if n == 0:
                     continue
                 batch = {
-                    k: b[k][None].to(device)
-                    for k in ("hidden_states", "input_ids", "position_ids", "loss_mask")
+                    key: b[key][None].to(device)
+                    for key in ("hidden_states", "input_ids", "position_ids", "loss_mask")
                 }
                 batch["verifier_last_hidden_states"] = b["verifier_last_hidden_states"][None].to(
                     device
                 )
                 batch["document_ids"] = torch.zeros_like(batch["input_ids"])  # one row
-                seen.clear()
-                with torch.autocast(device.type, dtype=torch.bfloat16):
-                    forward(head, **batch, num_depths=1, loss_config=None)
-                right = seen["logits"][0].argmax(-1) == seen["targets"][0].argmax(-1)
-                mask = seen["loss_mask"][0, seen["anchor_pos"] + seen["depth"]].bool()
-                out.append([int(x) for x in right[mask].tolist()])
+                masked = torch.nonzero(b["loss_mask"].reshape(-1) == 1).reshape(-1)
+                right = torch.zeros((k, n), dtype=torch.bool)
+                step = max(256, (MAX_SAMPLED - n) // max(1, k - 1))
+                for start in range(0, max(1, masked.shape[0]), step):
+                    chunk["anchors"] = masked[start : start + step]
+                    seen.clear()
+                    with torch.autocast(device.type, dtype=torch.bfloat16):
+                        forward(head, **batch, num_depths=k, loss_config=None)
+                    ok = seen["logits"][0].argmax(-1) == seen["targets"][0].argmax(-1)
+                    right[seen["depth"].cpu(), seen["anchor_pos"].cpu()] = ok.cpu()
+                table = right.tolist()
+                ts = masked.tolist()
+                js.append([leading_right(table, t, k) for t in ts])
+                cs.append([int(table[0][t]) for t in ts])
     finally:
-        core.compute_metrics = original
-    return out
+        core.compute_metrics, core.generate_cod_sample_indices = saved
+    return js, cs
 
 
 def estimate(
@@ -205,17 +226,16 @@ def estimate(
     total_seq_len: int,
     train_args: list[str],
 ) -> dict[str, Any]:
-    """The report's round-start keys: the served position-0 rate and accepted length per
-    round to expect, and what they are."""
+    """The report's round-start keys: the served position-0 rate, accepted length and
+    per-position rates per round to expect, and what they are."""
     t0 = time.monotonic()
-    rows = depth0_correctness(head_dir, dataset, train_ratio, total_seq_len, train_args)
     k = int(report["k"])
-    q = conditional_rates(list(report.get("per_depth_val_accuracy") or []), k)
-    pos0, length, _ = round_start_walk(rows, q)
-    positions = sum(len(r) for r in rows)
-    token_rate = sum(sum(r) for r in rows) / positions if positions else 0.0
+    js, cs = accepted_drafts(head_dir, dataset, train_ratio, total_seq_len, train_args, k)
+    pos0, length, per_position, _ = round_start_walk(js, k)
+    positions = sum(len(r) for r in cs)
+    token_rate = sum(sum(r) for r in cs) / positions if positions else 0.0
     print(
-        f"peagle-train: round-start estimate over {len(rows)} validation rows in "
+        f"peagle-train: round-start estimate over {len(cs)} validation rows in "
         f"{time.monotonic() - t0:.1f} s: position-0 {pos0:.3f} per round "
         f"({token_rate:.3f} per token), accepted length {length:.3f}",
         flush=True,
@@ -223,8 +243,9 @@ def estimate(
     return {
         "expected_position0_acceptance": round(pos0, 6),
         "expected_accepted_length": round(length, 6),
+        "expected_per_position_acceptance": [round(x, 6) for x in per_position],
         "eval_position0_accuracy": round(token_rate, 6),
-        "round_start_basis": BASIS.format(k=k, positions=positions, rows=len(rows)),
+        "round_start_basis": BASIS.format(k=k, positions=positions, rows=len(cs)),
     }
 
 
