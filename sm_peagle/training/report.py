@@ -63,6 +63,8 @@ class TrainingReport:
             round), None in a report without it.
         round_start_accepted_length: the entrypoint's accepted length per round estimate.
         round_start_per_position: its acceptance per draft position (K values), per round.
+        round_start_stderr: the position-0 estimate's standard error over the validation
+            rows (prompts vary: with a few dozen rows it is several points).
         eval_position0_accuracy: the evaluation pass's own per-token depth-0 accuracy (it
             repeats speculators' depth-0 number on the reloaded head).
         round_start_basis: how the entrypoint made its estimate, in words.
@@ -81,6 +83,7 @@ class TrainingReport:
     round_start_position0: float | None = None
     round_start_accepted_length: float | None = None
     round_start_per_position: list[float] | None = None
+    round_start_stderr: float | None = None
     eval_position0_accuracy: float | None = None
     round_start_basis: str | None = None
     warnings: list[str] = field(default_factory=list)
@@ -102,6 +105,7 @@ class TrainingReport:
             round_start_position0=_number(doc.get("expected_position0_acceptance")),
             round_start_accepted_length=_number(doc.get("expected_accepted_length")),
             round_start_per_position=_numbers(doc.get("expected_per_position_acceptance")),
+            round_start_stderr=_number(doc.get("expected_position0_stderr")),
             eval_position0_accuracy=_number(doc.get("eval_position0_accuracy")),
             round_start_basis=doc.get("round_start_basis"),
         )
@@ -146,6 +150,7 @@ class TrainingReport:
             "expected_accepted_length": self.expected_accepted_length,
             "expected_per_round": self.per_round,
             "expected_per_position_acceptance": self.round_start_per_position,
+            "expected_position0_stderr": self.round_start_stderr,
             "eval_position0_accuracy": self.eval_position0_accuracy,
             "round_start_basis": self.round_start_basis
             or "fallback (no round-start estimate in this report): the depth-0 validation "

@@ -82,6 +82,16 @@ def test_no_positions_means_no_rounds() -> None:
     assert rs.round_start_walk([[]], 1) == (0.0, 1.0, [0.0], 0)
 
 
+def test_the_stderr_is_over_rows_the_sampled_unit() -> None:
+    # K = 1. Row A [1, 0]: rounds at 0 (accepted, next at 2): h = 1, n = 1. Row B [0, 0]:
+    # rounds at 0, 1: h = 0, n = 2. r = 1/3; residuals 1 - 1/3 = 2/3 and 0 - 2/3 = -2/3;
+    # sqrt(2 / 1 * (4/9 + 4/9)) / 3 = sqrt(16/9) / 3 = 4/9.
+    assert rs.position0_stderr([[1, 0], [0, 0]], 1) == pytest.approx(4 / 9)
+    # Rows that agree have none; one row has no spread to measure.
+    assert rs.position0_stderr([[1, 0], [1, 0]], 1) == 0.0
+    assert rs.position0_stderr([[1, 0, 1]], 1) == 0.0
+
+
 def test_a_round_accepts_the_leading_right_drafts_only() -> None:
     # right[d][t]: chain at t = 0 is right, right, wrong -> 2; at t = 1 wrong first -> 0 (a
     # right depth 1 after a wrong depth 0 is never accepted); at t = 2 all right -> K = 3.

@@ -87,6 +87,7 @@ def test_the_jobs_round_start_estimate_is_what_the_report_expects() -> None:
         "expected_position0_acceptance": 0.244, "expected_accepted_length": 1.41,
         "eval_position0_accuracy": 0.338, "round_start_basis": "per draft round, K=3: ...",
         "expected_per_position_acceptance": [0.244, 0.03, 0.021],
+        "expected_position0_stderr": 0.04,
     }  # fmt: skip
     r = TrainingReport.from_dict(doc)
     assert r.per_round
@@ -96,6 +97,7 @@ def test_the_jobs_round_start_estimate_is_what_the_report_expects() -> None:
     assert out["expected_position0_acceptance"] == 0.244 and out["expected_per_round"] is True
     assert out["round_start_basis"] == "per draft round, K=3: ..."
     assert out["expected_per_position_acceptance"] == [0.244, 0.03, 0.021]
+    assert out["expected_position0_stderr"] == 0.04
     assert TrainingReport.from_dict(out).to_dict() == out  # what --json prints reads back
 
 
@@ -126,6 +128,7 @@ def test_the_cli_line_says_per_draft_round_and_k_or_that_it_is_the_fallback() ->
         "expect position-0 acceptance ~24% per draft round (K=3) and ~1.41 tokens per round "
         "at temperature 0 (as vLLM counts them)"
     )
+    assert "~24% ± 4% per draft round" in line({**acc, **est, "expected_position0_stderr": 0.04})
     assert "below ~34% per draft round" in line(acc) and "no per-round estimate" in line(acc)
 
 

@@ -70,6 +70,22 @@ def round_start_walk(rows: list[list[int]], k: int) -> tuple[float, float, list[
     return per[0] / rounds, 1.0 + sum(per) / rounds, [x / rounds for x in per], rounds
 
 
+def position0_stderr(rows: list[list[int]], k: int) -> float:
+    """The standard error of the walk's position-0 rate over the rows it was made on: rows
+    are the sampled unit (prompts differ far more than positions within one), so the ratio
+    estimator's row-clustered SE, sqrt(m / (m - 1) * sum_i (h_i - r * n_i)^2) / sum_i n_i,
+    with h_i and n_i row i's accepted first drafts and rounds, r the pooled rate, m rows."""
+    per_row = [round_start_walk([row], k) for row in rows]
+    hits = [p0 * n for p0, _, _, n in per_row]
+    counts = [n for _, _, _, n in per_row]
+    m, total = len(rows), sum(counts)
+    if m < 2 or total == 0:
+        return 0.0
+    r = sum(hits) / total
+    spread = sum((h - r * n) ** 2 for h, n in zip(hits, counts, strict=True))
+    return (spread * m / (m - 1)) ** 0.5 / total
+
+
 def leading_right(right: list[list[bool]], t: int, k: int) -> int:
     """j_t: how many drafts of the chain anchored at t are right before the first wrong one.
     right[d][t]: the depth-d draft of that chain is right (False where it does not exist)."""
@@ -244,6 +260,7 @@ def estimate(
         "expected_position0_acceptance": round(pos0, 6),
         "expected_accepted_length": round(length, 6),
         "expected_per_position_acceptance": [round(x, 6) for x in per_position],
+        "expected_position0_stderr": round(position0_stderr(js, k), 6),
         "eval_position0_accuracy": round(token_rate, 6),
         "round_start_basis": BASIS.format(k=k, positions=positions, rows=len(cs)),
     }
