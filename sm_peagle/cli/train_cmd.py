@@ -117,10 +117,18 @@ def _render(r: Any) -> str:
         rep = r.report
         acc = ", ".join(f"d{i} {a:.0%}" for i, a in enumerate(rep.per_depth_val_accuracy))
         lines.append(f"steps {rep.steps}, K={rep.k}, validation accuracy per depth: {acc or '-'}")
-        if rep.expected_position0_acceptance is not None:
+        if rep.expected_position0_acceptance is not None and rep.per_round:
+            spread = f" ± {rep.round_start_stderr:.0%}" if rep.round_start_stderr else ""
             lines.append(
-                f"expect position-0 acceptance ~{rep.expected_position0_acceptance:.0%} and "
-                f"~{rep.expected_accepted_length:.2f} tokens per step at temperature 0"
+                f"expect position-0 acceptance ~{rep.expected_position0_acceptance:.0%}{spread} "
+                f"per draft round (K={rep.k}) and ~{rep.expected_accepted_length:.2f} tokens "
+                "per round at temperature 0 (as vLLM counts them)"
+            )
+        elif rep.expected_position0_acceptance is not None:
+            lines.append(
+                f"expect position-0 acceptance below ~{rep.expected_position0_acceptance:.0%} "
+                "per draft round (the depth-0 accuracy, per token; this report has no "
+                "per-round estimate)"
             )
     if r.check is not None:
         lines.append("drafter check: " + ("passed" if r.check.ok else "FAILED"))

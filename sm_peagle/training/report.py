@@ -2,13 +2,24 @@
 into what a user wants to know: per-depth validation accuracy, and what acceptance to
 expect once the head serves.
 
-Depth d of a P-EAGLE head predicts the token d+1 places ahead, given that the earlier
-ones were right; its validation accuracy a_d is the chance a draft at position d is
-accepted when positions 0..d-1 were (at temperature 0, greedy verification). So the
-position-0 acceptance is a_0 and the expected number of tokens each verification step
-emits is 1 + a_0 + a_0·a_1 + … + a_0·…·a_{K-1} (the target's own token, then each draft
-while all before it were accepted). Facts 14: on the random tiny target the trainer's
-depth-0 accuracy (0.52) matched the served position-0 acceptance (54%).
+The numbers, and what each one is:
+- `per_depth_val_accuracy`: speculators' own validation accuracy per depth (its
+  `position_{d}_acc`), a per-TOKEN rate: at depth 0, the share of all loss-masked positions
+  of the validation rows where the head's draft is the target's greedy token. At depth d>0,
+  over chains sampled whether or not the earlier depths were right (unconditional).
+- `expected_position0_acceptance` / `expected_accepted_length`: what vLLM will count at
+  temperature 0 with K drafts, per DRAFT ROUND (`num_accepted_tokens_per_pos[0] /
+  num_drafts`, and 1 + accepted drafts per round). A round that accepts j drafts skips the
+  next j positions, and right drafts cluster, so the per-round rate is lower than the
+  per-token one (about 0.7x on the random tiny target). The job's entrypoint estimates it
+  (`round_starts.py` in the job's source: the trained head drafts K tokens from every
+  validation position, and vLLM's rounds are walked over how many of them are right) and
+  says how in `round_start_basis`; `expected_per_position_acceptance` gives vLLM's
+  per-position rates the same way.
+- A report without that estimate (one an older entrypoint wrote) falls back to the depth-0
+  accuracy, which overstates the per-round rate when right drafts cluster, and to
+  1 + a_0 + a_0·a_1 + …, which treats the unconditional a_d as conditional. (The sandbox's
+  simulated trainer writes the estimate's keys as labelled placeholders.)
 """
 
 from __future__ import annotations
@@ -24,7 +35,8 @@ NOT_LEARNED = 0.05
 
 
 def expected_accepted_length(accuracies: list[float]) -> float:
-    """1 + a0 + a0·a1 + …: tokens per verification step, drafts accepted in order."""
+    """1 + a0 + a0·a1 + …: tokens per verification step if each a_d were the chance depth d
+    is accepted once depth d-1 was (the fallback; speculators' a_d are unconditional)."""
     total, run = 1.0, 1.0
     for a in accuracies:
         run *= a
@@ -47,6 +59,15 @@ class TrainingReport:
         speculators_version: the trainer's version.
         backend: how continuations and hidden states were made (`gpu`, `cpu`, or
             `simulated` in a sandbox without a trainer).
+        round_start_position0: the entrypoint's served position-0 estimate (per draft
+            round), None in a report without it.
+        round_start_accepted_length: the entrypoint's accepted length per round estimate.
+        round_start_per_position: its acceptance per draft position (K values), per round.
+        round_start_stderr: the position-0 estimate's standard error over the validation
+            rows (prompts vary: with a few dozen rows it is several points).
+        eval_position0_accuracy: the evaluation pass's own per-token depth-0 accuracy (it
+            repeats speculators' depth-0 number on the reloaded head).
+        round_start_basis: how the entrypoint made its estimate, in words.
         warnings: what the report says about the head (it has not learned, ...).
     """
 
@@ -59,6 +80,12 @@ class TrainingReport:
     val_samples: int | None = None
     speculators_version: str | None = None
     backend: str | None = None
+    round_start_position0: float | None = None
+    round_start_accepted_length: float | None = None
+    round_start_per_position: list[float] | None = None
+    round_start_stderr: float | None = None
+    eval_position0_accuracy: float | None = None
+    round_start_basis: str | None = None
     warnings: list[str] = field(default_factory=list)
 
     @classmethod
@@ -75,18 +102,35 @@ class TrainingReport:
             val_samples=doc.get("val_samples"),
             speculators_version=doc.get("speculators_version"),
             backend=doc.get("backend"),
+            round_start_position0=_number(doc.get("expected_position0_acceptance")),
+            round_start_accepted_length=_number(doc.get("expected_accepted_length")),
+            round_start_per_position=_numbers(doc.get("expected_per_position_acceptance")),
+            round_start_stderr=_number(doc.get("expected_position0_stderr")),
+            eval_position0_accuracy=_number(doc.get("eval_position0_accuracy")),
+            round_start_basis=doc.get("round_start_basis"),
         )
         report.warnings.extend(_warnings(report))
         return report
 
     @property
+    def per_round(self) -> bool:
+        """Whether the expected numbers are the entrypoint's per-draft-round estimate."""
+        return self.round_start_position0 is not None
+
+    @property
     def expected_position0_acceptance(self) -> float | None:
-        """Position-0 acceptance to expect at temperature 0: the depth-0 accuracy."""
+        """Served position-0 acceptance to expect at temperature 0: the entrypoint's
+        per-round estimate, else (fallback) the depth-0 validation accuracy."""
+        if self.round_start_position0 is not None:
+            return self.round_start_position0
         return self.per_depth_val_accuracy[0] if self.per_depth_val_accuracy else None
 
     @property
     def expected_accepted_length(self) -> float | None:
-        """Tokens per verification step to expect: 1 + a0 + a0·a1 + …"""
+        """Tokens per draft round to expect: the entrypoint's estimate, else (fallback)
+        1 + a0 + a0·a1 + …"""
+        if self.round_start_position0 is not None and self.round_start_accepted_length:
+            return self.round_start_accepted_length
         if not self.per_depth_val_accuracy:
             return None
         return expected_accepted_length(self.per_depth_val_accuracy)
@@ -104,13 +148,21 @@ class TrainingReport:
             "backend": self.backend,
             "expected_position0_acceptance": self.expected_position0_acceptance,
             "expected_accepted_length": self.expected_accepted_length,
+            "expected_per_round": self.per_round,
+            "expected_per_position_acceptance": self.round_start_per_position,
+            "expected_position0_stderr": self.round_start_stderr,
+            "eval_position0_accuracy": self.eval_position0_accuracy,
+            "round_start_basis": self.round_start_basis
+            or "fallback (no round-start estimate in this report): the depth-0 validation "
+            "accuracy and 1 + a0 + a0*a1 + ...; vLLM's per-round rate is lower",
             "warnings": list(self.warnings),
         }
 
 
 def _warnings(r: TrainingReport) -> list[str]:
     out = []
-    a0 = r.expected_position0_acceptance
+    # "Not learned" is judged on what the trainer measured, per token.
+    a0 = r.per_depth_val_accuracy[0] if r.per_depth_val_accuracy else None
     if r.steps == 0:
         out.append("the head has not learned: it was trained for 0 steps (expect ~0 acceptance)")
     elif a0 is not None and a0 < NOT_LEARNED:
@@ -124,3 +176,14 @@ def _warnings(r: TrainingReport) -> list[str]:
             "accuracies are placeholders"
         )
     return out
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _numbers(value: Any) -> list[float] | None:
+    if not isinstance(value, list):
+        return None
+    out = [_number(v) for v in value]
+    return [v for v in out if v is not None] if all(v is not None for v in out) else None

@@ -5,31 +5,49 @@ deployed with P-EAGLE K=3 on real vLLM and benched at temperature 0 on held-out 
 
 What is judged, and from where:
 
-- the trainer's depth-0 validation accuracy: the job's `peagle-training-report.json`, as
-  `drafter train --json` returns it (`report.per_depth_val_accuracy[0]`);
+- what the report expects: the job's `peagle-training-report.json`, as `drafter train
+  --json` returns it: `report.expected_position0_acceptance`, the entrypoint's per-round
+  estimate (`round_starts.py`), beside speculators' own depth-0 validation accuracy
+  (`report.per_depth_val_accuracy[0]`);
 - the served position-0 acceptance: vLLM's own counters on the engine's port, accepted
   tokens at position 0 over drafts (`vllm:spec_decode_num_accepted_tokens_per_pos_total
   {position="0"}` / `vllm:spec_decode_num_drafts_total`), over the bench's traffic only;
 - acceptance above 0: the bench's own acceptance length (> 1) and the counters.
 
-How close: served position-0 acceptance within `POS0_RATIO` of the depth-0 validation
-accuracy. The two are the same quantity measured twice (the share of first drafts the
-target accepts at temperature 0, on the trainer's held-out split and on other prompts
-served by vLLM), but on this CPU they do not agree as facts §14 reported (52% -> 54%). Measured
-here (2 cores, 2026-11-30), depth-0 validation accuracy -> served position-0 acceptance:
+Why not the depth-0 accuracy itself: speculators counts it per TOKEN (every position of the
+validation rows), vLLM per DRAFT ROUND (a round that accepts j drafts skips the next j
+positions), and right drafts cluster on this target, so the served rate is lower: measured
+here (2 cores, 2026-11-30) 0.339 -> 0.244, 0.468 -> 0.340, 0.361 -> 0.239, whichever engine
+wrote the continuations and whichever draft layer. An offline check on those heads (the
+head's per-position depth-0 correctness on the served traffic, averaged over vLLM's round
+starts) gave 0.244, 0.347 and 0.237 for them: the rounds explain the gap.
 
-- continuations from vLLM (the CPU backend's default with an engine installed): 0 steps
-  0.000 -> 0.001; 120 steps 0.339 -> 0.244; 250 steps 0.468 -> 0.340;
-- continuations from HF transformers: 120 steps 0.328 -> 0.243; a longer run 0.637 -> 0.442;
-- a Llama draft layer instead of speculators' default Qwen3 layer: 120 steps 0.361 -> 0.239.
+How close. The estimate has the trained head draft K tokens from every validation position
+and walks vLLM's rounds over how many are right; the bench serves other prompts from the
+same generator. Two things separate the numbers:
 
-The served/trained ratio is 0.66-0.74 whichever engine wrote the continuations and
-whichever draft layer: not the HF/vLLM divergence of the text, not the layer. Unexplained
-(the hidden states still come from HF: vLLM-CPU cannot export its own, facts §14). The band
-is wide enough for that measured loss and sampling noise (26 validation rows, ~1500 served
-drafts), and fails a report that claims more than the engine delivers or a head the engine
-cannot use. A zero-step head (`--steps 0`) is the trained head's starting point: its
-report warns that it has not learned, and served it accepts about nothing.
+- the walk itself, and bf16 HF vs vLLM (the served token differs from HF's on ~2% of
+  positions): the same walk over two earlier heads' drafts on the traffic they served gave
+  0.240 and 0.235 against served 0.244 and 0.239, per position too. `BIAS` = 0.01 covers it;
+- prompt sampling, which dominates: prompts differ far more than positions within one. The
+  report gives its estimate's standard error over the validation rows
+  (`expected_position0_stderr`, row-clustered: 0.049 for this test's head and 26 rows;
+  offline, 64 served prompts of another head gave 0.029); the bench's 32 prompts vary
+  alike, so its error is that times sqrt(rows / 32), and the difference's is the two
+  combined (0.066 here).
+
+So served position-0 must be within `BIAS` + `Z` = 3 standard errors of the difference (0.21
+here). That is wide: one run of this size cannot tell the estimate from a 0.08 error (this
+test's head, deterministic, served 0.296 in two runs against a per-token 0.378, a
+ratio-of-accuracies walk's 0.208 and this walk's 0.231: 0.065 apart, one standard error).
+The walk's arithmetic is pinned by tests/unit/test_round_starts.py and its agreement with
+vLLM by the offline check above; this test holds the pipeline end to end: the job's pass
+runs on the real trainer, its per-token depth-0 rate repeats speculators' (`EVAL_TOLERANCE`:
+same rows, same forward, a bf16 checkpoint), the served head is accepted (> 0) near the
+estimate, and below the per-token rate as measured every time here (`POS0_RATIO`, served /
+depth-0 accuracy: 0.66-0.78 over six heads). A zero-step head (`--steps 0`) is the trained
+head's starting point: its report warns that it has not learned and expects about nothing,
+and served it accepts about nothing.
 
 One sandbox for the module, one engine at a time (each deploy is deleted before the next).
 """
@@ -37,6 +55,7 @@ One sandbox for the module, one engine at a time (each deploy is deleted before 
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import time
@@ -54,9 +73,16 @@ K = 3
 STEPS = 120
 TRAIN_PROMPTS = 256
 HELD_OUT = 32
-# Served position-0 acceptance over the trainer's depth-0 validation accuracy: measured
-# 0.66-0.74 (module docstring).
+# Served position-0 acceptance vs the report's per-round estimate: within BIAS + Z standard
+# errors of their difference; served over the per-token depth-0 accuracy: measured
+# 0.66-0.78; the pass's per-token rate vs speculators' own (module docstring).
+BIAS = 0.01
+Z = 3.0
 POS0_RATIO = (0.55, 1.05)
+EVAL_TOLERANCE = 0.02
+# Tokens per continuation, in training and in the bench: the estimate describes rows like the
+# validation rows.
+MAX_TOKENS = 48
 ZERO_STEP_MAX = 0.05  # "about 0": a few lucky first drafts out of ~1500
 CLOCK_RATE = "20"  # the training job's Starting/Downloading/Uploading phases, sped up
 
@@ -145,7 +171,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def _train(cli: Cli, data: Path, steps: int) -> dict[str, Any]:
     out = cli(
         "--sandbox", "drafter", "train", TARGET, "--data", str(data), "-k", str(K),
-        "--steps", str(steps), "--yes", "--json",
+        "--steps", str(steps), "--max-new-tokens", str(MAX_TOKENS), "--yes", "--json",
     )  # fmt: skip
     # The job's own log lines, streamed by the wait: the entrypoint ran on the sandbox's CPU
     # backend, whose continuations came from the real engine.
@@ -194,7 +220,7 @@ def _served(cli: Cli, head: str, held_out: Path) -> dict[str, Any]:
         before = _settled(url)
         bench = cli(
             "--sandbox", "bench", name, "--dataset", str(held_out), "--temperature", "0",
-            "-c", "1", "-n", str(HELD_OUT), "--max-tokens", "48", "--json",
+            "-c", "1", "-n", str(HELD_OUT), "--max-tokens", str(MAX_TOKENS), "--json",
         )  # fmt: skip
         after = _settled(url)
     finally:  # one engine at a time, even after a failure
@@ -217,12 +243,22 @@ def test_a_trained_head_is_accepted_as_its_report_says(
     acc0 = report["per_depth_val_accuracy"][0]
     assert len(report["per_depth_val_accuracy"]) == K and acc0 > 0.15, report
     assert not [w for w in trained["warnings"] if "not learned" in w], trained["warnings"]
+    # The entrypoint's pass measured what speculators measured, and made a per-round estimate.
+    assert report["expected_per_round"] is True, report
+    assert abs(report["eval_position0_accuracy"] - acc0) <= EVAL_TOLERANCE, report
+    expected = report["expected_position0_acceptance"]
 
     served = _served(trainer_sandbox, trained["head_uri"], data["held_out"])
     [level] = served["bench"]["levels"]
     assert level["acceptance"]["mean_acceptance_length"] > 1.0, level["acceptance"]
+    assert served["position0"] > 0
+    stderr, rows = report["expected_position0_stderr"], report["val_samples"]
+    assert 0 < stderr < 0.1, report  # measured, and small enough to say something
+    tolerance = BIAS + Z * stderr * math.sqrt(1 + rows / HELD_OUT)
+    diff = abs(served["position0"] - expected)
+    assert diff <= tolerance, (diff, tolerance, expected, acc0, served)
     low, high = POS0_RATIO
-    assert low * acc0 <= served["position0"] <= high * acc0, (served["position0"], acc0, served)
+    assert low * acc0 <= served["position0"] <= high * acc0, (served["position0"], acc0)
 
 
 def test_a_zero_step_head_has_not_learned_and_accepts_about_nothing(
@@ -231,6 +267,7 @@ def test_a_zero_step_head_has_not_learned_and_accepts_about_nothing(
     untrained = _train(trainer_sandbox, data["train"], 0)
     report = untrained["report"]
     assert report["steps"] == 0 and report["per_depth_val_accuracy"][0] <= ZERO_STEP_MAX
+    assert report["expected_position0_acceptance"] <= ZERO_STEP_MAX, report
     assert [w for w in untrained["warnings"] if "not learned" in w], untrained["warnings"]
     served = _served(trainer_sandbox, untrained["head_uri"], data["held_out"])
     assert served["position0"] <= ZERO_STEP_MAX, served

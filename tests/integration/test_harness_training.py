@@ -264,6 +264,9 @@ def test_the_simulated_trainer_writes_a_labelled_head_the_drafter_check_accepts(
     assert report["backend"] == "simulated"
     assert report["per_depth_val_accuracy"] == [0.0, 0.0, 0.0]  # k=3, and nothing learned
     assert "learned nothing" in report["note"]
+    # The real job's per-round estimate keys (round_starts.py), labelled placeholders.
+    assert report["round_start_basis"].startswith("placeholder")
+    assert (report["expected_position0_acceptance"], report["expected_accepted_length"]) == (0, 1)
     config = json.loads(s3.get_object(Bucket=BUCKET, Key=prefix + "config.json")["Body"].read())
     assert config["target_hidden_size"] == TARGET["hidden_size"]
     assert config["vocab_size"] == TARGET["vocab_size"]

@@ -63,14 +63,69 @@ def test_layer_ids_are_distinct_ascending_and_inside_the_target() -> None:
         assert ids == sorted(set(ids)) and len(ids) == 3 and ids[0] > 0 and ids[-1] < n, (n, ids)
 
 
-def test_expected_acceptance_is_the_cumulative_product_sum() -> None:
-    # 1 + 0.5 + 0.5*0.4 + 0.5*0.4*0.25 = 1.75
+def test_without_the_jobs_estimate_the_report_falls_back_to_the_trainers_numbers() -> None:
+    # A report an older entrypoint wrote: depth-0 accuracy, and
+    # 1 + 0.5 + 0.5*0.4 + 0.5*0.4*0.25 = 1.75; labelled as the fallback.
     assert expected_accepted_length([0.5, 0.4, 0.25]) == pytest.approx(1.75)
     assert expected_accepted_length([]) == 1.0
     r = TrainingReport.from_dict({"steps": 10, "k": 3, "per_depth_val_accuracy": [0.5, 0.4, 0.25]})
     assert r.expected_position0_acceptance == 0.5
     assert r.expected_accepted_length == pytest.approx(1.75)
-    assert r.warnings == []
+    assert not r.per_round and r.warnings == []
+    assert r.to_dict()["round_start_basis"].startswith("fallback")
+
+
+def test_the_jobs_round_start_estimate_is_what_the_report_expects() -> None:
+    # The entrypoint's keys (round_starts.py): the served position-0 rate per draft round,
+    # not speculators' per-token depth-0 accuracy beside it.
+    doc = {
+        "steps": 120, "k": 3, "per_depth_val_accuracy": [0.339, 0.12, 0.09],
+        "expected_position0_acceptance": 0.244, "expected_accepted_length": 1.41,
+        "eval_position0_accuracy": 0.338, "round_start_basis": "per draft round, K=3: ...",
+        "expected_per_position_acceptance": [0.244, 0.03, 0.021],
+        "expected_position0_stderr": 0.04,
+    }  # fmt: skip
+    r = TrainingReport.from_dict(doc)
+    assert r.per_round
+    assert (r.expected_position0_acceptance, r.expected_accepted_length) == (0.244, 1.41)
+    out = r.to_dict()
+    assert out["per_depth_val_accuracy"] == [0.339, 0.12, 0.09]  # speculators' own, as is
+    assert out["expected_position0_acceptance"] == 0.244 and out["expected_per_round"] is True
+    assert out["round_start_basis"] == "per draft round, K=3: ..."
+    assert out["expected_per_position_acceptance"] == [0.244, 0.03, 0.021]
+    assert out["expected_position0_stderr"] == 0.04
+    assert TrainingReport.from_dict(out).to_dict() == out  # what --json prints reads back
+
+
+def test_not_learned_is_judged_on_the_depth0_accuracy_not_the_round_estimate() -> None:
+    # Per round 0.04 is below 5%, but the trainer measured 6% per token: it has learned.
+    doc = {"steps": 50, "k": 3, "per_depth_val_accuracy": [0.06, 0.01, 0.0],
+           "expected_position0_acceptance": 0.04, "expected_accepted_length": 1.04}  # fmt: skip
+    assert not [w for w in TrainingReport.from_dict(doc).warnings if "not learned" in w]
+
+
+def test_the_cli_line_says_per_draft_round_and_k_or_that_it_is_the_fallback() -> None:
+    from types import SimpleNamespace
+
+    from sm_peagle.cli.train_cmd import _render
+
+    def line(doc: dict) -> str:
+        r = SimpleNamespace(
+            job_name="j", status="Completed", head_uri="s3://b/h/",
+            report=TrainingReport.from_dict(doc), check=None, endpoint=None, notes=[],
+            warnings=[], next_step=None,
+        )  # fmt: skip
+        [out] = [x for x in _render(r).splitlines() if x.startswith("expect")]
+        return out
+
+    acc = {"steps": 9, "k": 3, "per_depth_val_accuracy": [0.34, 0.1, 0.08]}
+    est = {"expected_position0_acceptance": 0.244, "expected_accepted_length": 1.41}
+    assert line({**acc, **est}) == (
+        "expect position-0 acceptance ~24% per draft round (K=3) and ~1.41 tokens per round "
+        "at temperature 0 (as vLLM counts them)"
+    )
+    assert "~24% ± 4% per draft round" in line({**acc, **est, "expected_position0_stderr": 0.04})
+    assert "below ~34% per draft round" in line(acc) and "no per-round estimate" in line(acc)
 
 
 @pytest.mark.parametrize(

@@ -156,6 +156,14 @@ def simulated_head(
         "speculators_version": None,
         "backend": "simulated",
         "note": SIMULATED_NOTE,
+        # The real entrypoint's round-start estimate (round_starts.py), as placeholders: no
+        # head was evaluated.
+        "expected_position0_acceptance": 0.0,
+        "expected_accepted_length": 1.0,
+        "expected_per_position_acceptance": [0.0] * k,
+        "expected_position0_stderr": 0.0,
+        "eval_position0_accuracy": 0.0,
+        "round_start_basis": "placeholder: a simulated job evaluates no head",
     }
     if stopped:
         report["stopped"] = True

@@ -541,6 +541,9 @@ def run(paths: Paths) -> dict:
     metrics = train(paths, params, dataset, layer_ids, backend)
     log(f"trained in {time.monotonic() - t0:.1f} s")
     report = write_head(paths, params, metrics, backend, n)
+    from round_starts import add_to_report  # beside this file: what vLLM will count
+
+    report = add_to_report(paths, params, dataset, backend, report)
     shutil.rmtree(paths.work, ignore_errors=True)  # hidden states can be large: keep only the head
     log(f"head written to {paths.model}: {json.dumps(report)}")
     return report
