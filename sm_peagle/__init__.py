@@ -103,8 +103,9 @@ _LAZY = {
     "DrafterPush": "ops.drafter",
     "drafter_train": "client",
     "TrainResult": "ops.training_results",
-    "TrainingFailed": "training.errors",
-    "TrainingStopped": "training.errors",
+    "TrainingFailed": "errors",
+    "TrainingLost": "errors",
+    "TrainingStopped": "errors",
     # -- ops: what is newer --
     "doctor": "client",
     "DoctorReport": "ops.doctor",

@@ -69,6 +69,9 @@ __all__ = [
     "RolloutUnverified",
     "SpecError",
     "Text",
+    "TrainingFailed",
+    "TrainingLost",
+    "TrainingStopped",
     "as_text",
     "concat",
     "render",
@@ -527,3 +530,71 @@ class InterruptedAfterChange(KeyboardInterrupt):
     def to_dict(self) -> dict:
         """What the `--json` error document adds."""
         return {"completed": True, "left": []}
+
+
+class TrainingFailed(PeagleError):
+    """The training job ended Failed or Stopped (exit 1): its FailureReason, one line.
+
+    Attributes:
+        job_name: the training job.
+        failure_reason: SageMaker's FailureReason (None if it gave none).
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, job_name: str, failure_reason: str | None,
+                 remedy: object = None) -> None:  # fmt: skip
+        super().__init__(message, remedy=remedy)  # type: ignore[arg-type]
+        self.job_name = job_name
+        self.failure_reason = failure_reason
+
+
+class TrainingLost(PeagleError):
+    """The wait for a created training job broke (expired credentials, throttling past
+    the retries, the network) before it ended (exit 1). The job may still be running and
+    billing: nothing was stopped or removed (removing its inputs would fail it). The
+    remedy says how to stop it, and the `gc` that removes what it leaves once it ended.
+
+    Attributes:
+        job_name: the training job.
+        operation: the run's operation id (what `gc(operation=)` takes).
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str | Text, *, job_name: str, operation: str,
+                 remedy: Text) -> None:  # fmt: skip
+        super().__init__(message, remedy=remedy)
+        self.job_name = job_name
+        self.operation = operation
+
+    def to_dict(self) -> dict:
+        """The error's document, with the job and the operation."""
+        return {**super().to_dict(), "job_name": self.job_name, "operation": self.operation}
+
+
+class TrainingStopped(InterruptedAfterChange):
+    """Ctrl-C (or SIGTERM) during a training run: the job was stopped and deleted once
+    Stopped, and what the run uploaded was removed. A KeyboardInterrupt (exit 130) whose
+    line says what is left (a second Ctrl-C during that clean-up is `Interrupted`).
+
+    Attributes:
+        job_name: the training job (None: interrupted before it was created).
+        status: the job's last status (`Stopped`, `Completed`, `Failed`; `Stopping` when
+            the wait ran out; None when no job was created).
+        left: (kind, name) of what is left (empty when nothing is).
+    """
+
+    def __init__(self, job_name: str | None, status: str | None, left: list[tuple[str, str]],
+                 what: str) -> None:  # fmt: skip
+        self.job_name, self.status, self.left = job_name, status, list(left)
+        super().__init__(what)
+        if self.left:  # InterruptedAfterChange's line says nothing is left: not so here
+            named = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in self.left)
+            # The exception's own message (its args), not a field of its own.
+            KeyboardInterrupt.__init__(self, f"{what}; left {named} (gc removes them once ended)")
+
+    def to_dict(self) -> dict:
+        """What the `--json` error document adds: what is left, the job and its status."""
+        left = [{"kind": k, "name": n} for k, n in self.left]
+        return {"completed": False, "stopped": self.job_name, "status": self.status, "left": left}

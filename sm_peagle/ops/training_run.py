@@ -176,7 +176,8 @@ def run_training(
     except KeyboardInterrupt as stop:
         status, left = _clean_up(aws, s3, layout, created, say, poll, op)
         op.end()
-        raise TrainingStopped(layout.job if status else None, status, left) from stop
+        job = layout.job if status else None
+        raise TrainingStopped(job, status, left, stopped_words(job, status, left)) from stop
     except TrainingFailed:
         # A failed job keeps its log and description on SageMaker; its uploads and any
         # partial output are of no use: removed, so a failure leaves nothing in S3.
@@ -303,6 +304,24 @@ def _uploads(s3: Any, say: Any, spec: Any, info: Any, layout: Any, files: Any) -
             put()
         except Exception as e:
             raise lt.upload_failure(e, what, layout.uri(key)) or e from e
+
+
+def stopped_words(job: str | None, status: str | None, left: list[tuple[str, str]]) -> str:
+    """What an interrupted run did before it ended, for TrainingStopped's line."""
+    kinds = {k for k, _ in left}
+    if job is None:
+        return "start of the uploads: " + (
+            "no job was created" if kinds else "they were removed and no job was created"
+        )
+    if status == "Stopping":
+        return (
+            f"start of training job {job}: it is still Stopping (it bills until Stopped, "
+            "and may still upload its output), so its files were kept"
+        )
+    done = [] if "training_job" in kinds else ["deleted"]
+    done += [] if "s3_prefix" in kinds else ["its uploads removed"]
+    what = f"start of training job {job}: it is {status or 'Stopped'}"
+    return what + ((", " + " and ".join(done)) if done else "")
 
 
 def _price(aws: Any, spec: Any, region: str) -> tuple[float | None, str]:
