@@ -23,23 +23,37 @@ head's per-position depth-0 correctness on the served traffic, averaged over vLL
 starts) gave 0.244, 0.347 and 0.237 for them: the rounds explain the gap.
 
 How close. The estimate has the trained head draft K tokens from every validation position
-and walks vLLM's rounds over how many are right. The bench serves exactly those validation
-prompts (held out: speculators trains on the first int(n x 0.9) rows and validates on the
-rest), at temperature 0 and the same 48 tokens, so both count the same rounds of the same
-greedy continuations; prompt sampling, which dominated when the bench served other prompts
-(the report's row-clustered standard error, `expected_position0_stderr`, ~0.05 over 26
-rows), drops out. What is left: bf16 HF hidden states (the trainer's) vs vLLM's (the
-served token differs from HF's on ~2% of positions, and a diverging continuation shifts the
-later rounds of its row): the same walk over two earlier heads' drafts on the traffic they
-served gave 0.240 and 0.235 against served 0.244 and 0.239, per position too. So served
-position-0 must be within `SAME_PROMPTS_TOLERANCE` = 0.05 of the estimate. The walk's
-arithmetic is pinned by tests/unit/test_round_starts.py; this test holds the pipeline end
-to end: the job's pass runs on the real trainer, its per-token depth-0 rate repeats
-speculators' (`EVAL_TOLERANCE`: same rows, same forward, a bf16 checkpoint), the served
-head is accepted (> 0) where the estimate says, and below the per-token rate as measured
-every time here (`POS0_RATIO`, served / depth-0 accuracy: 0.66-0.78 over six heads). A
-zero-step head (`--steps 0`) is the trained head's starting point: its report warns that it
-has not learned and expects about nothing, and served it accepts about nothing.
+and walks vLLM's rounds over how many are right; the bench serves other prompts from the
+same generator. Two things separate the numbers:
+
+- the walk itself, and bf16 HF vs vLLM (the served token differs from HF's on ~2% of
+  positions): the same walk over two earlier heads' drafts on the traffic they served gave
+  0.240 and 0.235 against served 0.244 and 0.239, per position too. `BIAS` = 0.01 covers it;
+- prompt sampling, which dominates: prompts differ far more than positions within one. The
+  report gives its estimate's standard error over the validation rows
+  (`expected_position0_stderr`, row-clustered: 0.049 for this test's head and 26 rows;
+  offline, 64 served prompts of another head gave 0.029); the bench's 32 prompts vary
+  alike, so its error is that times sqrt(rows / 32), and the difference's is the two
+  combined (0.066 here).
+
+Why not bench the validation prompts themselves: they are not the file's last rows
+(speculators' prepare-data shuffles the rows with the seed before its ArrowDataset splits
+them), so the last 10% of the file is mostly training rows (served 0.485 on them, above the
+per-token 0.378: measured 2026-11-30); a same-prompt comparison needs the job to name its
+validation rows.
+
+So served position-0 must be within `BIAS` + `Z` = 3 standard errors of the difference (0.21
+here). That is wide: one run of this size cannot tell the estimate from a 0.08 error (this
+test's head, deterministic, served 0.296 in two runs against a per-token 0.378, a
+ratio-of-accuracies walk's 0.208 and this walk's 0.231: 0.065 apart, one standard error).
+The walk's arithmetic is pinned by tests/unit/test_round_starts.py and its agreement with
+vLLM by the offline check above; this test holds the pipeline end to end: the job's pass
+runs on the real trainer, its per-token depth-0 rate repeats speculators' (`EVAL_TOLERANCE`:
+same rows, same forward, a bf16 checkpoint), the served head is accepted (> 0) near the
+estimate, and below the per-token rate as measured every time here (`POS0_RATIO`, served /
+depth-0 accuracy: 0.66-0.78 over six heads). A zero-step head (`--steps 0`) is the trained
+head's starting point: its report warns that it has not learned and expects about nothing,
+and served it accepts about nothing.
 
 One sandbox for the module, one engine at a time (each deploy is deleted before the next).
 """
@@ -47,6 +61,7 @@ One sandbox for the module, one engine at a time (each deploy is deleted before 
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import time
@@ -63,12 +78,12 @@ TARGET = "tiny-llama-random"
 K = 3
 STEPS = 120
 TRAIN_PROMPTS = 256
-VAL_FRACTION = 0.1  # drafter train's default
-VALIDATION = TRAIN_PROMPTS - int(TRAIN_PROMPTS * (1.0 - VAL_FRACTION))  # 26 held-out rows
-# Served position-0 acceptance vs the report's per-round estimate on the same prompts;
-# served over the per-token depth-0 accuracy: measured 0.66-0.78; the pass's per-token
-# rate vs speculators' own (module docstring).
-SAME_PROMPTS_TOLERANCE = 0.05
+HELD_OUT = 32
+# Served position-0 acceptance vs the report's per-round estimate: within BIAS + Z standard
+# errors of their difference; served over the per-token depth-0 accuracy: measured
+# 0.66-0.78; the pass's per-token rate vs speculators' own (module docstring).
+BIAS = 0.01
+Z = 3.0
 POS0_RATIO = (0.55, 1.05)
 EVAL_TOLERANCE = 0.02
 # Tokens per continuation, in training and in the bench: the estimate describes rows like the
@@ -152,13 +167,10 @@ def trainer_sandbox(engine: EngineEnv, tmp_path_factory: pytest.TempPathFactory)
 def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("train-data")
     train = _prompts(TRAIN_PROMPTS, seed=1)
-    # speculators' split: the first int(n x (1 - val_fraction)) rows train, the rest
-    # validate (its ArrowDataset; the default val_fraction 0.1): the head never trains on
-    # these, and the report's estimate walks exactly them.
-    n_train = int(TRAIN_PROMPTS * (1.0 - VAL_FRACTION))
+    held_out = [p for p in _prompts(HELD_OUT * 2, seed=2) if p not in train][:HELD_OUT]
     return {
         "train": _jsonl(root / "train.jsonl", train),
-        "validation": _jsonl(root / "validation.jsonl", train[n_train:]),
+        "held_out": _jsonl(root / "held-out.jsonl", held_out),
     }
 
 
@@ -203,10 +215,9 @@ def _settled(url: str) -> dict[str, Any]:
         last = now
 
 
-def _served(cli: Cli, head: str, prompts: Path) -> dict[str, Any]:
-    """Deploy the target with `head`, bench it at temperature 0 on `prompts` (held out from
-    training), delete it; the bench's result and the engine's position-0 acceptance over
-    its traffic."""
+def _served(cli: Cli, head: str, held_out: Path) -> dict[str, Any]:
+    """Deploy the target with `head`, bench it at temperature 0 on the held-out prompts,
+    delete it; the bench's result and the engine's position-0 acceptance over its traffic."""
     name = f"peagle-{TARGET}-p-eagle"
     try:
         cli("--sandbox", "deploy", TARGET, "--drafter", head, "-k", str(K), "--yes")
@@ -214,8 +225,8 @@ def _served(cli: Cli, head: str, prompts: Path) -> dict[str, Any]:
         url = f"http://127.0.0.1:{engine['port']}"
         before = _settled(url)
         bench = cli(
-            "--sandbox", "bench", name, "--dataset", str(prompts), "--temperature", "0",
-            "-c", "1", "-n", str(VALIDATION), "--max-tokens", str(MAX_TOKENS), "--json",
+            "--sandbox", "bench", name, "--dataset", str(held_out), "--temperature", "0",
+            "-c", "1", "-n", str(HELD_OUT), "--max-tokens", str(MAX_TOKENS), "--json",
         )  # fmt: skip
         after = _settled(url)
     finally:  # one engine at a time, even after a failure
@@ -243,14 +254,15 @@ def test_a_trained_head_is_accepted_as_its_report_says(
     assert abs(report["eval_position0_accuracy"] - acc0) <= EVAL_TOLERANCE, report
     expected = report["expected_position0_acceptance"]
 
-    served = _served(trainer_sandbox, trained["head_uri"], data["validation"])
+    served = _served(trainer_sandbox, trained["head_uri"], data["held_out"])
     [level] = served["bench"]["levels"]
     assert level["acceptance"]["mean_acceptance_length"] > 1.0, level["acceptance"]
     assert served["position0"] > 0
-    assert report["val_samples"] == VALIDATION, report  # the rows the estimate walked
-    assert 0 < report["expected_position0_stderr"] < 0.1, report  # measured, and says so
+    stderr, rows = report["expected_position0_stderr"], report["val_samples"]
+    assert 0 < stderr < 0.1, report  # measured, and small enough to say something
+    tolerance = BIAS + Z * stderr * math.sqrt(1 + rows / HELD_OUT)
     diff = abs(served["position0"] - expected)
-    assert diff <= SAME_PROMPTS_TOLERANCE, (diff, expected, acc0, served)
+    assert diff <= tolerance, (diff, tolerance, expected, acc0, served)
     low, high = POS0_RATIO
     assert low * acc0 <= served["position0"] <= high * acc0, (served["position0"], acc0)
 
@@ -263,5 +275,5 @@ def test_a_zero_step_head_has_not_learned_and_accepts_about_nothing(
     assert report["steps"] == 0 and report["per_depth_val_accuracy"][0] <= ZERO_STEP_MAX
     assert report["expected_position0_acceptance"] <= ZERO_STEP_MAX, report
     assert [w for w in untrained["warnings"] if "not learned" in w], untrained["warnings"]
-    served = _served(trainer_sandbox, untrained["head_uri"], data["validation"])
+    served = _served(trainer_sandbox, untrained["head_uri"], data["held_out"])
     assert served["position0"] <= ZERO_STEP_MAX, served
