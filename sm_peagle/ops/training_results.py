@@ -16,7 +16,6 @@ __all__ = [
     "TrainResult",
     "catalog_target",
     "judge_target",
-    "local_prompts",
     "local_target",
     "training_cost",
 ]
@@ -75,20 +74,6 @@ class TrainResult(KeyAccess):
             "endpoint": self.endpoint,
             "next_step": str(self.next_step) if self.next_step is not None else None,
         }
-
-
-def local_prompts(data: str) -> int:
-    from ..training.checks import count_prompts
-
-    path = Path(data).expanduser()
-    if not path.is_file():
-        raise SpecError(
-            text("{p}: {d} is not a file", p=Param("data"), d=data),
-            remedy="give a jsonl of prompts (a local file or s3://bucket/key)",
-            field="data",
-            value=data,
-        )
-    return count_prompts(path.read_text(encoding="utf-8", errors="replace").splitlines(), data)
 
 
 def local_target(target: str) -> Any:
