@@ -73,7 +73,7 @@ __all__ = ["EngineHost", "last_error_line"]
 # Draining a fleet that loses a deployment: the grace lets an invocation already routed to it
 # reach the engine; the limit bounds a request that never ends (real seconds).
 DRAIN_GRACE_S = 0.5
-DRAIN_LIMIT_S = 60.0
+DRAIN_LIMIT_S = 20.0  # well inside botocore's 60 s read timeout of the settling request
 
 
 class EngineHost(ComponentEngines):

@@ -40,7 +40,7 @@ TRAINER_STAR_SIDS = {
     "quotas": "QuotaReadStarBecauseListServiceQuotasHasNoResourceTypes",
     "ecr_token": "EcrTokenStarBecauseGetAuthorizationTokenHasNoResourceTypes",
     "list_jobs": "ListTrainingJobsStarBecauseListActionsHaveNoResourceTypes",
-    "list_models": "ListModelsStarBecauseListActionsHaveNoResourceTypes",
+    "list_models": "ListModelsAndEndpointsStarBecauseListActionsHaveNoResourceTypes",
     "prices": "PriceListReadStarBecauseGetProductsHasNoResourceTypes",
 }
 SAGEMAKER_TRUST = {
@@ -94,12 +94,30 @@ def trainer_policy(region: str, account: str, role: str, bucket: str | None = No
         ),
         statement(TRAINER_STAR_SIDS["list_jobs"], ["sagemaker:ListTrainingJobs"], "*"),
         # gc --training: no model may serve the head it deletes (training_gc.head_users).
-        statement(TRAINER_STAR_SIDS["list_models"], ["sagemaker:ListModels"], "*"),
+        # Then which endpoints serve those models, to name them in the refusal
+        # (inventory.resource_users: components, endpoints, their configs).
+        statement(
+            TRAINER_STAR_SIDS["list_models"],
+            [
+                "sagemaker:ListEndpoints",
+                "sagemaker:ListInferenceComponents",
+                "sagemaker:ListModels",
+            ],
+            "*",
+        ),  # fmt: skip
         statement(
             "GcReadsModelsServingAHead",
-            ["sagemaker:DescribeModel"],
-            [f"arn:{part}:sagemaker:{region}:{account}:model/*"],
-        ),
+            [
+                "sagemaker:DescribeEndpoint",
+                "sagemaker:DescribeEndpointConfig",
+                "sagemaker:DescribeInferenceComponent",
+                "sagemaker:DescribeModel",
+            ],
+            [
+                f"arn:{part}:sagemaker:{region}:{account}:{kind}/*"
+                for kind in ("endpoint", "endpoint-config", "inference-component", "model")
+            ],
+        ),  # fmt: skip
         # The wait reads each of the job's streams from its own position (LogTail).
         statement(
             "ReadTrainingJobLogs",

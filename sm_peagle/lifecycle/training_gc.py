@@ -257,7 +257,11 @@ def named_training_job(sm: Any, name: str, force: bool = False) -> tuple[str, st
         first = (
             text("delete the endpoints that serve it first (`{d}`)", d=Call("delete", endpoints[0]))
             if endpoints
-            else text("`{gc}` removes the models once no endpoint uses them", gc=Call("gc"))
+            else text(
+                "`{gc}` removes peagle's models once no endpoint uses them (a model peagle "
+                "did not make stays: delete it with the tool that made it)",
+                gc=Call("gc"),
+            )
         )
         raise SpecError(
             text(

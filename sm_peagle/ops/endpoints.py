@@ -95,9 +95,9 @@ class EndpointOps(Session):
             doc["rollout"] = rollout_status(ctx, name, sm.describe_endpoint(EndpointName=name))
         expiry = _expiry_of(ctx, sm, name)
         if not doc.get("problem"):
-            from .endpoints_spend import status_spend
+            from .endpoints_spend import billing_ends_in, status_spend
 
-            doc.update(status_spend(ctx, name, expiry.get("expires_in_s")))
+            doc.update(status_spend(ctx, name, billing_ends_in(expiry)))
         doc.update(expiry)
         return EndpointStatus.from_dict(doc)
 

@@ -54,6 +54,13 @@ def _spend_doc(est: Any) -> dict[str, Any]:
     }
 
 
+def billing_ends_in(expiry: dict[str, Any]) -> float | None:
+    """Seconds until a scheduled deletion ends the billing (`expires_in_s`); None (the full
+    projection) when none is scheduled, or when it is overdue: its deletion failed and it
+    bills on."""
+    return expiry.get("expires_in_s") if expiry.get("expiry") == "scheduled" else None
+
+
 def status_spend(ctx: Any, name: str, expires_in_s: float | None = None) -> dict[str, Any]:
     """`spend_usd`, `projected_30d_usd` (no further than its expiry, `expires_in_s` from
     now) and `spend_note` of one endpoint (empty when it is gone): DescribeEndpoint, its
@@ -114,7 +121,7 @@ def listing(ctx: Any, rows: list[dict[str, Any]], window: float | None) -> list[
     out = []
     for r in rows:
         desc = described.get(r["endpoint"])
-        left = r.get("expires_in_s")
+        left = billing_ends_in(r)
         spend = _spend_doc(endpoint_spend(sm, desc, now, history, left)) if desc else {}
         out.append(EndpointSummary(**r, **spend))
     return out

@@ -4,11 +4,12 @@ method of `TrainingOps` (a part of `sm_peagle.Client`); `peagle drafter train` c
 Every argument, the local data and a local or catalog target are checked before anything
 is read from AWS (SpecError); an S3 target's config.json and S3 data are read (one GET
 each) and judged before anything is created; then preflight (role, training quota, GPU
-fit), the uploads (the source tarball, local data, a local target), CreateTrainingJob with
+fit), the uploads (the source files, local data, a local target), CreateTrainingJob with
 the operation's tags, the wait (status lines and the job's log lines), the report, the
 drafter check of the head, and, when asked, the deploy; a completed run removes its uploads
 and keeps the head. Ctrl-C stops the job, waits until it is Stopped, deletes it, and
-removes everything the run uploaded and any output: nothing is left.
+removes everything the run uploaded and any output: nothing is left (a job that had
+already Completed keeps its head).
 `dry_run=True` sends nothing and returns the exact request.
 """
 
@@ -94,7 +95,7 @@ class TrainingOps(Session):
                 p4de, p5, p5e, p5en, p6-b200, p6-b300).
             role: the execution role ARN (default: PEAGLE_ROLE_ARN).
             bucket: where uploads and the head go (default sagemaker-REGION-ACCOUNT).
-            image: a training image URI instead of AWS's Hugging Face PyTorch DLC.
+            image: a training image URI instead of AWS's vLLM 0.31.0 SageMaker DLC.
             max_runtime: the job's time limit ("6h", seconds; at most 28 days).
             seed: the random seed (data split, initialisation).
             dry_run: send nothing; return the exact request and the uploads.

@@ -174,6 +174,7 @@ def training_cost(
     else:
         cost["note"] = (
             f"at most ${cost['max_usd']:,.2f}: {instance_type} at ${usd:g}/h for training "
-            f"({source}), billed by run time, at most {hours:g} h"
+            f"({source}), billed by run time: up to {hours:g} h (the stopping condition) "
+            "plus the output's upload"
         )
     return cost

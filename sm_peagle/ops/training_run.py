@@ -116,6 +116,7 @@ def run_training(
     from botocore.exceptions import ClientError
 
     from .. import settings
+    from ..aws import as_peagle_error
     from ..lifecycle import training as lt
     from ..lifecycle.operation import Operation
     from ..training.checks import check_fit
@@ -190,7 +191,7 @@ def run_training(
             err = _lost(e, layout, op.id, region, aws.endpoint_url_for("sagemaker"))
         else:
             _remove_quietly(s3, layout)  # no job: the uploads are of no use
-            err = lt.upload_failure(e, "the job's inputs", layout.uri(layout.prefix))
+            err = as_peagle_error(e)  # the refusal as AWS said it (_uploads words its own)
         if err is None:
             raise  # already peagle's, or a bug: the boundary reports it as it is
         raise err from e
@@ -306,12 +307,32 @@ def _uploads(s3: Any, say: Any, spec: Any, info: Any, layout: Any, files: Any) -
             raise lt.upload_failure(e, what, layout.uri(key)) or e from e
 
 
+def _keep_the_head(s3: Any, layout: Any, say: Any) -> list[tuple[str, str]]:
+    """A job that Completed before the interrupt's stop reached it: its head is kept (and
+    the job, whose description says where it is); only the uploads are removed."""
+    from ..lifecycle import training as lt
+
+    left = [("training_job", layout.job), ("head", layout.head_uri)]
+    try:
+        n = lt.remove_inputs(s3, layout.bucket, layout.prefix)
+        say(f"removed the job's {n} uploaded object(s); the head stays at {layout.head_uri}")
+    except Exception as e:  # named as left, not a new error
+        say(f"could not remove the uploads under {layout.uri(layout.prefix)}: {e}")
+        left.append(("s3_prefix", layout.uri(layout.prefix)))
+    return left
+
+
 def stopped_words(job: str | None, status: str | None, left: list[tuple[str, str]]) -> str:
     """What an interrupted run did before it ended, for TrainingStopped's line."""
     kinds = {k for k, _ in left}
     if job is None:
         return "start of the uploads: " + (
             "no job was created" if kinds else "they were removed and no job was created"
+        )
+    if status == "Completed":
+        return (
+            f"start of training job {job}: it had already Completed, so it and its head "
+            "were kept (only the uploads were removed)"
         )
     if status == "Stopping":
         return (
@@ -400,6 +421,8 @@ def _clean_up(aws: Any, s3: Any, layout: Any, created: bool, say: Any, poll: flo
             status = lt.stop_job(aws, layout.job, say=say, poll=min(poll, 5.0))
             if status == "Stopping":  # not stopped within the wait: it may still upload
                 return status, left  # its output here, so its files stay too; gc's
+            if status == "Completed":  # it finished before the stop: its head is the point
+                return status, _keep_the_head(s3, layout, say)
             if status == "NotFound" or lt.delete_job(aws, layout.job):
                 left.pop(0)  # never created, or deleted now
         try:
@@ -409,6 +432,13 @@ def _clean_up(aws: Any, s3: Any, layout: Any, created: bool, say: Any, poll: flo
         else:
             left.pop()
             say(f"removed {n} object(s) under {layout.uri(layout.prefix)}")
+    except Exception as e:  # e.g. expired credentials: the job may still be running
+        op.end()
+        err = _lost(e, layout, op.id, getattr(aws, "region", None) or "",
+                    aws.endpoint_url_for("sagemaker")) if created else None  # fmt: skip
+        if err is None:
+            raise
+        raise err from e
     except KeyboardInterrupt as again:
         op.end()
         raise Interrupted(

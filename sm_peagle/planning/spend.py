@@ -5,7 +5,8 @@ arithmetic (pure: no I/O; the times are AWS's, read by the caller, `lifecycle/sp
     projected_30d_usd = p x (instances now) x min(720, hours until its expiry)
 
 An endpoint with an expiry (`--ttl`: a schedule deletes it) costs nothing after it, so the
-projection stops there; one overdue projects nothing more.
+projection stops there (the callers pass the expiry only while the deletion is still
+scheduled: an overdue endpoint's deletion failed, and it bills on).
 
 `p` is the catalog's on-demand $/h of one instance of the variant's type in the endpoint's
 region (`catalog.regional_prices.price_in`); when peagle has no price for that type in that

@@ -49,7 +49,8 @@ CODE_DIR = f"/opt/ml/input/data/{CODE_CHANNEL}"
 # installing speculators adds packages and replaces none of the image's.
 # PIP_BREAK_SYSTEM_PACKAGES: pip refuses an "externally managed" system python (PEP 668,
 # Ubuntu 24.04's) without it; an older pip ignores the variable. `exec`: the trainer is the
-# container's main process, so StopTrainingJob's SIGTERM reaches it.
+# container's main process, so StopTrainingJob's SIGTERM reaches it (it installs a handler:
+# a PID 1 without one ignores SIGTERM).
 CONTAINER_ENTRYPOINT = [
     "bash",
     "-c",

@@ -330,6 +330,59 @@ def test_an_interrupt_during_training_stops_the_job_and_leaves_nothing(
     assert left.get("KeyCount", 0) == 0
 
 
+def test_an_interrupt_after_the_job_completed_keeps_its_head(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C lands after the job reached Completed but before the wait saw it: the stop is
+    refused (SageMaker stops only InProgress jobs) and the job is Completed, so its head (the
+    hours it cost) and the job stay; only the uploads go, and the line says so."""
+    from sm_peagle.lifecycle import training as lt
+    from sm_peagle.training.errors import TrainingStopped
+
+    real_wait = lt.wait_for_job
+
+    def completed_then_interrupted(*a: Any, **k: Any) -> None:
+        real_wait(*a, **k)  # the harness runs the job to Completed
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lt, "wait_for_job", completed_then_interrupted)
+    _seed_head(JOB)
+    with pytest.raises(TrainingStopped) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    assert caught.value.status == "Completed"
+    assert world.sent("DeleteTrainingJob") == []
+    assert _keys_left(JOB) == {
+        "output/model/config.json",
+        "output/model/model.safetensors",
+        "output/model/peagle-training-report.json",
+    }
+    assert "kept" in str(caught.value) and ("head", f"s3://{BUCKET}/peagle/training/{JOB}/"
+                                            "output/model/") in caught.value.left  # fmt: skip
+
+
+def test_an_aws_error_while_stopping_is_a_lost_job_not_a_bare_error(
+    world: World, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C with expired credentials: StopTrainingJob fails, so the job may run on. The
+    error names it, says so, and gives the stop command and the gc (as a lost wait does)."""
+    from sm_peagle.lifecycle import training as lt
+    from sm_peagle.training.errors import TrainingLost
+
+    def interrupted(*_a: Any, **_k: Any) -> None:
+        raise KeyboardInterrupt
+
+    def expired(*_a: Any, **_k: Any) -> str:
+        raise _client_error("ExpiredTokenException", "StopTrainingJob")
+
+    monkeypatch.setattr(lt, "wait_for_job", interrupted)
+    monkeypatch.setattr(lt, "stop_job", expired)
+    with pytest.raises(TrainingLost) as caught:
+        sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
+    assert caught.value.job_name == JOB and "may still be running" in str(caught.value)
+    assert "stop-training-job" in str(caught.value.remedy)
+    assert "gc(operation=" in str(caught.value.remedy)
+
+
 def test_an_interrupt_during_the_uploads_removes_them_and_creates_no_job(
     world: World, data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
@@ -614,6 +667,11 @@ def test_the_trainer_policy_grants_every_action_a_run_sends(world: World, data: 
     assert _granted(policy) - sent <= {
         "sagemaker:ListModels",
         "sagemaker:DescribeModel",
+        "sagemaker:ListEndpoints",
+        "sagemaker:ListInferenceComponents",
+        "sagemaker:DescribeEndpoint",
+        "sagemaker:DescribeEndpointConfig",
+        "sagemaker:DescribeInferenceComponent",
         "sagemaker:DeleteTrainingJob",
         "sagemaker:ListTags",
         "sagemaker:ListTrainingJobs",
@@ -997,6 +1055,7 @@ def test_a_create_sagemaker_refuses_is_an_aws_error_and_removes_the_uploads(
         sm_peagle.Client(region=REGION).drafter_train(TARGET, data=str(data), steps=40)
     assert not isinstance(caught.value, TrainingLost)
     assert "ResourceInUse" in str(caught.value)
+    assert "uploading" not in str(caught.value)  # the uploads succeeded: SageMaker refused
     assert _keys_left(JOB) == set() and world.sent("StopTrainingJob") == []
 
 

@@ -169,6 +169,13 @@ def test_an_expiring_endpoint_is_projected_only_until_its_expiry(
     assert "projected until its expiry, 3.5 h from now" in st.spend_note
     (row,) = client.ls()
     assert (row.spend_usd, row.projected_30d_usd) == (6.30, 14.70)
+    # Overdue (two minutes past it and still there: its deletion failed), it bills on:
+    # 8 h in, the full 30 days again, 720 h x $4.20.
+    clock.advance(6.5 * 3600)
+    st = client.status("ttl")
+    assert st.expiry == "overdue" and st.projected_30d_usd == 3024.00
+    (row,) = client.ls()
+    assert row.projected_30d_usd == 3024.00
 
 
 def test_spend_counts_every_instance_on_aws_s_clock(world: World, clock: SandboxClock) -> None:

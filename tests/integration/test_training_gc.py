@@ -350,6 +350,17 @@ def test_the_trainer_policy_grants_what_gc_sends_for_training_jobs(world: World)
     # ListObjectsV2 is s3:ListBucket, DeleteObjects is s3:DeleteObject per key (S3 API
     # reference), on the bucket and its peagle/training/ keys.
     assert granted["sagemaker:ListModels"] == ["*"]
-    assert [f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:model/*"] in granted["sagemaker:DescribeModel"]
+    models = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:model/*"
+    assert any(models in r for r in granted["sagemaker:DescribeModel"])
+    # ...and which endpoints serve them, to name those in the refusal (inventory's reads).
+    for op in ("ListEndpoints", "ListInferenceComponents"):
+        assert granted[f"sagemaker:{op}"] == ["*"], op
+    for op, kind in (
+        ("DescribeEndpoint", "endpoint"),
+        ("DescribeEndpointConfig", "endpoint-config"),
+        ("DescribeInferenceComponent", "inference-component"),
+    ):
+        arn = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:{kind}/*"
+        assert any(arn in r for r in granted[f"sagemaker:{op}"]), op
     assert [f"arn:aws:s3:::{BUCKET}"] in granted["s3:ListBucket"]
     assert [f"arn:aws:s3:::{BUCKET}/peagle/training/*"] in granted["s3:DeleteObject"]

@@ -296,3 +296,27 @@ def test_speculators_exiting_is_reported_by_its_code(
     monkeypatch.setenv("PEAGLE_TRAIN_ML_ROOT", str(tmp_path))
     assert pt.main([]) == code
     assert words in (tmp_path / "output" / "failure").read_text()
+
+
+def test_sigterm_stops_the_job_with_143_not_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """StopTrainingJob sends SIGTERM to the container's main process, the `exec`ed python
+    (PID 1 ignores SIGTERM unless it has a handler): the run unwinds and exits 128+15,
+    writing no failure file (the job is Stopped, not Failed)."""
+    import os
+    import signal
+
+    def run(_paths: object) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM did not stop the run")
+
+    monkeypatch.setenv("PEAGLE_TRAIN_ML_ROOT", str(tmp_path))
+    monkeypatch.setattr(pt, "run", run)
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        assert pt.main([]) == 143
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert "stopped (SIGTERM)" in capsys.readouterr().err
+    assert not (tmp_path / "output" / "failure").exists()

@@ -163,3 +163,31 @@ def test_a_failed_hidden_states_run_is_its_own_error(
     (tmp_path / "config.json").write_text(json.dumps({"num_hidden_layers": 4}))
     with pytest.raises(gpu.HiddenStatesFailed, match=r"generate_offline_data failed \(exit 1\)"):
         gpu.GpuBackend().hidden_states(tmp_path, tmp_path / "dataset", [1, 2, 3])
+
+
+def test_both_engines_are_no_longer_than_the_jobs_rows() -> None:
+    """vLLM 0.31 refuses to start when one sequence of max_model_len does not fit the KV
+    cache (`vllm/v1/core/kv_cache_utils.py`, `_check_enough_kv_cache_memory`), and the
+    default is the model's whole context: Llama-3.1-8B's 131072 on a 24 GB GPU. The job's
+    rows are its prompts plus their continuations, so that is the length asked for, at most
+    the model's own `max_position_embeddings`."""
+    llama = {"num_hidden_layers": 32, "max_position_embeddings": 131072}
+    assert gpu.model_len(llama, 300 + 256) == 556
+    assert gpu.model_len({"max_position_embeddings": 512}, 900) == 512  # the model's limit
+    assert gpu.model_len({"text_config": {"max_position_embeddings": 256}}, 900) == 256
+    assert gpu.llm_kwargs(TARGET, 7, 1, 556)["max_model_len"] == 556
+    argv = gpu.server_argv("python3", TARGET, port=8123, aux_layer_ids=[1, 2, 3], layers=4,
+                           store=STORE, tensor_parallel=1, max_model_len=556)  # fmt: skip
+    assert _after(argv, "--max-model-len") == "556"
+
+
+def test_tensor_parallel_divides_the_heads() -> None:
+    """vLLM's rule: num_attention_heads % tp == 0, and the KV heads divisible by tp or
+    dividing it (replicated). Llama-3.1-8B (32 heads, 8 KV) spans all 8 GPUs; a target with
+    12 heads and 4 KV heads spans 4 of 8 (6 would not divide the KV heads, 8 not the heads);
+    a 20-head, 20-KV target 5 of 8; one GPU stays one."""
+    assert gpu.tensor_parallel({"num_attention_heads": 32, "num_key_value_heads": 8}, 8) == 8
+    assert gpu.tensor_parallel({"num_attention_heads": 12, "num_key_value_heads": 4}, 8) == 4
+    assert gpu.tensor_parallel({"num_attention_heads": 20, "num_key_value_heads": 20}, 8) == 5
+    assert gpu.tensor_parallel({"num_attention_heads": 32, "num_key_value_heads": 8}, 1) == 1
+    assert gpu.tensor_parallel({"num_attention_heads": 32, "num_key_value_heads": 2}, 4) == 4

@@ -33,6 +33,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -549,13 +550,28 @@ def run(paths: Paths) -> dict:
     return report
 
 
+class Terminated(BaseException):
+    """SIGTERM (StopTrainingJob): a BaseException, so no `except Exception` swallows it."""
+
+
+def _terminated(_signum: int, _frame: object) -> None:
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
     # Any arguments (ContainerArguments, or a toolkit's --name value pairs) are ignored:
     # the hyperparameters file is the one source, its values SageMaker's strings.
     del argv
     paths = Paths.from_env()
+    # StopTrainingJob sends SIGTERM; as the container's PID 1 (`exec`) python would ignore
+    # it without a handler (the kernel drops default-action signals to a namespace's init),
+    # so the job would bill until SIGKILL. Raising unwinds the `finally`s that end vLLM.
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         run(paths)
+    except Terminated:
+        print(f"{PREFIX} stopped (SIGTERM)", file=sys.stderr, flush=True)
+        return 143
     except TrainError as exc:
         message = f"{PREFIX} error: {exc}"
         print(message, file=sys.stderr, flush=True)

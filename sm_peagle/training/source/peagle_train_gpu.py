@@ -62,6 +62,20 @@ def gpu_count(env: dict[str, str] | None = None) -> int:
     return max(1, int(torch.cuda.device_count()))
 
 
+def tensor_parallel(config: dict[str, Any], gpus: int) -> int:
+    """The most GPUs (at most `gpus`) the target splits across: vLLM needs the attention
+    heads divisible by the tensor-parallel size, and the KV heads either divisible by it or
+    dividing it (replicated). A target whose heads 8 does not divide still runs on 8-GPU
+    instances, on fewer of them."""
+    text = config.get("text_config", config)
+    heads = int(text.get("num_attention_heads") or 1)
+    kv = int(text.get("num_key_value_heads") or heads)
+    for t in range(max(1, gpus), 0, -1):
+        if heads % t == 0 and (kv % t == 0 or t % kv == 0):
+            return t
+    return 1
+
+
 def num_hidden_layers(config: dict[str, Any]) -> int:
     """The target's decoder layer count from its config.json (a multimodal config's
     `text_config`, as launch_vllm.py reads it)."""
@@ -101,6 +115,17 @@ def kv_transfer_config(store: Path) -> dict[str, Any]:
     }
 
 
+def model_len(config: dict[str, Any], longest: int) -> int:
+    """The engines' `max_model_len`: the longest row this job has (prompt + continuation),
+    at most the target's own limit. Left to vLLM, it is the model's whole context (131072
+    for Llama-3.1), whose KV cache for one sequence vLLM 0.31 insists fits at start
+    (`kv_cache_utils._check_enough_kv_cache_memory`): an 8B target on a 24 GB GPU would
+    then fail after the instance started, though its weights fit."""
+    text = config.get("text_config", config)
+    limit = int(text.get("max_position_embeddings") or longest)
+    return max(1, min(longest, limit))
+
+
 def server_argv(
     python: str,
     target: Path,
@@ -110,9 +135,11 @@ def server_argv(
     layers: int,
     store: Path,
     tensor_parallel: int,
+    max_model_len: int | None = None,
 ) -> list[str]:
     """The hidden-states server's command: launch_vllm.py's, bound to loopback, across
-    `tensor_parallel` GPUs."""
+    `tensor_parallel` GPUs, no longer than the job's rows (`max_model_len`)."""
+    length = ["--max-model-len", str(max_model_len)] if max_model_len else []
     return [
         python,
         *("-m", "vllm.entrypoints.cli.main", "serve", str(target)),
@@ -120,12 +147,23 @@ def server_argv(
         *("--kv_transfer_config", json.dumps(kv_transfer_config(store))),
         *("--host", "127.0.0.1", "--port", str(port)),
         *("--tensor-parallel-size", str(tensor_parallel)),
+        *length,
     ]
 
 
-def llm_kwargs(target: Path, seed: int, tensor_parallel: int) -> dict[str, Any]:
-    """vLLM's `LLM(...)` for the continuations, across the instance's GPUs."""
-    return {"model": str(target), "seed": seed, "tensor_parallel_size": tensor_parallel}
+def llm_kwargs(
+    target: Path, seed: int, tensor_parallel: int, max_model_len: int | None = None
+) -> dict[str, Any]:
+    """vLLM's `LLM(...)` for the continuations, across the instance's GPUs, no longer than
+    the job's rows (`max_model_len`, see `model_len`)."""
+    kw: dict[str, Any] = {
+        "model": str(target),
+        "seed": seed,
+        "tensor_parallel_size": tensor_parallel,
+    }
+    if max_model_len:
+        kw["max_model_len"] = max_model_len
+    return kw
 
 
 def continuations_argv(python: str, request: Path) -> list[str]:
@@ -152,12 +190,18 @@ class GpuBackend:
     ) -> list[list[int]]:
         import tempfile
 
+        config = json.loads((target / "config.json").read_text())
+        # The rows are these prompts and their continuations: the hidden-states server
+        # (next) reads the same rows, so one length serves both engines.
+        self.max_model_len = model_len(config, max(map(len, prompts), default=1) + max_new_tokens)
         with tempfile.TemporaryDirectory(prefix="peagle-continuations-") as tmp:
             request, result = Path(tmp) / "request.json", Path(tmp) / "result.json"
             request.write_text(
                 json.dumps(
                     {
-                        "llm": llm_kwargs(target, seed, gpu_count()),
+                        "llm": llm_kwargs(
+                            target, seed, tensor_parallel(config, gpu_count()), self.max_model_len
+                        ),
                         "prompts": prompts,
                         "max_new_tokens": max_new_tokens,
                         "result": str(result),
@@ -174,7 +218,8 @@ class GpuBackend:
 
         from speculators.cli.generate_offline_data import generate_offline_data
 
-        layers = num_hidden_layers(json.loads((target / "config.json").read_text()))
+        config = json.loads((target / "config.json").read_text())
+        layers = num_hidden_layers(config)
         port = int(os.environ.get("PEAGLE_TRAIN_VLLM_PORT", "8000"))
         argv = server_argv(
             sys.executable,
@@ -183,7 +228,8 @@ class GpuBackend:
             aux_layer_ids=layer_ids,
             layers=layers,
             store=dataset / "hs-store",
-            tensor_parallel=gpu_count(),
+            tensor_parallel=tensor_parallel(config, gpu_count()),
+            max_model_len=getattr(self, "max_model_len", None),
         )
         print(f"peagle-train: hidden-states server: {' '.join(argv)}", flush=True)
         server = subprocess.Popen(argv)
