@@ -334,4 +334,53 @@ def bench_endpoint(
     )
     if search_result is not None:
         doc["search"] = search_result
+    trained = drafter_training(aws, status, levels)
+    if trained is not None:  # a head from `drafter train`: its expectation beside the measure
+        doc["drafter_training"] = trained
+        doc["notes"].append(trained["note"])
     return doc
+
+
+def drafter_training(
+    aws: Any, status: dict[str, Any], levels: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """What the training report beside the served head (`peagle-training-report.json`, as
+    `drafter train` writes it) expected, and the position-0 acceptance measured at the
+    first level (per draft round, as vLLM counts, as the report's estimate is); None for a
+    head without a report (JumpStart's, a hand-made one) or one that cannot be read."""
+    from ..lifecycle.training import read_report
+    from ..training.report import TrainingReport
+
+    head = (status.get("additional_data") or {}).get("eagle")
+    if status.get("mode") != "p-eagle" or not head or not str(head).startswith("s3://"):
+        return None
+    head = head if head.endswith("/") else head + "/"
+    try:
+        doc = read_report(aws.client("s3"), head)
+    except Exception:  # a report is extra: never fail a benchmark over reading it
+        return None
+    if not doc:
+        return None
+    report = TrainingReport.from_dict(doc)
+    expected = report.expected_position0_acceptance
+    first = next((lv for lv in levels if lv.get("acceptance")), None)
+    per = ((first or {}).get("acceptance") or {}).get("per_position") or []
+    measured = per[0] if per else None
+    basis = "per draft round" if report.per_round else "per token (no per-round estimate)"
+    note = f"the head's training report expects position-0 acceptance {_pct(expected)} ({basis}"
+    note += f", K={report.k}); measured {_pct(measured)}"
+    if first is not None:
+        note += f" at concurrency {first.get('concurrency')}"
+    return {
+        "head": head,
+        "expected_position0_acceptance": expected,
+        "expected_per_round": report.per_round,
+        "expected_accepted_length": report.expected_accepted_length,
+        "k": report.k,
+        "measured_position0_acceptance": measured,
+        "note": note,
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.0%}"

@@ -255,6 +255,10 @@ def test_a_trained_head_is_accepted_as_its_report_says(
     expected = report["expected_position0_acceptance"]
 
     served = _served(trainer_sandbox, trained["head_uri"], data["held_out"])
+    # bench read the report beside the served head and put the measure beside it.
+    beside = served["bench"]["drafter_training"]
+    assert beside["expected_position0_acceptance"] == expected, beside
+    assert beside["measured_position0_acceptance"] > 0 and beside["k"] == K, beside
     [level] = served["bench"]["levels"]
     assert level["acceptance"]["mean_acceptance_length"] > 1.0, level["acceptance"]
     assert served["position0"] > 0
