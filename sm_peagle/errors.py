@@ -589,9 +589,9 @@ class TrainingStopped(InterruptedAfterChange):
                  what: str) -> None:  # fmt: skip
         self.job_name, self.status, self.left = job_name, status, list(left)
         super().__init__(what)
-        if self.left:  # InterruptedAfterChange's line says nothing is left: not so here
-            named = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in self.left)
-            # The exception's own message (its args), not a field of its own.
+        # A Completed job and its head are kept on purpose (`what` says so); the rest is left.
+        if rest := [(k, n) for k, n in self.left if status != "Completed" or k == "s3_prefix"]:
+            named = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in rest)
             KeyboardInterrupt.__init__(self, f"{what}; left {named} (gc removes them once ended)")
 
     def to_dict(self) -> dict:

@@ -356,6 +356,7 @@ def test_an_interrupt_after_the_job_completed_keeps_its_head(
         "output/model/model.safetensors",
         "output/model/peagle-training-report.json",
     }
+    assert "gc removes" not in str(caught.value)  # gc keeps a Completed job's head
     assert "kept" in str(caught.value) and ("head", f"s3://{BUCKET}/peagle/training/{JOB}/"
                                             "output/model/") in caught.value.left  # fmt: skip
 
