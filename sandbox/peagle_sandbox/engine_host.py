@@ -65,7 +65,7 @@ from peagle_sandbox.engine_runs import (
 )
 from peagle_sandbox.engine_setup import container_environ, entrypoint_command, flag_table_lines
 from peagle_sandbox.engine_setup import write_vllm_shim as _write_shim
-from peagle_sandbox.procs import kill_group
+from peagle_sandbox.procs import kill_group, record_group
 from sm_peagle.contract import CONTAINER_ENTRYPOINT
 
 __all__ = ["EngineHost", "last_error_line"]
@@ -433,12 +433,8 @@ class EngineHost(ComponentEngines):
 
     def _record(self, engine: Engine, *, present: bool) -> None:
         assert engine.proc is not None
-        path = self.records_dir / f"{engine.proc.pid}.pgid"
-        if present:
-            self.records_dir.mkdir(parents=True, exist_ok=True)
-            path.write_text(f"{engine.scope} {engine.name} {engine.port}\n")
-        else:
-            path.unlink(missing_ok=True)
+        label = f"{engine.scope} {engine.name} {engine.port}"
+        record_group(self.records_dir, engine.proc.pid, label, present=present)
 
     def _log(self, engine: Engine, lines: list[str]) -> None:
         backend = logs_backends[self.account][engine.region]

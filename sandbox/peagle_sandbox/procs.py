@@ -124,6 +124,17 @@ def _is_engine_leader(pgid: int) -> bool:
         return False
 
 
+def record_group(directory: Path, pgid: int, label: str, *, present: bool) -> None:
+    """Write (`present`) or remove `<directory>/<pgid>.pgid`, the record
+    `reap_recorded_engines` reads after a killed server; `label` says whose group it is."""
+    path = directory / f"{pgid}.pgid"
+    if present:
+        directory.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{label}\n")
+    else:
+        path.unlink(missing_ok=True)
+
+
 def reap_recorded_engines(directory: Path) -> list[int]:
     """Kill the engine process groups the real-engine host recorded in `directory` (one
     `<pgid>.pgid` file each; the trainer host records its jobs there too) and remove the

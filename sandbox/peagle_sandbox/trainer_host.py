@@ -51,7 +51,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from peagle_sandbox.engine_setup import map_opt_ml
-from peagle_sandbox.procs import kill_group
+from peagle_sandbox.procs import kill_group, record_group
 from peagle_sandbox.testing import training_io
 
 __all__ = ["TRAINER_ENV", "TRAINER_VENV", "TrainerHost", "TrainerRun", "trainer_python"]
@@ -294,14 +294,8 @@ class TrainerHost:
         return run
 
     def record(self, pgid: int, job: str, *, present: bool) -> None:
-        if self.records_dir is None:
-            return
-        path = self.records_dir / f"{pgid}.pgid"
-        if present:
-            self.records_dir.mkdir(parents=True, exist_ok=True)
-            path.write_text(f"training-job {job}\n")
-        else:
-            path.unlink(missing_ok=True)
+        if self.records_dir is not None:
+            record_group(self.records_dir, pgid, f"training-job {job}", present=present)
 
     def stop_all(self) -> None:
         """End every running job's process group (sandbox stop)."""
